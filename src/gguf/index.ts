@@ -1,0 +1,7 @@
+export { GGUF_DEFAULT_ALIGNMENT, GGUFValueType, valueTypeName } from './constants.js';
+export { GGUFError } from './errors.js';
+export { GGUFFile, openGGUF, parseGGUF } from './file.js';
+export type { GGUFHeader, GGUFTensorInfo } from './reader.js';
+export type { ByteSource } from './source.js';
+export type { GGUFArray, GGUFKV, GGUFNumericArray, GGUFScalar, GGUFValue } from './values.js';
+export { isArrayValue, valueToJSON } from './values.js';
