@@ -59,7 +59,7 @@ test('f16: normal rounding ties go to even', () => {
   assert.equal(f32ToF16(1 + 2 ** -11 + 2 ** -20), 0x3c01);
   assert.equal(f32ToF16(2047 / 1024 + 2 ** -11), 0x4000); // carry into the exponent
   assert.equal(f32ToF16(0.1), 0x2e66);
-  assert.equal(f32ToF16(-3.14159), 0xc248);
+  assert.equal(f32ToF16(-3.3), 0xc29a);
 });
 
 test('f16: all 63488 finite halves round-trip, table matches', () => {
@@ -218,7 +218,7 @@ test('dispatch: capabilities and argument checks', () => {
 });
 
 test('F32/F16/BF16 rows: copy at odd byte offsets, conversions per element', () => {
-  const x = Float32Array.of(1, -2.5, 3.14159, 1e-8, 70000, -0);
+  const x = Float32Array.of(1, -2.5, 3.3, 1e-8, 70000, -0);
   const bytes = new Uint8Array(x.length * 4 + 1);
   bytes.set(new Uint8Array(x.buffer), 1);
   const y = new Float32Array(x.length);
