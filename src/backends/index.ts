@@ -1,0 +1,7 @@
+// The backend layer's entry point: importing it registers every built-in backend.
+// Optional backends (WebGPU, RPC) register here through registerOptionalBackend, so a
+// failing one is logged and skipped without touching the host path.
+
+import './reference/index.js';
+
+export * from './api.js';

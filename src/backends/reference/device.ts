@@ -1,0 +1,123 @@
+// The reference device: scalar TypeScript kernels on plain host memory. Slow and simple,
+// it is the oracle every faster device is compared against (see testing/op-harness.ts).
+// Extra instances with a restricted op set model a second device in scheduler tests.
+
+import { freemem, totalmem } from 'node:os';
+import type { Graph } from '../../ggml/graph.js';
+import type { Tensor } from '../../ggml/tensor.js';
+import { logger } from '../../log.js';
+import { HostBufferType } from '../host.js';
+import type { Backend, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
+import { referenceCompute, referenceSupportsOp } from './ops/index.js';
+
+const log = logger('backend:reference');
+
+export interface ReferenceDeviceOptions {
+  name?: string;
+  description?: string;
+  /** Further restrict the ops this device accepts (test doubles of partial devices). */
+  opFilter?: (op: Tensor) => boolean;
+  /** Accept only this device's own buffer type (forces the scheduler to copy). */
+  ownBuffersOnly?: boolean;
+}
+
+export class ReferenceDevice implements Device {
+  readonly name: string;
+  readonly description: string;
+  readonly type = 'cpu' as const;
+  private readonly buft: HostBufferType;
+
+  constructor(
+    readonly reg: BackendReg,
+    private readonly o: ReferenceDeviceOptions = {},
+  ) {
+    this.name = o.name ?? 'Reference';
+    this.description = o.description ?? 'scalar TypeScript reference kernels (oracle; slow)';
+    this.buft = new HostBufferType({ name: this.name, device: this });
+  }
+
+  memory(): DeviceMemory {
+    return { free: freemem(), total: totalmem() };
+  }
+
+  props(): DeviceProps {
+    return {
+      name: this.name,
+      description: this.description,
+      memory: this.memory(),
+      type: this.type,
+      caps: { async: false, hostBuffer: false, bufferFromHostPtr: false, events: false },
+    };
+  }
+
+  initBackend(): Backend {
+    return new ReferenceBackend(this);
+  }
+
+  bufferType(): BufferType {
+    return this.buft;
+  }
+
+  supportsOp(op: Tensor): boolean {
+    return referenceSupportsOp(op) && (this.o.opFilter?.(op) ?? true);
+  }
+
+  supportsBufferType(buft: BufferType): boolean {
+    return this.o.ownBuffersOnly ? buft === this.buft : buft.isHost;
+  }
+
+  offloadOp(_op: Tensor): boolean {
+    return false;
+  }
+}
+
+export class ReferenceBackend implements Backend {
+  readonly name: string;
+
+  constructor(readonly device: ReferenceDevice) {
+    this.name = device.name;
+  }
+
+  async graphCompute(graph: Graph): Promise<void> {
+    for (const node of graph.nodes) {
+      if (!this.device.supportsOp(node)) {
+        throw new Error(`${this.name}: unsupported op ${node.op} for ${node}`);
+      }
+      referenceCompute(node);
+    }
+    log.debug(`${this.name}: computed ${graph.nodes.length} nodes`);
+  }
+
+  async setTensorAsync(t: Tensor, data: Uint8Array, offset = 0): Promise<void> {
+    t.buffer?.setTensor(t, data, offset);
+  }
+
+  async getTensorAsync(t: Tensor, dst: Uint8Array, offset = 0): Promise<void> {
+    await t.buffer?.getTensor(t, dst, offset);
+  }
+
+  async synchronize(): Promise<void> {}
+
+  free(): void {}
+}
+
+/** A backend family holding reference devices. */
+export class ReferenceReg implements BackendReg {
+  private readonly devs: ReferenceDevice[] = [];
+
+  constructor(readonly name = 'Reference') {}
+
+  addDevice(o: ReferenceDeviceOptions = {}): ReferenceDevice {
+    const d = new ReferenceDevice(this, o);
+    this.devs.push(d);
+    return d;
+  }
+
+  devices(): readonly Device[] {
+    return this.devs;
+  }
+
+  feature(name: string): unknown {
+    return name === 'supportsOp' ? referenceSupportsOp : undefined;
+  }
+}

@@ -1,0 +1,52 @@
+// Elementwise ops: ADD and MUL (b broadcast over a by repetition), SCALE, SILU, GELU.
+
+import type { Tensor } from '../../../ggml/tensor.js';
+import { forEachRow, HostView } from '../access.js';
+
+function binary(dst: Tensor, f: (x: number, y: number) => number): void {
+  const [a, b] = dst.src;
+  const va = new HostView(a);
+  const vb = new HostView(b);
+  const vd = new HostView(dst);
+  forEachRow(dst.ne, (i1, i2, i3) => {
+    const j1 = i1 % b.ne[1];
+    const j2 = i2 % b.ne[2];
+    const j3 = i3 % b.ne[3];
+    for (let i0 = 0; i0 < dst.ne[0]; i0++) {
+      vd.set(f(va.get(i0, i1, i2, i3), vb.get(i0 % b.ne[0], j1, j2, j3)), i0, i1, i2, i3);
+    }
+  });
+}
+
+function unary(dst: Tensor, f: (x: number) => number): void {
+  const va = new HostView(dst.src[0]);
+  const vd = new HostView(dst);
+  forEachRow(dst.ne, (i1, i2, i3) => {
+    for (let i0 = 0; i0 < dst.ne[0]; i0++) vd.set(f(va.get(i0, i1, i2, i3)), i0, i1, i2, i3);
+  });
+}
+
+export function add(dst: Tensor): void {
+  binary(dst, (x, y) => x + y);
+}
+
+export function mul(dst: Tensor): void {
+  binary(dst, (x, y) => x * y);
+}
+
+export function scale(dst: Tensor): void {
+  const s = dst.params.scale;
+  const b = dst.params.bias ?? 0;
+  unary(dst, (x) => s * x + b);
+}
+
+export function silu(dst: Tensor): void {
+  unary(dst, (x) => x / (1 + Math.exp(-x)));
+}
+
+const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
+
+/** GELU, tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
+export function gelu(dst: Tensor): void {
+  unary(dst, (x) => 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x))));
+}

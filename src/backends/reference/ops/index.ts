@@ -1,0 +1,93 @@
+// The reference backend's op table: which op/type combinations it computes, and how.
+
+import { isViewOp, Op, type Tensor } from '../../../ggml/tensor.js';
+import { GGMLType, traitsOf } from '../../../ggml/types.js';
+import { readable, writable } from '../access.js';
+import { flashAttnExt } from './attention.js';
+import { cont, cpy } from './copy.js';
+import { add, gelu, mul, scale, silu } from './elementwise.js';
+import { mulMat } from './matmul.js';
+import { norm, rmsNorm } from './norm.js';
+import { rope } from './rope.js';
+import { getRows, setRows } from './rows.js';
+import { softMax } from './softmax.js';
+
+type Kernel = (dst: Tensor) => void;
+
+const KERNELS: Partial<Record<Op, Kernel>> = {
+  [Op.GET_ROWS]: getRows,
+  [Op.SET_ROWS]: setRows,
+  [Op.MUL_MAT]: mulMat,
+  [Op.ADD]: add,
+  [Op.MUL]: mul,
+  [Op.SCALE]: scale,
+  [Op.RMS_NORM]: rmsNorm,
+  [Op.NORM]: norm,
+  [Op.ROPE]: rope,
+  [Op.SOFT_MAX]: softMax,
+  [Op.SILU]: silu,
+  [Op.GELU]: gelu,
+  [Op.CPY]: cpy,
+  [Op.CONT]: cont,
+  [Op.FLASH_ATTN_EXT]: flashAttnExt,
+};
+
+const FLOAT = new Set<number>([GGMLType.F32, GGMLType.F16, GGMLType.BF16]);
+
+function isFloat(t: Tensor | undefined): boolean {
+  return t !== undefined && FLOAT.has(t.type);
+}
+
+/** Plain element types (elementwise access works on any layout). */
+function isPlain(t: Tensor): boolean {
+  return !traitsOf(t.type).quantized;
+}
+
+export function referenceSupportsOp(t: Tensor): boolean {
+  const [a, b] = t.src;
+  switch (t.op) {
+    case Op.NONE:
+    case Op.VIEW:
+    case Op.RESHAPE:
+    case Op.PERMUTE:
+    case Op.TRANSPOSE:
+      return true;
+    case Op.GET_ROWS:
+      return readable(a.type) && t.type === GGMLType.F32 && (a.hasContiguousRows() || isPlain(a));
+    case Op.SET_ROWS:
+      return writable(t.type) && (isPlain(t) || t.hasContiguousRows());
+    case Op.MUL_MAT:
+      return readable(a.type) && isFloat(b) && (isPlain(a) || a.hasContiguousRows());
+    case Op.ADD:
+    case Op.MUL:
+      return isFloat(a) && isFloat(b) && isFloat(t);
+    case Op.SCALE:
+    case Op.RMS_NORM:
+    case Op.NORM:
+    case Op.SILU:
+    case Op.GELU:
+      return isFloat(a) && isFloat(t);
+    case Op.ROPE:
+      return isFloat(a) && isFloat(t);
+    case Op.SOFT_MAX:
+      return isFloat(a) && t.params.maxBias === 0;
+    case Op.CPY:
+    case Op.CONT: {
+      const srcOk = isPlain(a) || a.hasContiguousRows();
+      const dstOk = isPlain(t) || (t.hasContiguousRows() && t.ne[0] === a.ne[0]);
+      return readable(a.type) && writable(t.type) && srcOk && dstOk;
+    }
+    case Op.FLASH_ATTN_EXT:
+      return t.params.maxBias === 0 && [t.src[0], t.src[1], t.src[2]].every((x) => readable(x.type));
+    default:
+      return false;
+  }
+}
+
+/** Compute one node into its (already allocated) memory; view ops compute nothing. */
+export function referenceCompute(t: Tensor): void {
+  if (t.op === Op.NONE || isViewOp(t.op)) return;
+  const k = KERNELS[t.op];
+  if (!k) throw new Error(`reference backend: no kernel for ${t.op}`);
+  k(t);
+}

@@ -1,0 +1,218 @@
+// Graph-building functions, one per op, with ggml's shapes and source order. Each checks
+// its operands and returns the result descriptor; nothing is computed here (a backend's
+// graphCompute does that). Shapes are written [ne0, ne1, ne2, ne3], ne0 fastest.
+
+import { canRepeat, newTensor, Op, type OpParams, Tensor } from './tensor.js';
+import { GGMLType } from './types.js';
+
+function node(result: Tensor, op: Op, src: Tensor[], params: OpParams = {}, name = ''): Tensor {
+  result.op = op;
+  result.src = src;
+  result.params = params;
+  if (name) result.name = name;
+  return result;
+}
+
+function check(cond: boolean, what: string): void {
+  if (!cond) throw new Error(`ggml op: ${what}`);
+}
+
+function isIndexType(t: Tensor): boolean {
+  return t.type === GGMLType.I32 || t.type === GGMLType.I64;
+}
+
+/**
+ * Rows of `a` picked by the I32 indices in `b` (ggml_get_rows): a [n, rows, ne2, ne3],
+ * b [k, ne2, ne3] gives F32 [n, k, ne2, ne3]. Works on every weight type.
+ */
+export function getRows(a: Tensor, b: Tensor): Tensor {
+  check(b.type === GGMLType.I32, 'get_rows indices must be I32');
+  check(a.ne[2] === b.ne[1] && a.ne[3] === b.ne[2] && b.ne[3] === 1, 'get_rows shapes');
+  return node(newTensor(GGMLType.F32, [a.ne[0], b.ne[0], b.ne[1], b.ne[2]]), Op.GET_ROWS, [a, b]);
+}
+
+/**
+ * Write the rows of `b` (F32) into `a` at the row indices in `c` (I64 or I32), as ggml_set_rows:
+ * a [n, rowsA, ne2, ne3], b [n, k, ne2, ne3], c [k, ne2 / r2, ne3 / r3]. The result is a view
+ * of `a`; the sources are (b, c, a) in ggml's order.
+ */
+export function setRows(a: Tensor, b: Tensor, c: Tensor): Tensor {
+  check(a.ne[0] === b.ne[0] && a.ne[2] === b.ne[2] && a.ne[3] === b.ne[3], 'set_rows shapes of a and b');
+  check(b.ne[1] === c.ne[0] && b.ne[2] % c.ne[1] === 0 && b.ne[3] % c.ne[2] === 0 && c.ne[3] === 1, 'set_rows index');
+  check(b.type === GGMLType.F32, 'set_rows source must be F32');
+  check(isIndexType(c), 'set_rows indices must be I64 or I32');
+  check(a.hasContiguousRows() && b.hasContiguousRows(), 'set_rows needs contiguous rows');
+  const r = viewAll(a);
+  return node(r, Op.SET_ROWS, [b, c, a]);
+}
+
+function viewAll(a: Tensor): Tensor {
+  // a same-shape view of `a` whose op the caller then sets (ggml_view_tensor)
+  const r = new Tensor(a.type, [...a.ne], [...a.nb]);
+  r.viewSrc = a.viewSrc ?? a;
+  r.viewOffset = a.viewSrc ? a.viewOffset : 0;
+  return r;
+}
+
+/**
+ * Matrix product (ggml_mul_mat): a [K, M, ne02, ne03] (weights, any type), b [K, N, ne12, ne13]
+ * (F32) gives F32 [M, N, ne12, ne13], i.e. result[m, n] = dot(row m of a, row n of b). `a` is
+ * broadcast over dims 2-3 when ne12, ne13 are multiples of ne02, ne03.
+ */
+export function mulMat(a: Tensor, b: Tensor): Tensor {
+  check(a.ne[0] === b.ne[0], `mul_mat inner sizes ${a.ne[0]} and ${b.ne[0]}`);
+  check(b.ne[2] % a.ne[2] === 0 && b.ne[3] % a.ne[3] === 0, 'mul_mat broadcast over dims 2-3');
+  check(!isTransposedRows(a), 'mul_mat: a must not be transposed');
+  return node(newTensor(GGMLType.F32, [a.ne[1], b.ne[1], b.ne[2], b.ne[3]]), Op.MUL_MAT, [a, b]);
+}
+
+function isTransposedRows(t: Tensor): boolean {
+  return t.nb[0] > t.nb[1] && t.ne[1] > 1;
+}
+
+function binary(op: Op, a: Tensor, b: Tensor): Tensor {
+  check(canRepeat(b, a), `${op}: [${b.ne}] does not broadcast onto [${a.ne}]`);
+  return node(newTensor(a.type, a.ne), op, [a, b]);
+}
+
+/** a + b, b broadcast over a (ggml_add). */
+export function add(a: Tensor, b: Tensor): Tensor {
+  return binary(Op.ADD, a, b);
+}
+
+/** a * b elementwise, b broadcast over a (ggml_mul). */
+export function mul(a: Tensor, b: Tensor): Tensor {
+  return binary(Op.MUL, a, b);
+}
+
+/** s * a + bias (ggml_scale / ggml_scale_bias). */
+export function scale(a: Tensor, s: number, bias = 0): Tensor {
+  return node(newTensor(a.type, a.ne), Op.SCALE, [a], { scale: s, bias });
+}
+
+/** Each row divided by its root mean square: x / sqrt(mean(x²) + eps). */
+export function rmsNorm(a: Tensor, eps: number): Tensor {
+  return node(newTensor(a.type, a.ne), Op.RMS_NORM, [a], { eps });
+}
+
+/** Each row centred and divided by its standard deviation: (x - mean) / sqrt(var + eps). */
+export function norm(a: Tensor, eps: number): Tensor {
+  return node(newTensor(a.type, a.ne), Op.NORM, [a], { eps });
+}
+
+/** ggml's rope modes: NORMAL rotates adjacent pairs, NEOX rotates the two halves. */
+export const RopeMode = { NORMAL: 0, NEOX: 2 } as const;
+
+export interface RopeOptions {
+  /** Rotated dimensions (≤ head dim; the rest pass through). */
+  nDims: number;
+  mode: number;
+  freqBase: number;
+  freqScale?: number;
+  nCtxOrig?: number;
+  extFactor?: number;
+  attnFactor?: number;
+  betaFast?: number;
+  betaSlow?: number;
+  /** Optional F32 [nDims / 2] frequency divisors (ggml's src[2]). */
+  freqFactors?: Tensor;
+}
+
+/**
+ * Rotary position embedding (ggml_rope_ext): a [headDim, nHead, nTokens, 1], pos I32 [nTokens].
+ * Pair i rotates by pos * freqBase^(-2i/nDims) (times freqScale; YaRN when extFactor ≠ 0).
+ */
+export function rope(a: Tensor, pos: Tensor, o: RopeOptions): Tensor {
+  check(pos.type === GGMLType.I32 && pos.ne[0] === a.ne[2], 'rope positions: I32 [ne2 of a]');
+  check(o.nDims <= a.ne[0] && o.nDims % 2 === 0, 'rope nDims');
+  const src = [a, pos];
+  if (o.freqFactors) {
+    check(o.freqFactors.type === GGMLType.F32 && o.freqFactors.ne[0] >= o.nDims / 2, 'rope freq factors');
+    src.push(o.freqFactors);
+  }
+  return node(newTensor(a.type, a.ne), Op.ROPE, src, {
+    nDims: o.nDims,
+    mode: o.mode,
+    freqBase: o.freqBase,
+    freqScale: o.freqScale ?? 1,
+    nCtxOrig: o.nCtxOrig ?? 0,
+    extFactor: o.extFactor ?? 0,
+    attnFactor: o.attnFactor ?? 1,
+    betaFast: o.betaFast ?? 32,
+    betaSlow: o.betaSlow ?? 1,
+  });
+}
+
+/**
+ * softmax(a * scale + mask) over each row (ggml_soft_max_ext). mask (F32 or F16)
+ * [ne0, ≥ne1, ne2 / r2, ne3 / r3] is broadcast over a's dims 2-3; maxBias (ALiBi) must be 0.
+ */
+export function softMax(a: Tensor, mask: Tensor | null = null, scale = 1, maxBias = 0): Tensor {
+  const src = [a];
+  if (mask) {
+    check(mask.type === GGMLType.F32 || mask.type === GGMLType.F16, 'soft_max mask type');
+    check(mask.ne[0] === a.ne[0] && mask.ne[1] >= a.ne[1], 'soft_max mask shape');
+    check(a.ne[2] % mask.ne[2] === 0 && a.ne[3] % mask.ne[3] === 0, 'soft_max mask broadcast');
+    src.push(mask);
+  }
+  return node(newTensor(a.type, a.ne), Op.SOFT_MAX, src, { scale, maxBias });
+}
+
+/** x * sigmoid(x). */
+export function silu(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.SILU, [a]);
+}
+
+/** GELU, tanh approximation (as ggml_gelu). */
+export function gelu(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.GELU, [a]);
+}
+
+/**
+ * Copy the values of `a` into `b` (ggml_cpy), converting type (F32↔F16, F32→quantized).
+ * Element counts must match; layout may differ (b is often a view into a KV cache).
+ * The result is a view of `b`.
+ */
+export function cpy(a: Tensor, b: Tensor): Tensor {
+  check(a.nelements === b.nelements, `cpy ${a} into ${b}: element counts differ`);
+  const r = viewAll(b);
+  r.name = b.name ? `${b.name} (copy of ${a.name || `#${a.id}`})` : '';
+  return node(r, Op.CPY, [a, b]);
+}
+
+/** A contiguous copy of `a` (ggml_cont), optionally reshaped to `ne`. */
+export function cont(a: Tensor, ne?: readonly number[]): Tensor {
+  const r = newTensor(a.type, ne ?? a.ne);
+  check(r.nelements === a.nelements, 'cont: element counts differ');
+  return node(r, Op.CONT, [a]);
+}
+
+/**
+ * Attention in one op (ggml_flash_attn_ext): q [D, nQ, nHead, ne3], k [D, nKV, nHeadKV, ne3],
+ * v [Dv, nKV, nHeadKV, ne3] (K/V F16 or F32; nHead a multiple of nHeadKV: grouped-query
+ * attention), mask F16 [nKV, ≥nQ, ...] broadcast over heads. Result F32 [Dv, nHead, nQ, ne3]
+ * (heads and tokens swapped, ready to be reshaped into [Dv·nHead, nQ]).
+ */
+export function flashAttnExt(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  mask: Tensor | null,
+  scale: number,
+  maxBias = 0,
+  logitSoftcap = 0,
+): Tensor {
+  check(q.ne[0] === k.ne[0] && k.ne[1] === v.ne[1] && k.ne[2] === v.ne[2], 'flash_attn_ext q/k/v shapes');
+  check(q.ne[2] % k.ne[2] === 0 && q.ne[3] % k.ne[3] === 0, 'flash_attn_ext head broadcast');
+  const src = [q, k, v];
+  if (mask) {
+    check(mask.ne[0] === k.ne[1] && mask.ne[1] >= q.ne[1], 'flash_attn_ext mask shape');
+    check(q.ne[2] % mask.ne[2] === 0 && q.ne[3] % mask.ne[3] === 0, 'flash_attn_ext mask broadcast');
+    src.push(mask);
+  }
+  return node(newTensor(GGMLType.F32, [v.ne[0], q.ne[2], q.ne[1], q.ne[3]]), Op.FLASH_ATTN_EXT, src, {
+    scale,
+    maxBias,
+    logitSoftcap,
+  });
+}
