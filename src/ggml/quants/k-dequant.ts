@@ -121,8 +121,12 @@ export function dequantizeQ5_K(src: Uint8Array, srcOff: number, dst: Float32Arra
 
 const fround = Math.fround;
 
+// d * scale for the 8 groups of 16 in one half of a Q6_K block (exact in float32)
+const q6Scales = new Float64Array(8);
+
 export function dequantizeQ6_K(src: Uint8Array, srcOff: number, dst: Float32Array, dstOff: number, nb: number): void {
   const t = f16Table();
+  const s = q6Scales;
   for (let b = 0, o = srcOff, y = dstOff; b < nb; b++, o += 210, y += 256) {
     const d = t[src[o + 208]! | (src[o + 209]! << 8)]!;
     for (let n = 0; n < 2; n++) {
@@ -130,20 +134,17 @@ export function dequantizeQ6_K(src: Uint8Array, srcOff: number, dst: Float32Arra
       const qh = o + 128 + n * 32;
       const sc = o + 192 + n * 8;
       const yy = y + n * 128;
+      for (let k = 0; k < 8; k++) s[k] = fround(d * ((src[sc + k]! << 24) >> 24));
       for (let l = 0; l < 32; l++) {
         const is = l >>> 4;
         const h = src[qh + l]!;
         const a = src[ql + l]!;
         const c = src[ql + l + 32]!;
-        const q1 = ((a & 0x0f) | ((h & 3) << 4)) - 32;
-        const q2 = ((c & 0x0f) | (((h >>> 2) & 3) << 4)) - 32;
-        const q3 = ((a >>> 4) | (((h >>> 4) & 3) << 4)) - 32;
-        const q4 = ((c >>> 4) | (((h >>> 6) & 3) << 4)) - 32;
-        // d*sc is exact in float; the product with q is exact in double, rounded once on store
-        dst[yy + l] = fround(d * ((src[sc + is]! << 24) >> 24)) * q1;
-        dst[yy + l + 32] = fround(d * ((src[sc + is + 2]! << 24) >> 24)) * q2;
-        dst[yy + l + 64] = fround(d * ((src[sc + is + 4]! << 24) >> 24)) * q3;
-        dst[yy + l + 96] = fround(d * ((src[sc + is + 6]! << 24) >> 24)) * q4;
+        // (d*sc) times q is exact in double, so the store rounds once, as C's float product
+        dst[yy + l] = s[is]! * (((a & 0x0f) | ((h & 3) << 4)) - 32);
+        dst[yy + l + 32] = s[is + 2]! * (((c & 0x0f) | (((h >>> 2) & 3) << 4)) - 32);
+        dst[yy + l + 64] = s[is + 4]! * (((a >>> 4) | (((h >>> 4) & 3) << 4)) - 32);
+        dst[yy + l + 96] = s[is + 6]! * (((c >>> 4) | (((h >>> 6) & 3) << 4)) - 32);
       }
     }
   }
