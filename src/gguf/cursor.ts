@@ -5,7 +5,7 @@ import { GGUFError } from './errors.js';
 import type { ByteSource } from './source.js';
 
 const CHUNK = 1 << 20;
-const utf8 = new TextDecoder('utf-8', { fatal: false });
+const utf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 export class Cursor {
   private buf = new Uint8Array(0);

@@ -1,6 +1,6 @@
 // In-memory form of GGUF metadata values. Numeric arrays are typed arrays (a vocabulary's
 // scores and token types stay compact); 64-bit integers are bigints so nothing is rounded.
-import type { GGUFValueType } from './constants.js';
+import { GGUFValueType } from './constants.js';
 
 export type GGUFNumericArray =
   | Uint8Array
@@ -35,11 +35,22 @@ export function isArrayValue(v: GGUFValue): v is GGUFArray {
   return typeof v === 'object' && v !== null && 'itemType' in v;
 }
 
+/** The shortest decimal that reads back as the same float32 (1e-5, not 0.000009999999747). */
+export function shortestF32(v: number): number {
+  if (!Number.isFinite(v)) return v;
+  for (let p = 1; p < 9; p++) {
+    const d = Number(v.toPrecision(p));
+    if (Math.fround(d) === v) return d;
+  }
+  return v;
+}
+
 /** Plain-JSON form of a value (bigints as numbers when safe, else strings; typed arrays as arrays). */
-export function valueToJSON(v: GGUFValue): unknown {
+export function valueToJSON(v: GGUFValue, type?: GGUFValueType): unknown {
   if (typeof v === 'bigint') return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
+  if (typeof v === 'number' && type === GGUFValueType.FLOAT32) return shortestF32(v);
   if (!isArrayValue(v)) return v;
   const out: unknown[] = [];
-  for (const item of v.items as Iterable<GGUFValue>) out.push(valueToJSON(item));
+  for (const item of v.items as Iterable<GGUFValue>) out.push(valueToJSON(item, v.itemType));
   return out;
 }

@@ -1,0 +1,43 @@
+// `llama-ts <command>`: dispatch to one module per command. Each command returns its
+// exit code: 0 success, 1 failure (bad file, runtime error), 2 bad usage.
+
+export type Command = (argv: string[]) => Promise<number>;
+
+interface CommandEntry {
+  summary: string;
+  load: () => Promise<Command>;
+}
+
+// Commands load lazily so `llama-ts inspect` does not pay for the rest of the engine.
+const COMMANDS: Record<string, CommandEntry> = {
+  inspect: {
+    summary: 'show a GGUF file: architecture, hyper-parameters, tokenizer, tensors',
+    load: async () => (await import('./inspect.js')).inspectCommand,
+  },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((k) => k.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `usage: llama-ts <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'llama-ts <command> --help' for a command's options.\n`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name ? 0 : 2;
+  }
+  if (name === '--version' || name === '-v') {
+    const { createRequire } = await import('node:module');
+    const pkg = createRequire(import.meta.url)('../../../package.json') as { version: string };
+    process.stdout.write(`${pkg.version}\n`);
+    return 0;
+  }
+  const entry = COMMANDS[name];
+  if (!entry) {
+    process.stderr.write(`llama-ts: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  return (await entry.load())(rest);
+}
