@@ -282,13 +282,23 @@ export class GGUFWriter {
     return out;
   }
 
-  /** Write to `path`, streaming tensor data; holes stay unwritten (sparse where the filesystem allows). */
-  write(path: string): void {
+  /**
+   * Write to `path`, streaming tensor data; holes stay unwritten (sparse where the
+   * filesystem allows). `provide` produces a tensor's bytes on demand when they were not
+   * given to addTensor, so models larger than memory can be written one tensor at a time.
+   */
+  write(path: string, provide?: (t: TensorEntry) => Uint8Array | undefined): void {
     const head = this.header();
     const fd = openSync(path, 'w');
     try {
       writeAll(fd, head, 0);
-      for (const t of this.tensorList) if (t.data) writeAll(fd, t.data, head.length + t.offset);
+      for (const t of this.tensorList) {
+        const data = t.data ?? provide?.(t);
+        if (!data) continue;
+        if (data.length !== t.nBytes)
+          throw new RangeError(`tensor '${t.name}': ${data.length} bytes given, ${t.nBytes} expected`);
+        writeAll(fd, data, head.length + t.offset);
+      }
       ftruncateSync(fd, this.fileSize(head.length));
     } finally {
       closeSync(fd);
