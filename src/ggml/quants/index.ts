@@ -31,6 +31,8 @@ import {
   quantizeQ8_1,
 } from './legacy.js';
 import { quantizeQ8_K } from './q8k.js';
+import { quantizeIQ4_NL, quantizeIQ4_XS } from './quantize-iq.js';
+import { quantizeQ2_K, quantizeQ3_K, quantizeQ4_K, quantizeQ5_K, quantizeQ6_K } from './quantize-k.js';
 
 export type { DequantizeFn, QuantizeFn, RowCodec } from './codec.js';
 
@@ -80,9 +82,15 @@ registerQuantizer(GGMLType.Q8_0, quantizeQ8_0);
 registerQuantizer(GGMLType.Q8_1, quantizeQ8_1);
 registerQuantizer(GGMLType.Q8_K, quantizeQ8_K);
 
-// K-quant and IQ4 quantizers (quantize-k.ts, quantize-iq.ts): import them above and
-// register them here, one line per type, e.g.
-//   registerQuantizer(GGMLType.Q4_K, quantizeQ4_K);
+// K-quant and IQ4 quantizers (quantize-k.ts, quantize-iq.ts): what llama-quantize writes
+// without an imatrix (IQ4_NL/IQ4_XS through quantize_iq4_*, not the _ref entry points).
+registerQuantizer(GGMLType.Q2_K, quantizeQ2_K);
+registerQuantizer(GGMLType.Q3_K, quantizeQ3_K);
+registerQuantizer(GGMLType.Q4_K, quantizeQ4_K);
+registerQuantizer(GGMLType.Q5_K, quantizeQ5_K);
+registerQuantizer(GGMLType.Q6_K, quantizeQ6_K);
+registerQuantizer(GGMLType.IQ4_NL, quantizeIQ4_NL);
+registerQuantizer(GGMLType.IQ4_XS, quantizeIQ4_XS);
 // ---- end of the table ---------------------------------------------------------------
 
 export function canDequantize(type: number): boolean {
