@@ -159,6 +159,11 @@ export function contiguousStrides(type: number, ne: Shape4): Shape4 {
 export function tensorSpan(type: number, ne: Shape4, nb: Shape4): number {
   if (ne[0] === 0 || ne[1] === 0 || ne[2] === 0 || ne[3] === 0) return 0;
   const tr = traitsOf(type);
+  if (tr.blockSize === 1) {
+    let bytes = tr.typeSize;
+    for (let i = 0; i < 4; i++) bytes += (ne[i] - 1) * nb[i];
+    return bytes;
+  }
   let bytes = (ne[0] / tr.blockSize) * nb[0];
   for (let i = 1; i < 4; i++) bytes += (ne[i] - 1) * nb[i];
   return bytes;

@@ -1,0 +1,55 @@
+// Run a small graph on one device: allocate its inputs and intermediates, upload the
+// input data, compute, read the outputs back. For tests and the op harness.
+
+import { GraphAllocator } from '../../ggml/alloc.js';
+import { buildGraph, type Graph } from '../../ggml/graph.js';
+import { dequantize } from '../../ggml/quants/index.js';
+import type { Tensor } from '../../ggml/tensor.js';
+import { GGMLType } from '../../ggml/types.js';
+import { tensorGet, tensorGetF32, tensorSet } from '../api.js';
+import type { Device } from '../impl.js';
+
+export type Inputs = ReadonlyArray<readonly [Tensor, ArrayBufferView]>;
+
+export interface ComputeResult {
+  graph: Graph;
+  allocator: GraphAllocator;
+  /** Each output read back as F32. */
+  values: Float32Array[];
+}
+
+/**
+ * Compute `outputs` on `device`. Leafs listed in `inputs` get their data; unlisted leafs
+ * must already be allocated (weights) or are zero-filled.
+ */
+export async function computeOn(device: Device, outputs: Tensor[], inputs: Inputs): Promise<ComputeResult> {
+  const graph = buildGraph(...outputs);
+  const allocator = new GraphAllocator([device.bufferType()]);
+  allocator.allocGraph(graph);
+  allocator.buffers[0]?.clear(0);
+  for (const [t, data] of inputs) tensorSet(t, data);
+  const backend = device.initBackend();
+  await backend.graphCompute(graph);
+  await backend.synchronize();
+  const values = [];
+  for (const o of outputs) values.push(await readF32(o));
+  backend.free();
+  return { graph, allocator, values };
+}
+
+/** Any tensor's values as F32: F32 by strides, other types row by row (rows contiguous). */
+export async function readF32(t: Tensor): Promise<Float32Array> {
+  if (t.type === GGMLType.F32) return tensorGetF32(t);
+  const out = new Float32Array(t.nelements);
+  let k = 0;
+  for (let i3 = 0; i3 < t.ne[3]; i3++) {
+    for (let i2 = 0; i2 < t.ne[2]; i2++) {
+      for (let i1 = 0; i1 < t.ne[1]; i1++) {
+        const bytes = await tensorGet(t, i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3], t.rowBytes);
+        dequantize(t.type, bytes, out.subarray(k, k + t.ne[0]), t.ne[0]);
+        k += t.ne[0];
+      }
+    }
+  }
+  return out;
+}
