@@ -1,0 +1,73 @@
+// Deterministic float32 test rows for quantizer conformance: ordinary Gaussian data plus
+// the cases that reach a quantizer's corners (all-zero and constant blocks, zeroed
+// sub-blocks, lone outliers, one-sided data, subnormal, tiny and overflowing magnitudes).
+
+/** mulberry32: a small seeded PRNG with uniform output in [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Near-normal samples (Irwin-Hall: the sum of 12 uniforms, minus 6). Only + and - on
+ * doubles, so the values are the same on every engine (Math.log/cos are not guaranteed
+ * to be), which golden hashes of quantized output rely on.
+ */
+export function gaussian(rand: () => number): () => number {
+  return () => {
+    let s = -6;
+    for (let i = 0; i < 12; i++) s += rand();
+    return s;
+  };
+}
+
+/** `nBlocks` blocks of 256 values, Gaussian with per-block scale and offset. */
+export function gaussianRows(nBlocks: number, seed: number): Float32Array {
+  const rand = prng(seed);
+  const g = gaussian(rand);
+  const x = new Float32Array(nBlocks * 256);
+  for (let b = 0; b < nBlocks; b++) {
+    const scale = 0.001 + 2 * rand();
+    const offset = rand() < 0.5 ? 0 : (rand() - 0.5) * 2;
+    for (let i = 0; i < 256; i++) x[b * 256 + i] = g() * scale + offset;
+  }
+  return x;
+}
+
+/** Blocks of 256 values covering the corner cases (count is fixed for a given seed). */
+export function edgeCaseRows(seed: number): Float32Array {
+  const rand = prng(seed);
+  const g = gaussian(rand);
+  const blocks: number[][] = [];
+  const block = (f: (i: number) => number) => blocks.push(Array.from({ length: 256 }, (_, i) => f(i)));
+  for (const s of [1, 1e-3, 1e-8, 1e-20, 1e-38, 1e3, 1e15, 1e30]) {
+    block(() => g() * s);
+    block(() => (2 * rand() - 1) * s);
+    block(() => Math.abs(g()) * s);
+    block(() => -Math.abs(g()) * s);
+  }
+  block(() => 0);
+  block(() => 0.5);
+  block(() => -0.5);
+  block(() => 1e-16);
+  block(() => 1e-45); // the smallest subnormal
+  block((i) => (i % 16 === 0 ? 1 : 0));
+  block((i) => (i === 5 ? -3 : 0));
+  block((i) => ((i >= 0 && i < 16) || (i >= 32 && i < 64) ? 0 : g()));
+  for (let k = 0; k < 40; k++) {
+    const scale = 0.01 + 10 * rand();
+    const pZero = rand();
+    const a = Array.from({ length: 256 }, () => (rand() < pZero ? 0 : g() * scale));
+    if (k % 3 === 0) a[Math.floor(rand() * 256)]! *= 1000;
+    if (k % 5 === 0) for (let i = 0; i < 256; i++) a[i] = Math.round(a[i]! * 4) / 4;
+    if (k % 7 === 0) a.fill(0, 0, 128);
+    blocks.push(a);
+  }
+  return Float32Array.from(blocks.flat());
+}
