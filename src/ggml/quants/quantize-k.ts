@@ -7,8 +7,8 @@
 // Math.fround (a double operation rounded once to float32 is the correctly rounded
 // float32 result for + - * / and sqrt, so this is exact emulation, not approximation).
 // Expressions keep C's evaluation order: `w*x*l` is `(w*x)*l`. No fused multiply-add:
-// the x86-64 builds checked (the fixtures' llama-quantize, node-llama-cpp's libggml-base)
-// match unfused arithmetic bit for bit.
+// the fixtures' llama-quantize output and node-llama-cpp's x86-64 libggml-base both match
+// unfused arithmetic bit for bit.
 //
 // Block layouts (little-endian, f16 scales):
 //   Q2_K  84 B: scales[16] (lo nibble: scale, hi nibble: min), qs[64], d, dmin
