@@ -155,12 +155,13 @@ export function planGraph(
   for (const n of graph.nodes) {
     if (needs(n)) {
       let done = false;
-      if (INPLACE.has(n.op) && !n.hasFlag(TensorFlag.OUTPUT)) {
+      if (INPLACE.has(n.op)) {
         const p = n.src[0];
         const ps = slots.get(p);
         if (
           ps &&
           !persistent.has(p) &&
+          !p.hasFlag(TensorFlag.OUTPUT) &&
           !p.viewSrc &&
           (children.get(p) ?? 0) === 1 &&
           (views.get(p) ?? 0) === 0 &&
