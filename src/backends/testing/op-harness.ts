@@ -1,0 +1,356 @@
+// An op test harness in the spirit of llama.cpp's test-backend-ops: every op over its
+// relevant types and shapes (odd sizes, non-contiguous views, broadcasting) is built
+// twice, computed on two devices with the same pseudo-random inputs, and compared by
+// normalized mean squared error. A faster device runs `compareDevices(fast, reference)`.
+
+import { f32ToF16 } from '../../ggml/fp16.js';
+import * as ops from '../../ggml/ops.js';
+import { canQuantize, quantize } from '../../ggml/quants/index.js';
+import { newTensor, permute, type Tensor, transpose, view } from '../../ggml/tensor.js';
+import { GGMLType, rowSize, traitsOf } from '../../ggml/types.js';
+import type { Device } from '../impl.js';
+import { computeOn } from './compute.js';
+
+/** Σ(a − b)² / Σ b² (0 when both are all zeros). */
+export function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
+  let err = 0;
+  let ref = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = a[i] - b[i];
+    if (Number.isNaN(d)) {
+      if (Number.isNaN(a[i]) && Number.isNaN(b[i])) continue;
+      if (a[i] === b[i]) continue; // equal infinities
+      return Number.POSITIVE_INFINITY;
+    }
+    err += d * d;
+    ref += b[i] * b[i];
+  }
+  return ref === 0 ? err : err / ref;
+}
+
+/** Deterministic generator in [0, 1). */
+export function rng(seed: number): () => number {
+  let s = (seed * 2654435761) >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 4294967296;
+  };
+}
+
+// offsets of the f16 scale fields per block, for random blocks of types with no quantizer
+const F16_FIELDS: Record<string, number[]> = {
+  Q2_K: [80, 82],
+  Q3_K: [108],
+  Q4_K: [0, 2],
+  Q5_K: [0, 2],
+  Q6_K: [208],
+  IQ4_NL: [0],
+  IQ4_XS: [0],
+};
+
+/** Random data for a contiguous tensor of any supported weight type, values roughly in [-1, 1]. */
+export function randomData(t: Tensor, seed: number): ArrayBufferView {
+  const r = rng(seed);
+  const tr = traitsOf(t.type);
+  const n = t.nelements;
+  if (t.type === GGMLType.F32) return new Float32Array(n).map(() => r() * 2 - 1);
+  if (!tr.quantized && tr.typeSize === 2 && t.type !== GGMLType.I16) {
+    const f = new Float32Array(n).map(() => r() * 2 - 1);
+    const bytes = new Uint8Array(n * 2);
+    quantize(t.type, f, bytes, n);
+    return bytes;
+  }
+  if (tr.quantized && canQuantize(t.type)) {
+    const f = new Float32Array(n).map(() => r() * 2 - 1);
+    const bytes = new Uint8Array(rowSize(t.type, t.ne[0]) * t.nrows);
+    quantize(t.type, f, bytes, n);
+    return bytes;
+  }
+  const bytes = new Uint8Array(t.nbytes).map(() => Math.floor(r() * 256));
+  const fields = F16_FIELDS[tr.name];
+  if (!fields) throw new Error(`randomData: no generator for ${tr.name}`);
+  for (let b = 0; b < bytes.length / tr.typeSize; b++) {
+    for (const off of fields) {
+      const h = f32ToF16(0.002 + r() * 0.01);
+      bytes[b * tr.typeSize + off] = h & 0xff;
+      bytes[b * tr.typeSize + off + 1] = h >> 8;
+    }
+  }
+  return bytes;
+}
+
+export interface BuiltCase {
+  out: Tensor;
+  /** Input leafs; data is random unless given. */
+  inputs: (Tensor | [Tensor, ArrayBufferView])[];
+}
+
+export interface OpCase {
+  name: string;
+  build(): BuiltCase;
+  /** Largest acceptable NMSE (default 1e-7, as test-backend-ops). */
+  maxNmse?: number;
+}
+
+function causalMaskF16(nKV: number, nQ: number, past: number): Uint16Array {
+  const m = new Uint16Array(nKV * nQ);
+  for (let q = 0; q < nQ; q++) {
+    for (let k = 0; k < nKV; k++) m[q * nKV + k] = f32ToF16(k <= past + q ? 0 : Number.NEGATIVE_INFINITY);
+  }
+  return m;
+}
+
+const { F32, F16, I32, I64 } = GGMLType;
+
+export const WEIGHT_TYPES: readonly number[] = [
+  GGMLType.F32,
+  GGMLType.F16,
+  GGMLType.BF16,
+  GGMLType.Q4_0,
+  GGMLType.Q4_1,
+  GGMLType.Q5_0,
+  GGMLType.Q5_1,
+  GGMLType.Q8_0,
+  GGMLType.Q2_K,
+  GGMLType.Q3_K,
+  GGMLType.Q4_K,
+  GGMLType.Q5_K,
+  GGMLType.Q6_K,
+  GGMLType.IQ4_NL,
+  GGMLType.IQ4_XS,
+];
+
+/** The catalogue: every op the models need, over its types and awkward shapes. */
+export function opCases(): OpCase[] {
+  const cases: OpCase[] = [];
+  const add = (name: string, build: () => BuiltCase, maxNmse?: number) => cases.push({ name, build, maxNmse });
+  const tname = (t: number) => traitsOf(t).name;
+
+  for (const wt of WEIGHT_TYPES) {
+    const K = traitsOf(wt).blockSize === 256 ? 256 : traitsOf(wt).quantized ? 64 : 37;
+    add(`GET_ROWS(${tname(wt)}) [${K},5] idx [3,2]`, () => {
+      const a = newTensor(wt, [K, 5, 2]);
+      const idx = newTensor(I32, [3, 2]);
+      return { out: ops.getRows(a, idx), inputs: [a, [idx, new Int32Array([4, 0, 2, 1, 1, 3])]] };
+    });
+    for (const [M, N, b2, b3, r2, r3] of [
+      [5, 1, 1, 1, 1, 1],
+      [3, 7, 2, 1, 2, 3],
+    ]) {
+      add(`MUL_MAT(${tname(wt)} x F32) K=${K} M=${M} N=${N} batch ${b2}x${b3} bcast ${r2}x${r3}`, () => {
+        const a = newTensor(wt, [K, M, b2, b3]);
+        const b = newTensor(F32, [K, N, b2 * r2, b3 * r3]);
+        return { out: ops.mulMat(a, b), inputs: [a, b] };
+      });
+    }
+  }
+  add('MUL_MAT(F32) transposed b', () => {
+    const a = newTensor(F32, [9, 4]);
+    const c = newTensor(F32, [6, 9]);
+    return { out: ops.mulMat(a, transpose(c)), inputs: [a, c] };
+  });
+  add('MUL_MAT(F16) permuted a and b (attention layout)', () => {
+    const k = newTensor(F16, [8, 3, 5]); // [D, heads, tokens]
+    const q = newTensor(F32, [8, 3, 2]);
+    return { out: ops.mulMat(permute(k, [0, 2, 1, 3]), permute(q, [0, 2, 1, 3])), inputs: [k, q] };
+  });
+
+  for (const op of ['ADD', 'MUL'] as const) {
+    const f = op === 'ADD' ? ops.add : ops.mul;
+    for (const bne of [
+      [7, 5, 3],
+      [7, 1, 3],
+      [1, 5, 1],
+      [7, 1, 1],
+    ]) {
+      add(`${op} [7,5,3] + [${bne}]`, () => {
+        const a = newTensor(F32, [7, 5, 3]);
+        const b = newTensor(F32, bne);
+        return { out: f(a, b), inputs: [a, b] };
+      });
+    }
+    add(`${op} permuted a`, () => {
+      const a = newTensor(F32, [5, 7, 3]);
+      const b = newTensor(F32, [7, 1, 3]);
+      return { out: f(permute(a, [1, 0, 2, 3]), b), inputs: [a, b] };
+    });
+  }
+  const unaries: [string, (t: Tensor) => Tensor][] = [
+    ['SCALE', (t) => ops.scale(t, 0.37, 0.1)],
+    ['SILU', ops.silu],
+    ['GELU', ops.gelu],
+    ['RMS_NORM', (t) => ops.rmsNorm(t, 1e-6)],
+    ['NORM', (t) => ops.norm(t, 1e-5)],
+  ];
+  for (const [name, f] of unaries) {
+    add(`${name} [33,4,2]`, () => {
+      const a = newTensor(F32, [33, 4, 2]);
+      return { out: f(a), inputs: [a] };
+    });
+    add(`${name} transposed view`, () => {
+      const a = newTensor(F32, [6, 9]);
+      return { out: f(transpose(a)), inputs: [a] };
+    });
+  }
+
+  for (const mode of [ops.RopeMode.NORMAL, ops.RopeMode.NEOX]) {
+    for (const [hd, nDims, fs, ext, ff] of [
+      [64, 64, 1, 0, false],
+      [32, 16, 0.25, 0, false],
+      [32, 32, 0.5, 1, false],
+      [32, 32, 1, 0, true],
+    ] as [number, number, number, number, boolean][]) {
+      add(`ROPE mode ${mode} head ${hd} dims ${nDims} scale ${fs} ext ${ext} ff ${ff}`, () => {
+        const a = newTensor(F32, [hd, 3, 5]);
+        const pos = newTensor(I32, [5]);
+        const factors = ff ? newTensor(F32, [nDims / 2]) : undefined;
+        const out = ops.rope(a, pos, {
+          nDims,
+          mode,
+          freqBase: 10000,
+          freqScale: fs,
+          extFactor: ext,
+          nCtxOrig: 4096,
+          freqFactors: factors,
+        });
+        const inputs: BuiltCase['inputs'] = [a, [pos, new Int32Array([0, 1, 7, 100, 3000])]];
+        if (factors) inputs.push([factors, new Float32Array(nDims / 2).map((_, i) => 1 + i * 0.1)]);
+        return { out, inputs };
+      });
+    }
+  }
+
+  for (const [mt, mne] of [
+    [null, null],
+    [F16, [13, 6, 1]],
+    [F32, [13, 8, 2]],
+  ] as [number | null, number[] | null][]) {
+    add(`SOFT_MAX [13,6,4] mask ${mt === null ? 'none' : tname(mt)} ${mne ? `[${mne}]` : ''}`, () => {
+      const a = newTensor(F32, [13, 6, 4]);
+      const mask = mt === null ? null : newTensor(mt, mne!);
+      const inputs: BuiltCase['inputs'] = [a];
+      if (mask) inputs.push(mask);
+      return { out: ops.softMax(a, mask, 0.125), inputs };
+    });
+  }
+
+  for (const [from, to] of [
+    [F32, F16],
+    [F16, F32],
+    [F32, GGMLType.BF16],
+    [F32, GGMLType.Q8_0],
+    [F32, GGMLType.Q4_0],
+  ]) {
+    add(`CPY ${tname(from)} -> ${tname(to)}`, () => {
+      const a = newTensor(from, [64, 3]);
+      const b = newTensor(to, [64, 3]);
+      return { out: ops.cont(ops.cpy(a, b)), inputs: [a, b] };
+    });
+  }
+  add('CPY F32 -> F16 into a strided cache view', () => {
+    const cache = newTensor(F16, [8, 6]);
+    const a = newTensor(F32, [8, 2]);
+    const dst = view(cache, [8, 2], [cache.nb[1] * 2], cache.nb[1]);
+    return { out: ops.cpy(ops.cpy(a, dst), newTensor(F32, [8, 2])), inputs: [cache, a] };
+  });
+  add('CONT permuted [5,4,3] -> [3,5,4]', () => {
+    const a = newTensor(F32, [5, 4, 3]);
+    return { out: ops.cont(permute(a, [1, 2, 0, 3])), inputs: [a] };
+  });
+
+  for (const it of [I64, I32]) {
+    add(`SET_ROWS F32 -> F16 cache, ${tname(it)} indices, broadcast over heads`, () => {
+      const cache = newTensor(F16, [16, 10, 2]);
+      const src = newTensor(F32, [16, 3, 2]);
+      const idx = newTensor(it, [3, 1]);
+      const data = it === I64 ? new BigInt64Array([7n, 0n, 3n]) : new Int32Array([7, 0, 3]);
+      const set = ops.setRows(cache, src, idx);
+      return { out: ops.cpy(set, newTensor(F32, [16, 10, 2])), inputs: [cache, src, [idx, data]] };
+    });
+  }
+
+  for (const [kvt, nHead, nHeadKV, softcap, masked] of [
+    [F16, 4, 2, 0, true],
+    [F16, 2, 2, 0, false],
+    [F32, 4, 1, 0, true],
+    [F16, 4, 4, 30, true],
+  ] as [number, number, number, number, boolean][]) {
+    add(
+      `FLASH_ATTN_EXT K/V ${tname(kvt)} heads ${nHead}/${nHeadKV} softcap ${softcap} mask ${masked}`,
+      () => {
+        const D = 16;
+        const nKV = 7;
+        const nQ = 3;
+        const q = newTensor(F32, [D, nQ, nHead]);
+        const k = newTensor(kvt, [D, nKV, nHeadKV]);
+        const v = newTensor(kvt, [D, nKV, nHeadKV]);
+        const mask = masked ? newTensor(F16, [nKV, nQ]) : null;
+        const inputs: BuiltCase['inputs'] = [q, k, v];
+        if (mask) inputs.push([mask, causalMaskF16(nKV, nQ, 4)]);
+        return { out: ops.flashAttnExt(q, k, v, mask, 0.25, 0, softcap), inputs };
+      },
+      5e-4,
+    );
+  }
+  return cases;
+}
+
+export interface CaseResult {
+  name: string;
+  /** NMSE of `device` against `reference`; undefined when skipped. */
+  nmse?: number;
+  ok: boolean;
+  skipped?: string;
+}
+
+function unsupported(dev: Device, out: Tensor): string | undefined {
+  const seen = new Set<Tensor>();
+  const stack = [out];
+  while (stack.length) {
+    const t = stack.pop()!;
+    if (seen.has(t)) continue;
+    seen.add(t);
+    if (!dev.supportsOp(t)) return `${dev.name} does not support ${t.op} ${t}`;
+    stack.push(...t.src);
+  }
+  return undefined;
+}
+
+async function runCase(dev: Device, c: OpCase): Promise<Float32Array | string> {
+  const { out, inputs } = c.build();
+  const why = unsupported(dev, out);
+  if (why) return why;
+  const data = inputs.map((x, i): [Tensor, ArrayBufferView] => (Array.isArray(x) ? x : [x, randomData(x, 1000 + i)]));
+  const r = await computeOn(dev, [out], data);
+  return r.values[0];
+}
+
+/**
+ * Run every case (or those whose name matches `filter`) on `device` and on `reference`;
+ * a case passes when NMSE ≤ its limit. Cases either device cannot run are skipped.
+ */
+export async function compareDevices(
+  device: Device,
+  reference: Device,
+  filter?: RegExp,
+  cases: OpCase[] = opCases(),
+): Promise<CaseResult[]> {
+  const results: CaseResult[] = [];
+  for (const c of cases) {
+    if (filter && !filter.test(c.name)) continue;
+    const a = await runCase(device, c);
+    const b = await runCase(reference, c);
+    if (typeof a === 'string' || typeof b === 'string') {
+      results.push({ name: c.name, ok: true, skipped: typeof a === 'string' ? a : (b as string) });
+      continue;
+    }
+    const e = nmse(a, b);
+    results.push({ name: c.name, nmse: e, ok: e <= (c.maxNmse ?? 1e-7) });
+  }
+  return results;
+}
