@@ -10,6 +10,10 @@ interface CommandEntry {
 
 // Commands load lazily so `llama-ts inspect` does not pay for the rest of the engine.
 const COMMANDS: Record<string, CommandEntry> = {
+  devices: {
+    summary: 'list compute devices: type, memory, caps, buffer types (--json)',
+    load: async () => (await import('./devices.js')).devicesCommand,
+  },
   inspect: {
     summary: 'show a GGUF file: architecture, hyper-parameters, tokenizer, tensors',
     load: async () => (await import('./inspect.js')).inspectCommand,
