@@ -123,3 +123,35 @@ test('inputs used on both devices are copied once per device', async () => {
   const xCopies = sched.splits.flatMap((s) => s.inputs).filter((i) => i.src === x);
   assert.equal(xCopies.length, 1);
 });
+
+test('offloadOp: a higher-priority device takes an op whose weights are elsewhere', async () => {
+  const offloading = reg.addDevice({
+    name: 'Offloading',
+    opFilter: (t) => t.op === Op.MUL_MAT,
+    ownBuffersOnly: true,
+    offload: (t) => t.op === Op.MUL_MAT,
+  });
+  const bOff = offloading.initBackend();
+  const bFull = full.initBackend();
+  const w = newTensor(F32, [2, 2], 'w');
+  allocTensors([w], full.bufferType());
+  tensorSet(w, new Float32Array([1, 2, 3, 4]));
+  const x = newTensor(F32, [2], 'x');
+  const mm = ops.mulMat(w, x).setName('mm');
+  const out = ops.scale(mm, 2).setName('out');
+  const sched = new Scheduler([bOff, bFull]);
+  const graph = buildGraph(out);
+  sched.allocGraph(graph);
+  tensorSet(x, new Float32Array([1, 1]));
+  await sched.graphCompute(graph);
+  assert.equal(sched.tensorBackend(mm), bOff);
+  assert.equal(sched.tensorBackend(out), bFull);
+  assert.ok(sched.splits[0].inputs.some((i) => i.src === w)); // the weight was copied over
+  assert.deepEqual(Array.from(await tensorGetF32(out)), [6, 14]);
+  // events: record on one backend, wait on the other
+  const ev = full.eventNew!();
+  bFull.eventRecord!(ev);
+  await bOff.eventWait!(ev);
+  await full.eventSynchronize!(ev);
+  full.eventFree!(ev);
+});

@@ -7,7 +7,7 @@ import type { Graph } from '../../ggml/graph.js';
 import type { Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
 import { HostBufferType } from '../host.js';
-import type { Backend, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
+import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
 import { referenceCompute, referenceSupportsOp } from './ops/index.js';
 
 const log = logger('backend:reference');
@@ -19,6 +19,14 @@ export interface ReferenceDeviceOptions {
   opFilter?: (op: Tensor) => boolean;
   /** Accept only this device's own buffer type (forces the scheduler to copy). */
   ownBuffersOnly?: boolean;
+  /** Ops worth running here even when their weights live elsewhere (ggml's offload_op). */
+  offload?: (op: Tensor) => boolean;
+}
+
+/** Reference compute is synchronous: an event is complete as soon as it is recorded. */
+class HostEvent implements BackendEvent {
+  recorded = false;
+  constructor(readonly device: Device) {}
 }
 
 export class ReferenceDevice implements Device {
@@ -46,7 +54,7 @@ export class ReferenceDevice implements Device {
       description: this.description,
       memory: this.memory(),
       type: this.type,
-      caps: { async: false, hostBuffer: false, bufferFromHostPtr: false, events: false },
+      caps: { async: false, hostBuffer: false, bufferFromHostPtr: false, events: true },
     };
   }
 
@@ -66,9 +74,17 @@ export class ReferenceDevice implements Device {
     return this.o.ownBuffersOnly ? buft === this.buft : buft.isHost;
   }
 
-  offloadOp(_op: Tensor): boolean {
-    return false;
+  offloadOp(op: Tensor): boolean {
+    return this.o.offload?.(op) ?? false;
   }
+
+  eventNew(): BackendEvent {
+    return new HostEvent(this);
+  }
+
+  eventFree(_event: BackendEvent): void {}
+
+  async eventSynchronize(_event: BackendEvent): Promise<void> {}
 }
 
 export class ReferenceBackend implements Backend {
@@ -97,6 +113,12 @@ export class ReferenceBackend implements Backend {
   }
 
   async synchronize(): Promise<void> {}
+
+  eventRecord(event: BackendEvent): void {
+    if (event instanceof HostEvent) event.recorded = true;
+  }
+
+  async eventWait(_event: BackendEvent): Promise<void> {}
 
   free(): void {}
 }
