@@ -1,0 +1,97 @@
+// `node dist/src/generator/cli.js --preset qwen2.5-0.5b --type Q4_0 -o out.gguf`:
+// writes a random-weight model of a preset's shape (or `--cache` to reuse ensureModel's).
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { typeName } from '../ggml/types.js';
+import {
+  ensureModel,
+  FILE_TYPES,
+  generateModel,
+  isFileTypeName,
+  PRESETS,
+  presetSpec,
+  progressPrinter,
+} from './index.js';
+
+const HELP = `usage: gen-model --preset NAME --type FTYPE (-o OUT.gguf | --cache [DIR]) [options]
+
+Writes a GGUF model of a preset's shape with seeded random weights, with the per-tensor
+types llama-quantize would choose for FTYPE.
+  --preset NAME       ${Object.keys(PRESETS).join(', ')}
+  --type FTYPE        ${Object.keys(FILE_TYPES).join(' ')}
+  -o, --output FILE   where to write
+  --cache [DIR]       generate into the model cache (LLAMA_TS_CACHE or ~/.cache/llama-ts/models) unless present; prints the path
+  --seed N            default 1
+  --vocab-from FILE   copy every tokenizer.* key from FILE (n_vocab follows it)
+  --layers N          override the preset's layer count
+  --quiet             no progress
+`;
+
+export function main(argv: string[]): number {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      preset: { type: 'string' },
+      type: { type: 'string' },
+      output: { type: 'string', short: 'o' },
+      cache: { type: 'boolean' },
+      'cache-dir': { type: 'string' },
+      seed: { type: 'string' },
+      'vocab-from': { type: 'string' },
+      layers: { type: 'string' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const fail = (msg: string) => {
+    process.stderr.write(`gen-model: ${msg}\n\n${HELP}`);
+    return 2;
+  };
+  if (!values.preset || !PRESETS[values.preset])
+    return fail(`--preset must be one of ${Object.keys(PRESETS).join(', ')}`);
+  const ftype = (values.type ?? '').toUpperCase();
+  if (!isFileTypeName(ftype)) return fail(`--type must be one of ${Object.keys(FILE_TYPES).join(' ')}`);
+  const seed = values.seed === undefined ? 1 : Number(values.seed);
+  if (!Number.isSafeInteger(seed)) return fail(`--seed ${values.seed} is not an integer`);
+  const vocab = values['vocab-from'] ? { kind: 'copy' as const, from: values['vocab-from'] } : undefined;
+  const onProgress = values.quiet ? undefined : progressPrinter(`${values.preset} ${ftype}`);
+  const opts = { seed, ...(vocab ? { vocab } : {}), ...(onProgress ? { onProgress } : {}) };
+
+  if (values.cache || values['cache-dir']) {
+    if (values.layers) return fail('--layers cannot be combined with --cache (presets only)');
+    const path = ensureModel(values.preset, ftype, values['cache-dir'], opts);
+    process.stdout.write(`${path}\n`);
+    return 0;
+  }
+  if (!values.output) return fail('-o OUT.gguf (or --cache) is required');
+  const spec = presetSpec(values.preset, ftype, opts);
+  if (values.layers) {
+    const n = Number(values.layers);
+    if (!Number.isSafeInteger(n) || n <= 0) return fail(`--layers ${values.layers} is not a positive integer`);
+    spec.shape.nLayer = n;
+  }
+  const r = generateModel(spec, values.output, opts);
+  const byType = new Map<string, number>();
+  for (const t of r.tensors) byType.set(typeName(t.type), (byType.get(typeName(t.type)) ?? 0) + 1);
+  process.stdout.write(
+    `${r.path}: ${(r.parameters / 1e6).toFixed(1)}M parameters, ${(r.fileSize / 1048576).toFixed(1)} MiB, ` +
+      `${[...byType].map(([k, v]) => `${k} ${v}`).join(', ')}; ${(r.elapsedMs / 1000).toFixed(1)} s\n`,
+  );
+  return 0;
+}
+
+const invoked = process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invoked) {
+  try {
+    process.exitCode = main(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`gen-model: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,241 @@
+// Seeded test-model generator: writes llama / qwen2 / qwen3 / bert GGUF files of any shape
+// with random weights in any file type we can quantize to, with llama-quantize's
+// per-tensor type choices. One tensor at a time is generated, quantized and written, so
+// models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { canQuantize, quantizerOf } from '../ggml/quants/index.js';
+import { GGMLType, traitsOf, typeName } from '../ggml/types.js';
+import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
+import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
+import { mixSeed, Rng } from './rng.js';
+import { FILE_TYPES, type FileTypeName, type ModelSpec, presetSpec, resolveShape, type VocabSpec } from './spec.js';
+import { chooseTensorTypes, quantizeOrder } from './tensor-types.js';
+import { buildVocab } from './vocab.js';
+
+export { planTensors } from './layout.js';
+export { Rng } from './rng.js';
+export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, VocabSpec } from './spec.js';
+export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
+export { allowsQuantization, chooseTensorTypes, quantizeOrder } from './tensor-types.js';
+export { buildVocab, TokenType } from './vocab.js';
+
+/**
+ * Bumped whenever the generator's output for a given spec changes (cache keys include it).
+ */
+export const GENERATOR_VERSION = 1;
+
+/** Elements drawn from one seeded stream: a multiple of every block size. */
+const CHUNK = 1 << 16;
+
+export interface GenerateProgress {
+  /** Tensors written so far (1-based index of the one just written). */
+  index: number;
+  count: number;
+  name: string;
+  type: string;
+  bytesDone: number;
+  bytesTotal: number;
+  elapsedMs: number;
+}
+
+export interface GenerateOptions {
+  onProgress?: (p: GenerateProgress) => void;
+}
+
+export interface GeneratedTensor {
+  name: string;
+  type: GGMLType;
+  dims: number[];
+}
+
+export interface GenerateResult {
+  path: string;
+  fileSize: number;
+  parameters: number;
+  nVocab: number;
+  tensors: GeneratedTensor[];
+  elapsedMs: number;
+}
+
+function defaultVocab(spec: ModelSpec): VocabSpec {
+  const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spec.arch === 'llama' ? 'synthetic-spm' : 'synthetic-bpe';
+  return { kind, size: spec.shape.nVocab };
+}
+
+/** Draws a tensor's values (seeded by the model seed and the tensor name) into `type`. */
+export function tensorBytes(seed: number, t: PlannedTensor, type: GGMLType, scratch?: Float32Array): Uint8Array {
+  const n = t.dims.reduce((a, b) => a * b, 1);
+  const tr = traitsOf(type);
+  const tensorSeed = mixSeed(seed, t.name);
+  const { mean, std } = t.init;
+  const nChunks = Math.ceil(n / CHUNK);
+  if (type === GGMLType.F32) {
+    // F32: draw straight into the output (ggml files are little-endian, as is every host Node runs on).
+    const out = new Float32Array(n);
+    for (let c = 0; c < nChunks; c++) {
+      const len = Math.min(CHUNK, n - c * CHUNK);
+      new Rng(mixSeed(tensorSeed, c)).fillNormal(out, c * CHUNK, len, mean, std);
+    }
+    return new Uint8Array(out.buffer);
+  }
+  const q = quantizerOf(type);
+  if (!q) throw new RangeError(`tensor '${t.name}': no quantizer for ${tr.name}`);
+  const src = scratch && scratch.length >= CHUNK ? scratch : new Float32Array(CHUNK);
+  const out = new Uint8Array((n / tr.blockSize) * tr.typeSize);
+  for (let c = 0; c < nChunks; c++) {
+    const len = Math.min(CHUNK, n - c * CHUNK);
+    new Rng(mixSeed(tensorSeed, c)).fillNormal(src, 0, len, mean, std);
+    q(src, 0, out, ((c * CHUNK) / tr.blockSize) * tr.typeSize, len / tr.blockSize);
+  }
+  return out;
+}
+
+/** Writes the model `spec` describes to `path` (overwriting it). */
+export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptions = {}): GenerateResult {
+  const t0 = performance.now();
+  const ft = FILE_TYPES[spec.fileType];
+  if (!ft) throw new RangeError(`unknown file type '${spec.fileType}' (known: ${Object.keys(FILE_TYPES).join(', ')})`);
+  if (!Number.isSafeInteger(spec.seed)) throw new RangeError(`seed ${spec.seed} is not a safe integer`);
+  const arch = spec.arch;
+  const isQwen = arch === 'qwen2' || arch === 'qwen3';
+  const vocab = buildVocab(spec.vocab ?? defaultVocab(spec), isQwen ? 'qwen2' : 'gpt-2');
+  const shape = resolveShape(arch, {
+    ...spec.shape,
+    nVocab: vocab.nVocab,
+    ...(arch === 'bert' && vocab.nTypeVocab !== undefined ? { nTypeVocab: vocab.nTypeVocab } : {}),
+  });
+  const plan = planTensors(arch, shape, vocab.nVocab);
+  const types = chooseTensorTypes(
+    { arch, nLayer: shape.nLayer, nHead: shape.nHead, nHeadKv: shape.nHeadKv },
+    plan,
+    spec.fileType,
+  );
+  const missing = [...new Set(types.values())].filter((t) => !canQuantize(t)).map(typeName);
+  if (missing.length > 0) {
+    throw new RangeError(
+      `file type ${spec.fileType} needs quantizers llama-ts does not have yet: ${missing.join(', ')}`,
+    );
+  }
+
+  const layout = spec.layout ?? (spec.fileType === 'F32' ? 'convert' : 'quantize');
+  const quantizedFile = traitsOf(ft.base).quantized;
+  const w = new GGUFWriter();
+  w.setString('general.architecture', arch);
+  w.setString('general.name', spec.name ?? `generated-${arch}-${shape.nEmbd}x${shape.nLayer}`);
+  for (const kv of hparamKeys(arch, shape)) w.set(kv.key, kv.type, kv.value);
+  if (layout === 'convert') {
+    w.setU32('general.file_type', ft.ftype);
+    if (quantizedFile) w.setU32('general.quantization_version', 2);
+  }
+  if (arch === 'bert' && !vocab.kv.some((kv) => kv.key === 'tokenizer.ggml.token_type_count')) {
+    w.setU32('tokenizer.ggml.token_type_count', shape.nTypeVocab);
+  }
+  for (const kv of vocab.kv) w.set(kv.key, kv.type, kv.value);
+  if (layout === 'quantize') {
+    w.set('general.quantization_version', GGUFValueType.UINT32, 2);
+    w.setU32('general.file_type', ft.ftype);
+  }
+
+  const ordered = layout === 'convert' ? plan : [...plan].sort((a, b) => quantizeOrder(a.name, b.name));
+  const byName = new Map(plan.map((t) => [t.name, t]));
+  for (const t of ordered) w.addTensor(t.name, types.get(t.name) as GGMLType, t.dims);
+
+  const entries = w.tensors;
+  const bytesTotal = entries.reduce((a, e) => a + e.nBytes, 0);
+  let index = 0;
+  let bytesDone = 0;
+  const scratch = new Float32Array(CHUNK);
+  w.write(path, (e) => {
+    const t = byName.get(e.name) as PlannedTensor;
+    const data = tensorBytes(spec.seed, t, e.type, scratch);
+    index++;
+    bytesDone += e.nBytes;
+    opts.onProgress?.({
+      index,
+      count: entries.length,
+      name: e.name,
+      type: typeName(e.type),
+      bytesDone,
+      bytesTotal,
+      elapsedMs: performance.now() - t0,
+    });
+    return data;
+  });
+
+  return {
+    path,
+    fileSize: statSync(path).size,
+    parameters: plan.reduce((a, t) => a + t.dims.reduce((x, y) => x * y, 1), 0),
+    nVocab: vocab.nVocab,
+    tensors: entries.map((e) => ({ name: e.name, type: e.type, dims: [...e.dims] })),
+    elapsedMs: performance.now() - t0,
+  };
+}
+
+/** A progress callback printing one updating line to stderr. */
+export function progressPrinter(label = 'generating', intervalMs = 500): (p: GenerateProgress) => void {
+  let last = Number.NEGATIVE_INFINITY;
+  return (p) => {
+    const done = p.index === p.count;
+    if (!done && p.elapsedMs - last < intervalMs) return;
+    last = p.elapsedMs;
+    const mib = (b: number) => (b / 1048576).toFixed(0);
+    const line = `${label}: ${p.index}/${p.count} tensors, ${mib(p.bytesDone)}/${mib(p.bytesTotal)} MiB, ${(p.elapsedMs / 1000).toFixed(1)} s`;
+    process.stderr.write(done ? `\r${line}\n` : `\r${line}`);
+  };
+}
+
+/** Stable hash of what determines a generated file's bytes. */
+export function specHash(spec: ModelSpec): string {
+  const vocab = spec.vocab ?? defaultVocab(spec);
+  // A copied vocabulary is identified by its path, size and modification time.
+  const source = vocab.kind === 'copy' ? statSync(vocab.from) : undefined;
+  const key = {
+    v: GENERATOR_VERSION,
+    spec: { ...spec, vocab },
+    source: source ? { size: source.size, mtimeMs: source.mtimeMs } : null,
+  };
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex');
+}
+
+export function defaultCacheDir(): string {
+  return process.env.LLAMA_TS_CACHE ?? join(homedir(), '.cache', 'llama-ts', 'models');
+}
+
+export interface EnsureOptions extends GenerateOptions {
+  seed?: number;
+  vocab?: VocabSpec;
+}
+
+/**
+ * Path of the generated model `preset` in `fileType`, generating it on first use. The
+ * file name carries a hash of the spec; it is written under a temporary name and renamed,
+ * so an interrupted run never leaves a file that looks complete.
+ */
+export function ensureModel(
+  preset: string,
+  fileType: FileTypeName,
+  cacheDir = defaultCacheDir(),
+  opts: EnsureOptions = {},
+): string {
+  const spec = presetSpec(preset, fileType, opts);
+  const path = join(cacheDir, `${preset}-${fileType}-${specHash(spec).slice(0, 16)}.gguf`);
+  if (existsSync(path)) return path;
+  mkdirSync(cacheDir, { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  try {
+    generateModel(spec, tmp, opts);
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // nothing was written
+    }
+    throw e;
+  }
+  return path;
+}

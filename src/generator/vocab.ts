@@ -1,0 +1,249 @@
+// Vocabularies for generated models: synthetic ones (SentencePiece-style, byte-level BPE,
+// WordPiece) that llama.cpp's tokenizers accept, or every tokenizer.* key copied from
+// another GGUF file.
+import { type GGUFValue, GGUFValueType, openGGUF } from '../gguf/index.js';
+import type { VocabSpec } from './spec.js';
+
+/** llama.cpp's token types (llama_token_type / gguf TokenType). */
+export const TokenType = {
+  NORMAL: 1,
+  UNKNOWN: 2,
+  CONTROL: 3,
+  USER_DEFINED: 4,
+  UNUSED: 5,
+  BYTE: 6,
+} as const;
+
+export interface VocabKV {
+  key: string;
+  type: GGUFValueType;
+  value: GGUFValue;
+}
+
+export interface BuiltVocab {
+  /** tokenizer.* keys in file order. */
+  kv: VocabKV[];
+  nVocab: number;
+  /** tokenizer.ggml.token_type_count when the vocabulary carries it (BERT). */
+  nTypeVocab?: number;
+}
+
+const u32 = (key: string, value: number): VocabKV => ({ key, type: GGUFValueType.UINT32, value });
+const str = (key: string, value: string): VocabKV => ({ key, type: GGUFValueType.STRING, value });
+const strArray = (key: string, items: string[]): VocabKV => ({
+  key,
+  type: GGUFValueType.ARRAY,
+  value: { itemType: GGUFValueType.STRING, items },
+});
+
+// Letters by English frequency: the first multi-character pieces are the likely ones.
+const LETTERS = 'etaoinshrdlcumwfgypbvkjxqz';
+
+/**
+ * Strings of growing length: each one is a shorter string of the sequence plus one letter,
+ * so every piece can be built by merges of pieces listed before it. `first` is the set of
+ * first characters (e.g. a word-start marker plus the letters).
+ */
+function* pieces(first: string[]): Generator<[string, string]> {
+  let level: string[] = [...first];
+  for (;;) {
+    const next: string[] = [];
+    for (const p of level) {
+      for (const c of LETTERS) {
+        next.push(p + c);
+        yield [p, c];
+      }
+    }
+    level = next;
+  }
+}
+
+/** GPT-2's byte-to-character table: printable bytes map to themselves, the rest to U+0100... */
+export function bytesToUnicode(): string[] {
+  const out = new Array<string>(256);
+  let extra = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    out[b] = String.fromCodePoint(printable ? b : 256 + extra++);
+  }
+  return out;
+}
+
+/** GPT-2's vocabulary order of the 256 byte tokens: printable bytes first, then the rest. */
+function byteTokenOrder(): number[] {
+  const printable: number[] = [];
+  const rest: number[] = [];
+  for (let b = 0; b < 256; b++) {
+    const p = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    (p ? printable : rest).push(b);
+  }
+  return [...printable, ...rest];
+}
+
+function tooSmall(kind: string, size: number, min: number): never {
+  throw new RangeError(`${kind} vocabulary of ${size} tokens: needs at least ${min}`);
+}
+
+/** SentencePiece-style (tokenizer.ggml.model "llama"): <unk> <s> </s>, 256 byte tokens, scored pieces. */
+function syntheticSpm(size: number): BuiltVocab {
+  const SP = '\u2581';
+  const tokens: string[] = ['<unk>', '<s>', '</s>'];
+  const types: number[] = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL];
+  for (let b = 0; b < 256; b++) {
+    tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+    types.push(TokenType.BYTE);
+  }
+  const min = tokens.length + 1;
+  if (size < min) tooSmall('SPM', size, min);
+  const seen = new Set(tokens);
+  const add = (t: string) => {
+    if (tokens.length < size && !seen.has(t)) {
+      seen.add(t);
+      tokens.push(t);
+      types.push(TokenType.NORMAL);
+    }
+  };
+  add(SP);
+  for (const c of `${LETTERS}${LETTERS.toUpperCase()}0123456789.,!?'"-:;()`) add(c);
+  for (const [p, c] of pieces([SP, ...LETTERS])) {
+    if (tokens.length >= size) break;
+    add(p + c);
+  }
+  const scores = new Float32Array(size);
+  // Pieces score by rank (SentencePiece's merge preference); specials and bytes 0.
+  for (let i = 259; i < size; i++) scores[i] = -(i - 259);
+  return {
+    nVocab: size,
+    kv: [
+      strArray('tokenizer.ggml.tokens', tokens),
+      {
+        key: 'tokenizer.ggml.scores',
+        type: GGUFValueType.ARRAY,
+        value: { itemType: GGUFValueType.FLOAT32, items: scores },
+      },
+      {
+        key: 'tokenizer.ggml.token_type',
+        type: GGUFValueType.ARRAY,
+        value: { itemType: GGUFValueType.INT32, items: Int32Array.from(types) },
+      },
+      str('tokenizer.ggml.model', 'llama'),
+      u32('tokenizer.ggml.unknown_token_id', 0),
+      u32('tokenizer.ggml.bos_token_id', 1),
+      u32('tokenizer.ggml.eos_token_id', 2),
+    ],
+  };
+}
+
+/** Byte-level BPE (tokenizer.ggml.model "gpt2"): 256 byte tokens, merged pieces, chat specials last. */
+function syntheticBpe(size: number, pre: string): BuiltVocab {
+  const b2u = bytesToUnicode();
+  const specials = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
+  const min = 256 + specials.length + 1;
+  if (size < min) tooSmall('BPE', size, min);
+  const tokens = byteTokenOrder().map((b) => b2u[b] as string);
+  const types: number[] = tokens.map(() => TokenType.NORMAL);
+  const merges: string[] = [];
+  const seen = new Set(tokens);
+  const space = b2u[0x20] as string; // 'Ġ'
+  for (const [p, c] of pieces([space, ...LETTERS])) {
+    if (tokens.length >= size - specials.length) break;
+    const t = p + c;
+    if (seen.has(t)) continue;
+    seen.add(t);
+    tokens.push(t);
+    types.push(TokenType.NORMAL);
+    merges.push(`${p} ${c}`);
+  }
+  for (const s of specials) {
+    tokens.push(s);
+    types.push(TokenType.CONTROL);
+  }
+  const eot = size - specials.length;
+  return {
+    nVocab: size,
+    kv: [
+      str('tokenizer.ggml.model', 'gpt2'),
+      str('tokenizer.ggml.pre', pre),
+      strArray('tokenizer.ggml.tokens', tokens),
+      {
+        key: 'tokenizer.ggml.token_type',
+        type: GGUFValueType.ARRAY,
+        value: { itemType: GGUFValueType.INT32, items: Int32Array.from(types) },
+      },
+      strArray('tokenizer.ggml.merges', merges),
+      u32('tokenizer.ggml.eos_token_id', eot),
+      u32('tokenizer.ggml.padding_token_id', eot),
+      u32('tokenizer.ggml.bos_token_id', eot),
+      { key: 'tokenizer.ggml.add_bos_token', type: GGUFValueType.BOOL, value: false },
+    ],
+  };
+}
+
+/** WordPiece (tokenizer.ggml.model "bert"): [PAD] [UNK] [CLS] [SEP] [MASK], characters, words, ##pieces. */
+function syntheticWpm(size: number): BuiltVocab {
+  const tokens = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
+  const types: number[] = tokens.map(() => TokenType.CONTROL);
+  const min = tokens.length + 1;
+  if (size < min) tooSmall('WPM', size, min);
+  const seen = new Set(tokens);
+  const add = (t: string) => {
+    if (tokens.length < size && !seen.has(t)) {
+      seen.add(t);
+      tokens.push(t);
+      types.push(TokenType.NORMAL);
+    }
+  };
+  for (const c of `${LETTERS}0123456789.,!?'"-:;()`) add(c);
+  for (const c of LETTERS) add(`##${c}`);
+  for (const [p, c] of pieces([...LETTERS])) {
+    if (tokens.length >= size) break;
+    add(p + c);
+    add(`##${p}${c}`);
+  }
+  return {
+    nVocab: size,
+    kv: [
+      str('tokenizer.ggml.model', 'bert'),
+      strArray('tokenizer.ggml.tokens', tokens),
+      {
+        key: 'tokenizer.ggml.token_type',
+        type: GGUFValueType.ARRAY,
+        value: { itemType: GGUFValueType.INT32, items: Int32Array.from(types) },
+      },
+      u32('tokenizer.ggml.unknown_token_id', 1),
+      u32('tokenizer.ggml.seperator_token_id', 3),
+      u32('tokenizer.ggml.padding_token_id', 0),
+      u32('tokenizer.ggml.cls_token_id', 2),
+      u32('tokenizer.ggml.mask_token_id', 4),
+    ],
+  };
+}
+
+/** Every tokenizer.* key of another GGUF file, in its order. */
+function copyVocab(path: string): BuiltVocab {
+  const f = openGGUF(path);
+  try {
+    const kv: VocabKV[] = [];
+    for (const [key, e] of f.metadata) if (key.startsWith('tokenizer.')) kv.push({ key, type: e.type, value: e.value });
+    const tokens = f.getStringArray('tokenizer.ggml.tokens', null);
+    if (!tokens) throw new RangeError(`${path}: no tokenizer.ggml.tokens to copy`);
+    const typeCount = f.getInt('tokenizer.ggml.token_type_count', null);
+    return typeCount === null ? { kv, nVocab: tokens.length } : { kv, nVocab: tokens.length, nTypeVocab: typeCount };
+  } finally {
+    f.close();
+  }
+}
+
+/** The vocabulary of `spec`; `bpePre` names the BPE pre-tokenizer written for synthetic BPE. */
+export function buildVocab(spec: VocabSpec, bpePre = 'gpt-2'): BuiltVocab {
+  switch (spec.kind) {
+    case 'synthetic-spm':
+      return syntheticSpm(spec.size);
+    case 'synthetic-bpe':
+      return syntheticBpe(spec.size, bpePre);
+    case 'synthetic-wpm':
+      return syntheticWpm(spec.size);
+    case 'copy':
+      return copyVocab(spec.from);
+  }
+}
