@@ -28,34 +28,29 @@ export class BpeTokenizer implements FragmentTokenizer {
     let c = 0; // codepoint index
     let b = 0; // byte index into `text` (meaningful when exact)
     for (const len of lengths) {
-      let word: string;
+      // the word's UTF-8 as a byte string: a slice of the input unless decoding replaced bytes
+      let bytes: string;
       if (exact) {
-        let bytes = 0;
+        let n = 0;
         for (let i = c; i < c + len; i++) {
           const cp = cpts[i]!;
-          bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+          n += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
         }
-        word = byteLevelEncode(text, b, b + bytes);
-        b += bytes;
+        bytes = text.slice(b, b + n);
+        b += n;
       } else {
-        word = byteLevelEncode(cptsToBytes(cpts, c, c + len));
+        bytes = cptsToBytes(cpts, c, c + len);
       }
       c += len;
-      this.encodeWord(word, out);
+      let ids = this.cache.get(bytes);
+      if (ids === undefined) {
+        ids = [];
+        this.mergeWord(byteLevelEncode(bytes), ids);
+        if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+        this.cache.set(bytes, ids);
+      }
+      for (let i = 0; i < ids.length; i++) out.push(ids[i]!);
     }
-  }
-
-  private encodeWord(word: string, out: number[]): void {
-    const hit = this.cache.get(word);
-    if (hit) {
-      for (const id of hit) out.push(id);
-      return;
-    }
-    const ids: number[] = [];
-    this.mergeWord(word, ids);
-    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-    this.cache.set(word, ids);
-    for (const id of ids) out.push(id);
   }
 
   private mergeWord(word: string, out: number[]): void {

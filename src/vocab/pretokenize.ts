@@ -267,72 +267,114 @@ function utf16ToString(codes: Uint16Array): string {
 function wideText(ctx: SplitContext): NonNullable<SplitContext['wide']> {
   if (ctx.wide) return ctx.wide;
   const { cpts, flags } = ctx;
+  let units = cpts.length;
+  for (let i = 0; i < cpts.length; i++) if (cpts[i]! > 0xffff && cpts[i]! <= 0x10ffff) units++;
+  const codes = new Uint16Array(units);
   const cptToUnit = new Int32Array(cpts.length + 1);
-  const parts: string[] = [];
-  let unit = 0;
-  let astral = false;
+  let u = 0;
   for (let i = 0; i < cpts.length; i++) {
-    cptToUnit[i] = unit;
+    cptToUnit[i] = u;
     let c = cpts[i]!;
     if (c > 0x7f && flags[i]! & FLAG_WHITESPACE) c = 0x0b;
-    if (c > 0x10ffff) c = 0xfffd;
-    parts.push(String.fromCodePoint(c));
-    const w = c > 0xffff ? 2 : 1;
-    if (w === 2) astral = true;
-    unit += w;
+    else if (c > 0x10ffff) c = 0xfffd;
+    if (c > 0xffff) {
+      c -= 0x10000;
+      codes[u++] = 0xd800 | (c >> 10);
+      codes[u++] = 0xdc00 | (c & 0x3ff);
+    } else {
+      codes[u++] = c;
+    }
   }
-  cptToUnit[cpts.length] = unit;
+  cptToUnit[cpts.length] = u;
   let unitToCpt: Int32Array | null = null;
-  if (astral) {
-    unitToCpt = new Int32Array(unit + 1);
+  if (units !== cpts.length) {
+    unitToCpt = new Int32Array(units + 1);
     for (let i = 0; i <= cpts.length; i++) unitToCpt[cptToUnit[i]!] = i;
   }
-  ctx.wide = { text: parts.join(''), cptToUnit, unitToCpt };
+  ctx.wide = { text: utf16ToString(codes), cptToUnit, unitToCpt };
   return ctx.wide;
 }
 
+/**
+ * Whether a match never depends on text after its end: no lookaround, anchors or word
+ * boundaries. Such a regex may search the whole text instead of each piece, because a
+ * match that lies inside a piece is then exactly the match the piece alone would give.
+ */
+function isContextFree(source: string): boolean {
+  if (/\\[bB]/.test(source)) return false;
+  const bare = source.replace(/\\./gs, '').replace(/\[[^\]]*\]/g, '');
+  return !/\(\?|\$|\^/.test(bare);
+}
+
 function regexStage(source: string): Stage {
+  const contextFree = isContextFree(source);
   if (usesCategories(source)) {
     const re = new RegExp(collapseRegex(source), 'g');
-    return (ctx, lengths) => {
-      const text = collapsedText(ctx);
-      return splitByRegex(re, lengths, (a, b) => text.slice(a, b), null);
-    };
+    return (ctx, lengths) => splitByRegex(re, lengths, collapsedText(ctx), null, contextFree);
   }
   const re = new RegExp(asciiSpaces(source), 'gu');
   return (ctx, lengths) => {
     const w = wideText(ctx);
-    if (!w.unitToCpt) return splitByRegex(re, lengths, (a, b) => w.text.slice(a, b), null);
-    return splitByRegex(re, lengths, (a, b) => w.text.slice(w.cptToUnit[a]!, w.cptToUnit[b]!), w);
+    return splitByRegex(re, lengths, w.text, w.unitToCpt ? w : null, contextFree);
   };
 }
 
-function splitByRegex(
-  re: RegExp,
-  lengths: number[],
-  chunk: (start: number, end: number) => string,
-  wide: NonNullable<SplitContext['wide']> | null,
-): number[] {
+type Wide = NonNullable<SplitContext['wide']>;
+
+/** Apply one regex inside each piece; unmatched stretches become pieces of their own (as llama.cpp splits with std::regex_iterator). */
+function splitByRegex(re: RegExp, lengths: number[], text: string, wide: Wide | null, contextFree: boolean): number[] {
   const out: number[] = [];
+  const unit = (c: number) => (wide ? wide.cptToUnit[c]! : c);
+  const cpt = (u: number) => (wide ? wide.unitToCpt![u]! : u);
+  // next match of a whole-text search (context-free regexes only)
+  let gStart = -1;
+  let gEnd = -1;
+  const globalFrom = (u: number) => {
+    re.lastIndex = u;
+    const m = re.exec(text);
+    if (m === null) gStart = gEnd = text.length + 1;
+    else {
+      gStart = m.index;
+      gEnd = m[0].length === 0 ? -1 : m.index + m[0].length; // -1: an empty match, left to the local search
+    }
+  };
   let start = 0;
   for (const len of lengths) {
-    const s = chunk(start, start + len);
-    // positions inside the chunk, in codepoints
-    const toCpt = wide ? (u: number) => wide.unitToCpt![wide.cptToUnit[start]! + u]! - start : (u: number) => u;
-    re.lastIndex = 0;
-    let prev = 0;
-    for (let m = re.exec(s); m !== null; m = re.exec(s)) {
-      if (m[0].length === 0) {
-        re.lastIndex++;
-        continue;
+    const u0 = unit(start);
+    const u1 = unit(start + len);
+    let prev = u0; // in code units
+    let local = !contextFree || lengths.length === 1;
+    if (!local) {
+      if (gStart < prev) globalFrom(prev);
+      while (gStart < u1) {
+        if (gEnd < 0 || gEnd > u1) {
+          local = true; // straddles the piece's end: search the piece alone from here
+          break;
+        }
+        if (gStart > prev) out.push(cpt(gStart) - cpt(prev));
+        out.push(cpt(gEnd) - cpt(gStart));
+        prev = gEnd;
+        globalFrom(prev);
       }
-      const a = toCpt(m.index);
-      const b = toCpt(m.index + m[0].length);
-      if (a > prev) out.push(a - prev);
-      out.push(b - a);
-      prev = b;
     }
-    if (prev < len) out.push(len - prev);
+    if (local) {
+      const s = text.slice(prev, u1);
+      re.lastIndex = 0;
+      let p = 0;
+      for (let m = re.exec(s); m !== null; m = re.exec(s)) {
+        const mlen = m[0].length;
+        if (mlen === 0) {
+          re.lastIndex++;
+          continue;
+        }
+        if (m.index > p) out.push(cpt(prev + m.index) - cpt(prev + p));
+        out.push(cpt(prev + m.index + mlen) - cpt(prev + m.index));
+        p = m.index + mlen;
+      }
+      prev += p;
+      gStart = -1;
+    }
+    if (prev < u1) out.push(cpt(u1) - cpt(prev));
     start += len;
   }
   return out;
