@@ -10,6 +10,10 @@ interface CommandEntry {
 
 // Commands load lazily so `llama-ts inspect` does not pay for the rest of the engine.
 const COMMANDS: Record<string, CommandEntry> = {
+  tokenize: {
+    summary: 'print the tokens of a text, as llama-tokenize does (--ids, --jsonl for scripts)',
+    load: async () => (await import('./tokenize.js')).tokenizeCommand,
+  },
   devices: {
     summary: 'list compute devices: type, memory, caps, buffer types (--json)',
     load: async () => (await import('./devices.js')).devicesCommand,
