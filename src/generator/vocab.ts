@@ -179,10 +179,18 @@ function syntheticBpe(size: number, pre: string): BuiltVocab {
   };
 }
 
-/** WordPiece (tokenizer.ggml.model "bert"): [PAD] [UNK] [CLS] [SEP] [MASK], characters, words, ##pieces. */
+/**
+ * WordPiece (tokenizer.ggml.model "bert") in the form llama.cpp's converter writes: word
+ * starts carry a leading U+2581, continuations ("##x" in the original) are bare, bracketed
+ * specials stay as they are. Ids as in BERT's own vocabulary: [PAD] 0, [unused*] 1-99,
+ * [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103 (llama.cpp's WPM defaults).
+ */
 function syntheticWpm(size: number): BuiltVocab {
-  const tokens = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
-  const types: number[] = tokens.map(() => TokenType.CONTROL);
+  const SP = '\u2581';
+  const tokens = ['[PAD]'];
+  for (let i = 0; i < 99; i++) tokens.push(`[unused${i}]`);
+  tokens.push('[UNK]', '[CLS]', '[SEP]', '[MASK]');
+  const types: number[] = tokens.map((t) => (t.startsWith('[unused') ? TokenType.NORMAL : TokenType.CONTROL));
   const min = tokens.length + 1;
   if (size < min) tooSmall('WPM', size, min);
   const seen = new Set(tokens);
@@ -193,12 +201,12 @@ function syntheticWpm(size: number): BuiltVocab {
       types.push(TokenType.NORMAL);
     }
   };
-  for (const c of `${LETTERS}0123456789.,!?'"-:;()`) add(c);
-  for (const c of LETTERS) add(`##${c}`);
+  for (const c of `${LETTERS}0123456789.,!?'"-:;()`) add(SP + c);
+  for (const c of `${LETTERS}0123456789`) add(c);
   for (const [p, c] of pieces([...LETTERS])) {
     if (tokens.length >= size) break;
+    add(SP + p + c);
     add(p + c);
-    add(`##${p}${c}`);
   }
   return {
     nVocab: size,
@@ -210,11 +218,11 @@ function syntheticWpm(size: number): BuiltVocab {
         type: GGUFValueType.ARRAY,
         value: { itemType: GGUFValueType.INT32, items: Int32Array.from(types) },
       },
-      u32('tokenizer.ggml.unknown_token_id', 1),
-      u32('tokenizer.ggml.seperator_token_id', 3),
+      u32('tokenizer.ggml.unknown_token_id', 100),
+      u32('tokenizer.ggml.seperator_token_id', 102),
       u32('tokenizer.ggml.padding_token_id', 0),
-      u32('tokenizer.ggml.cls_token_id', 2),
-      u32('tokenizer.ggml.mask_token_id', 4),
+      u32('tokenizer.ggml.cls_token_id', 101),
+      u32('tokenizer.ggml.mask_token_id', 103),
     ],
   };
 }
