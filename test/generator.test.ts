@@ -316,6 +316,16 @@ test('same seed, same bytes; another seed, other bytes; the same weights in ever
   );
 });
 
+test('worker threads write the same bytes as the calling thread', () => {
+  const spec = presetSpec('tiny-qwen2', 'Q4_0');
+  spec.shape = { ...spec.shape, nEmbd: 256, nFf: 512, nVocab: 6000 }; // token_embd: 1.5M elements, on the workers
+  const a = tmp('inline');
+  const b = tmp('workers');
+  generateModel(spec, a, { threads: 0 });
+  generateModel(spec, b, { threads: 2 });
+  assert.equal(sha256(a), sha256(b));
+});
+
 test('weights have the intended scales', () => {
   const out = tmp('scales');
   generateModel({ ...presetSpec('tiny-llama', 'F32'), seed: 7 }, out);

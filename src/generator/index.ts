@@ -4,13 +4,14 @@
 // models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { availableParallelism, homedir } from 'node:os';
 import { join } from 'node:path';
-import { canQuantize, quantizerOf } from '../ggml/quants/index.js';
-import { GGMLType, traitsOf, typeName } from '../ggml/types.js';
+import { canQuantize } from '../ggml/quants/index.js';
+import { type GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
+import { CHUNK, chunkCount, fillChunks, tensorByteSize } from './fill.js';
 import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
-import { mixSeed, Rng } from './rng.js';
+import { FillPool } from './pool.js';
 import { FILE_TYPES, type FileTypeName, type ModelSpec, presetSpec, resolveShape, type VocabSpec } from './spec.js';
 import { chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 import { buildVocab } from './vocab.js';
@@ -27,9 +28,6 @@ export { buildVocab, TokenType } from './vocab.js';
  */
 export const GENERATOR_VERSION = 1;
 
-/** Elements drawn from one seeded stream: a multiple of every block size. */
-const CHUNK = 1 << 16;
-
 export interface GenerateProgress {
   /** Tensors written so far (1-based index of the one just written). */
   index: number;
@@ -43,6 +41,11 @@ export interface GenerateProgress {
 
 export interface GenerateOptions {
   onProgress?: (p: GenerateProgress) => void;
+  /**
+   * Worker threads that draw and quantize (the output is the same for any number).
+   * Default: one per core for models of 16M+ parameters, none (this thread) below.
+   */
+  threads?: number;
 }
 
 export interface GeneratedTensor {
@@ -65,31 +68,11 @@ function defaultVocab(spec: ModelSpec): VocabSpec {
   return { kind, size: spec.shape.nVocab };
 }
 
-/** Draws a tensor's values (seeded by the model seed and the tensor name) into `type`. */
-export function tensorBytes(seed: number, t: PlannedTensor, type: GGMLType, scratch?: Float32Array): Uint8Array {
-  const n = t.dims.reduce((a, b) => a * b, 1);
-  const tr = traitsOf(type);
-  const tensorSeed = mixSeed(seed, t.name);
-  const { mean, std } = t.init;
-  const nChunks = Math.ceil(n / CHUNK);
-  if (type === GGMLType.F32) {
-    // F32: draw straight into the output (ggml files are little-endian, as is every host Node runs on).
-    const out = new Float32Array(n);
-    for (let c = 0; c < nChunks; c++) {
-      const len = Math.min(CHUNK, n - c * CHUNK);
-      new Rng(mixSeed(tensorSeed, c)).fillNormal(out, c * CHUNK, len, mean, std);
-    }
-    return new Uint8Array(out.buffer);
-  }
-  const q = quantizerOf(type);
-  if (!q) throw new RangeError(`tensor '${t.name}': no quantizer for ${tr.name}`);
-  const src = scratch && scratch.length >= CHUNK ? scratch : new Float32Array(CHUNK);
-  const out = new Uint8Array((n / tr.blockSize) * tr.typeSize);
-  for (let c = 0; c < nChunks; c++) {
-    const len = Math.min(CHUNK, n - c * CHUNK);
-    new Rng(mixSeed(tensorSeed, c)).fillNormal(src, 0, len, mean, std);
-    q(src, 0, out, ((c * CHUNK) / tr.blockSize) * tr.typeSize, len / tr.blockSize);
-  }
+/** A tensor's bytes: its values (seeded by the model seed and its name) in `type`. */
+export function tensorBytes(seed: number, t: PlannedTensor, type: GGMLType): Uint8Array {
+  const job = { seed, name: t.name, mean: t.init.mean, std: t.init.std, type, n: t.dims.reduce((a, b) => a * b, 1) };
+  const out = new Uint8Array(tensorByteSize(type, job.n));
+  fillChunks(job, out, 0, chunkCount(job.n), new Float32Array(CHUNK));
   return out;
 }
 
@@ -147,28 +130,35 @@ export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptio
   const bytesTotal = entries.reduce((a, e) => a + e.nBytes, 0);
   let index = 0;
   let bytesDone = 0;
-  const scratch = new Float32Array(CHUNK);
-  w.write(path, (e) => {
-    const t = byName.get(e.name) as PlannedTensor;
-    const data = tensorBytes(spec.seed, t, e.type, scratch);
-    index++;
-    bytesDone += e.nBytes;
-    opts.onProgress?.({
-      index,
-      count: entries.length,
-      name: e.name,
-      type: typeName(e.type),
-      bytesDone,
-      bytesTotal,
-      elapsedMs: performance.now() - t0,
+  const parameters = plan.reduce((a, t) => a + t.dims.reduce((x, y) => x * y, 1), 0);
+  const threads = opts.threads ?? (parameters >= 1 << 24 ? availableParallelism() : 0);
+  const pool = new FillPool(threads);
+  try {
+    w.write(path, (e) => {
+      const t = byName.get(e.name) as PlannedTensor;
+      const n = t.dims.reduce((a, b) => a * b, 1);
+      const data = pool.fill({ seed: spec.seed, name: t.name, mean: t.init.mean, std: t.init.std, type: e.type, n });
+      index++;
+      bytesDone += e.nBytes;
+      opts.onProgress?.({
+        index,
+        count: entries.length,
+        name: e.name,
+        type: typeName(e.type),
+        bytesDone,
+        bytesTotal,
+        elapsedMs: performance.now() - t0,
+      });
+      return data;
     });
-    return data;
-  });
+  } finally {
+    pool.close();
+  }
 
   return {
     path,
     fileSize: statSync(path).size,
-    parameters: plan.reduce((a, t) => a + t.dims.reduce((x, y) => x * y, 1), 0),
+    parameters,
     nVocab: vocab.nVocab,
     tensors: entries.map((e) => ({ name: e.name, type: e.type, dims: [...e.dims] })),
     elapsedMs: performance.now() - t0,
