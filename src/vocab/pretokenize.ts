@@ -324,37 +324,37 @@ type Wide = NonNullable<SplitContext['wide']>;
 /** Apply one regex inside each piece; unmatched stretches become pieces of their own (as llama.cpp splits with std::regex_iterator). */
 function splitByRegex(re: RegExp, lengths: number[], text: string, wide: Wide | null, contextFree: boolean): number[] {
   const out: number[] = [];
-  const unit = (c: number) => (wide ? wide.cptToUnit[c]! : c);
-  const cpt = (u: number) => (wide ? wide.unitToCpt![u]! : u);
-  // next match of a whole-text search (context-free regexes only)
+  const c2u = wide?.cptToUnit;
+  const u2c = wide?.unitToCpt ?? undefined;
+  const global = contextFree && lengths.length > 1;
+  // next match of a whole-text search (context-free regexes only); gEnd -1: empty match
   let gStart = -1;
   let gEnd = -1;
-  const globalFrom = (u: number) => {
-    re.lastIndex = u;
-    const m = re.exec(text);
-    if (m === null) gStart = gEnd = text.length + 1;
-    else {
-      gStart = m.index;
-      gEnd = m[0].length === 0 ? -1 : m.index + m[0].length; // -1: an empty match, left to the local search
-    }
-  };
   let start = 0;
-  for (const len of lengths) {
-    const u0 = unit(start);
-    const u1 = unit(start + len);
-    let prev = u0; // in code units
-    let local = !contextFree || lengths.length === 1;
-    if (!local) {
-      if (gStart < prev) globalFrom(prev);
+  for (let k = 0; k < lengths.length; k++) {
+    const len = lengths[k]!;
+    const u1 = c2u ? c2u[start + len]! : start + len;
+    let prev = c2u ? c2u[start]! : start; // in code units
+    let local = !global;
+    if (global) {
+      if (gStart < prev) {
+        re.lastIndex = prev;
+        const m = re.exec(text);
+        gStart = m === null ? text.length + 1 : m.index;
+        gEnd = m === null ? gStart : m[0].length === 0 ? -1 : m.index + m[0].length;
+      }
       while (gStart < u1) {
         if (gEnd < 0 || gEnd > u1) {
           local = true; // straddles the piece's end: search the piece alone from here
           break;
         }
-        if (gStart > prev) out.push(cpt(gStart) - cpt(prev));
-        out.push(cpt(gEnd) - cpt(gStart));
+        if (gStart > prev) out.push(u2c ? u2c[gStart]! - u2c[prev]! : gStart - prev);
+        out.push(u2c ? u2c[gEnd]! - u2c[gStart]! : gEnd - gStart);
         prev = gEnd;
-        globalFrom(prev);
+        re.lastIndex = prev;
+        const m = re.exec(text);
+        gStart = m === null ? text.length + 1 : m.index;
+        gEnd = m === null ? gStart : m[0].length === 0 ? -1 : m.index + m[0].length;
       }
     }
     if (local) {
@@ -367,92 +367,88 @@ function splitByRegex(re: RegExp, lengths: number[], text: string, wide: Wide | 
           re.lastIndex++;
           continue;
         }
-        if (m.index > p) out.push(cpt(prev + m.index) - cpt(prev + p));
-        out.push(cpt(prev + m.index + mlen) - cpt(prev + m.index));
-        p = m.index + mlen;
+        const a = prev + m.index;
+        const b = a + mlen;
+        if (a > prev + p) out.push(u2c ? u2c[a]! - u2c[prev + p]! : a - prev - p);
+        out.push(u2c ? u2c[b]! - u2c[a]! : mlen);
+        p = b - prev;
       }
       prev += p;
       gStart = -1;
     }
-    if (prev < u1) out.push(cpt(u1) - cpt(prev));
+    if (prev < u1) out.push(u2c ? u2c[u1]! - u2c[prev]! : u1 - prev);
     start += len;
   }
   return out;
 }
 
-const OUT_OF_RANGE = 0xffffffff;
+const WLN = FLAG_WHITESPACE | FLAG_LETTER | FLAG_NUMBER;
 
 /** The GPT-2 pattern as a scanner (llama.cpp's unicode_regex_split_custom_gpt2). */
 const gpt2Stage: Stage = (ctx, lengths) => {
   const { cpts, flags } = ctx;
   const out: number[] = [];
-  let start = 0;
-  for (const len of lengths) {
-    const ini = start;
-    const end = start + len;
-    start = end;
-    const cptAt = (p: number) => (p >= ini && p < end ? cpts[p]! : OUT_OF_RANGE);
-    const flagsAt = (p: number) => (p >= ini && p < end ? flags[p]! : 0);
+  let end = 0;
+  for (let k = 0; k < lengths.length; k++) {
+    const ini = end;
+    end += lengths[k]!;
+    // positions only move forward, so "in range" means "before end"
     let prevEnd = ini;
-    const add = (e: number) => {
-      const n = e - prevEnd;
-      if (n > 0) out.push(n);
-      prevEnd = e;
-      return n;
-    };
-    for (let pos = ini; pos < end; ) {
-      const cpt = cptAt(pos);
-      const f = flagsAt(pos);
+    let pos = ini;
+    while (pos < end) {
+      const cpt = cpts[pos]!;
+      const f = flags[pos]!;
       if (cpt === 0x27 && pos + 1 < end) {
-        const next = cptAt(pos + 1);
+        const next = cpts[pos + 1]!;
         if (next === 0x73 || next === 0x74 || next === 0x6d || next === 0x64) {
-          pos += add(pos + 2);
+          pos += 2;
+          out.push(pos - prevEnd);
+          prevEnd = pos;
           continue;
         }
         if (pos + 2 < end) {
-          const next2 = cptAt(pos + 2);
+          const next2 = cpts[pos + 2]!;
           if (
             (next === 0x72 && next2 === 0x65) ||
             (next === 0x76 && next2 === 0x65) ||
             (next === 0x6c && next2 === 0x6c)
           ) {
-            pos += add(pos + 3);
+            pos += 3;
+            out.push(pos - prevEnd);
+            prevEnd = pos;
             continue;
           }
         }
       }
-      let f2 = cpt === 0x20 ? flagsAt(pos + 1) : f;
-      if (f2 & FLAG_LETTER) {
+      let f2 = cpt === 0x20 ? (pos + 1 < end ? flags[pos + 1]! : 0) : f;
+      let cls = 0;
+      if (f2 & FLAG_LETTER) cls = FLAG_LETTER;
+      else if (f2 & FLAG_NUMBER) cls = FLAG_NUMBER;
+      else if (!(f2 & WLN) && f2) cls = -1;
+      if (cls !== 0) {
+        // <space>?\p{L}+ | <space>?\p{N}+ | <space>?[^\s\p{L}\p{N}]+
         if (cpt === 0x20) pos++;
-        while (f2 & FLAG_LETTER) f2 = flagsAt(++pos);
-        add(pos);
-        continue;
-      }
-      if (f2 & FLAG_NUMBER) {
-        if (cpt === 0x20) pos++;
-        while (f2 & FLAG_NUMBER) f2 = flagsAt(++pos);
-        add(pos);
-        continue;
-      }
-      if (!(f2 & (FLAG_WHITESPACE | FLAG_LETTER | FLAG_NUMBER)) && f2) {
-        if (cpt === 0x20) pos++;
-        while (!(f2 & (FLAG_WHITESPACE | FLAG_LETTER | FLAG_NUMBER)) && f2) f2 = flagsAt(++pos);
-        add(pos);
+        if (cls > 0) {
+          while (f2 & cls) f2 = ++pos < end ? flags[pos]! : 0;
+        } else {
+          while (!(f2 & WLN) && f2) f2 = ++pos < end ? flags[pos]! : 0;
+        }
+        out.push(pos - prevEnd);
+        prevEnd = pos;
         continue;
       }
       let ws = 0;
-      while (flagsAt(pos + ws) & FLAG_WHITESPACE) ws++;
-      if (ws > 1 && cptAt(pos + ws) !== OUT_OF_RANGE) {
+      while (pos + ws < end && flags[pos + ws]! & FLAG_WHITESPACE) ws++;
+      if (ws > 1 && pos + ws < end) {
+        // \s+(?!\S): leave the last space to the word that follows
         pos += ws - 1;
-        add(pos);
-        continue;
-      }
-      if (ws > 0) {
+      } else if (ws > 0) {
         pos += ws;
-        add(pos);
-        continue;
+      } else {
+        pos++;
       }
-      add(++pos);
+      if (pos > prevEnd) out.push(pos - prevEnd);
+      prevEnd = pos;
     }
   }
   return out;
@@ -462,95 +458,87 @@ const gpt2Stage: Stage = (ctx, lengths) => {
 const llama3Stage: Stage = (ctx, lengths) => {
   const { cpts, flags } = ctx;
   const out: number[] = [];
-  let start = 0;
-  for (const len of lengths) {
-    const ini = start;
-    const end = start + len;
-    start = end;
-    const cptAt = (p: number) => (p >= ini && p < end ? cpts[p]! : OUT_OF_RANGE);
-    const flagsAt = (p: number) => (p >= ini && p < end ? flags[p]! : 0);
+  let end = 0;
+  for (let k = 0; k < lengths.length; k++) {
+    const ini = end;
+    end += lengths[k]!;
     let prevEnd = ini;
-    const add = (e: number) => {
-      const n = e - prevEnd;
-      if (n > 0) out.push(n);
-      prevEnd = e;
-      return n;
-    };
-    for (let pos = ini; pos < end; ) {
-      const cpt = cptAt(pos);
-      const f = flagsAt(pos);
+    let pos = ini;
+    while (pos < end) {
+      const cpt = cpts[pos]!;
+      const f = flags[pos]!;
       if (cpt === 0x27 && pos + 1 < end) {
-        const next = cptToLower(cptAt(pos + 1));
+        const next = cptToLower(cpts[pos + 1]!);
         if (next === 0x73 || next === 0x74 || next === 0x6d || next === 0x64) {
-          pos += add(pos + 2);
+          pos += 2;
+          out.push(pos - prevEnd);
+          prevEnd = pos;
           continue;
         }
         if (pos + 2 < end) {
-          const next2 = cptToLower(cptAt(pos + 2));
+          const next2 = cptToLower(cpts[pos + 2]!);
           if (
             (next === 0x72 && next2 === 0x65) ||
             (next === 0x76 && next2 === 0x65) ||
             (next === 0x6c && next2 === 0x6c)
           ) {
-            pos += add(pos + 3);
+            pos += 3;
+            out.push(pos - prevEnd);
+            prevEnd = pos;
             continue;
           }
         }
       }
       // [^\r\n\p{L}\p{N}]?\p{L}+
       if (!(cpt === 0x0d || cpt === 0x0a || f & FLAG_NUMBER)) {
-        if (f & FLAG_LETTER || flagsAt(pos + 1) & FLAG_LETTER) {
+        if (f & FLAG_LETTER || (pos + 1 < end && flags[pos + 1]! & FLAG_LETTER)) {
           pos++;
-          while (flagsAt(pos) & FLAG_LETTER) pos++;
-          add(pos);
+          while (pos < end && flags[pos]! & FLAG_LETTER) pos++;
+          out.push(pos - prevEnd);
+          prevEnd = pos;
           continue;
         }
       }
       // \p{N}{1,3}
       if (f & FLAG_NUMBER) {
         let first = pos;
-        while (flagsAt(pos) & FLAG_NUMBER) {
+        while (pos < end && flags[pos]! & FLAG_NUMBER) {
           if (++pos - first >= 3) {
-            add(pos);
+            out.push(pos - prevEnd);
+            prevEnd = pos;
             first = pos;
           }
         }
-        add(pos);
+        if (pos > prevEnd) out.push(pos - prevEnd);
+        prevEnd = pos;
         continue;
       }
       // <space>?[^\s\p{L}\p{N}]+[\r\n]*
-      let f2 = cpt === 0x20 ? flagsAt(pos + 1) : f;
-      if (!(f2 & (FLAG_WHITESPACE | FLAG_LETTER | FLAG_NUMBER)) && f) {
+      let f2 = cpt === 0x20 ? (pos + 1 < end ? flags[pos + 1]! : 0) : f;
+      if (!(f2 & WLN) && f) {
         if (cpt === 0x20) pos++;
-        while (!(f2 & (FLAG_WHITESPACE | FLAG_LETTER | FLAG_NUMBER)) && f2) f2 = flagsAt(++pos);
-        let c2 = cptAt(pos);
-        while (c2 === 0x0d || c2 === 0x0a) c2 = cptAt(++pos);
-        add(pos);
+        while (!(f2 & WLN) && f2) f2 = ++pos < end ? flags[pos]! : 0;
+        while (pos < end && (cpts[pos] === 0x0d || cpts[pos] === 0x0a)) pos++;
+        out.push(pos - prevEnd);
+        prevEnd = pos;
         continue;
       }
       let ws = 0;
       let lastNl = 0;
-      while (flagsAt(pos + ws) & FLAG_WHITESPACE) {
-        const c2 = cptAt(pos + ws);
+      while (pos + ws < end && flags[pos + ws]! & FLAG_WHITESPACE) {
+        const c2 = cpts[pos + ws]!;
         if (c2 === 0x0d || c2 === 0x0a) lastNl = pos + ws + 1;
         ws++;
       }
-      if (lastNl > 0) {
-        pos = lastNl;
-        add(pos);
-        continue;
-      }
-      if (ws > 1 && cptAt(pos + ws) !== OUT_OF_RANGE) {
-        pos += ws - 1;
-        add(pos);
-        continue;
-      }
-      if (ws > 0) {
-        pos += ws;
-        add(pos);
-        continue;
-      }
-      add(++pos);
+      if (lastNl > 0)
+        pos = lastNl; // \s*[\r\n]+
+      else if (ws > 1 && pos + ws < end)
+        pos += ws - 1; // \s+(?!\S)
+      else if (ws > 0)
+        pos += ws; // \s+
+      else pos++;
+      if (pos > prevEnd) out.push(pos - prevEnd);
+      prevEnd = pos;
     }
   }
   return out;

@@ -20,7 +20,7 @@ const FLAG_KNOWN = 0x8000;
 export const MAX_CODEPOINTS = 0x110000;
 /** Flags of a position outside the current span: no category at all. */
 export const FLAGS_NONE = 0;
-/** Flags of a codepoint beyond U+10FFFF (llama.cpp: UNDEFINED, a non-zero category). */
+/** Flags of an unassigned codepoint or one beyond U+10FFFF (llama.cpp: UNDEFINED, a non-zero category). */
 const FLAGS_UNDEFINED = 0x0001;
 
 const table = new Uint16Array(MAX_CODEPOINTS);
@@ -31,6 +31,7 @@ const RE_Z = /\p{Z}/u;
 const RE_M = /\p{M}/u;
 const RE_P = /\p{P}/u;
 const RE_S = /\p{S}/u;
+const RE_CN = /\p{Cn}/u;
 const RE_WS = /\p{White_Space}/u;
 
 function computeFlags(cpt: number): number {
@@ -42,7 +43,9 @@ function computeFlags(cpt: number): number {
   else if (RE_M.test(ch)) f = FLAG_ACCENT_MARK;
   else if (RE_P.test(ch)) f = FLAG_PUNCTUATION;
   else if (RE_S.test(ch)) f = FLAG_SYMBOL;
-  else f = FLAG_CONTROL; // Cc, Cf, Co, Cs and unassigned (Cn) are all \p{C}
+  else if (RE_CN.test(ch))
+    f = FLAGS_UNDEFINED; // unassigned and noncharacters: llama.cpp's table leaves them uncategorized
+  else f = FLAG_CONTROL; // Cc, Cf, Co, Cs
   if (RE_WS.test(ch)) f |= FLAG_WHITESPACE;
   return f;
 }
