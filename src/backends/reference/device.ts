@@ -8,7 +8,7 @@ import type { Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
 import { HostBufferType } from '../host.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
-import { referenceCompute, referenceSupportsOp } from './ops/index.js';
+import { type KernelOptions, referenceCompute, referenceSupportsOp } from './ops/index.js';
 
 const log = logger('backend:reference');
 
@@ -21,6 +21,12 @@ export interface ReferenceDeviceOptions {
   ownBuffersOnly?: boolean;
   /** Ops worth running here even when their weights live elsewhere (ggml's offload_op). */
   offload?: (op: Tensor) => boolean;
+  /**
+   * 'exact' (default): double-precision products, the oracle. 'ggml-cpu': round matmul
+   * activations to the weights' vec_dot_type and run attention as ggml-cpu does, so that
+   * model outputs match llama.cpp's CPU backend (see vec-dot.ts).
+   */
+  numerics?: 'exact' | 'ggml-cpu';
 }
 
 /** Reference compute is synchronous: an event is complete as soon as it is recorded. */
@@ -34,6 +40,7 @@ export class ReferenceDevice implements Device {
   readonly description: string;
   readonly type = 'cpu' as const;
   private readonly buft: HostBufferType;
+  readonly numerics: 'exact' | 'ggml-cpu';
 
   constructor(
     readonly reg: BackendReg,
@@ -42,6 +49,7 @@ export class ReferenceDevice implements Device {
     this.name = o.name ?? 'Reference';
     this.description = o.description ?? 'scalar TypeScript reference kernels (oracle; slow)';
     this.buft = new HostBufferType({ name: this.name, device: this });
+    this.numerics = o.numerics ?? 'exact';
   }
 
   memory(): DeviceMemory {
@@ -89,9 +97,11 @@ export class ReferenceDevice implements Device {
 
 export class ReferenceBackend implements Backend {
   readonly name: string;
+  private readonly kernelOptions: KernelOptions;
 
   constructor(readonly device: ReferenceDevice) {
     this.name = device.name;
+    this.kernelOptions = { ggmlCpu: device.numerics === 'ggml-cpu' };
   }
 
   async graphCompute(graph: Graph): Promise<void> {
@@ -99,7 +109,7 @@ export class ReferenceBackend implements Backend {
       if (!this.device.supportsOp(node)) {
         throw new Error(`${this.name}: unsupported op ${node.op} for ${node}`);
       }
-      referenceCompute(node);
+      referenceCompute(node, this.kernelOptions);
     }
     log.debug(`${this.name}: computed ${graph.nodes.length} nodes`);
   }

@@ -1,11 +1,40 @@
 // FLASH_ATTN_EXT: for query token iq1 of head iq2, softmax over the KV positions of
 // q·k·scale (+ mask), then the weighted sum of V rows. K/V head = iq2 / (nHead / nHeadKV)
 // (grouped-query attention). Output [Dv, nHead, nQ, ne3].
+//
+// Default arithmetic: double precision throughout. With ggml-cpu numerics, arithmetic as
+// ggml-cpu's one-row kernel (flash_attn_ext_f16_one_chunk), the path
+// llama.cpp takes for decoding and short prompts: the query row is first converted to
+// K's vec_dot_type (F16 for an F16 cache), the softmax runs online in float, positions
+// whose mask is -inf are skipped, and with an F16 V the weighted sum is accumulated in
+// an F16 vector (rounded after every update); the result is divided by the sum at the end.
 
+import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
+import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
+import { canRoundFor, roundToVecDotType, vecDotType } from '../vec-dot.js';
+import type { KernelOptions } from './index.js';
 
-export function flashAttnExt(dst: Tensor): void {
+const fround = Math.fround;
+
+function roundF16(x: number): number {
+  return f16ToF32(f32ToF16(x));
+}
+
+/** Rows [*, j, i2, i3] for j < n of a tensor, as floats. */
+function readRows(v: HostView, n: number, width: number, i2: number, i3: number): Float32Array[] {
+  const rows: Float32Array[] = [];
+  for (let j = 0; j < n; j++) rows.push(v.readRow(new Float32Array(width), j, i2, i3));
+  return rows;
+}
+
+export function flashAttnExt(dst: Tensor, o: KernelOptions = {}): void {
+  if (o.ggmlCpu) ggmlFlashAttnExt(dst);
+  else exactFlashAttnExt(dst);
+}
+
+function exactFlashAttnExt(dst: Tensor): void {
   const [q, k, v, mask] = dst.src;
   const vq = new HostView(q);
   const vk = new HostView(k);
@@ -50,6 +79,78 @@ export function flashAttnExt(dst: Tensor): void {
           for (let d = 0; d < Dv; d++) out[d] += w * vrow[d];
         }
         for (let d = 0; d < Dv; d++) vd.set(sum > 0 ? out[d] / sum : 0, d, iq2, iq1, iq3);
+      }
+    }
+  }
+}
+
+function ggmlFlashAttnExt(dst: Tensor): void {
+  const [q, k, v, mask] = dst.src;
+  const vq = new HostView(q);
+  const vk = new HostView(k);
+  const vv = new HostView(v);
+  const vm = mask ? new HostView(mask) : null;
+  const vd = new HostView(dst);
+  const scale0 = fround(dst.params.scale);
+  const softcap = fround(dst.params.logitSoftcap ?? 0);
+  const scale = softcap !== 0 ? fround(scale0 / softcap) : scale0;
+  const D = q.ne[0];
+  const Dv = v.ne[0];
+  const nKV = k.ne[1];
+  const rk2 = q.ne[2] / k.ne[2];
+  const rk3 = q.ne[3] / k.ne[3];
+  const rv2 = q.ne[2] / v.ne[2];
+  const rv3 = q.ne[3] / v.ne[3];
+  const qType = canRoundFor(k.type, D) ? vecDotType(k.type) : GGMLType.F32;
+  const vF16 = v.type === GGMLType.F16;
+  const qrow = new Float32Array(D);
+  const acc = new Float32Array(Dv);
+  const cacheK = new Map<string, Float32Array[]>();
+  const cacheV = new Map<string, Float32Array[]>();
+  for (let iq3 = 0; iq3 < q.ne[3]; iq3++) {
+    for (let iq2 = 0; iq2 < q.ne[2]; iq2++) {
+      const ik2 = Math.floor(iq2 / rk2);
+      const ik3 = Math.floor(iq3 / rk3);
+      const iv2 = Math.floor(iq2 / rv2);
+      const iv3 = Math.floor(iq3 / rv3);
+      const kKey = `${ik2}:${ik3}`;
+      const vKey = `${iv2}:${iv3}`;
+      if (!cacheK.has(kKey)) cacheK.set(kKey, readRows(vk, nKV, D, ik2, ik3));
+      if (!cacheV.has(vKey)) cacheV.set(vKey, readRows(vv, nKV, Dv, iv2, iv3));
+      const krows = cacheK.get(kKey)!;
+      const vrows = cacheV.get(vKey)!;
+      for (let iq1 = 0; iq1 < q.ne[1]; iq1++) {
+        vq.readRow(qrow, iq1, iq2, iq3);
+        roundToVecDotType(qType, qrow, D);
+        acc.fill(0);
+        let S = 0;
+        let M = Number.NEGATIVE_INFINITY;
+        for (let j = 0; j < nKV; j++) {
+          const mv = vm && mask ? vm.get(j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]) : 0;
+          if (mv === Number.NEGATIVE_INFINITY) continue;
+          const kr = krows[j];
+          let dot = 0;
+          for (let d = 0; d < D; d++) dot += qrow[d] * kr[d];
+          let s = fround(fround(dot) * scale);
+          if (softcap !== 0) s = fround(softcap * Math.tanh(s));
+          s = fround(s + mv);
+          let ms = 1;
+          let vs = 1;
+          if (s > M) {
+            const old = M;
+            M = s;
+            ms = fround(Math.exp(old - M));
+            for (let d = 0; d < Dv; d++) acc[d] = vF16 ? roundF16(acc[d] * ms) : acc[d] * ms;
+          } else {
+            vs = fround(Math.exp(s - M));
+          }
+          const vr = vrows[j];
+          if (vF16) for (let d = 0; d < Dv; d++) acc[d] = roundF16(fround(acc[d] + vr[d] * vs));
+          else for (let d = 0; d < Dv; d++) acc[d] = acc[d] + vr[d] * vs;
+          S = fround(S * ms + vs);
+        }
+        const inv = S === 0 ? 0 : fround(1 / S);
+        for (let d = 0; d < Dv; d++) vd.set(acc[d] * inv, d, iq2, iq1, iq3);
       }
     }
   }

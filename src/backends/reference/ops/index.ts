@@ -12,7 +12,13 @@ import { rope } from './rope.js';
 import { getRows, setRows } from './rows.js';
 import { softMax } from './softmax.js';
 
-type Kernel = (dst: Tensor) => void;
+/** How kernels compute (see ReferenceDeviceOptions.numerics). */
+export interface KernelOptions {
+  /** Round matmul activations and attention as ggml-cpu does (vec-dot.ts); default exact. */
+  ggmlCpu?: boolean;
+}
+
+type Kernel = (dst: Tensor, o: KernelOptions) => void;
 
 const KERNELS: Partial<Record<Op, Kernel>> = {
   [Op.GET_ROWS]: getRows,
@@ -85,9 +91,9 @@ export function referenceSupportsOp(t: Tensor): boolean {
 }
 
 /** Compute one node into its (already allocated) memory; view ops compute nothing. */
-export function referenceCompute(t: Tensor): void {
+export function referenceCompute(t: Tensor, o: KernelOptions = {}): void {
   if (t.op === Op.NONE || isViewOp(t.op)) return;
   const k = KERNELS[t.op];
   if (!k) throw new Error(`reference backend: no kernel for ${t.op}`);
-  k(t);
+  k(t, o);
 }

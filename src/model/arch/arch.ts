@@ -1,0 +1,23 @@
+// What one architecture file provides (the shape of llama.cpp's src/models/<arch>.cpp):
+// the tensors it reads with their shapes, optional adjustments to the shared
+// hyper-parameters, and the graph builder for one ubatch.
+
+import type { GGUFFile } from '../../gguf/index.js';
+import type { GraphBuilder, GraphOutputs } from '../graph.js';
+import type { HParams } from '../hparams.js';
+import type { TensorList } from '../weights.js';
+
+export interface Architecture {
+  /** `general.architecture` value. */
+  readonly name: string;
+  /** Whether it keeps a KV cache (decoders) or attends within each batch (encoders). */
+  readonly usesKVCache: boolean;
+  /** RoPE mode of its keys (for re-rotating shifted cache cells); absent without RoPE. */
+  readonly ropeMode?: number;
+  /** Adjust or complete the shared hyper-parameters from architecture-specific keys. */
+  hparams?(hp: HParams, file: GGUFFile): HParams;
+  /** The tensors it reads, with their expected shapes. */
+  tensors(hp: HParams, t: TensorList): void;
+  /** The forward graph of one ubatch. */
+  build(b: GraphBuilder): GraphOutputs;
+}

@@ -1,0 +1,381 @@
+// A context: the state of evaluating a model (llama_context). It owns the KV cache and a
+// scheduler over the model's devices, and evaluates batches of tokens: `decode(batch)`
+// splits a batch into ubatches, builds the architecture's graph for each (a fresh graph
+// per ubatch: the scheduler rewrites sources), fills the inputs (token ids, positions,
+// the KQ mask, the cache rows written) and keeps the logits (or embeddings) of the
+// tokens the batch asks for.
+
+import { tensorGetF32, tensorSet } from '../backends/api.js';
+import type { Backend, Device } from '../backends/impl.js';
+import { ReferenceDevice } from '../backends/reference/index.js';
+import { Scheduler } from '../backends/scheduler.js';
+import { buildGraph } from '../ggml/graph.js';
+import * as ops from '../ggml/ops.js';
+import { newTensor, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
+import { GGMLType, rowSize } from '../ggml/types.js';
+import { logger } from '../log.js';
+import { ContextError } from './errors.js';
+import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
+import { nEmbdK, type PoolingType } from './hparams.js';
+import { type CacheType, KVCache, MAX_SEQ } from './kv-cache.js';
+import type { Model } from './model.js';
+
+const log = logger('context');
+
+export interface ContextParams {
+  /** KV cache cells (tokens of context). Default: the training context, at most 4096. */
+  nCtx?: number;
+  /** Most tokens one decode call takes. Default: min(2048, nCtx). */
+  nBatch?: number;
+  /** Most tokens per graph evaluation. Default: min(512, nBatch). */
+  nUbatch?: number;
+  /** Threads for devices that use them. Default 4 (or fewer cores). */
+  nThreads?: number;
+  /** KV cache types. Default f16 (llama.cpp's). */
+  typeK?: CacheType;
+  typeV?: CacheType;
+  /** Distinct sequence ids (0 .. nSeqMax-1). Default 1, at most 32. */
+  nSeqMax?: number;
+  /** Output embeddings (hidden states after the final norm) instead of logits. */
+  embeddings?: boolean;
+  /** Pooling of embeddings per sequence. Default: the model's (`{arch}.pooling_type`). */
+  pooling?: PoolingType;
+}
+
+/** Tokens to evaluate, with optional positions, sequence ids and output flags. */
+export interface Batch {
+  tokens: ArrayLike<number>;
+  /** Default: each sequence continues after its last cached position. */
+  pos?: ArrayLike<number>;
+  /** Default: 0. */
+  seqIds?: ArrayLike<number>;
+  /** Which tokens' logits (embeddings) to keep. Default: the last token only. */
+  logits?: ArrayLike<boolean | number>;
+}
+
+export class Context {
+  readonly nCtx: number;
+  readonly nBatch: number;
+  readonly nUbatch: number;
+  readonly nThreads: number;
+  readonly nSeqMax: number;
+  readonly embeddings: boolean;
+  readonly pooling: PoolingType;
+  /** Null for encoders (no cache: each batch attends within itself). */
+  readonly kv: KVCache | null;
+  private readonly backends: Backend[];
+  private readonly sched: Scheduler;
+  private readonly outputs = new Map<number, Float32Array>();
+  private readonly pooled = new Map<number, Float32Array>();
+  private nLastBatch = 0;
+
+  constructor(
+    readonly model: Model,
+    params: ContextParams = {},
+  ) {
+    const hp = model.hp;
+    this.nCtx = params.nCtx ?? Math.min(hp.nCtxTrain || 4096, 4096);
+    this.nBatch = Math.min(params.nBatch ?? 2048, this.nCtx);
+    this.nUbatch = Math.min(params.nUbatch ?? 512, this.nBatch);
+    this.nThreads = params.nThreads ?? 4;
+    this.nSeqMax = params.nSeqMax ?? 1;
+    if (!(this.nCtx > 0 && this.nUbatch > 0)) throw new ContextError(`bad context size ${this.nCtx}`);
+    if (!(this.nSeqMax >= 1 && this.nSeqMax <= MAX_SEQ)) {
+      throw new ContextError(`nSeqMax must be 1..${MAX_SEQ}, got ${this.nSeqMax}`);
+    }
+    this.embeddings = params.embeddings ?? !model.arch.usesKVCache;
+    this.pooling = params.pooling ?? model.hp.pooling;
+    if (!this.embeddings && !model.arch.usesKVCache) {
+      throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
+    }
+    this.kv = model.arch.usesKVCache
+      ? new KVCache(
+          hp,
+          this.nCtx,
+          params.typeK ?? 'f16',
+          params.typeV ?? 'f16',
+          model.layerDevices.map((d) => d.bufferType()),
+        )
+      : null;
+    const devices = model.devices.filter((d, i, all) => all.indexOf(d) === i);
+    this.backends = devices.map((d) => initBackend(d, this.nThreads));
+    this.sched = new Scheduler(this.backends);
+    if (this.kv) {
+      log.info(
+        `KV cache: ${this.nCtx} cells, K ${this.kv.typeK}, V ${this.kv.typeV}, ${(this.kv.bytes / 1048576).toFixed(2)} MiB`,
+      );
+    }
+  }
+
+  // ---- evaluation ----
+
+  /**
+   * Evaluate a batch. Afterwards `getLogits(i)` (or `getEmbeddings(i)`,
+   * `getEmbeddingsSeq(seq)`) return the outputs of the tokens the batch asked for.
+   * Throws ContextError when the batch is invalid or the KV cache has no room.
+   */
+  async decode(batch: Batch): Promise<void> {
+    const n = batch.tokens.length;
+    const hp = this.model.hp;
+    if (n === 0) throw new ContextError('decode: empty batch');
+    if (n > this.nBatch) throw new ContextError(`decode: ${n} tokens exceed n_batch (${this.nBatch})`);
+    const tokens = Int32Array.from(batch.tokens);
+    for (const t of tokens) {
+      if (!(t >= 0 && t < hp.nVocab))
+        throw new ContextError(`decode: token id ${t} outside the vocabulary (${hp.nVocab})`);
+    }
+    const seqIds = batch.seqIds ? Int32Array.from(batch.seqIds) : new Int32Array(n);
+    for (const s of seqIds) {
+      if (!(s >= 0 && s < this.nSeqMax))
+        throw new ContextError(`decode: sequence id ${s} outside 0..${this.nSeqMax - 1}`);
+    }
+    const pos = batch.pos ? Int32Array.from(batch.pos) : this.defaultPositions(seqIds);
+    const pooledAll = this.embeddings && this.pooling !== 'none';
+    const wanted = new Uint8Array(n);
+    if (pooledAll) wanted.fill(1);
+    else if (batch.logits) for (let i = 0; i < n; i++) wanted[i] = batch.logits[i] ? 1 : 0;
+    else wanted[n - 1] = 1;
+    if (!this.kv && n > this.nUbatch) {
+      throw new ContextError(`decode: an encoder's batch must fit in one ubatch (${n} > n_ubatch ${this.nUbatch})`);
+    }
+    if (this.kv) {
+      const free = this.kv.size - this.kv.used;
+      if (n > free) {
+        throw new ContextError(`decode: the KV cache is full (${n} tokens, ${free} of ${this.nCtx} cells free)`);
+      }
+      if (this.kv.hasShift) await this.applyShift();
+    }
+
+    this.outputs.clear();
+    this.pooled.clear();
+    this.nLastBatch = n;
+    for (let s = 0; s < n; s += this.nUbatch) {
+      const e = Math.min(n, s + this.nUbatch);
+      await this.decodeUbatch(
+        tokens.subarray(s, e),
+        pos.subarray(s, e),
+        seqIds.subarray(s, e),
+        wanted.subarray(s, e),
+        s,
+      );
+    }
+    if (pooledAll) this.pool(seqIds);
+  }
+
+  private defaultPositions(seqIds: Int32Array): Int32Array {
+    const next = new Map<number, number>();
+    const pos = new Int32Array(seqIds.length);
+    seqIds.forEach((s, i) => {
+      const p = next.get(s) ?? (this.kv ? this.kv.seqPosMax(s) + 1 : 0);
+      pos[i] = p;
+      next.set(s, p + 1);
+    });
+    return pos;
+  }
+
+  private async decodeUbatch(
+    tokens: Int32Array,
+    pos: Int32Array,
+    seq: Int32Array,
+    wanted: Uint8Array,
+    offset: number,
+  ): Promise<void> {
+    const m = tokens.length;
+    const hp = this.model.hp;
+    let cells: number[] = [];
+    let nKV = m;
+    if (this.kv) {
+      const slots = this.kv.findSlots(m);
+      if (!slots) throw new ContextError(`decode: no room in the KV cache for ${m} tokens`);
+      cells = slots;
+      this.kv.store(cells, pos, seq);
+      nKV = this.kv.extent;
+    }
+    const outIdx: number[] = [];
+    for (let i = 0; i < m; i++) if (wanted[i]) outIdx.push(i);
+    const allRows = this.embeddings && this.pooling !== 'none';
+    const nOutputs = allRows ? null : Math.max(1, outIdx.length);
+
+    const b = new GraphBuilder(hp, this.model.weights, { nTokens: m, nOutputs, nKV }, this.kv);
+    const out = this.model.arch.build(b);
+    const result = this.embeddings ? out.embd : out.logits;
+    if (!result) throw new ContextError(`${hp.arch} has no logits output`);
+    const graph = buildGraph(result);
+    this.sched.allocGraph(graph);
+    this.setInputs(b.inputs, tokens, pos, seq, cells, outIdx.length > 0 ? outIdx : [m - 1]);
+    await this.sched.graphCompute(graph);
+
+    const data = await tensorGetF32(result);
+    const width = result.ne[0];
+    const rows = result.ne[1];
+    const rowToken = rows === m ? (r: number) => r : (r: number) => outIdx[r];
+    for (let r = 0; r < rows; r++) {
+      const i = rowToken(r);
+      if (i === undefined || !wanted[i]) continue;
+      this.outputs.set(offset + i, data.slice(r * width, (r + 1) * width));
+    }
+  }
+
+  private setInputs(
+    inp: GraphInputs,
+    tokens: Int32Array,
+    pos: Int32Array,
+    seq: Int32Array,
+    cells: number[],
+    outIds: number[],
+  ): void {
+    const m = tokens.length;
+    const causal = this.model.hp.causal;
+    if (inp.tokens) tensorSet(inp.tokens, tokens);
+    if (inp.pos) tensorSet(inp.pos, pos);
+    if (inp.kvIdxs) tensorSet(inp.kvIdxs, Int32Array.from(cells));
+    if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));
+    if (inp.mask) {
+      const nKV = inp.mask.ne[0];
+      const NEG_INF = 0xfc00; // f16 -inf
+      const mask = new Uint16Array(nKV * m).fill(NEG_INF);
+      const kv = this.kv;
+      for (let i = 0; i < m; i++) {
+        const row = i * nKV;
+        for (let j = 0; j < nKV; j++) {
+          const ok = kv ? kv.visible(j, seq[i], pos[i], causal) : seq[j] === seq[i] && (!causal || pos[j] <= pos[i]);
+          if (ok) mask[row + j] = 0;
+        }
+      }
+      tensorSet(inp.mask, mask);
+    }
+  }
+
+  /** Re-rotate the keys of shifted cells by their position deltas (llama.cpp's K-shift). */
+  private async applyShift(): Promise<void> {
+    const kv = this.kv!;
+    const hp = this.model.hp;
+    const mode = this.model.arch.ropeMode;
+    if (mode !== undefined) {
+      const deltas = newTensor(GGMLType.I32, [kv.size], 'inp_k_shift').setFlag(TensorFlag.INPUT);
+      const opts = ropeOptions(hp, { mode, freqFactors: this.model.weights.opt('rope_freqs.weight') });
+      const outs: Tensor[] = [];
+      for (let il = 0; il < hp.nLayer; il++) {
+        const k = kv.k[il];
+        const k3 = view(
+          k,
+          [hp.nEmbdHeadK, hp.nHeadKv, kv.size],
+          [rowSize(k.type, hp.nEmbdHeadK), rowSize(k.type, nEmbdK(hp))],
+          0,
+        );
+        const f = ops.cpy(k3, newTensor(GGMLType.F32, [hp.nEmbdHeadK, hp.nHeadKv, kv.size]));
+        outs.push(ops.cpy(ops.rope(f, deltas, opts), k3));
+      }
+      const graph = buildGraph(...outs);
+      this.sched.allocGraph(graph);
+      tensorSet(deltas, kv.shift);
+      await this.sched.graphCompute(graph);
+    }
+    kv.shift.fill(0);
+    kv.hasShift = false;
+  }
+
+  private pool(seqIds: Int32Array): void {
+    const groups = new Map<number, number[]>();
+    seqIds.forEach((s, i) => {
+      if (!groups.has(s)) groups.set(s, []);
+      groups.get(s)!.push(i);
+    });
+    for (const [s, idx] of groups) {
+      const rows = idx.map((i) => this.outputs.get(i)!);
+      const width = rows[0].length;
+      let v: Float32Array;
+      if (this.pooling === 'cls') v = rows[0].slice();
+      else if (this.pooling === 'last') v = rows[rows.length - 1].slice();
+      else {
+        const acc = new Float64Array(width);
+        for (const r of rows) for (let d = 0; d < width; d++) acc[d] += r[d];
+        v = Float32Array.from(acc, (x) => x / rows.length);
+      }
+      this.pooled.set(s, v);
+    }
+  }
+
+  // ---- outputs ----
+
+  private output(i: number, what: string): Float32Array {
+    const k = i < 0 ? this.nLastBatch + i : i;
+    const v = this.outputs.get(k);
+    if (!v) throw new ContextError(`no ${what} for batch token ${i}: the batch did not ask for it`);
+    return v;
+  }
+
+  /** Logits [nVocab] of batch token i of the last decode (negative: from the end). */
+  getLogits(i = -1): Float32Array {
+    if (this.embeddings) throw new ContextError('this context outputs embeddings, not logits');
+    return this.output(i, 'logits');
+  }
+
+  /** Per-token embedding [nEmbd] of batch token i (pooling 'none'). */
+  getEmbeddings(i = -1): Float32Array {
+    if (!this.embeddings) throw new ContextError('this context outputs logits; create it with embeddings: true');
+    return this.output(i, 'embeddings');
+  }
+
+  /** Pooled embedding [nEmbd] of sequence `seq` in the last decode. */
+  getEmbeddingsSeq(seq = 0): Float32Array {
+    const v = this.pooled.get(seq);
+    if (!v) throw new ContextError(`no pooled embedding for sequence ${seq} (pooling ${this.pooling})`);
+    return v;
+  }
+
+  // ---- memory (llama_memory_seq_*) ----
+
+  private cache(): KVCache {
+    if (!this.kv) throw new ContextError(`${this.model.hp.arch} has no KV cache`);
+    return this.kv;
+  }
+
+  /** Remove positions [p0, p1) of `seq` (all sequences for seq < 0; p < 0: open end). */
+  seqRm(seq: number, p0 = -1, p1 = -1): void {
+    this.cache().seqRm(seq, p0, p1);
+  }
+
+  seqCp(src: number, dst: number, p0 = -1, p1 = -1): void {
+    this.cache().seqCp(src, dst, p0, p1);
+  }
+
+  seqKeep(seq: number): void {
+    this.cache().seqKeep(seq);
+  }
+
+  /** Shift positions [p0, p1) of `seq` by delta (context shift; keys re-rotated lazily). */
+  seqAdd(seq: number, p0: number, p1: number, delta: number): void {
+    this.cache().seqAdd(seq, p0, p1, delta);
+  }
+
+  seqPosMax(seq = 0): number {
+    return this.kv ? this.kv.seqPosMax(seq) : -1;
+  }
+
+  seqPosMin(seq = 0): number {
+    return this.kv ? this.kv.seqPosMin(seq) : -1;
+  }
+
+  clearMemory(): void {
+    this.kv?.clear();
+  }
+
+  free(): void {
+    this.sched.free();
+    this.kv?.dispose();
+    for (const b of this.backends) b.free();
+  }
+}
+
+function initBackend(d: Device, nThreads: number): Backend {
+  return d instanceof ReferenceDevice ? d.initBackend() : d.initBackend(`threads=${nThreads}`);
+}
+
+/** Scale `v` to unit Euclidean length (llama.cpp's embd_normalize = 2); a zero vector stays. */
+export function l2Normalize(v: Float32Array): Float32Array {
+  let s = 0;
+  for (const x of v) s += x * x;
+  const norm = Math.sqrt(s);
+  return norm > 0 ? v.map((x) => x / norm) : v.slice();
+}

@@ -1,0 +1,255 @@
+// Loading a model: open the GGUF file, pick its architecture, read the hyper-parameters
+// and the vocabulary, check every tensor the architecture needs (present, shape, type),
+// place the weights in the buffer type of the device each layer runs on (an
+// n_gpu_layers-style split: the last n layers on the first offload device, the rest on
+// the host device) and read their bytes straight from the file into those buffers.
+
+import { devicesByType, tensorSet } from '../backends/api.js';
+import type { Device, Buffer as DeviceBuffer } from '../backends/impl.js';
+import { ReferenceDevice, referenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
+import { allocTensors } from '../ggml/alloc.js';
+import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
+import { typeName } from '../ggml/types.js';
+import { type GGUFFile, openGGUF } from '../gguf/index.js';
+import { logger } from '../log.js';
+import { Vocab, type VocabOptions } from '../vocab/index.js';
+import type { Architecture } from './arch/arch.js';
+import { architecture } from './arch/registry.js';
+import { ModelError } from './errors.js';
+import { type HParams, readHParams } from './hparams.js';
+import { TensorList, Weights } from './weights.js';
+
+const log = logger('model');
+
+export interface LoadOptions {
+  /** Called with the fraction of weight bytes loaded so far (0..1); return false to cancel. */
+  onProgress?: (fraction: number) => boolean | undefined;
+  /** Cancels loading (the promise rejects with the signal's reason). */
+  signal?: AbortSignal;
+  /**
+   * Repeating layers to run on the first offload device (counted from the last layer, as
+   * llama.cpp's n_gpu_layers); more than the layer count also offloads the output.
+   * Default: all, when an offload device exists.
+   */
+  nGpuLayers?: number;
+  /**
+   * Devices in priority order, the host device last. Default: every GPU, then the fastest
+   * CPU device (the reference device with ggml-cpu numerics when no other exists).
+   */
+  devices?: Device[];
+  vocab?: VocabOptions;
+}
+
+/** The registered plain reference device computes exactly; models run on its ggml-cpu twin. */
+function modelDevice(d: Device): Device {
+  return d === referenceDevice ? referenceGgmlCpuDevice() : d;
+}
+
+/** GPUs first, then the best host device. */
+export function defaultDevices(): Device[] {
+  const host = devicesByType('cpu').find((d) => !(d instanceof ReferenceDevice)) ?? referenceGgmlCpuDevice();
+  return [...devicesByType('gpu'), ...devicesByType('accel'), host];
+}
+
+function shapeMatches(dims: readonly number[], ne: readonly number[]): boolean {
+  const n = Math.max(dims.length, ne.length);
+  for (let i = 0; i < n; i++) {
+    const want = ne[i] ?? 1;
+    if (want !== -1 && (dims[i] ?? 1) !== want) return false;
+  }
+  return true;
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('model loading was aborted', 'AbortError');
+}
+
+export class Model {
+  /** Milliseconds `load` took. */
+  loadMs = 0;
+
+  private constructor(
+    readonly path: string,
+    readonly arch: Architecture,
+    readonly hp: HParams,
+    readonly vocab: Vocab,
+    readonly weights: Weights,
+    readonly buffers: DeviceBuffer[],
+    /** Devices in priority order, the host last. */
+    readonly devices: Device[],
+    /** The device of each repeating layer (its weights and KV cache). */
+    readonly layerDevices: Device[],
+    readonly fileSize: number,
+    readonly fileType: string,
+    readonly name: string,
+  ) {}
+
+  static async load(path: string, opts: LoadOptions = {}): Promise<Model> {
+    const t0 = performance.now();
+    opts.signal?.throwIfAborted();
+    const file = openGGUF(path);
+    try {
+      const model = await Model.fromFile(file, opts);
+      model.loadMs = performance.now() - t0;
+      return model;
+    } finally {
+      file.close();
+    }
+  }
+
+  private static async fromFile(file: GGUFFile, opts: LoadOptions): Promise<Model> {
+    const archName = file.architecture;
+    const arch = architecture(archName, file.path);
+    let hp = readHParams(file, archName);
+    if (arch.hparams) hp = arch.hparams(hp, file);
+    const vocab = Vocab.fromGGUF(file, opts.vocab);
+    if (hp.nVocab === 0) hp = { ...hp, nVocab: vocab.nTokens };
+
+    // which tensors, checked against the file
+    const list = new TensorList();
+    arch.tensors(hp, list);
+    const wanted = new Set<string>();
+    const tensors = new Map<string, Tensor>();
+    for (const spec of list.specs) {
+      wanted.add(spec.name);
+      const info = file.tensor(spec.name);
+      if (!info) {
+        if (spec.optional) continue;
+        throw new ModelError(`${file.path}: missing tensor '${spec.name}'`);
+      }
+      if (!shapeMatches(info.dims, spec.ne)) {
+        const want = spec.ne.map((x) => (x < 0 ? '*' : String(x))).join(', ');
+        throw new ModelError(
+          `${file.path}: tensor '${spec.name}' has shape [${info.dims.join(', ')}], expected [${want}]`,
+        );
+      }
+      file.assertSupportedType(info);
+      const t = newTensor(info.type, info.dims, info.name).setFlag(TensorFlag.WEIGHT);
+      tensors.set(info.name, t);
+    }
+    const unused = file.tensors.filter((t) => !wanted.has(t.name));
+    if (unused.length > 0) {
+      log.warn(`${file.path}: ${unused.length} tensor(s) not used by ${archName}, e.g. '${unused[0].name}'`);
+    }
+
+    // placement: input on the host, the last nGpuLayers layers (and the output past
+    // nLayer) on the first offload device
+    const devices = (opts.devices ?? defaultDevices()).map(modelDevice);
+    if (devices.length === 0) throw new ModelError('no compute device');
+    const host = devices[devices.length - 1];
+    const offload = devices.length > 1 ? devices[0] : undefined;
+    const nGpu = offload ? Math.max(0, opts.nGpuLayers ?? hp.nLayer + 1) : 0;
+    const layerDevices: Device[] = [];
+    for (let il = 0; il < hp.nLayer; il++) layerDevices.push(offload && il >= hp.nLayer - nGpu ? offload : host);
+    const outputDevice = offload && nGpu > hp.nLayer ? offload : host;
+    const deviceOf = (name: string): Device => {
+      const m = /^blk\.(\d+)\./.exec(name);
+      if (m) return layerDevices[Number(m[1])] ?? host;
+      if (name.startsWith('output')) return outputDevice;
+      return host;
+    };
+    const byDevice = new Map<Device, Tensor[]>();
+    for (const t of tensors.values()) {
+      const d = deviceOf(t.name);
+      if (!byDevice.has(d)) byDevice.set(d, []);
+      byDevice.get(d)!.push(t);
+    }
+    const buffers: DeviceBuffer[] = [];
+    for (const [d, ts] of byDevice) buffers.push(...allocTensors(ts, d.bufferType(), 'weights'));
+
+    // read the bytes, straight into host buffers
+    const total = [...tensors.values()].reduce((s, t) => s + t.nbytes, 0);
+    let done = 0;
+    for (const t of tensors.values()) {
+      if (opts.signal?.aborted) throw abortError(opts.signal);
+      const info = file.tensor(t.name)!;
+      const host = t.buffer!.hostBytes();
+      if (host) await file.readTensorDataAsync(info, host.subarray(t.offset, t.offset + info.nBytes));
+      else tensorSet(t, await file.readTensorDataAsync(info));
+      done += info.nBytes;
+      if (opts.onProgress?.(total > 0 ? done / total : 1) === false) {
+        for (const b of buffers) b.free();
+        throw new DOMException('model loading was cancelled by the progress callback', 'AbortError');
+      }
+    }
+    if (opts.signal?.aborted) throw abortError(opts.signal);
+
+    const model = new Model(
+      file.path,
+      arch,
+      hp,
+      vocab,
+      new Weights(tensors),
+      buffers,
+      devices,
+      layerDevices,
+      file.fileSize,
+      fileTypeName(file, tensors),
+      file.getString('general.name', archName),
+    );
+    log.info(
+      `loaded ${file.path}: ${archName}, ${hp.nLayer} layers, ${(model.nParams / 1e6).toFixed(2)}M parameters on ${[...byDevice.keys()].map((d) => d.name).join(', ')}`,
+    );
+    return model;
+  }
+
+  /** Parameters (elements of all weights). */
+  get nParams(): number {
+    let n = 0;
+    for (const t of this.weights.all()) n += t.nelements;
+    return n;
+  }
+
+  /** Bytes of all weights. */
+  get nBytes(): number {
+    let n = 0;
+    for (const t of this.weights.all()) n += t.nbytes;
+    return n;
+  }
+
+  /** "qwen2 630M Q4_0", as llama-bench describes a model. */
+  describe(): string {
+    const p = this.nParams;
+    const size =
+      p >= 1e9 ? `${(p / 1e9).toFixed(1)}B` : p >= 1e6 ? `${Math.round(p / 1e6)}M` : `${Math.round(p / 1e3)}K`;
+    return `${this.arch.name} ${size} ${this.fileType}`;
+  }
+
+  free(): void {
+    for (const b of this.buffers) b.free();
+    this.buffers.length = 0;
+  }
+}
+
+/** The most common weight type among 2-D tensors (llama.cpp prints general.file_type). */
+function fileTypeName(file: GGUFFile, tensors: ReadonlyMap<string, Tensor>): string {
+  const FILE_TYPES: Record<number, string> = {
+    0: 'F32',
+    1: 'F16',
+    2: 'Q4_0',
+    3: 'Q4_1',
+    7: 'Q8_0',
+    8: 'Q5_0',
+    9: 'Q5_1',
+    10: 'Q2_K',
+    11: 'Q3_K_S',
+    12: 'Q3_K_M',
+    13: 'Q3_K_L',
+    14: 'Q4_K_S',
+    15: 'Q4_K_M',
+    16: 'Q5_K_S',
+    17: 'Q5_K_M',
+    18: 'Q6_K',
+    25: 'IQ4_NL',
+    30: 'IQ4_XS',
+    32: 'BF16',
+  };
+  const ft = file.getNumber('general.file_type', -1);
+  if (FILE_TYPES[ft]) return FILE_TYPES[ft];
+  const count = new Map<number, number>();
+  for (const t of tensors.values()) if (t.ne[1] > 1) count.set(t.type, (count.get(t.type) ?? 0) + t.nelements);
+  let best = -1;
+  let bestN = -1;
+  for (const [ty, n] of count) if (n > bestN) [best, bestN] = [ty, n];
+  return best >= 0 ? typeName(best) : 'unknown';
+}

@@ -1,0 +1,65 @@
+// A model's weights by GGUF tensor name, and the list of tensors an architecture expects
+// (name, shape, optional), which the loader checks against the file.
+
+import type { Tensor } from '../ggml/tensor.js';
+
+/** One tensor an architecture reads. An extent of -1 accepts any size. */
+export interface TensorSpec {
+  name: string;
+  ne: number[];
+  optional?: boolean;
+}
+
+/** Collects TensorSpecs in a readable way: `t.need('output_norm.weight', [nEmbd])`. */
+export class TensorList {
+  readonly specs: TensorSpec[] = [];
+
+  need(name: string, ne: number[]): this {
+    this.specs.push({ name, ne });
+    return this;
+  }
+
+  opt(name: string, ne: number[]): this {
+    this.specs.push({ name, ne, optional: true });
+    return this;
+  }
+
+  /** Per-layer tensors: `blk.{il}.{name}`. */
+  layer(il: number, name: string, ne: number[], optional = false): this {
+    this.specs.push({ name: `blk.${il}.${name}`, ne, optional });
+    return this;
+  }
+}
+
+export class Weights {
+  constructor(private readonly byName: ReadonlyMap<string, Tensor>) {}
+
+  /** A tensor the architecture requires (the loader has checked it exists). */
+  get(name: string): Tensor {
+    const t = this.byName.get(name);
+    if (!t) throw new Error(`weights: no tensor '${name}'`);
+    return t;
+  }
+
+  /** An optional tensor, or undefined. */
+  opt(name: string): Tensor | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Layer tensor `blk.{il}.{name}`. */
+  layer(il: number, name: string): Tensor {
+    return this.get(`blk.${il}.${name}`);
+  }
+
+  layerOpt(il: number, name: string): Tensor | undefined {
+    return this.opt(`blk.${il}.${name}`);
+  }
+
+  all(): IterableIterator<Tensor> {
+    return this.byName.values();
+  }
+
+  get size(): number {
+    return this.byName.size;
+  }
+}
