@@ -10,6 +10,18 @@ interface CommandEntry {
 
 // Commands load lazily so `llama-ts inspect` does not pay for the rest of the engine.
 const COMMANDS: Record<string, CommandEntry> = {
+  run: {
+    summary: 'generate text from a prompt (text on stdout, timings on stderr; --json for scripts)',
+    load: async () => (await import('./run.js')).runCommand,
+  },
+  embed: {
+    summary: 'print the embedding of a text as JSON',
+    load: async () => (await import('./embed.js')).embedCommand,
+  },
+  bench: {
+    summary: 'prompt-processing and generation speed, like llama-bench (-p 512 -n 128)',
+    load: async () => (await import('./bench.js')).benchCommand,
+  },
   tokenize: {
     summary: 'print the tokens of a text, as llama-tokenize does (--ids, --jsonl for scripts)',
     load: async () => (await import('./tokenize.js')).tokenizeCommand,

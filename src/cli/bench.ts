@@ -1,0 +1,177 @@
+// `llama-ts bench`: prompt-processing and generation speed, as llama.cpp's llama-bench
+// reports them. ppN decodes N random tokens in one batch; tgN decodes N tokens one at a
+// time from an empty cache. Each test runs once to warm up, then -r times; the table
+// shows the mean and standard deviation of tokens per second.
+import { parseArgs } from 'node:util';
+import { Context, Model } from '../model/index.js';
+import { seededRandom } from '../sampling/index.js';
+import { intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+
+const HELP = `usage: llama-ts bench -m MODEL.gguf [options]
+
+Measure prompt processing (ppN) and text generation (tgN) speed, like llama-bench.
+
+  -m, --model FILE        the GGUF model
+  -p, --n-prompt N        prompt tokens (default 512; 0 skips the test)
+  -n, --n-gen N           generated tokens (default 128; 0 skips the test)
+  -t, --threads N         threads (default 2)
+  -r, --repetitions N     runs of each test after a warm-up run (default 3)
+  -b, --batch-size N      tokens per ubatch for ppN (default 512)
+  -o, --output FORMAT     md (default) or json
+      --device NAME       compute device (default: the fastest)
+  -h, --help              show this help
+`;
+
+export interface BenchResult {
+  model: string;
+  size_bytes: number;
+  params: number;
+  backend: string;
+  threads: number;
+  test: string;
+  n_prompt: number;
+  n_gen: number;
+  load_ms: number;
+  avg_ts: number;
+  stddev_ts: number;
+  samples_ts: number[];
+}
+
+function stats(xs: number[]): { mean: number; sd: number } {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = xs.length > 1 ? Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1)) : 0;
+  return { mean, sd };
+}
+
+export async function benchCommand(argv: string[]): Promise<number> {
+  let o: ReturnType<typeof parse>['values'];
+  let nPrompt: number;
+  let nGen: number;
+  let threads: number;
+  let reps: number;
+  let nBatch: number;
+  try {
+    const args = parse(argv);
+    o = args.values;
+    if (o.help) {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+    if (!o.model) throw new UsageError('a model is required (-m MODEL.gguf)');
+    nPrompt = intOption('-p', o['n-prompt'], 512);
+    nGen = intOption('-n', o['n-gen'], 128);
+    threads = intOption('-t', o.threads, 2, 1);
+    reps = intOption('-r', o.repetitions, 3, 1);
+    nBatch = intOption('-b', o['batch-size'], 512, 1);
+    if (o.output !== undefined && o.output !== 'md' && o.output !== 'json') {
+      throw new UsageError(`-o must be md or json, got '${o.output}'`);
+    }
+  } catch (e) {
+    return usageError('bench', HELP, (e as Error).message);
+  }
+  let model: Model | undefined;
+  try {
+    const devices = pickDevices(o.device);
+    model = await Model.load(o.model, { devices });
+    const m = model;
+    const random = seededRandom(42);
+    const randomTokens = (n: number) => {
+      const t = Array.from({ length: n }, () => Math.floor(random() * m.hp.nVocab));
+      if (m.vocab.bos >= 0) t[0] = m.vocab.bos;
+      return t;
+    };
+    const nCtx = Math.max(nPrompt, nGen, 1);
+    const ctx = new Context(model, {
+      nCtx,
+      nBatch: Math.max(nPrompt, 1),
+      nUbatch: Math.min(nBatch, Math.max(nPrompt, 1)),
+      nThreads: threads,
+    });
+    const results: BenchResult[] = [];
+    const base = {
+      model: model.describe(),
+      size_bytes: model.nBytes,
+      params: model.nParams,
+      backend: [...new Set(model.devices.map((d) => d.name))].join(','),
+      threads,
+      load_ms: Math.round(model.loadMs),
+    };
+    const run = async (test: string, nP: number, nG: number, once: () => Promise<number>) => {
+      process.stderr.write(`llama-ts bench: ${test}: warm-up`);
+      await once();
+      const samples: number[] = [];
+      for (let r = 0; r < reps; r++) {
+        process.stderr.write(`, run ${r + 1}/${reps}`);
+        const ms = await once();
+        samples.push(((nP + nG) * 1000) / ms);
+      }
+      process.stderr.write('\n');
+      const { mean, sd } = stats(samples);
+      results.push({ ...base, test, n_prompt: nP, n_gen: nG, avg_ts: mean, stddev_ts: sd, samples_ts: samples });
+    };
+    if (nPrompt > 0) {
+      await run(`pp${nPrompt}`, nPrompt, 0, async () => {
+        ctx.clearMemory();
+        const tokens = randomTokens(nPrompt);
+        const t0 = performance.now();
+        await ctx.decode({ tokens });
+        return performance.now() - t0;
+      });
+    }
+    if (nGen > 0) {
+      await run(`tg${nGen}`, 0, nGen, async () => {
+        ctx.clearMemory();
+        const tokens = randomTokens(nGen);
+        const t0 = performance.now();
+        for (const t of tokens) await ctx.decode({ tokens: [t] });
+        return performance.now() - t0;
+      });
+    }
+    ctx.free();
+    process.stdout.write(o.output === 'json' ? `${JSON.stringify(results, null, 2)}\n` : markdown(results));
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) return usageError('bench', HELP, e.message);
+    return reportError('bench', e);
+  } finally {
+    model?.free();
+  }
+}
+
+function markdown(results: BenchResult[]): string {
+  const rows = results.map((r) => [
+    r.model,
+    `${(r.size_bytes / 1048576).toFixed(2)} MiB`,
+    r.params >= 1e9 ? `${(r.params / 1e9).toFixed(2)} B` : `${(r.params / 1e6).toFixed(2)} M`,
+    r.backend,
+    String(r.threads),
+    r.test,
+    `${r.avg_ts.toFixed(2)} ± ${r.stddev_ts.toFixed(2)}`,
+  ]);
+  const head = ['model', 'size', 'params', 'backend', 'threads', 'test', 't/s'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => (i >= 4 ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ')} |`;
+  const sep = `| ${widths.map((w, i) => (i >= 4 ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
+  return `${[line(head), sep, ...rows.map(line)].join('\n')}\n`;
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      model: { type: 'string', short: 'm' },
+      'n-prompt': { type: 'string', short: 'p' },
+      'n-gen': { type: 'string', short: 'n' },
+      threads: { type: 'string', short: 't' },
+      repetitions: { type: 'string', short: 'r' },
+      'batch-size': { type: 'string', short: 'b' },
+      output: { type: 'string', short: 'o' },
+      device: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
