@@ -185,6 +185,26 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
     },
     vocabKind: 'synthetic-bpe',
   },
+  // The shape the speed references in ../shared/notes/wasm-simd.md were measured on: Qwen2.5-0.5B
+  // with an untied output matrix and the tokenizer's 151669 tokens (630M parameters).
+  'qwen2.5-0.5b-630m': {
+    arch: 'qwen2',
+    name: 'Qwen2.5-0.5B, untied output (random weights)',
+    description: "Qwen2.5-0.5B's shape with a separate output.weight and vocab 151669: 630M parameters",
+    shape: {
+      nEmbd: 896,
+      nLayer: 24,
+      nHead: 14,
+      nHeadKv: 2,
+      nFf: 4864,
+      nVocab: 151669,
+      nCtxTrain: 32768,
+      ropeFreqBase: 1e6,
+      normEps: 1e-6,
+      tiedEmbeddings: false,
+    },
+    vocabKind: 'synthetic-bpe',
+  },
   // TinyLlama/TinyLlama-1.1B-Chat-v1.0 config.json: hidden 2048, 22 layers, 32 heads,
   // 4 KV heads, intermediate 5632, vocab 32000, max_position_embeddings 2048,
   // rope_theta 10000, rms_norm_eps 1e-5, untied output (1.10B parameters).
