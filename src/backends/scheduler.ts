@@ -183,21 +183,23 @@ export class Scheduler {
         if (!root.buffer && !this.assigned.has(root)) this.assigned.set(root, b);
       }
     }
-    // cut into splits, inserting copies
+    // cut into splits, inserting copies; a split's copies are made before any of its
+    // nodes run, so in the allocation order they come first in their split too
     const splits: Split[] = [];
-    const order = new Graph();
-    order.leafs.push(...graph.leafs);
+    const entries: Tensor[][] = [];
+    const prelude: Tensor[] = [];
     const copies = new Map<string, Tensor>();
     let cur: Split | null = null;
     for (const n of graph.nodes) {
       if (isViewOp(n.op)) {
-        order.nodes.push(n);
+        (cur ? entries[entries.length - 1] : prelude).push(n);
         continue;
       }
       const b = this.assigned.get(n)!;
       if (!cur || cur.backend !== b) {
         cur = { backend: b, nodes: [], inputs: [] };
         splits.push(cur);
+        entries.push([]);
       }
       n.src.forEach((s, j) => {
         const at = this.locate(s);
@@ -213,13 +215,19 @@ export class Scheduler {
           this.assigned.set(copy, b);
           copies.set(key, copy);
           cur!.inputs.push({ src: s, copy });
-          order.nodes.push(copy);
         }
         n.src[j] = copy;
       });
       cur.nodes.push(n);
-      order.nodes.push(n);
+      entries[entries.length - 1].push(n);
     }
+    const order = new Graph();
+    order.leafs.push(...graph.leafs);
+    order.nodes.push(...prelude);
+    splits.forEach((split, i) => {
+      for (const { copy } of split.inputs) order.nodes.push(copy);
+      order.nodes.push(...entries[i]);
+    });
     return { order, splits };
   }
 }
