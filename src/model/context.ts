@@ -12,12 +12,12 @@ import { Scheduler } from '../backends/scheduler.js';
 import { buildGraph } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
 import { newTensor, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
-import { GGMLType, rowSize } from '../ggml/types.js';
+import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
 import { logger } from '../log.js';
 import { ContextError } from './errors.js';
 import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
 import { nEmbdK, type PoolingType } from './hparams.js';
-import { type CacheType, KVCache, MAX_SEQ } from './kv-cache.js';
+import { CACHE_TYPES, type CacheType, KVCache, MAX_SEQ } from './kv-cache.js';
 import type { Model } from './model.js';
 
 const log = logger('context');
@@ -87,6 +87,17 @@ export class Context {
     this.pooling = params.pooling ?? model.hp.pooling;
     if (!this.embeddings && !model.arch.usesKVCache) {
       throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
+    }
+    for (const [what, type, width] of [
+      ['K', params.typeK, hp.nEmbdHeadK],
+      ['V', params.typeV, hp.nEmbdHeadV],
+    ] as const) {
+      const block = traitsOf(CACHE_TYPES[type ?? 'f16']).blockSize;
+      if (width % block !== 0) {
+        throw new ContextError(
+          `a ${type} ${what} cache needs a head size divisible by ${block}; the head size is ${width}`,
+        );
+      }
     }
     this.kv = model.arch.usesKVCache
       ? new KVCache(

@@ -23,7 +23,7 @@ const log = logger('model');
 
 export interface LoadOptions {
   /** Called with the fraction of weight bytes loaded so far (0..1); return false to cancel. */
-  onProgress?: (fraction: number) => boolean | undefined;
+  onProgress?: (fraction: number) => unknown;
   /** Cancels loading (the promise rejects with the signal's reason). */
   signal?: AbortSignal;
   /**

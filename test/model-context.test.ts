@@ -1,0 +1,334 @@
+// The model layer without reference data: generated tiny llama / qwen2 / qwen3 / bert
+// models; one batch versus token by token, ubatch splits, several sequences, the KV-cache
+// operations (remove, copy, shift), cache types, embeddings and pooling, the
+// n_gpu_layers-style split over two devices, loading errors, progress and abort.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { ReferenceReg } from '../src/backends/reference/index.js';
+import { generateModel, type ModelSpec, presetSpec } from '../src/generator/index.js';
+import { GGMLType } from '../src/ggml/types.js';
+import { GGUFError, GGUFValueType, GGUFWriter, openGGUF } from '../src/gguf/index.js';
+import { setLogCallback } from '../src/log.js';
+import {
+  type Batch,
+  Context,
+  ContextError,
+  type ContextParams,
+  l2Normalize,
+  Model,
+  ModelError,
+} from '../src/model/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'llama-ts-model-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const paths: Record<string, string> = {};
+
+function gen(name: string, spec: ModelSpec): void {
+  paths[name] = join(dir, `${name}.gguf`);
+  generateModel(spec, paths[name]);
+}
+
+before(() => {
+  setLogCallback(() => {});
+  gen('llama', presetSpec('tiny-llama', 'F32'));
+  gen('llamaQ8', presetSpec('tiny-llama', 'Q8_0'));
+  gen('qwen2', presetSpec('tiny-qwen2', 'F16'));
+  gen('qwen3', presetSpec('tiny-qwen3', 'Q8_0'));
+  gen('bert', presetSpec('tiny-bert', 'F16'));
+  const wide = presetSpec('tiny-llama', 'F32');
+  wide.shape = { ...wide.shape, nEmbd: 256, nFf: 256 };
+  gen('wide', wide);
+});
+after(() => setLogCallback(null));
+
+const models = new Map<string, Model>();
+async function model(name: string): Promise<Model> {
+  if (!models.has(name)) models.set(name, await Model.load(paths[name]));
+  return models.get(name)!;
+}
+after(() => {
+  for (const m of models.values()) m.free();
+});
+
+async function withContext<T>(m: Model, p: ContextParams, fn: (c: Context) => Promise<T>): Promise<T> {
+  const c = new Context(m, p);
+  try {
+    return await fn(c);
+  } finally {
+    c.free();
+  }
+}
+
+function maxDiff(a: Float32Array, b: Float32Array): number {
+  assert.equal(a.length, b.length);
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
+  return d;
+}
+
+const PROMPT = [1, 17, 254, 33, 99, 400, 7, 12, 301, 45];
+
+/** Logits after each token of `tokens`, decoded in one batch. */
+async function allLogits(m: Model, tokens: number[], p: ContextParams = {}, batch: Partial<Batch> = {}) {
+  return withContext(m, { nCtx: 64, ...p }, async (c) => {
+    await c.decode({ tokens, logits: tokens.map(() => true), ...batch });
+    return tokens.map((_, i) => c.getLogits(i));
+  });
+}
+
+for (const name of ['llama', 'llamaQ8', 'qwen2', 'qwen3']) {
+  test(`${name}: one batch, token by token and small ubatches give the same logits`, async () => {
+    const m = await model(name);
+    const batch = await allLogits(m, PROMPT);
+    const split = await allLogits(m, PROMPT, { nUbatch: 3 });
+    const single = await withContext(m, { nCtx: 64 }, async (c) => {
+      const out: Float32Array[] = [];
+      for (const t of PROMPT) {
+        await c.decode({ tokens: [t] });
+        out.push(c.getLogits(-1));
+      }
+      return out;
+    });
+    for (let i = 0; i < PROMPT.length; i++) {
+      assert.equal(batch[i].length, m.hp.nVocab);
+      assert.ok(batch[i].every(Number.isFinite));
+      assert.ok(maxDiff(batch[i], single[i]) < 1e-5, `token ${i}: batch vs single`);
+      assert.ok(maxDiff(batch[i], split[i]) < 1e-5, `token ${i}: ubatch split`);
+    }
+  });
+}
+
+test('two sequences in one batch equal two separate decodes', async () => {
+  const m = await model('llama');
+  const a = PROMPT.slice(0, 6);
+  const b = [1, 200, 201, 202, 203];
+  const tokens = [...a, ...b];
+  const seqIds = [...a.map(() => 0), ...b.map(() => 1)];
+  const together = await allLogits(m, tokens, { nSeqMax: 2 }, { seqIds });
+  const alone = [...(await allLogits(m, a)), ...(await allLogits(m, b))];
+  for (let i = 0; i < tokens.length; i++) assert.ok(maxDiff(together[i], alone[i]) < 1e-5, `token ${i}`);
+});
+
+test('seqRm: reusing a cached prefix gives the same logits as a fresh decode', async () => {
+  const m = await model('llama');
+  const fresh = await allLogits(m, [...PROMPT.slice(0, 5), 60, 61, 62]);
+  await withContext(m, { nCtx: 64 }, async (c) => {
+    await c.decode({ tokens: PROMPT });
+    c.seqRm(0, 5, -1);
+    assert.equal(c.seqPosMax(0), 4);
+    await c.decode({ tokens: [60, 61, 62], logits: [1, 1, 1] });
+    for (let i = 0; i < 3; i++) assert.ok(maxDiff(c.getLogits(i), fresh[5 + i]) < 1e-5);
+  });
+});
+
+test('seqCp and seqKeep: a copied prefix serves a second sequence', async () => {
+  const m = await model('llama');
+  const fresh = await allLogits(m, [...PROMPT.slice(0, 4), 90, 91]);
+  await withContext(m, { nCtx: 64, nSeqMax: 2 }, async (c) => {
+    await c.decode({ tokens: PROMPT.slice(0, 4) });
+    c.seqCp(0, 1);
+    await c.decode({ tokens: [90, 91], seqIds: [1, 1], logits: [1, 1] });
+    assert.ok(maxDiff(c.getLogits(1), fresh[5]) < 1e-5);
+    c.seqKeep(1);
+    assert.equal(c.seqPosMax(0), -1);
+    assert.equal(c.seqPosMax(1), 5);
+  });
+});
+
+for (const name of ['llama', 'qwen2', 'qwen3']) {
+  test(`${name}: seqAdd shifts positions and re-rotates the cached keys`, async () => {
+    const m = await model(name);
+    // attention depends on relative positions only: P at 0..9 then 77 at 10 equals
+    // P shifted to 7..16 then 77 at 17 (up to rounding), if the keys were re-rotated
+    const fresh = await allLogits(m, [...PROMPT, 77], { typeK: 'f32', typeV: 'f32' });
+    await withContext(m, { nCtx: 64, typeK: 'f32', typeV: 'f32' }, async (c) => {
+      await c.decode({ tokens: PROMPT });
+      c.seqAdd(0, 0, -1, 7);
+      assert.equal(c.seqPosMin(0), 7);
+      assert.equal(c.seqPosMax(0), 16);
+      await c.decode({ tokens: [77] });
+      assert.ok(maxDiff(c.getLogits(-1), fresh[PROMPT.length]) < 1e-3);
+    });
+  });
+}
+
+test('context shift as llama-ts run does it: drop a range, slide the rest down', async () => {
+  const m = await model('llama');
+  await withContext(m, { nCtx: 12 }, async (c) => {
+    await c.decode({ tokens: PROMPT });
+    c.seqRm(0, 1, 5);
+    c.seqAdd(0, 5, 10, -4);
+    assert.equal(c.seqPosMax(0), 5);
+    assert.equal(c.kv?.used, 6);
+    await c.decode({ tokens: [5, 6, 7, 8, 9, 10] });
+    assert.equal(c.seqPosMax(0), 11);
+    assert.ok(c.getLogits(-1).every(Number.isFinite));
+  });
+});
+
+test('KV cache types: f32 and q8_0 stay close to f16', async () => {
+  const m = await model('wide');
+  const f16 = await allLogits(m, PROMPT);
+  const f32 = await allLogits(m, PROMPT, { typeK: 'f32', typeV: 'f32' });
+  const q8 = await allLogits(m, PROMPT, { typeK: 'q8_0', typeV: 'q8_0' });
+  const last = PROMPT.length - 1;
+  assert.ok(maxDiff(f16[last], f32[last]) < 0.05);
+  assert.ok(maxDiff(f16[last], q8[last]) < 0.2);
+  // a Q8_0 row holds 32 values: the tiny model's 16-wide heads cannot use it
+  assert.throws(() => new Context(models.get('llama')!, { typeK: 'q8_0' }), /the head size is 16/);
+});
+
+test('a full KV cache and bad batches are ContextErrors', async () => {
+  const m = await model('llama');
+  await withContext(m, { nCtx: 8 }, async (c) => {
+    await assert.rejects(c.decode({ tokens: PROMPT }), ContextError);
+    await c.decode({ tokens: PROMPT.slice(0, 6) });
+    await assert.rejects(c.decode({ tokens: [5, 6, 7] }), /KV cache is full/);
+    await assert.rejects(c.decode({ tokens: [m.hp.nVocab] }), /outside the vocabulary/);
+    await assert.rejects(c.decode({ tokens: [1], seqIds: [1] }), /sequence id/);
+    await assert.rejects(c.decode({ tokens: [] }), /empty/);
+    assert.throws(() => c.getLogits(0), /did not ask/);
+  });
+});
+
+test('the n_gpu_layers split places layers on two devices and gives the same logits', async () => {
+  const reg = new ReferenceReg('Split');
+  const offload = reg.addDevice({ name: 'Offload', numerics: 'ggml-cpu', ownBuffersOnly: true });
+  const host = reg.addDevice({ name: 'Host', numerics: 'ggml-cpu' });
+  const one = await model('llamaQ8');
+  const expected = await allLogits(one, PROMPT);
+  const split = await Model.load(paths.llamaQ8, { devices: [offload, host], nGpuLayers: 1 });
+  try {
+    assert.deepEqual(
+      split.layerDevices.map((d) => d.name),
+      ['Host', 'Offload'],
+    );
+    assert.equal(split.weights.get('blk.1.attn_q.weight').buffer?.bufferType.device, offload);
+    assert.equal(split.weights.get('token_embd.weight').buffer?.bufferType.device, host);
+    const got = await allLogits(split, PROMPT);
+    for (let i = 0; i < PROMPT.length; i++) assert.ok(maxDiff(got[i], expected[i]) < 1e-5);
+  } finally {
+    split.free();
+  }
+});
+
+test('bert: pooled embeddings (mean, cls, last) agree with the per-token ones', async () => {
+  const m = await model('bert');
+  assert.equal(m.hp.causal, false);
+  assert.equal(m.hp.pooling, 'mean');
+  const tokens = m.vocab.encode('hello world again', { addSpecial: true });
+  const perToken = await withContext(m, { embeddings: true, pooling: 'none' }, async (c) => {
+    await c.decode({ tokens, logits: tokens.map(() => true) });
+    return tokens.map((_, i) => c.getEmbeddings(i));
+  });
+  for (const pooling of ['mean', 'cls', 'last'] as const) {
+    await withContext(m, { embeddings: true, pooling }, async (c) => {
+      await c.decode({ tokens });
+      const got = c.getEmbeddingsSeq(0);
+      const want =
+        pooling === 'cls'
+          ? perToken[0]
+          : pooling === 'last'
+            ? perToken[tokens.length - 1]
+            : perToken[0].map((_, d) => perToken.reduce((s, r) => s + r[d], 0) / perToken.length);
+      assert.ok(maxDiff(got, want) < 1e-5, pooling);
+    });
+  }
+  const unit = l2Normalize(perToken[0]);
+  assert.ok(Math.abs(unit.reduce((s, x) => s + x * x, 0) - 1) < 1e-6);
+  assert.throws(() => new Context(m, { embeddings: false }), /embedding model/);
+});
+
+test('a decoder gives embeddings (last-token pooling) too', async () => {
+  const m = await model('qwen2');
+  await withContext(m, { embeddings: true, pooling: 'last' }, async (c) => {
+    await c.decode({ tokens: PROMPT });
+    assert.equal(c.getEmbeddingsSeq(0).length, m.hp.nEmbd);
+    assert.throws(() => c.getLogits(-1), /embeddings, not logits/);
+  });
+});
+
+// ---- loading ----
+
+function rewrite(
+  src: string,
+  dst: string,
+  edit: { arch?: string; drop?: string; dims?: [string, number[]]; type?: [string, number] },
+): string {
+  const f = openGGUF(src);
+  try {
+    const w = new GGUFWriter({ alignment: f.alignment });
+    for (const [key, kv] of f.metadata) {
+      let k = key;
+      if (edit.arch && key.startsWith(`${f.architecture}.`)) k = `${edit.arch}.${key.slice(f.architecture.length + 1)}`;
+      if (key === 'general.architecture' && edit.arch) w.set(key, GGUFValueType.STRING, edit.arch);
+      else w.set(k, kv.type, kv.value);
+    }
+    for (const t of f.tensors) {
+      if (t.name === edit.drop) continue;
+      if (edit.dims?.[0] === t.name) w.addTensor(t.name, t.type, edit.dims[1]);
+      else if (edit.type?.[0] === t.name) w.addTensor(t.name, edit.type[1], [...t.dims]);
+      else w.addTensor(t.name, t.type, [...t.dims], f.readTensorData(t));
+    }
+    w.write(dst);
+    return dst;
+  } finally {
+    f.close();
+  }
+}
+
+test('loading errors name the file, the architecture or the tensor', async () => {
+  await assert.rejects(Model.load(join(dir, 'absent.gguf')), (e: unknown) => {
+    assert.ok(e instanceof GGUFError);
+    assert.match((e as Error).message, /absent\.gguf.*cannot open/);
+    return true;
+  });
+  const gpt2 = rewrite(paths.llama, join(dir, 'gpt2.gguf'), { arch: 'gpt2' });
+  await assert.rejects(
+    Model.load(gpt2),
+    (e: unknown) =>
+      e instanceof ModelError &&
+      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert/.test((e as Error).message),
+  );
+  const missing = rewrite(paths.llama, join(dir, 'missing.gguf'), { drop: 'blk.1.ffn_up.weight' });
+  await assert.rejects(Model.load(missing), /missing tensor 'blk\.1\.ffn_up\.weight'/);
+  const shape = rewrite(paths.llama, join(dir, 'shape.gguf'), { dims: ['blk.0.attn_k.weight', [64, 64]] });
+  await assert.rejects(Model.load(shape), /tensor 'blk\.0\.attn_k\.weight' has shape \[64, 64\], expected \[64, 32\]/);
+  const type = rewrite(paths.wide, join(dir, 'type.gguf'), { type: ['blk.0.attn_q.weight', GGMLType.IQ2_XXS] });
+  await assert.rejects(Model.load(type), /blk\.0\.attn_q\.weight has type IQ2_XXS, which llama-ts does not support/);
+});
+
+test('tied embeddings: without output.weight the output reuses token_embd', async () => {
+  const m = await model('qwen2');
+  assert.equal(m.weights.opt('output.weight'), undefined);
+  const l = await allLogits(m, PROMPT.slice(0, 3));
+  assert.equal(l[2].length, m.hp.nVocab);
+});
+
+test('loading reports progress and can be aborted', async () => {
+  const seen: number[] = [];
+  const m = await Model.load(paths.llama, { onProgress: (f) => void seen.push(f) });
+  m.free();
+  assert.ok(seen.length > 5);
+  assert.equal(seen[seen.length - 1], 1);
+  assert.ok(seen.every((x, i) => i === 0 || x >= seen[i - 1]));
+
+  const ac = new AbortController();
+  ac.abort(new Error('stop'));
+  await assert.rejects(Model.load(paths.llama, { signal: ac.signal }), /stop/);
+  const ac2 = new AbortController();
+  let calls = 0;
+  const p = Model.load(paths.llama, {
+    signal: ac2.signal,
+    onProgress: () => {
+      if (++calls === 3) ac2.abort(new Error('halfway'));
+    },
+  });
+  await assert.rejects(p, /halfway/);
+  await assert.rejects(Model.load(paths.llama, { onProgress: () => false }), /cancelled/);
+});
