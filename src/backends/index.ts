@@ -3,5 +3,6 @@
 // failing one is logged and skipped without touching the host path.
 
 import './reference/index.js';
+import './cpu/index.js';
 
 export * from './api.js';

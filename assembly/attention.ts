@@ -1,0 +1,148 @@
+// FLASH_ATTN_EXT: for each query row (token iq1, head iq2), an online softmax over the
+// KV positions of q·k·scale (softcap, + mask), accumulating the V rows. K/V head is
+// iq2 / (nHead / nHeadKV). t1 = q, t2 = k, t3 = v, t4 = mask (type -1 when absent).
+
+import { ldf } from './access';
+import { extra, param, share0, tAddr, tNb, tNe, tType } from './desc';
+import { exp64, f16x4ToF32, tanh64 } from './math';
+import { readRow } from './rows';
+import { T_F16, T_F32 } from './types';
+
+@inline function hsum(v: v128): f32 {
+  return f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1) + (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
+}
+
+function dotF32Row(x: usize, y: usize, n: i32): f32 {
+  let a0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0);
+  let i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const o = <usize>i << 2;
+    a0 = f32x4.add(a0, f32x4.mul(v128.load(x + o), v128.load(y + o)));
+    a1 = f32x4.add(a1, f32x4.mul(v128.load(x + o, 16), v128.load(y + o, 16)));
+  }
+  let s = hsum(f32x4.add(a0, a1));
+  for (; i < n; i++) s += load<f32>(x + (<usize>i << 2)) * load<f32>(y + (<usize>i << 2));
+  return s;
+}
+
+function dotF16Row(x: usize, h: usize, n: i32): f32 {
+  let a0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0);
+  let i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const k0 = f16x4ToF32(v128.load16x4_u(h + (<usize>i << 1)));
+    const k1 = f16x4ToF32(v128.load16x4_u(h + (<usize>i << 1), 8));
+    a0 = f32x4.add(a0, f32x4.mul(v128.load(x + (<usize>i << 2)), k0));
+    a1 = f32x4.add(a1, f32x4.mul(v128.load(x + (<usize>i << 2), 16), k1));
+  }
+  let s = hsum(f32x4.add(a0, a1));
+  for (; i < n; i++) s += load<f32>(x + (<usize>i << 2)) * ldf(h + (<usize>i << 1), T_F16);
+  return s;
+}
+
+/** acc[0..n) = acc * ms + v * vs, v an F32 or F16 row (or f32 scratch when type is F32). */
+function accumulate(acc: usize, v: usize, vType: i32, n: i32, ms: f32, vs: f32): void {
+  const m4 = f32x4.splat(ms);
+  const v4 = f32x4.splat(vs);
+  let i = 0;
+  if (vType == T_F16) {
+    for (; i + 4 <= n; i += 4) {
+      const o = <usize>i << 2;
+      const x = f16x4ToF32(v128.load16x4_u(v + (<usize>i << 1)));
+      v128.store(acc + o, f32x4.add(f32x4.mul(v128.load(acc + o), m4), f32x4.mul(x, v4)));
+    }
+    for (; i < n; i++) {
+      const o = <usize>i << 2;
+      store<f32>(acc + o, load<f32>(acc + o) * ms + ldf(v + (<usize>i << 1), T_F16) * vs);
+    }
+    return;
+  }
+  for (; i + 4 <= n; i += 4) {
+    const o = <usize>i << 2;
+    v128.store(acc + o, f32x4.add(f32x4.mul(v128.load(acc + o), m4), f32x4.mul(v128.load(v + o), v4)));
+  }
+  for (; i < n; i++) {
+    const o = <usize>i << 2;
+    store<f32>(acc + o, load<f32>(acc + o) * ms + load<f32>(v + o) * vs);
+  }
+}
+
+export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
+  const D = tNe(node, 1, 0);
+  const nQ = tNe(node, 1, 1);
+  const nHead = tNe(node, 1, 2);
+  const ne3 = tNe(node, 1, 3);
+  const nKV = tNe(node, 2, 1);
+  const Dv = tNe(node, 3, 0);
+  const rh = nHead / tNe(node, 2, 2);
+  const r3 = ne3 / tNe(node, 2, 3);
+  const scale = <f32>param(node, 0);
+  const softcap = param(node, 1);
+  const tk = tType(node, 2);
+  const tv = tType(node, 3);
+  const tm = tType(node, 4);
+  const kDirect = (tk == T_F16 || tk == T_F32) && tNb(node, 2, 0) == (tk == T_F16 ? 2 : 4);
+  const vDirect = (tv == T_F16 || tv == T_F32) && tNb(node, 3, 0) == (tv == T_F16 ? 2 : 4);
+  const base = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
+  const qrow = base;
+  const acc = qrow + ((<usize>D * 4 + 15) & ~15);
+  const krow = acc + ((<usize>Dv * 4 + 15) & ~15);
+  const vrow = krow + ((<usize>D * 4 + 15) & ~15);
+  const nr = nQ * nHead * ne3;
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  for (let r = r0; r < r1; r++) {
+    const iq1 = r % nQ;
+    const q = r / nQ;
+    const iq2 = q % nHead;
+    const iq3 = q / nHead;
+    const ik2 = iq2 / rh;
+    const ik3 = iq3 / r3;
+    readRow(node, 1, iq1, iq2, iq3, qrow);
+    memory.fill(acc, 0, <usize>Dv << 2);
+    let M: f32 = -Infinity;
+    let S: f32 = 0;
+    const pm = tm >= 0
+      ? tAddr(node, 4) + <usize>iq1 * tNb(node, 4, 1) + <usize>(iq2 % tNe(node, 4, 2)) * tNb(node, 4, 2) +
+        <usize>(iq3 % tNe(node, 4, 3)) * tNb(node, 4, 3)
+      : 0;
+    for (let j = 0; j < nKV; j++) {
+      let mv: f32 = 0;
+      if (tm >= 0) {
+        mv = ldf(pm + <usize>j * tNb(node, 4, 0), tm);
+        if (mv == -Infinity) continue;
+      }
+      let s: f32;
+      if (kDirect) {
+        const pk = tAddr(node, 2) + <usize>j * tNb(node, 2, 1) + <usize>ik2 * tNb(node, 2, 2) + <usize>ik3 * tNb(node, 2, 3);
+        s = tk == T_F16 ? dotF16Row(qrow, pk, D) : dotF32Row(qrow, pk, D);
+      } else {
+        readRow(node, 2, j, ik2, ik3, krow);
+        s = dotF32Row(qrow, krow, D);
+      }
+      s *= scale;
+      if (softcap != 0) s = <f32>(softcap * tanh64(<f64>s / softcap));
+      s += mv;
+      let ms: f32 = 1;
+      let vs: f32 = 1;
+      if (s > M) {
+        ms = M == -Infinity ? 0 : <f32>exp64(<f64>(M - s));
+        M = s;
+      } else {
+        vs = <f32>exp64(<f64>(s - M));
+      }
+      S = S * ms + vs;
+      if (vDirect) {
+        const pv = tAddr(node, 3) + <usize>j * tNb(node, 3, 1) + <usize>ik2 * tNb(node, 3, 2) + <usize>ik3 * tNb(node, 3, 3);
+        accumulate(acc, pv, tv, Dv, ms, vs);
+      } else {
+        readRow(node, 3, j, ik2, ik3, vrow);
+        accumulate(acc, vrow, T_F32, Dv, ms, vs);
+      }
+    }
+    const inv: f32 = S > 0 ? <f32>1 / S : 0;
+    const pd = tAddr(node, 0) + <usize>iq2 * tNb(node, 0, 1) + <usize>iq1 * tNb(node, 0, 2) + <usize>iq3 * tNb(node, 0, 3);
+    for (let d = 0; d < Dv; d++) store<f32>(pd + <usize>d * tNb(node, 0, 0), load<f32>(acc + (<usize>d << 2)) * inv);
+  }
+}

@@ -1,0 +1,267 @@
+// ADD, MUL (b broadcast over a), SCALE, SILU, GELU, RMS_NORM, NORM, SOFT_MAX. Work is
+// split by rows of the result; each has an all-F32 fast path and a generic one.
+
+import { ldf, stf } from './access';
+import { param, extra, share0, tAddr, tNb, tNe, tRows, tType } from './desc';
+import { expf4, exp64, tanh64 } from './math';
+import { T_F32 } from './types';
+
+// row coordinates, set by rowAt
+let c1: i32 = 0;
+let c2: i32 = 0;
+let c3: i32 = 0;
+
+@inline function rowAt(r: i32, ne1: i32, ne2: i32): void {
+  c1 = r % ne1;
+  const q = r / ne1;
+  c2 = q % ne2;
+  c3 = q / ne2;
+}
+
+@inline function rowPtr(node: usize, t: i32, i1: i32, i2: i32, i3: i32): usize {
+  return tAddr(node, t) + <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
+}
+
+function binary(node: usize, ith: i32, nth: i32, isMul: bool): void {
+  const ne0 = tNe(node, 0, 0);
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nr = tRows(node, 0);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const td = tType(node, 0);
+  const ta = tType(node, 1);
+  const tb = tType(node, 2);
+  const bne0 = tNe(node, 2, 0);
+  const bne1 = tNe(node, 2, 1);
+  const bne2 = tNe(node, 2, 2);
+  const bne3 = tNe(node, 2, 3);
+  const nd0 = tNb(node, 0, 0);
+  const na0 = tNb(node, 1, 0);
+  const nb0 = tNb(node, 2, 0);
+  const fast = td == T_F32 && ta == T_F32 && tb == T_F32 && nd0 == 4 && na0 == 4 && nb0 == 4;
+  for (let r = r0; r < r1; r++) {
+    rowAt(r, ne1, ne2);
+    const pd = rowPtr(node, 0, c1, c2, c3);
+    const pa = rowPtr(node, 1, c1, c2, c3);
+    const pb = rowPtr(node, 2, c1 % bne1, c2 % bne2, c3 % bne3);
+    if (fast && bne0 == ne0) {
+      let i = 0;
+      if (isMul) {
+        for (; i + 4 <= ne0; i += 4) {
+          const o = <usize>i << 2;
+          v128.store(pd + o, f32x4.mul(v128.load(pa + o), v128.load(pb + o)));
+        }
+        for (; i < ne0; i++) {
+          const o = <usize>i << 2;
+          store<f32>(pd + o, load<f32>(pa + o) * load<f32>(pb + o));
+        }
+      } else {
+        for (; i + 4 <= ne0; i += 4) {
+          const o = <usize>i << 2;
+          v128.store(pd + o, f32x4.add(v128.load(pa + o), v128.load(pb + o)));
+        }
+        for (; i < ne0; i++) {
+          const o = <usize>i << 2;
+          store<f32>(pd + o, load<f32>(pa + o) + load<f32>(pb + o));
+        }
+      }
+      continue;
+    }
+    for (let i = 0; i < ne0; i++) {
+      const x = ldf(pa + <usize>i * na0, ta);
+      const y = ldf(pb + <usize>(i % bne0) * nb0, tb);
+      stf(pd + <usize>i * nd0, td, isMul ? x * y : x + y);
+    }
+  }
+}
+
+export function k_add(node: usize, ith: i32, nth: i32): void {
+  binary(node, ith, nth, false);
+}
+
+export function k_mul(node: usize, ith: i32, nth: i32): void {
+  binary(node, ith, nth, true);
+}
+
+const U_SCALE: i32 = 0;
+const U_SILU: i32 = 1;
+const U_GELU: i32 = 2;
+
+const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
+
+function unary(node: usize, ith: i32, nth: i32, kind: i32): void {
+  const ne0 = tNe(node, 0, 0);
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nr = tRows(node, 0);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const td = tType(node, 0);
+  const ta = tType(node, 1);
+  const nd0 = tNb(node, 0, 0);
+  const na0 = tNb(node, 1, 0);
+  const s = param(node, 0);
+  const b = param(node, 1);
+  const fast = td == T_F32 && ta == T_F32 && nd0 == 4 && na0 == 4;
+  for (let r = r0; r < r1; r++) {
+    rowAt(r, ne1, ne2);
+    const pd = rowPtr(node, 0, c1, c2, c3);
+    const pa = rowPtr(node, 1, c1, c2, c3);
+    let i = 0;
+    if (fast && kind == U_SILU) {
+      for (; i + 4 <= ne0; i += 4) {
+        const o = <usize>i << 2;
+        const x = v128.load(pa + o);
+        const e = expf4(f32x4.neg(x));
+        v128.store(pd + o, f32x4.div(x, f32x4.add(f32x4.splat(1), e)));
+      }
+    }
+    for (; i < ne0; i++) {
+      const x = <f64>ldf(pa + <usize>i * na0, ta);
+      let y: f64;
+      if (kind == U_SCALE) y = s * x + b;
+      else if (kind == U_SILU) y = x / (1 + exp64(-x));
+      else y = 0.5 * x * (1 + tanh64(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x)));
+      stf(pd + <usize>i * nd0, td, <f32>y);
+    }
+  }
+}
+
+export function k_scale(node: usize, ith: i32, nth: i32): void {
+  unary(node, ith, nth, U_SCALE);
+}
+
+export function k_silu(node: usize, ith: i32, nth: i32): void {
+  unary(node, ith, nth, U_SILU);
+}
+
+export function k_gelu(node: usize, ith: i32, nth: i32): void {
+  unary(node, ith, nth, U_GELU);
+}
+
+/** RMS_NORM (centre = false) and NORM (centre = true), sums in double. */
+function normRows(node: usize, ith: i32, nth: i32, centre: bool): void {
+  const ne0 = tNe(node, 0, 0);
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nr = tRows(node, 0);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const td = tType(node, 0);
+  const ta = tType(node, 1);
+  const nd0 = tNb(node, 0, 0);
+  const na0 = tNb(node, 1, 0);
+  const eps = param(node, 0);
+  const fast = td == T_F32 && ta == T_F32 && nd0 == 4 && na0 == 4;
+  for (let r = r0; r < r1; r++) {
+    rowAt(r, ne1, ne2);
+    const pd = rowPtr(node, 0, c1, c2, c3);
+    const pa = rowPtr(node, 1, c1, c2, c3);
+    let mean: f64 = 0;
+    if (centre) {
+      let sum: f64 = 0;
+      for (let i = 0; i < ne0; i++) sum += <f64>ldf(pa + <usize>i * na0, ta);
+      mean = sum / ne0;
+    }
+    let ss: f64 = 0;
+    if (fast && !centre) {
+      let acc0 = f32x4.splat(0);
+      let acc1 = f32x4.splat(0);
+      let i = 0;
+      for (; i + 8 <= ne0; i += 8) {
+        const x0 = v128.load(pa + (<usize>i << 2));
+        const x1 = v128.load(pa + (<usize>i << 2), 16);
+        acc0 = f32x4.add(acc0, f32x4.mul(x0, x0));
+        acc1 = f32x4.add(acc1, f32x4.mul(x1, x1));
+      }
+      const acc = f32x4.add(acc0, acc1);
+      ss = <f64>f32x4.extract_lane(acc, 0) + <f64>f32x4.extract_lane(acc, 1);
+      ss += <f64>f32x4.extract_lane(acc, 2) + <f64>f32x4.extract_lane(acc, 3);
+      for (; i < ne0; i++) {
+        const x = <f64>load<f32>(pa + (<usize>i << 2));
+        ss += x * x;
+      }
+    } else {
+      for (let i = 0; i < ne0; i++) {
+        const x = <f64>ldf(pa + <usize>i * na0, ta) - mean;
+        ss += x * x;
+      }
+    }
+    const sc = 1 / Math.sqrt(ss / ne0 + eps);
+    if (fast && !centre) {
+      const s4 = f32x4.splat(<f32>sc);
+      let i = 0;
+      for (; i + 4 <= ne0; i += 4) {
+        const o = <usize>i << 2;
+        v128.store(pd + o, f32x4.mul(v128.load(pa + o), s4));
+      }
+      for (; i < ne0; i++) store<f32>(pd + (<usize>i << 2), <f32>(<f64>load<f32>(pa + (<usize>i << 2)) * sc));
+    } else {
+      for (let i = 0; i < ne0; i++) {
+        stf(pd + <usize>i * nd0, td, <f32>((<f64>ldf(pa + <usize>i * na0, ta) - mean) * sc));
+      }
+    }
+  }
+}
+
+export function k_rms_norm(node: usize, ith: i32, nth: i32): void {
+  normRows(node, ith, nth, false);
+}
+
+export function k_norm(node: usize, ith: i32, nth: i32): void {
+  normRows(node, ith, nth, true);
+}
+
+/** SOFT_MAX: t1 = a, t2 = mask (optional: type -1). Scratch: extra 0 + ith * extra 1. */
+export function k_soft_max(node: usize, ith: i32, nth: i32): void {
+  const ne0 = tNe(node, 0, 0);
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nr = tRows(node, 0);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const td = tType(node, 0);
+  const ta = tType(node, 1);
+  const tm = tType(node, 2);
+  const nd0 = tNb(node, 0, 0);
+  const na0 = tNb(node, 1, 0);
+  const nm0 = tNb(node, 2, 0);
+  const mne2 = tNe(node, 2, 2);
+  const mne3 = tNe(node, 2, 3);
+  const scale = <f32>param(node, 0);
+  const row = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
+  for (let r = r0; r < r1; r++) {
+    rowAt(r, ne1, ne2);
+    const pd = rowPtr(node, 0, c1, c2, c3);
+    const pa = rowPtr(node, 1, c1, c2, c3);
+    const pm = tm >= 0 ? rowPtr(node, 2, c1, c2 % mne2, c3 % mne3) : 0;
+    let mx = -Infinity;
+    for (let i = 0; i < ne0; i++) {
+      let x = ldf(pa + <usize>i * na0, ta) * scale;
+      if (tm >= 0) x += ldf(pm + <usize>i * nm0, tm);
+      store<f32>(row + (<usize>i << 2), x);
+      if (x > mx) mx = x;
+    }
+    const m4 = f32x4.splat(<f32>mx);
+    let sum: f64 = 0;
+    let i = 0;
+    let acc = f32x4.splat(0);
+    for (; i + 4 <= ne0; i += 4) {
+      const o = <usize>i << 2;
+      const e = expf4(f32x4.sub(v128.load(row + o), m4));
+      v128.store(row + o, e);
+      acc = f32x4.add(acc, e);
+    }
+    sum = <f64>f32x4.extract_lane(acc, 0) + <f64>f32x4.extract_lane(acc, 1);
+    sum += <f64>f32x4.extract_lane(acc, 2) + <f64>f32x4.extract_lane(acc, 3);
+    for (; i < ne0; i++) {
+      const o = <usize>i << 2;
+      const e = <f32>exp64(<f64>(load<f32>(row + o) - <f32>mx));
+      store<f32>(row + o, e);
+      sum += e;
+    }
+    const inv = <f32>(1 / sum);
+    for (let j = 0; j < ne0; j++) stf(pd + <usize>j * nd0, td, load<f32>(row + (<usize>j << 2)) * inv);
+  }
+}

@@ -1,0 +1,204 @@
+// Number helpers for the kernels: f16/bf16 conversions by bit arithmetic, and exp, sin,
+// cos, tanh written out here (AssemblyScript's own versions use lookup tables, which
+// would become data segments, and kernel modules must have none: instantiating a module
+// writes its data segments over the shared memory).
+
+// ---- f16 / bf16 ---------------------------------------------------------------------
+
+/** f16 bits to f32 (exact, subnormals, inf and NaN included). */
+@inline export function f16ToF32(h: u32): f32 {
+  const s = (h & 0x8000) << 16;
+  const em = h & 0x7fff;
+  if (em >= 0x7c00) return reinterpret<f32>(s | 0x7f800000 | ((em & 0x3ff) << 13));
+  // the exponent field lands in f32's; scaling by 2^112 rebiases it and normalizes subnormals
+  const v = reinterpret<f32>(em << 13) * reinterpret<f32>(0x77800000);
+  return reinterpret<f32>(reinterpret<u32>(v) | s);
+}
+
+/** Four f16 values (as the low 16 bits of i32 lanes) to f32x4. */
+@inline export function f16x4ToF32(h: v128): v128 {
+  const em = v128.and(h, i32x4.splat(0x7fff));
+  const s = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
+  const sh = i32x4.shl(em, 13);
+  const v = f32x4.mul(sh, f32x4.splat(reinterpret<f32>(0x77800000)));
+  const special = i32x4.gt_s(em, i32x4.splat(0x7bff));
+  return v128.or(v128.bitselect(v128.or(sh, i32x4.splat(0x7f800000)), v, special), s);
+}
+
+/** Four f16 at p to f32x4. */
+@inline export function loadF16x4(p: usize): v128 {
+  return f16x4ToF32(v128.load16x4_u(p));
+}
+
+/** f32 to f16 bits, round to nearest even (as F16C). */
+export function f32ToF16(f: f32): u32 {
+  const w = reinterpret<u32>(f);
+  const sign = (w >> 16) & 0x8000;
+  const abs = w & 0x7fffffff;
+  if (abs >= 0x7f800000) return abs == 0x7f800000 ? sign | 0x7c00 : sign | 0x7e00 | ((abs >> 13) & 0x3ff);
+  if (abs >= 0x477ff000) return sign | 0x7c00;
+  if (abs < 0x38800000) {
+    const e = abs >> 23;
+    const shift = 126 - e;
+    if (shift > 24) return sign;
+    const mant = (abs & 0x7fffff) | 0x800000;
+    let q = mant >> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const half: u32 = 1 << (shift - 1);
+    if (rem > half || (rem == half && (q & 1) != 0)) q++;
+    return sign | q;
+  }
+  let h = (abs - 0x38000000) >> 13;
+  const rem = abs & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1) != 0)) h++;
+  return sign | h;
+}
+
+@inline export function bf16ToF32(h: u32): f32 {
+  return reinterpret<f32>(h << 16);
+}
+
+/** f32 to bf16 bits as ggml: NaN made quiet, else round to nearest even. */
+@inline export function f32ToBF16(f: f32): u32 {
+  const w = reinterpret<u32>(f);
+  if ((w & 0x7fffffff) > 0x7f800000) return ((w >> 16) | 64) & 0xffff;
+  return ((w + 0x7fff + ((w >> 16) & 1)) >> 16) & 0xffff;
+}
+
+// ---- exp ----------------------------------------------------------------------------
+
+const LN2_HI: f64 = 6.93147180369123816490e-01;
+const LN2_LO: f64 = 1.90821492927058770002e-10;
+const LOG2E: f64 = 1.4426950408889634;
+
+/** e^x in double precision (a few ulp). */
+export function exp64(x: f64): f64 {
+  if (x != x) return x;
+  if (x > 709.782712893384) return Infinity;
+  if (x < -745.1332191019412) return 0;
+  const n = Math.floor(x * LOG2E + 0.5);
+  const r = x - n * LN2_HI - n * LN2_LO;
+  // Taylor series to r^13 on |r| <= 0.35
+  let p = 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  let k = <i64>n;
+  if (k < -1020) {
+    p *= reinterpret<f64>(<i64>(1023 - 60) << 52);
+    k += 60;
+  } else if (k > 1023) {
+    p *= 2.0;
+    k -= 1;
+  }
+  return p * reinterpret<f64>((k + 1023) << 52);
+}
+
+@inline export function expf(x: f32): f32 {
+  return <f32>exp64(<f64>x);
+}
+
+/** e^x for four f32 lanes (relative error about 2e-7); exactly 0 below -87.3. */
+@inline export function expf4(x: v128): v128 {
+  const tiny = f32x4.lt(x, f32x4.splat(-87.3));
+  let xc = f32x4.max(f32x4.min(x, f32x4.splat(88.3)), f32x4.splat(-87.3));
+  const n = f32x4.nearest(f32x4.mul(xc, f32x4.splat(1.4426950408889634)));
+  let r = f32x4.sub(xc, f32x4.mul(n, f32x4.splat(0.693145751953125)));
+  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(1.428606765330187e-6)));
+  let p = f32x4.splat(1.0 / 5040.0);
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 720.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 120.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 24.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 6.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(0.5));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
+  const e = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  const y = f32x4.mul(p, e);
+  return v128.andnot(y, tiny);
+}
+
+// ---- sin, cos, tanh (double precision) ------------------------------------------------
+
+const PIO2_1: f64 = 1.57079632673412561417e0;
+const PIO2_2: f64 = 6.07710050630396597660e-11;
+const PIO2_3: f64 = 2.02226624871116645580e-21;
+const PIO2_3T: f64 = 8.47842766036889956997e-32;
+const TWO_OVER_PI: f64 = 6.36619772367581382433e-1;
+
+/** Set by sincos64. */
+export let sinOut: f64 = 0;
+export let cosOut: f64 = 0;
+
+@inline function sinPoly(r: f64): f64 {
+  const z = r * r;
+  let p = -1.0 / 1307674368000.0;
+  p = p * z + 1.0 / 6227020800.0;
+  p = p * z - 1.0 / 39916800.0;
+  p = p * z + 1.0 / 362880.0;
+  p = p * z - 1.0 / 5040.0;
+  p = p * z + 1.0 / 120.0;
+  p = p * z - 1.0 / 6.0;
+  return r + r * z * p;
+}
+
+@inline function cosPoly(r: f64): f64 {
+  const z = r * r;
+  let p = 1.0 / 20922789888000.0;
+  p = p * z - 1.0 / 87178291200.0;
+  p = p * z + 1.0 / 479001600.0;
+  p = p * z - 1.0 / 3628800.0;
+  p = p * z + 1.0 / 40320.0;
+  p = p * z - 1.0 / 720.0;
+  p = p * z + 1.0 / 24.0;
+  p = p * z - 0.5;
+  return 1.0 + z * p;
+}
+
+/** sin and cos of x (|x| up to about 1e9) into sinOut, cosOut. */
+export function sincos64(x: f64): void {
+  const k = Math.floor(x * TWO_OVER_PI + 0.5);
+  const r = ((x - k * PIO2_1) - k * PIO2_2) - k * PIO2_3 - k * PIO2_3T;
+  const s = sinPoly(r);
+  const c = cosPoly(r);
+  const q = (<i64>k) & 3;
+  if (q == 0) {
+    sinOut = s;
+    cosOut = c;
+  } else if (q == 1) {
+    sinOut = c;
+    cosOut = -s;
+  } else if (q == 2) {
+    sinOut = -s;
+    cosOut = -c;
+  } else {
+    sinOut = -c;
+    cosOut = s;
+  }
+}
+
+export function tanh64(x: f64): f64 {
+  const a = Math.abs(x);
+  let t: f64;
+  if (a < 0.5) {
+    // 1 - 2/(e^2a + 1) cancels for small a; use e^2a - 1 via the series-accurate expm1 form
+    const e = exp64(2 * a);
+    t = (e - 1) / (e + 1);
+    if (a < 1e-5) t = a - (a * a * a) / 3;
+  } else if (a > 20) {
+    t = 1;
+  } else {
+    t = 1 - 2 / (exp64(2 * a) + 1);
+  }
+  return x < 0 ? -t : t;
+}

@@ -1,0 +1,231 @@
+// MUL_MAT in two steps. k_mm_prep turns every row of b (any float type, any strides)
+// into the activation format the weight type wants: contiguous f32 (float weights and
+// the rarer quant types), or quantized per 32 (Q4_0, Q8_0) or per 256 (Q4_K, Q6_K)
+// elements. k_mm then computes dst[m, n] = a_row(m) · act_row(n), threads splitting the
+// rows of a in groups of four (one interleaved group of a repacked tensor).
+//
+// Extras: 0 activation rows, 1 their stride, 2 format (0 f32, 1 per-32, 2 per-256,
+// 3 b's own F32 rows used in place), 3/4 per-thread scratch (base, stride), 5 columns per
+// chunk (activation rows kept in cache while a's rows stream), 6 whether a is a whole
+// repacked tensor (its groups can be used as such).
+
+import { extra, qQs, qScale, qStride, qrow, share0, tAddr, tLayout, tNb, tNe, tType, tWord, LAYOUT_REP4 } from './desc';
+import { readRow } from './rows';
+import { dotBF16, dotF16, dotF32 } from './dot';
+import { dotQ4_0, dotQ4_K, dotQ6_K, dotQ8_0, groupQ4_0, groupQ8_0, QB } from './qdot';
+import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_K, T_Q6_K, T_Q8_0 } from './types';
+
+const FMT_F32: i32 = 0;
+const FMT_Q32: i32 = 1;
+const FMT_Q256: i32 = 2;
+const FMT_DIRECT: i32 = 3;
+
+@inline function hmax(v: v128): f32 {
+  const m = f32x4.max(v, v128.shuffle<f32>(v, v, 2, 3, 0, 1));
+  return max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1));
+}
+
+@inline function hsumI32(v: v128): i32 {
+  return i32x4.extract_lane(v, 0) + i32x4.extract_lane(v, 1) + i32x4.extract_lane(v, 2) + i32x4.extract_lane(v, 3);
+}
+
+/** Quantize 16 f32 at x with inverse scale id into 16 int16 lanes (two i16x8). */
+@inline function q16lo(x: usize, id: v128): v128 {
+  const a = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(x), id)));
+  const b = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(x, 16), id)));
+  return i16x8.narrow_i32x4_s(a, b);
+}
+
+/** Store 16 quants (two i16x8 holding elements 0..7, 8..15) in the build's format at q. */
+@inline function storeQ16(n0: v128, n1: v128, q: usize): void {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    v128.store(q, i8x16.narrow_i16x8_s(n0, n1));
+  } else {
+    v128.store(q, v128.shuffle<i16>(n0, n1, 0, 2, 4, 6, 8, 10, 12, 14));
+    v128.store(q, v128.shuffle<i16>(n0, n1, 1, 3, 5, 7, 9, 11, 13, 15), 16);
+  }
+}
+
+function absMax(x: usize, n: i32): f32 {
+  let m0 = f32x4.splat(0);
+  let m1 = f32x4.splat(0);
+  for (let i = 0; i < n; i += 8) {
+    m0 = f32x4.max(m0, f32x4.abs(v128.load(x + (<usize>i << 2))));
+    m1 = f32x4.max(m1, f32x4.abs(v128.load(x + (<usize>i << 2), 16)));
+  }
+  return hmax(f32x4.max(m0, m1));
+}
+
+function quantAct32(x: usize, act: usize, K: i32): void {
+  const ad = act + 2 * <usize>K;
+  const as = ad + (<usize>K >> 3);
+  for (let b = 0; b < (K >> 5); b++) {
+    const xb = x + (<usize>b << 7);
+    const amax = absMax(xb, 32);
+    const d: f32 = amax / 127;
+    const id = f32x4.splat(d != 0 ? <f32>127 / amax : 0);
+    const n0 = q16lo(xb, id);
+    const n1 = q16lo(xb + 32, id);
+    const n2 = q16lo(xb + 64, id);
+    const n3 = q16lo(xb + 96, id);
+    const s = i32x4.add(
+      i32x4.add(i32x4.extadd_pairwise_i16x8_s(n0), i32x4.extadd_pairwise_i16x8_s(n1)),
+      i32x4.add(i32x4.extadd_pairwise_i16x8_s(n2), i32x4.extadd_pairwise_i16x8_s(n3)),
+    );
+    const q = act + <usize>b * 32 * QB;
+    storeQ16(n0, n1, q);
+    storeQ16(n2, n3, q + 16 * QB);
+    store<f32>(ad + (<usize>b << 2), d);
+    store<i32>(as + (<usize>b << 2), hsumI32(s));
+  }
+}
+
+function quantAct256(x: usize, act: usize, K: i32): void {
+  const ad = act + 2 * <usize>K;
+  const abs = ad + (<usize>K >> 3);
+  for (let sb = 0; sb < (K >> 8); sb++) {
+    const xb = x + (<usize>sb << 10);
+    const amax = absMax(xb, 256);
+    const d: f32 = amax / 127;
+    const id = f32x4.splat(d != 0 ? <f32>127 / amax : 0);
+    for (let g = 0; g < 16; g++) {
+      const xg = xb + (<usize>g << 6);
+      const n0 = q16lo(xg, id);
+      const n1 = q16lo(xg + 32, id);
+      const s = i32x4.add(i32x4.extadd_pairwise_i16x8_s(n0), i32x4.extadd_pairwise_i16x8_s(n1));
+      storeQ16(n0, n1, act + (<usize>sb * 256 + <usize>g * 16) * QB);
+      store<i16>(abs + ((<usize>sb * 16 + <usize>g) << 1), <i16>hsumI32(s));
+    }
+    store<f32>(ad + (<usize>sb << 2), d);
+  }
+}
+
+/** Step 1: every row of b (t2) into the activation rows. */
+export function k_mm_prep(node: usize, ith: i32, nth: i32): void {
+  const K = tNe(node, 2, 0);
+  const N = tNe(node, 2, 1);
+  const ne12 = tNe(node, 2, 2);
+  const nr = N * ne12 * tNe(node, 2, 3);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const act = <usize>extra(node, 0);
+  const stride = <usize>extra(node, 1);
+  const fmt = extra(node, 2);
+  const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
+  const direct = tType(node, 2) == T_F32 && tNb(node, 2, 0) == 4;
+  for (let r = r0; r < r1; r++) {
+    const n = r % N;
+    const q = r / N;
+    const i2 = q % ne12;
+    const i3 = q / ne12;
+    const dst = act + <usize>r * stride;
+    if (fmt == FMT_F32) {
+      readRow(node, 2, n, i2, i3, dst);
+      continue;
+    }
+    let src = scratch;
+    if (direct) src = tAddr(node, 2) + <usize>n * tNb(node, 2, 1) + <usize>i2 * tNb(node, 2, 2) + <usize>i3 * tNb(node, 2, 3);
+    else readRow(node, 2, n, i2, i3, scratch);
+    if (fmt == FMT_Q32) quantAct32(src, dst, K);
+    else quantAct256(src, dst, K);
+  }
+}
+
+/** Step 2: dst[m, n, i2, i3] for the thread's groups of four rows of a. */
+export function k_mm(node: usize, ith: i32, nth: i32): void {
+  const K = tNe(node, 1, 0);
+  const M = tNe(node, 1, 1);
+  const N = tNe(node, 0, 1);
+  const ne12 = tNe(node, 0, 2);
+  const ne13 = tNe(node, 0, 3);
+  const r2 = ne12 / tNe(node, 1, 2);
+  const r3 = ne13 / tNe(node, 1, 3);
+  const G = (M + 3) >> 2;
+  const units = G * ne12 * ne13;
+  const u0 = share0(units, ith, nth);
+  const u1 = share0(units, ith + 1, nth);
+  const NC = extra(node, 5);
+  for (let c0 = 0; c0 < N; c0 += NC) {
+    const c1 = min(N, c0 + NC);
+    for (let u = u0; u < u1; u++) {
+      const g = u % G;
+      const bi = u / G;
+      const i2 = bi % ne12;
+      const i3 = bi / ne12;
+      const m0 = g << 2;
+      mmGroup(node, ith, m0, min(4, M - m0), i2, i3, i2 / r2, i3 / r3, c0, c1);
+    }
+  }
+}
+
+@inline function actRow(node: usize, n: i32, i2: i32, i3: i32): usize {
+  if (extra(node, 2) == FMT_DIRECT) {
+    return tAddr(node, 2) + <usize>n * tNb(node, 2, 1) + <usize>i2 * tNb(node, 2, 2) + <usize>i3 * tNb(node, 2, 3);
+  }
+  const N = tNe(node, 2, 1);
+  const ne12 = tNe(node, 2, 2);
+  return <usize>extra(node, 0) + <usize>((i3 * ne12 + i2) * N + n) * <usize>extra(node, 1);
+}
+
+@inline function dstAt(node: usize, m: i32, n: i32, i2: i32, i3: i32): usize {
+  return tAddr(node, 0) + (<usize>m << 2) + <usize>n * tNb(node, 0, 1) + <usize>i2 * tNb(node, 0, 2) + <usize>i3 * tNb(node, 0, 3);
+}
+
+function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: i32, a3: i32, c0: i32, c1: i32): void {
+  const type = tType(node, 1);
+  const K = tNe(node, 1, 0);
+  const nb1 = tNb(node, 1, 1);
+  const base = <usize>a2 * tNb(node, 1, 2) + <usize>a3 * tNb(node, 1, 3);
+  if (
+    mc == 4 &&
+    (type == T_Q4_0 || type == T_Q8_0) &&
+    tLayout(node, 1) == LAYOUT_REP4 &&
+    extra(node, 6) != 0 &&
+    m0 + 4 <= tWord(node, 1, 14)
+  ) {
+    const chunk = tAddr(node, 1) + base + <usize>m0 * nb1;
+    const nb = K >> 5;
+    for (let n = c0; n < c1; n++) {
+      const act = actRow(node, n, i2, i3);
+      const r = type == T_Q4_0 ? groupQ4_0(chunk, nb, act, K) : groupQ8_0(chunk, nb, act, K);
+      v128.store(dstAt(node, m0, n, i2, i3), r);
+    }
+    return;
+  }
+  const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
+  const plainRows = tNb(node, 1, 0) == (type == T_F32 ? 4 : 2);
+  for (let m = m0; m < m0 + mc; m++) {
+    const o = base + <usize>m * nb1;
+    const pa = tAddr(node, 1) + o;
+    if (type == T_Q4_0 || type == T_Q8_0) {
+      const ts: usize = type == T_Q4_0 ? 18 : 34;
+      qrow(node, 1, o, ts);
+      const sc = qScale;
+      const qs = qQs;
+      const st = qStride;
+      for (let n = c0; n < c1; n++) {
+        const act = actRow(node, n, i2, i3);
+        const v = type == T_Q4_0 ? dotQ4_0(sc, qs, st, K >> 5, act, K) : dotQ8_0(sc, qs, st, K >> 5, act, K);
+        store<f32>(dstAt(node, m, n, i2, i3), v);
+      }
+    } else if (type == T_Q4_K || type == T_Q6_K) {
+      for (let n = c0; n < c1; n++) {
+        const act = actRow(node, n, i2, i3);
+        const v = type == T_Q4_K ? dotQ4_K(pa, K >> 8, act, K) : dotQ6_K(pa, K >> 8, act, K);
+        store<f32>(dstAt(node, m, n, i2, i3), v);
+      }
+    } else if ((type == T_F32 || type == T_F16 || type == T_BF16) && plainRows) {
+      for (let n = c0; n < c1; n++) {
+        const act = actRow(node, n, i2, i3);
+        let v: f32;
+        if (type == T_F32) v = dotF32(pa, act, K);
+        else if (type == T_F16) v = dotF16(pa, act, K);
+        else v = dotBF16(pa, act, K);
+        store<f32>(dstAt(node, m, n, i2, i3), v);
+      }
+    } else {
+      readRow(node, 1, m, a2, a3, scratch);
+      for (let n = c0; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotF32(scratch, actRow(node, n, i2, i3), K));
+    }
+  }
+}

@@ -1,0 +1,156 @@
+// GET_ROWS (gather rows of any readable type into F32), SET_ROWS (scatter F32 rows into
+// any writable type: the KV-cache write), CPY and CONT (element k of the source to
+// element k of the destination, any layouts, converting types).
+
+import { ldf, ldIndex, stf } from './access';
+import { extra, share0, tAddr, tNb, tNe, tType } from './desc';
+import { dequantRow } from './dequant';
+import { quantRow } from './quantize';
+import { blockSize, T_F32, typeSize } from './types';
+
+/** Whether rows of tensor t are contiguous inside (nb0 is the block size in bytes). */
+@inline function contiguousRows(node: usize, t: i32): bool {
+  return tNb(node, t, 0) == <usize>typeSize(tType(node, t));
+}
+
+/** Read row (i1, i2, i3) of tensor t (any readable type) into f32 at dst. */
+export function readRow(node: usize, t: i32, i1: i32, i2: i32, i3: i32, dst: usize): void {
+  const type = tType(node, t);
+  const n = tNe(node, t, 0);
+  const o = <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
+  if (blockSize(type) > 1 || contiguousRows(node, t)) {
+    dequantRow(node, t, type, o, dst, n);
+    return;
+  }
+  const p = tAddr(node, t) + o;
+  const nb0 = tNb(node, t, 0);
+  for (let i = 0; i < n; i++) store<f32>(dst + (<usize>i << 2), ldf(p + <usize>i * nb0, type));
+}
+
+/** Store f32 values at src as row (i1, i2, i3) of tensor t (any writable type). */
+export function writeRow(node: usize, t: i32, i1: i32, i2: i32, i3: i32, src: usize): void {
+  const type = tType(node, t);
+  const n = tNe(node, t, 0);
+  const o = <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
+  if (blockSize(type) > 1 || contiguousRows(node, t)) {
+    quantRow(node, t, type, o, src, n);
+    return;
+  }
+  const p = tAddr(node, t) + o;
+  const nb0 = tNb(node, t, 0);
+  for (let i = 0; i < n; i++) stf(p + <usize>i * nb0, type, load<f32>(src + (<usize>i << 2)));
+}
+
+/** GET_ROWS: t0 = dst F32 [n, k, ne2, ne3], t1 = a, t2 = indices I32 [k, ne2, ne3]. */
+export function k_get_rows(node: usize, ith: i32, nth: i32): void {
+  const k = tNe(node, 2, 0);
+  const nb1 = tNe(node, 2, 1);
+  const nr = k * nb1 * tNe(node, 2, 2);
+  const rowsA = tNe(node, 1, 1);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const ti = tType(node, 2);
+  const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
+  const direct = tType(node, 0) == T_F32 && tNb(node, 0, 0) == 4;
+  for (let r = r0; r < r1; r++) {
+    const i10 = r % k;
+    const q = r / k;
+    const i11 = q % nb1;
+    const i12 = q / nb1;
+    const pi = tAddr(node, 2) + <usize>i10 * tNb(node, 2, 0) + <usize>i11 * tNb(node, 2, 1) + <usize>i12 * tNb(node, 2, 2);
+    const row = <i32>ldIndex(pi, ti);
+    if (row < 0 || row >= rowsA) unreachable();
+    if (direct) {
+      const pd = tAddr(node, 0) + <usize>i10 * tNb(node, 0, 1) + <usize>i11 * tNb(node, 0, 2) + <usize>i12 * tNb(node, 0, 3);
+      readRow(node, 1, row, i11, i12, pd);
+    } else {
+      readRow(node, 1, row, i11, i12, scratch);
+      writeRow(node, 0, i10, i11, i12, scratch);
+    }
+  }
+}
+
+/** SET_ROWS: t0 = dst (view of the cache), t1 = b F32 rows, t2 = indices [k, ne2', ne3']. */
+export function k_set_rows(node: usize, ith: i32, nth: i32): void {
+  const k = tNe(node, 1, 1);
+  const ne2 = tNe(node, 1, 2);
+  const nr = k * ne2 * tNe(node, 1, 3);
+  const rowsD = tNe(node, 0, 1);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const ti = tType(node, 2);
+  const cne1 = tNe(node, 2, 1);
+  const cne2 = tNe(node, 2, 2);
+  const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
+  for (let r = r0; r < r1; r++) {
+    const i = r % k;
+    const q = r / k;
+    const i12 = q % ne2;
+    const i13 = q / ne2;
+    const pi = tAddr(node, 2) + <usize>i * tNb(node, 2, 0) + <usize>(i12 % cne1) * tNb(node, 2, 1) + <usize>(i13 % cne2) * tNb(node, 2, 2);
+    const dr = <i32>ldIndex(pi, ti);
+    if (dr < 0 || dr >= rowsD) unreachable();
+    readRow(node, 1, i, i12, i13, scratch);
+    writeRow(node, 0, dr, i12, i13, scratch);
+  }
+}
+
+/**
+ * CPY / CONT: t0 = destination, t1 = source. Rows of the source are split over threads;
+ * each is read as f32 and its elements go to the destination's elements of the same
+ * linear index (whole rows when the destination is quantized, which then has the same ne0).
+ */
+export function k_cpy(node: usize, ith: i32, nth: i32): void {
+  const ne0 = tNe(node, 1, 0);
+  const ne1 = tNe(node, 1, 1);
+  const ne2 = tNe(node, 1, 2);
+  const nr = ne1 * ne2 * tNe(node, 1, 3);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const td = tType(node, 0);
+  const d0 = tNe(node, 0, 0);
+  const d1 = tNe(node, 0, 1);
+  const d2 = tNe(node, 0, 2);
+  const dn0 = tNb(node, 0, 0);
+  const dn1 = tNb(node, 0, 1);
+  const dn2 = tNb(node, 0, 2);
+  const dn3 = tNb(node, 0, 3);
+  const dq = blockSize(td) > 1;
+  const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
+  const pd0 = tAddr(node, 0);
+  for (let r = r0; r < r1; r++) {
+    const i1 = r % ne1;
+    const q = r / ne1;
+    const i2 = q % ne2;
+    const i3 = q / ne2;
+    readRow(node, 1, i1, i2, i3, scratch);
+    if (dq) {
+      const j1 = r % d1;
+      const qq = r / d1;
+      writeRow(node, 0, j1, qq % d2, qq / d2, scratch);
+      continue;
+    }
+    // destination coordinates of linear element r * ne0
+    const lin = <i64>r * ne0;
+    let j0 = <i32>(lin % d0);
+    let rest = lin / d0;
+    let j1 = <i32>(rest % d1);
+    rest /= d1;
+    let j2 = <i32>(rest % d2);
+    let j3 = <i32>(rest / d2);
+    for (let i = 0; i < ne0; i++) {
+      const p = pd0 + <usize>j0 * dn0 + <usize>j1 * dn1 + <usize>j2 * dn2 + <usize>j3 * dn3;
+      stf(p, td, load<f32>(scratch + (<usize>i << 2)));
+      if (++j0 == d0) {
+        j0 = 0;
+        if (++j1 == d1) {
+          j1 = 0;
+          if (++j2 == d2) {
+            j2 = 0;
+            j3++;
+          }
+        }
+      }
+    }
+  }
+}

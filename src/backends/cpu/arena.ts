@@ -1,0 +1,94 @@
+// Arenas: shared WebAssembly memories that hold the CPU device's buffers. A wasm32
+// memory addresses at most 4 GiB, so a device has as many arenas as its buffers need;
+// every worker instantiates the kernel module once per arena. Inside an arena a simple
+// first-fit allocator hands out aligned ranges; the memory grows on demand (a shared
+// memory never moves, so views of it stay valid) and never shrinks.
+
+import { Wasm, type WasmMemory } from './wasm-api.js';
+
+export const PAGE = 65536;
+/** Bytes at the start of every arena that nothing is allocated in (address 0 stays unused). */
+export const ARENA_HEADER = PAGE;
+
+function alignUp(n: number, a: number): number {
+  return Math.ceil(n / a) * a;
+}
+
+export class Arena {
+  readonly memory: WasmMemory;
+  /** Bytes the arena can address (its memory's maximum). */
+  readonly capacity: number;
+  /** Free ranges, sorted by offset. */
+  private free: { offset: number; size: number }[];
+  private view: Uint8Array;
+  /** Bytes in allocated ranges. */
+  used = 0;
+
+  constructor(
+    readonly index: number,
+    maxPages: number,
+  ) {
+    this.memory = new Wasm.Memory({ initial: 1, maximum: maxPages, shared: true });
+    this.capacity = maxPages * PAGE;
+    this.free = [{ offset: ARENA_HEADER, size: this.capacity - ARENA_HEADER }];
+    this.view = new Uint8Array(this.memory.buffer);
+  }
+
+  /** The whole memory as bytes (refreshed after growth). */
+  bytes(): Uint8Array {
+    const buf = this.memory.buffer;
+    if (this.view.buffer !== buf || this.view.byteLength !== buf.byteLength) this.view = new Uint8Array(buf);
+    return this.view;
+  }
+
+  /** Largest single range this arena could still hand out. */
+  largestFree(): number {
+    return this.free.reduce((m, f) => Math.max(m, f.size), 0);
+  }
+
+  /** An aligned range of `size` bytes, or null when none is free. */
+  alloc(size: number, alignment = 64): number | null {
+    size = alignUp(Math.max(size, 1), alignment);
+    for (let i = 0; i < this.free.length; i++) {
+      const f = this.free[i];
+      const start = alignUp(f.offset, alignment);
+      const pad = start - f.offset;
+      if (f.size < size + pad) continue;
+      const rest = f.offset + f.size - (start + size);
+      const parts: { offset: number; size: number }[] = [];
+      if (pad > 0) parts.push({ offset: f.offset, size: pad });
+      if (rest > 0) parts.push({ offset: start + size, size: rest });
+      this.free.splice(i, 1, ...parts);
+      this.ensure(start + size);
+      this.used += size;
+      return start;
+    }
+    return null;
+  }
+
+  /** Return a range from alloc (same size). */
+  release(offset: number, size: number, alignment = 64): void {
+    size = alignUp(Math.max(size, 1), alignment);
+    this.used -= size;
+    let i = 0;
+    while (i < this.free.length && this.free[i].offset < offset) i++;
+    this.free.splice(i, 0, { offset, size });
+    const next = this.free[i + 1];
+    if (next && offset + size === next.offset) {
+      this.free[i].size += next.size;
+      this.free.splice(i + 1, 1);
+    }
+    const prev = this.free[i - 1];
+    if (prev && prev.offset + prev.size === offset) {
+      prev.size += this.free[i].size;
+      this.free.splice(i, 1);
+    }
+  }
+
+  /** Grow the memory to cover [0, end). */
+  private ensure(end: number): void {
+    const have = this.memory.buffer.byteLength;
+    if (end <= have) return;
+    this.memory.grow(Math.ceil((end - have) / PAGE));
+  }
+}

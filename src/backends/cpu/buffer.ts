@@ -1,0 +1,200 @@
+// The CPU device's buffer types. Both keep their bytes in an arena (a shared wasm
+// memory the kernels read directly):
+// - CpuBufferType, the device's default: Q4_0 and Q8_0 tensors of four rows or more are
+//   stored 4-row interleaved (layout.ts), repacked in setTensor and restored in
+//   getTensor for any sub-range; everything else keeps ggml's layout. Not host memory.
+// - CpuHostBufferType: plain ggml layout, exposed as host bytes (other host devices read
+//   it in place).
+
+import type { Tensor } from '../../ggml/tensor.js';
+import { HostBuffer } from '../host.js';
+import type { Buffer, BufferType, BufferUsage, Device } from '../impl.js';
+import type { Arena } from './arena.js';
+import { Rep4Layout } from './layout.js';
+
+/** Where a range of arena memory is. */
+export interface ArenaRange {
+  arena: Arena;
+  offset: number;
+}
+
+/** Places buffers in arenas (the device's ArenaSet). */
+export interface ArenaAllocator {
+  allocRange(size: number): ArenaRange;
+  releaseRange(r: ArenaRange, size: number): void;
+  /** Largest buffer one arena can hold. */
+  readonly maxBufferSize: number;
+}
+
+/** A buffer the kernels can address: its arena, its first byte there, tensor layouts. */
+export interface ArenaBacked {
+  readonly arena: Arena;
+  readonly base: number;
+  layoutOf(root: Tensor): Rep4Layout | undefined;
+}
+
+export function isArenaBacked(b: unknown): b is ArenaBacked & Buffer {
+  return b instanceof CpuBuffer || b instanceof CpuHostBuffer;
+}
+
+function checkRange(t: Tensor, offset: number, size: number): void {
+  if (offset < 0 || size < 0 || offset + size > t.nbytes) {
+    throw new RangeError(`tensor '${t.name}': bytes [${offset}, ${offset + size}) outside its ${t.nbytes}`);
+  }
+}
+
+export class CpuBuffer implements Buffer, ArenaBacked {
+  usage: BufferUsage = 'any';
+  private readonly layouts = new WeakMap<Tensor, Rep4Layout>();
+  private freed = false;
+
+  constructor(
+    readonly bufferType: CpuBufferType,
+    readonly arena: Arena,
+    readonly base: number,
+    readonly size: number,
+  ) {}
+
+  layoutOf(root: Tensor): Rep4Layout | undefined {
+    return this.layouts.get(root);
+  }
+
+  initTensor(t: Tensor): void {
+    if (!t.viewSrc && Rep4Layout.applies(t)) this.layouts.set(t, new Rep4Layout(t.type, t.ne));
+  }
+
+  private check(t: Tensor, offset: number, size: number): void {
+    if (this.freed) throw new Error(`buffer of type ${this.bufferType.name} used after free`);
+    checkRange(t, offset, size);
+  }
+
+  setTensor(t: Tensor, data: Uint8Array, offset = 0): void {
+    this.check(t, offset, data.byteLength);
+    const root = t.viewSrc ?? t;
+    const mem = this.arena.bytes();
+    const layout = this.layouts.get(root);
+    if (layout) layout.write(mem, this.base + root.offset, t.offset - root.offset + offset, data);
+    else mem.set(data, this.base + t.offset + offset);
+  }
+
+  getTensor(t: Tensor, dst: Uint8Array, offset = 0): void {
+    this.check(t, offset, dst.byteLength);
+    const root = t.viewSrc ?? t;
+    const mem = this.arena.bytes();
+    const layout = this.layouts.get(root);
+    if (layout) layout.read(mem, this.base + root.offset, t.offset - root.offset + offset, dst);
+    else {
+      const p = this.base + t.offset + offset;
+      dst.set(mem.subarray(p, p + dst.byteLength));
+    }
+  }
+
+  memsetTensor(t: Tensor, value: number, offset: number, size: number): void {
+    this.check(t, offset, size);
+    const root = t.viewSrc ?? t;
+    const layout = this.layouts.get(root);
+    if (layout) this.setTensor(t, new Uint8Array(size).fill(value), offset);
+    else this.arena.bytes().fill(value, this.base + t.offset + offset, this.base + t.offset + offset + size);
+  }
+
+  copyTensor(_src: Tensor, _dst: Tensor): boolean {
+    return false;
+  }
+
+  clear(value: number): void {
+    this.arena.bytes().fill(value, this.base, this.base + this.size);
+  }
+
+  free(): void {
+    if (this.freed) return;
+    this.freed = true;
+    this.bufferType.allocator.releaseRange({ arena: this.arena, offset: this.base }, this.size);
+  }
+
+  hostBytes(): undefined {
+    return undefined;
+  }
+}
+
+export class CpuBufferType implements BufferType {
+  readonly alignment = 64;
+  readonly isHost = false;
+
+  constructor(
+    readonly name: string,
+    readonly device: Device,
+    readonly allocator: ArenaAllocator,
+  ) {}
+
+  get maxSize(): number {
+    return this.allocator.maxBufferSize;
+  }
+
+  alloc(size: number, usage: BufferUsage = 'any'): Buffer {
+    if (size > this.maxSize)
+      throw new RangeError(`${this.name}: ${size} bytes exceed the buffer limit ${this.maxSize}`);
+    const n = Math.ceil(Math.max(size, 1) / this.alignment) * this.alignment;
+    const r = this.allocator.allocRange(n);
+    const b = new CpuBuffer(this, r.arena, r.offset, n);
+    b.usage = usage;
+    return b;
+  }
+
+  allocSize(t: Tensor): number {
+    return t.nbytes;
+  }
+}
+
+/** Plain host memory inside an arena. */
+export class CpuHostBuffer extends HostBuffer implements ArenaBacked {
+  private released = false;
+
+  constructor(
+    bufferType: CpuHostBufferType,
+    readonly arena: Arena,
+    readonly base: number,
+    size: number,
+  ) {
+    super(bufferType, new Uint8Array(arena.memory.buffer, base, size));
+  }
+
+  layoutOf(): undefined {
+    return undefined;
+  }
+
+  override free(): void {
+    super.free();
+    if (this.released) return;
+    this.released = true;
+    (this.bufferType as CpuHostBufferType).allocator.releaseRange({ arena: this.arena, offset: this.base }, this.size);
+  }
+}
+
+export class CpuHostBufferType implements BufferType {
+  readonly alignment = 64;
+  readonly isHost = true;
+
+  constructor(
+    readonly name: string,
+    readonly device: Device,
+    readonly allocator: ArenaAllocator,
+  ) {}
+
+  get maxSize(): number {
+    return this.allocator.maxBufferSize;
+  }
+
+  alloc(size: number, usage: BufferUsage = 'any'): Buffer {
+    if (size > this.maxSize)
+      throw new RangeError(`${this.name}: ${size} bytes exceed the buffer limit ${this.maxSize}`);
+    const n = Math.ceil(Math.max(size, 1) / this.alignment) * this.alignment;
+    const r = this.allocator.allocRange(n);
+    const b = new CpuHostBuffer(this, r.arena, r.offset, n);
+    b.usage = usage;
+    return b;
+  }
+
+  allocSize(t: Tensor): number {
+    return t.nbytes;
+  }
+}

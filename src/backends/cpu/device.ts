@@ -1,0 +1,295 @@
+// The CPU device: WebAssembly SIMD kernels (AssemblyScript, assembly/) run by a pool of
+// worker threads over shared wasm memories (arenas). Ops are split by rows over the
+// threads; the main thread only encodes jobs and awaits them.
+
+import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
+import type { Graph } from '../../ggml/graph.js';
+import type { Tensor } from '../../ggml/tensor.js';
+import { logger } from '../../log.js';
+import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
+import { ARENA_HEADER, Arena, PAGE } from './arena.js';
+import { type ArenaAllocator, type ArenaRange, CpuBufferType, CpuHostBufferType } from './buffer.js';
+import { encodeGraph, RECORD_BYTES, type WorkRegions } from './encode.js';
+import { Pool } from './pool.js';
+import { C, K_COPY, kernelId, STEP_WORDS } from './protocol.js';
+import { cpuSupportsOp } from './support.js';
+import { chooseVariant, kernelModule, type Variant } from './wasm.js';
+
+const log = logger('backend:cpu');
+
+export interface CpuDeviceOptions {
+  name?: string;
+  /** Worker threads (default: LLAMA_TS_THREADS, else the number of cores). */
+  threads?: number;
+  /** Kernel build: 'relaxed' (relaxed SIMD) or 'strict' (SIMD128); default: the best available. */
+  variant?: Variant;
+  /** Pages (64 KiB) per arena; default 65536 (4 GiB, the most a wasm32 memory addresses). */
+  arenaPages?: number;
+}
+
+function defaultThreads(): number {
+  const env = Number(process.env.LLAMA_TS_THREADS);
+  if (Number.isInteger(env) && env > 0) return env;
+  return availableParallelism();
+}
+
+/** Arenas of one device: buffers go in the first with room, else in a new one. */
+class ArenaSet implements ArenaAllocator, WorkRegions {
+  readonly arenas: Arena[] = [];
+  /** Space kept free in every arena for its work region (node records, scratch). */
+  readonly reserve: number;
+  private readonly work = new Map<Arena, { offset: number; size: number }>();
+
+  constructor(
+    private readonly pages: number,
+    private readonly onNew: (a: Arena) => void,
+  ) {
+    const capacity = pages * PAGE;
+    this.reserve = Math.min(512 * 2 ** 20, Math.floor(capacity / 8));
+  }
+
+  get maxBufferSize(): number {
+    return this.pages * PAGE - ARENA_HEADER - this.reserve;
+  }
+
+  private newArena(): Arena {
+    const a = new Arena(this.arenas.length, this.pages);
+    this.arenas.push(a);
+    this.onNew(a);
+    if (this.arenas.length > 1) log.info(`arena ${a.index} created (${this.pages * PAGE} bytes addressable)`);
+    return a;
+  }
+
+  allocRange(size: number): ArenaRange {
+    if (size > this.maxBufferSize)
+      throw new RangeError(`cpu: ${size} bytes exceed the buffer limit ${this.maxBufferSize}`);
+    for (const a of this.arenas) {
+      if (a.largestFree() - size < this.reserve) continue;
+      const offset = a.alloc(size);
+      if (offset !== null) return { arena: a, offset };
+    }
+    const a = this.newArena();
+    const offset = a.alloc(size);
+    if (offset === null) throw new RangeError(`cpu: cannot place ${size} bytes in a new arena`);
+    return { arena: a, offset };
+  }
+
+  releaseRange(r: ArenaRange, size: number): void {
+    r.arena.release(r.offset, size);
+  }
+
+  /** The first arena (created on demand): where device-wide scratch goes. */
+  first(): Arena {
+    return this.arenas[0] ?? this.newArena();
+  }
+
+  ensure(arena: Arena, bytes: number): number {
+    const cur = this.work.get(arena);
+    if (cur && cur.size >= bytes) return cur.offset;
+    if (cur) arena.release(cur.offset, cur.size);
+    const size = Math.max(bytes, (cur?.size ?? 0) * 2, 1 << 20);
+    const offset = arena.alloc(size) ?? arena.alloc(bytes);
+    if (offset === null) throw new RangeError(`cpu: no room for ${bytes} bytes of work memory in arena ${arena.index}`);
+    this.work.set(arena, { offset, size: offset !== null && arena.largestFree() >= 0 ? size : bytes });
+    return offset;
+  }
+}
+
+/** Reference compute is synchronous per job; an event completes once recorded work finished. */
+class CpuEvent implements BackendEvent {
+  pending: Promise<void> = Promise.resolve();
+  constructor(readonly device: Device) {}
+}
+
+export class CpuDevice implements Device {
+  readonly name: string;
+  readonly description: string;
+  readonly type = 'cpu' as const;
+  private readonly buft: CpuBufferType;
+  private readonly hostBuft: CpuHostBufferType;
+  readonly arenas: ArenaSet;
+  private pool: Pool | null = null;
+  private chosen: Variant | null = null;
+  readonly defaultThreads: number;
+
+  constructor(
+    readonly reg: BackendReg,
+    private readonly o: CpuDeviceOptions = {},
+  ) {
+    this.name = o.name ?? 'CPU';
+    const model = cpus()[0]?.model?.trim() ?? 'CPU';
+    this.description = `${model} (WebAssembly SIMD kernels)`;
+    this.defaultThreads = o.threads ?? defaultThreads();
+    this.arenas = new ArenaSet(o.arenaPages ?? 65536, (a) => this.pool?.addArena(a));
+    this.buft = new CpuBufferType(this.name, this, this.arenas);
+    this.hostBuft = new CpuHostBufferType(`${this.name}_Host`, this, this.arenas);
+  }
+
+  /** The kernel build in use ('relaxed' or 'strict'), chosen on first use. */
+  get variant(): Variant {
+    if (!this.chosen) this.chosen = chooseVariant(this.o.variant);
+    return this.chosen;
+  }
+
+  /** The worker pool, started on first use with at least `threads` workers. */
+  workers(threads = this.defaultThreads): Pool {
+    if (!this.pool) {
+      this.pool = new Pool(kernelModule(this.variant), threads);
+      for (const a of this.arenas.arenas) this.pool.addArena(a);
+      log.debug(`${this.name}: ${threads} worker threads, ${this.variant} SIMD kernels`);
+    } else {
+      this.pool.resize(threads);
+    }
+    return this.pool;
+  }
+
+  memory(): DeviceMemory {
+    return { free: freemem(), total: totalmem() };
+  }
+
+  props(): DeviceProps {
+    return {
+      name: this.name,
+      description: this.description,
+      memory: this.memory(),
+      type: this.type,
+      caps: { async: true, hostBuffer: true, bufferFromHostPtr: false, events: true },
+    };
+  }
+
+  /** params: "threads=N" (default: the device's thread count). */
+  initBackend(params?: string): Backend {
+    let threads = this.defaultThreads;
+    const m = /threads=(\d+)/.exec(params ?? '');
+    if (m) threads = Math.max(1, Number(m[1]));
+    return new CpuBackend(this, threads);
+  }
+
+  bufferType(): BufferType {
+    return this.buft;
+  }
+
+  hostBufferType(): BufferType {
+    return this.hostBuft;
+  }
+
+  supportsOp(op: Tensor): boolean {
+    return cpuSupportsOp(op);
+  }
+
+  supportsBufferType(buft: BufferType): boolean {
+    return buft === this.buft || buft === this.hostBuft;
+  }
+
+  offloadOp(_op: Tensor): boolean {
+    return false;
+  }
+
+  eventNew(): BackendEvent {
+    return new CpuEvent(this);
+  }
+
+  eventFree(_event: BackendEvent): void {}
+
+  async eventSynchronize(event: BackendEvent): Promise<void> {
+    if (event instanceof CpuEvent) await event.pending;
+  }
+
+  /**
+   * Run one kernel by name with the given extra words on `nth` threads, in arena 0 (for
+   * benchmarks: k_read_bw). Returns after the job.
+   */
+  async runKernel(name: 'k_read_bw', extras: number[], nth: number): Promise<void> {
+    const pool = this.workers(nth);
+    const arena = this.arenas.first();
+    const rec = this.arenas.ensure(arena, RECORD_BYTES);
+    const i32 = new Int32Array(arena.memory.buffer, rec, RECORD_BYTES / 4);
+    i32.fill(0);
+    extras.forEach((v, i) => {
+      i32[112 + i] = v;
+    });
+    const steps = new Int32Array(STEP_WORDS);
+    steps[0] = arena.index;
+    steps[1] = kernelId(name);
+    steps[2] = rec;
+    await pool.run(steps, 1, nth);
+  }
+
+  /** Stop the worker threads (the device starts new ones when used again). */
+  async close(): Promise<void> {
+    const p = this.pool;
+    this.pool = null;
+    await p?.close();
+  }
+}
+
+export class CpuBackend implements Backend {
+  readonly name: string;
+  private last: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly device: CpuDevice,
+    public threads: number,
+  ) {
+    this.name = device.name;
+  }
+
+  async graphCompute(graph: Graph): Promise<void> {
+    for (const node of graph.nodes) {
+      if (!this.device.supportsOp(node)) throw new Error(`${this.name}: unsupported op ${node.op} for ${node}`);
+    }
+    const pool = this.device.workers(this.threads);
+    const nth = Math.min(this.threads, pool.size);
+    const job = encodeGraph(graph.nodes, nth, this.device.arenas);
+    if (job.nsteps === 0) return;
+    const run = pool.run(job.steps, job.nsteps, nth);
+    this.last = run.catch(() => {});
+    await run;
+    log.debug(`${this.name}: ${graph.nodes.length} nodes, ${job.nsteps} steps on ${nth} threads`);
+  }
+
+  async setTensorAsync(t: Tensor, data: Uint8Array, offset = 0): Promise<void> {
+    t.buffer?.setTensor(t, data, offset);
+  }
+
+  async getTensorAsync(t: Tensor, dst: Uint8Array, offset = 0): Promise<void> {
+    await t.buffer?.getTensor(t, dst, offset);
+  }
+
+  async synchronize(): Promise<void> {
+    await this.last;
+  }
+
+  eventRecord(event: BackendEvent): void {
+    if (event instanceof CpuEvent) event.pending = this.last;
+  }
+
+  async eventWait(event: BackendEvent): Promise<void> {
+    if (event instanceof CpuEvent) await event.pending;
+  }
+
+  free(): void {}
+}
+
+/** The CPU backend family. */
+export class CpuReg implements BackendReg {
+  private readonly devs: CpuDevice[] = [];
+
+  constructor(readonly name = 'CPU') {}
+
+  addDevice(o: CpuDeviceOptions = {}): CpuDevice {
+    const d = new CpuDevice(this, o);
+    this.devs.push(d);
+    return d;
+  }
+
+  devices(): readonly Device[] {
+    return this.devs;
+  }
+
+  feature(name: string): unknown {
+    return name === 'supportsOp' ? cpuSupportsOp : undefined;
+  }
+}
+
+export { C, K_COPY };

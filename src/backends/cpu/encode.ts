@@ -1,0 +1,293 @@
+// Turning a graph into a job: one node record per computed node (descriptors of the node
+// and its sources, parameters, scratch addresses) written into the work region of the
+// arena it runs in, and the steps (kernel calls, with barriers between them) the
+// workers execute. A node whose tensors live in several arenas runs in one of them (the
+// weights' for MUL_MAT and GET_ROWS, else the result's); the others are copied into
+// that arena's work region first (and the result copied back).
+
+import { RopeMode } from '../../ggml/ops.js';
+import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
+import { GGMLType, traitsOf } from '../../ggml/types.js';
+import type { Arena } from './arena.js';
+import { isArenaBacked } from './buffer.js';
+import type { Rep4Layout } from './layout.js';
+import { K_COPY, type KernelName, kernelId, STEP_WORDS } from './protocol.js';
+
+/** Bytes of one node record. */
+export const RECORD_BYTES = 512;
+
+interface Loc {
+  arena: Arena;
+  /** Plain: arena address of element [0,0,0,0]. Rep4: the root's first byte. */
+  addr: number;
+  layout?: Rep4Layout;
+  /** Rep4: byte offset of the view inside its root. */
+  voff: number;
+  /** Bytes to copy when staging (from `copyFrom`). */
+  span: number;
+  copyFrom: number;
+}
+
+function locate(t: Tensor): Loc {
+  const b = t.buffer;
+  if (!isArenaBacked(b)) throw new Error(`cpu: tensor ${t} is not in a CPU buffer`);
+  const root = t.viewSrc ?? t;
+  const layout = b.layoutOf(root);
+  if (layout) {
+    const addr = b.base + root.offset;
+    return { arena: b.arena, addr, layout, voff: t.offset - root.offset, span: layout.nbytes, copyFrom: addr };
+  }
+  const addr = b.base + t.offset;
+  return { arena: b.arena, addr, voff: 0, span: t.nbytes, copyFrom: addr };
+}
+
+const FMT_F32 = 0;
+const FMT_Q32 = 1;
+const FMT_Q256 = 2;
+const FMT_DIRECT = 3;
+
+/** YaRN's correction range [start, end] of rotated pairs (as ggml_rope_yarn_corr_dims). */
+function yarnCorrDims(nDims: number, nCtxOrig: number, base: number, betaFast: number, betaSlow: number): number[] {
+  const corr = (nRot: number) => (nDims * Math.log(nCtxOrig / (nRot * 2 * Math.PI))) / (2 * Math.log(base));
+  return [Math.max(0, Math.floor(corr(betaFast))), Math.min(nDims - 1, Math.ceil(corr(betaSlow)))];
+}
+
+function align(n: number, a = 64): number {
+  return Math.ceil(n / a) * a;
+}
+
+interface Plan {
+  node: Tensor;
+  home: Arena;
+  kernels: KernelName[];
+  /** Descriptor slots: the node, then its sources (null: absent). */
+  slots: (Tensor | null)[];
+  locs: (Loc | null)[];
+  params: number[];
+  /** Shared scratch bytes (matmul activations) and per-thread bytes. */
+  shared: number;
+  perThread: number;
+  /** Tensors (slot indices) copied into the home arena. */
+  staged: number[];
+  mm?: { fmt: number; stride: number; nc: number; whole: boolean };
+}
+
+const KERNEL_OF: Partial<Record<Op, KernelName>> = {
+  [Op.ADD]: 'k_add',
+  [Op.MUL]: 'k_mul',
+  [Op.SCALE]: 'k_scale',
+  [Op.SILU]: 'k_silu',
+  [Op.GELU]: 'k_gelu',
+  [Op.RMS_NORM]: 'k_rms_norm',
+  [Op.NORM]: 'k_norm',
+  [Op.SOFT_MAX]: 'k_soft_max',
+  [Op.ROPE]: 'k_rope',
+  [Op.CPY]: 'k_cpy',
+  [Op.CONT]: 'k_cpy',
+  [Op.GET_ROWS]: 'k_get_rows',
+  [Op.SET_ROWS]: 'k_set_rows',
+  [Op.FLASH_ATTN_EXT]: 'k_flash_attn',
+};
+
+function plan(n: Tensor): Plan {
+  const slots: (Tensor | null)[] = [n, n.src[0] ?? null, n.src[1] ?? null, n.src[2] ?? null, n.src[3] ?? null];
+  const locs = slots.map((t) => (t ? locate(t) : null));
+  // the arena the node runs in
+  let home = locs[0]!.arena;
+  if ((n.op === Op.MUL_MAT || n.op === Op.GET_ROWS) && locs[1]) home = locs[1].arena;
+  const staged: number[] = [];
+  locs.forEach((l, i) => {
+    if (l && l.arena !== home) staged.push(i);
+  });
+  const p: Plan = { node: n, home, kernels: [], slots, locs, params: [], shared: 0, perThread: 0, staged };
+  const ne0 = (t: Tensor) => t.ne[0];
+  switch (n.op) {
+    case Op.MUL_MAT: {
+      const [a, b] = n.src;
+      const K = a.ne[0];
+      const N = b.ne[1];
+      const rows = N * b.ne[2] * b.ne[3];
+      const floatA = a.type === GGMLType.F32 || a.type === GGMLType.F16 || a.type === GGMLType.BF16;
+      let fmt = FMT_F32;
+      if (a.type === GGMLType.Q4_0 || a.type === GGMLType.Q8_0) fmt = FMT_Q32;
+      else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K) fmt = FMT_Q256;
+      else if (b.type === GGMLType.F32 && b.nb[0] === 4 && (floatA || traitsOf(a.type).quantized)) fmt = FMT_DIRECT;
+      const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4, 16) : align(2 * K + K / 8 + K / 4, 16);
+      const nc = Math.max(1, Math.min(N, Math.floor(262144 / stride)));
+      const root = a.viewSrc ?? a;
+      const whole =
+        locs[1]!.layout !== undefined &&
+        locs[1]!.voff === 0 &&
+        a.ne.every((x, i) => x === root.ne[i]) &&
+        a.nb.every((x, i) => x === root.nb[i]);
+      p.mm = { fmt, stride, nc, whole };
+      if (fmt !== FMT_DIRECT) {
+        p.kernels.push('k_mm_prep');
+        p.shared = align(rows * stride);
+      }
+      p.kernels.push('k_mm');
+      p.perThread = align(K * 4 + 64);
+      break;
+    }
+    case Op.SCALE:
+      p.params = [n.params.scale, n.params.bias ?? 0];
+      break;
+    case Op.RMS_NORM:
+    case Op.NORM:
+      p.params = [n.params.eps];
+      break;
+    case Op.SOFT_MAX:
+      p.params = [n.params.scale];
+      p.perThread = align(ne0(n) * 4 + 64);
+      break;
+    case Op.ROPE: {
+      const q = n.params;
+      const corr = yarnCorrDims(q.nDims, q.nCtxOrig, q.freqBase, q.betaFast, q.betaSlow);
+      const mscale = q.extFactor !== 0 ? q.attnFactor * (1 + 0.1 * Math.log(1 / q.freqScale)) : q.attnFactor;
+      p.params = [
+        q.nDims,
+        q.mode & RopeMode.NEOX,
+        Math.log(q.freqBase),
+        q.freqScale,
+        q.extFactor,
+        mscale,
+        corr[0],
+        corr[1],
+      ];
+      p.perThread = align((q.nDims / 2) * 16 + 64);
+      break;
+    }
+    case Op.GET_ROWS:
+    case Op.CPY:
+    case Op.CONT:
+      p.perThread = align(ne0(n.src[0]) * 4 + 64);
+      break;
+    case Op.SET_ROWS:
+      p.perThread = align(ne0(n) * 4 + 64);
+      break;
+    case Op.FLASH_ATTN_EXT: {
+      const [q, , v] = n.src;
+      p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
+      p.perThread = align(2 * (align(q.ne[0] * 4, 16) + align(v.ne[0] * 4, 16)) + 64);
+      break;
+    }
+    default:
+      break;
+  }
+  if (n.op !== Op.MUL_MAT) {
+    const k = KERNEL_OF[n.op];
+    if (!k) throw new Error(`cpu: no kernel for ${n.op}`);
+    p.kernels.push(k);
+  }
+  return p;
+}
+
+/** Bytes of node-scratch a plan needs in its home arena (staged copies, shared, per thread). */
+function scratchBytes(p: Plan, nth: number): number {
+  let s = 0;
+  for (const i of p.staged) s += align(p.locs[i]!.span);
+  return s + p.shared + p.perThread * nth;
+}
+
+/** Where each arena's work region is (records, then node scratch). */
+export interface WorkRegions {
+  /** A region of at least `bytes` in `arena` (may move the previous one). */
+  ensure(arena: Arena, bytes: number): number;
+}
+
+export interface EncodedJob {
+  steps: Int32Array;
+  nsteps: number;
+}
+
+/** Encode the computed nodes of `nodes` for `nth` threads. */
+export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkRegions): EncodedJob {
+  const plans = nodes.filter((n) => n.op !== Op.NONE && !isViewOp(n.op)).map(plan);
+  // per arena: record count and the largest node scratch
+  const need = new Map<Arena, { records: number; scratch: number }>();
+  for (const p of plans) {
+    const e = need.get(p.home) ?? { records: 0, scratch: 0 };
+    e.records++;
+    e.scratch = Math.max(e.scratch, scratchBytes(p, nth));
+    need.set(p.home, e);
+  }
+  const bases = new Map<Arena, { rec: number; scratch: number; next: number }>();
+  for (const [arena, e] of need) {
+    const base = work.ensure(arena, e.records * RECORD_BYTES + e.scratch + 64);
+    bases.set(arena, { rec: base, scratch: align(base + e.records * RECORD_BYTES), next: 0 });
+  }
+  let nsteps = 0;
+  for (const p of plans) nsteps += p.kernels.length + p.staged.length + (p.staged.includes(0) ? 1 : 0);
+  const steps = new Int32Array(Math.max(1, nsteps) * STEP_WORDS);
+  let si = 0;
+  const step = (arena: number, kernel: number, ptr: number, ...rest: number[]) => {
+    const o = si++ * STEP_WORDS;
+    steps[o] = arena;
+    steps[o + 1] = kernel;
+    steps[o + 2] = ptr;
+    for (let i = 0; i < rest.length; i++) steps[o + 3 + i] = rest[i];
+  };
+  for (const p of plans) {
+    const b = bases.get(p.home)!;
+    const rec = b.rec + b.next++ * RECORD_BYTES;
+    const mem = p.home.memory.buffer;
+    let scr = b.scratch;
+    // staged copies come first in the node scratch
+    const addrs = p.locs.map((l) => (l ? l.addr : 0));
+    for (const i of p.staged) {
+      const l = p.locs[i]!;
+      step(p.home.index, K_COPY, scr, l.arena.index, l.copyFrom, l.span);
+      addrs[i] = scr + (l.addr - l.copyFrom);
+      scr += align(l.span);
+    }
+    const shared = scr;
+    scr += p.shared;
+    const perThread = scr;
+    const i32 = new Int32Array(mem, rec, RECORD_BYTES / 4);
+    const f64 = new Float64Array(mem, rec + 320, 16);
+    i32.fill(0);
+    p.slots.forEach((t, s) => {
+      const w = s * 16;
+      if (!t) {
+        i32[w + 1] = -1;
+        return;
+      }
+      const l = p.locs[s]!;
+      i32[w] = addrs[s];
+      i32[w + 1] = t.type;
+      for (let d = 0; d < 4; d++) {
+        i32[w + 2 + d] = t.ne[d];
+        i32[w + 6 + d] = t.nb[d];
+      }
+      if (l.layout) {
+        i32[w + 10] = 1;
+        i32[w + 11] = l.voff;
+        i32[w + 12] = l.layout.ne1;
+        i32[w + 13] = l.layout.rowBytes;
+        i32[w + 14] = l.layout.grouped;
+      }
+    });
+    p.params.forEach((v, i) => {
+      f64[i] = v;
+    });
+    const ex = 112;
+    if (p.mm) {
+      i32[ex] = shared;
+      i32[ex + 1] = p.mm.stride;
+      i32[ex + 2] = p.mm.fmt;
+      i32[ex + 3] = perThread;
+      i32[ex + 4] = p.perThread;
+      i32[ex + 5] = p.mm.nc;
+      i32[ex + 6] = p.mm.whole ? 1 : 0;
+    } else {
+      i32[ex] = perThread;
+      i32[ex + 1] = p.perThread;
+    }
+    for (const k of p.kernels) step(p.home.index, kernelId(k), rec);
+    if (p.staged.includes(0)) {
+      const l = p.locs[0]!;
+      step(l.arena.index, K_COPY, l.copyFrom, p.home.index, addrs[0] - (l.addr - l.copyFrom), l.span);
+    }
+  }
+  return { steps, nsteps: si };
+}

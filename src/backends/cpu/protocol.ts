@@ -1,0 +1,74 @@
+// The shared control block between the main thread and the workers (one Int32Array over
+// a SharedArrayBuffer), and the step records of a job.
+//
+// A job is a list of steps; every participating worker runs its share of each step
+// (kernels split their work by thread index) and meets the others at a barrier before
+// the next. The main thread writes the steps, bumps GEN and awaits FINISHED with
+// Atomics.waitAsync: it never computes and its event loop stays free.
+
+export const C = {
+  /** Job generation: bumped by the main thread to start a job. */
+  GEN: 0,
+  NSTEPS: 1,
+  /** Workers taking part (indices 0 .. NTH-1). */
+  NTH: 2,
+  BAR_COUNT: 3,
+  BAR_GEN: 4,
+  DONE: 5,
+  /** Set to the job's GEN by the last worker to finish. */
+  FINISHED: 6,
+  /** Non-zero once a step failed; the message is at ERR_MSG. */
+  ERROR: 7,
+  /** Workers exit when they see this set. */
+  QUIT: 8,
+  ERR_LEN: 9,
+  ERR_MSG: 16,
+  ERR_CAP: 240,
+  STEPS: 256,
+} as const;
+
+/** Int32 words per step: arena, kernel, node address, then kernel-specific words. */
+export const STEP_WORDS = 8;
+export const STEP_CAP = 16384;
+export const CONTROL_WORDS = C.STEPS + STEP_CAP * STEP_WORDS;
+
+/** Pseudo-kernels run in JavaScript by the workers. */
+export const K_COPY = -1;
+/** Each worker takes one arena memory from its message port and instantiates the kernels on it. */
+export const K_ARENA = -2;
+
+/** Kernel exports of the wasm module, by id (a step's kernel word). */
+import type { WasmModule } from './wasm-api.js';
+
+export const KERNELS = [
+  'k_add',
+  'k_mul',
+  'k_scale',
+  'k_silu',
+  'k_gelu',
+  'k_rms_norm',
+  'k_norm',
+  'k_soft_max',
+  'k_rope',
+  'k_cpy',
+  'k_get_rows',
+  'k_set_rows',
+  'k_flash_attn',
+  'k_mm_prep',
+  'k_mm',
+  'k_read_bw',
+] as const;
+
+export type KernelName = (typeof KERNELS)[number];
+
+export function kernelId(name: KernelName): number {
+  return KERNELS.indexOf(name);
+}
+
+export interface WorkerInit {
+  control: SharedArrayBuffer;
+  module: WasmModule;
+  index: number;
+  /** GEN when the worker was created (it waits for the next one). */
+  gen: number;
+}

@@ -1,0 +1,107 @@
+// A CPU device worker: waits for jobs on the control block, runs its share of every step
+// (a wasm kernel on one of the arenas, or a JavaScript copy between arenas), meets the
+// other workers at a barrier after each step, and reports the job done.
+
+import { receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { C, K_ARENA, K_COPY, KERNELS, STEP_WORDS, type WorkerInit } from './protocol.js';
+import { Wasm, type WasmMemory } from './wasm-api.js';
+
+type Kernel = (node: number, ith: number, nth: number) => void;
+
+const init = workerData as WorkerInit & { port: import('node:worker_threads').MessagePort };
+const ctrl = new Int32Array(init.control);
+const me = init.index;
+
+interface ArenaInstance {
+  memory: WasmMemory;
+  kernels: Kernel[];
+}
+const arenas: ArenaInstance[] = [];
+
+function instantiate(memory: WasmMemory): ArenaInstance {
+  const inst = new Wasm.Instance(init.module, { env: { memory } });
+  const kernels = KERNELS.map((name) => inst.exports[name] as Kernel);
+  return { memory, kernels };
+}
+
+const SPIN = 20000;
+
+function barrier(nth: number): void {
+  if (nth === 1) return;
+  const g = Atomics.load(ctrl, C.BAR_GEN);
+  if (Atomics.add(ctrl, C.BAR_COUNT, 1) === nth - 1) {
+    Atomics.store(ctrl, C.BAR_COUNT, 0);
+    Atomics.add(ctrl, C.BAR_GEN, 1);
+    Atomics.notify(ctrl, C.BAR_GEN);
+    return;
+  }
+  for (let i = 0; i < SPIN; i++) if (Atomics.load(ctrl, C.BAR_GEN) !== g) return;
+  while (Atomics.load(ctrl, C.BAR_GEN) === g) Atomics.wait(ctrl, C.BAR_GEN, g);
+}
+
+function fail(e: unknown): void {
+  if (Atomics.compareExchange(ctrl, C.ERROR, 0, 1) !== 0) return;
+  const msg = `worker ${me}: ${(e as Error)?.stack ?? String(e)}`.slice(0, C.ERR_CAP);
+  for (let i = 0; i < msg.length; i++) ctrl[C.ERR_MSG + i] = msg.charCodeAt(i);
+  Atomics.store(ctrl, C.ERR_LEN, msg.length);
+}
+
+function copyShare(s: number, nth: number): void {
+  const dst = new Uint8Array(arenas[ctrl[s]].memory.buffer);
+  const src = new Uint8Array(arenas[ctrl[s + 3]].memory.buffer);
+  const to = ctrl[s + 2] >>> 0;
+  const from = ctrl[s + 4] >>> 0;
+  const len = ctrl[s + 5] >>> 0;
+  const a = Math.floor((len * me) / nth);
+  const b = Math.floor((len * (me + 1)) / nth);
+  if (b > a) dst.set(src.subarray(from + a, from + b), to + a);
+}
+
+function runJob(): void {
+  const nth = ctrl[C.NTH];
+  const nsteps = ctrl[C.NSTEPS];
+  for (let i = 0; i < nsteps; i++) {
+    const s = C.STEPS + i * STEP_WORDS;
+    const kernel = ctrl[s + 1];
+    if (kernel === K_ARENA) {
+      // every worker takes part; each only touches its own instances: no barrier needed
+      for (;;) {
+        const m = receiveMessageOnPort(init.port);
+        if (!m) break;
+        const { index, memory } = m.message as { index: number; memory: WasmMemory };
+        try {
+          arenas[index] = instantiate(memory);
+        } catch (e) {
+          fail(e);
+        }
+      }
+      continue;
+    }
+    if (Atomics.load(ctrl, C.ERROR) === 0) {
+      try {
+        if (kernel === K_COPY) copyShare(s, nth);
+        else arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], me, nth);
+      } catch (e) {
+        fail(e);
+      }
+    }
+    barrier(nth);
+  }
+}
+
+let last = init.gen;
+for (;;) {
+  Atomics.wait(ctrl, C.GEN, last);
+  const gen = Atomics.load(ctrl, C.GEN);
+  if (gen === last) continue;
+  last = gen;
+  if (Atomics.load(ctrl, C.QUIT) !== 0) break;
+  const nth = ctrl[C.NTH];
+  if (me >= nth) continue;
+  runJob();
+  if (Atomics.add(ctrl, C.DONE, 1) === nth - 1) {
+    Atomics.store(ctrl, C.FINISHED, gen);
+    Atomics.notify(ctrl, C.FINISHED);
+  }
+}
+init.port.close();
