@@ -4,7 +4,7 @@
 
 import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
 import type { Graph } from '../../ggml/graph.js';
-import type { Tensor } from '../../ggml/tensor.js';
+import { isViewOp, type Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
 import { ARENA_HEADER, Arena, PAGE } from './arena.js';
@@ -111,6 +111,8 @@ export class CpuDevice implements Device {
   private pool: Pool | null = null;
   private chosen: Variant | null = null;
   readonly defaultThreads: number;
+  /** Nodes computed so far, by op (tests check that work really ran here). */
+  readonly opCounts = new Map<string, number>();
 
   constructor(
     readonly reg: BackendReg,
@@ -237,6 +239,10 @@ export class CpuBackend implements Backend {
   async graphCompute(graph: Graph): Promise<void> {
     for (const node of graph.nodes) {
       if (!this.device.supportsOp(node)) throw new Error(`${this.name}: unsupported op ${node.op} for ${node}`);
+    }
+    for (const node of graph.nodes) {
+      if (node.op !== 'NONE' && !isViewOp(node.op))
+        this.device.opCounts.set(node.op, (this.device.opCounts.get(node.op) ?? 0) + 1);
     }
     const pool = this.device.workers(this.threads);
     const nth = Math.min(this.threads, pool.size);

@@ -40,7 +40,12 @@ export class Pool {
         gen: Atomics.load(this.control, C.GEN),
         port: port2,
       };
-      const w = new Worker(new URL('./worker.js', import.meta.url), { workerData: init, transferList: [port2] });
+      const w = new Worker(new URL('./worker.js', import.meta.url), {
+        workerData: init,
+        transferList: [port2],
+        // flags for the main script only (node --input-type=module -e ...) would fail a worker
+        execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
+      });
       w.unref();
       port1.unref();
       this.workers.push(w);

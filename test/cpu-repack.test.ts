@@ -1,0 +1,118 @@
+// The CPU device's buffers: Q4_0/Q8_0 tensors are stored 4-row interleaved and every
+// sub-range write and read must still see ggml's bytes (randomized offsets and sizes,
+// memsets, views); the plain host buffer type keeps ggml's layout.
+
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { tensorGet, tensorMemset, tensorSet } from '../src/backends/api.js';
+import type { CpuBuffer } from '../src/backends/cpu/buffer.js';
+import { cpuDevice } from '../src/backends/cpu/index.js';
+import { Rep4Layout } from '../src/backends/cpu/layout.js';
+import { referenceDevice } from '../src/backends/reference/index.js';
+import { allocTensors } from '../src/ggml/alloc.js';
+import { newTensor, view } from '../src/ggml/tensor.js';
+import { GGMLType } from '../src/ggml/types.js';
+
+after(() => cpuDevice.close());
+
+function rng(seed: number): (n: number) => number {
+  let s = seed >>> 0 || 1;
+  return (n) => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s % n;
+  };
+}
+
+const bytes = (r: (n: number) => number, n: number) => new Uint8Array(n).map(() => r(256));
+
+const SHAPES: [number, number[]][] = [
+  [GGMLType.Q4_0, [64, 7]],
+  [GGMLType.Q8_0, [96, 9]],
+  [GGMLType.Q4_0, [32, 4, 3]],
+  [GGMLType.Q8_0, [64, 6, 2, 2]],
+  [GGMLType.Q4_0, [256, 13]],
+  [GGMLType.Q8_0, [32, 3]],
+  [GGMLType.F16, [10, 3]],
+];
+
+test('cpu buffer: Q4_0/Q8_0 are stored interleaved, not in ggml layout', () => {
+  const t = newTensor(GGMLType.Q4_0, [64, 8]);
+  const [buf] = allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[];
+  assert.equal(cpuDevice.bufferType().isHost, false);
+  assert.ok(buf.layoutOf(t) instanceof Rep4Layout);
+  const data = bytes(rng(7), t.nbytes);
+  tensorSet(t, data);
+  const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
+  assert.notDeepEqual(Uint8Array.from(raw), data);
+  // row 1's first scale sits right after row 0's in the first block column
+  assert.equal(raw[2], data[36]);
+  assert.equal(raw[3], data[37]);
+  buf.free();
+});
+
+for (const seed of [1, 2, 3]) {
+  test(`cpu buffer: random sub-range writes, memsets and reads round-trip (seed ${seed})`, async () => {
+    const r = rng(seed);
+    for (const [type, ne] of SHAPES) {
+      const t = newTensor(type, ne, 't');
+      const model = newTensor(type, ne, 'm');
+      const bufs = allocTensors([newTensor(GGMLType.F32, [3], 'pad'), t], cpuDevice.bufferType());
+      const hbufs = allocTensors([model], referenceDevice.bufferType());
+      const full = bytes(r, t.nbytes);
+      tensorSet(t, full);
+      tensorSet(model, full);
+      for (let step = 0; step < 80; step++) {
+        const offset = r(t.nbytes);
+        const size = 1 + r(t.nbytes - offset);
+        if (step % 5 === 4) {
+          const v = r(256);
+          tensorMemset(t, v, offset, size);
+          tensorMemset(model, v, offset, size);
+        } else {
+          const data = bytes(r, size);
+          tensorSet(t, data, offset);
+          tensorSet(model, data, offset);
+        }
+        const o2 = r(t.nbytes);
+        const s2 = 1 + r(t.nbytes - o2);
+        assert.deepEqual(
+          await tensorGet(t, o2, s2),
+          await tensorGet(model, o2, s2),
+          `${type} [${ne}] read ${o2}+${s2}`,
+        );
+      }
+      assert.deepEqual(await tensorGet(t), await tensorGet(model));
+      // a view of some rows reads and writes through the same mapping
+      const rb = t.nb[1];
+      const v = view(t, [ne[0], 2], [rb], rb);
+      const vm = view(model, [ne[0], 2], [rb], rb);
+      const data = bytes(r, v.nbytes);
+      tensorSet(v, data, 0);
+      tensorSet(vm, data, 0);
+      assert.deepEqual(await tensorGet(v), await tensorGet(vm));
+      assert.deepEqual(await tensorGet(t), await tensorGet(model));
+      for (const b of [...bufs, ...hbufs]) b.free();
+    }
+  });
+}
+
+test('cpu host buffer type keeps ggml layout and exposes its bytes', async () => {
+  const host = cpuDevice.hostBufferType();
+  assert.equal(host.isHost, true);
+  const t = newTensor(GGMLType.Q4_0, [64, 8]);
+  const [buf] = allocTensors([t], host);
+  const data = bytes(rng(5), t.nbytes);
+  tensorSet(t, data);
+  assert.deepEqual(Uint8Array.from(buf.hostBytes()!.subarray(t.offset, t.offset + t.nbytes)), data);
+  assert.deepEqual(await tensorGet(t), data);
+  buf.free();
+});
+
+test('cpu buffer types report a 4 GiB-bounded maxSize', () => {
+  const m = cpuDevice.bufferType().maxSize;
+  assert.ok(m > 3 * 2 ** 30 && m < 2 ** 32, `${m}`);
+});
