@@ -40,6 +40,19 @@ export interface ContextParams {
   embeddings?: boolean;
   /** Pooling of embeddings per sequence. Default: the model's (`{arch}.pooling_type`). */
   pooling?: PoolingType;
+  /**
+   * Keep every named intermediate of the last decode (`attn_norm-0`, `Qcur-0`, ...) for
+   * `intermediates`: a debugging aid for comparing with llama.cpp's dumps. Slower.
+   */
+  keepIntermediates?: boolean;
+}
+
+/** A named intermediate tensor of the last decode (keepIntermediates). */
+export interface Intermediate {
+  name: string;
+  op: string;
+  ne: number[];
+  values: Float32Array;
 }
 
 /** Tokens to evaluate, with optional positions, sequence ids and output flags. */
@@ -68,6 +81,9 @@ export class Context {
   private readonly outputs = new Map<number, Float32Array>();
   private readonly pooled = new Map<number, Float32Array>();
   private nLastBatch = 0;
+  private readonly keep: boolean;
+  /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
+  readonly intermediates: Intermediate[] = [];
 
   constructor(
     readonly model: Model,
@@ -85,6 +101,7 @@ export class Context {
     }
     this.embeddings = params.embeddings ?? !model.arch.usesKVCache;
     this.pooling = params.pooling ?? model.hp.pooling;
+    this.keep = params.keepIntermediates ?? false;
     if (!this.embeddings && !model.arch.usesKVCache) {
       throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
     }
@@ -159,6 +176,7 @@ export class Context {
 
     this.outputs.clear();
     this.pooled.clear();
+    this.intermediates.length = 0;
     this.nLastBatch = n;
     for (let s = 0; s < n; s += this.nUbatch) {
       const e = Math.min(n, s + this.nUbatch);
@@ -211,11 +229,20 @@ export class Context {
     const out = this.model.arch.build(b);
     const result = this.embeddings ? out.embd : out.logits;
     if (!result) throw new ContextError(`${hp.arch} has no logits output`);
+    if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
     const graph = buildGraph(result);
     this.sched.allocGraph(graph);
     this.setInputs(b.inputs, tokens, pos, seq, cells, outIdx.length > 0 ? outIdx : [m - 1]);
     await this.sched.graphCompute(graph);
 
+    if (this.keep) {
+      const order = new Map(graph.nodes.map((t, i) => [t, i]));
+      const named = b.named.filter((t) => order.has(t) && t.type === GGMLType.F32);
+      named.sort((x, y) => order.get(x)! - order.get(y)!);
+      for (const t of named) {
+        this.intermediates.push({ name: t.name, op: t.op, ne: [...t.ne], values: await tensorGetF32(t) });
+      }
+    }
     const data = await tensorGetF32(result);
     const width = result.ne[0];
     const rows = result.ne[1];

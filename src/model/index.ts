@@ -1,7 +1,7 @@
 // The model layer: architectures (one file each), loading, contexts with a KV cache.
 export type { Architecture } from './arch/arch.js';
 export { architecture, supportedArchitectures } from './arch/registry.js';
-export { type Batch, Context, type ContextParams, l2Normalize } from './context.js';
+export { type Batch, Context, type ContextParams, type Intermediate, l2Normalize } from './context.js';
 export { ContextError, ModelError } from './errors.js';
 export { GraphBuilder, type GraphInputs, type GraphOutputs, type UbatchShape } from './graph.js';
 export { type HParams, type PoolingType, readHParams } from './hparams.js';

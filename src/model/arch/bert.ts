@@ -51,7 +51,8 @@ export const bert: Architecture = {
     const types = w.opt('token_types.weight');
     if (types) x = ops.add(x, view(types, [hp.nEmbd], [], 0));
     x = b.cb(ops.add(x, ops.getRows(w.get('position_embd.weight'), b.inpPos)), 'inp_embd');
-    x = b.layerNorm(x, w.get('token_embd_norm.weight'), w.get('token_embd_norm.bias'), 'inp_norm');
+    // llama.cpp names this norm as part of layer 0 (inp_norm-0)
+    x = b.layerNorm(x, w.get('token_embd_norm.weight'), w.get('token_embd_norm.bias'), 'inp_norm', 0);
 
     for (let il = 0; il < hp.nLayer; il++) {
       const L = (name: string) => w.layer(il, name);
