@@ -1,0 +1,143 @@
+// getFormattedChat as llama.node defines it: media parts → markers, then either the Jinja
+// template ('jinja', with tools) or the built-in format ('llama-chat'). A model without a
+// template is never Jinja-capable: it gets chatml through the built-in path, whatever
+// `jinja` says (llama.node's snapshot for its template-less test model shows exactly that).
+import type { GGUFFile } from '../../gguf/index.js';
+import { logger } from '../../log.js';
+import type { Vocab } from '../../vocab/index.js';
+import { extractMedia } from './messages.js';
+import { ChatTemplate, specialTokenTexts } from './template.js';
+import { type ParsedToolCalls, type ParseToolCallsOptions, parseToolCalls, type ToolCallFormat } from './tool-calls.js';
+import type { ChatMessage, Tool } from './types.js';
+
+const log = logger('chat');
+
+/** A model's templates: the default one, and `tool_use` when the file has it (used with tools). */
+export interface ChatTemplates {
+  default: ChatTemplate;
+  toolUse?: ChatTemplate;
+}
+
+/**
+ * The templates of a GGUF file. `override` (llama.node's `chat_template` option: Jinja text
+ * or a built-in name) replaces the file's.
+ */
+export function loadChatTemplates(file: GGUFFile, opts: { vocab?: Vocab; override?: string } = {}): ChatTemplates {
+  if (opts.override !== undefined && opts.override !== '') {
+    return {
+      default: new ChatTemplate(opts.override, { ...specialTokenTexts(file, opts.vocab), label: 'chat template' }),
+    };
+  }
+  const out: ChatTemplates = { default: ChatTemplate.fromGGUF(file, opts.vocab ? { vocab: opts.vocab } : {}) };
+  if (file.has('tokenizer.chat_template.tool_use')) {
+    out.toolUse = ChatTemplate.fromGGUF(file, { ...(opts.vocab ? { vocab: opts.vocab } : {}), name: 'tool_use' });
+  }
+  return out;
+}
+
+/** llama.node's isJinjaSupported: the model has a Jinja template. */
+export function isJinjaSupported(templates: ChatTemplates): boolean {
+  return templates.default.hasJinja || templates.toolUse?.hasJinja === true;
+}
+
+/**
+ * `chat_format` numbers in formatted-chat results: 0 is plain content (no tool-call parsing);
+ * the others name how tool calls are parsed from the reply.
+ */
+export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes'] as const;
+export type ChatFormatName = (typeof CHAT_FORMATS)[number];
+
+export function chatFormatOf(format: ToolCallFormat): number {
+  return CHAT_FORMATS.indexOf(format);
+}
+
+export interface GetFormattedChatParams {
+  jinja?: boolean;
+  response_format?: unknown;
+  tools?: Tool[];
+  parallel_tool_calls?: boolean;
+  tool_choice?: string;
+  enable_thinking?: boolean;
+  add_generation_prompt?: boolean;
+  now?: string | number;
+  chat_template_kwargs?: Record<string, unknown>;
+}
+
+export interface FormattedChatResult {
+  type: 'jinja' | 'llama-chat';
+  prompt: string;
+  has_media: boolean;
+  media_paths?: string[];
+  // jinja results only:
+  chat_format?: number;
+  grammar?: string;
+  grammar_lazy?: boolean;
+  grammar_triggers?: Array<{ type: number; value: string; token: number }>;
+  thinking_forced_open?: boolean;
+  preserved_tokens?: string[];
+  additional_stops?: string[];
+}
+
+/**
+ * Formats a conversation the way llama.node's `LlamaContext.getFormattedChat(messages,
+ * template?, params?)` does. Messages take `content` (or its alias `text`).
+ */
+export function getFormattedChat(
+  templates: ChatTemplates,
+  messages: readonly ChatMessage[],
+  template?: string,
+  params: GetFormattedChatParams = {},
+): FormattedChatResult {
+  const { messages: chat, has_media, media_paths } = extractMedia(messages);
+  const useJinja = isJinjaSupported(templates) && (params.jinja ?? true);
+  const tools = params.tools && params.tools.length > 0 ? params.tools : undefined;
+  const base = templates.default;
+  let tmpl: ChatTemplate;
+  if (template) tmpl = new ChatTemplate(template, { bosToken: base.bosToken, eosToken: base.eosToken });
+  else if (tools && templates.toolUse?.hasJinja) tmpl = templates.toolUse;
+  else tmpl = base;
+  const addGenerationPrompt = params.add_generation_prompt ?? true;
+
+  if (!useJinja) {
+    if (tmpl.hasJinja && !tmpl.builtinDetected) {
+      // llama.cpp refuses a template it cannot recognize without Jinja; rendering it is better
+      log.warn(`${tmpl.label} matches no built-in format; rendering it with Jinja`);
+    } else {
+      return { type: 'llama-chat', prompt: tmpl.renderBuiltin(chat, addGenerationPrompt), has_media, media_paths };
+    }
+  }
+
+  const context: Record<string, unknown> = { enable_thinking: params.enable_thinking ?? true };
+  if (params.chat_template_kwargs) Object.assign(context, params.chat_template_kwargs);
+  const res = tmpl.apply(chat, {
+    addGenerationPrompt,
+    ...(tools ? { tools } : {}),
+    ...(params.now !== undefined ? { now: params.now } : {}),
+    context,
+  });
+  if (res.format !== 'jinja') return { type: 'llama-chat', prompt: res.prompt, has_media, media_paths };
+  const toolFormat = tools ? tmpl.toolCallFormat : undefined;
+  return {
+    type: 'jinja',
+    prompt: res.prompt,
+    has_media,
+    media_paths,
+    chat_format: toolFormat ? chatFormatOf(toolFormat) : 0,
+    grammar: '',
+    grammar_lazy: false,
+    grammar_triggers: [],
+    thinking_forced_open: false,
+    preserved_tokens: toolFormat === 'hermes' ? ['<tool_call>', '</tool_call>'] : [],
+    additional_stops: [],
+  };
+}
+
+/**
+ * A reply split by a formatted chat's `chat_format`: tool calls parsed for a tool format,
+ * the whole text as content for 0 (content only).
+ */
+export function parseChatOutput(text: string, chatFormat = 0, opts: ParseToolCallsOptions = {}): ParsedToolCalls {
+  const name = CHAT_FORMATS[chatFormat];
+  if (name === undefined || name === 'content-only') return { content: text, tool_calls: [] };
+  return parseToolCalls(text, name, opts);
+}
