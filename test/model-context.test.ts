@@ -217,6 +217,23 @@ test('the n_gpu_layers split places layers on two devices and gives the same log
   }
 });
 
+test('ops the model devices lack run on the reference kernels', async () => {
+  const reg = new ReferenceReg('Partial');
+  const partial = reg.addDevice({
+    name: 'NoAttention',
+    numerics: 'ggml-cpu',
+    opFilter: (t) => t.op !== 'FLASH_ATTN_EXT' && t.op !== 'ROPE',
+  });
+  const expected = await allLogits(await model('llamaQ8'), PROMPT);
+  const m = await Model.load(paths.llamaQ8, { devices: [partial] });
+  try {
+    const got = await allLogits(m, PROMPT);
+    for (let i = 0; i < PROMPT.length; i++) assert.ok(maxDiff(got[i], expected[i]) < 1e-5);
+  } finally {
+    m.free();
+  }
+});
+
 test('bert: pooled embeddings (mean, cls, last) agree with the per-token ones', async () => {
   const m = await model('bert');
   assert.equal(m.hp.causal, false);

@@ -7,7 +7,7 @@
 
 import { tensorGetF32, tensorSet } from '../backends/api.js';
 import type { Backend, Device } from '../backends/impl.js';
-import { ReferenceDevice } from '../backends/reference/index.js';
+import { ReferenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
 import { Scheduler } from '../backends/scheduler.js';
 import { buildGraph } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
@@ -125,7 +125,8 @@ export class Context {
           model.layerDevices.map((d) => d.bufferType()),
         )
       : null;
-    const devices = model.devices.filter((d, i, all) => all.indexOf(d) === i);
+    // the model's devices, then the reference kernels for any op none of them has
+    const devices = [...model.devices, referenceGgmlCpuDevice()].filter((d, i, all) => all.indexOf(d) === i);
     this.backends = devices.map((d) => initBackend(d, this.nThreads));
     this.sched = new Scheduler(this.backends);
     if (this.kv) {
