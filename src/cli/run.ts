@@ -127,6 +127,9 @@ export async function runCommand(argv: string[]): Promise<number> {
   let ctx: Context | undefined;
   try {
     model = await Model.load(o.model, { devices });
+    if (!model.arch.usesKVCache) {
+      throw new CliError(`${model.arch.name} is an embedding model, it does not generate text: use 'llama-ts embed'`);
+    }
     const vocab = model.vocab;
     const promptText = Buffer.from(processEscapes(Buffer.from(o.prompt, 'utf8'))).toString('utf8');
     const prompt = vocab.encode(promptText, { addSpecial: true, parseSpecial: true });

@@ -5,6 +5,7 @@
 // the KQ mask, the cache rows written) and keeps the logits (or embeddings) of the
 // tokens the batch asks for.
 
+import { availableParallelism } from 'node:os';
 import { tensorGetF32, tensorSet } from '../backends/api.js';
 import type { Backend, Device } from '../backends/impl.js';
 import { ReferenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
@@ -29,7 +30,7 @@ export interface ContextParams {
   nBatch?: number;
   /** Most tokens per graph evaluation. Default: min(512, nBatch). */
   nUbatch?: number;
-  /** Threads for devices that use them. Default 4 (or fewer cores). */
+  /** Threads for devices that use them. Default: 4, or the number of cores if fewer. */
   nThreads?: number;
   /** KV cache types. Default f16 (llama.cpp's). */
   typeK?: CacheType;
@@ -93,7 +94,7 @@ export class Context {
     this.nCtx = params.nCtx ?? Math.min(hp.nCtxTrain || 4096, 4096);
     this.nBatch = Math.min(params.nBatch ?? 2048, this.nCtx);
     this.nUbatch = Math.min(params.nUbatch ?? 512, this.nBatch);
-    this.nThreads = params.nThreads ?? 4;
+    this.nThreads = params.nThreads ?? Math.min(4, availableParallelism());
     this.nSeqMax = params.nSeqMax ?? 1;
     if (!(this.nCtx > 0 && this.nUbatch > 0)) throw new ContextError(`bad context size ${this.nCtx}`);
     if (!(this.nSeqMax >= 1 && this.nSeqMax <= MAX_SEQ)) {
