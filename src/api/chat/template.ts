@@ -178,7 +178,7 @@ export class ChatTemplate {
    */
   static fromGGUF(file: GGUFFile, opts: { vocab?: Vocab; name?: string } = {}): ChatTemplate {
     const key = opts.name ? `tokenizer.chat_template.${opts.name}` : 'tokenizer.chat_template';
-    const text = file.getString(key, undefined);
+    const text = file.getString(key, null) ?? undefined;
     return new ChatTemplate(text, { ...specialTokenTexts(file, opts.vocab), label: `chat template '${key}'` });
   }
 

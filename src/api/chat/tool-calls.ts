@@ -174,14 +174,16 @@ function builtinCall(code: string): RawCall | undefined {
   const args: Record<string, unknown> = {};
   const argRe = /\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^,]+?)\s*(?:,|$)/y;
   const body = m[2]!;
-  while (argRe.lastIndex < body.length) {
+  let at = 0;
+  while (at < body.length && body.slice(at).trim() !== '') {
+    argRe.lastIndex = at;
     const a = argRe.exec(body);
-    if (!a) break;
+    if (!a) return undefined;
     const raw = a[2]!;
     if (raw.startsWith("'")) args[a[1]!] = raw.slice(1, -1);
     else args[a[1]!] = parseJson(raw) ?? raw;
+    at = argRe.lastIndex;
   }
-  if (argRe.lastIndex < body.length && body.slice(argRe.lastIndex).trim() !== '') return undefined;
   return { name: m[1]!, args };
 }
 
