@@ -4,7 +4,8 @@
 
 import { ldf } from './access';
 import { extra, param, share0, tAddr, tNb, tNe, tType } from './desc';
-import { exp64, f16x4ToF32, tanh64 } from './math';
+import { f16x4 } from './consts';
+import { exp64, tanh64 } from './math';
 import { readRow } from './rows';
 import { T_F16, T_F32 } from './types';
 
@@ -31,8 +32,8 @@ function dotF16Row(x: usize, h: usize, n: i32): f32 {
   let a1 = f32x4.splat(0);
   let i = 0;
   for (; i + 8 <= n; i += 8) {
-    const k0 = f16x4ToF32(v128.load16x4_u(h + (<usize>i << 1)));
-    const k1 = f16x4ToF32(v128.load16x4_u(h + (<usize>i << 1), 8));
+    const k0 = f16x4(v128.load16x4_u(h + (<usize>i << 1)));
+    const k1 = f16x4(v128.load16x4_u(h + (<usize>i << 1), 8));
     a0 = f32x4.add(a0, f32x4.mul(v128.load(x + (<usize>i << 2)), k0));
     a1 = f32x4.add(a1, f32x4.mul(v128.load(x + (<usize>i << 2), 16), k1));
   }
@@ -49,7 +50,7 @@ function accumulate(acc: usize, v: usize, vType: i32, n: i32, ms: f32, vs: f32):
   if (vType == T_F16) {
     for (; i + 4 <= n; i += 4) {
       const o = <usize>i << 2;
-      const x = f16x4ToF32(v128.load16x4_u(v + (<usize>i << 1)));
+      const x = f16x4(v128.load16x4_u(v + (<usize>i << 1)));
       v128.store(acc + o, f32x4.add(f32x4.mul(v128.load(acc + o), m4), f32x4.mul(x, v4)));
     }
     for (; i < n; i++) {

@@ -4,6 +4,9 @@
 // elements. k_mm then computes dst[m, n] = a_row(m) · act_row(n), threads splitting the
 // rows of a in groups of four (one interleaved group of a repacked tensor).
 //
+// Activation rows are 2.5 K bytes: quants (K or 2K bytes), scales at +2K, sums at
+// +2K+K/8 (per-32 format: 8 x the sum, the Q4_0 offset), per-32 sums of the per-256
+// format at +2K+K/4.
 // Extras: 0 activation rows, 1 their stride, 2 format (0 f32, 1 per-32, 2 per-256,
 // 3 b's own F32 rows used in place), 3/4 per-thread scratch (base, stride), 5 columns per
 // chunk (activation rows kept in cache while a's rows stream), 6 whether a is a whole
@@ -11,8 +14,10 @@
 
 import { extra, qQs, qScale, qStride, qrow, share0, tAddr, tLayout, tNb, tNe, tType, tWord, LAYOUT_REP4 } from './desc';
 import { readRow } from './rows';
-import { dotBF16, dotF16, dotF32 } from './dot';
-import { dotQ4_0, dotQ4_K, dotQ6_K, dotQ8_0, groupQ4_0, groupQ8_0, QB } from './qdot';
+import { dotBF16, dotF16, dotF32, tileFloat4x2 } from './dot';
+import {
+  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
+} from './qdot';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_K, T_Q6_K, T_Q8_0 } from './types';
 
 const FMT_F32: i32 = 0;
@@ -76,7 +81,7 @@ function quantAct32(x: usize, act: usize, K: i32): void {
     storeQ16(n0, n1, q);
     storeQ16(n2, n3, q + 16 * QB);
     store<f32>(ad + (<usize>b << 2), d);
-    store<i32>(as + (<usize>b << 2), hsumI32(s));
+    store<i32>(as + (<usize>b << 2), hsumI32(s) << 3);
   }
 }
 
@@ -88,13 +93,20 @@ function quantAct256(x: usize, act: usize, K: i32): void {
     const amax = absMax(xb, 256);
     const d: f32 = amax / 127;
     const id = f32x4.splat(d != 0 ? <f32>127 / amax : 0);
-    for (let g = 0; g < 16; g++) {
+    const abs32 = ad + (<usize>K >> 2);
+    for (let g = 0; g < 16; g += 2) {
       const xg = xb + (<usize>g << 6);
       const n0 = q16lo(xg, id);
       const n1 = q16lo(xg + 32, id);
-      const s = i32x4.add(i32x4.extadd_pairwise_i16x8_s(n0), i32x4.extadd_pairwise_i16x8_s(n1));
+      const n2 = q16lo(xg + 64, id);
+      const n3 = q16lo(xg + 96, id);
+      const s0 = hsumI32(i32x4.add(i32x4.extadd_pairwise_i16x8_s(n0), i32x4.extadd_pairwise_i16x8_s(n1)));
+      const s1 = hsumI32(i32x4.add(i32x4.extadd_pairwise_i16x8_s(n2), i32x4.extadd_pairwise_i16x8_s(n3)));
       storeQ16(n0, n1, act + (<usize>sb * 256 + <usize>g * 16) * QB);
-      store<i16>(abs + ((<usize>sb * 16 + <usize>g) << 1), <i16>hsumI32(s));
+      storeQ16(n2, n3, act + (<usize>sb * 256 + <usize>g * 16 + 16) * QB);
+      store<i16>(abs + ((<usize>sb * 16 + <usize>g) << 1), <i16>s0);
+      store<i16>(abs + ((<usize>sb * 16 + <usize>g + 1) << 1), <i16>s1);
+      store<i16>(abs32 + ((<usize>sb * 8 + (<usize>g >> 1)) << 1), <i16>(s0 + s1));
     }
     store<f32>(ad + (<usize>sb << 2), d);
   }
@@ -185,7 +197,20 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   ) {
     const chunk = tAddr(node, 1) + base + <usize>m0 * nb1;
     const nb = K >> 5;
-    for (let n = c0; n < c1; n++) {
+    let n = c0;
+    for (; n + 4 <= c1; n += 4) {
+      const x0 = actRow(node, n, i2, i3);
+      const x1 = actRow(node, n + 1, i2, i3);
+      const x2 = actRow(node, n + 2, i2, i3);
+      const x3 = actRow(node, n + 3, i2, i3);
+      const o0 = dstAt(node, m0, n, i2, i3);
+      const o1 = dstAt(node, m0, n + 1, i2, i3);
+      const o2 = dstAt(node, m0, n + 2, i2, i3);
+      const o3 = dstAt(node, m0, n + 3, i2, i3);
+      if (type == T_Q4_0) groupQ4_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
+      else groupQ8_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
+    }
+    for (; n < c1; n++) {
       const act = actRow(node, n, i2, i3);
       const r = type == T_Q4_0 ? groupQ4_0(chunk, nb, act, K) : groupQ8_0(chunk, nb, act, K);
       v128.store(dstAt(node, m0, n, i2, i3), r);
@@ -194,6 +219,30 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   }
   const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
   const plainRows = tNb(node, 1, 0) == (type == T_F32 ? 4 : 2);
+  if (mc == 4 && (type == T_F32 || type == T_F16) && plainRows && (K & 3) == 0 && c1 - c0 >= 2) {
+    const p = tAddr(node, 1) + base + <usize>m0 * nb1;
+    let n = c0;
+    for (; n + 2 <= c1; n += 2) {
+      const x0 = actRow(node, n, i2, i3);
+      const x1 = actRow(node, n + 1, i2, i3);
+      const o0 = dstAt(node, m0, n, i2, i3);
+      const o1 = dstAt(node, m0, n + 1, i2, i3);
+      if (type == T_F16) tileFloat4x2<u16>(p, nb1, x0, x1, K, o0, o1);
+      else tileFloat4x2<f32>(p, nb1, x0, x1, K, o0, o1);
+    }
+    if (n < c1) mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, n, c1);
+    return;
+  }
+  mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
+}
+
+/** Row by row (and column by column) for whatever the tiles above do not cover. */
+function mmRows(
+  node: usize, scratch: usize, type: i32, plainRows: bool, m0: i32, mc: i32, base: usize,
+  i2: i32, i3: i32, a2: i32, a3: i32, c0: i32, c1: i32,
+): void {
+  const K = tNe(node, 1, 0);
+  const nb1 = tNb(node, 1, 1);
   for (let m = m0; m < m0 + mc; m++) {
     const o = base + <usize>m * nb1;
     const pa = tAddr(node, 1) + o;
@@ -209,7 +258,19 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
     } else if (type == T_Q4_K || type == T_Q6_K) {
-      for (let n = c0; n < c1; n++) {
+      let n = c0;
+      for (; n + 4 <= c1; n += 4) {
+        const x0 = actRow(node, n, i2, i3);
+        const x1 = actRow(node, n + 1, i2, i3);
+        const x2 = actRow(node, n + 2, i2, i3);
+        const x3 = actRow(node, n + 3, i2, i3);
+        const v = type == T_Q4_K ? dotQ4_Kx4(pa, K >> 8, x0, x1, x2, x3, K) : dotQ6_Kx4(pa, K >> 8, x0, x1, x2, x3, K);
+        store<f32>(dstAt(node, m, n, i2, i3), f32x4.extract_lane(v, 0));
+        store<f32>(dstAt(node, m, n + 1, i2, i3), f32x4.extract_lane(v, 1));
+        store<f32>(dstAt(node, m, n + 2, i2, i3), f32x4.extract_lane(v, 2));
+        store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
+      }
+      for (; n < c1; n++) {
         const act = actRow(node, n, i2, i3);
         const v = type == T_Q4_K ? dotQ4_K(pa, K >> 8, act, K) : dotQ6_K(pa, K >> 8, act, K);
         store<f32>(dstAt(node, m, n, i2, i3), v);

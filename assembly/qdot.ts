@@ -10,9 +10,9 @@
 // corrected with the activation sums. Strict build: weights split into int16 lanes and
 // i32x4.dot_i16x8_s against the permuted int16 activations.
 
-import { f16ToF32, f16x4ToF32 } from './math';
-import { k4Min, k4Scale } from './dequant';
-import { hsum } from './dot';
+import { C_LANE16, C_M30, C_M4, C_ONES16, C_W4, C_W8, f16x4 } from './consts';
+import { f16ToF32 } from './math';
+import { hsum, madd } from './dot';
 
 @inline function rdot(a: v128, w: v128): v128 {
   return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
@@ -21,10 +21,11 @@ import { hsum } from './dot';
 /** Sum of a 32-element Q4_0 block (16 bytes at w, unsigned nibbles) with activations. */
 @inline function q4Block(w: v128, act: usize): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) {
-    const p = i16x8.add(rdot(v128.load(act), v128.and(w, i8x16.splat(0x0f))), rdot(v128.load(act, 16), i8x16.shr_u(w, 4)));
-    return i32x4.extadd_pairwise_i16x8_s(p);
+    const m4 = C_M4();
+    const p = i16x8.add(rdot(v128.load(act), v128.and(w, m4)), rdot(v128.load(act, 16), v128.and(i16x8.shr_u(w, 4), m4)));
+    return i32x4.dot_i16x8_s(p, C_ONES16());
   }
-  const m = i16x8.splat(0x0f);
+  const m = C_W4();
   const e0 = v128.and(w, m);
   const e1 = v128.and(i16x8.shr_u(w, 8), m);
   const e2 = v128.and(i16x8.shr_u(w, 4), m);
@@ -44,10 +45,8 @@ import { hsum } from './dot';
     const s1 = i8x16.lt_s(w1, i8x16.splat(0));
     const a0 = i8x16.sub(v128.xor(v128.load(act), s0), s0);
     const a1 = i8x16.sub(v128.xor(v128.load(act, 16), s1), s1);
-    return i32x4.add(
-      i32x4.extadd_pairwise_i16x8_s(rdot(a0, i8x16.abs(w0))),
-      i32x4.extadd_pairwise_i16x8_s(rdot(a1, i8x16.abs(w1))),
-    );
+    const ones = C_ONES16();
+    return i32x4.add(i32x4.dot_i16x8_s(rdot(a0, i8x16.abs(w0)), ones), i32x4.dot_i16x8_s(rdot(a1, i8x16.abs(w1)), ones));
   }
   const e0 = i16x8.shr_s(i16x8.shl(w0, 8), 8);
   const e1 = i16x8.shr_s(w0, 8);
@@ -76,7 +75,7 @@ export function dotQ4_0(sc: usize, qs: usize, stride: usize, nb: i32, act: usize
     sc += stride;
     qs += stride;
   }
-  return hsum(acc) - 8 * corr;
+  return hsum(acc) - corr;
 }
 
 export function dotQ8_0(sc: usize, qs: usize, stride: usize, nb: i32, act: usize, K: i32): f32 {
@@ -113,8 +112,8 @@ export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
     const s1 = q4Block(v128.load(chunk, 24), a);
     const s2 = q4Block(v128.load(chunk, 40), a);
     const s3 = q4Block(v128.load(chunk, 56), a);
-    const r = i32x4.sub(reduce4(s0, s1, s2, s3), i32x4.splat(load<i32>(as + (<usize>b << 2)) << 3));
-    const dw = f32x4.mul(f16x4ToF32(v128.load16x4_u(chunk)), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
+    const r = i32x4.sub(reduce4(s0, s1, s2, s3), v128.load32_splat(as + (<usize>b << 2)));
+    const dw = f32x4.mul(f16x4(v128.load16x4_u(chunk)), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
     acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), dw));
     chunk += 72;
   }
@@ -132,63 +131,150 @@ export function groupQ8_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
     const s2 = q8Block(chunk + 72, a);
     const s3 = q8Block(chunk + 104, a);
     const r = reduce4(s0, s1, s2, s3);
-    const dw = f32x4.mul(f16x4ToF32(v128.load16x4_u(chunk)), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
+    const dw = f32x4.mul(f16x4(v128.load16x4_u(chunk)), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
     acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), dw));
     chunk += 136;
   }
   return acc;
 }
 
+// Decoded scales and mins of the current Q4_K/Q5_K super-block (k4Decode): 8 x i16 each.
+let k4sc: v128 = i32x4.splat(0);
+let k4mn: v128 = i32x4.splat(0);
+
+/** Unpack the 12 bytes of 6-bit scales and mins at p into k4sc, k4mn. */
+@inline function k4Decode(p: usize): void {
+  const u0 = load<u32>(p);
+  const u1 = load<u32>(p, 4);
+  const u2 = load<u32>(p, 8);
+  const scLo = u0 & 0x3f3f3f3f;
+  const mnLo = u1 & 0x3f3f3f3f;
+  const scHi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+  const mnHi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+  k4sc = i16x8.extend_low_i8x16_u(i64x2.splat(<i64>scLo | (<i64>scHi << 32)));
+  k4mn = i16x8.extend_low_i8x16_u(i64x2.splat(<i64>mnLo | (<i64>mnHi << 32)));
+}
+
+/** Lane j of an i16x8 in every lane. */
+@inline function lane16(v: v128, j: i32): v128 {
+  return i8x16.swizzle(v, C_LANE16(j));
+}
+
+/**
+ * One column's integer sum over a 64-element group of a Q4_K super-block. Relaxed build:
+ * u0, u1 the low nibbles (sub-block A) and v0, v1 the high ones (B) of the group's two
+ * 16-byte halves; strict build: q0, q1 the raw quant bytes (u0/u1 = q0/q1). sA, sB: the
+ * sub-block scales in every i16 lane.
+ */
+@inline function k4Col(u0: v128, u1: v128, v0: v128, v1: v128, a: usize, sA: v128, sB: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    const lo = i16x8.add(rdot(v128.load(a), u0), rdot(v128.load(a, 16), u1));
+    const hi = i16x8.add(rdot(v128.load(a, 32), v0), rdot(v128.load(a, 48), v1));
+    return i32x4.add(i32x4.dot_i16x8_s(lo, sA), i32x4.dot_i16x8_s(hi, sB));
+  }
+  const q0 = u0;
+  const q1 = u1;
+  const m = C_W4();
+  const lo = i32x4.add(
+    i32x4.add(i32x4.dot_i16x8_s(v128.and(q0, m), v128.load(a)), i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q0, 8), m), v128.load(a, 16))),
+    i32x4.add(i32x4.dot_i16x8_s(v128.and(q1, m), v128.load(a, 32)), i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q1, 8), m), v128.load(a, 48))),
+  );
+  const hi = i32x4.add(
+    i32x4.add(i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q0, 4), m), v128.load(a, 64)), i32x4.dot_i16x8_s(i16x8.shr_u(q0, 12), v128.load(a, 80))),
+    i32x4.add(i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q1, 4), m), v128.load(a, 96)), i32x4.dot_i16x8_s(i16x8.shr_u(q1, 12), v128.load(a, 112))),
+  );
+  // sA, sB hold the scale in every i16 lane: widen to i32 lanes for the multiply
+  return i32x4.add(i32x4.mul(lo, i32x4.extend_low_i16x8_s(sA)), i32x4.mul(hi, i32x4.extend_low_i16x8_s(sB)));
+}
+
+/** Low nibbles of q (relaxed build; the raw bytes in the strict one). */
+@inline function nibLo(q: v128): v128 {
+  return ASC_FEATURE_RELAXED_SIMD ? v128.and(q, C_M4()) : q;
+}
+
+/** High nibbles of q (relaxed build; unused in the strict one). */
+@inline function nibHi(q: v128): v128 {
+  return ASC_FEATURE_RELAXED_SIMD ? v128.and(i16x8.shr_u(q, 4), C_M4()) : q;
+}
+
+/** Q4_K super-block step for one column: integer sums, then scaled into acc (lanes), mins into accMin. */
+@inline function k4Finish(w: usize, act: usize, sb: i32, K: i32, isum: v128, acc: v128): v128 {
+  const ad = act + 2 * <usize>K;
+  const da = load<f32>(ad + (<usize>sb << 2));
+  // Σ_j min_j * (activation sum of sub-block j), from the per-32 sums
+  const bs32 = v128.load(ad + (<usize>K >> 2) + (<usize>sb << 4));
+  const msum = i32x4.dot_i16x8_s(k4mn, bs32);
+  const d = f16ToF32(load<u16>(w)) * da;
+  const dm = f16ToF32(load<u16>(w, 2)) * da;
+  return f32x4.sub(
+    f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(d))),
+    f32x4.mul(f32x4.convert_i32x4_s(msum), f32x4.splat(dm)),
+  );
+}
+
 /** One Q4_K row (nsb super-blocks of 144 bytes) against a Q8_K-style activation row. */
 export function dotQ4_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
-  const ad = act + 2 * <usize>K;
-  const abs = ad + (<usize>K >> 3);
-  const m4 = i8x16.splat(0x0f);
-  let accf = f32x4.splat(0);
-  let mins: f32 = 0;
+  let acc = f32x4.splat(0);
   for (let sb = 0; sb < nsb; sb++, w += 144) {
-    const da = load<f32>(ad + (<usize>sb << 2));
-    let acc = i32x4.splat(0);
+    k4Decode(w + 4);
+    let isum = i32x4.splat(0);
     for (let g = 0; g < 4; g++) {
       const q0 = v128.load(w + 16 + <usize>g * 32);
       const q1 = v128.load(w + 16 + <usize>g * 32, 16);
-      const scA = i16x8.splat(<i16>k4Scale(w + 4, 2 * g));
-      const scB = i16x8.splat(<i16>k4Scale(w + 4, 2 * g + 1));
-      if (ASC_FEATURE_RELAXED_SIMD) {
-        const a = act + <usize>sb * 256 + <usize>g * 64;
-        const lo = i16x8.add(rdot(v128.load(a), v128.and(q0, m4)), rdot(v128.load(a, 16), v128.and(q1, m4)));
-        const hi = i16x8.add(rdot(v128.load(a, 32), i8x16.shr_u(q0, 4)), rdot(v128.load(a, 48), i8x16.shr_u(q1, 4)));
-        acc = i32x4.add(acc, i32x4.add(i32x4.dot_i16x8_s(lo, scA), i32x4.dot_i16x8_s(hi, scB)));
-      } else {
-        const a = act + (<usize>sb * 256 + <usize>g * 64) * 2;
-        const m = i16x8.splat(0x0f);
-        const lo = i32x4.add(
-          i32x4.add(i32x4.dot_i16x8_s(v128.and(q0, m), v128.load(a)), i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q0, 8), m), v128.load(a, 16))),
-          i32x4.add(i32x4.dot_i16x8_s(v128.and(q1, m), v128.load(a, 32)), i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q1, 8), m), v128.load(a, 48))),
-        );
-        const hi = i32x4.add(
-          i32x4.add(i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q0, 4), m), v128.load(a, 64)), i32x4.dot_i16x8_s(i16x8.shr_u(q0, 12), v128.load(a, 80))),
-          i32x4.add(i32x4.dot_i16x8_s(v128.and(i16x8.shr_u(q1, 4), m), v128.load(a, 96)), i32x4.dot_i16x8_s(i16x8.shr_u(q1, 12), v128.load(a, 112))),
-        );
-        acc = i32x4.add(acc, i32x4.add(i32x4.mul(lo, i32x4.splat(k4Scale(w + 4, 2 * g))), i32x4.mul(hi, i32x4.splat(k4Scale(w + 4, 2 * g + 1)))));
-      }
+      const a = act + (<usize>sb * 256 + <usize>g * 64) * QB;
+      isum = i32x4.add(isum, k4Col(nibLo(q0), nibLo(q1), nibHi(q0), nibHi(q1), a, lane16(k4sc, 2 * g), lane16(k4sc, 2 * g + 1)));
     }
-    const d = f16ToF32(load<u16>(w)) * da;
-    accf = f32x4.add(accf, f32x4.mul(f32x4.convert_i32x4_s(acc), f32x4.splat(d)));
-    let ms = 0;
-    const bs = abs + (<usize>sb << 5);
-    for (let j = 0; j < 8; j++) {
-      ms += k4Min(w + 4, j) * (<i32>load<i16>(bs + (<usize>j << 2)) + <i32>load<i16>(bs + (<usize>j << 2), 2));
-    }
-    mins += f16ToF32(load<u16>(w, 2)) * da * <f32>ms;
+    acc = k4Finish(w, act, sb, K, isum, acc);
   }
-  return hsum(accf) - mins;
+  return hsum(acc);
+}
+
+/** One Q4_K row against four activation rows; the four dot products. */
+export function dotQ4_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a3: usize, K: i32): v128 {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, w += 144) {
+    k4Decode(w + 4);
+    let s0 = i32x4.splat(0);
+    let s1 = i32x4.splat(0);
+    let s2 = i32x4.splat(0);
+    let s3 = i32x4.splat(0);
+    for (let g = 0; g < 4; g++) {
+      const q0 = v128.load(w + 16 + <usize>g * 32);
+      const q1 = v128.load(w + 16 + <usize>g * 32, 16);
+      const sA = lane16(k4sc, 2 * g);
+      const sB = lane16(k4sc, 2 * g + 1);
+      const o = (<usize>sb * 256 + <usize>g * 64) * QB;
+      const u0 = nibLo(q0);
+      const u1 = nibLo(q1);
+      const v0 = nibHi(q0);
+      const v1 = nibHi(q1);
+      s0 = i32x4.add(s0, k4Col(u0, u1, v0, v1, a0 + o, sA, sB));
+      s1 = i32x4.add(s1, k4Col(u0, u1, v0, v1, a1 + o, sA, sB));
+      s2 = i32x4.add(s2, k4Col(u0, u1, v0, v1, a2 + o, sA, sB));
+      s3 = i32x4.add(s3, k4Col(u0, u1, v0, v1, a3 + o, sA, sB));
+    }
+    c0 = k4Finish(w, a0, sb, K, s0, c0);
+    c1 = k4Finish(w, a1, sb, K, s1, c1);
+    c2 = k4Finish(w, a2, sb, K, s2, c2);
+    c3 = k4Finish(w, a3, sb, K, s3, c3);
+  }
+  return hsum4(c0, c1, c2, c3);
+}
+
+/** [Σc0, Σc1, Σc2, Σc3] of four f32x4. */
+@inline export function hsum4(c0: v128, c1: v128, c2: v128, c3: v128): v128 {
+  const t0 = f32x4.add(v128.shuffle<f32>(c0, c1, 0, 4, 1, 5), v128.shuffle<f32>(c0, c1, 2, 6, 3, 7));
+  const t1 = f32x4.add(v128.shuffle<f32>(c2, c3, 0, 4, 1, 5), v128.shuffle<f32>(c2, c3, 2, 6, 3, 7));
+  return f32x4.add(v128.shuffle<f32>(t0, t1, 0, 1, 4, 5), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
 }
 
 /** The 16 six-bit quants (0..63) of elements 16s..16s+15 of one Q6_K half. */
 @inline function q6Vec(L: v128, H: v128, hiNibble: bool, hshift: i32): v128 {
-  const m4 = i8x16.splat(0x0f);
-  const m30 = i8x16.splat(0x30);
+  const m4 = C_M4();
+  const m30 = C_M30();
   const lo = hiNibble ? v128.and(i16x8.shr_u(L, 4), m4) : v128.and(L, m4);
   let h: v128;
   if (hshift == 4) h = i16x8.shl(H, 4);
@@ -201,7 +287,7 @@ export function dotQ4_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
 /** Scaled dot of one 16-element Q6_K sub-block (quants q, 0..63) with activations at a. */
 @inline function q6Sub(q: v128, a: usize, sc: i32): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return i32x4.dot_i16x8_s(rdot(v128.load(a), q), i16x8.splat(<i16>sc));
-  const ev = v128.and(q, i16x8.splat(0xff));
+  const ev = v128.and(q, C_W8());
   const od = i16x8.shr_u(q, 8);
   const s = i32x4.add(i32x4.dot_i16x8_s(ev, v128.load(a)), i32x4.dot_i16x8_s(od, v128.load(a, 16)));
   return i32x4.mul(s, i32x4.splat(sc));
@@ -209,8 +295,6 @@ export function dotQ4_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
 
 /** One Q6_K row (nsb super-blocks of 210 bytes) against a Q8_K-style activation row. */
 export function dotQ6_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
-  const ad = act + 2 * <usize>K;
-  const abs = ad + (<usize>K >> 3);
   let accf = f32x4.splat(0);
   for (let sb = 0; sb < nsb; sb++, w += 210) {
     let acc = i32x4.splat(0);
@@ -235,16 +319,230 @@ export function dotQ6_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
       acc = i32x4.add(acc, q6Sub(q6Vec(L2, H0, true, -2), a + 6 * st, <i32>load<i8>(sc, 6)));
       acc = i32x4.add(acc, q6Sub(q6Vec(L3, H1, true, -2), a + 7 * st, <i32>load<i8>(sc, 7)));
     }
-    // the -32 offset: 32 * Σ scale[s] * (sum of the activation quants of sub-block s)
-    const scv = v128.load(w + 192);
-    const bs = abs + (<usize>sb << 5);
-    const off = i32x4.add(
-      i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(scv), v128.load(bs)),
-      i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(scv), v128.load(bs, 16)),
-    );
-    acc = i32x4.sub(acc, i32x4.shl(off, 5));
-    const d = f16ToF32(load<u16>(w, 208)) * load<f32>(ad + (<usize>sb << 2));
-    accf = f32x4.add(accf, f32x4.mul(f32x4.convert_i32x4_s(acc), f32x4.splat(d)));
+    accf = q6Finish(w, act, sb, K, acc, f16ToF32(load<u16>(w, 208)), accf);
   }
   return hsum(accf);
+}
+
+// ---- tiles for matrix-matrix products: one weight decode shared by four columns ----------
+
+/** Row totals [r0, r1, r2, r3] of four i16x8 partial sums (each lane at most 7620). */
+@inline function reduce16(p0: v128, p1: v128, p2: v128, p3: v128): v128 {
+  const t01 = i16x8.add(v128.shuffle<i64>(p0, p1, 0, 2), v128.shuffle<i64>(p0, p1, 1, 3));
+  const t23 = i16x8.add(v128.shuffle<i64>(p2, p3, 0, 2), v128.shuffle<i64>(p2, p3, 1, 3));
+  const u = i16x8.add(v128.shuffle<i32>(t01, t23, 0, 2, 4, 6), v128.shuffle<i32>(t01, t23, 1, 3, 5, 7));
+  return i32x4.dot_i16x8_s(u, C_ONES16());
+}
+
+/** One column's step over a block of four interleaved Q4_0 rows (relaxed build). */
+@inline function colQ4_0(
+  l0: v128, h0: v128, l1: v128, h1: v128, l2: v128, h2: v128, l3: v128, h3: v128,
+  act: usize, b: i32, K: i32, dw: v128, acc: v128,
+): v128 {
+  const q = act + (<usize>b << 5);
+  const x0 = v128.load(q);
+  const x1 = v128.load(q, 16);
+  const ad = act + 2 * <usize>K;
+  const r = reduce16(
+    i16x8.add(rdot(x0, l0), rdot(x1, h0)),
+    i16x8.add(rdot(x0, l1), rdot(x1, h1)),
+    i16x8.add(rdot(x0, l2), rdot(x1, h2)),
+    i16x8.add(rdot(x0, l3), rdot(x1, h3)),
+  );
+  const ri = i32x4.sub(r, v128.load32_splat(ad + (<usize>K >> 3) + (<usize>b << 2)));
+  return madd(f32x4.convert_i32x4_s(ri), f32x4.mul(dw, v128.load32_splat(ad + (<usize>b << 2))), acc);
+}
+
+/** Four interleaved Q4_0 rows against four activation rows; results to out0..3 (4 f32 each). */
+export function groupQ4_0x4(
+  chunk: usize, nb: i32, K: i32,
+  a0: usize, a1: usize, a2: usize, a3: usize,
+  o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  if (!ASC_FEATURE_RELAXED_SIMD) {
+    v128.store(o0, groupQ4_0(chunk, nb, a0, K));
+    v128.store(o1, groupQ4_0(chunk, nb, a1, K));
+    v128.store(o2, groupQ4_0(chunk, nb, a2, K));
+    v128.store(o3, groupQ4_0(chunk, nb, a3, K));
+    return;
+  }
+  const m = C_M4();
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    const w0 = v128.load(chunk, 8);
+    const w1 = v128.load(chunk, 24);
+    const w2 = v128.load(chunk, 40);
+    const w3 = v128.load(chunk, 56);
+    const l0 = v128.and(w0, m);
+    const h0 = v128.and(i16x8.shr_u(w0, 4), m);
+    const l1 = v128.and(w1, m);
+    const h1 = v128.and(i16x8.shr_u(w1, 4), m);
+    const l2 = v128.and(w2, m);
+    const h2 = v128.and(i16x8.shr_u(w2, 4), m);
+    const l3 = v128.and(w3, m);
+    const h3 = v128.and(i16x8.shr_u(w3, 4), m);
+    const dw = f16x4(v128.load16x4_u(chunk));
+    c0 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a0, b, K, dw, c0);
+    c1 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a1, b, K, dw, c1);
+    c2 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a2, b, K, dw, c2);
+    c3 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a3, b, K, dw, c3);
+    chunk += 72;
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+/** One column's step over a block of four interleaved Q8_0 rows. */
+@inline function colQ8_0(chunk: usize, act: usize, b: i32, K: i32, dw: v128, acc: v128): v128 {
+  const a = act + <usize>b * 32 * QB;
+  const r = reduce4(q8Block(chunk + 8, a), q8Block(chunk + 40, a), q8Block(chunk + 72, a), q8Block(chunk + 104, a));
+  const s = f32x4.mul(dw, f32x4.splat(load<f32>(act + 2 * <usize>K + (<usize>b << 2))));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), s));
+}
+
+/** Four interleaved Q8_0 rows against four activation rows. */
+export function groupQ8_0x4(
+  chunk: usize, nb: i32, K: i32,
+  a0: usize, a1: usize, a2: usize, a3: usize,
+  o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    const dw = f16x4(v128.load16x4_u(chunk));
+    c0 = colQ8_0(chunk, a0, b, K, dw, c0);
+    c1 = colQ8_0(chunk, a1, b, K, dw, c1);
+    c2 = colQ8_0(chunk, a2, b, K, dw, c2);
+    c3 = colQ8_0(chunk, a3, b, K, dw, c3);
+    chunk += 136;
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+/** One Q6_K row against four activation rows; the four dot products. */
+export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a3: usize, K: i32): v128 {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  const st: usize = 16 * QB;
+  for (let sb = 0; sb < nsb; sb++, w += 210) {
+    let s0 = i32x4.splat(0);
+    let s1 = i32x4.splat(0);
+    let s2 = i32x4.splat(0);
+    let s3 = i32x4.splat(0);
+    for (let n = 0; n < 2; n++) {
+      const ql = w + <usize>n * 64;
+      const qh = w + 128 + <usize>n * 32;
+      const sc = w + 192 + <usize>n * 8;
+      const o = (<usize>sb * 256 + <usize>n * 128) * QB;
+      const L0 = v128.load(ql);
+      const L1 = v128.load(ql, 16);
+      const L2 = v128.load(ql, 32);
+      const L3 = v128.load(ql, 48);
+      const H0 = v128.load(qh);
+      const H1 = v128.load(qh, 16);
+      {
+        const q = q6Vec(L0, H0, false, 4);
+        const scale = <i32>load<i8>(sc, 0);
+        const oo = o + 0 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+      {
+        const q = q6Vec(L1, H1, false, 4);
+        const scale = <i32>load<i8>(sc, 1);
+        const oo = o + 1 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+      {
+        const q = q6Vec(L2, H0, false, 2);
+        const scale = <i32>load<i8>(sc, 2);
+        const oo = o + 2 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+      {
+        const q = q6Vec(L3, H1, false, 2);
+        const scale = <i32>load<i8>(sc, 3);
+        const oo = o + 3 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+      {
+        const q = q6Vec(L0, H0, true, 0);
+        const scale = <i32>load<i8>(sc, 4);
+        const oo = o + 4 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+      {
+        const q = q6Vec(L1, H1, true, 0);
+        const scale = <i32>load<i8>(sc, 5);
+        const oo = o + 5 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+      {
+        const q = q6Vec(L2, H0, true, -2);
+        const scale = <i32>load<i8>(sc, 6);
+        const oo = o + 6 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+      {
+        const q = q6Vec(L3, H1, true, -2);
+        const scale = <i32>load<i8>(sc, 7);
+        const oo = o + 7 * st;
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+      }
+    }
+    const d = f16ToF32(load<u16>(w, 208));
+    c0 = q6Finish(w, a0, sb, K, s0, d, c0);
+    c1 = q6Finish(w, a1, sb, K, s1, d, c1);
+    c2 = q6Finish(w, a2, sb, K, s2, d, c2);
+    c3 = q6Finish(w, a3, sb, K, s3, d, c3);
+  }
+  return hsum4(c0, c1, c2, c3);
+}
+
+/** Subtract the -32 offset (via the activation sums) and scale one column's super-block sums. */
+@inline function q6Finish(w: usize, act: usize, sb: i32, K: i32, isum: v128, d: f32, acc: v128): v128 {
+  const ad = act + 2 * <usize>K;
+  const scv = v128.load(w + 192);
+  const bs = ad + (<usize>K >> 3) + (<usize>sb << 5);
+  const off = i32x4.add(
+    i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(scv), v128.load(bs)),
+    i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(scv), v128.load(bs, 16)),
+  );
+  const s = i32x4.sub(isum, i32x4.shl(off, 5));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(s), f32x4.splat(d * load<f32>(ad + (<usize>sb << 2)))));
 }

@@ -10,6 +10,35 @@ export const PAGE = 65536;
 /** Bytes at the start of every arena that nothing is allocated in (address 0 stays unused). */
 export const ARENA_HEADER = PAGE;
 
+/**
+ * Vector constants the kernels load from address 1024 of every arena (see
+ * assembly/consts.ts): each entry is 16 bytes.
+ */
+export const CONSTANTS_AT = 1024;
+
+function constantTable(): Uint8Array {
+  const t = new Uint8Array(16 * 17);
+  const dv = new DataView(t.buffer);
+  const fill = (i: number, width: 1 | 2 | 4, v: number) => {
+    for (let k = 0; k < 16; k += width) {
+      if (width === 1) dv.setUint8(i * 16 + k, v);
+      else if (width === 2) dv.setUint16(i * 16 + k, v, true);
+      else dv.setUint32(i * 16 + k, v >>> 0, true);
+    }
+  };
+  fill(0, 1, 0x0f);
+  fill(1, 1, 0x30);
+  fill(2, 2, 0x000f);
+  fill(3, 2, 1);
+  fill(4, 4, 0x7fff);
+  fill(5, 4, 0x77800000); // 2^112 as f32
+  fill(6, 4, 0x7bff);
+  fill(7, 4, 0x70000000);
+  fill(8, 2, 0x00ff);
+  for (let j = 0; j < 8; j++) fill(9 + j, 2, 2 * j + ((2 * j + 1) << 8));
+  return t;
+}
+
 function alignUp(n: number, a: number): number {
   return Math.ceil(n / a) * a;
 }
@@ -32,6 +61,7 @@ export class Arena {
     this.capacity = maxPages * PAGE;
     this.free = [{ offset: ARENA_HEADER, size: this.capacity - ARENA_HEADER }];
     this.view = new Uint8Array(this.memory.buffer);
+    this.view.set(constantTable(), CONSTANTS_AT);
   }
 
   /** The whole memory as bytes (refreshed after growth). */

@@ -112,7 +112,7 @@ function plan(n: Tensor): Plan {
       if (a.type === GGMLType.Q4_0 || a.type === GGMLType.Q8_0) fmt = FMT_Q32;
       else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K) fmt = FMT_Q256;
       else if (b.type === GGMLType.F32 && b.nb[0] === 4 && (floatA || traitsOf(a.type).quantized)) fmt = FMT_DIRECT;
-      const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4, 16) : align(2 * K + K / 8 + K / 4, 16);
+      const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4, 16) : align(2.5 * K, 16);
       const nc = Math.max(1, Math.min(N, Math.floor(262144 / stride)));
       const root = a.viewSrc ?? a;
       const whole =

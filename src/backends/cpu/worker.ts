@@ -24,7 +24,7 @@ function instantiate(memory: WasmMemory): ArenaInstance {
   return { memory, kernels };
 }
 
-const SPIN = 20000;
+const SPIN = 4000;
 
 function barrier(nth: number): void {
   if (nth === 1) return;
