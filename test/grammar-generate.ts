@@ -51,26 +51,36 @@ export function generate(
   const ids = new Int32Array(n);
   for (let i = 0; i < n; i++) ids[i] = i;
   const logits = new Float32Array(n);
+  const isEog = new Uint8Array(n);
+  for (let i = 0; i < n; i++) isEog[i] = vocab.isEog(i) ? 1 : 0;
   const close = o.closers ? closerMask(vocab, o.closers) : undefined;
   let bytes = '';
   const allowedCounts: number[] = [];
   sampler.reset();
   for (let step = 0; step < o.maxSteps; step++) {
     const closing = close !== undefined && step >= (o.closeAfter ?? 0);
-    for (let i = 0; i < n; i++) {
-      logits[i] = random() * 10;
-      if (closing && (close[i] || vocab.isEog(i))) logits[i]! += vocab.isEog(i) ? 40 : 20;
-    }
+    logits.fill(0);
     sampler.apply({ ids, logits, n });
-    let best = -1;
+    // a uniform choice among the allowed tokens; when closing, EOG first, then "closer" tokens
     let count = 0;
+    let eog = -1;
+    let closers = 0;
     for (let i = 0; i < n; i++) {
       if (logits[i] === -Infinity) continue;
       count++;
-      if (best < 0 || logits[i]! > logits[best]!) best = i;
+      if (closing && isEog[i]) eog = i;
+      else if (closing && close[i]) closers++;
     }
     allowedCounts.push(count);
-    assert.ok(best >= 0, `seed ${seed} step ${step}: no token allowed after ${JSON.stringify(bytes)}`);
+    assert.ok(count > 0, `seed ${seed} step ${step}: no token allowed after ${JSON.stringify(bytes)}`);
+    let best = eog;
+    if (best < 0) {
+      let r = Math.floor(random() * (closers > 0 ? closers : count));
+      for (let i = 0; i < n && best < 0; i++) {
+        if (logits[i] === -Infinity || (closers > 0 && (!close![i] || isEog[i]))) continue;
+        if (r-- === 0) best = i;
+      }
+    }
     if (o.crossCheckEvery && step % o.crossCheckEvery === 0) {
       for (let t = 0; t < n; t++) {
         const a = logits[t] !== -Infinity;
@@ -83,7 +93,7 @@ export function generate(
     // independent check of the choice
     const fresh = new GrammarMatcher(grammar);
     assert.ok(fresh.acceptBytes(bytes), 'text so far is a valid prefix');
-    if (vocab.isEog(id)) {
+    if (isEog[id]) {
       assert.ok(fresh.isComplete(), `seed ${seed} step ${step}: end of generation before the grammar is complete`);
       return { bytes, text: utf8(bytes), completed: true, steps: step + 1, allowedCounts };
     }

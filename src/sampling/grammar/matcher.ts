@@ -10,6 +10,7 @@
 // computed once; the set of stacks is interned too, and each set caches its transition
 // for each code point seen. Walking a token trie then costs one table look-up per trie
 // edge in the common case (see token-index.ts).
+import { intersectRanges, normalizeRanges, subtractRanges, UNICODE_SCALARS } from './ranges.js';
 import { checkGrammar, El, type Grammar } from './rules.js';
 import { decodeUtf8, NO_PARTIAL, type PartialUtf8, partialRange } from './utf8.js';
 
@@ -18,12 +19,6 @@ export const DEAD = -1;
 const UNKNOWN = -2;
 /** The empty stack: the grammar has matched completely along this path. */
 const EMPTY = 0;
-
-/** Valid Unicode scalar values: what classes, negated classes and `.` range over. */
-const UNIVERSE: readonly [number, number][] = [
-  [0, 0xd7ff],
-  [0xe000, 0x10ffff],
-];
 
 /**
  * A grammar compiled for matching, with the caches every matcher of it shares (they only
@@ -55,6 +50,7 @@ export class GrammarEngine {
   private readonly setHasTokens: boolean[] = [];
   private readonly setAscii: Int32Array[] = [];
   private readonly setOther: Map<number, number>[] = [];
+  private readonly setByMatch: (Map<number, number> | undefined)[] = [];
   private readonly setIds = new Map<string, number>();
 
   /** The state before any input. */
@@ -112,7 +108,10 @@ export class GrammarEngine {
         }
       } while (this.types[q] === El.CHAR_ALT);
       this.termNext[pos] = q;
-      const set = t === El.CHAR_NOT ? subtract(UNIVERSE, normalize(raw)) : intersect(normalize(raw), UNIVERSE);
+      const set =
+        t === El.CHAR_NOT
+          ? subtractRanges(UNICODE_SCALARS, normalizeRanges(raw))
+          : intersectRanges(normalizeRanges(raw), UNICODE_SCALARS);
       const flat = new Int32Array(set.length * 2);
       const ascii = new Uint32Array(4);
       set.forEach(([lo, hi], k) => {
@@ -212,6 +211,7 @@ export class GrammarEngine {
       this.setHasTokens.push(hasTokens);
       this.setAscii.push(new Int32Array(128).fill(UNKNOWN));
       this.setOther.push(new Map());
+      this.setByMatch.push(undefined);
       this.setIds.set(key, id);
     }
     return id;
@@ -254,21 +254,49 @@ export class GrammarEngine {
   step(state: number, cp: number): number {
     if (state < 0) return DEAD;
     let next: number | undefined;
+    const stacks = this.setStacks[state]!;
+    const small = stacks.length <= 30;
     if (cp < 128) {
       next = this.setAscii[state]![cp]!;
       if (next !== UNKNOWN) return next;
-    } else {
+    } else if (!small) {
       next = this.setOther[state]!.get(cp);
       if (next !== undefined) return next;
     }
-    const acc: number[] = [];
-    for (const s of this.setStacks[state]!) {
-      if (s === EMPTY) continue;
-      if (this.matches(this.stackPos[s]!, cp)) for (const t of this.after(s)) acc.push(t);
+    // Other code points are not cached one by one (a vocabulary has tens of thousands):
+    // which stacks match is computed each time, the resulting state is cached per match set.
+    if (small) {
+      // the next state depends only on which stacks match: many code points share it
+      let matched = 0;
+      for (let k = 0; k < stacks.length; k++) {
+        const s = stacks[k]!;
+        if (s !== EMPTY && this.matches(this.stackPos[s]!, cp)) matched |= 1 << k;
+      }
+      if (matched === 0) next = DEAD;
+      else {
+        let byMatch = this.setByMatch[state];
+        if (!byMatch) {
+          byMatch = new Map();
+          this.setByMatch[state] = byMatch;
+        }
+        next = byMatch.get(matched);
+        if (next === undefined) {
+          const acc: number[] = [];
+          for (let k = 0; k < stacks.length; k++)
+            if (matched & (1 << k)) for (const t of this.after(stacks[k]!)) acc.push(t);
+          next = this.intern(acc);
+          byMatch.set(matched, next);
+        }
+      }
+    } else {
+      const acc: number[] = [];
+      for (const s of stacks) {
+        if (s !== EMPTY && this.matches(this.stackPos[s]!, cp)) for (const t of this.after(s)) acc.push(t);
+      }
+      next = this.intern(acc);
     }
-    next = this.intern(acc);
     if (cp < 128) this.setAscii[state]![cp] = next;
-    else this.setOther[state]!.set(cp, next);
+    else if (!small) this.setOther[state]!.set(cp, next);
     return next;
   }
 
@@ -397,45 +425,4 @@ export class GrammarMatcher {
     const stacks = this.engine.stacksOf(this.state);
     return this.isComplete() && stacks.length === 1;
   }
-}
-
-// ---- range-set helpers (sorted, disjoint, inclusive [lo, hi]) ----
-
-function normalize(ranges: [number, number][]): [number, number][] {
-  const sorted = ranges.filter(([lo, hi]) => lo <= hi).sort((a, b) => a[0] - b[0]);
-  const out: [number, number][] = [];
-  for (const [lo, hi] of sorted) {
-    const last = out[out.length - 1];
-    if (last && lo <= last[1] + 1) last[1] = Math.max(last[1], hi);
-    else out.push([lo, hi]);
-  }
-  return out;
-}
-
-function intersect(a: readonly [number, number][], b: readonly [number, number][]): [number, number][] {
-  const out: [number, number][] = [];
-  for (const [alo, ahi] of a) {
-    for (const [blo, bhi] of b) {
-      const lo = Math.max(alo, blo);
-      const hi = Math.min(ahi, bhi);
-      if (lo <= hi) out.push([lo, hi]);
-    }
-  }
-  return normalize(out);
-}
-
-function subtract(a: readonly [number, number][], b: readonly [number, number][]): [number, number][] {
-  let cur: [number, number][] = a.map(([lo, hi]) => [lo, hi]);
-  for (const [blo, bhi] of b) {
-    const next: [number, number][] = [];
-    for (const [lo, hi] of cur) {
-      if (bhi < lo || blo > hi) next.push([lo, hi]);
-      else {
-        if (lo < blo) next.push([lo, blo - 1]);
-        if (bhi < hi) next.push([bhi + 1, hi]);
-      }
-    }
-    cur = next;
-  }
-  return cur;
 }

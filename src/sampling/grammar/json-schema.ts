@@ -1,0 +1,643 @@
+// JSON Schema to GBNF, with the rules and output shape of llama.cpp's
+// json-schema-to-grammar: one rule per schema node (named after its path: `root`,
+// `name-kv`, `items-item`, `ref-defs-Thing`, ...), shared primitive rules (`string`,
+// `number`, `value`, ...), and llama.cpp's `space` rule between tokens.
+//
+// Supported: type (one or a list), const, enum, properties (in order) with required and
+// optional ones, additionalProperties (absent or false: no others; true or a schema),
+// allOf of objects, items with minItems/maxItems, prefixItems (tuples), anyOf/oneOf,
+// $ref to local definitions (#/$defs/..., #/definitions/..., any #/ pointer; recursion
+// allowed), strings with minLength/maxLength, pattern (see regex.ts) and the formats
+// date, time, date-time and uuid, integers with minimum/maximum (exclusive too).
+// Validation keywords a grammar cannot express (uniqueItems, multipleOf, bounds on
+// non-integers, ...) are ignored with a warning. Errors are SchemaErrors naming the JSON
+// pointer of the offending part of the schema.
+import { logger } from '../../log.js';
+import { parseGrammar } from './parser.js';
+import { RegexError, regexToGbnf } from './regex.js';
+import { GrammarError } from './rules.js';
+
+const log = logger('grammar');
+
+export class SchemaError extends Error {
+  override name = 'SchemaError';
+  constructor(
+    /** JSON pointer (as a URI fragment, `#/properties/a`) of the part of the schema at fault. */
+    readonly pointer: string,
+    readonly reason: string,
+  ) {
+    super(`${pointer}: ${reason}`);
+  }
+}
+
+export interface JsonSchemaOptions {
+  /** `.` in patterns also matches line breaks. Default false. */
+  dotall?: boolean;
+}
+
+/** llama.cpp's whitespace between JSON tokens: nothing, one space, or one or two newlines and some indentation. */
+export const SPACE_RULE = '| " " | "\\n"{1,2} [ \\t]{0,20}';
+
+interface Builtin {
+  body: string;
+  deps: string[];
+}
+
+const PRIMITIVES: Record<string, Builtin> = {
+  boolean: { body: '("true" | "false") space', deps: [] },
+  'decimal-part': { body: '[0-9]{1,16}', deps: [] },
+  'integral-part': { body: '[0] | [1-9] [0-9]{0,15}', deps: [] },
+  number: {
+    body: '("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space',
+    deps: ['integral-part', 'decimal-part'],
+  },
+  integer: { body: '("-"? integral-part) space', deps: ['integral-part'] },
+  value: {
+    body: 'object | array | string | number | boolean | null',
+    deps: ['object', 'array', 'string', 'number', 'boolean', 'null'],
+  },
+  object: {
+    body: '"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space',
+    deps: ['string', 'value'],
+  },
+  array: { body: '"[" space ( value ("," space value)* )? "]" space', deps: ['value'] },
+  uuid: {
+    body: String.raw`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space`,
+    deps: [],
+  },
+  char: { body: String.raw`[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})`, deps: [] },
+  string: { body: String.raw`"\"" char* "\"" space`, deps: ['char'] },
+  null: { body: '"null" space', deps: [] },
+};
+
+const FORMATS: Record<string, Builtin> = {
+  date: { body: '[0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] )', deps: [] },
+  time: {
+    body: '( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )',
+    deps: [],
+  },
+  'date-time': { body: 'date "T" time', deps: ['date', 'time'] },
+  'date-string': { body: String.raw`"\"" date "\"" space`, deps: ['date'] },
+  'time-string': { body: String.raw`"\"" time "\"" space`, deps: ['time'] },
+  'date-time-string': { body: String.raw`"\"" date-time "\"" space`, deps: ['date-time'] },
+};
+
+const RESERVED = new Set(['root', ...Object.keys(PRIMITIVES), ...Object.keys(FORMATS)]);
+
+/** Keywords whose constraints a grammar does not enforce (warned about, then ignored). */
+const IGNORED = [
+  'uniqueItems',
+  'multipleOf',
+  'minProperties',
+  'maxProperties',
+  'patternProperties',
+  'propertyNames',
+  'not',
+  'if',
+  'contains',
+  'dependentRequired',
+  'dependentSchemas',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+];
+
+/** GBNF repetition bounds above this are not enforced by the parser (llama.cpp's limit). */
+const MAX_REPETITION = 2000;
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+type Schema = { [k: string]: Json };
+
+const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function childPointer(ptr: string, ...keys: (string | number)[]): string {
+  return keys.reduce<string>((p, k) => `${p}/${String(k).replaceAll('~', '~0').replaceAll('/', '~1')}`, ptr);
+}
+
+/** A GBNF literal for text (llama.cpp's format_literal). */
+export function gbnfLiteral(text: string): string {
+  return `"${text.replace(/[\r\n"\\]/g, (c) => ({ '\r': '\\r', '\n': '\\n', '"': '\\"', '\\': '\\\\' })[c]!)}"`;
+}
+
+/**
+ * Convert a JSON Schema (an object, or its JSON text) to GBNF whose root matches exactly
+ * the JSON texts the converter can guarantee valid. Throws SchemaError.
+ */
+export function jsonSchemaToGrammar(schema: unknown, opts: JsonSchemaOptions = {}): string {
+  if (typeof schema === 'string') {
+    try {
+      schema = JSON.parse(schema);
+    } catch (e) {
+      throw new SchemaError('#', `not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const c = new Converter(schema as Json, opts);
+  c.visit(schema as Json, '', '#');
+  const text = c.format();
+  try {
+    parseGrammar(text);
+  } catch (e) {
+    if (e instanceof GrammarError) throw new SchemaError('#', `the schema gives an unusable grammar: ${e.message}`);
+    throw e;
+  }
+  return text;
+}
+
+class Converter {
+  private readonly rules = new Map<string, string>([['space', SPACE_RULE]]);
+  private readonly resolving = new Set<string>();
+
+  constructor(
+    private readonly top: Json,
+    private readonly opts: JsonSchemaOptions,
+  ) {}
+
+  format(): string {
+    const names = [...this.rules.keys()].filter((n) => n !== 'root').sort();
+    return ['root', ...names].map((n) => `${n} ::= ${this.rules.get(n)}\n`).join('');
+  }
+
+  private addRule(name: string, body: string): string {
+    const base = name.replace(/[^a-zA-Z0-9-]+/g, '-') || 'rule';
+    const existing = this.rules.get(base);
+    if (existing === undefined || existing === body) {
+      this.rules.set(base, body);
+      return base;
+    }
+    for (let i = 0; ; i++) {
+      const key = `${base}${i}`;
+      const e = this.rules.get(key);
+      if (e === undefined || e === body) {
+        this.rules.set(key, body);
+        return key;
+      }
+    }
+  }
+
+  private addPrimitive(name: string, rule: Builtin): string {
+    const n = this.addRule(name, rule.body);
+    for (const dep of rule.deps) {
+      const r = PRIMITIVES[dep] ?? FORMATS[dep]!;
+      if (!this.rules.has(dep)) this.addPrimitive(dep, r);
+    }
+    return n;
+  }
+
+  // ---- keyword readers (type-checked, with pointers) ----
+
+  private int(s: Schema, key: string, ptr: string): number | undefined {
+    const v = s[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+      throw new SchemaError(childPointer(ptr, key), `${key} must be a non-negative integer`);
+    }
+    return v;
+  }
+
+  private list(s: Schema, key: string, ptr: string): Json[] {
+    const v = s[key];
+    if (!Array.isArray(v) || v.length === 0)
+      throw new SchemaError(childPointer(ptr, key), `${key} must be a non-empty array`);
+    return v;
+  }
+
+  visit(schema: Json, name: string, ptr: string): string {
+    if (schema === true) schema = {};
+    if (schema === false) throw new SchemaError(ptr, 'the schema `false` matches nothing');
+    if (!isObject(schema)) throw new SchemaError(ptr, 'a schema must be an object or a boolean');
+    const s = schema;
+    const type = s.type;
+    const ruleName = RESERVED.has(name) ? `${name}-` : name === '' ? 'root' : name;
+    const sub = (suffix: string) => (name === '' ? suffix : `${name}-${suffix}`);
+    for (const k of IGNORED) if (k in s) log.warn(`${childPointer(ptr, k)}: '${k}' is not enforced by the grammar`);
+
+    if ('$ref' in s) {
+      if (typeof s.$ref !== 'string') throw new SchemaError(childPointer(ptr, '$ref'), '$ref must be a string');
+      return this.addRule(ruleName, this.resolveRef(s.$ref, childPointer(ptr, '$ref')));
+    }
+    if ('oneOf' in s || 'anyOf' in s) {
+      const key = 'oneOf' in s ? 'oneOf' : 'anyOf';
+      if ('oneOf' in s && 'anyOf' in s) log.warn(`${ptr}: both oneOf and anyOf; only oneOf is used`);
+      const alts = this.list(s, key, ptr);
+      const prefix = name === '' ? 'alternative-' : `${name}-`;
+      return this.addRule(
+        ruleName,
+        alts.map((a, i) => this.visit(a, `${prefix}${i}`, childPointer(ptr, key, i))).join(' | '),
+      );
+    }
+    if (Array.isArray(type)) {
+      if (type.length === 0) throw new SchemaError(childPointer(ptr, 'type'), 'type must not be an empty list');
+      const prefix = name === '' ? 'alternative-' : `${name}-`;
+      return this.addRule(
+        ruleName,
+        type.map((t, i) => this.visit({ ...s, type: t }, `${prefix}${i}`, ptr)).join(' | '),
+      );
+    }
+    if (type !== undefined && typeof type !== 'string') {
+      throw new SchemaError(childPointer(ptr, 'type'), 'type must be a string or a list of strings');
+    }
+    if ('const' in s) return this.addRule(ruleName, `${gbnfLiteral(JSON.stringify(s.const))} space`);
+    if ('enum' in s) {
+      const values = this.list(s, 'enum', ptr);
+      return this.addRule(ruleName, `(${values.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ')}) space`);
+    }
+    if (
+      (type === undefined || type === 'object') &&
+      ('properties' in s || ('additionalProperties' in s && s.additionalProperties !== true))
+    ) {
+      return this.addRule(ruleName, this.objectRule(s, name, ptr));
+    }
+    if ((type === undefined || type === 'object' || type === 'string') && 'allOf' in s) {
+      return this.addRule(ruleName, this.allOfRule(s, name, ptr));
+    }
+    if ((type === undefined || type === 'array') && ('items' in s || 'prefixItems' in s)) {
+      return this.addRule(ruleName, this.arrayRule(s, ptr, sub));
+    }
+    const format = s.format;
+    if (format !== undefined && typeof format !== 'string') {
+      throw new SchemaError(childPointer(ptr, 'format'), 'format must be a string');
+    }
+    if ((type === undefined || type === 'string') && 'pattern' in s) {
+      if (typeof s.pattern !== 'string')
+        throw new SchemaError(childPointer(ptr, 'pattern'), 'pattern must be a string');
+      let body: string;
+      try {
+        body = regexToGbnf(s.pattern, this.opts.dotall ?? false);
+      } catch (e) {
+        if (e instanceof RegexError) throw new SchemaError(childPointer(ptr, 'pattern'), e.message);
+        throw e;
+      }
+      return this.addRule(ruleName, `"\\"" (${body}) "\\"" space`);
+    }
+    if ((type === undefined || type === 'string') && format !== undefined && /^uuid[1-5]?$/.test(format)) {
+      return this.addPrimitive(ruleName === 'root' ? 'root' : format, PRIMITIVES.uuid!);
+    }
+    if ((type === undefined || type === 'string') && format !== undefined && FORMATS[`${format}-string`]) {
+      const prim = `${format}-string`;
+      return this.addRule(ruleName, this.addPrimitive(prim, FORMATS[prim]!));
+    }
+    if (type === 'string' && ('minLength' in s || 'maxLength' in s)) {
+      const char = this.addPrimitive('char', PRIMITIVES.char!);
+      const min = this.int(s, 'minLength', ptr) ?? 0;
+      const max = this.int(s, 'maxLength', ptr) ?? Number.POSITIVE_INFINITY;
+      if (min > max) throw new SchemaError(childPointer(ptr, 'minLength'), 'minLength exceeds maxLength');
+      return this.addRule(ruleName, `"\\"" ${this.repetition(char, min, max, '', ptr)} "\\"" space`);
+    }
+    if (
+      type === 'integer' &&
+      ('minimum' in s || 'maximum' in s || 'exclusiveMinimum' in s || 'exclusiveMaximum' in s)
+    ) {
+      return this.addRule(ruleName, `(${integerRange(this.intBounds(s, ptr))}) space`);
+    }
+    if (type === 'number' && ('minimum' in s || 'maximum' in s || 'exclusiveMinimum' in s || 'exclusiveMaximum' in s)) {
+      log.warn(`${ptr}: bounds on a number are not enforced by the grammar`);
+    }
+    if (Object.keys(s).length === 0 || type === 'object') {
+      return this.addRule(ruleName, this.addPrimitive('object', PRIMITIVES.object!));
+    }
+    if (type === undefined) return this.addRule(ruleName, this.addPrimitive('value', PRIMITIVES.value!));
+    const prim = PRIMITIVES[type];
+    if (!prim || !['string', 'number', 'integer', 'boolean', 'null', 'array'].includes(type)) {
+      throw new SchemaError(childPointer(ptr, 'type'), `unknown type '${type}'`);
+    }
+    return this.addPrimitive(ruleName === 'root' ? 'root' : type, prim);
+  }
+
+  // ---- references ----
+
+  private resolveRef(ref: string, ptr: string): string {
+    const hash = ref.indexOf('#');
+    if (hash !== 0 || (ref.length > 1 && ref[1] !== '/')) {
+      throw new SchemaError(ptr, `only local references (#/...) are supported, not '${ref}'`);
+    }
+    const fragment = ref.slice(1);
+    const refName = `ref${fragment.replace(/[^a-zA-Z0-9-]+/g, '-')}`;
+    if (this.rules.has(refName) || this.resolving.has(ref)) return refName;
+    let target: Json = this.top;
+    for (const raw of fragment.split('/').slice(1)) {
+      const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+      if (Array.isArray(target) && /^\d+$/.test(key) && Number(key) < target.length) target = target[Number(key)]!;
+      else if (isObject(target) && key in target) target = target[key]!;
+      else throw new SchemaError(ptr, `cannot resolve '${ref}': no '${key}'`);
+    }
+    this.resolving.add(ref);
+    try {
+      return this.visit(target, refName, ref);
+    } finally {
+      this.resolving.delete(ref);
+    }
+  }
+
+  // ---- objects ----
+
+  private objectRule(s: Schema, name: string, ptr: string): string {
+    const props = s.properties ?? {};
+    if (!isObject(props)) throw new SchemaError(childPointer(ptr, 'properties'), 'properties must be an object');
+    const required = new Set<string>();
+    if ('required' in s) {
+      if (!Array.isArray(s.required) || s.required.some((r) => typeof r !== 'string')) {
+        throw new SchemaError(childPointer(ptr, 'required'), 'required must be a list of property names');
+      }
+      for (const r of s.required as string[]) required.add(r);
+    }
+    const entries = Object.entries(props).map(([k, v]) => [k, v, childPointer(ptr, 'properties', k)] as const);
+    return this.buildObject(entries, required, name, s.additionalProperties, childPointer(ptr, 'additionalProperties'));
+  }
+
+  private allOfRule(s: Schema, name: string, ptr: string): string {
+    const required = new Set<string>();
+    const props: [string, Json, string][] = [];
+    const enumCounts = new Map<string, number>();
+    const parts = this.list(s, 'allOf', ptr);
+    const add = (comp: Json, isRequired: boolean, cptr: string) => {
+      if (!isObject(comp)) throw new SchemaError(cptr, 'a schema must be an object');
+      if (typeof comp.$ref === 'string') {
+        this.resolveRef(comp.$ref, childPointer(cptr, '$ref'));
+        add(this.lookup(comp.$ref), isRequired, comp.$ref);
+      } else if (isObject(comp.properties)) {
+        for (const [k, v] of Object.entries(comp.properties)) {
+          props.push([k, v, childPointer(cptr, 'properties', k)]);
+          if (isRequired) required.add(k);
+        }
+      } else if (Array.isArray(comp.enum)) {
+        for (const v of comp.enum) {
+          const lit = gbnfLiteral(JSON.stringify(v));
+          enumCounts.set(lit, (enumCounts.get(lit) ?? 0) + 1);
+        }
+      } else {
+        log.warn(`${cptr}: allOf component ignored (only properties, enum and $ref are merged)`);
+      }
+    };
+    parts.forEach((p, i) => {
+      const pp = childPointer(ptr, 'allOf', i);
+      if (isObject(p) && Array.isArray(p.anyOf)) {
+        for (const [j, q] of p.anyOf.entries()) add(q, false, childPointer(pp, 'anyOf', j));
+      } else add(p, true, pp);
+    });
+    if (enumCounts.size > 0) {
+      const common = [...enumCounts].filter(([, n]) => n === parts.length).map(([lit]) => lit);
+      if (common.length > 0) return `(${common.join(' | ')}) space`;
+    }
+    return this.buildObject(props, required, name, undefined, ptr);
+  }
+
+  private lookup(ref: string): Json {
+    let target: Json = this.top;
+    for (const raw of ref.slice(1).split('/').slice(1)) {
+      const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+      target = Array.isArray(target) ? target[Number(key)]! : isObject(target) ? target[key]! : null;
+    }
+    return target;
+  }
+
+  /**
+   * `{` required properties in order, then the optional ones in order, each either present
+   * or skipped, then (with additionalProperties) any number of other keys `}`.
+   */
+  private buildObject(
+    props: readonly (readonly [string, Json, string])[],
+    required: Set<string>,
+    name: string,
+    additional: Json | undefined,
+    addPtr: string,
+  ): string {
+    const sub = (suffix: string) => (name === '' ? suffix : `${name}-${suffix}`);
+    const kv = new Map<string, string>();
+    const req: string[] = [];
+    const opt: string[] = [];
+    for (const [prop, schema, pptr] of props) {
+      const valueRule = this.visit(schema, sub(prop || 'empty'), pptr);
+      kv.set(
+        prop,
+        this.addRule(sub(`${prop || 'empty'}-kv`), `${gbnfLiteral(JSON.stringify(prop))} space ":" space ${valueRule}`),
+      );
+      (required.has(prop) ? req : opt).push(prop);
+    }
+    if (additional !== undefined && additional !== false && additional !== true && !isObject(additional)) {
+      throw new SchemaError(addPtr, 'additionalProperties must be a boolean or a schema');
+    }
+    const ANY = '\u0000*'; // the key of "any other property" (not a possible property name here)
+    if (additional === true || isObject(additional)) {
+      const base = sub('additional');
+      const valueRule = isObject(additional)
+        ? this.visit(additional, `${base}-value`, addPtr)
+        : this.addPrimitive('value', PRIMITIVES.value!);
+      const names = props.map(([p]) => p);
+      const keyRule =
+        names.length === 0
+          ? this.addPrimitive('string', PRIMITIVES.string!)
+          : this.addRule(`${base}-k`, this.notStrings(names));
+      kv.set(ANY, this.addRule(`${base}-kv`, `${keyRule} ":" space ${valueRule}`));
+      opt.push(ANY);
+    }
+    let rule = '"{" space ';
+    rule += req.map((p) => kv.get(p)!).join(' "," space ');
+    if (opt.length > 0) {
+      // every choice of which optional property comes first; those after it chain as `( "," kv )?`
+      const chain = (ks: string[], firstOptional: boolean): string => {
+        const k = ks[0]!;
+        const kvRule = kv.get(k)!;
+        const comma = `( "," space ${kvRule} )`;
+        let res = firstOptional ? comma + (k === ANY ? '*' : '?') : kvRule + (k === ANY ? ` ${comma}*` : '');
+        if (ks.length > 1)
+          res += ` ${this.addRule(sub(`${k === ANY ? '*' : k || 'empty'}-rest`), chain(ks.slice(1), true))}`;
+        return res;
+      };
+      const alts = opt.map((_, i) => chain(opt.slice(i), false));
+      rule += req.length > 0 ? ` ( "," space ( ${alts.join(' | ')} ) )?` : `( ${alts.join(' | ')} )?`;
+    }
+    return `${rule} "}" space`;
+  }
+
+  /** A JSON string that is none of `names` (for keys of additional properties). */
+  private notStrings(names: string[]): string {
+    interface Node {
+      children: Map<string, Node>;
+      end: boolean;
+    }
+    const root: Node = { children: new Map(), end: false };
+    for (const n of names) {
+      let node = root;
+      for (const ch of JSON.stringify(n).slice(1, -1)) {
+        let next = node.children.get(ch);
+        if (!next) {
+          next = { children: new Map(), end: false };
+          node.children.set(ch, next);
+        }
+        node = next;
+      }
+      node.end = true;
+    }
+    const char = this.addPrimitive('char', PRIMITIVES.char!);
+    const classChar = (c: string) => (/[\\\]\-^"]/.test(c) ? `\\${c}` : c);
+    // strings that continue from this node without spelling a name
+    const visit = (node: Node): string => {
+      const alts: string[] = [];
+      for (const [c, child] of node.children) {
+        const rest = visit(child);
+        alts.push(`[${classChar(c)}] (${rest})${child.end ? '' : '?'}`);
+      }
+      const others = [...node.children.keys()].map(classChar).join('');
+      alts.push(`[^"\\\\\\x7F\\x00-\\x1F${others}] ${char}*`);
+      return alts.join(' | ');
+    };
+    // at the root: the empty string is a valid key unless it is a name
+    const body = visit(root);
+    return `"\\"" ( ${body} )${root.end ? '' : '?'} "\\"" space`;
+  }
+
+  // ---- arrays ----
+
+  private arrayRule(s: Schema, ptr: string, sub: (suffix: string) => string): string {
+    const tuple = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : undefined;
+    if (tuple) {
+      const key = Array.isArray(s.prefixItems) ? 'prefixItems' : 'items';
+      const parts = tuple.map((item, i) => this.visit(item, sub(`tuple-${i}`), childPointer(ptr, key, i)));
+      let rule = `"[" space ${parts.join(' "," space ')}`;
+      if (key === 'prefixItems' && s.items !== undefined && s.items !== false) {
+        const rest = this.visit(s.items, sub('item'), childPointer(ptr, 'items'));
+        rule += ` ( "," space ${rest} )*`;
+      }
+      return `${rule} "]" space`;
+    }
+    const itemRule = this.visit(s.items ?? true, sub('item'), childPointer(ptr, 'items'));
+    const min = this.int(s, 'minItems', ptr) ?? 0;
+    const max = this.int(s, 'maxItems', ptr) ?? Number.POSITIVE_INFINITY;
+    if (min > max) throw new SchemaError(childPointer(ptr, 'minItems'), 'minItems exceeds maxItems');
+    return `"[" space ${this.repetition(itemRule, min, max, '"," space', ptr)} "]" space`;
+  }
+
+  /** `item` between min and max times, separated by `sep` (llama.cpp's build_repetition). */
+  private repetition(item: string, min: number, max: number, sep: string, ptr: string): string {
+    if (max > MAX_REPETITION && Number.isFinite(max)) {
+      log.warn(`${ptr}: an upper bound of ${max} is above the grammar's repetition limit and is not enforced`);
+      max = Number.POSITIVE_INFINITY;
+    }
+    if (min > MAX_REPETITION)
+      throw new SchemaError(ptr, `a lower bound of ${min} is above the grammar's repetition limit`);
+    const bounded = Number.isFinite(max);
+    if (max === 0) return '';
+    if (min === 0 && max === 1) return `${item}?`;
+    if (sep === '') {
+      if (min === 1 && !bounded) return `${item}+`;
+      if (min === 0 && !bounded) return `${item}*`;
+      return `${item}{${min},${bounded ? max : ''}}`;
+    }
+    const rest = this.repetition(`(${sep} ${item})`, min === 0 ? 0 : min - 1, bounded ? max - 1 : max, '', ptr);
+    const result = `${item} ${rest}`;
+    return min === 0 ? `(${result})?` : result;
+  }
+
+  // ---- integers ----
+
+  private intBounds(s: Schema, ptr: string): [number | undefined, number | undefined] {
+    const num = (key: string): number | undefined => {
+      const v = s[key];
+      if (v === undefined || typeof v === 'boolean') return undefined;
+      if (typeof v !== 'number' || !Number.isFinite(v))
+        throw new SchemaError(childPointer(ptr, key), `${key} must be a number`);
+      return v;
+    };
+    let min = num('minimum');
+    let max = num('maximum');
+    if (min !== undefined) min = s.exclusiveMinimum === true ? Math.floor(min) + 1 : Math.ceil(min);
+    else if (num('exclusiveMinimum') !== undefined) min = Math.floor(num('exclusiveMinimum')!) + 1;
+    if (max !== undefined) max = s.exclusiveMaximum === true ? Math.ceil(max) - 1 : Math.floor(max);
+    else if (num('exclusiveMaximum') !== undefined) max = Math.ceil(num('exclusiveMaximum')!) - 1;
+    for (const [v, key] of [
+      [min, 'minimum'],
+      [max, 'maximum'],
+    ] as const) {
+      if (v !== undefined && Math.abs(v) >= 1e15) {
+        throw new SchemaError(childPointer(ptr, key), `integer bound ${v} is too large (limit: 15 digits)`);
+      }
+    }
+    if (min !== undefined && max !== undefined && min > max) {
+      throw new SchemaError(ptr, `no integer lies between the bounds (${min} > ${max})`);
+    }
+    return [min, max];
+  }
+}
+
+// ---- integer ranges as digit patterns ----
+
+/** Integers have at most this many digits (as `integral-part`). */
+const MAX_DIGITS = 16;
+
+function digitClass(lo: number, hi: number): string {
+  return lo === hi ? `[${lo}]` : `[${lo}-${hi}]`;
+}
+
+function anyDigits(n: number): string {
+  return n === 0 ? '' : n === 1 ? ' [0-9]' : ` [0-9]{${n}}`;
+}
+
+/** Digit strings of a's length from a to b (a <= b), leading zeros allowed: GBNF alternatives. */
+function sameLength(a: string, b: string): string[] {
+  if (a.length === 0) return [];
+  if (a === b) return [`"${a}"`];
+  if (a[0] === b[0]) {
+    const rest = sameLength(a.slice(1), b.slice(1));
+    return [`"${a[0]}" ${group(rest)}`];
+  }
+  const n = a.length - 1;
+  const zeros = '0'.repeat(n);
+  const nines = '9'.repeat(n);
+  const out: string[] = [];
+  let lo = Number(a[0]);
+  let hi = Number(b[0]);
+  if (n > 0 && a.slice(1) !== zeros) {
+    out.push(`[${a[0]}] ${group(sameLength(a.slice(1), nines))}`);
+    lo++;
+  }
+  let last: string | undefined;
+  if (n > 0 && b.slice(1) !== nines) {
+    last = `[${b[0]}] ${group(sameLength(zeros, b.slice(1)))}`;
+    hi--;
+  }
+  if (lo <= hi) out.push(`${digitClass(lo, hi)}${anyDigits(n)}`);
+  if (last) out.push(last);
+  return out;
+}
+
+function group(alts: string[]): string {
+  return alts.length === 1 ? alts[0]! : `(${alts.join(' | ')})`;
+}
+
+/** Non-negative integers in [lo, hi] (hi may be infinite) without leading zeros: alternatives. */
+function nonNegative(lo: number, hi: number): string[] {
+  const out: string[] = [];
+  if (lo === 0) {
+    out.push('"0"');
+    if (hi === 0) return out;
+    lo = 1;
+  }
+  const loLen = String(lo).length;
+  const hiLen = Number.isFinite(hi) ? String(hi).length : MAX_DIGITS;
+  for (let len = loLen; len <= hiLen; len++) {
+    const first = len === loLen ? lo : 10 ** (len - 1);
+    const full = 10 ** len - 1;
+    if (!Number.isFinite(hi) && first === 10 ** (len - 1)) {
+      // every number from here on: any length from len to the maximum
+      out.push(`[1-9]${len === MAX_DIGITS ? anyDigits(len - 1) : ` [0-9]{${len - 1},${MAX_DIGITS - 1}}`}`);
+      break;
+    }
+    const last = Math.min(hi, full);
+    if (first > last) continue;
+    out.push(...sameLength(String(first), String(last)));
+  }
+  return out;
+}
+
+/** GBNF for the integers in [min, max] (either may be absent), as JSON writes them. */
+export function integerRange([min, max]: [number | undefined, number | undefined]): string {
+  const alts: string[] = [];
+  if (min === undefined || min < 0) {
+    const lo = max !== undefined && max < 0 ? -max : 1;
+    const hi = min === undefined ? Number.POSITIVE_INFINITY : -min;
+    alts.push(`"-" ${group(nonNegative(lo, hi))}`);
+  }
+  if (max === undefined || max >= 0) {
+    alts.push(...nonNegative(min !== undefined && min > 0 ? min : 0, max ?? Number.POSITIVE_INFINITY));
+  }
+  return alts.join(' | ');
+}
