@@ -428,6 +428,14 @@ describe('constrained generation validates against the schema', () => {
     });
   }
 
+  test('GrammarSampler.fromJsonSchema', () => {
+    const s = GrammarSampler.fromJsonSchema({ enum: ['yes', 'no'] }, tiny);
+    const g = parseGrammar(jsonSchemaToGrammar({ enum: ['yes', 'no'] }));
+    const r = generate(g, s, tiny, 1, { maxSteps: 20 });
+    assert.ok(r.completed && ['yes', 'no'].includes(JSON.parse(r.text)));
+    assert.throws(() => GrammarSampler.fromJsonSchema({ type: 'nope' }, tiny), SchemaError);
+  });
+
   let spm: Vocab | undefined;
   const rel = 'vocab/ggml-vocab-llama-spm.gguf';
   for (const [what, schema] of SCHEMAS) {

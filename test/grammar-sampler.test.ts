@@ -266,6 +266,18 @@ for (const vocabName of ['llama-spm', 'llama-bpe']) {
   });
 }
 
+describe('token references with a real vocabulary', () => {
+  test('<|start_header_id|> resolves by text and is the only token allowed', need('llama-bpe'), () => {
+    const vocab = vocabOf('llama-bpe');
+    const s = new GrammarSampler('root ::= <|start_header_id|> "user" <|end_header_id|> "\n\n" [a-z]+', vocab);
+    const start = vocab.textToToken('<|start_header_id|>');
+    assert.deepEqual(allowedSet(s, vocab), [start]);
+    s.accept(start);
+    for (const id of vocab.encode('user', { addSpecial: false })) s.accept(id);
+    assert.deepEqual(allowedSet(s, vocab), [vocab.textToToken('<|end_header_id|>')]);
+  });
+});
+
 describe('filter speed', () => {
   // every state along a realistic JSON document, each filtered from scratch (no mask cache)
   const doc = JSON.stringify(

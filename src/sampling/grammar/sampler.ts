@@ -8,6 +8,7 @@
 // Large candidate lists (the whole vocabulary) are filtered by one pass over the token
 // trie; short ones (after top-k) token by token. Filters of recent states are kept, as
 // many steps revisit a state (the inside of a string, say).
+import { type JsonSchemaOptions, jsonSchemaToGrammar } from './json-schema.js';
 import { GrammarMatcher } from './matcher.js';
 import { type ParseOptions, parseGrammar, type TokenResolver } from './parser.js';
 import { type Grammar, GrammarError } from './rules.js';
@@ -66,6 +67,11 @@ export class GrammarSampler {
     this.vocab = vocab;
     this.matcher = new GrammarMatcher(grammar);
     this.masks = shared ?? new MaskCache(TokenIndex.for(vocab));
+  }
+
+  /** A sampler for JSON documents valid against a JSON Schema (see json-schema.ts). Throws SchemaError. */
+  static fromJsonSchema(schema: unknown, vocab: GrammarVocab, opts: JsonSchemaOptions = {}): GrammarSampler {
+    return new GrammarSampler(jsonSchemaToGrammar(schema, opts), vocab);
   }
 
   get index(): TokenIndex {
