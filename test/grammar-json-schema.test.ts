@@ -14,6 +14,7 @@ import {
   parseGrammar,
   SchemaError,
 } from '../src/sampling/grammar/index.js';
+import { seededRandom } from '../src/sampling/temperature.js';
 import { loadVocab, type Vocab } from '../src/vocab/index.js';
 import { completes, generate } from './grammar-generate.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
@@ -180,6 +181,36 @@ describe('keywords', () => {
     assert.ok(accepts(p, '"AB-abc.\\""'));
     assert.ok(accepts(p, '"7-a\\""'));
     assert.ok(!accepts(p, '"A-a\\""'));
+  });
+
+  test('patterns agree with JavaScript regular expressions (JSON-escaped strings)', () => {
+    const patterns = [
+      '^[a-c"\\\\]{1,3}$',
+      '^(ab|c)*\\.?[^a]$',
+      '^\\d+-\\w?$',
+      '^(?:x|y"z)+é?$',
+      '^.{2}$',
+      '^[^a-c]*?b$',
+      '^(a|)(b{2,}|\\u0063)$',
+    ];
+    const alphabet = ['a', 'b', 'c', '"', '\\', '.', '-', '1', '_', 'x', 'y', 'z', 'é', ' '];
+    const random = seededRandom(11);
+    for (const pattern of patterns) {
+      const g = parseGrammar(quiet(() => jsonSchemaToGrammar({ type: 'string', pattern })));
+      const re = new RegExp(pattern, 'u');
+      let hits = 0;
+      for (let k = 0; k < 1500; k++) {
+        let str = '';
+        const len = Math.floor(random() * 5);
+        for (let i = 0; i < len; i++) str += alphabet[Math.floor(random() * alphabet.length)];
+        if (k < 20 && k % 2 === 0) str = ['ab', 'c', 'x', '1-', 'bb'][(k / 2) % 5]!; // some likely matches
+        const m = new GrammarMatcher(g);
+        const got = m.acceptString(JSON.stringify(str)) && m.isComplete();
+        assert.equal(got, re.test(str), `${pattern} on ${JSON.stringify(str)}`);
+        if (got) hits++;
+      }
+      assert.ok(hits > 0, `${pattern}: nothing matched`);
+    }
   });
 
   test('anyOf, oneOf, $ref to $defs and definitions, recursion', () => {
