@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ReferenceReg } from '../src/backends/reference/index.js';
+import { ReferenceReg, referenceDevice } from '../src/backends/reference/index.js';
 import { generateModel, type ModelSpec, presetSpec } from '../src/generator/index.js';
 import { GGMLType } from '../src/ggml/types.js';
 import { GGUFError, GGUFValueType, GGUFWriter, openGGUF } from '../src/gguf/index.js';
@@ -46,9 +46,11 @@ before(() => {
 });
 after(() => setLogCallback(null));
 
+// Exact comparisons run on the reference kernels (row by row, the same arithmetic
+// whatever the batch); the default (fastest) device is checked against them separately.
 const models = new Map<string, Model>();
 async function model(name: string): Promise<Model> {
-  if (!models.has(name)) models.set(name, await Model.load(paths[name]));
+  if (!models.has(name)) models.set(name, await Model.load(paths[name], { devices: [referenceDevice] }));
   return models.get(name)!;
 }
 after(() => {
@@ -102,6 +104,24 @@ for (const name of ['llama', 'llamaQ8', 'qwen2', 'qwen3']) {
     }
   });
 }
+
+test('the default device agrees with the reference kernels', async () => {
+  for (const name of ['llamaQ8', 'qwen2', 'qwen3']) {
+    const ref = await allLogits(await model(name), PROMPT);
+    const m = await Model.load(paths[name]);
+    try {
+      const got = await allLogits(m, PROMPT);
+      const single = await withContext(m, { nCtx: 64 }, async (c) => {
+        for (const t of PROMPT) await c.decode({ tokens: [t] });
+        return c.getLogits(-1);
+      });
+      for (let i = 0; i < PROMPT.length; i++) assert.ok(maxDiff(got[i], ref[i]) < 0.1, `${name} token ${i}`);
+      assert.ok(maxDiff(single, ref[PROMPT.length - 1]) < 0.1, `${name}: token by token`);
+    } finally {
+      m.free();
+    }
+  }
+});
 
 test('two sequences in one batch equal two separate decodes', async () => {
   const m = await model('llama');

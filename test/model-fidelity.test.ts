@@ -4,12 +4,16 @@
 // teacher-forced greedy decoding (the reference's greedy tokens fed back in one more
 // decode call; the argmax must match wherever llama.cpp's top-2 gap exceeds twice the
 // tolerance). BERT files: cosine ≥ 0.9999 with the reference sentence embedding.
+// Every file runs on the default device (the fastest) and, when that is another, on the
+// reference kernels with ggml-cpu numerics too.
 
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import type { Device } from '../src/backends/index.js';
+import { referenceDevice } from '../src/backends/reference/index.js';
 import { setLogCallback } from '../src/log.js';
-import { Context, l2Normalize, Model } from '../src/model/index.js';
+import { Context, defaultDevices, l2Normalize, Model } from '../src/model/index.js';
 import { missingShared, SHARED_DIR, sharedPath } from './helpers/shared.js';
 
 interface GenCase {
@@ -111,55 +115,65 @@ if (files.length === 0) {
   test('model fidelity: generative models', { skip: missingShared('models/ and fixtures/') }, () => {});
 }
 
-for (const rel of files) {
-  test(`model fidelity: ${rel}`, async () => {
-    setLogCallback(() => {});
-    const model = await Model.load(`${SHARED_DIR}${rel}.gguf`);
-    setLogCallback(null);
-    try {
-      const ref = JSON.parse(readFileSync(`${SHARED_DIR}${rel}.ref.json`, 'utf8')) as { cases: GenCase[] };
-      const tol = tolerance(rel);
-      const lines: string[] = [];
-      for (const c of ref.cases) {
-        const [d, m, r] = await checkCase(model, c, tol, `${rel} '${c.prompt}'`);
-        lines.push(`max|Δ| ${d.toFixed(4)}, greedy ${m}/${r}`);
+/** The devices each file runs on: the default, and the reference kernels if different. */
+const RUNS: [string, Device[]][] = [['default', defaultDevices()]];
+if (RUNS[0][1].some((d) => d.name !== referenceDevice.name)) RUNS.push(['reference', [referenceDevice]]);
+
+for (const [label, devices] of RUNS) {
+  for (const rel of files) {
+    test(`model fidelity (${label}: ${devices.map((d) => d.name).join(', ')}): ${rel}`, async () => {
+      setLogCallback(() => {});
+      const model = await Model.load(`${SHARED_DIR}${rel}.gguf`, { devices });
+      setLogCallback(null);
+      try {
+        const ref = JSON.parse(readFileSync(`${SHARED_DIR}${rel}.ref.json`, 'utf8')) as { cases: GenCase[] };
+        const tol = tolerance(rel);
+        const lines: string[] = [];
+        for (const c of ref.cases) {
+          const [d, m, r] = await checkCase(model, c, tol, `${rel} '${c.prompt}'`);
+          lines.push(`max|Δ| ${d.toFixed(4)}, greedy ${m}/${r}`);
+        }
+        process.stdout.write(`# ${label} ${rel}: ${lines.join('; ')}\n`);
+      } finally {
+        model.free();
       }
-      process.stdout.write(`# ${rel}: ${lines.join('; ')}\n`);
-    } finally {
-      model.free();
-    }
-  });
+    });
+  }
 }
 
 const bertFiles = ['fixtures/rand-bert-F16', 'fixtures/rand-bert-Q8_0'];
-for (const rel of bertFiles) {
-  const path = sharedPath(`${rel}.gguf`);
-  test(`model fidelity: ${rel} embeddings`, { skip: path ? false : missingShared(`${rel}.gguf`) }, async () => {
-    const model = await Model.load(path!);
-    const ctx = new Context(model, { embeddings: true });
-    try {
-      const ref = JSON.parse(readFileSync(`${SHARED_DIR}${rel}.ref.json`, 'utf8')) as { cases: EmbedCase[] };
-      const cosines: string[] = [];
-      for (const c of ref.cases) {
-        const tokens = model.vocab.encode(c.prompt, { addSpecial: true });
-        assert.deepEqual(tokens.slice(1, -1), c.tokens, `${rel} '${c.prompt}': tokens`);
-        await ctx.decode({ tokens });
-        const e = l2Normalize(ctx.getEmbeddingsSeq(0));
-        assert.equal(e.length, c.embedding.length);
-        let dot = 0;
-        let nr = 0;
-        for (let i = 0; i < e.length; i++) {
-          dot += e[i] * c.embedding[i];
-          nr += c.embedding[i] ** 2;
+for (const [label, devices] of RUNS) {
+  for (const rel of bertFiles) {
+    const path = sharedPath(`${rel}.gguf`);
+    test(`model fidelity (${label}): ${rel} embeddings`, {
+      skip: path ? false : missingShared(`${rel}.gguf`),
+    }, async () => {
+      const model = await Model.load(path!, { devices });
+      const ctx = new Context(model, { embeddings: true });
+      try {
+        const ref = JSON.parse(readFileSync(`${SHARED_DIR}${rel}.ref.json`, 'utf8')) as { cases: EmbedCase[] };
+        const cosines: string[] = [];
+        for (const c of ref.cases) {
+          const tokens = model.vocab.encode(c.prompt, { addSpecial: true });
+          assert.deepEqual(tokens.slice(1, -1), c.tokens, `${rel} '${c.prompt}': tokens`);
+          await ctx.decode({ tokens });
+          const e = l2Normalize(ctx.getEmbeddingsSeq(0));
+          assert.equal(e.length, c.embedding.length);
+          let dot = 0;
+          let nr = 0;
+          for (let i = 0; i < e.length; i++) {
+            dot += e[i] * c.embedding[i];
+            nr += c.embedding[i] ** 2;
+          }
+          const cos = dot / Math.sqrt(nr);
+          cosines.push(cos.toFixed(7));
+          assert.ok(cos >= 0.9999, `${rel} '${c.prompt}': cosine ${cos}`);
         }
-        const cos = dot / Math.sqrt(nr);
-        cosines.push(cos.toFixed(7));
-        assert.ok(cos >= 0.9999, `${rel} '${c.prompt}': cosine ${cos}`);
+        process.stdout.write(`# ${label} ${rel}: cosines ${cosines.join(', ')}\n`);
+      } finally {
+        ctx.free();
+        model.free();
       }
-      process.stdout.write(`# ${rel}: cosines ${cosines.join(', ')}\n`);
-    } finally {
-      ctx.free();
-      model.free();
-    }
-  });
+    });
+  }
 }

@@ -1,11 +1,13 @@
 // Tensor-by-tensor comparison with llama.cpp's intermediate dumps (../shared/
 // *.intermediates.txt: name, op, shape, first 8 values and sum of every tensor of one
 // evaluation of "Once upon a time"). Tensors are matched by name, op and occurrence; the
-// first one that differs names the layer and the step where an engine goes wrong.
+// first one that differs names the layer and the step where an engine goes wrong. Runs on
+// the reference kernels (ggml-cpu numerics), which match llama.cpp closely.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { referenceDevice } from '../src/backends/reference/index.js';
 import { setLogCallback } from '../src/log.js';
 import { Context, type Intermediate, Model } from '../src/model/index.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
@@ -54,7 +56,7 @@ for (const [rel, tol] of FILES) {
   test(`intermediates: ${rel}`, { skip: dump ? false : missingShared(`${rel}.intermediates.txt`) }, async () => {
     const { tokens, tensors } = parseDump(readFileSync(dump!, 'utf8'));
     setLogCallback(() => {});
-    const model = await Model.load(sharedPath(`${rel}.gguf`)!);
+    const model = await Model.load(sharedPath(`${rel}.gguf`)!, { devices: [referenceDevice] });
     setLogCallback(null);
     const ctx = new Context(model, { keepIntermediates: true, nCtx: 64 });
     try {

@@ -4,8 +4,8 @@
 // n_gpu_layers-style split: the last n layers on the first offload device, the rest on
 // the host device) and read their bytes straight from the file into those buffers.
 
-import { devicesByType, tensorSet } from '../backends/api.js';
 import type { Device, Buffer as DeviceBuffer } from '../backends/impl.js';
+import { devicesByType, tensorSet } from '../backends/index.js';
 import { ReferenceDevice, referenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
 import { allocTensors } from '../ggml/alloc.js';
 import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
@@ -20,6 +20,9 @@ import { type HParams, readHParams } from './hparams.js';
 import { TensorList, Weights } from './weights.js';
 
 const log = logger('model');
+
+/** Bytes read at a time into weights that are not in host memory. */
+const STAGING_BYTES = 16 << 20;
 
 export interface LoadOptions {
   /** Called with the fraction of weight bytes loaded so far (0..1); return false to cancel. */
@@ -157,15 +160,26 @@ export class Model {
     const buffers: DeviceBuffer[] = [];
     for (const [d, ts] of byDevice) buffers.push(...allocTensors(ts, d.bufferType(), 'weights'));
 
-    // read the bytes, straight into host buffers
+    // read the bytes: straight into host buffers; through one bounded staging buffer,
+    // whole rows at a time, into the others (so no tensor is ever held twice whole)
     const total = [...tensors.values()].reduce((s, t) => s + t.nbytes, 0);
     let done = 0;
+    let staging: Uint8Array | undefined;
     for (const t of tensors.values()) {
       if (opts.signal?.aborted) throw abortError(opts.signal);
       const info = file.tensor(t.name)!;
       const host = t.buffer!.hostBytes();
       if (host) await file.readTensorDataAsync(info, host.subarray(t.offset, t.offset + info.nBytes));
-      else tensorSet(t, await file.readTensorDataAsync(info));
+      else {
+        const chunk = Math.max(1, Math.floor(STAGING_BYTES / t.rowBytes)) * t.rowBytes;
+        const need = Math.min(chunk, info.nBytes);
+        if (!staging || staging.length < need) staging = new Uint8Array(need);
+        for (let off = 0; off < info.nBytes; off += chunk) {
+          const part = staging.subarray(0, Math.min(chunk, info.nBytes - off));
+          await file.readTensorDataAsync(info, part, off);
+          tensorSet(t, part, off);
+        }
+      }
       done += info.nBytes;
       if (opts.onProgress?.(total > 0 ? done / total : 1) === false) {
         for (const b of buffers) b.free();
