@@ -1,11 +1,13 @@
 // FLASH_ATTN_EXT: for each query row (token iq1, head iq2), an online softmax over the
 // KV positions of q·k·scale (softcap, + mask), accumulating the V rows. K/V head is
 // iq2 / (nHead / nHeadKV). t1 = q, t2 = k, t3 = v, t4 = mask (type -1 when absent).
+// Numerics follow ggml-cpu (see k_flash_attn), so results stay llama.cpp's.
 
 import { ldf } from './access';
 import { extra, param, share0, tAddr, tNb, tNe, tType } from './desc';
-import { f16x4 } from './consts';
-import { exp64, tanh64 } from './math';
+import { f16x4, roundF16x4 } from './consts';
+import { exp64, f16ToF32, f32ToF16, tanh64 } from './math';
+import { roundActRow } from './vecdot';
 import { readRow } from './rows';
 import { T_F16, T_F32 } from './types';
 
@@ -42,33 +44,68 @@ function dotF16Row(x: usize, h: usize, n: i32): f32 {
   return s;
 }
 
-/** acc[0..n) = acc * ms + v * vs, v an F32 or F16 row (or f32 scratch when type is F32). */
-function accumulate(acc: usize, v: usize, vType: i32, n: i32, ms: f32, vs: f32): void {
+/** acc[0..n) *= ms, rounded to f16 after the product when f16 is set. */
+function scaleAcc(acc: usize, n: i32, ms: f32, f16: bool): void {
   const m4 = f32x4.splat(ms);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const o = <usize>i << 2;
+    const x = f32x4.mul(v128.load(acc + o), m4);
+    v128.store(acc + o, f16 ? roundF16x4(x) : x);
+  }
+  for (; i < n; i++) {
+    const o = <usize>i << 2;
+    const x = load<f32>(acc + o) * ms;
+    store<f32>(acc + o, f16 ? f16ToF32(f32ToF16(x)) : x);
+  }
+}
+
+/**
+ * acc[0..n) += v * vs with one rounding (fused), v an F16 row (accumulator kept at f16
+ * precision, as ggml-cpu's F16 VKQ accumulator) or f32.
+ */
+function accumulate(acc: usize, v: usize, vType: i32, n: i32, vs: f32): void {
   const v4 = f32x4.splat(vs);
   let i = 0;
   if (vType == T_F16) {
     for (; i + 4 <= n; i += 4) {
       const o = <usize>i << 2;
       const x = f16x4(v128.load16x4_u(v + (<usize>i << 1)));
-      v128.store(acc + o, f32x4.add(f32x4.mul(v128.load(acc + o), m4), f32x4.mul(x, v4)));
+      v128.store(acc + o, roundF16x4(fma4(x, v4, v128.load(acc + o))));
     }
     for (; i < n; i++) {
       const o = <usize>i << 2;
-      store<f32>(acc + o, load<f32>(acc + o) * ms + ldf(v + (<usize>i << 1), T_F16) * vs);
+      const x = <f64>ldf(v + (<usize>i << 1), T_F16) * <f64>vs + <f64>load<f32>(acc + o);
+      store<f32>(acc + o, f16ToF32(f32ToF16(<f32>x)));
     }
     return;
   }
   for (; i + 4 <= n; i += 4) {
     const o = <usize>i << 2;
-    v128.store(acc + o, f32x4.add(f32x4.mul(v128.load(acc + o), m4), f32x4.mul(v128.load(v + o), v4)));
+    v128.store(acc + o, fma4(v128.load(v + o), v4, v128.load(acc + o)));
   }
   for (; i < n; i++) {
     const o = <usize>i << 2;
-    store<f32>(acc + o, load<f32>(acc + o) * ms + load<f32>(v + o) * vs);
+    store<f32>(acc + o, <f32>(<f64>load<f32>(v + o) * <f64>vs + <f64>load<f32>(acc + o)));
   }
 }
 
+/** a + x*y rounded once: exact with relaxed SIMD (fma), else through f64. */
+@inline function fma4(x: v128, y: v128, a: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(x, y, a);
+  const lo = f64x2.add(f64x2.mul(f64x2.promote_low_f32x4(x), f64x2.promote_low_f32x4(y)), f64x2.promote_low_f32x4(a));
+  const xh = v128.shuffle<f32>(x, x, 2, 3, 0, 1);
+  const yh = v128.shuffle<f32>(y, y, 2, 3, 0, 1);
+  const ah = v128.shuffle<f32>(a, a, 2, 3, 0, 1);
+  const hi = f64x2.add(f64x2.mul(f64x2.promote_low_f32x4(xh), f64x2.promote_low_f32x4(yh)), f64x2.promote_low_f32x4(ah));
+  return v128.shuffle<f32>(f32x4.demote_f64x2_zero(lo), f32x4.demote_f64x2_zero(hi), 0, 1, 4, 5);
+}
+
+/**
+ * Arithmetic as ggml-cpu's one-row kernel (flash_attn_ext_f16_one_chunk): the query row
+ * rounded to K's vec_dot_type (extra 2), scores in f32, online softmax, V summed with one
+ * rounding per step (at f16 precision for an F16 V), divided by the sum at the end.
+ */
 export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const D = tNe(node, 1, 0);
   const nQ = tNe(node, 1, 1);
@@ -76,15 +113,20 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const ne3 = tNe(node, 1, 3);
   const nKV = tNe(node, 2, 1);
   const Dv = tNe(node, 3, 0);
-  const rh = nHead / tNe(node, 2, 2);
-  const r3 = ne3 / tNe(node, 2, 3);
-  const scale = <f32>param(node, 0);
-  const softcap = param(node, 1);
+  const rk2 = nHead / tNe(node, 2, 2);
+  const rk3 = ne3 / tNe(node, 2, 3);
+  const rv2 = nHead / tNe(node, 3, 2);
+  const rv3 = ne3 / tNe(node, 3, 3);
+  const scale0 = <f32>param(node, 0);
+  const softcap = <f32>param(node, 1);
+  const scale: f32 = softcap != 0 ? scale0 / softcap : scale0;
   const tk = tType(node, 2);
   const tv = tType(node, 3);
   const tm = tType(node, 4);
+  const qRound = extra(node, 2);
   const kDirect = (tk == T_F16 || tk == T_F32) && tNb(node, 2, 0) == (tk == T_F16 ? 2 : 4);
   const vDirect = (tv == T_F16 || tv == T_F32) && tNb(node, 3, 0) == (tv == T_F16 ? 2 : 4);
+  const vF16 = tv == T_F16;
   const base = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
   const qrow = base;
   const acc = qrow + ((<usize>D * 4 + 15) & ~15);
@@ -98,9 +140,12 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
     const q = r / nQ;
     const iq2 = q % nHead;
     const iq3 = q / nHead;
-    const ik2 = iq2 / rh;
-    const ik3 = iq3 / r3;
+    const ik2 = iq2 / rk2;
+    const ik3 = iq3 / rk3;
+    const iv2 = iq2 / rv2;
+    const iv3 = iq3 / rv3;
     readRow(node, 1, iq1, iq2, iq3, qrow);
+    roundActRow(qRound, qrow, D);
     memory.fill(acc, 0, <usize>Dv << 2);
     let M: f32 = -Infinity;
     let S: f32 = 0;
@@ -123,24 +168,26 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
         s = dotF32Row(qrow, krow, D);
       }
       s *= scale;
-      if (softcap != 0) s = <f32>(softcap * tanh64(<f64>s / softcap));
+      if (softcap != 0) s = <f32>(<f64>softcap * tanh64(<f64>s));
       s += mv;
       let ms: f32 = 1;
       let vs: f32 = 1;
       if (s > M) {
-        ms = M == -Infinity ? 0 : <f32>exp64(<f64>(M - s));
+        const old = M;
         M = s;
+        ms = <f32>exp64(<f64>(old - M));
+        scaleAcc(acc, Dv, ms, vF16);
       } else {
         vs = <f32>exp64(<f64>(s - M));
       }
-      S = S * ms + vs;
       if (vDirect) {
-        const pv = tAddr(node, 3) + <usize>j * tNb(node, 3, 1) + <usize>ik2 * tNb(node, 3, 2) + <usize>ik3 * tNb(node, 3, 3);
-        accumulate(acc, pv, tv, Dv, ms, vs);
+        const pv = tAddr(node, 3) + <usize>j * tNb(node, 3, 1) + <usize>iv2 * tNb(node, 3, 2) + <usize>iv3 * tNb(node, 3, 3);
+        accumulate(acc, pv, tv, Dv, vs);
       } else {
-        readRow(node, 3, j, ik2, ik3, vrow);
-        accumulate(acc, vrow, T_F32, Dv, ms, vs);
+        readRow(node, 3, j, iv2, iv3, vrow);
+        accumulate(acc, vrow, T_F32, Dv, vs);
       }
+      S = <f32>(<f64>S * <f64>ms + <f64>vs);
     }
     const inv: f32 = S > 0 ? <f32>1 / S : 0;
     const pd = tAddr(node, 0) + <usize>iq2 * tNb(node, 0, 1) + <usize>iq1 * tNb(node, 0, 2) + <usize>iq3 * tNb(node, 0, 3);

@@ -53,3 +53,50 @@ const BASE: usize = 1024;
   const sh = i32x4.add(i32x4.shl(em, 13), v128.and(i32x4.gt_s(em, C_7BFF()), C_INF_ADJ()));
   return v128.or(f32x4.mul(sh, C_P112()), i32x4.shl(v128.xor(h, em), 16));
 }
+
+/** 0x7fffffff in every i32 lane. */
+@inline export function C_ABS(): v128 {
+  return v128.load(BASE, 272);
+}
+/** 0x00000fff in every i32 lane. */
+@inline export function C_FFF(): v128 {
+  return v128.load(BASE, 288);
+}
+/** 1 in every i32 lane. */
+@inline export function C_ONE32(): v128 {
+  return v128.load(BASE, 304);
+}
+/** 0xffffe000 in every i32 lane. */
+@inline export function C_TRUNC13(): v128 {
+  return v128.load(BASE, 320);
+}
+/** 0x38800000 (2^-14, the smallest normal f16) in every i32 lane. */
+@inline export function C_MINNORM16(): v128 {
+  return v128.load(BASE, 336);
+}
+/** 0.75 (f32) in every lane. */
+@inline export function C_075(): v128 {
+  return v128.load(BASE, 352);
+}
+/** 0x477ff000 (65520: rounds to f16 infinity) in every i32 lane. */
+@inline export function C_OVF16(): v128 {
+  return v128.load(BASE, 368);
+}
+/** 0x7f800000 (f32 infinity) in every i32 lane. */
+@inline export function C_INF(): v128 {
+  return v128.load(BASE, 384);
+}
+
+/** Four f32 rounded to f16 precision and back (round to nearest even, as F16C). */
+@inline export function roundF16x4(x: v128): v128 {
+  const a = v128.and(x, C_ABS());
+  const sign = v128.xor(x, a);
+  // normal range: drop 13 mantissa bits, ties to even (a carry bumps the exponent)
+  let r = v128.and(i32x4.add(i32x4.add(a, C_FFF()), v128.and(i32x4.shr_u(a, 13), C_ONE32())), C_TRUNC13());
+  // below 2^-14: multiples of 2^-24 (0.75 has that ulp)
+  const sub = f32x4.sub(f32x4.add(a, C_075()), C_075());
+  r = v128.bitselect(sub, r, i32x4.lt_s(a, C_MINNORM16()));
+  r = v128.bitselect(C_INF(), r, i32x4.ge_s(a, C_OVF16()));
+  r = v128.bitselect(a, r, i32x4.gt_s(a, C_INF()));
+  return v128.or(r, sign);
+}

@@ -3,8 +3,9 @@
 import { f16x4 } from './consts';
 import { f16ToF32 } from './math';
 
+/** (v0 + v2) + (v1 + v3): the order hsum4 uses, so one column and four agree exactly. */
 @inline export function hsum(v: v128): f32 {
-  return f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1) + (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
+  return f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 2) + (f32x4.extract_lane(v, 1) + f32x4.extract_lane(v, 3));
 }
 
 /** a + x*y (fused where the relaxed build allows). */
@@ -104,6 +105,27 @@ export function tileFloat4x2<T>(p: usize, rs: usize, x0: usize, x1: usize, K: i3
   }
   v128.store(o0, hsum4f(a00, a10, a20, a30));
   v128.store(o1, hsum4f(a01, a11, a21, a31));
+}
+
+/**
+ * Four weight rows against one activation row, with the arithmetic of tileFloat4x2 (so a
+ * column gives the same result whatever the batch); results (4 rows) stored at o0.
+ */
+export function tileFloat4x1<T>(p: usize, rs: usize, x0: usize, K: i32, o0: usize): void {
+  let a00 = f32x4.splat(0);
+  let a10 = f32x4.splat(0);
+  let a20 = f32x4.splat(0);
+  let a30 = f32x4.splat(0);
+  const es: usize = sizeof<T>();
+  for (let k = 0; k < K; k += 4) {
+    const wp = p + <usize>k * es;
+    const y0 = v128.load(x0 + (<usize>k << 2));
+    a00 = madd(loadW<T>(wp), y0, a00);
+    a10 = madd(loadW<T>(wp + rs), y0, a10);
+    a20 = madd(loadW<T>(wp + 2 * rs), y0, a20);
+    a30 = madd(loadW<T>(wp + 3 * rs), y0, a30);
+  }
+  v128.store(o0, hsum4f(a00, a10, a20, a30));
 }
 
 /** [Σc0, Σc1, Σc2, Σc3] of four f32x4. */

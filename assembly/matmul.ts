@@ -10,15 +10,18 @@
 // Extras: 0 activation rows, 1 their stride, 2 format (0 f32, 1 per-32, 2 per-256,
 // 3 b's own F32 rows used in place), 3/4 per-thread scratch (base, stride), 5 columns per
 // chunk (activation rows kept in cache while a's rows stream), 6 whether a is a whole
-// repacked tensor (its groups can be used as such).
+// repacked tensor (its groups can be used as such), 7 the rounding of f32 activations
+// (vecdot.ts: the grid of ggml-cpu's vec_dot_type for the weight type).
 
 import { extra, qQs, qScale, qStride, qrow, share0, tAddr, tLayout, tNb, tNe, tType, tWord, LAYOUT_REP4 } from './desc';
 import { readRow } from './rows';
-import { dotBF16, dotF16, dotF32, tileFloat4x2 } from './dot';
+import { f16ToF32, f32ToF16 } from './math';
+import { ROUND_Q8_1, roundActRow } from './vecdot';
+import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
   dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
 } from './qdot';
-import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_K, T_Q6_K, T_Q8_0 } from './types';
+import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q6_K, T_Q8_0 } from './types';
 
 const FMT_F32: i32 = 0;
 const FMT_Q32: i32 = 1;
@@ -67,8 +70,9 @@ function quantAct32(x: usize, act: usize, K: i32): void {
   for (let b = 0; b < (K >> 5); b++) {
     const xb = x + (<usize>b << 7);
     const amax = absMax(xb, 32);
-    const d: f32 = amax / 127;
-    const id = f32x4.splat(d != 0 ? <f32>127 / amax : 0);
+    // as ggml-cpu's AVX quantize_row_q8_0: the scale is stored as f16
+    const d = f16ToF32(f32ToF16(amax / 127));
+    const id = f32x4.splat(amax != 0 ? <f32>127 / amax : 0);
     const n0 = q16lo(xb, id);
     const n1 = q16lo(xb + 32, id);
     const n2 = q16lo(xb + 64, id);
@@ -91,8 +95,10 @@ function quantAct256(x: usize, act: usize, K: i32): void {
   for (let sb = 0; sb < (K >> 8); sb++) {
     const xb = x + (<usize>sb << 10);
     const amax = absMax(xb, 256);
-    const d: f32 = amax / 127;
-    const id = f32x4.splat(d != 0 ? <f32>127 / amax : 0);
+    // as quantize_row_q8_K: d is the inverse of the (f32) quantization scale
+    const ids: f32 = amax != 0 ? <f32>127 / amax : 0;
+    const d: f32 = amax != 0 ? <f32>1 / ids : 0;
+    const id = f32x4.splat(ids);
     const abs32 = ad + (<usize>K >> 2);
     for (let g = 0; g < 16; g += 2) {
       const xg = xb + (<usize>g << 6);
@@ -133,6 +139,7 @@ export function k_mm_prep(node: usize, ith: i32, nth: i32): void {
     const dst = act + <usize>r * stride;
     if (fmt == FMT_F32) {
       readRow(node, 2, n, i2, i3, dst);
+      roundActRow(extra(node, 7), dst, K);
       continue;
     }
     let src = scratch;
@@ -219,7 +226,9 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   }
   const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
   const plainRows = tNb(node, 1, 0) == (type == T_F32 ? 4 : 2);
-  if (mc == 4 && (type == T_F32 || type == T_F16) && plainRows && (K & 3) == 0 && c1 - c0 >= 2) {
+  if (mc == 4 && (type == T_F32 || type == T_F16) && plainRows && (K & 3) == 0) {
+    // groups of four rows always take these tiles (pairs of columns, then one), so a
+    // column's result never depends on the batch it came in
     const p = tAddr(node, 1) + base + <usize>m0 * nb1;
     let n = c0;
     for (; n + 2 <= c1; n += 2) {
@@ -230,10 +239,22 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
       if (type == T_F16) tileFloat4x2<u16>(p, nb1, x0, x1, K, o0, o1);
       else tileFloat4x2<f32>(p, nb1, x0, x1, K, o0, o1);
     }
-    if (n < c1) mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, n, c1);
+    if (n < c1) {
+      const x0 = actRow(node, n, i2, i3);
+      const o0 = dstAt(node, m0, n, i2, i3);
+      if (type == T_F16) tileFloat4x1<u16>(p, nb1, x0, K, o0);
+      else tileFloat4x1<f32>(p, nb1, x0, K, o0);
+    }
     return;
   }
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
+}
+
+/** Σ_b min_b · corr_b: Q8_1's block-sum rounding against Q4_1/Q5_1 mins (vecdot.ts). */
+function q81Correction(w: usize, ts: usize, corr: usize, nb: i32): f32 {
+  let s: f32 = 0;
+  for (let b = 0; b < nb; b++) s += f16ToF32(load<u16>(w + <usize>b * ts, 2)) * load<f32>(corr + (<usize>b << 2));
+  return s;
 }
 
 /** Row by row (and column by column) for whatever the tiles above do not cover. */
@@ -286,7 +307,13 @@ function mmRows(
       }
     } else {
       readRow(node, 1, m, a2, a3, scratch);
-      for (let n = c0; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotF32(scratch, actRow(node, n, i2, i3), K));
+      const q81 = extra(node, 7) == ROUND_Q8_1;
+      for (let n = c0; n < c1; n++) {
+        const act = actRow(node, n, i2, i3);
+        let v = dotF32(scratch, act, K);
+        if (q81) v += q81Correction(pa, type == T_Q4_1 ? 20 : 24, act + (<usize>K << 2), K >> 5);
+        store<f32>(dstAt(node, m, n, i2, i3), v);
+      }
     }
   }
 }

@@ -103,6 +103,28 @@ export function dotQ8_0(sc: usize, qs: usize, stride: usize, nb: i32, act: usize
  * quant bytes) against one activation row: the four dot products.
  */
 export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    // the same steps as groupQ4_0x4, so one column and four agree exactly
+    const m = C_M4();
+    let c = f32x4.splat(0);
+    for (let b = 0; b < nb; b++) {
+      const w0 = v128.load(chunk, 8);
+      const w1 = v128.load(chunk, 24);
+      const w2 = v128.load(chunk, 40);
+      const w3 = v128.load(chunk, 56);
+      const l0 = v128.and(w0, m);
+      const h0 = v128.and(i16x8.shr_u(w0, 4), m);
+      const l1 = v128.and(w1, m);
+      const h1 = v128.and(i16x8.shr_u(w1, 4), m);
+      const l2 = v128.and(w2, m);
+      const h2 = v128.and(i16x8.shr_u(w2, 4), m);
+      const l3 = v128.and(w3, m);
+      const h3 = v128.and(i16x8.shr_u(w3, 4), m);
+      c = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, act, b, K, f16x4(v128.load16x4_u(chunk)), c);
+      chunk += 72;
+    }
+    return c;
+  }
   const ad = act + 2 * <usize>K;
   const as = ad + (<usize>K >> 3);
   let acc = f32x4.splat(0);
@@ -122,17 +144,9 @@ export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
 
 /** Four interleaved Q8_0 rows (136-byte chunks: 4 scales, 4 x 32 quants). */
 export function groupQ8_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
-  const ad = act + 2 * <usize>K;
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
-    const a = act + <usize>b * 32 * QB;
-    const s0 = q8Block(chunk + 8, a);
-    const s1 = q8Block(chunk + 40, a);
-    const s2 = q8Block(chunk + 72, a);
-    const s3 = q8Block(chunk + 104, a);
-    const r = reduce4(s0, s1, s2, s3);
-    const dw = f32x4.mul(f16x4(v128.load16x4_u(chunk)), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), dw));
+    acc = colQ8_0(chunk, act, b, K, f16x4(v128.load16x4_u(chunk)), acc);
     chunk += 136;
   }
   return acc;
@@ -157,6 +171,8 @@ let k4mn: v128 = i32x4.splat(0);
 
 /** Lane j of an i16x8 in every lane. */
 @inline function lane16(v: v128, j: i32): v128 {
+  // the indices are in range, so the relaxed swizzle (a bare pshufb) is exact
+  if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(v, C_LANE16(j));
   return i8x16.swizzle(v, C_LANE16(j));
 }
 
@@ -284,13 +300,16 @@ export function dotQ4_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
   return v128.or(lo, v128.and(h, m30));
 }
 
-/** Scaled dot of one 16-element Q6_K sub-block (quants q, 0..63) with activations at a. */
-@inline function q6Sub(q: v128, a: usize, sc: i32): v128 {
-  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.dot_i16x8_s(rdot(v128.load(a), q), i16x8.splat(<i16>sc));
+/**
+ * Scaled dot of one 16-element Q6_K sub-block (quants q, 0..63) with activations at a;
+ * sc holds the sub-block's scale in every i16 lane.
+ */
+@inline function q6Sub(q: v128, a: usize, sc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.dot_i16x8_s(rdot(v128.load(a), q), sc);
   const ev = v128.and(q, C_W8());
   const od = i16x8.shr_u(q, 8);
   const s = i32x4.add(i32x4.dot_i16x8_s(ev, v128.load(a)), i32x4.dot_i16x8_s(od, v128.load(a, 16)));
-  return i32x4.mul(s, i32x4.splat(sc));
+  return i32x4.mul(s, i32x4.extend_low_i16x8_s(sc));
 }
 
 /** One Q6_K row (nsb super-blocks of 210 bytes) against a Q8_K-style activation row. */
@@ -310,14 +329,15 @@ export function dotQ6_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
       const H0 = v128.load(qh);
       const H1 = v128.load(qh, 16);
       const st: usize = 16 * QB;
-      acc = i32x4.add(acc, q6Sub(q6Vec(L0, H0, false, 4), a, <i32>load<i8>(sc)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L1, H1, false, 4), a + st, <i32>load<i8>(sc, 1)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L2, H0, false, 2), a + 2 * st, <i32>load<i8>(sc, 2)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L3, H1, false, 2), a + 3 * st, <i32>load<i8>(sc, 3)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L0, H0, true, 0), a + 4 * st, <i32>load<i8>(sc, 4)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L1, H1, true, 0), a + 5 * st, <i32>load<i8>(sc, 5)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L2, H0, true, -2), a + 6 * st, <i32>load<i8>(sc, 6)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L3, H1, true, -2), a + 7 * st, <i32>load<i8>(sc, 7)));
+      const sv = i16x8.extend_low_i8x16_s(v128.load64_zero(sc));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L0, H0, false, 4), a, lane16(sv, 0)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L1, H1, false, 4), a + st, lane16(sv, 1)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L2, H0, false, 2), a + 2 * st, lane16(sv, 2)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L3, H1, false, 2), a + 3 * st, lane16(sv, 3)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L0, H0, true, 0), a + 4 * st, lane16(sv, 4)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L1, H1, true, 0), a + 5 * st, lane16(sv, 5)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L2, H0, true, -2), a + 6 * st, lane16(sv, 6)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(L3, H1, true, -2), a + 7 * st, lane16(sv, 7)));
     }
     accf = q6Finish(w, act, sb, K, acc, f16ToF32(load<u16>(w, 208)), accf);
   }
@@ -452,9 +472,10 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       const L3 = v128.load(ql, 48);
       const H0 = v128.load(qh);
       const H1 = v128.load(qh, 16);
+      const sv = i16x8.extend_low_i8x16_s(v128.load64_zero(sc));
       {
         const q = q6Vec(L0, H0, false, 4);
-        const scale = <i32>load<i8>(sc, 0);
+        const scale = lane16(sv, 0);
         const oo = o + 0 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
@@ -463,7 +484,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       }
       {
         const q = q6Vec(L1, H1, false, 4);
-        const scale = <i32>load<i8>(sc, 1);
+        const scale = lane16(sv, 1);
         const oo = o + 1 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
@@ -472,7 +493,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       }
       {
         const q = q6Vec(L2, H0, false, 2);
-        const scale = <i32>load<i8>(sc, 2);
+        const scale = lane16(sv, 2);
         const oo = o + 2 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
@@ -481,7 +502,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       }
       {
         const q = q6Vec(L3, H1, false, 2);
-        const scale = <i32>load<i8>(sc, 3);
+        const scale = lane16(sv, 3);
         const oo = o + 3 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
@@ -490,7 +511,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       }
       {
         const q = q6Vec(L0, H0, true, 0);
-        const scale = <i32>load<i8>(sc, 4);
+        const scale = lane16(sv, 4);
         const oo = o + 4 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
@@ -499,7 +520,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       }
       {
         const q = q6Vec(L1, H1, true, 0);
-        const scale = <i32>load<i8>(sc, 5);
+        const scale = lane16(sv, 5);
         const oo = o + 5 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
@@ -508,7 +529,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       }
       {
         const q = q6Vec(L2, H0, true, -2);
-        const scale = <i32>load<i8>(sc, 6);
+        const scale = lane16(sv, 6);
         const oo = o + 6 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
@@ -517,7 +538,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       }
       {
         const q = q6Vec(L3, H1, true, -2);
-        const scale = <i32>load<i8>(sc, 7);
+        const scale = lane16(sv, 7);
         const oo = o + 7 * st;
         s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
         s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));

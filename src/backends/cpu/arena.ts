@@ -17,7 +17,7 @@ export const ARENA_HEADER = PAGE;
 export const CONSTANTS_AT = 1024;
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * 17);
+  const t = new Uint8Array(16 * 25);
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -36,6 +36,14 @@ function constantTable(): Uint8Array {
   fill(7, 4, 0x70000000);
   fill(8, 2, 0x00ff);
   for (let j = 0; j < 8; j++) fill(9 + j, 2, 2 * j + ((2 * j + 1) << 8));
+  fill(17, 4, 0x7fffffff);
+  fill(18, 4, 0x00000fff);
+  fill(19, 4, 1);
+  fill(20, 4, 0xffffe000);
+  fill(21, 4, 0x38800000); // 2^-14
+  fill(22, 4, 0x3f400000); // 0.75
+  fill(23, 4, 0x477ff000); // 65520
+  fill(24, 4, 0x7f800000); // infinity
   return t;
 }
 

@@ -41,6 +41,41 @@ function locate(t: Tensor): Loc {
   return { arena: b.arena, addr, voff: 0, span: t.nbytes, copyFrom: addr };
 }
 
+/** Rounding of f32 activations onto ggml-cpu's vec_dot_type grid (assembly/vecdot.ts). */
+const ROUND_NONE = 0;
+const ROUND_F16 = 1;
+const ROUND_BF16 = 2;
+const ROUND_Q8_0 = 3;
+const ROUND_Q8_K = 4;
+const ROUND_Q8_1 = 5;
+
+/** How activations are rounded before a dot with rows of `type` (ggml-cpu's vec_dot_type), for rows of n. */
+function roundingFor(type: number, n: number, q81 = false): number {
+  if (q81 && (type === GGMLType.Q4_1 || type === GGMLType.Q5_1) && n % 32 === 0) return ROUND_Q8_1;
+  switch (type) {
+    case GGMLType.F16:
+      return ROUND_F16;
+    case GGMLType.BF16:
+      return ROUND_BF16;
+    case GGMLType.Q4_0:
+    case GGMLType.Q4_1:
+    case GGMLType.Q5_0:
+    case GGMLType.Q5_1:
+    case GGMLType.Q8_0:
+    case GGMLType.IQ4_NL:
+      return n % 32 === 0 ? ROUND_Q8_0 : ROUND_NONE;
+    case GGMLType.Q2_K:
+    case GGMLType.Q3_K:
+    case GGMLType.Q4_K:
+    case GGMLType.Q5_K:
+    case GGMLType.Q6_K:
+    case GGMLType.IQ4_XS:
+      return n % 256 === 0 ? ROUND_Q8_K : ROUND_NONE;
+    default:
+      return ROUND_NONE;
+  }
+}
+
 const FMT_F32 = 0;
 const FMT_Q32 = 1;
 const FMT_Q256 = 2;
@@ -69,7 +104,9 @@ interface Plan {
   perThread: number;
   /** Tensors (slot indices) copied into the home arena. */
   staged: number[];
-  mm?: { fmt: number; stride: number; nc: number; whole: boolean };
+  mm?: { fmt: number; stride: number; nc: number; whole: boolean; round: number };
+  /** FLASH_ATTN_EXT: rounding of the query rows (K's vec_dot_type). */
+  qRound?: number;
 }
 
 const KERNEL_OF: Partial<Record<Op, KernelName>> = {
@@ -109,10 +146,11 @@ function plan(n: Tensor): Plan {
       const rows = N * b.ne[2] * b.ne[3];
       const floatA = a.type === GGMLType.F32 || a.type === GGMLType.F16 || a.type === GGMLType.BF16;
       let fmt = FMT_F32;
+      const round = roundingFor(a.type, K, true);
       if (a.type === GGMLType.Q4_0 || a.type === GGMLType.Q8_0) fmt = FMT_Q32;
       else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K) fmt = FMT_Q256;
-      else if (b.type === GGMLType.F32 && b.nb[0] === 4 && (floatA || traitsOf(a.type).quantized)) fmt = FMT_DIRECT;
-      const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4, 16) : align(2.5 * K, 16);
+      else if (b.type === GGMLType.F32 && b.nb[0] === 4 && round === ROUND_NONE && floatA) fmt = FMT_DIRECT;
+      const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4 + K / 8, 16) : align(2.5 * K, 16);
       const nc = Math.max(1, Math.min(N, Math.floor(262144 / stride)));
       const root = a.viewSrc ?? a;
       const whole =
@@ -120,7 +158,7 @@ function plan(n: Tensor): Plan {
         locs[1]!.voff === 0 &&
         a.ne.every((x, i) => x === root.ne[i]) &&
         a.nb.every((x, i) => x === root.nb[i]);
-      p.mm = { fmt, stride, nc, whole };
+      p.mm = { fmt, stride, nc, whole, round };
       if (fmt !== FMT_DIRECT) {
         p.kernels.push('k_mm_prep');
         p.shared = align(rows * stride);
@@ -168,6 +206,7 @@ function plan(n: Tensor): Plan {
     case Op.FLASH_ATTN_EXT: {
       const [q, , v] = n.src;
       p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
+      p.qRound = roundingFor(n.src[1].type, q.ne[0]);
       p.perThread = align(2 * (align(q.ne[0] * 4, 16) + align(v.ne[0] * 4, 16)) + 64);
       break;
     }
@@ -279,9 +318,11 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 4] = p.perThread;
       i32[ex + 5] = p.mm.nc;
       i32[ex + 6] = p.mm.whole ? 1 : 0;
+      i32[ex + 7] = p.mm.round;
     } else {
       i32[ex] = perThread;
       i32[ex + 1] = p.perThread;
+      i32[ex + 2] = p.qRound ?? 0;
     }
     for (const k of p.kernels) step(p.home.index, kernelId(k), rec);
     if (p.staged.includes(0)) {
