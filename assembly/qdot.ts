@@ -152,21 +152,22 @@ export function groupQ8_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
   return acc;
 }
 
-// Decoded scales and mins of the current Q4_K/Q5_K super-block (k4Decode): 8 x i16 each.
-let k4sc: v128 = i32x4.splat(0);
-let k4mn: v128 = i32x4.splat(0);
-
-/** Unpack the 12 bytes of 6-bit scales and mins at p into k4sc, k4mn. */
-@inline function k4Decode(p: usize): void {
+/** The eight 6-bit scales of a Q4_K super-block (12 packed bytes at p) as i16 lanes. */
+@inline function k4Scales(p: usize): v128 {
   const u0 = load<u32>(p);
+  const u2 = load<u32>(p, 8);
+  const lo = u0 & 0x3f3f3f3f;
+  const hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+  return i16x8.extend_low_i8x16_u(i64x2.splat(<i64>lo | (<i64>hi << 32)));
+}
+
+/** The eight 6-bit mins of a Q4_K super-block as i16 lanes. */
+@inline function k4Mins(p: usize): v128 {
   const u1 = load<u32>(p, 4);
   const u2 = load<u32>(p, 8);
-  const scLo = u0 & 0x3f3f3f3f;
-  const mnLo = u1 & 0x3f3f3f3f;
-  const scHi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
-  const mnHi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
-  k4sc = i16x8.extend_low_i8x16_u(i64x2.splat(<i64>scLo | (<i64>scHi << 32)));
-  k4mn = i16x8.extend_low_i8x16_u(i64x2.splat(<i64>mnLo | (<i64>mnHi << 32)));
+  const lo = u1 & 0x3f3f3f3f;
+  const hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+  return i16x8.extend_low_i8x16_u(i64x2.splat(<i64>lo | (<i64>hi << 32)));
 }
 
 /** Lane j of an i16x8 in every lane. */
@@ -214,33 +215,37 @@ let k4mn: v128 = i32x4.splat(0);
 }
 
 /** Q4_K super-block step for one column: integer sums, then scaled into acc (lanes), mins into accMin. */
-@inline function k4Finish(w: usize, act: usize, sb: i32, K: i32, isum: v128, acc: v128): v128 {
+@inline function k4Finish(dd: v128, mn: v128, act: usize, sb: i32, K: i32, isum: v128, acc: v128): v128 {
   const ad = act + 2 * <usize>K;
-  const da = load<f32>(ad + (<usize>sb << 2));
+  // [d, dmin] times the activation scale
+  const s = f32x4.mul(dd, v128.load32_splat(ad + (<usize>sb << 2)));
   // Σ_j min_j * (activation sum of sub-block j), from the per-32 sums
-  const bs32 = v128.load(ad + (<usize>K >> 2) + (<usize>sb << 4));
-  const msum = i32x4.dot_i16x8_s(k4mn, bs32);
-  const d = f16ToF32(load<u16>(w)) * da;
-  const dm = f16ToF32(load<u16>(w, 2)) * da;
+  const msum = i32x4.dot_i16x8_s(mn, v128.load(ad + (<usize>K >> 2) + (<usize>sb << 4)));
   return f32x4.sub(
-    f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(d))),
-    f32x4.mul(f32x4.convert_i32x4_s(msum), f32x4.splat(dm)),
+    f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), v128.shuffle<f32>(s, s, 0, 0, 0, 0))),
+    f32x4.mul(f32x4.convert_i32x4_s(msum), v128.shuffle<f32>(s, s, 1, 1, 1, 1)),
   );
+}
+
+/** [d, dmin, 0, 0] of the Q4_K super-block at w, as f32. */
+@inline function k4D(w: usize): v128 {
+  return f16x4(i32x4.extend_low_i16x8_u(v128.load32_zero(w)));
 }
 
 /** One Q4_K row (nsb super-blocks of 144 bytes) against a Q8_K-style activation row. */
 export function dotQ4_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
   let acc = f32x4.splat(0);
   for (let sb = 0; sb < nsb; sb++, w += 144) {
-    k4Decode(w + 4);
+    const sc = k4Scales(w + 4);
     let isum = i32x4.splat(0);
+    // a loop, not unrolled: V8 would hoist every load of an unrolled body and spill
     for (let g = 0; g < 4; g++) {
       const q0 = v128.load(w + 16 + <usize>g * 32);
       const q1 = v128.load(w + 16 + <usize>g * 32, 16);
       const a = act + (<usize>sb * 256 + <usize>g * 64) * QB;
-      isum = i32x4.add(isum, k4Col(nibLo(q0), nibLo(q1), nibHi(q0), nibHi(q1), a, lane16(k4sc, 2 * g), lane16(k4sc, 2 * g + 1)));
+      isum = i32x4.add(isum, k4Col(nibLo(q0), nibLo(q1), nibHi(q0), nibHi(q1), a, lane16(sc, 2 * g), lane16(sc, 2 * g + 1)));
     }
-    acc = k4Finish(w, act, sb, K, isum, acc);
+    acc = k4Finish(k4D(w), k4Mins(w + 4), act, sb, K, isum, acc);
   }
   return hsum(acc);
 }
@@ -252,7 +257,7 @@ export function dotQ4_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
   let c2 = f32x4.splat(0);
   let c3 = f32x4.splat(0);
   for (let sb = 0; sb < nsb; sb++, w += 144) {
-    k4Decode(w + 4);
+    const sc = k4Scales(w + 4);
     let s0 = i32x4.splat(0);
     let s1 = i32x4.splat(0);
     let s2 = i32x4.splat(0);
@@ -260,8 +265,8 @@ export function dotQ4_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
     for (let g = 0; g < 4; g++) {
       const q0 = v128.load(w + 16 + <usize>g * 32);
       const q1 = v128.load(w + 16 + <usize>g * 32, 16);
-      const sA = lane16(k4sc, 2 * g);
-      const sB = lane16(k4sc, 2 * g + 1);
+      const sA = lane16(sc, 2 * g);
+      const sB = lane16(sc, 2 * g + 1);
       const o = (<usize>sb * 256 + <usize>g * 64) * QB;
       const u0 = nibLo(q0);
       const u1 = nibLo(q1);
@@ -272,10 +277,12 @@ export function dotQ4_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
       s2 = i32x4.add(s2, k4Col(u0, u1, v0, v1, a2 + o, sA, sB));
       s3 = i32x4.add(s3, k4Col(u0, u1, v0, v1, a3 + o, sA, sB));
     }
-    c0 = k4Finish(w, a0, sb, K, s0, c0);
-    c1 = k4Finish(w, a1, sb, K, s1, c1);
-    c2 = k4Finish(w, a2, sb, K, s2, c2);
-    c3 = k4Finish(w, a3, sb, K, s3, c3);
+    const dd = k4D(w);
+    const mn = k4Mins(w + 4);
+    c0 = k4Finish(dd, mn, a0, sb, K, s0, c0);
+    c1 = k4Finish(dd, mn, a1, sb, K, s1, c1);
+    c2 = k4Finish(dd, mn, a2, sb, K, s2, c2);
+    c3 = k4Finish(dd, mn, a3, sb, K, s3, c3);
   }
   return hsum4(c0, c1, c2, c3);
 }
@@ -312,32 +319,34 @@ export function dotQ4_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
   return i32x4.mul(s, i32x4.extend_low_i16x8_s(sc));
 }
 
+/**
+ * The four sub-blocks of one Q6_K quarter (i = 2n + t: half n, bytes 16t..16t+15 of its
+ * ql/qh rows) whose quants share those bytes: sub-blocks t, 2+t, 4+t, 6+t of half n.
+ * Calls are written as a loop over i (V8 spills an unrolled body).
+ */
+@inline function q6Quarter(w: usize, i: i32): usize {
+  return w + <usize>(i >> 1) * 64 + <usize>(i & 1) * 16;
+}
+
 /** One Q6_K row (nsb super-blocks of 210 bytes) against a Q8_K-style activation row. */
 export function dotQ6_K(w: usize, nsb: i32, act: usize, K: i32): f32 {
   let accf = f32x4.splat(0);
+  const st: usize = 16 * QB;
   for (let sb = 0; sb < nsb; sb++, w += 210) {
     let acc = i32x4.splat(0);
-    for (let n = 0; n < 2; n++) {
-      const ql = w + <usize>n * 64;
-      const qh = w + 128 + <usize>n * 32;
-      const sc = w + 192 + <usize>n * 8;
-      const a = act + (<usize>sb * 256 + <usize>n * 128) * QB;
-      const L0 = v128.load(ql);
-      const L1 = v128.load(ql, 16);
-      const L2 = v128.load(ql, 32);
-      const L3 = v128.load(ql, 48);
-      const H0 = v128.load(qh);
-      const H1 = v128.load(qh, 16);
-      const st: usize = 16 * QB;
-      const sv = i16x8.extend_low_i8x16_s(v128.load64_zero(sc));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L0, H0, false, 4), a, lane16(sv, 0)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L1, H1, false, 4), a + st, lane16(sv, 1)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L2, H0, false, 2), a + 2 * st, lane16(sv, 2)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L3, H1, false, 2), a + 3 * st, lane16(sv, 3)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L0, H0, true, 0), a + 4 * st, lane16(sv, 4)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L1, H1, true, 0), a + 5 * st, lane16(sv, 5)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L2, H0, true, -2), a + 6 * st, lane16(sv, 6)));
-      acc = i32x4.add(acc, q6Sub(q6Vec(L3, H1, true, -2), a + 7 * st, lane16(sv, 7)));
+    for (let i = 0; i < 4; i++) {
+      const n = i >> 1;
+      const t = i & 1;
+      const ql = q6Quarter(w, i);
+      const La = v128.load(ql);
+      const Lc = v128.load(ql, 32);
+      const H = v128.load(w + 128 + <usize>n * 32 + <usize>t * 16);
+      const sv = i16x8.extend_low_i8x16_s(v128.load64_zero(w + 192 + <usize>n * 8));
+      const a = act + (<usize>sb * 256 + <usize>n * 128 + <usize>t * 16) * QB;
+      acc = i32x4.add(acc, q6Sub(q6Vec(La, H, false, 4), a, lane16(sv, t)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(Lc, H, false, 2), a + 2 * st, lane16(sv, 2 + t)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(La, H, true, 0), a + 4 * st, lane16(sv, 4 + t)));
+      acc = i32x4.add(acc, q6Sub(q6Vec(Lc, H, true, -2), a + 6 * st, lane16(sv, 6 + t)));
     }
     accf = q6Finish(w, act, sb, K, acc, f16ToF32(load<u16>(w, 208)), accf);
   }
@@ -421,8 +430,32 @@ export function groupQ4_0x4(
 @inline function colQ8_0(chunk: usize, act: usize, b: i32, K: i32, dw: v128, acc: v128): v128 {
   const a = act + <usize>b * 32 * QB;
   const r = reduce4(q8Block(chunk + 8, a), q8Block(chunk + 40, a), q8Block(chunk + 72, a), q8Block(chunk + 104, a));
+  return q8Finish(r, act, b, K, dw, acc);
+}
+
+/** One column's float step for a block of Q8_0 rows: acc + r · (dw · da). */
+@inline function q8Finish(r: v128, act: usize, b: i32, K: i32, dw: v128, acc: v128): v128 {
   const s = f32x4.mul(dw, f32x4.splat(load<f32>(act + 2 * <usize>K + (<usize>b << 2))));
   return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), s));
+}
+
+/** Integer sums of one activation block (int8 at a) with four rows widened to int16 (relaxed build). */
+@inline function q8Wide(
+  a: usize,
+  w00: v128, w01: v128, w02: v128, w03: v128, w10: v128, w11: v128, w12: v128, w13: v128,
+  w20: v128, w21: v128, w22: v128, w23: v128, w30: v128, w31: v128, w32: v128, w33: v128,
+): v128 {
+  const x0 = v128.load(a);
+  const x1 = v128.load(a, 16);
+  const a0 = i16x8.extend_low_i8x16_s(x0);
+  const a1 = i16x8.extend_high_i8x16_s(x0);
+  const a2 = i16x8.extend_low_i8x16_s(x1);
+  const a3 = i16x8.extend_high_i8x16_s(x1);
+  const s0 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w00, a0), i32x4.dot_i16x8_s(w01, a1)), i32x4.add(i32x4.dot_i16x8_s(w02, a2), i32x4.dot_i16x8_s(w03, a3)));
+  const s1 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w10, a0), i32x4.dot_i16x8_s(w11, a1)), i32x4.add(i32x4.dot_i16x8_s(w12, a2), i32x4.dot_i16x8_s(w13, a3)));
+  const s2 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w20, a0), i32x4.dot_i16x8_s(w21, a1)), i32x4.add(i32x4.dot_i16x8_s(w22, a2), i32x4.dot_i16x8_s(w23, a3)));
+  const s3 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w30, a0), i32x4.dot_i16x8_s(w31, a1)), i32x4.add(i32x4.dot_i16x8_s(w32, a2), i32x4.dot_i16x8_s(w33, a3)));
+  return reduce4(s0, s1, s2, s3);
 }
 
 /** Four interleaved Q8_0 rows against four activation rows. */
@@ -437,10 +470,44 @@ export function groupQ8_0x4(
   let c3 = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
     const dw = f16x4(v128.load16x4_u(chunk));
-    c0 = colQ8_0(chunk, a0, b, K, dw, c0);
-    c1 = colQ8_0(chunk, a1, b, K, dw, c1);
-    c2 = colQ8_0(chunk, a2, b, K, dw, c2);
-    c3 = colQ8_0(chunk, a3, b, K, dw, c3);
+    if (ASC_FEATURE_RELAXED_SIMD) {
+      // widen the four rows once, use them for the four columns (the integer sums are the
+      // same as q8Block's, so one column and four still agree exactly)
+      const r0a = v128.load(chunk, 8);
+      const r0b = v128.load(chunk, 24);
+      const r1a = v128.load(chunk, 40);
+      const r1b = v128.load(chunk, 56);
+      const r2a = v128.load(chunk, 72);
+      const r2b = v128.load(chunk, 88);
+      const r3a = v128.load(chunk, 104);
+      const r3b = v128.load(chunk, 120);
+      const w00 = i16x8.extend_low_i8x16_s(r0a);
+      const w01 = i16x8.extend_high_i8x16_s(r0a);
+      const w02 = i16x8.extend_low_i8x16_s(r0b);
+      const w03 = i16x8.extend_high_i8x16_s(r0b);
+      const w10 = i16x8.extend_low_i8x16_s(r1a);
+      const w11 = i16x8.extend_high_i8x16_s(r1a);
+      const w12 = i16x8.extend_low_i8x16_s(r1b);
+      const w13 = i16x8.extend_high_i8x16_s(r1b);
+      const w20 = i16x8.extend_low_i8x16_s(r2a);
+      const w21 = i16x8.extend_high_i8x16_s(r2a);
+      const w22 = i16x8.extend_low_i8x16_s(r2b);
+      const w23 = i16x8.extend_high_i8x16_s(r2b);
+      const w30 = i16x8.extend_low_i8x16_s(r3a);
+      const w31 = i16x8.extend_high_i8x16_s(r3a);
+      const w32 = i16x8.extend_low_i8x16_s(r3b);
+      const w33 = i16x8.extend_high_i8x16_s(r3b);
+      const q = <usize>b << 5;
+      c0 = q8Finish(q8Wide(a0 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a0, b, K, dw, c0);
+      c1 = q8Finish(q8Wide(a1 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a1, b, K, dw, c1);
+      c2 = q8Finish(q8Wide(a2 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a2, b, K, dw, c2);
+      c3 = q8Finish(q8Wide(a3 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a3, b, K, dw, c3);
+    } else {
+      c0 = colQ8_0(chunk, a0, b, K, dw, c0);
+      c1 = colQ8_0(chunk, a1, b, K, dw, c1);
+      c2 = colQ8_0(chunk, a2, b, K, dw, c2);
+      c3 = colQ8_0(chunk, a3, b, K, dw, c3);
+    }
     chunk += 136;
   }
   v128.store(o0, c0);
@@ -461,89 +528,50 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
     let s1 = i32x4.splat(0);
     let s2 = i32x4.splat(0);
     let s3 = i32x4.splat(0);
-    for (let n = 0; n < 2; n++) {
-      const ql = w + <usize>n * 64;
-      const qh = w + 128 + <usize>n * 32;
-      const sc = w + 192 + <usize>n * 8;
-      const o = (<usize>sb * 256 + <usize>n * 128) * QB;
-      const L0 = v128.load(ql);
-      const L1 = v128.load(ql, 16);
-      const L2 = v128.load(ql, 32);
-      const L3 = v128.load(ql, 48);
-      const H0 = v128.load(qh);
-      const H1 = v128.load(qh, 16);
-      const sv = i16x8.extend_low_i8x16_s(v128.load64_zero(sc));
+    for (let i = 0; i < 4; i++) {
+      const n = i >> 1;
+      const t = i & 1;
+      const ql = q6Quarter(w, i);
+      const La = v128.load(ql);
+      const Lc = v128.load(ql, 32);
+      const H = v128.load(w + 128 + <usize>n * 32 + <usize>t * 16);
+      const sv = i16x8.extend_low_i8x16_s(v128.load64_zero(w + 192 + <usize>n * 8));
+      const o = (<usize>sb * 256 + <usize>n * 128 + <usize>t * 16) * QB;
       {
-        const q = q6Vec(L0, H0, false, 4);
-        const scale = lane16(sv, 0);
+        const q = q6Vec(La, H, false, 4);
+        const sc = lane16(sv, 0 + t);
         const oo = o + 0 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, sc));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, sc));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, sc));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, sc));
       }
       {
-        const q = q6Vec(L1, H1, false, 4);
-        const scale = lane16(sv, 1);
-        const oo = o + 1 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
-      }
-      {
-        const q = q6Vec(L2, H0, false, 2);
-        const scale = lane16(sv, 2);
+        const q = q6Vec(Lc, H, false, 2);
+        const sc = lane16(sv, 2 + t);
         const oo = o + 2 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, sc));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, sc));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, sc));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, sc));
       }
       {
-        const q = q6Vec(L3, H1, false, 2);
-        const scale = lane16(sv, 3);
-        const oo = o + 3 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
-      }
-      {
-        const q = q6Vec(L0, H0, true, 0);
-        const scale = lane16(sv, 4);
+        const q = q6Vec(La, H, true, 0);
+        const sc = lane16(sv, 4 + t);
         const oo = o + 4 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, sc));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, sc));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, sc));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, sc));
       }
       {
-        const q = q6Vec(L1, H1, true, 0);
-        const scale = lane16(sv, 5);
-        const oo = o + 5 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
-      }
-      {
-        const q = q6Vec(L2, H0, true, -2);
-        const scale = lane16(sv, 6);
+        const q = q6Vec(Lc, H, true, -2);
+        const sc = lane16(sv, 6 + t);
         const oo = o + 6 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
-      }
-      {
-        const q = q6Vec(L3, H1, true, -2);
-        const scale = lane16(sv, 7);
-        const oo = o + 7 * st;
-        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, scale));
-        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, scale));
-        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, scale));
-        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, scale));
+        s0 = i32x4.add(s0, q6Sub(q, a0 + oo, sc));
+        s1 = i32x4.add(s1, q6Sub(q, a1 + oo, sc));
+        s2 = i32x4.add(s2, q6Sub(q, a2 + oo, sc));
+        s3 = i32x4.add(s3, q6Sub(q, a3 + oo, sc));
       }
     }
     const d = f16ToF32(load<u16>(w, 208));
