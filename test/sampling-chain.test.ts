@@ -300,7 +300,7 @@ describe('seeds', () => {
       first,
     );
     chain.reset();
-    rows.slice(0, 10).forEach((l) => chain.sample(l));
+    for (const l of rows.slice(0, 10)) chain.sample(l);
     const copy = chain.clone();
     assert.deepEqual(
       rows.slice(10).map((l) => copy.sample(l)),
