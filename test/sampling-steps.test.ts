@@ -135,6 +135,31 @@ describe('top-k', () => {
   });
 });
 
+describe('candidate ordering', () => {
+  test('the radix sort orders negatives, zeros, infinities and ties like a stable comparison sort', () => {
+    const rng = new Mt19937(3);
+    const n = 5000;
+    const values = new Float32Array(n);
+    const specials = [0, -0, -Infinity, Infinity, 1e-30, -1e-30, 3.5, -3.5];
+    for (let i = 0; i < n; i++) {
+      values[i] =
+        i % 7 === 0
+          ? specials[rng.nextU32() % specials.length]!
+          : (rng.nextDouble() - 0.5) * 2 ** ((rng.nextU32() % 20) - 10);
+    }
+    const c = new Candidates(n);
+    const out = new Int32Array(n);
+    for (const descending of [true, false]) {
+      c.sortPositions(values, n, descending, out);
+      const ref = Array.from({ length: n }, (_, i) => i).sort((a, b) => {
+        const d = descending ? values[b]! - values[a]! : values[a]! - values[b]!;
+        return d > 0 ? 1 : d < 0 ? -1 : a - b;
+      });
+      assert.deepEqual(Array.from(out), ref);
+    }
+  });
+});
+
 describe('top-p', () => {
   test('llama.cpp test_top_p: the smallest prefix reaching p', () => {
     close(probsOf(run(P4, [new TopPSampler(0)])), [1]);

@@ -7,8 +7,6 @@
 // Float arithmetic follows llama.cpp's (single precision, Math.fround where the result
 // is kept), so probabilities match its to the last bit or so.
 
-const POS_BITS = 2 ** 20; // positions packed below the sort key (vocabularies ≤ 1M entries)
-
 export class Candidates {
   ids: Int32Array;
   logits: Float32Array;
@@ -30,7 +28,10 @@ export class Candidates {
   private iota = new Int32Array(0);
   /** Scratch for sorting and selection. */
   private order = new Int32Array(0);
-  private keys = new Float64Array(0);
+  private keysA = new Uint32Array(0);
+  private keysB = new Uint32Array(0);
+  private posB = new Int32Array(0);
+  private readonly radixCount = new Uint32Array(2048);
   private heap = new Int32Array(0);
   private readonly bits = new Float32Array(1);
   private readonly bitsU = new Uint32Array(this.bits.buffer);
@@ -176,32 +177,56 @@ export class Candidates {
 
   /**
    * Positions 0..n-1 ordered by `values` (descending or ascending; ties by position)
-   * into `out`.
+   * into `out`: a stable three-pass radix sort on the floats' order-preserving bits.
    */
   sortPositions(values: Float32Array, n: number, descending: boolean, out: Int32Array): void {
-    if (n > POS_BITS) {
-      for (let i = 0; i < n; i++) out[i] = i;
-      const o = out.subarray(0, n);
-      o.sort((a, b) => {
-        const d = descending ? values[b]! - values[a]! : values[a]! - values[b]!;
-        return d > 0 ? 1 : d < 0 ? -1 : a - b;
-      });
-      return;
+    if (this.keysA.length < n) {
+      const size = Math.max(n, this.capacity);
+      this.keysA = new Uint32Array(size);
+      this.keysB = new Uint32Array(size);
+      this.posB = new Int32Array(size);
     }
-    if (this.keys.length < n) this.keys = new Float64Array(Math.max(n, this.capacity));
-    const keys = this.keys;
     const f = this.bits;
     const u = this.bitsU;
+    let srcK: Uint32Array = this.keysA;
+    let srcP: Int32Array = out;
     for (let i = 0; i < n; i++) {
       const v = values[i]!;
       f[0] = v === 0 ? 0 : v; // -0 sorts with +0
       const b = u[0]!;
-      let key = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0; // ascending as unsigned
-      if (descending) key = 0xffffffff - key;
-      keys[i] = key * POS_BITS + i;
+      const key = b & 0x80000000 ? ~b >>> 0 : (b | 0x80000000) >>> 0; // ascending as unsigned
+      srcK[i] = descending ? ~key >>> 0 : key;
+      srcP[i] = i;
     }
-    const sorted = keys.subarray(0, n).sort();
-    for (let i = 0; i < n; i++) out[i] = sorted[i]! % POS_BITS;
+    let dstK: Uint32Array = this.keysB;
+    let dstP: Int32Array = this.posB;
+    const count = this.radixCount;
+    for (let shift = 0; shift < 32; shift += 11) {
+      count.fill(0);
+      for (let i = 0; i < n; i++) count[(srcK[i]! >>> shift) & 2047]!++;
+      let skip = false;
+      let sum = 0;
+      for (let d = 0; d < 2048; d++) {
+        const c = count[d]!;
+        if (c === n) skip = true;
+        count[d] = sum;
+        sum += c;
+      }
+      if (skip) continue; // every key has the same digit here
+      for (let i = 0; i < n; i++) {
+        const k = srcK[i]!;
+        const j = count[(k >>> shift) & 2047]!++;
+        dstK[j] = k;
+        dstP[j] = srcP[i]!;
+      }
+      const tk = srcK;
+      srcK = dstK;
+      dstK = tk;
+      const tp = srcP;
+      srcP = dstP;
+      dstP = tp;
+    }
+    if (srcP !== out) out.set(srcP.subarray(0, n));
   }
 
   private heapSelect(k: number, out: Int32Array): void {
