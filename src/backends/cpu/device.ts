@@ -23,7 +23,7 @@ export interface CpuDeviceOptions {
   threads?: number;
   /** Kernel build: 'relaxed' (relaxed SIMD) or 'strict' (SIMD128); default: the best available. */
   variant?: Variant;
-  /** Pages (64 KiB) per arena; default 65536 (4 GiB, the most a wasm32 memory addresses). */
+  /** Pages (64 KiB) per arena; default 65535 (4 GiB less a page: the most a wasm32 memory addresses, kept under 2^32 bytes so one typed array views it). */
   arenaPages?: number;
 }
 
@@ -122,7 +122,7 @@ export class CpuDevice implements Device {
     const model = cpus()[0]?.model?.trim() ?? 'CPU';
     this.description = `${model} (WebAssembly SIMD kernels)`;
     this.defaultThreads = o.threads ?? defaultThreads();
-    this.arenas = new ArenaSet(o.arenaPages ?? 65536, (a) => this.pool?.addArena(a));
+    this.arenas = new ArenaSet(o.arenaPages ?? 65535, (a) => this.pool?.addArena(a));
     this.buft = new CpuBufferType(this.name, this, this.arenas);
     this.hostBuft = new CpuHostBufferType(`${this.name}_Host`, this, this.arenas);
   }

@@ -11,7 +11,7 @@ import { GGMLType, traitsOf } from '../../ggml/types.js';
 import type { Arena } from './arena.js';
 import { isArenaBacked } from './buffer.js';
 import type { Rep4Layout } from './layout.js';
-import { K_COPY, type KernelName, kernelId, STEP_WORDS } from './protocol.js';
+import { F_NO_BARRIER, F_SINGLE, K_COPY, type KernelName, kernelId, STEP_WORDS } from './protocol.js';
 
 /** Bytes of one node record. */
 export const RECORD_BYTES = 512;
@@ -221,11 +221,31 @@ function plan(n: Tensor): Plan {
   return p;
 }
 
-/** Bytes of node-scratch a plan needs in its home arena (staged copies, shared, per thread). */
+/** Bytes of node scratch a plan needs in its home arena (staged copies, per thread). */
 function scratchBytes(p: Plan, nth: number): number {
   let s = 0;
   for (const i of p.staged) s += align(p.locs[i]!.span);
-  return s + p.shared + p.perThread * nth;
+  return s + p.perThread * nth;
+}
+
+/** Work below this many elements (or multiply-adds) runs on one worker, without barriers between such steps. */
+const SMALL = 32768;
+
+/** Whether a step of `p` is too small to split over threads. */
+function isSmall(p: Plan, kernel: KernelName): boolean {
+  const n = p.node;
+  switch (kernel) {
+    case 'k_mm_prep':
+      return n.src[1].nelements < SMALL;
+    case 'k_mm':
+      return n.src[0].ne[0] * n.src[0].ne[1] * n.src[1].nelements < 4 * SMALL;
+    case 'k_flash_attn':
+      return n.src[0].nelements * n.src[1].ne[1] < 4 * SMALL;
+    case 'k_set_rows':
+      return n.src[0].nelements < SMALL;
+    default:
+      return n.nelements < SMALL;
+  }
 }
 
 /** Where each arena's work region is (records, then node scratch). */
@@ -239,79 +259,94 @@ export interface EncodedJob {
   nsteps: number;
 }
 
-/** Encode the computed nodes of `nodes` for `nth` threads. */
+/**
+ * Encode the computed nodes of `nodes` for `nth` threads. Each arena's work region holds
+ * the node records, then the matmul activation rows (kept from one product to the next,
+ * so products reading the same activations quantize them once), then node scratch.
+ */
 export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkRegions): EncodedJob {
   const plans = nodes.filter((n) => n.op !== Op.NONE && !isViewOp(n.op)).map(plan);
-  // per arena: record count and the largest node scratch
-  const need = new Map<Arena, { records: number; scratch: number }>();
+  // per arena: record count, the largest activation area and node scratch
+  const need = new Map<Arena, { records: number; act: number; scratch: number }>();
   for (const p of plans) {
-    const e = need.get(p.home) ?? { records: 0, scratch: 0 };
+    const e = need.get(p.home) ?? { records: 0, act: 0, scratch: 0 };
     e.records++;
+    e.act = Math.max(e.act, p.shared);
     e.scratch = Math.max(e.scratch, scratchBytes(p, nth));
     need.set(p.home, e);
   }
-  const bases = new Map<Arena, { rec: number; scratch: number; next: number }>();
+  const bases = new Map<Arena, { rec: number; act: number; scratch: number; next: number; actKey: unknown }>();
   for (const [arena, e] of need) {
-    const base = work.ensure(arena, e.records * RECORD_BYTES + e.scratch + 64);
-    bases.set(arena, { rec: base, scratch: align(base + e.records * RECORD_BYTES), next: 0 });
+    const base = work.ensure(arena, e.records * RECORD_BYTES + e.act + e.scratch + 128);
+    const act = align(base + e.records * RECORD_BYTES);
+    bases.set(arena, { rec: base, act, scratch: align(act + e.act), next: 0, actKey: null });
   }
   let nsteps = 0;
   for (const p of plans) nsteps += p.kernels.length + p.staged.length + (p.staged.includes(0) ? 1 : 0);
   const steps = new Int32Array(Math.max(1, nsteps) * STEP_WORDS);
   let si = 0;
-  const step = (arena: number, kernel: number, ptr: number, ...rest: number[]) => {
+  const step = (arena: number, kernel: number, ptr: number, flags: number, ...rest: number[]) => {
     const o = si++ * STEP_WORDS;
     steps[o] = arena;
     steps[o + 1] = kernel;
     steps[o + 2] = ptr;
-    for (let i = 0; i < rest.length; i++) steps[o + 3 + i] = rest[i];
+    steps[o + 3] = flags;
+    for (let i = 0; i < rest.length; i++) steps[o + 4 + i] = rest[i];
   };
+  const views = new Map<Arena, { i32: Int32Array; f64: Float64Array }>();
   for (const p of plans) {
     const b = bases.get(p.home)!;
     const rec = b.rec + b.next++ * RECORD_BYTES;
-    const mem = p.home.memory.buffer;
+    let v = views.get(p.home);
+    if (!v) {
+      const buf = p.home.memory.buffer;
+      v = { i32: new Int32Array(buf), f64: new Float64Array(buf, 0, buf.byteLength >>> 3) };
+      views.set(p.home, v);
+    }
+    const { i32: mem32, f64: mem64 } = v;
     let scr = b.scratch;
     // staged copies come first in the node scratch
-    const addrs = p.locs.map((l) => (l ? l.addr : 0));
+    const addrs = [0, 0, 0, 0, 0];
+    for (let s = 0; s < 5; s++) addrs[s] = p.locs[s]?.addr ?? 0;
     for (const i of p.staged) {
       const l = p.locs[i]!;
-      step(p.home.index, K_COPY, scr, l.arena.index, l.copyFrom, l.span);
+      step(p.home.index, K_COPY, scr, 0, l.arena.index, l.copyFrom, l.span);
       addrs[i] = scr + (l.addr - l.copyFrom);
       scr += align(l.span);
+      b.actKey = null;
     }
-    const shared = scr;
-    scr += p.shared;
     const perThread = scr;
-    const i32 = new Int32Array(mem, rec, RECORD_BYTES / 4);
-    const f64 = new Float64Array(mem, rec + 320, 16);
-    i32.fill(0);
-    p.slots.forEach((t, s) => {
-      const w = s * 16;
+    const r32 = rec >>> 2;
+    mem32.fill(0, r32, r32 + RECORD_BYTES / 4);
+    for (let s = 0; s < 5; s++) {
+      const t = p.slots[s];
+      const w = r32 + s * 16;
       if (!t) {
-        i32[w + 1] = -1;
-        return;
+        mem32[w + 1] = -1;
+        continue;
       }
       const l = p.locs[s]!;
-      i32[w] = addrs[s];
-      i32[w + 1] = t.type;
+      mem32[w] = addrs[s];
+      mem32[w + 1] = t.type;
       for (let d = 0; d < 4; d++) {
-        i32[w + 2 + d] = t.ne[d];
-        i32[w + 6 + d] = t.nb[d];
+        mem32[w + 2 + d] = t.ne[d];
+        mem32[w + 6 + d] = t.nb[d];
       }
       if (l.layout) {
-        i32[w + 10] = 1;
-        i32[w + 11] = l.voff;
-        i32[w + 12] = l.layout.ne1;
-        i32[w + 13] = l.layout.rowBytes;
-        i32[w + 14] = l.layout.grouped;
+        mem32[w + 10] = 1;
+        mem32[w + 11] = l.voff;
+        mem32[w + 12] = l.layout.ne1;
+        mem32[w + 13] = l.layout.rowBytes;
+        mem32[w + 14] = l.layout.grouped;
       }
-    });
-    p.params.forEach((v, i) => {
-      f64[i] = v;
-    });
+    }
+    const r64 = (rec + 320) >>> 3;
+    for (let i = 0; i < p.params.length; i++) mem64[r64 + i] = p.params[i];
+    const i32 = mem32.subarray(r32, r32 + RECORD_BYTES / 4);
     const ex = 112;
+    let kernels = p.kernels;
     if (p.mm) {
-      i32[ex] = shared;
+      i32[ex] = b.act;
       i32[ex + 1] = p.mm.stride;
       i32[ex + 2] = p.mm.fmt;
       i32[ex + 3] = perThread;
@@ -319,16 +354,40 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 5] = p.mm.nc;
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
+      if (kernels[0] === 'k_mm_prep') {
+        // the same activations (tensor, format, rounding) as the last product prepared here:
+        // the rows are still in place
+        const src = p.node.src[1];
+        const same = b.actKey as { t: Tensor; fmt: number; round: number; stride: number } | null;
+        if (
+          p.staged.length === 0 &&
+          same &&
+          same.t === src &&
+          same.fmt === p.mm.fmt &&
+          same.round === p.mm.round &&
+          same.stride === p.mm.stride
+        ) {
+          kernels = kernels.slice(1);
+        } else {
+          b.actKey = p.staged.length === 0 ? { t: src, fmt: p.mm.fmt, round: p.mm.round, stride: p.mm.stride } : null;
+        }
+      }
     } else {
       i32[ex] = perThread;
       i32[ex + 1] = p.perThread;
       i32[ex + 2] = p.qRound ?? 0;
     }
-    for (const k of p.kernels) step(p.home.index, kernelId(k), rec);
+    for (const k of kernels) step(p.home.index, kernelId(k), rec, isSmall(p, k) ? F_SINGLE : 0);
     if (p.staged.includes(0)) {
       const l = p.locs[0]!;
-      step(l.arena.index, K_COPY, l.copyFrom, p.home.index, addrs[0] - (l.addr - l.copyFrom), l.span);
+      step(l.arena.index, K_COPY, l.copyFrom, 0, p.home.index, addrs[0] - (l.addr - l.copyFrom), l.span);
+      b.actKey = null;
     }
+  }
+  // consecutive single-worker steps need no barrier between them: worker 0 runs them in order
+  for (let i = 0; i + 1 < si; i++) {
+    const o = i * STEP_WORDS;
+    if ((steps[o + 3] & F_SINGLE) !== 0 && (steps[o + 3 + STEP_WORDS] & F_SINGLE) !== 0) steps[o + 3] |= F_NO_BARRIER;
   }
   return { steps, nsteps: si };
 }

@@ -67,37 +67,123 @@ export class Rep4Layout {
 
   /**
    * Copy logical bytes [start, start + src.length) from `src` (ggml's layout) into the
-   * interleaved tensor whose first byte is mem[base]. Whole groups take a fast path.
+   * interleaved tensor whose first byte is mem[base]. Whole groups are repacked directly;
+   * a group written in part is unpacked, patched and repacked.
    */
   write(mem: Uint8Array, base: number, start: number, src: Uint8Array): void {
+    const w16 = this.wordViews(src, start, mem, base);
     this.walk(
       start,
       src.length,
-      (lo) => this.packGroup(src, lo - start, mem, base + lo),
-      (lo, ph, n) => {
-        mem.set(src.subarray(lo - start, lo - start + n), base + ph);
+      (g, lo, hi) => {
+        if (lo === g && hi === g + 4 * this.rowBytes) {
+          if (w16) this.pack16(w16.a, (g - start) >>> 1, w16.b, (base + g - w16.bBase) >>> 1);
+          else this.packGroup(src, g - start, mem, base + g);
+          return;
+        }
+        const tmp = this.scratch();
+        this.unpackGroup(mem, base + g, tmp, 0);
+        tmp.set(src.subarray(lo - start, hi - start), lo - g);
+        this.packGroup(tmp, 0, mem, base + g);
+      },
+      (lo, hi) => {
+        mem.set(src.subarray(lo - start, hi - start), base + lo);
       },
     );
   }
 
   /** Copy logical bytes [start, start + dst.length) of the interleaved tensor into `dst`. */
   read(mem: Uint8Array, base: number, start: number, dst: Uint8Array): void {
+    const w16 = this.wordViews(dst, start, mem, base);
     this.walk(
       start,
       dst.length,
-      (lo) => this.unpackGroup(mem, base + lo, dst, lo - start),
-      (lo, ph, n) => {
-        dst.set(mem.subarray(base + ph, base + ph + n), lo - start);
+      (g, lo, hi) => {
+        if (lo === g && hi === g + 4 * this.rowBytes) {
+          if (w16) this.unpack16(w16.b, (base + g - w16.bBase) >>> 1, w16.a, (g - start) >>> 1);
+          else this.unpackGroup(mem, base + g, dst, g - start);
+          return;
+        }
+        const tmp = this.scratch();
+        this.unpackGroup(mem, base + g, tmp, 0);
+        dst.set(tmp.subarray(lo - g, hi - g), lo - start);
+      },
+      (lo, hi) => {
+        dst.set(mem.subarray(base + lo, base + hi), lo - start);
       },
     );
   }
 
-  /** Split [start, start + size) into whole groups (fast) and runs (everything else). */
+  /**
+   * 16-bit views of `a` (ggml bytes from logical `start`) and of the tensor in `mem` from
+   * `base`, when every group in them starts 2-byte aligned (blocks and their fields are
+   * an even number of bytes).
+   */
+  private wordViews(
+    a: Uint8Array,
+    start: number,
+    mem: Uint8Array,
+    base: number,
+  ): { a: Uint16Array; b: Uint16Array; bBase: number } | null {
+    if (((a.byteOffset - start) & 1) !== 0 || ((mem.byteOffset + base) & 1) !== 0) return null;
+    const aOff = a.byteOffset + ((start & 1) === 0 ? 0 : 1);
+    const aLen = (a.byteLength - (aOff - a.byteOffset)) >>> 1;
+    const bBase = base & ~1;
+    return {
+      a: new Uint16Array(a.buffer, aOff, aLen),
+      b: new Uint16Array(mem.buffer, mem.byteOffset + bBase, (mem.byteLength - bBase) >>> 1),
+      bBase,
+    };
+  }
+
+  /** Repack one group: ggml words at a16[s], interleaved words to b16[d]. */
+  private pack16(a16: Uint16Array, s: number, b16: Uint16Array, d: number): void {
+    const ts2 = this.ts >>> 1;
+    const q2 = ts2 - 1;
+    const rb2 = this.rowBytes >>> 1;
+    const nb = this.rowBytes / this.ts;
+    for (let b = 0, c = d; b < nb; b++, c += 4 * ts2) {
+      for (let j = 0; j < 4; j++) {
+        const p = s + j * rb2 + b * ts2;
+        b16[c + j] = a16[p];
+        const o = c + 4 + j * q2;
+        for (let i = 0; i < q2; i++) b16[o + i] = a16[p + 1 + i];
+      }
+    }
+  }
+
+  /** Restore one group: interleaved words at b16[s] to ggml words at a16[d]. */
+  private unpack16(b16: Uint16Array, s: number, a16: Uint16Array, d: number): void {
+    const ts2 = this.ts >>> 1;
+    const q2 = ts2 - 1;
+    const rb2 = this.rowBytes >>> 1;
+    const nb = this.rowBytes / this.ts;
+    for (let b = 0, c = s; b < nb; b++, c += 4 * ts2) {
+      for (let j = 0; j < 4; j++) {
+        const p = d + j * rb2 + b * ts2;
+        a16[p] = b16[c + j];
+        const o = c + 4 + j * q2;
+        for (let i = 0; i < q2; i++) a16[p + 1 + i] = b16[o + i];
+      }
+    }
+  }
+
+  private tmp: Uint8Array | null = null;
+
+  private scratch(): Uint8Array {
+    this.tmp ??= new Uint8Array(4 * this.rowBytes);
+    return this.tmp;
+  }
+
+  /**
+   * Split [start, start + size) by group: group(g, lo, hi) for the part [lo, hi) inside the
+   * interleaved group starting at g; plain(lo, hi) for rows kept in ggml's layout.
+   */
   private walk(
     start: number,
     size: number,
-    group: (logical: number, n: number) => void,
-    run: (logical: number, physical: number, n: number) => void,
+    group: (g: number, lo: number, hi: number) => void,
+    plain: (lo: number, hi: number) => void,
   ): void {
     const { rowBytes, matBytes, grouped } = this;
     const gBytes = 4 * rowBytes;
@@ -106,19 +192,16 @@ export class Rep4Layout {
     while (pos < end) {
       const m = Math.floor(pos / matBytes);
       const inMat = pos - m * matBytes;
-      const r = Math.floor(inMat / rowBytes);
-      if (r < grouped && inMat % gBytes === 0 && pos + gBytes <= end) {
-        group(pos, gBytes);
-        pos += gBytes;
-        continue;
+      if (inMat < grouped * rowBytes) {
+        const g = m * matBytes + Math.floor(inMat / gBytes) * gBytes;
+        const hi = Math.min(end, g + gBytes);
+        group(g, pos, hi);
+        pos = hi;
+      } else {
+        const hi = Math.min(end, (m + 1) * matBytes);
+        plain(pos, hi);
+        pos = hi;
       }
-      // up to the next group boundary (or the end) by runs
-      const stop = Math.min(
-        end,
-        r < grouped ? m * matBytes + (Math.floor(inMat / gBytes) + 1) * gBytes : (m + 1) * matBytes,
-      );
-      this.forEachRun(pos, stop - pos, run);
-      pos = stop;
     }
   }
 

@@ -27,8 +27,13 @@ export const C = {
   STEPS: 256,
 } as const;
 
-/** Int32 words per step: arena, kernel, node address, then kernel-specific words. */
+/** Int32 words per step: arena, kernel, node address, flags, then kernel-specific words. */
 export const STEP_WORDS = 8;
+
+/** Step flags (word 3): only worker 0 runs the step (too small to split). */
+export const F_SINGLE = 1;
+/** Step flags: no barrier after the step (the next one runs on the same worker alone). */
+export const F_NO_BARRIER = 2;
 export const STEP_CAP = 16384;
 export const CONTROL_WORDS = C.STEPS + STEP_CAP * STEP_WORDS;
 

@@ -3,7 +3,7 @@
 // other workers at a barrier after each step, and reports the job done.
 
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { C, K_ARENA, K_COPY, KERNELS, STEP_WORDS, type WorkerInit } from './protocol.js';
+import { C, F_NO_BARRIER, F_SINGLE, K_ARENA, K_COPY, KERNELS, STEP_WORDS, type WorkerInit } from './protocol.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
 
 type Kernel = (node: number, ith: number, nth: number) => void;
@@ -48,10 +48,10 @@ function fail(e: unknown): void {
 
 function copyShare(s: number, nth: number): void {
   const dst = new Uint8Array(arenas[ctrl[s]].memory.buffer);
-  const src = new Uint8Array(arenas[ctrl[s + 3]].memory.buffer);
+  const src = new Uint8Array(arenas[ctrl[s + 4]].memory.buffer);
   const to = ctrl[s + 2] >>> 0;
-  const from = ctrl[s + 4] >>> 0;
-  const len = ctrl[s + 5] >>> 0;
+  const from = ctrl[s + 5] >>> 0;
+  const len = ctrl[s + 6] >>> 0;
   const a = Math.floor((len * me) / nth);
   const b = Math.floor((len * (me + 1)) / nth);
   if (b > a) dst.set(src.subarray(from + a, from + b), to + a);
@@ -77,15 +77,18 @@ function runJob(): void {
       }
       continue;
     }
-    if (Atomics.load(ctrl, C.ERROR) === 0) {
+    const flags = ctrl[s + 3];
+    const single = (flags & F_SINGLE) !== 0;
+    if (Atomics.load(ctrl, C.ERROR) === 0 && (!single || me === 0)) {
       try {
         if (kernel === K_COPY) copyShare(s, nth);
+        else if (single) arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], 0, 1);
         else arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], me, nth);
       } catch (e) {
         fail(e);
       }
     }
-    barrier(nth);
+    if ((flags & F_NO_BARRIER) === 0) barrier(nth);
   }
 }
 
