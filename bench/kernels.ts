@@ -93,7 +93,10 @@ function weights(type: number, K: number, M: number, minBytes: number): { ws: Te
     ws.push(w);
     bufs.push(b);
   }
-  return { ws, bytes: one * copies, free: () => bufs.forEach((b) => b.free()) };
+  const free = () => {
+    for (const b of bufs) b.free();
+  };
+  return { ws, bytes: one * copies, free };
 }
 
 /** Median seconds of `reps` evaluations of the products ws[i] x b (after one warm-up). */

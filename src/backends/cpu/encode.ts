@@ -7,7 +7,7 @@
 
 import { RopeMode } from '../../ggml/ops.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
-import { GGMLType, traitsOf } from '../../ggml/types.js';
+import { GGMLType } from '../../ggml/types.js';
 import type { Arena } from './arena.js';
 import { isArenaBacked } from './buffer.js';
 import type { Rep4Layout } from './layout.js';
