@@ -14,6 +14,14 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'generate text from a prompt (text on stdout, timings on stderr; --json for scripts)',
     load: async () => (await import('./run.js')).runCommand,
   },
+  serve: {
+    summary: 'OpenAI-compatible HTTP server with continuous batching (--parallel N slots)',
+    load: async () => (await import('./serve.js')).serveCommand,
+  },
+  pull: {
+    summary: 'download a GGUF model from Hugging Face into the cache (owner/repo/file.gguf)',
+    load: async () => (await import('./pull.js')).pullCommand,
+  },
   embed: {
     summary: 'print the embedding of a text as JSON',
     load: async () => (await import('./embed.js')).embedCommand,

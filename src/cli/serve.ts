@@ -1,0 +1,156 @@
+// `llama-ts serve`: the OpenAI-compatible HTTP server (llama-server's endpoints) with
+// continuous batching over --parallel slots. Access logs and status go to stderr.
+import { parseArgs } from 'node:util';
+import { DownloadError, resolveModelArg } from '../download/index.js';
+import { type LogLevel, setLogCallback } from '../log.js';
+import { LlamaServer } from '../server/index.js';
+import { intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+
+const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
+
+An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/embeddings,
+/v1/models, /health, /metrics, /tokenize, /detokenize.
+
+  -m, --model FILE|hf://REPO/FILE.gguf   the GGUF model (default: ${'Qwen2.5-0.5B-Instruct Q4_K_M'},
+                          downloaded on first use)
+      -hf, --hf-repo REPO[:QUANT]   a model from Hugging Face (e.g. Qwen/Qwen2.5-0.5B-Instruct-GGUF:q4_k_m)
+      --host HOST         address to listen on (default 127.0.0.1)
+      --port N            port (default 8080; 0: any free port)
+  -np, --parallel N       slots decoded together (default 4)
+  -c, --ctx-size N        total context in tokens, shared by the slots (default 4096 per slot,
+                          at most the model's training context per slot)
+  -b, --batch-size N      tokens per decode call (default 512)
+  -t, --threads N         threads (default 2)
+      --device NAME       compute device (see 'llama-ts devices')
+      --api-key KEY       require 'Authorization: Bearer KEY' (env LLAMA_API_KEY)
+      --cors ORIGIN       allow cross-origin requests from ORIGIN ('*' for any); off by default
+      --queue N           requests waiting for a slot, at most (default 64); beyond: 503
+      --max-body BYTES    request body limit (default 10485760)
+      --alias NAME        the model name reported by /v1/models
+      --embeddings        serve /v1/embeddings with a generative model too
+      --chat-template T   chat template override (Jinja text or a built-in name)
+      --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
+      --log-level LEVEL   debug, info (default: access logs), warn, error
+  -h, --help              show this help
+`;
+
+const RANK: Record<string, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+export async function serveCommand(argv: string[]): Promise<number> {
+  // llama.cpp's two-letter short options
+  argv = argv.map((a) => (a === '-hf' ? '--hf-repo' : a === '-np' ? '--parallel' : a));
+  let o: ReturnType<typeof parse>['values'];
+  let port: number;
+  let parallel: number;
+  let nCtx: number | undefined;
+  let threads: number;
+  let nBatch: number;
+  let maxQueue: number;
+  let maxBody: number;
+  try {
+    const args = parse(argv);
+    o = args.values;
+    if (o.help) {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
+    port = intOption('--port', o.port, 8080);
+    if (port > 65535) throw new UsageError(`--port must be ≤ 65535, got ${port}`);
+    parallel = intOption('--parallel', o.parallel, 4, 1);
+    if (parallel > 32) throw new UsageError('--parallel must be ≤ 32');
+    nCtx = o['ctx-size'] === undefined ? undefined : intOption('-c', o['ctx-size'], 0, 1);
+    threads = intOption('-t', o.threads, 2, 1);
+    nBatch = intOption('-b', o['batch-size'], 512, 1);
+    maxQueue = intOption('--queue', o.queue, 64, 0);
+    maxBody = intOption('--max-body', o['max-body'], 10 * 1024 * 1024, 1024);
+    if (o['log-level'] !== undefined && !(o['log-level'] in RANK)) {
+      throw new UsageError(`--log-level must be debug, info, warn or error`);
+    }
+  } catch (e) {
+    return usageError('serve', HELP, (e as Error).message);
+  }
+  const min = RANK[o['log-level'] ?? 'info']!;
+  let last = 1;
+  setLogCallback((level: LogLevel, message: string, source: string) => {
+    const rank = level === 'cont' ? last : RANK[level]!;
+    if (level !== 'cont') last = rank;
+    if (rank < min) return;
+    process.stderr.write(level === 'cont' ? message : `llama-ts ${source}: ${level}: ${message}\n`);
+  });
+  let server: LlamaServer | undefined;
+  try {
+    const devices = pickDevices(o.device);
+    const model = await resolveModelArg({
+      model: o.model,
+      hfRepo: o['hf-repo'],
+      cacheDir: o['cache-dir'],
+      useDefault: true,
+    });
+    server = await LlamaServer.start({
+      model,
+      host: o.host ?? '127.0.0.1',
+      port,
+      parallel,
+      ...(nCtx !== undefined ? { nCtx } : {}),
+      nBatch,
+      threads,
+      devices,
+      ...((o['api-key'] ?? process.env.LLAMA_API_KEY) ? { apiKey: o['api-key'] ?? process.env.LLAMA_API_KEY } : {}),
+      ...(o.cors !== undefined ? { cors: o.cors } : {}),
+      maxQueue,
+      maxBodyBytes: maxBody,
+      ...(o.alias !== undefined ? { alias: o.alias } : {}),
+      ...(o.embeddings ? { embeddings: true } : {}),
+      ...(o['chat-template'] !== undefined ? { chatTemplate: o['chat-template'] } : {}),
+    });
+    process.stderr.write(`llama-ts serve: listening on ${server.url}\n`);
+    const s = server;
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.stderr.write('llama-ts serve: shutting down\n');
+        s.close().then(resolve, resolve);
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) return usageError('serve', HELP, e.message);
+    await server?.close();
+    if (e instanceof DownloadError) {
+      process.stderr.write(`llama-ts serve: ${e.message}\n`);
+      return 1;
+    }
+    return reportError('serve', e);
+  }
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      model: { type: 'string', short: 'm' },
+      'hf-repo': { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      parallel: { type: 'string' },
+      'ctx-size': { type: 'string', short: 'c' },
+      'batch-size': { type: 'string', short: 'b' },
+      threads: { type: 'string', short: 't' },
+      device: { type: 'string' },
+      'api-key': { type: 'string' },
+      cors: { type: 'string' },
+      queue: { type: 'string' },
+      'max-body': { type: 'string' },
+      alias: { type: 'string' },
+      embeddings: { type: 'boolean' },
+      'chat-template': { type: 'string' },
+      'cache-dir': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}

@@ -1,0 +1,18 @@
+// Model downloads (Hugging Face resolve URLs, a local cache, resumable, locked).
+export {
+  cacheDir,
+  cachePath,
+  DEFAULT_MODEL,
+  DownloadError,
+  type HfFile,
+  hfEndpoint,
+  type ModelArg,
+  type Progress,
+  type PullOptions,
+  parseHfPath,
+  pull,
+  resolveHfRepo,
+  resolveModelArg,
+  resolveUrl,
+  ttyProgress,
+} from './hf.js';
