@@ -37,7 +37,7 @@ test('registry: the reference device registers on import and is found by name an
   assert.equal(deviceByName('REFERENCE'), referenceDevice);
   assert.ok(devicesByType('cpu').includes(referenceDevice));
   assert.equal(deviceByType('gpu'), undefined);
-  assert.equal(initBackend().device, referenceDevice); // no gpu: falls back to cpu
+  assert.equal(initBackend().device.name, 'CPU'); // no gpu: the default is the WebAssembly cpu device
   assert.equal(initBackend('Reference').name, 'Reference');
   assert.throws(() => initBackend('NoSuch'), /registered: .*Reference/);
   assert.equal(referenceDevice.reg.feature?.('nope'), undefined);
