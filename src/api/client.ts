@@ -1,0 +1,140 @@
+// The main thread's side of the engine worker: one worker per process, started on the
+// first request and terminated when the last context is released. The worker is ref'd
+// only while a request is in flight, so an idle context never keeps the process alive.
+import { Worker } from 'node:worker_threads';
+import { getLogCallback } from '../log.js';
+import { deserializeError, LlamaError } from './errors.js';
+import type { Reply, Request } from './protocol.js';
+
+/** A request without its id (the client assigns it). */
+export type RequestBody = Request extends infer R ? (R extends Request ? Omit<R, 'id'> : never) : never;
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+  onEvent?: (event: string, value: unknown) => void;
+}
+
+/** How long an idle worker (no context left) waits for new work before it is stopped. */
+const IDLE_MS = 3000;
+
+export class EngineClient {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  /** Contexts loaded or loading. */
+  private live = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  private start(): Worker {
+    const w = new Worker(new URL('./worker.js', import.meta.url), {
+      // flags for the main script only (node --input-type=module -e ...) would fail a worker
+      execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
+    });
+    w.on('message', (r: Reply) => this.onReply(r));
+    w.on('error', (e) => {
+      if (this.worker === w) this.worker = undefined;
+      this.failAll(new LlamaError('ERR_INTERNAL', `the engine worker failed: ${e.message}`, { cause: e }));
+    });
+    w.on('exit', (code) => {
+      if (this.worker !== w) return;
+      this.worker = undefined;
+      this.failAll(new LlamaError('ERR_INTERNAL', `the engine worker exited (code ${code})`));
+    });
+    w.unref();
+    return w;
+  }
+
+  private failAll(e: Error): void {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of all) p.reject(e);
+  }
+
+  private onReply(r: Reply): void {
+    if ('log' in r) {
+      const [level, message, source] = r.log;
+      getLogCallback()(level, message, source);
+      return;
+    }
+    const p = this.pending.get(r.id);
+    if (!p) return;
+    if ('event' in r) {
+      p.onEvent?.(r.event, r.value);
+      return;
+    }
+    this.pending.delete(r.id);
+    if (this.pending.size === 0) this.worker?.unref();
+    if (r.ok) p.resolve(r.value);
+    else p.reject(deserializeError(r.error));
+  }
+
+  /** Posts a request; `promise` settles with the worker's reply. */
+  request<T>(
+    body: RequestBody,
+    onEvent?: (event: string, value: unknown) => void,
+  ): { id: number; promise: Promise<T> } {
+    const id = this.nextId++;
+    this.worker ??= this.start();
+    const promise = new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, ...(onEvent ? { onEvent } : {}) });
+    });
+    this.worker.ref();
+    try {
+      this.worker.postMessage({ ...body, id });
+    } catch (e) {
+      this.pending.delete(id);
+      if (this.pending.size === 0) this.worker.unref();
+      return {
+        id,
+        promise: Promise.reject(new LlamaError('ERR_OPTION', `cannot send the request: ${(e as Error).message}`)),
+      };
+    }
+    return { id, promise };
+  }
+
+  opened(): void {
+    this.live++;
+  }
+
+  /** A context is gone; the last one stops the worker (models are freed with it). */
+  async closed(): Promise<void> {
+    this.live = Math.max(0, this.live - 1);
+    await this.stopIfIdle();
+  }
+
+  /**
+   * Stops the worker when no context is alive and nothing is in flight: after `IDLE_MS`
+   * (a new loadModel soon after reuses it), or at once with `now`. The worker is unref'd
+   * meanwhile, so waiting never delays the process's exit.
+   */
+  async stopIfIdle(now = false): Promise<void> {
+    if (this.live > 0 || this.pending.size > 0 || !this.worker) return;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    if (!now) {
+      this.idleTimer = setTimeout(() => {
+        this.idleTimer = undefined;
+        void this.stopIfIdle(true);
+      }, IDLE_MS);
+      this.idleTimer.unref();
+      return;
+    }
+    const w = this.worker;
+    this.worker = undefined;
+    await w.terminate();
+  }
+
+  /** Whether the worker is running (for tests). */
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+}
+
+let client: EngineClient | undefined;
+
+/** The process's engine client. */
+export function engineClient(): EngineClient {
+  client ??= new EngineClient();
+  return client;
+}

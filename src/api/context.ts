@@ -1,0 +1,253 @@
+// LlamaContext: llama.node's context object, as a thin proxy on the main thread. Every
+// method that computes posts a request to the engine worker; getSystemInfo, getModelInfo
+// and getFormattedChat answer synchronously from what the worker sent at load.
+import {
+  type ChatMessage,
+  type ChatTemplates,
+  type FormattedChatResult,
+  type GetFormattedChatParams,
+  getFormattedChat,
+} from './chat/index.js';
+import type { EngineClient } from './client.js';
+import type { ContextInfo } from './engine.js';
+import { LlamaError } from './errors.js';
+import { templateCaps, templatesFromTexts } from './info.js';
+import { optionError } from './options.js';
+import type {
+  EmbeddingParams,
+  EmbeddingResult,
+  LlamaCompletionOptions,
+  LlamaCompletionResult,
+  LlamaCompletionToken,
+  ModelInfo,
+  SessionLoadResult,
+  TokenizeResult,
+} from './types.js';
+
+/** Options as they cross to the worker: no signal, no functions. */
+function transferable(o: LlamaCompletionOptions): LlamaCompletionOptions {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (k !== 'signal' && typeof v !== 'function') out[k] = v;
+  return out as LlamaCompletionOptions;
+}
+
+export class LlamaContext {
+  readonly #client: EngineClient;
+  readonly #id: number;
+  readonly #info: ContextInfo;
+  readonly #stop: Int32Array;
+  #templates: ChatTemplates | undefined;
+  #modelInfo: ModelInfo | undefined;
+  /** Request id of the running completion, 0 when none. */
+  #current = 0;
+  #released = false;
+  #releasing: Promise<void> | undefined;
+
+  /** @internal Use loadModel(). */
+  constructor(client: EngineClient, id: number, info: ContextInfo, stop: SharedArrayBuffer) {
+    this.#client = client;
+    this.#id = id;
+    this.#info = info;
+    this.#stop = new Int32Array(stop);
+  }
+
+  #check(): void {
+    if (this.#released) throw new LlamaError('ERR_RELEASED', 'the context was released');
+  }
+
+  #request<T>(body: Parameters<EngineClient['request']>[0], onEvent?: (e: string, v: unknown) => void) {
+    return this.#client.request<T>(body, onEvent);
+  }
+
+  /** Context size in tokens. */
+  get nCtx(): number {
+    return this.#info.nCtx;
+  }
+
+  /** Whether a completion is running. */
+  get busy(): boolean {
+    return this.#current !== 0;
+  }
+
+  /** llama.cpp's system-info line: version, devices and their kernels, threads. */
+  getSystemInfo(): string {
+    return this.#info.systemInfo;
+  }
+
+  #chat(): ChatTemplates {
+    this.#templates ??= templatesFromTexts(this.#info.templates);
+    return this.#templates;
+  }
+
+  /** The model: description, size, parameters, metadata, chat-template support (llama.node's shape). */
+  getModelInfo(): ModelInfo {
+    if (!this.#modelInfo) {
+      const t = this.#chat();
+      const llamaChat = t.default.hasJinja && t.default.builtinDetected;
+      const m = this.#info.model;
+      this.#modelInfo = {
+        desc: m.desc,
+        size: m.size,
+        nEmbd: m.nEmbd,
+        nParams: m.nParams,
+        chatTemplates: {
+          llamaChat,
+          minja: {
+            default: t.default.hasJinja,
+            defaultCaps: templateCaps(t.default),
+            toolUse: t.toolUse?.hasJinja === true,
+            ...(t.toolUse ? { toolUseCaps: templateCaps(t.toolUse) } : {}),
+          },
+        },
+        metadata: { ...m.metadata },
+        isChatTemplateSupported: llamaChat || t.default.hasJinja,
+        is_hybrid: false,
+        is_recurrent: false,
+      };
+    }
+    return structuredClone(this.#modelInfo);
+  }
+
+  /**
+   * The prompt for a conversation. As llama.node 0.3.3: `getFormattedChat(messages)` returns
+   * the prompt text. With `params.jinja` (later llama.node) it returns the full result
+   * (type, prompt, chat_format, …); getFormattedChatResult always does.
+   */
+  getFormattedChat(messages: ChatMessage[]): string;
+  getFormattedChat(
+    messages: ChatMessage[],
+    template?: string,
+    params?: GetFormattedChatParams,
+  ): string | FormattedChatResult;
+  getFormattedChat(
+    messages: ChatMessage[],
+    template?: string,
+    params?: GetFormattedChatParams,
+  ): string | FormattedChatResult {
+    const r = this.getFormattedChatResult(messages, template, params);
+    return params?.jinja ? r : r.prompt;
+  }
+
+  getFormattedChatResult(
+    messages: ChatMessage[],
+    template?: string,
+    params: GetFormattedChatParams = {},
+  ): FormattedChatResult {
+    this.#check();
+    if (!Array.isArray(messages)) throw optionError('messages', messages, 'must be an array of chat messages');
+    return getFormattedChat(this.#chat(), messages, template || undefined, params);
+  }
+
+  /**
+   * Generate text. `onToken` receives the text as it is produced, in order; the pieces
+   * concatenate to the result's `text`. One completion runs at a time per context: a second
+   * call while one runs rejects with a LlamaError of code 'ERR_BUSY'. stopCompletion() or
+   * `options.signal` end generation within one token step; the promise then resolves
+   * with what was generated and `interrupted: true`.
+   */
+  async completion(
+    options: LlamaCompletionOptions,
+    onToken?: (token: LlamaCompletionToken) => void,
+  ): Promise<LlamaCompletionResult> {
+    this.#check();
+    if (options === null || typeof options !== 'object') throw optionError('options', options, 'must be an object');
+    if (onToken !== undefined && typeof onToken !== 'function')
+      throw optionError('onToken', onToken, 'must be a function');
+    const signal = options.signal;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw optionError('signal', signal, 'must be an AbortSignal');
+    }
+    if (this.#current !== 0) {
+      throw new LlamaError(
+        'ERR_BUSY',
+        'a completion is already running on this context; await it (or call stopCompletion()) before starting another, or use another context on the same model',
+      );
+    }
+    let callbackError: unknown;
+    let id = 0;
+    const { id: rid, promise } = this.#request<LlamaCompletionResult>(
+      { op: 'completion', ctx: this.#id, options: transferable(options), stream: onToken !== undefined },
+      (event, value) => {
+        if (event !== 'token' || callbackError !== undefined) return;
+        try {
+          onToken?.(value as LlamaCompletionToken);
+        } catch (e) {
+          // a throwing callback ends generation; the completion rejects with its error
+          callbackError = e;
+          Atomics.store(this.#stop, 0, id);
+        }
+      },
+    );
+    id = rid;
+    this.#current = id;
+    const stop = () => Atomics.store(this.#stop, 0, id);
+    if (signal?.aborted) stop();
+    else signal?.addEventListener('abort', stop, { once: true });
+    try {
+      const result = await promise;
+      if (callbackError !== undefined) throw callbackError;
+      return result;
+    } finally {
+      signal?.removeEventListener('abort', stop);
+      this.#current = 0;
+    }
+  }
+
+  /** Ends the running completion within one token step (it resolves with `interrupted: true`). */
+  stopCompletion(): void {
+    if (this.#current !== 0) Atomics.store(this.#stop, 0, this.#current);
+  }
+
+  /** Token ids of a text (no BOS/EOS added, special tokens not parsed), as llama.node. */
+  async tokenize(text: string): Promise<TokenizeResult> {
+    this.#check();
+    const tokens = await this.#request<Int32Array>({ op: 'tokenize', ctx: this.#id, text }).promise;
+    return { tokens, has_media: false };
+  }
+
+  /** Text of token ids (special tokens rendered). */
+  async detokenize(tokens: number[] | Int32Array): Promise<string> {
+    this.#check();
+    if (!Array.isArray(tokens) && !(tokens instanceof Int32Array)) {
+      throw optionError('tokens', tokens, 'must be an array of token ids');
+    }
+    return this.#request<string>({ op: 'detokenize', ctx: this.#id, tokens: Array.from(tokens) }).promise;
+  }
+
+  /**
+   * A text's embedding: pooled as the model says (`pooling_type` overrides; mean for
+   * generative models) and normalized by `embd_normalize` (default 2 = L2; -1 = none,
+   * as llama.node 0.3.3 returned it).
+   */
+  async embedding(text: string, params: EmbeddingParams = {}): Promise<EmbeddingResult> {
+    this.#check();
+    return this.#request<EmbeddingResult>({ op: 'embedding', ctx: this.#id, text, params: params ?? {} }).promise;
+  }
+
+  /** Writes the context's tokens and KV cache (waits for a running completion). */
+  async saveSession(path: string): Promise<void> {
+    this.#check();
+    await this.#request<void>({ op: 'saveSession', ctx: this.#id, path }).promise;
+  }
+
+  /** Restores tokens and KV cache saved from the same model; the next completion reuses them. */
+  async loadSession(path: string): Promise<SessionLoadResult> {
+    this.#check();
+    return this.#request<SessionLoadResult>({ op: 'loadSession', ctx: this.#id, path }).promise;
+  }
+
+  /**
+   * Frees the context (a running completion is stopped first). The model's weights are
+   * freed with its last context, and the engine worker with the process's last context.
+   */
+  release(): Promise<void> {
+    if (!this.#releasing) {
+      this.stopCompletion();
+      this.#released = true;
+      this.#releasing = this.#request<void>({ op: 'release', ctx: this.#id })
+        .promise.catch(() => {})
+        .then(() => this.#client.closed());
+    }
+    return this.#releasing;
+  }
+}

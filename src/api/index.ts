@@ -1,0 +1,91 @@
+// The library API, compatible with @fugood/llama.node: loadModel() → LlamaContext. Models
+// load and generate in an engine worker (src/api/worker.ts), never on the caller's thread.
+import { engineClient } from './client.js';
+import { LlamaContext } from './context.js';
+import type { ContextInfo } from './engine.js';
+import { LlamaError } from './errors.js';
+import { checkModelOptions, optionError } from './options.js';
+import type { GGUFModelInfo, LlamaModelOptions } from './types.js';
+
+export { LlamaContext } from './context.js';
+export { Engine, EngineContext } from './engine.js';
+export { LlamaError, type LlamaErrorCode } from './errors.js';
+export { SESSION_VERSION } from './session.js';
+export type * from './types.js';
+
+function abortError(): LlamaError {
+  const e = new LlamaError('ABORT_ERR', 'model loading was aborted');
+  e.name = 'AbortError';
+  return e;
+}
+
+/**
+ * Loads a model and creates a context on it (llama.node's loadModel). A model already
+ * loaded with the same file and devices is shared. `onProgress` (or options.onProgress)
+ * receives the fraction of weights loaded; options.signal cancels loading.
+ */
+export async function loadModel(
+  options: LlamaModelOptions,
+  onProgress?: (progress: number) => void,
+): Promise<LlamaContext> {
+  const o = checkModelOptions(options);
+  if (onProgress !== undefined && typeof onProgress !== 'function') {
+    throw optionError('onProgress', onProgress, 'must be a function');
+  }
+  const progress = onProgress ?? options.onProgress;
+  const signal = options.signal;
+  if (signal?.aborted) throw abortError();
+  const client = engineClient();
+  const stop = new SharedArrayBuffer(4);
+  client.opened();
+  let loaded = false;
+  try {
+    const { id, promise } = client.request<ContextInfo>(
+      { op: 'load', options: o, stop, progress: progress !== undefined },
+      (event, value) => {
+        if (event === 'progress') progress?.(value as number);
+      },
+    );
+    const onAbort = () => {
+      client.request({ op: 'abort', target: id }).promise.catch(() => {});
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let info: ContextInfo;
+    try {
+      info = await promise;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    loaded = true;
+    const ctx = new LlamaContext(client, id, info, stop);
+    if (signal?.aborted) {
+      await ctx.release();
+      throw abortError();
+    }
+    return ctx;
+  } catch (e) {
+    if (!loaded) await client.closed();
+    throw e;
+  }
+}
+
+const MODEL_INFO_SKIP = [
+  'tokenizer.ggml.tokens',
+  'tokenizer.ggml.token_type',
+  'tokenizer.ggml.merges',
+  'tokenizer.ggml.scores',
+];
+
+/** A GGUF file's header facts and scalar metadata, without loading the model (llama.node's loadLlamaModelInfo). */
+export async function loadLlamaModelInfo(path: string): Promise<GGUFModelInfo> {
+  if (typeof path !== 'string' || path === '') throw optionError('path', path, 'must be the path of a GGUF file');
+  const client = engineClient();
+  try {
+    return await client.request<GGUFModelInfo>({ op: 'modelInfo', path, skip: MODEL_INFO_SKIP }).promise;
+  } finally {
+    await client.stopIfIdle();
+  }
+}
+
+/** llama.node's initLlama: nothing to load ahead of time here (kept for compatibility). */
+export async function initLlama(): Promise<void> {}

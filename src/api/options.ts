@@ -1,0 +1,119 @@
+// Option checks for the library API: every bad value is a LlamaError ('ERR_OPTION') that
+// names the option, the value and what was expected. Sampling options are checked by
+// src/sampling (SamplingError, mapped to the same code).
+import { LlamaError } from './errors.js';
+import type { CacheTypeOption, LibVariant, LlamaModelOptions, PoolingTypeOption } from './types.js';
+
+function show(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) return String(v);
+  if (typeof v === 'function') return 'a function';
+  try {
+    const s = JSON.stringify(v);
+    return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+  } catch {
+    return String(v);
+  }
+}
+
+export function optionError(name: string, value: unknown, reason: string): LlamaError {
+  return new LlamaError('ERR_OPTION', `${name} = ${show(value)}: ${reason}`);
+}
+
+/** An integer option ≥ min (undefined/null: the fallback). */
+export function intOption<T extends number | undefined>(name: string, v: unknown, fallback: T, min = 0): number | T {
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw optionError(name, v, 'must be an integer');
+  if (v < min) throw optionError(name, v, `must be at least ${min}`);
+  return v;
+}
+
+export function boolOption(name: string, v: unknown, fallback: boolean): boolean {
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'boolean') throw optionError(name, v, 'must be true or false');
+  return v;
+}
+
+export function enumOption<T extends string>(name: string, v: unknown, allowed: readonly T[]): T | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || !allowed.includes(v as T)) {
+    throw optionError(name, v, `must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+  }
+  return v as T;
+}
+
+export function stringOption(name: string, v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw optionError(name, v, 'must be a string');
+  return v;
+}
+
+export const POOLING_TYPES: readonly PoolingTypeOption[] = ['none', 'mean', 'cls', 'last'];
+export const CACHE_TYPES: readonly CacheTypeOption[] = ['f16', 'f32', 'q8_0'];
+export const LIB_VARIANTS: readonly LibVariant[] = ['default', 'vulkan', 'cuda', 'snapdragon'];
+
+/** The model options the engine worker receives (plain data: no callbacks or signals). */
+export interface EngineModelOptions {
+  model: string;
+  embedding: boolean;
+  embd_normalize: number;
+  pooling_type?: PoolingTypeOption;
+  n_ctx?: number;
+  n_batch?: number;
+  n_ubatch?: number;
+  n_threads?: number;
+  n_gpu_layers?: number;
+  devices?: string[];
+  cache_type_k: CacheTypeOption;
+  cache_type_v: CacheTypeOption;
+  ctx_shift: boolean;
+  chat_template?: string;
+  lib_variant: LibVariant;
+}
+
+const IGNORED = ['use_mlock', 'use_mmap', 'flash_attn'];
+
+/** Checks loadModel's options (those that need no model); throws LlamaError. */
+export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
+  if (o === null || typeof o !== 'object') throw optionError('options', o, 'must be an object with a model path');
+  if (typeof o.model !== 'string' || o.model === '') {
+    throw optionError('model', o.model, 'must be the path of a GGUF file');
+  }
+  for (const k of IGNORED) boolOption(k, (o as unknown as Record<string, unknown>)[k], false);
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
+    throw optionError('onProgress', o.onProgress, 'must be a function');
+  }
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw optionError('signal', o.signal, 'must be an AbortSignal');
+  }
+  let devices: string[] | undefined;
+  if (o.devices !== undefined && o.devices !== null) {
+    if (!Array.isArray(o.devices) || o.devices.length === 0 || !o.devices.every((d) => typeof d === 'string')) {
+      throw optionError('devices', o.devices, 'must be a non-empty array of device names');
+    }
+    devices = [...o.devices];
+  }
+  const threads = intOption('n_threads', o.n_threads, undefined, -1);
+  const normalize = intOption('embd_normalize', o.embd_normalize, 2, -1);
+  const out: EngineModelOptions = {
+    model: o.model,
+    embedding: boolOption('embedding', o.embedding, false),
+    embd_normalize: normalize,
+    pooling_type: enumOption('pooling_type', o.pooling_type, POOLING_TYPES),
+    // 0: the model's training context (llama.cpp)
+    n_ctx: intOption('n_ctx', o.n_ctx, undefined, 0),
+    n_batch: intOption('n_batch', o.n_batch, undefined, 1),
+    n_ubatch: intOption('n_ubatch', o.n_ubatch, undefined, 1),
+    // ≤ 0: the default, as llama.cpp's -1
+    n_threads: threads !== undefined && threads > 0 ? threads : undefined,
+    // -1: all layers
+    n_gpu_layers: intOption('n_gpu_layers', o.n_gpu_layers, undefined, -1),
+    devices,
+    cache_type_k: enumOption('cache_type_k', o.cache_type_k, CACHE_TYPES) ?? 'f16',
+    cache_type_v: enumOption('cache_type_v', o.cache_type_v, CACHE_TYPES) ?? 'f16',
+    ctx_shift: boolOption('ctx_shift', o.ctx_shift, true),
+    chat_template: stringOption('chat_template', o.chat_template),
+    lib_variant: enumOption('lib_variant', o.lib_variant, LIB_VARIANTS) ?? 'default',
+  };
+  return out;
+}

@@ -1,0 +1,90 @@
+// The engine worker: one per process, started by the first loadModel(). It owns the
+// Engine (models and contexts); the CPU device's kernel pool is spawned from here, so the
+// main thread only posts requests and receives tokens and results.
+import { parentPort } from 'node:worker_threads';
+import { setLogCallback } from '../log.js';
+import { Engine, type EngineContext, readModelInfo } from './engine.js';
+import { LlamaError, serializeError } from './errors.js';
+import type { Reply, Request } from './protocol.js';
+
+const port = parentPort;
+if (!port) throw new Error('llama-ts: src/api/worker.js runs as a worker thread');
+
+const post = (r: Reply) => port.postMessage(r);
+setLogCallback((level, message, source) => post({ log: [level, message, source] }));
+
+const engine = new Engine();
+const contexts = new Map<number, { ec: EngineContext; stop: Int32Array }>();
+const loads = new Map<number, AbortController>();
+
+function context(id: number): { ec: EngineContext; stop: Int32Array } {
+  const c = contexts.get(id);
+  if (!c) throw new LlamaError('ERR_RELEASED', 'the context was released');
+  return c;
+}
+
+async function handle(m: Request): Promise<unknown> {
+  switch (m.op) {
+    case 'load': {
+      const ac = new AbortController();
+      loads.set(m.id, ac);
+      let last = -1;
+      try {
+        const ec = await engine.createContext(m.options, {
+          signal: ac.signal,
+          ...(m.progress
+            ? {
+                onProgress: (f: number) => {
+                  // at most one event per percent
+                  const pct = Math.floor(f * 100);
+                  if (pct === last) return;
+                  last = pct;
+                  post({ id: m.id, event: 'progress', value: f });
+                },
+              }
+            : {}),
+        });
+        contexts.set(m.id, { ec, stop: new Int32Array(m.stop) });
+        return ec.info;
+      } finally {
+        loads.delete(m.id);
+      }
+    }
+    case 'abort':
+      loads.get(m.target)?.abort(new DOMException('model loading was aborted', 'AbortError'));
+      return undefined;
+    case 'completion': {
+      const { ec, stop } = context(m.ctx);
+      return ec.completion(m.options, {
+        shouldStop: () => Atomics.load(stop, 0) === m.id,
+        ...(m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {}),
+      });
+    }
+    case 'tokenize':
+      return Int32Array.from(context(m.ctx).ec.tokenize(m.text));
+    case 'detokenize':
+      return context(m.ctx).ec.detokenize(m.tokens);
+    case 'embedding':
+      return context(m.ctx).ec.embedding(m.text, m.params);
+    case 'saveSession':
+      return context(m.ctx).ec.saveSession(m.path);
+    case 'loadSession':
+      return context(m.ctx).ec.loadSession(m.path);
+    case 'release': {
+      const c = contexts.get(m.ctx);
+      if (!c) return undefined;
+      contexts.delete(m.ctx);
+      await c.ec.release();
+      return undefined;
+    }
+    case 'modelInfo':
+      return readModelInfo(m.path, m.skip);
+  }
+}
+
+port.on('message', (m: Request) => {
+  handle(m).then(
+    (value) => post({ id: m.id, ok: true, value }),
+    (e) => post({ id: m.id, ok: false, error: serializeError(e) }),
+  );
+});
