@@ -15,7 +15,9 @@ const HELP = `usage: llama-ts run -m MODEL.gguf -p PROMPT [options]
 
 Generate text from a prompt: the text on stdout, timings on stderr.
 
-  -m, --model FILE        the GGUF model
+  -m, --model FILE        the GGUF model (or hf://OWNER/REPO/FILE.gguf, downloaded once)
+  -hf, --hf-repo R[:Q]    a Hugging Face repository's GGUF for quant Q (default Q4_K_M)
+      --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
   -p, --prompt TEXT       the prompt (escapes such as \\n are processed)
   -n, --n-predict N       tokens to generate (default 128; stops early at end of text)
       --temp T            temperature (default 0.8; 0 = greedy)
@@ -37,9 +39,10 @@ export function reportError(command: string, e: unknown): number {
     e instanceof ModelError ||
     e instanceof VocabError ||
     e instanceof ContextError ||
-    e instanceof CliError
+    e instanceof CliError ||
+    (e as Error)?.name === 'DownloadError'
   ) {
-    process.stderr.write(`llama-ts ${command}: ${e.message}\n`);
+    process.stderr.write(`llama-ts ${command}: ${(e as Error).message}\n`);
     return 1;
   }
   throw e;
@@ -86,6 +89,7 @@ function rate(n: number, ms: number): number {
 }
 
 export async function runCommand(argv: string[]): Promise<number> {
+  argv = argv.map((a) => (a === '-hf' ? '--hf-repo' : a));
   let args: ReturnType<typeof parse>;
   let o: ReturnType<typeof parse>['values'];
   let nPredict: number;
@@ -103,7 +107,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       return 0;
     }
     if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`);
-    if (!o.model) throw new UsageError('a model is required (-m MODEL.gguf)');
+    if (!o.model && !o['hf-repo']) throw new UsageError('a model is required (-m MODEL.gguf or -hf REPO[:QUANT])');
     if (o.prompt === undefined) throw new UsageError('a prompt is required (-p TEXT)');
     nPredict = intOption('-n', o['n-predict'], 128);
     threads = intOption('-t', o.threads, 2, 1);
@@ -126,7 +130,13 @@ export async function runCommand(argv: string[]): Promise<number> {
   let model: Model | undefined;
   let ctx: Context | undefined;
   try {
-    model = await Model.load(o.model, { devices });
+    const { resolveModelArg } = await import('../download/index.js');
+    model = await Model.load(
+      await resolveModelArg({ model: o.model, hfRepo: o['hf-repo'], cacheDir: o['cache-dir'] }),
+      {
+        devices,
+      },
+    );
     if (!model.arch.usesKVCache) {
       throw new CliError(`${model.arch.name} is an embedding model, it does not generate text: use 'llama-ts embed'`);
     }
@@ -234,6 +244,8 @@ function parse(argv: string[]) {
     strict: true,
     options: {
       model: { type: 'string', short: 'm' },
+      'hf-repo': { type: 'string' },
+      'cache-dir': { type: 'string' },
       prompt: { type: 'string', short: 'p' },
       'n-predict': { type: 'string', short: 'n' },
       temp: { type: 'string' },

@@ -23,7 +23,9 @@ const log = logger('download');
 /** The default chat model (downloaded on first use by `chat` and `serve` without -m). */
 export const DEFAULT_MODEL = { repo: 'Qwen/Qwen2.5-0.5B-Instruct-GGUF', file: 'qwen2.5-0.5b-instruct-q4_k_m.gguf' };
 
-export class DownloadError extends Error {}
+export class DownloadError extends Error {
+  override name = 'DownloadError';
+}
 
 export function hfEndpoint(): string {
   return (process.env.LLAMA_TS_HF_ENDPOINT || 'https://huggingface.co').replace(/\/+$/, '');
@@ -100,7 +102,12 @@ export async function resolveHfRepo(spec: string, fetchImpl: typeof fetch = fetc
   const quant = (colon > 0 ? spec.slice(colon + 1) : 'Q4_K_M').toLowerCase();
   checkRepo(repo);
   const url = `${hfEndpoint()}/api/models/${repo}`;
-  const res = await fetchImpl(url, { headers: authHeaders(url) });
+  let res: Response;
+  try {
+    res = await fetchImpl(url, { headers: authHeaders(url) });
+  } catch (e) {
+    throw new DownloadError(`${url}: ${(e as Error).message}`);
+  }
   if (!res.ok) throw new DownloadError(`${url}: HTTP ${res.status}`);
   const info = (await res.json()) as { siblings?: { rfilename?: string }[] };
   const files = (info.siblings ?? [])
@@ -333,7 +340,8 @@ async function transfer(url: string, dest: string, name: string, opts: PullOptio
         throw new Interrupted(`${received} of ${target.size} bytes`);
       break;
     } catch (e) {
-      if (e instanceof DownloadError || opts.signal?.aborted || attempt >= retries) throw e;
+      if (e instanceof DownloadError || opts.signal?.aborted) throw e;
+      if (attempt >= retries) throw new DownloadError(`${url}: ${(e as Error).message}`);
       log.warn(`download of ${name} interrupted (${(e as Error).message}); resuming (${attempt + 1}/${retries})`);
       await sleep(Math.min(200 * 2 ** attempt, 5000));
     }
