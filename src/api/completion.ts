@@ -6,7 +6,7 @@
 // Text is streamed through StreamDecoder (no split UTF-8 characters) and StopStringMatcher
 // (text that could begin a stop string is held back, so a stop string is never streamed);
 // the onToken pieces concatenate to the result's `text`.
-import type { Context } from '../model/index.js';
+import type { Batch, Context } from '../model/index.js';
 import {
   createSamplingChain,
   type ProbabilityRow,
@@ -28,6 +28,8 @@ import type {
 /** What the loop needs from a context. `tokens` mirrors sequence 0 of the KV cache. */
 export interface CompletionState {
   readonly ctx: Context;
+  /** ctx.decode, possibly serialized with other contexts' evaluations. */
+  decode(batch: Batch): Promise<void>;
   readonly vocab: Vocab;
   tokens: number[];
   readonly ctxShift: boolean;
@@ -190,7 +192,7 @@ export async function runCompletion(
       break;
     }
     const chunk = tokens.slice(i, Math.min(tokens.length, i + ctx.nBatch));
-    await ctx.decode({ tokens: chunk });
+    await st.decode({ tokens: chunk });
     st.tokens.push(...chunk);
   }
   const promptMs = performance.now() - tPrompt;
@@ -275,7 +277,7 @@ export async function runCompletion(
       ctx.seqAdd(0, keep + nDiscard, nPast, -nDiscard);
       st.tokens.splice(keep, nDiscard);
     }
-    await ctx.decode({ tokens: [id] });
+    await st.decode({ tokens: [id] });
     st.tokens.push(id);
   }
   const genMs = performance.now() - tGen;

@@ -9,7 +9,7 @@ import type { Device } from '../backends/impl.js';
 import { ReferenceDevice } from '../backends/reference/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
-import { Context, ContextError, defaultDevices, Model } from '../model/index.js';
+import { type Batch, Context, ContextError, defaultDevices, Model } from '../model/index.js';
 import type { ChatTemplates } from './chat/index.js';
 import { type CompletionHooks, type CompletionState, runCompletion } from './completion.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
@@ -113,6 +113,18 @@ function pickDevices(o: EngineModelOptions): Device[] {
 export class Engine {
   private readonly models = new Map<string, Promise<SharedModel>>();
   private readonly contexts = new Set<EngineContext>();
+  private computeQueue: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Runs one evaluation (or cache transfer) at a time across all contexts. The CPU device
+   * gives wrong results when two contexts' graphs run interleaved on it, and its kernel
+   * pool runs one job at a time anyway, so serializing whole decodes costs little.
+   */
+  compute<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.computeQueue.then(fn);
+    this.computeQueue = run.catch(() => {});
+    return run;
+  }
 
   /** Open (or share) the model and create a context on it. */
   async createContext(o: EngineModelOptions, hooks: LoadHooks = {}): Promise<EngineContext> {
@@ -289,6 +301,10 @@ export class EngineContext implements CompletionState {
     return this.shared.model;
   }
 
+  decode(batch: Batch): Promise<void> {
+    return this.engine.compute(() => this.ctx.decode(batch));
+  }
+
   templates(): ChatTemplates {
     this.chat ??= templatesFromTexts(this.info.templates);
     return this.chat;
@@ -382,7 +398,7 @@ export class EngineContext implements CompletionState {
         );
       }
       ectx.clearMemory();
-      await ectx.decode({ tokens });
+      await this.engine.compute(() => ectx.decode({ tokens }));
       const v = ectx.pooling === 'none' ? ectx.getEmbeddings(-1) : ectx.getEmbeddingsSeq(0);
       return { embedding: normalizeEmbedding(v, mode) };
     };
@@ -430,7 +446,9 @@ export class EngineContext implements CompletionState {
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
-    return this.exclusive(() => saveSession(path, this.ctx, this.tokens, this.shared.identity)).catch((e) => {
+    return this.exclusive(() =>
+      this.engine.compute(() => saveSession(path, this.ctx, this.tokens, this.shared.identity)),
+    ).catch((e) => {
       throw asLlamaError(e);
     });
   }
@@ -444,7 +462,7 @@ export class EngineContext implements CompletionState {
     }
     return this.exclusive(async () => {
       try {
-        this.tokens = await loadSession(path, this.ctx, this.shared.identity);
+        this.tokens = await this.engine.compute(() => loadSession(path, this.ctx, this.shared.identity));
       } catch (e) {
         this.tokens = [];
         this.ctx.clearMemory();
