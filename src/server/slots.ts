@@ -158,8 +158,9 @@ export class SlotScheduler {
 
   /** Queue a task; throws QueueFullError when the queue is at its limit. */
   submit(params: TaskParams): Task {
-    const idle = this.slots.some((s) => !s.busy);
-    if (!idle && this.queue.length >= this.opts.maxQueue) throw new QueueFullError('the server is busy');
+    // waiting tasks beyond the free slots count against the queue limit
+    const free = this.slots.filter((s) => !s.busy).length;
+    if (this.queue.length >= this.opts.maxQueue + free) throw new QueueFullError('the server is busy');
     const task = new Task(params);
     task.bindCancel(() => {
       const i = this.queue.indexOf(task);

@@ -1,0 +1,45 @@
+// `llama-ts serve` as a child process: it listens on the port it prints, answers, and
+// shuts down cleanly on SIGTERM; bad usage exits 2.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { REPO_ROOT } from './helpers/shared.js';
+import { chatModel } from './server-fixtures.js';
+
+const BIN = `${REPO_ROOT}bin/llama-ts.js`;
+
+test('serve: listens, answers, stops on SIGTERM', { timeout: 60_000 }, async () => {
+  const p = spawn(process.execPath, [BIN, 'serve', '-m', chatModel(), '--port', '0', '-np', '2', '-c', '1024'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    p.stderr.on('data', (d) => {
+      err += d;
+      const m = /listening on (http:\/\/\S+)/.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
+  });
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  const r = await fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 4 }),
+  });
+  assert.equal(r.status, 200);
+  // access log at info
+  await new Promise((res) => setTimeout(res, 50));
+  assert.match(err, /POST \/v1\/completions 200/);
+  const code = await new Promise<number | null>((resolve) => {
+    p.on('exit', (c) => resolve(c));
+    p.kill('SIGTERM');
+  });
+  assert.equal(code, 0);
+});
+
+test('serve: bad usage exits 2', () => {
+  const r = spawnSync(process.execPath, [BIN, 'serve', '--port', 'x'], { encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--port/);
+});
