@@ -1,0 +1,106 @@
+// LlamaContext.embedding: BERT fixtures against llama.cpp's embeddings (mean pooling,
+// L2-normalized), embd_normalize with llama.cpp's meaning, and mean / last-token pooled
+// embeddings of a generative model (whose context still generates).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { type LlamaContext, LlamaError, loadModel } from '../src/index.js';
+import { missingShared, sharedPath } from './helpers/shared.js';
+
+const STORIES = sharedPath('models/stories260K.gguf');
+
+function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let ab = 0;
+  let aa = 0;
+  let bb = 0;
+  for (let i = 0; i < a.length; i++) {
+    ab += a[i]! * b[i]!;
+    aa += a[i]! * a[i]!;
+    bb += b[i]! * b[i]!;
+  }
+  return ab / Math.sqrt(aa * bb);
+}
+
+function norm(v: ArrayLike<number>, p = 2): number {
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += Math.abs(v[i]!) ** p;
+  return s ** (1 / p);
+}
+
+for (const type of ['F16', 'Q8_0']) {
+  const rel = `fixtures/rand-bert-${type}.gguf`;
+  const path = sharedPath(rel);
+  describe(`rand-bert-${type}`, { skip: path ? false : missingShared(rel) }, () => {
+    let ctx: LlamaContext;
+    const ref = path
+      ? (JSON.parse(readFileSync(path.replace(/\.gguf$/, '.ref.json'), 'utf8')) as {
+          cases: { prompt: string; embedding: number[] }[];
+        })
+      : { cases: [] };
+    before(async () => {
+      ctx = await loadModel({ model: path!, embedding: true, n_threads: 1 });
+    });
+    after(() => ctx?.release());
+
+    test("embeddings match llama.cpp's (cosine ≥ 0.9999, L2 norm 1)", async () => {
+      for (const c of ref.cases) {
+        const { embedding } = await ctx.embedding(c.prompt);
+        assert.ok(embedding instanceof Float32Array);
+        assert.equal(embedding.length, c.embedding.length);
+        const cos = cosine(embedding, c.embedding);
+        assert.ok(cos >= 0.9999, `${c.prompt}: cosine ${cos}`);
+        assert.ok(Math.abs(norm(embedding) - 1) < 1e-5);
+      }
+    });
+
+    test('embd_normalize: -1 raw (llama.node 0.3.3), 0 max-abs, 1 taxicab, 2 L2, 3 p-norm', async () => {
+      const text = ref.cases[0]!.prompt;
+      const raw = (await ctx.embedding(text, { embd_normalize: -1 })).embedding;
+      const l2 = (await ctx.embedding(text)).embedding;
+      const n = norm(raw);
+      assert.ok(Math.abs(n - 1) > 1e-3, 'raw is not normalized');
+      raw.forEach((x, i) => assert.ok(Math.abs(x / n - l2[i]!) < 1e-6));
+      const maxAbs = (await ctx.embedding(text, { embd_normalize: 0 })).embedding;
+      assert.ok(Math.abs(Math.max(...maxAbs.map(Math.abs)) - 32760) < 0.01);
+      assert.ok(Math.abs(norm((await ctx.embedding(text, { embd_normalize: 1 })).embedding, 1) - 1) < 1e-5);
+      assert.ok(Math.abs(norm((await ctx.embedding(text, { embd_normalize: 3 })).embedding, 3) - 1) < 1e-5);
+      await assert.rejects(ctx.embedding(text, { embd_normalize: -2 }), (e: unknown) => {
+        assert.ok(e instanceof LlamaError && e.code === 'ERR_OPTION' && /embd_normalize/.test(e.message));
+        return true;
+      });
+    });
+
+    test('an embedding model does not generate; a text longer than the context is an error', async () => {
+      await assert.rejects(ctx.completion({ prompt: 'hello' }), (e: unknown) => {
+        assert.ok(e instanceof LlamaError && e.code === 'ERR_CONTEXT' && /embedding model/.test(e.message));
+        return true;
+      });
+      await assert.rejects(ctx.embedding('word '.repeat(2000)), (e: unknown) => {
+        assert.ok(e instanceof LlamaError && e.code === 'ERR_CONTEXT', String(e));
+        return true;
+      });
+    });
+  });
+}
+
+describe('a generative model', { skip: STORIES ? false : missingShared('models/stories260K.gguf') }, () => {
+  test('mean-pooled by default, last-token with pooling_type; the context still generates', async () => {
+    const mean = await loadModel({ model: STORIES!, embedding: true, n_threads: 1, n_ctx: 128 });
+    const last = await loadModel({ model: STORIES!, embedding: true, pooling_type: 'last', n_threads: 1, n_ctx: 128 });
+    try {
+      const a = (await mean.embedding('Once upon a time')).embedding;
+      const b = (await last.embedding('Once upon a time')).embedding;
+      assert.equal(a.length, 64);
+      assert.ok(Math.abs(norm(a) - 1) < 1e-5 && Math.abs(norm(b) - 1) < 1e-5);
+      assert.ok(cosine(a, b) < 0.999, 'mean and last pooling differ');
+      // same text, same vector; another text, another vector
+      assert.deepEqual((await mean.embedding('Once upon a time')).embedding, a);
+      assert.ok(cosine((await mean.embedding('The dog ran home')).embedding, a) < 0.999);
+      const r = await mean.completion({ prompt: 'Once upon a time', n_predict: 4, temperature: 0 });
+      assert.equal(r.text, ', there was a');
+    } finally {
+      await mean.release();
+      await last.release();
+    }
+  });
+});
