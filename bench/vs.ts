@@ -1,0 +1,313 @@
+// llama.ts against native llama.cpp (node-llama-cpp's prebuilt binaries) on the same
+// generated models, same thread count, alternating runs (not a test):
+//   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
+// For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's, in Q4_0, Q8_0 and
+// Q4_K_M) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
+// (so load time and peak RSS are per engine), in alternating order: load, a short warm-up,
+// pp512 (one 512-token batch) and tg128 (128 single-token decodes from an empty context).
+// The table shows medians, the llama.ts / node-llama-cpp ratios, and the tg bound implied
+// by the machine's read bandwidth (bytes read per token: every weight but the token
+// embedding table, of which one row is read).
+// node-llama-cpp@3.21.1 is installed on first use into ~/.cache/llama-ts/oracles (or
+// LLAMA_TS_ORACLES), never into the repository; models come from the generator's cache.
+
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { homedir, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const NLC_VERSION = '3.21.1';
+const PP = 512;
+const TG = 128;
+
+interface EngineRow {
+  model: string;
+  type: string;
+  engine: 'llama.ts' | 'node-llama-cpp';
+  pp512: number;
+  tg128: number;
+  load_ms: number;
+  rss_mb: number;
+}
+
+interface ChildResult {
+  pp: number;
+  tg: number;
+  load_ms: number;
+  rss_mb: number;
+  file_mb: number;
+  kv_mb: number;
+}
+
+const argv = process.argv.slice(2);
+const opt = (name: string, dflt: string) =>
+  argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
+
+function oracleDir(): string {
+  const root = process.env.LLAMA_TS_ORACLES ?? join(homedir(), '.cache', 'llama-ts', 'oracles');
+  return join(root, `node-llama-cpp-${NLC_VERSION}`);
+}
+
+function ensureOracle(): string {
+  const dir = oracleDir();
+  const entry = join(dir, 'node_modules', 'node-llama-cpp', 'dist', 'index.js');
+  if (!existsSync(entry)) {
+    mkdirSync(dir, { recursive: true });
+    process.stderr.write(`bench:vs: installing node-llama-cpp@${NLC_VERSION} into ${dir} (hundreds of MB)\n`);
+    execFileSync(
+      'npm',
+      ['install', '--prefix', dir, `node-llama-cpp@${NLC_VERSION}`, '--ignore-scripts', '--no-audit', '--no-fund'],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
+  }
+  return entry;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function randomTokens(n: number, nVocab: number, seed: number, bos: number): number[] {
+  let s = seed >>> 0 || 1;
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    out.push(s % nVocab);
+  }
+  if (bos >= 0) out[0] = bos;
+  return out;
+}
+
+// ---- children: one engine, one model, one measurement ----
+
+interface ChildArgs {
+  path: string;
+  threads: number;
+  nVocab: number;
+  bos: number;
+}
+
+async function childLlamaTs({ path, threads, nVocab, bos }: ChildArgs): Promise<ChildResult> {
+  const { Model, Context } = await import('../src/model/index.js');
+  const t0 = performance.now();
+  const model = await Model.load(path);
+  const ctx = new Context(model, { nCtx: PP, nBatch: PP, nUbatch: PP, nThreads: threads });
+  const load_ms = performance.now() - t0;
+  // warm-up: tier up the JIT, start the workers, touch the weights
+  await ctx.decode({ tokens: randomTokens(16, nVocab, 7, bos) });
+  for (const t of randomTokens(4, nVocab, 8, -1)) await ctx.decode({ tokens: [t] });
+  ctx.clearMemory();
+  let t1 = performance.now();
+  await ctx.decode({ tokens: randomTokens(PP, nVocab, 42, bos) });
+  const pp = (PP * 1000) / (performance.now() - t1);
+  ctx.clearMemory();
+  const gen = randomTokens(TG, nVocab, 43, -1);
+  t1 = performance.now();
+  for (const t of gen) await ctx.decode({ tokens: [t] });
+  const tg = (TG * 1000) / (performance.now() - t1);
+  const kv_mb = (ctx.kv?.bytes ?? 0) / 2 ** 20;
+  const file_mb = model.fileSize / 2 ** 20;
+  ctx.free();
+  return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb, kv_mb };
+}
+
+async function childNodeLlamaCpp({ path, threads, nVocab, bos }: ChildArgs): Promise<ChildResult> {
+  // biome-ignore lint/suspicious/noExplicitAny: the oracle is loaded from outside the repository, untyped
+  const nlc: any = await import(pathToFileURL(ensureOracle()).href);
+  const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+  const t0 = performance.now();
+  const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+  const context = await model.createContext({
+    contextSize: PP,
+    batchSize: PP,
+    threads: { ideal: threads, min: threads },
+    sequences: 1,
+  });
+  const seq = context.getSequence();
+  const load_ms = performance.now() - t0;
+  await seq.evaluateWithoutGeneratingNewTokens(randomTokens(16, nVocab, 7, bos));
+  for (const t of randomTokens(4, nVocab, 8, -1)) await seq.evaluateWithoutGeneratingNewTokens([t]);
+  await seq.clearHistory();
+  let t1 = performance.now();
+  await seq.evaluateWithoutGeneratingNewTokens(randomTokens(PP, nVocab, 42, bos));
+  const pp = (PP * 1000) / (performance.now() - t1);
+  await seq.clearHistory();
+  const gen = randomTokens(TG, nVocab, 43, -1);
+  t1 = performance.now();
+  for (const t of gen) await seq.evaluateWithoutGeneratingNewTokens([t]);
+  const tg = (TG * 1000) / (performance.now() - t1);
+  await context.dispose();
+  await model.dispose();
+  return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb: 0, kv_mb: 0 };
+}
+
+// ---- parent ----
+
+function runChild(engine: string, a: ChildArgs): Promise<ChildResult> {
+  const { path, threads } = a;
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', engine, JSON.stringify(a)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, LLAMA_TS_THREADS: String(threads) },
+    });
+    let out = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+    });
+    p.on('error', reject);
+    p.on('close', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !line.startsWith('{')) reject(new Error(`${engine} on ${path}: exit ${code}: ${out}`));
+      else resolve(JSON.parse(line) as ChildResult);
+    });
+  });
+}
+
+async function readBandwidth(threads: number): Promise<number> {
+  const { cpuDevice } = await import('../src/backends/cpu/index.js');
+  const bytes = 512 * 2 ** 20;
+  const buf = cpuDevice.hostBufferType().alloc(bytes) as unknown as {
+    base: number;
+    free(): void;
+    hostBytes(): Uint8Array;
+  };
+  buf.hostBytes().fill(1);
+  const times: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    const t0 = performance.now();
+    await cpuDevice.runKernel('k_read_bw', [buf.base, bytes, buf.base], threads);
+    if (i > 0) times.push((performance.now() - t0) / 1000);
+  }
+  buf.free();
+  await cpuDevice.close();
+  return bytes / median(times) / 1e9;
+}
+
+/**
+ * Bytes one generated token reads (every tensor but the token embeddings, of which one
+ * row), the vocabulary size and the BOS id.
+ */
+async function modelFacts(path: string): Promise<{ bytes: number; nVocab: number; bos: number }> {
+  const { openGGUF } = await import('../src/gguf/index.js');
+  const f = openGGUF(path);
+  try {
+    let bytes = 0;
+    for (const t of f.tensors) {
+      if (t.name === 'token_embd.weight') bytes += t.nBytes / Number(t.dims[1] ?? 1);
+      else bytes += t.nBytes;
+    }
+    const nVocab = f.getArray('tokenizer.ggml.tokens').items.length;
+    const bos = Number(f.getInt('tokenizer.ggml.bos_token_id', -1));
+    return { bytes, nVocab, bos };
+  } finally {
+    f.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const json = argv.includes('--json');
+  const threads = Number(opt('threads', '2'));
+  const reps = Number(opt('reps', '3'));
+  const presets = opt('presets', 'qwen2.5-0.5b-630m,tinyllama-1.1b').split(',');
+  const types = opt('types', 'Q4_0,Q8_0,Q4_K_M').split(',');
+  const say = (s: string) => {
+    if (!json) process.stdout.write(`${s}\n`);
+  };
+  ensureOracle();
+  const { ensureModel, isFileTypeName } = await import('../src/generator/index.js');
+  const bw = await readBandwidth(threads);
+  const load0 = loadavg();
+  say(
+    `read bandwidth ${bw.toFixed(1)} GB/s (${threads} threads); ${threads} threads, ${reps} alternating runs per engine, medians; load average ${load0.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  const rows: Array<EngineRow | { model: string; type: string; engine: 'bound'; tg128: number }> = [];
+  const table: string[][] = [];
+  for (const preset of presets) {
+    for (const type of types) {
+      if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
+      process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
+      const path = ensureModel(preset, type);
+      const facts = await modelFacts(path);
+      const bound = (bw * 1e9) / facts.bytes;
+      const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
+      const got: Record<string, ChildResult[]> = { 'llama.ts': [], 'node-llama-cpp': [] };
+      for (let r = 0; r < reps; r++) {
+        const order = r % 2 === 0 ? ['llama.ts', 'node-llama-cpp'] : ['node-llama-cpp', 'llama.ts'];
+        for (const engine of order) {
+          process.stderr.write(`bench:vs: ${preset} ${type}: ${engine} run ${r + 1}/${reps}\n`);
+          got[engine].push(await runChild(engine, args));
+        }
+      }
+      const med = (engine: string): EngineRow => {
+        const xs = got[engine];
+        return {
+          model: preset,
+          type,
+          engine: engine as EngineRow['engine'],
+          pp512: median(xs.map((x) => x.pp)),
+          tg128: median(xs.map((x) => x.tg)),
+          load_ms: median(xs.map((x) => x.load_ms)),
+          rss_mb: median(xs.map((x) => x.rss_mb)),
+        };
+      };
+      const ours = med('llama.ts');
+      const theirs = med('node-llama-cpp');
+      rows.push(ours, theirs, { model: preset, type, engine: 'bound', tg128: bound });
+      const fileKv = got['llama.ts'][0].file_mb + got['llama.ts'][0].kv_mb;
+      table.push([
+        preset,
+        type,
+        `${ours.pp512.toFixed(1)} / ${theirs.pp512.toFixed(1)} = ${(ours.pp512 / theirs.pp512).toFixed(2)}x`,
+        `${ours.tg128.toFixed(1)} / ${theirs.tg128.toFixed(1)} = ${(ours.tg128 / theirs.tg128).toFixed(2)}x`,
+        bound.toFixed(1),
+        `${ours.load_ms.toFixed(0)} / ${theirs.load_ms.toFixed(0)} = ${(ours.load_ms / theirs.load_ms).toFixed(2)}x`,
+        `${ours.rss_mb.toFixed(0)} / ${theirs.rss_mb.toFixed(0)}; ${(ours.rss_mb / fileKv).toFixed(2)}x file+KV`,
+      ]);
+      process.stderr.write(`bench:vs: ${table[table.length - 1].join(' | ')}\n`);
+    }
+  }
+  if (json) {
+    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    return;
+  }
+  say('');
+  say(
+    '| model | type | pp512 t/s (llama.ts / node-llama-cpp) | tg128 t/s | tg bound | load ms | peak RSS MiB (llama.ts / nlc; llama.ts vs file+KV) |',
+  );
+  say('|---|---|---|---|---|---|---|');
+  for (const r of table) say(`| ${r.join(' | ')} |`);
+  say(
+    `load average at the end: ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+}
+
+if (argv[0] === '--child') {
+  const [, engine, args] = argv;
+  const run = engine === 'llama.ts' ? childLlamaTs : childNodeLlamaCpp;
+  run(JSON.parse(args) as ChildArgs).then(
+    (r) => {
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+      process.exit(0);
+    },
+    (e) => {
+      process.stderr.write(`${(e as Error).stack ?? e}\n`);
+      process.exit(1);
+    },
+  );
+} else {
+  main().catch((e) => {
+    process.stderr.write(`bench:vs: ${(e as Error).stack ?? e}\n`);
+    process.exit(1);
+  });
+}
