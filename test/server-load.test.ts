@@ -96,7 +96,7 @@ test('200 clients at once: the overflow gets 503 promptly; the server stays heal
   assert.ok(okN >= 4 + 64, `only ${okN} completed`);
   assert.ok(busy.length > 0, 'no request was turned away');
   for (const r of busy) assert.equal(r.body.error?.type, 'unavailable_error');
-  assert.ok(slowest503 < 2000, `a 503 took ${slowest503.toFixed(0)} ms`);
+  assert.ok(slowest503 < 3000, `a 503 took ${slowest503.toFixed(0)} ms`);
   assert.equal(server.metrics.rejected - rejectedBefore, busy.length);
   // healthy afterwards: nothing left running, and a new request is served
   for (let i = 0; i < 100 && (await processing()) !== 0; i++) await new Promise((r) => setTimeout(r, 20));
