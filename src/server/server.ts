@@ -30,6 +30,15 @@ import { QueueFullError, SlotScheduler, type Task, type TaskParams, type TokenEv
 
 const log = logger('server');
 
+// Evaluations of different contexts must not interleave on the cpu device: every decode
+// of every server in this process runs through one chain.
+let evalChain: Promise<unknown> = Promise.resolve();
+function exclusive<T>(fn: () => Promise<T>): Promise<T> {
+  const run = evalChain.then(fn, fn);
+  evalChain = run.catch(() => {});
+  return run;
+}
+
 export interface ServerOptions {
   /** Path of the GGUF model. */
   model: string;
@@ -102,6 +111,7 @@ export class LlamaServer {
         nCtxSlot: this.nCtxSlot,
         maxQueue: opts.maxQueue ?? 64,
         metrics: this.metrics,
+        exclusive,
       });
       const f = openGGUF(opts.model);
       try {
@@ -542,9 +552,13 @@ export class LlamaServer {
       const out: Float32Array[] = [];
       for (const tokens of lists) {
         if (c.res.destroyed) throw new Error('cancelled');
-        ctx.clearMemory();
-        await ctx.decode({ tokens, logits: tokens.map(() => true) });
-        out.push(l2Normalize(ctx.getEmbeddingsSeq(0)));
+        out.push(
+          await exclusive(async () => {
+            ctx.clearMemory();
+            await ctx.decode({ tokens, logits: tokens.map(() => true) });
+            return l2Normalize(ctx.getEmbeddingsSeq(0));
+          }),
+        );
       }
       return out;
     });

@@ -133,6 +133,8 @@ export interface SchedulerOptions {
   /** Tasks waiting for a slot, at most. */
   maxQueue: number;
   metrics?: Metrics;
+  /** Runs a decode exclusively of other contexts' evaluations (the cpu device needs it). */
+  exclusive?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 export class SlotScheduler {
@@ -312,7 +314,8 @@ export class SlotScheduler {
     }
     if (tokens.length === 0) return;
     const t0 = performance.now();
-    await this.ctx.decode({ tokens, pos, seqIds, logits });
+    const decode = () => this.ctx.decode({ tokens, pos, seqIds, logits });
+    await (this.opts.exclusive ? this.opts.exclusive(decode) : decode());
     const t1 = performance.now();
     this.opts.metrics?.onDecode(nPrompt, nGen, t1 - t0);
     for (const o of outs) {
