@@ -27,10 +27,16 @@ export class EngineClient {
   private idleTimer: NodeJS.Timeout | undefined;
 
   private start(): Worker {
-    const w = new Worker(new URL('./worker.js', import.meta.url), {
+    const url = new URL('./worker.js', import.meta.url);
+    let w: Worker;
+    try {
       // flags for the main script only (node --input-type=module -e ...) would fail a worker
-      execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
-    });
+      w = new Worker(url, { execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')) });
+    } catch (e) {
+      // other process-wide flags (--trace-gc, …) are refused in workers: start without them
+      if ((e as { code?: string }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
+      w = new Worker(url, { execArgv: [] });
+    }
     w.on('message', (r: Reply) => this.onReply(r));
     w.on('error', (e) => {
       if (this.worker === w) this.worker = undefined;
