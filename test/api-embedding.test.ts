@@ -59,7 +59,7 @@ for (const type of ['F16', 'Q8_0']) {
       const l2 = (await ctx.embedding(text)).embedding;
       const n = norm(raw);
       assert.ok(Math.abs(n - 1) > 1e-3, 'raw is not normalized');
-      raw.forEach((x, i) => assert.ok(Math.abs(x / n - l2[i]!) < 1e-6));
+      for (let i = 0; i < raw.length; i++) assert.ok(Math.abs(raw[i]! / n - l2[i]!) < 1e-6);
       const maxAbs = (await ctx.embedding(text, { embd_normalize: 0 })).embedding;
       assert.ok(Math.abs(Math.max(...maxAbs.map(Math.abs)) - 32760) < 0.01);
       assert.ok(Math.abs(norm((await ctx.embedding(text, { embd_normalize: 1 })).embedding, 1) - 1) < 1e-5);

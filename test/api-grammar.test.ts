@@ -13,7 +13,7 @@ const STORIES = sharedPath('models/stories260K.gguf');
 const skip = STORIES ? false : missingShared('models/stories260K.gguf');
 const PROMPT = 'Once upon a time';
 
-const GRAMMAR = String.raw`
+const GRAMMAR = `
 root     ::= ", there was a " animal " named " name "." (" " sentence)?
 animal   ::= "cat" | "dog" | "little girl" | "big bird"
 name     ::= [A-Z] [a-z]{2,6}
