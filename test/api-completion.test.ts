@@ -358,6 +358,24 @@ describe('loadModel errors', { skip }, () => {
   });
 });
 
+describe('release', { skip }, () => {
+  test('release() during a completion stops it; afterwards every method fails with ERR_RELEASED', async () => {
+    const ctx = await loadModel({ model: STORIES!, n_threads: 1, n_ctx: 512 });
+    let tokens = 0;
+    const running = ctx.completion({ prompt: PROMPT, n_predict: 400, ignore_eos: true, seed: 1 }, () => {
+      if (++tokens === 3) void ctx.release();
+    });
+    const r = await running;
+    assert.equal(r.interrupted, true);
+    await ctx.release();
+    await assert.rejects(ctx.completion({ prompt: PROMPT }), isLlamaError('ERR_RELEASED'));
+    await assert.rejects(ctx.tokenize('x'), isLlamaError('ERR_RELEASED'));
+    await assert.rejects(ctx.embedding('x'), isLlamaError('ERR_RELEASED'));
+    assert.throws(() => ctx.getFormattedChat([{ role: 'user', content: 'x' }]), isLlamaError('ERR_RELEASED'));
+    assert.match(ctx.getSystemInfo(), /^llama-ts/);
+  });
+});
+
 describe('the engine (in-process)', { skip }, () => {
   const engine = new Engine();
   after(() => engine.close());

@@ -10,7 +10,7 @@ import {
 } from './chat/index.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
-import { LlamaError } from './errors.js';
+import { asLlamaError, LlamaError } from './errors.js';
 import { templateCaps, templatesFromTexts } from './info.js';
 import { optionError } from './options.js';
 import type {
@@ -135,7 +135,11 @@ export class LlamaContext {
   ): FormattedChatResult {
     this.#check();
     if (!Array.isArray(messages)) throw optionError('messages', messages, 'must be an array of chat messages');
-    return getFormattedChat(this.#chat(), messages, template || undefined, params);
+    try {
+      return getFormattedChat(this.#chat(), messages, template || undefined, params);
+    } catch (e) {
+      throw asLlamaError(e);
+    }
   }
 
   /**

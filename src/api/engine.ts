@@ -13,7 +13,7 @@ import { type Batch, Context, ContextError, defaultDevices, Model } from '../mod
 import type { ChatTemplates } from './chat/index.js';
 import { type CompletionHooks, type CompletionState, runCompletion } from './completion.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
-import { LlamaError, serializeError } from './errors.js';
+import { asLlamaError, LlamaError } from './errors.js';
 import {
   ggufInfo,
   type ModelIdentity,
@@ -72,15 +72,6 @@ class SharedModel {
     readonly metadata: Record<string, string>,
     readonly templates: TemplateTexts,
   ) {}
-}
-
-/** Any error → a LlamaError with a code (the original as its cause). */
-export function asLlamaError(e: unknown): LlamaError {
-  if (e instanceof LlamaError) return e;
-  const s = serializeError(e);
-  const out = new LlamaError(s.code, s.message, { cause: e });
-  if (s.code === 'ABORT_ERR') out.name = 'AbortError';
-  return out;
 }
 
 function isAbort(e: unknown): boolean {

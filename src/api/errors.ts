@@ -72,3 +72,12 @@ export function deserializeError(s: SerializedError): LlamaError {
   if (s.stack) e.stack = `${e.name}: ${e.message}\n${s.stack.split('\n').slice(1).join('\n')}`;
   return e;
 }
+
+/** Any error → a LlamaError with a code (the original as its cause). */
+export function asLlamaError(e: unknown): LlamaError {
+  if (e instanceof LlamaError) return e;
+  const s = serializeError(e);
+  const out = new LlamaError(s.code, s.message, { cause: e });
+  if (s.code === 'ABORT_ERR') out.name = 'AbortError';
+  return out;
+}
