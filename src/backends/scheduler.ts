@@ -38,6 +38,8 @@ export interface Split {
   backend: number;
   /** Computed nodes (views excluded: they compute nothing). */
   nodes: Tensor[];
+  /** The nodes as a graph for the backend, the same object for every evaluation. */
+  graph?: Graph;
   /** Copies to make before the split runs. */
   inputs: SplitInput[];
 }
@@ -62,6 +64,11 @@ export class Scheduler {
   tensorBackend(t: Tensor): Backend | undefined {
     const i = this.locate(t);
     return i === undefined ? undefined : this.backends[i];
+  }
+
+  /** The graph last allocated (evaluating it again needs no new allocation). */
+  get currentGraph(): Graph | null {
+    return this.current?.graph ?? null;
   }
 
   get splits(): readonly Split[] {
@@ -96,8 +103,13 @@ export class Scheduler {
     if (this.current?.graph !== graph) this.allocGraph(graph);
     for (const split of this.current!.splits) {
       for (const { src, copy } of split.inputs) await tensorCopy(src, copy);
-      const g = new Graph();
-      g.nodes.push(...split.nodes);
+      let g = split.graph;
+      if (!g) {
+        g = split.graph = new Graph();
+        g.nodes.push(...split.nodes);
+        // allocations change only through allocGraph, which makes new splits
+        g.reusable = true;
+      }
       const backend = this.backends[split.backend];
       await backend.graphCompute(g);
       await backend.synchronize();

@@ -7,6 +7,12 @@ import { Op, type Tensor, TensorFlag } from './tensor.js';
 export class Graph {
   readonly nodes: Tensor[] = [];
   readonly leafs: Tensor[] = [];
+  /**
+   * Set by whoever owns the graph (the scheduler, for the graphs of its splits) when its
+   * nodes, their sources and their memory stay as they are for as long as this object is
+   * evaluated again: backends may then keep what they derive from it (encoded jobs).
+   */
+  reusable = false;
   private readonly seen = new Set<Tensor>();
 
   /** Add `t` and everything it depends on (ggml_build_forward_expand). */

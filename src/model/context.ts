@@ -10,7 +10,7 @@ import { tensorGetF32, tensorSet } from '../backends/api.js';
 import type { Backend, Device } from '../backends/impl.js';
 import { ReferenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
 import { Scheduler } from '../backends/scheduler.js';
-import { buildGraph } from '../ggml/graph.js';
+import { buildGraph, type Graph } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
 import { newTensor, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
@@ -83,6 +83,13 @@ export class Context {
   private readonly pooled = new Map<number, Float32Array>();
   private nLastBatch = 0;
   private readonly keep: boolean;
+  /**
+   * The graph of the last ubatch, evaluated again (inputs refilled) when the next ubatch
+   * has the same shape and the scheduler still holds its allocation: generating token by
+   * token rebuilds nothing while the attended cells stay within the same 256-cell block.
+   */
+  private keepNamed: Tensor[] = [];
+  private last: { key: string; graph: Graph; inputs: GraphInputs; result: Tensor } | null = null;
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
 
@@ -220,39 +227,56 @@ export class Context {
       if (!slots) throw new ContextError(`decode: no room in the KV cache for ${m} tokens`);
       cells = slots;
       this.kv.store(cells, pos, seq);
-      nKV = this.kv.extent;
+      // as llama.cpp, attend to a multiple of 256 cells (masked beyond the extent), so the
+      // graph's shape, and with it the graph, stays the same from one token to the next
+      nKV = Math.min(this.kv.size, Math.max(256, Math.ceil(this.kv.extent / 256) * 256));
     }
     const outIdx: number[] = [];
     for (let i = 0; i < m; i++) if (wanted[i]) outIdx.push(i);
     const allRows = this.embeddings && this.pooling !== 'none';
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
-    const b = new GraphBuilder(hp, this.model.weights, { nTokens: m, nOutputs, nKV }, this.kv);
-    const out = this.model.arch.build(b);
-    const result = this.embeddings ? out.embd : out.logits;
-    if (!result) throw new ContextError(`${hp.arch} has no logits output`);
-    if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
-    const graph = buildGraph(result);
-    this.sched.allocGraph(graph);
-    this.setInputs(b.inputs, tokens, pos, seq, cells, outIdx.length > 0 ? outIdx : [m - 1]);
+    const key = `${m}:${nOutputs}:${nKV}`;
+    let last = this.last;
+    if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
+      const b = new GraphBuilder(hp, this.model.weights, { nTokens: m, nOutputs, nKV }, this.kv);
+      const out = this.model.arch.build(b);
+      const result = this.embeddings ? out.embd : out.logits;
+      if (!result) throw new ContextError(`${hp.arch} has no logits output`);
+      if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
+      const graph = buildGraph(result);
+      this.sched.allocGraph(graph);
+      last = this.last = { key, graph, inputs: b.inputs, result };
+      if (this.keep) this.keepNamed = b.named;
+    }
+    const { graph, result } = last;
+    this.setInputs(last.inputs, tokens, pos, seq, cells, outIdx.length > 0 ? outIdx : [m - 1]);
     await this.sched.graphCompute(graph);
 
     if (this.keep) {
       const order = new Map(graph.nodes.map((t, i) => [t, i]));
-      const named = b.named.filter((t) => order.has(t) && t.type === GGMLType.F32);
+      const named = this.keepNamed.filter((t) => order.has(t) && t.type === GGMLType.F32);
       named.sort((x, y) => order.get(x)! - order.get(y)!);
       for (const t of named) {
         this.intermediates.push({ name: t.name, op: t.op, ne: [...t.ne], values: await tensorGetF32(t) });
       }
     }
-    const data = await tensorGetF32(result);
     const width = result.ne[0];
     const rows = result.ne[1];
     const rowToken = rows === m ? (r: number) => r : (r: number) => outIdx[r];
+    // contiguous F32 rows are read straight into each output's own array
+    const direct = result.type === GGMLType.F32 && result.buffer !== null && result.nb[1] === width * 4;
+    const data = direct ? null : await tensorGetF32(result);
     for (let r = 0; r < rows; r++) {
       const i = rowToken(r);
       if (i === undefined || !wanted[i]) continue;
-      this.outputs.set(offset + i, data.slice(r * width, (r + 1) * width));
+      let row: Float32Array;
+      if (data) row = data.slice(r * width, (r + 1) * width);
+      else {
+        row = new Float32Array(width);
+        await result.buffer!.getTensor(result, new Uint8Array(row.buffer), r * width * 4);
+      }
+      this.outputs.set(offset + i, row);
     }
   }
 

@@ -113,6 +113,11 @@ export class CpuDevice implements Device {
   readonly defaultThreads: number;
   /** Nodes computed so far, by op (tests check that work really ran here). */
   readonly opCounts = new Map<string, number>();
+  /**
+   * Bumped whenever node records are written into the work regions: a job encoded at
+   * another epoch may point at records since overwritten.
+   */
+  encodeEpoch = 0;
 
   constructor(
     readonly reg: BackendReg,
@@ -204,6 +209,7 @@ export class CpuDevice implements Device {
   async runKernel(name: 'k_read_bw', extras: number[], nth: number): Promise<void> {
     const pool = this.workers(nth);
     const arena = this.arenas.first();
+    this.encodeEpoch++;
     const rec = this.arenas.ensure(arena, RECORD_BYTES);
     const i32 = new Int32Array(arena.memory.buffer, rec, RECORD_BYTES / 4);
     i32.fill(0);
@@ -225,9 +231,21 @@ export class CpuDevice implements Device {
   }
 }
 
+/** The job of a reusable graph, kept while nothing else was encoded on the device. */
+interface CachedJob {
+  graph: Graph;
+  nNodes: number;
+  nth: number;
+  epoch: number;
+  steps: Int32Array;
+  nsteps: number;
+  ops: [string, number][];
+}
+
 export class CpuBackend implements Backend {
   readonly name: string;
   private last: Promise<void> = Promise.resolve();
+  private cached: CachedJob | null = null;
 
   constructor(
     readonly device: CpuDevice,
@@ -237,21 +255,43 @@ export class CpuBackend implements Backend {
   }
 
   async graphCompute(graph: Graph): Promise<void> {
-    for (const node of graph.nodes) {
-      if (!this.device.supportsOp(node)) throw new Error(`${this.name}: unsupported op ${node.op} for ${node}`);
-    }
-    for (const node of graph.nodes) {
-      if (node.op !== 'NONE' && !isViewOp(node.op))
-        this.device.opCounts.set(node.op, (this.device.opCounts.get(node.op) ?? 0) + 1);
-    }
-    const pool = this.device.workers(this.threads);
+    const dev = this.device;
+    const pool = dev.workers(this.threads);
     const nth = Math.min(this.threads, pool.size);
-    const job = encodeGraph(graph.nodes, nth, this.device.arenas);
-    if (job.nsteps === 0) return;
-    const run = pool.run(job.steps, job.nsteps, nth);
+    let c = this.cached;
+    if (
+      !c ||
+      c.graph !== graph ||
+      !graph.reusable ||
+      c.nNodes !== graph.nodes.length ||
+      c.nth !== nth ||
+      c.epoch !== dev.encodeEpoch
+    ) {
+      for (const node of graph.nodes) {
+        if (!dev.supportsOp(node)) throw new Error(`${this.name}: unsupported op ${node.op} for ${node}`);
+      }
+      const counts = new Map<string, number>();
+      for (const node of graph.nodes) {
+        if (node.op !== 'NONE' && !isViewOp(node.op)) counts.set(node.op, (counts.get(node.op) ?? 0) + 1);
+      }
+      dev.encodeEpoch++;
+      const job = encodeGraph(graph.nodes, nth, dev.arenas);
+      c = {
+        graph,
+        nNodes: graph.nodes.length,
+        nth,
+        epoch: dev.encodeEpoch,
+        steps: job.steps,
+        nsteps: job.nsteps,
+        ops: [...counts],
+      };
+      this.cached = graph.reusable ? c : null;
+    }
+    for (const [op, n] of c.ops) dev.opCounts.set(op, (dev.opCounts.get(op) ?? 0) + n);
+    if (c.nsteps === 0) return;
+    const run = pool.run(c.steps, c.nsteps, nth);
     this.last = run.catch(() => {});
     await run;
-    log.debug(`${this.name}: ${graph.nodes.length} nodes, ${job.nsteps} steps on ${nth} threads`);
   }
 
   async setTensorAsync(t: Tensor, data: Uint8Array, offset = 0): Promise<void> {
