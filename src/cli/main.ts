@@ -14,6 +14,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'generate text from a prompt (text on stdout, timings on stderr; --json for scripts)',
     load: async () => (await import('./run.js')).runCommand,
   },
+  chat: {
+    summary: "interactive chat with the model's chat template (/reset, /exit); default model without -m",
+    load: async () => (await import('./chat.js')).chatCommand,
+  },
   serve: {
     summary: 'OpenAI-compatible HTTP server with continuous batching (--parallel N slots)',
     load: async () => (await import('./serve.js')).serveCommand,
