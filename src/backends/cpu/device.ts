@@ -118,6 +118,20 @@ export class CpuDevice implements Device {
    * another epoch may point at records since overwritten.
    */
   encodeEpoch = 0;
+  private computeTail: Promise<void> = Promise.resolve();
+
+  /**
+   * Runs graph computations one at a time: node records and scratch live in one work
+   * region per arena, so a graph encoded while another waits for the pool would overwrite it.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.computeTail.then(fn);
+    this.computeTail = result.then(
+      () => {},
+      () => {},
+    );
+    return result;
+  }
 
   constructor(
     readonly reg: BackendReg,
@@ -254,7 +268,11 @@ export class CpuBackend implements Backend {
     this.name = device.name;
   }
 
-  async graphCompute(graph: Graph): Promise<void> {
+  graphCompute(graph: Graph): Promise<void> {
+    return this.device.exclusive(() => this.compute(graph));
+  }
+
+  private async compute(graph: Graph): Promise<void> {
     const dev = this.device;
     const pool = dev.workers(this.threads);
     const nth = Math.min(this.threads, pool.size);
