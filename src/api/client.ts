@@ -1,8 +1,9 @@
 // The main thread's side of the engine worker: one worker per process, started on the
 // first request and terminated when the last context is released. The worker is ref'd
 // only while a request is in flight, so an idle context never keeps the process alive.
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { getLogCallback } from '../log.js';
+import { startWorker } from '../worker.js';
 import { deserializeError, LlamaError } from './errors.js';
 import type { Reply, Request } from './protocol.js';
 
@@ -28,15 +29,7 @@ export class EngineClient {
 
   private start(): Worker {
     const url = new URL('./worker.js', import.meta.url);
-    let w: Worker;
-    try {
-      // flags for the main script only (node --input-type=module -e ...) would fail a worker
-      w = new Worker(url, { execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')) });
-    } catch (e) {
-      // other process-wide flags (--trace-gc, …) are refused in workers: start without them
-      if ((e as { code?: string }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
-      w = new Worker(url, { execArgv: [] });
-    }
+    const w = startWorker(url);
     w.on('message', (r: Reply) => this.onReply(r));
     w.on('error', (e) => {
       if (this.worker === w) this.worker = undefined;

@@ -3,7 +3,8 @@
 // awaits it with Atomics.waitAsync, so the main thread never blocks or computes. Workers
 // are unref'd between jobs so an idle pool never keeps the process alive.
 
-import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
+import { startWorker } from '../../worker.js';
 import type { Arena } from './arena.js';
 import { C, CONTROL_WORDS, K_ARENA, STEP_CAP, STEP_WORDS, type WorkerInit } from './protocol.js';
 import { type WasmModule, waitAsync } from './wasm-api.js';
@@ -40,12 +41,7 @@ export class Pool {
         gen: Atomics.load(this.control, C.GEN),
         port: port2,
       };
-      const w = new Worker(new URL('./worker.js', import.meta.url), {
-        workerData: init,
-        transferList: [port2],
-        // flags for the main script only (node --input-type=module -e ...) would fail a worker
-        execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
-      });
+      const w = startWorker(new URL('./worker.js', import.meta.url), { workerData: init, transferList: [port2] });
       w.unref();
       port1.unref();
       this.workers.push(w);
