@@ -13,6 +13,22 @@ const BASE: usize = 1024;
 @inline export function C_M30(): v128 {
   return v128.load(BASE, 16);
 }
+/** Q5_0: the byte of qh holding the high bit of elements 0-15 (lanes 0-7: 0, 8-15: 1). */
+@inline export function C_QH_LO(): v128 {
+  return v128.load(BASE, 400);
+}
+/** Q5_0: the same for elements 16-31 (bytes 2 and 3). */
+@inline export function C_QH_HI(): v128 {
+  return v128.load(BASE, 416);
+}
+/** 1 << (lane & 7) in every byte. */
+@inline export function C_BIT8(): v128 {
+  return v128.load(BASE, 432);
+}
+/** 0x10 in every byte. */
+@inline export function C_M10(): v128 {
+  return v128.load(BASE, 448);
+}
 /** 0x000f in every i16 lane. */
 @inline export function C_W4(): v128 {
   return v128.load(BASE, 32);

@@ -19,9 +19,9 @@ import { f16ToF32, f32ToF16 } from './math';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
-  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
+  dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
 } from './qdot';
-import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q6_K, T_Q8_0 } from './types';
+import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 
 const FMT_F32: i32 = 0;
 const FMT_Q32: i32 = 1;
@@ -277,6 +277,10 @@ function mmRows(
         const act = actRow(node, n, i2, i3);
         const v = type == T_Q4_0 ? dotQ4_0(sc, qs, st, K >> 5, act, K) : dotQ8_0(sc, qs, st, K >> 5, act, K);
         store<f32>(dstAt(node, m, n, i2, i3), v);
+      }
+    } else if (type == T_Q5_0) {
+      for (let n = c0; n < c1; n++) {
+        store<f32>(dstAt(node, m, n, i2, i3), dotQ5_0(pa, K >> 5, actRow(node, n, i2, i3), K));
       }
     } else if (type == T_Q4_K || type == T_Q6_K) {
       let n = c0;

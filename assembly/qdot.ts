@@ -10,7 +10,7 @@
 // corrected with the activation sums. Strict build: weights split into int16 lanes and
 // i32x4.dot_i16x8_s against the permuted int16 activations.
 
-import { C_LANE16, C_M30, C_M4, C_ONES16, C_W4, C_W8, f16x4 } from './consts';
+import { C_BIT8, C_LANE16, C_M10, C_M30, C_M4, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, f16x4 } from './consts';
 import { f16ToF32 } from './math';
 import { hsum, madd } from './dot';
 
@@ -74,6 +74,48 @@ export function dotQ4_0(sc: usize, qs: usize, stride: usize, nb: i32, act: usize
     corr += <f32>load<i32>(as + (<usize>b << 2)) * s;
     sc += stride;
     qs += stride;
+  }
+  return hsum(acc) - corr;
+}
+
+/** 0x10 in the bytes of the elements whose bit is set in the Q5_0 high bits (sel: which qh bytes). */
+@inline function q5High(qh: v128, sel: v128): v128 {
+  const bits = C_BIT8();
+  return v128.and(i8x16.eq(v128.and(i8x16.swizzle(qh, sel), bits), bits), C_M10());
+}
+
+/**
+ * One Q5_0 row (ggml's 22-byte blocks at w: f16 scale, 32 high bits, 16 bytes of nibbles)
+ * against a per-32 activation row: Σ_b d_w·d_a·Σ (q - 16)·a, the -16 from the stored sums.
+ */
+export function dotQ5_0(w: usize, nb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  const as = ad + (<usize>K >> 3);
+  let acc = f32x4.splat(0);
+  let corr: f32 = 0;
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++) {
+    const s = f16ToF32(load<u16>(w)) * load<f32>(ad + (<usize>b << 2));
+    const qh = i32x4.splat(load<u32>(w, 2));
+    const q = v128.load(w, 6);
+    // elements 0-15 (low nibbles) and 16-31 (high nibbles), 5 bits each
+    const v0 = v128.or(v128.and(q, m4), q5High(qh, C_QH_LO()));
+    const v1 = v128.or(v128.and(i16x8.shr_u(q, 4), m4), q5High(qh, C_QH_HI()));
+    const a = act + <usize>b * 32 * QB;
+    let i: v128;
+    if (ASC_FEATURE_RELAXED_SIMD) {
+      const p = i16x8.add(rdot(v128.load(a), v0), rdot(v128.load(a, 16), v1));
+      i = i32x4.dot_i16x8_s(p, C_ONES16());
+    } else {
+      const lo = C_W8();
+      i = i32x4.add(
+        i32x4.add(i32x4.dot_i16x8_s(v128.and(v0, lo), v128.load(a)), i32x4.dot_i16x8_s(i16x8.shr_u(v0, 8), v128.load(a, 16))),
+        i32x4.add(i32x4.dot_i16x8_s(v128.and(v1, lo), v128.load(a, 32)), i32x4.dot_i16x8_s(i16x8.shr_u(v1, 8), v128.load(a, 48))),
+      );
+    }
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i), f32x4.splat(s)));
+    corr += <f32>(load<i32>(as + (<usize>b << 2)) << 1) * s;
+    w += 22;
   }
   return hsum(acc) - corr;
 }

@@ -28,7 +28,7 @@ async function product(dev: Device, type: number, K: number, M: number, N: numbe
   return r.values[0];
 }
 
-const TYPES = ['F32', 'F16', 'BF16', 'Q4_0', 'Q8_0', 'Q4_K', 'Q6_K', 'Q5_K', 'Q4_1', 'IQ4_NL'] as const;
+const TYPES = ['F32', 'F16', 'BF16', 'Q4_0', 'Q8_0', 'Q4_K', 'Q6_K', 'Q5_K', 'Q4_1', 'Q5_0', 'IQ4_NL'] as const;
 
 for (const name of TYPES) {
   test(`cpu matmul ${name}: K=512, M=67 (16 groups + 3 rows), N in {1, 9, 70}, batches`, async () => {

@@ -17,7 +17,7 @@ export const ARENA_HEADER = PAGE;
 export const CONSTANTS_AT = 1024;
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * 25);
+  const t = new Uint8Array(16 * 29);
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -44,6 +44,13 @@ function constantTable(): Uint8Array {
   fill(22, 4, 0x3f400000); // 0.75
   fill(23, 4, 0x477ff000); // 65520
   fill(24, 4, 0x7f800000); // infinity
+  // Q5_0 high bits: the byte of qh each element's bit is in (elements 0-15, 16-31), the bit
+  for (let k = 0; k < 16; k++) {
+    dv.setUint8(25 * 16 + k, k >> 3);
+    dv.setUint8(26 * 16 + k, 2 + (k >> 3));
+    dv.setUint8(27 * 16 + k, 1 << (k & 7));
+  }
+  fill(28, 1, 0x10);
   return t;
 }
 

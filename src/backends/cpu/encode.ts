@@ -148,6 +148,7 @@ function plan(n: Tensor): Plan {
       let fmt = FMT_F32;
       const round = roundingFor(a.type, K, true);
       if (a.type === GGMLType.Q4_0 || a.type === GGMLType.Q8_0) fmt = FMT_Q32;
+      else if (a.type === GGMLType.Q5_0 && K % 32 === 0) fmt = FMT_Q32;
       else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K) fmt = FMT_Q256;
       else if (b.type === GGMLType.F32 && b.nb[0] === 4 && round === ROUND_NONE && floatA) fmt = FMT_DIRECT;
       const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4 + K / 8, 16) : align(2.5 * K, 16);
