@@ -8,6 +8,7 @@ import { loadModel } from '../api/index.js';
 import type { ChatMessage } from '../api/types.js';
 import { resolveModelArg } from '../download/index.js';
 import { openGGUF } from '../gguf/index.js';
+import { intOption, UsageError } from './run.js';
 
 const HELP = `usage: llama-ts chat [-m FILE.gguf | -hf REPO[:QUANT]] [options]
 
@@ -49,15 +50,6 @@ function options(argv: string[]) {
   }).values;
 }
 
-function intOption(name: string, v: string | undefined, fallback: number): number {
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (!Number.isInteger(n)) throw new UsageError(`--${name} must be an integer, got '${v}'`);
-  return n;
-}
-
-class UsageError extends Error {}
-
 /** The model's training context, capped: the default context size of a chat. */
 function defaultContext(path: string, cap: number): number {
   const f = openGGUF(path);
@@ -81,12 +73,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
       process.stdout.write(HELP);
       return 0;
     }
-    nPredict = intOption('n-predict', o['n-predict'], 512);
-    nCtx = intOption('ctx-size', o['ctx-size'], 0);
-    threads = o.threads === undefined ? undefined : intOption('threads', o.threads, 0);
+    nPredict = intOption('--n-predict', o['n-predict'], 512, -1);
+    nCtx = intOption('--ctx-size', o['ctx-size'], 0);
+    threads = o.threads === undefined ? undefined : intOption('--threads', o.threads, 0, 1);
     temperature = o.temp === undefined ? 0.8 : Number(o.temp);
     if (!Number.isFinite(temperature)) throw new UsageError(`--temp must be a number, got '${o.temp}'`);
-    seed = o.seed === undefined ? undefined : intOption('seed', o.seed, 0);
+    seed = o.seed === undefined ? undefined : intOption('--seed', o.seed, 0);
   } catch (e) {
     process.stderr.write(`llama-ts chat: ${(e as Error).message}\n\n${HELP}`);
     return 2;
