@@ -90,6 +90,28 @@ function accumulate(acc: usize, v: usize, vType: i32, n: i32, vs: f32): void {
   }
 }
 
+/** acc[0..n) += v * vs as accumulate's F16 path, for a V row already converted to f32 (exactly). */
+function accumulateF16f32(acc: usize, v: usize, n: i32, vs: f32): void {
+  const v4 = f32x4.splat(vs);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const o = <usize>i << 2;
+    v128.store(acc + o, roundF16x4(fma4(v128.load(v + o), v4, v128.load(acc + o))));
+  }
+  for (; i < n; i++) {
+    const o = <usize>i << 2;
+    const x = <f64>load<f32>(v + o) * <f64>vs + <f64>load<f32>(acc + o);
+    store<f32>(acc + o, f16ToF32(f32ToF16(<f32>x)));
+  }
+}
+
+/** n f16 values at h to f32 at x (exact). */
+function widenF16(h: usize, x: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
+  for (; i < n; i++) store<f32>(x + (<usize>i << 2), ldf(h + (<usize>i << 1), T_F16));
+}
+
 /** a + x*y rounded once: exact with relaxed SIMD (fma), else through f64. */
 @inline function fma4(x: v128, y: v128, a: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(x, y, a);
@@ -132,6 +154,13 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const acc = qrow + ((<usize>D * 4 + 15) & ~15);
   const krow = acc + ((<usize>Dv * 4 + 15) & ~15);
   const vrow = krow + ((<usize>D * 4 + 15) & ~15);
+  // with extra 3: the K and V rows of the current KV head in f32, converted once per head
+  // (the dots and sums are the same operations on the same values, so the same bits)
+  const cached = extra(node, 3) != 0 && kDirect && vDirect && tk == T_F16 && vF16;
+  const kc = (vrow + ((<usize>Dv * 4 + 15) & ~15) + 63) & ~63;
+  const vc = kc + <usize>nKV * <usize>D * 4;
+  let cK2 = -1;
+  let cK3 = -1;
   const nr = nQ * nHead * ne3;
   const r0 = share0(nr, ith, nth);
   const r1 = share0(nr, ith + 1, nth);
@@ -147,6 +176,16 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
     readRow(node, 1, iq1, iq2, iq3, qrow);
     roundActRow(qRound, qrow, D);
     memory.fill(acc, 0, <usize>Dv << 2);
+    if (cached && (ik2 != cK2 || ik3 != cK3)) {
+      cK2 = ik2;
+      cK3 = ik3;
+      for (let j = 0; j < nKV; j++) {
+        const pk = tAddr(node, 2) + <usize>j * tNb(node, 2, 1) + <usize>ik2 * tNb(node, 2, 2) + <usize>ik3 * tNb(node, 2, 3);
+        widenF16(pk, kc + <usize>j * <usize>D * 4, D);
+        const pv = tAddr(node, 3) + <usize>j * tNb(node, 3, 1) + <usize>iv2 * tNb(node, 3, 2) + <usize>iv3 * tNb(node, 3, 3);
+        widenF16(pv, vc + <usize>j * <usize>Dv * 4, Dv);
+      }
+    }
     let M: f32 = -Infinity;
     let S: f32 = 0;
     const pm = tm >= 0
@@ -160,7 +199,9 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
         if (mv == -Infinity) continue;
       }
       let s: f32;
-      if (kDirect) {
+      if (cached) {
+        s = dotF32Row(qrow, kc + <usize>j * <usize>D * 4, D);
+      } else if (kDirect) {
         const pk = tAddr(node, 2) + <usize>j * tNb(node, 2, 1) + <usize>ik2 * tNb(node, 2, 2) + <usize>ik3 * tNb(node, 2, 3);
         s = tk == T_F16 ? dotF16Row(qrow, pk, D) : dotF32Row(qrow, pk, D);
       } else {
@@ -180,7 +221,9 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       } else {
         vs = <f32>exp64(<f64>(s - M));
       }
-      if (vDirect) {
+      if (cached) {
+        accumulateF16f32(acc, vc + <usize>j * <usize>Dv * 4, Dv, vs);
+      } else if (vDirect) {
         const pv = tAddr(node, 3) + <usize>j * tNb(node, 3, 1) + <usize>iv2 * tNb(node, 3, 2) + <usize>iv3 * tNb(node, 3, 3);
         accumulate(acc, pv, tv, Dv, vs);
       } else {

@@ -107,6 +107,8 @@ interface Plan {
   mm?: { fmt: number; stride: number; nc: number; whole: boolean; round: number };
   /** FLASH_ATTN_EXT: rounding of the query rows (K's vec_dot_type). */
   qRound?: number;
+  /** FLASH_ATTN_EXT: the per-thread scratch has room for a head's K and V rows in f32. */
+  kvCache?: boolean;
 }
 
 const KERNEL_OF: Partial<Record<Op, KernelName>> = {
@@ -209,6 +211,14 @@ function plan(n: Tensor): Plan {
       p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
       p.qRound = roundingFor(n.src[1].type, q.ne[0]);
       p.perThread = align(2 * (align(q.ne[0] * 4, 16) + align(v.ne[0] * 4, 16)) + 64);
+      // several query rows per KV head (prompts): room for the head's K and V rows as f32,
+      // converted once per head instead of once per query row
+      const k = n.src[1];
+      const cache = k.ne[1] * (q.ne[0] + v.ne[0]) * 4;
+      if (q.ne[1] >= 4 && k.type === GGMLType.F16 && v.type === GGMLType.F16 && cache <= 32 * 2 ** 20) {
+        p.perThread += align(cache);
+        p.kvCache = true;
+      }
       break;
     }
     default:
@@ -377,6 +387,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex] = perThread;
       i32[ex + 1] = p.perThread;
       i32[ex + 2] = p.qRound ?? 0;
+      i32[ex + 3] = p.kvCache ? 1 : 0;
     }
     for (const k of kernels) step(p.home.index, kernelId(k), rec, isSmall(p, k) ? F_SINGLE : 0);
     if (p.staged.includes(0)) {
