@@ -11,6 +11,7 @@ import { HostBuffer } from '../host.js';
 import type { Buffer, BufferType, BufferUsage, Device } from '../impl.js';
 import type { Arena } from './arena.js';
 import { Rep4Layout } from './layout.js';
+import { Wasm, type WasmModule } from './wasm-api.js';
 
 /** Where a range of arena memory is. */
 export interface ArenaRange {
@@ -24,6 +25,28 @@ export interface ArenaAllocator {
   releaseRange(r: ArenaRange, size: number): void;
   /** Largest buffer one arena can hold. */
   readonly maxBufferSize: number;
+  /** Scratch bytes in `arena` until the next call (the device's work region). */
+  scratch?(arena: Arena, bytes: number): number;
+}
+
+const REPACK_PIECE = 2 << 20;
+
+type Repack = (src: number, dst: number, nb: number, ts: number, rowBytes: number) => void;
+const repackers = new WeakMap<Arena, Repack | null>();
+
+/** The kernel module's repack4 on the main thread, instantiated on `arena` (null: unavailable). */
+function repacker(arena: Arena, buft: CpuBufferType): Repack | null {
+  let r = repackers.get(arena);
+  if (r === undefined) {
+    r = null;
+    const module = (buft.device as { kernelModule?: () => WasmModule }).kernelModule?.();
+    if (module) {
+      const inst = new Wasm.Instance(module, { env: { memory: arena.memory } });
+      r = inst.exports.repack4 as Repack;
+    }
+    repackers.set(arena, r);
+  }
+  return r;
 }
 
 /** A buffer the kernels can address: its arena, its first byte there, tensor layouts. */
@@ -73,8 +96,33 @@ export class CpuBuffer implements Buffer, ArenaBacked {
     const root = t.viewSrc ?? t;
     const mem = this.arena.bytes();
     const layout = this.layouts.get(root);
-    if (layout) layout.write(mem, this.base + root.offset, t.offset - root.offset + offset, data);
-    else mem.set(data, this.base + t.offset + offset);
+    if (!layout) {
+      mem.set(data, this.base + t.offset + offset);
+      return;
+    }
+    const start = t.offset - root.offset + offset;
+    const a = this.bufferType.allocator;
+    const repack = data.byteLength >= 4 * layout.rowBytes && a.scratch ? repacker(this.arena, this.bufferType) : null;
+    if (!repack) {
+      layout.write(mem, this.base + root.offset, start, data);
+      return;
+    }
+    // pieces of whole groups go through scratch memory in the same arena (the device's work
+    // region, 2 MiB at most), where wasm repacks them
+    const g = 4 * layout.rowBytes;
+    const piece = Math.max(g, Math.floor(REPACK_PIECE / g) * g);
+    const scr = a.scratch!(this.arena, Math.min(piece, data.byteLength));
+    for (let lo = 0; lo < data.byteLength; ) {
+      // end pieces on multiples of the piece size (so of the group size) within the tensor
+      const hi = Math.min(data.byteLength, (Math.floor((start + lo) / piece) + 1) * piece - start);
+      const part = data.subarray(lo, hi);
+      const m = this.arena.bytes();
+      m.set(part, scr);
+      layout.write(m, this.base + root.offset, start + lo, part, (s, dst, nb, ts, rowBytes) =>
+        repack(scr + s, dst, nb, ts, rowBytes),
+      );
+      lo = hi;
+    }
   }
 
   getTensor(t: Tensor, dst: Uint8Array, offset = 0): void {

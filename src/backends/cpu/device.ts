@@ -14,6 +14,7 @@ import { Pool } from './pool.js';
 import { C, K_COPY, kernelId, STEP_WORDS } from './protocol.js';
 import { cpuSupportsOp } from './support.js';
 import { chooseVariant, kernelModule, type Variant } from './wasm.js';
+import type { WasmModule } from './wasm-api.js';
 
 const log = logger('backend:cpu');
 
@@ -83,7 +84,15 @@ class ArenaSet implements ArenaAllocator, WorkRegions {
     return this.arenas[0] ?? this.newArena();
   }
 
+  /** Bumped whenever the work regions are handed out (what was written there may be overwritten). */
+  epoch = 0;
+
+  scratch(arena: Arena, bytes: number): number {
+    return this.ensure(arena, bytes);
+  }
+
   ensure(arena: Arena, bytes: number): number {
+    this.epoch++;
     const cur = this.work.get(arena);
     if (cur && cur.size >= bytes) return cur.offset;
     if (cur) arena.release(cur.offset, cur.size);
@@ -113,11 +122,6 @@ export class CpuDevice implements Device {
   readonly defaultThreads: number;
   /** Nodes computed so far, by op (tests check that work really ran here). */
   readonly opCounts = new Map<string, number>();
-  /**
-   * Bumped whenever node records are written into the work regions: a job encoded at
-   * another epoch may point at records since overwritten.
-   */
-  encodeEpoch = 0;
   private computeTail: Promise<void> = Promise.resolve();
 
   /**
@@ -144,6 +148,11 @@ export class CpuDevice implements Device {
     this.arenas = new ArenaSet(o.arenaPages ?? 65535, (a) => this.pool?.addArena(a));
     this.buft = new CpuBufferType(this.name, this, this.arenas);
     this.hostBuft = new CpuHostBufferType(`${this.name}_Host`, this, this.arenas);
+  }
+
+  /** The compiled kernel module (for main-thread helpers such as the weight repack). */
+  kernelModule(): WasmModule {
+    return kernelModule(this.variant);
   }
 
   /** The kernel build in use ('relaxed' or 'strict'), chosen on first use. */
@@ -223,7 +232,6 @@ export class CpuDevice implements Device {
   async runKernel(name: 'k_read_bw', extras: number[], nth: number): Promise<void> {
     const pool = this.workers(nth);
     const arena = this.arenas.first();
-    this.encodeEpoch++;
     const rec = this.arenas.ensure(arena, RECORD_BYTES);
     const i32 = new Int32Array(arena.memory.buffer, rec, RECORD_BYTES / 4);
     i32.fill(0);
@@ -283,7 +291,7 @@ export class CpuBackend implements Backend {
       !graph.reusable ||
       c.nNodes !== graph.nodes.length ||
       c.nth !== nth ||
-      c.epoch !== dev.encodeEpoch
+      c.epoch !== dev.arenas.epoch
     ) {
       for (const node of graph.nodes) {
         if (!dev.supportsOp(node)) throw new Error(`${this.name}: unsupported op ${node.op} for ${node}`);
@@ -292,13 +300,12 @@ export class CpuBackend implements Backend {
       for (const node of graph.nodes) {
         if (node.op !== 'NONE' && !isViewOp(node.op)) counts.set(node.op, (counts.get(node.op) ?? 0) + 1);
       }
-      dev.encodeEpoch++;
       const job = encodeGraph(graph.nodes, nth, dev.arenas);
       c = {
         graph,
         nNodes: graph.nodes.length,
         nth,
-        epoch: dev.encodeEpoch,
+        epoch: dev.arenas.epoch,
         steps: job.steps,
         nsteps: job.nsteps,
         ops: [...counts],

@@ -67,17 +67,26 @@ export class Rep4Layout {
 
   /**
    * Copy logical bytes [start, start + src.length) from `src` (ggml's layout) into the
-   * interleaved tensor whose first byte is mem[base]. Whole groups are repacked directly;
-   * a group written in part is unpacked, patched and repacked.
+   * interleaved tensor whose first byte is mem[base]. Whole groups are repacked directly
+   * (by `fast`, given where in src a group starts and where it goes, when the caller has
+   * src's bytes in wasm memory too); a group written in part is unpacked, patched and
+   * repacked.
    */
-  write(mem: Uint8Array, base: number, start: number, src: Uint8Array): void {
-    const w16 = this.wordViews(src, start, mem, base);
+  write(
+    mem: Uint8Array,
+    base: number,
+    start: number,
+    src: Uint8Array,
+    fast?: (srcOffset: number, dst: number, nb: number, ts: number, rowBytes: number) => void,
+  ): void {
+    const w16 = fast ? null : this.wordViews(src, start, mem, base);
     this.walk(
       start,
       src.length,
       (g, lo, hi) => {
         if (lo === g && hi === g + 4 * this.rowBytes) {
-          if (w16) this.pack16(w16.a, (g - start) >>> 1, w16.b, (base + g - w16.bBase) >>> 1);
+          if (fast) fast(g - start, base + g, this.rowBytes / this.ts, this.ts, this.rowBytes);
+          else if (w16) this.pack16(w16.a, (g - start) >>> 1, w16.b, (base + g - w16.bBase) >>> 1);
           else this.packGroup(src, g - start, mem, base + g);
           return;
         }
