@@ -72,8 +72,11 @@ export class EngineClient {
   request<T>(
     body: RequestBody,
     onEvent?: (event: string, value: unknown) => void,
+    /** Runs with the request's id before the worker can see the request (e.g. to raise its stop flag). */
+    beforePost?: (id: number) => void,
   ): { id: number; promise: Promise<T> } {
     const id = this.nextId++;
+    beforePost?.(id);
     this.worker ??= this.start();
     const promise = new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, ...(onEvent ? { onEvent } : {}) });

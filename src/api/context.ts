@@ -55,8 +55,12 @@ export class LlamaContext {
     if (this.#released) throw new LlamaError('ERR_RELEASED', 'the context was released');
   }
 
-  #request<T>(body: Parameters<EngineClient['request']>[0], onEvent?: (e: string, v: unknown) => void) {
-    return this.#client.request<T>(body, onEvent);
+  #request<T>(
+    body: Parameters<EngineClient['request']>[0],
+    onEvent?: (e: string, v: unknown) => void,
+    beforePost?: (id: number) => void,
+  ) {
+    return this.#client.request<T>(body, onEvent, beforePost);
   }
 
   /** Context size in tokens. */
@@ -181,12 +185,15 @@ export class LlamaContext {
           Atomics.store(this.#stop, 0, id);
         }
       },
+      // An already-aborted signal must stop the request before the worker starts on it.
+      (rid) => {
+        if (signal?.aborted) Atomics.store(this.#stop, 0, rid);
+      },
     );
     id = rid;
     this.#current = id;
     const stop = () => Atomics.store(this.#stop, 0, id);
-    if (signal?.aborted) stop();
-    else signal?.addEventListener('abort', stop, { once: true });
+    if (!signal?.aborted) signal?.addEventListener('abort', stop, { once: true });
     try {
       const result = await promise;
       if (callbackError !== undefined) throw callbackError;
