@@ -164,9 +164,10 @@ export class CpuBuffer implements Buffer, ArenaBacked {
   }
 }
 
-export class CpuBufferType implements BufferType {
+/** Buffer types whose buffers are ranges of an arena; they differ in the buffer they make. */
+abstract class ArenaBufferType implements BufferType {
   readonly alignment = 64;
-  readonly isHost = false;
+  abstract readonly isHost: boolean;
 
   constructor(
     readonly name: string,
@@ -178,18 +179,28 @@ export class CpuBufferType implements BufferType {
     return this.allocator.maxBufferSize;
   }
 
+  protected abstract make(arena: Arena, offset: number, size: number): Buffer;
+
   alloc(size: number, usage: BufferUsage = 'any'): Buffer {
     if (size > this.maxSize)
       throw new RangeError(`${this.name}: ${size} bytes exceed the buffer limit ${this.maxSize}`);
     const n = Math.ceil(Math.max(size, 1) / this.alignment) * this.alignment;
     const r = this.allocator.allocRange(n);
-    const b = new CpuBuffer(this, r.arena, r.offset, n);
+    const b = this.make(r.arena, r.offset, n);
     b.usage = usage;
     return b;
   }
 
   allocSize(t: Tensor): number {
     return t.nbytes;
+  }
+}
+
+export class CpuBufferType extends ArenaBufferType {
+  readonly isHost = false;
+
+  protected make(arena: Arena, offset: number, size: number): Buffer {
+    return new CpuBuffer(this, arena, offset, size);
   }
 }
 
@@ -218,31 +229,10 @@ export class CpuHostBuffer extends HostBuffer implements ArenaBacked {
   }
 }
 
-export class CpuHostBufferType implements BufferType {
-  readonly alignment = 64;
+export class CpuHostBufferType extends ArenaBufferType {
   readonly isHost = true;
 
-  constructor(
-    readonly name: string,
-    readonly device: Device,
-    readonly allocator: ArenaAllocator,
-  ) {}
-
-  get maxSize(): number {
-    return this.allocator.maxBufferSize;
-  }
-
-  alloc(size: number, usage: BufferUsage = 'any'): Buffer {
-    if (size > this.maxSize)
-      throw new RangeError(`${this.name}: ${size} bytes exceed the buffer limit ${this.maxSize}`);
-    const n = Math.ceil(Math.max(size, 1) / this.alignment) * this.alignment;
-    const r = this.allocator.allocRange(n);
-    const b = new CpuHostBuffer(this, r.arena, r.offset, n);
-    b.usage = usage;
-    return b;
-  }
-
-  allocSize(t: Tensor): number {
-    return t.nbytes;
+  protected make(arena: Arena, offset: number, size: number): Buffer {
+    return new CpuHostBuffer(this, arena, offset, size);
   }
 }
