@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { referenceDevice } from '../src/backends/reference/index.js';
 import { computeOn, type Inputs } from '../src/backends/testing/compute.js';
+import { WEIGHT_TYPES } from '../src/backends/testing/op-harness.js';
 import { f16ToF32, f32ToF16 } from '../src/ggml/fp16.js';
 import * as ops from '../src/ggml/ops.js';
 import { canQuantize, dequantize, quantize } from '../src/ggml/quants/index.js';
@@ -123,24 +124,6 @@ function weightBytes(type: number, K: number, M: number, seed: number): Uint8Arr
   }
   return bytes;
 }
-
-const WEIGHT_TYPES = [
-  GGMLType.F32,
-  GGMLType.F16,
-  GGMLType.BF16,
-  GGMLType.Q4_0,
-  GGMLType.Q4_1,
-  GGMLType.Q5_0,
-  GGMLType.Q5_1,
-  GGMLType.Q8_0,
-  GGMLType.Q2_K,
-  GGMLType.Q3_K,
-  GGMLType.Q4_K,
-  GGMLType.Q5_K,
-  GGMLType.Q6_K,
-  GGMLType.IQ4_NL,
-  GGMLType.IQ4_XS,
-];
 
 for (const type of WEIGHT_TYPES) {
   test(`MUL_MAT and GET_ROWS with ${GGMLType[type]} weights equal dequantize + float64 product`, async () => {
