@@ -2,6 +2,7 @@
 // (a wasm kernel on one of the arenas, or a JavaScript copy between arenas), meets the
 // other workers at a barrier after each step, and reports the job done.
 
+import { writeSync } from 'node:fs';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { C, F_NO_BARRIER, F_SINGLE, K_ARENA, K_COPY, KERNELS, STEP_WORDS, type WorkerInit } from './protocol.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
@@ -78,7 +79,9 @@ function printProfile(): void {
     ([k, e]) =>
       `  ${k.padEnd(16)} ${e.ms.toFixed(1).padStart(9)} ms ${((100 * e.ms) / total).toFixed(1).padStart(5)}%  ${e.n} calls, ${((1000 * e.ms) / e.n).toFixed(1)} us each`,
   );
-  process.stderr.write(
+  // synchronously: the process may end right after the job
+  writeSync(
+    2,
     `llama-ts cpu profile (worker 0, ${profiledJobs} jobs, ${total.toFixed(1)} ms):\n${lines.join('\n')}\n`,
   );
   profile.clear();
