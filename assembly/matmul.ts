@@ -21,7 +21,6 @@ import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
   dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
 } from './qdot';
-import { groupQ5_0x1, groupQ5_0x4 } from './q5';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 
 const FMT_F32: i32 = 0;
@@ -225,10 +224,6 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     }
     return;
   }
-  if (ASC_FEATURE_RELAXED_SIMD && mc == 4 && type == T_Q5_0 && extra(node, 2) == FMT_Q32) {
-    mmQ5_0(node, tAddr(node, 1) + base + <usize>m0 * nb1, nb1, K, m0, i2, i3, c0, c1);
-    return;
-  }
   const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
   const plainRows = tNb(node, 1, 0) == (type == T_F32 ? 4 : 2);
   if (mc == 4 && (type == T_F32 || type == T_F16) && plainRows && (K & 3) == 0) {
@@ -253,20 +248,6 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     return;
   }
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
-}
-
-/** Four Q5_0 rows (ggml layout, from p, row stride rs) against columns [c0, c1): tiles of four columns, then one. */
-function mmQ5_0(node: usize, p: usize, rs: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
-  const nb = K >> 5;
-  let n = c0;
-  for (; n + 4 <= c1; n += 4) {
-    groupQ5_0x4(
-      p, rs, nb, K,
-      actRow(node, n, i2, i3), actRow(node, n + 1, i2, i3), actRow(node, n + 2, i2, i3), actRow(node, n + 3, i2, i3),
-      dstAt(node, m0, n, i2, i3), dstAt(node, m0, n + 1, i2, i3), dstAt(node, m0, n + 2, i2, i3), dstAt(node, m0, n + 3, i2, i3),
-    );
-  }
-  for (; n < c1; n++) groupQ5_0x1(p, rs, nb, K, actRow(node, n, i2, i3), dstAt(node, m0, n, i2, i3));
 }
 
 /** Σ_b min_b · corr_b: Q8_1's block-sum rounding against Q4_1/Q5_1 mins (vecdot.ts). */

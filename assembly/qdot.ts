@@ -79,7 +79,7 @@ export function dotQ4_0(sc: usize, qs: usize, stride: usize, nb: i32, act: usize
 }
 
 /** 0x10 in the bytes of the elements whose bit is set in the Q5_0 high bits (sel: which qh bytes). */
-@inline export function q5High(qh: v128, sel: v128): v128 {
+@inline function q5High(qh: v128, sel: v128): v128 {
   const bits = C_BIT8();
   return v128.and(i8x16.eq(v128.and(i8x16.swizzle(qh, sel), bits), bits), C_M10());
 }
@@ -134,7 +134,7 @@ export function dotQ8_0(sc: usize, qs: usize, stride: usize, nb: i32, act: usize
 }
 
 /** [Σs0, Σs1, Σs2, Σs3]: the lane sums of four i32x4. */
-@inline export function reduce4(s0: v128, s1: v128, s2: v128, s3: v128): v128 {
+@inline function reduce4(s0: v128, s1: v128, s2: v128, s3: v128): v128 {
   const t0 = i32x4.add(v128.shuffle<i32>(s0, s1, 0, 4, 1, 5), v128.shuffle<i32>(s0, s1, 2, 6, 3, 7));
   const t1 = i32x4.add(v128.shuffle<i32>(s2, s3, 0, 4, 1, 5), v128.shuffle<i32>(s2, s3, 2, 6, 3, 7));
   return i32x4.add(v128.shuffle<i32>(t0, t1, 0, 1, 4, 5), v128.shuffle<i32>(t0, t1, 2, 3, 6, 7));
