@@ -2,7 +2,12 @@
 // *.intermediates.txt: name, op, shape, first 8 values and sum of every tensor of one
 // evaluation of "Once upon a time"). Tensors are matched by name, op and occurrence; the
 // first one that differs names the layer and the step where an engine goes wrong. Runs on
-// the reference kernels (ggml-cpu numerics), which match llama.cpp closely.
+// the reference kernels (ggml-cpu numerics), which match llama.cpp closely except in flash
+// attention: they sum V in f32 (as the cpu device's tiled kernel), where llama.cpp's
+// one-row kernel, which it runs for this short prompt, keeps an F16 sum: layer 0's
+// attention output moves by up to 8e-4 of its scale (that sum's rounding), and the
+// random-weight fixtures amplify it through their quantized FFNs (up to 3.3e-2 of a
+// tensor's scale by layer 1), hence 5e-2 for them.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -45,9 +50,9 @@ function theirOp(t: Intermediate): string {
 
 const FILES: [string, number][] = [
   ['models/stories260K', 1e-3],
-  ['fixtures/rand-llama-Q4_K_M', 2e-2],
-  ['fixtures/rand-qwen2-Q8_0', 2e-2],
-  ['fixtures/rand-qwen3-Q8_0', 2e-2],
+  ['fixtures/rand-llama-Q4_K_M', 5e-2],
+  ['fixtures/rand-qwen2-Q8_0', 5e-2],
+  ['fixtures/rand-qwen3-Q8_0', 5e-2],
   ['fixtures/rand-bert-F16', 2e-2],
 ];
 

@@ -91,6 +91,23 @@ function align(n: number, a = 64): number {
   return Math.ceil(n / a) * a;
 }
 
+/** assembly/attention.ts: keys per block and query rows per tile. */
+const FA_BLOCK = 32;
+const FA_ROWS = 32;
+
+/**
+ * Per-thread scratch of k_flash_attn (the layout in assembly/attention.ts): query rows,
+ * scores, V sums, row state and conversion rows, then one converted K/V block or, with
+ * `head`, every block of a head.
+ */
+function faScratchBytes(D: number, Dv: number, nKV: number, head: boolean): number {
+  const D4 = Math.ceil(D / 4) * 4;
+  const V4 = Math.ceil(Dv / 4) * 4;
+  const fixed = 4 * (FA_ROWS * (D4 + FA_BLOCK + V4 + 4) + 4 * Math.max(D4, V4));
+  const blocks = head ? Math.ceil(nKV / FA_BLOCK) : 1;
+  return align(fixed + 64 + blocks * FA_BLOCK * (D4 + V4) * 4 + 64);
+}
+
 interface Plan {
   node: Tensor;
   home: Arena;
@@ -107,7 +124,7 @@ interface Plan {
   mm?: { fmt: number; stride: number; nc: number; whole: boolean; round: number };
   /** FLASH_ATTN_EXT: rounding of the query rows (K's vec_dot_type). */
   qRound?: number;
-  /** FLASH_ATTN_EXT: the per-thread scratch has room for a head's K and V rows in f32. */
+  /** FLASH_ATTN_EXT: the per-thread scratch has room for a whole head's K and V blocks in f32. */
   kvCache?: boolean;
 }
 
@@ -207,18 +224,14 @@ function plan(n: Tensor): Plan {
       p.perThread = align(ne0(n) * 4 + 64);
       break;
     case Op.FLASH_ATTN_EXT: {
-      const [q, , v] = n.src;
+      const [q, k, v] = n.src;
       p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
-      p.qRound = roundingFor(n.src[1].type, q.ne[0]);
-      p.perThread = align(2 * (align(q.ne[0] * 4, 16) + align(v.ne[0] * 4, 16)) + 64);
-      // several query rows per KV head (prompts): room for the head's K and V rows as f32,
-      // converted once per head instead of once per query row
-      const k = n.src[1];
-      const cache = k.ne[1] * (q.ne[0] + v.ne[0]) * 4;
-      if (q.ne[1] >= 4 && k.type === GGMLType.F16 && v.type === GGMLType.F16 && cache <= 32 * 2 ** 20) {
-        p.perThread += align(cache);
-        p.kvCache = true;
-      }
+      p.qRound = roundingFor(k.type, q.ne[0]);
+      // several query rows: room for a whole K/V head in f32, converted once per head and
+      // thread instead of once per tile (up to 32 MiB a thread)
+      const whole = faScratchBytes(q.ne[0], v.ne[0], k.ne[1], true);
+      p.kvCache = q.ne[1] > 1 && whole <= 32 * 2 ** 20;
+      p.perThread = p.kvCache ? whole : faScratchBytes(q.ne[0], v.ne[0], k.ne[1], false);
       break;
     }
     default:

@@ -297,6 +297,28 @@ export function opCases(): OpCase[] {
       5e-4,
     );
   }
+  // the tiled kernel's paths: several key blocks (the last partial), fully masked blocks,
+  // a GQA group of 7 over several tiles (4-row and 1-row kernels), a strided query view
+  for (const [nQ, past] of [
+    [37, 60],
+    [1, 90],
+  ] as [number, number][]) {
+    add(
+      `FLASH_ATTN_EXT D 64, heads 14/2, ${nQ} queries, 100 KV positions, causal mask`,
+      () => {
+        const D = 64;
+        const nKV = 100;
+        const q0 = newTensor(F32, [D, 14, nQ]);
+        const q = permute(q0, [0, 2, 1, 3]);
+        const k = newTensor(F16, [D, nKV, 2]);
+        const v = newTensor(F16, [D, nKV, 2]);
+        const mask = newTensor(F16, [nKV, nQ]);
+        const out = ops.flashAttnExt(q, k, v, mask, 0.5);
+        return { out, inputs: [q0, k, v, [mask, causalMaskF16(nKV, nQ, past)]] };
+      },
+      5e-4,
+    );
+  }
   return cases;
 }
 

@@ -2,14 +2,16 @@
 // q·k·scale (+ mask), then the weighted sum of V rows. K/V head = iq2 / (nHead / nHeadKV)
 // (grouped-query attention). Output [Dv, nHead, nQ, ne3].
 //
-// Default arithmetic: double precision throughout. With ggml-cpu numerics, arithmetic as
-// ggml-cpu's one-row kernel (flash_attn_ext_f16_one_chunk), the path
-// llama.cpp takes for decoding and short prompts: the query row is first converted to
-// K's vec_dot_type (F16 for an F16 cache), the softmax runs online in float, positions
-// whose mask is -inf are skipped, and with an F16 V the weighted sum is accumulated in
-// an F16 vector (rounded after every update); the result is divided by the sum at the end.
+// Default arithmetic: double precision throughout. With ggml-cpu numerics, the arithmetic
+// of the cpu device's tiled kernel (assembly/attention.ts), which keeps ggml-cpu's inputs
+// (the query row converted to K's vec_dot_type first: F16 for an F16 cache) and its f32
+// online softmax, but runs the softmax per block of FA_BLOCK keys (block j covers keys
+// [jB, jB+B): one max and one rescale per block; a block with no visible key is skipped)
+// and sums V in f32 rather than ggml-cpu's F16 accumulator (more accurate); the result is
+// divided by the sum at the end. The kernel's exp is a f32 polynomial within 1.3 ulp of
+// the exact value and its sums may use fused multiply-adds: a few ulp apart, not
+// bit-equal (NMSE ~1e-14).
 
-import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
@@ -18,9 +20,8 @@ import type { KernelOptions } from './index.js';
 
 const fround = Math.fround;
 
-function roundF16(x: number): number {
-  return f16ToF32(f32ToF16(x));
-}
+/** Keys per softmax block (assembly/attention.ts B). */
+const FA_BLOCK = 32;
 
 /** Rows [*, j, i2, i3] for j < n of a tensor, as floats. */
 function readRows(v: HostView, n: number, width: number, i2: number, i3: number): Float32Array[] {
@@ -102,9 +103,9 @@ function ggmlFlashAttnExt(dst: Tensor): void {
   const rv2 = q.ne[2] / v.ne[2];
   const rv3 = q.ne[3] / v.ne[3];
   const qType = canRoundFor(k.type, D) ? vecDotType(k.type) : GGMLType.F32;
-  const vF16 = v.type === GGMLType.F16;
   const qrow = new Float32Array(D);
   const acc = new Float32Array(Dv);
+  const s = new Float32Array(FA_BLOCK);
   const cacheK = new Map<string, Float32Array[]>();
   const cacheV = new Map<string, Float32Array[]>();
   for (let iq3 = 0; iq3 < q.ne[3]; iq3++) {
@@ -125,29 +126,39 @@ function ggmlFlashAttnExt(dst: Tensor): void {
         acc.fill(0);
         let S = 0;
         let M = Number.NEGATIVE_INFINITY;
-        for (let j = 0; j < nKV; j++) {
-          const mv = vm && mask ? vm.get(j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]) : 0;
-          if (mv === Number.NEGATIVE_INFINITY) continue;
-          const kr = krows[j];
-          let dot = 0;
-          for (let d = 0; d < D; d++) dot += qrow[d] * kr[d];
-          let s = fround(fround(dot) * scale);
-          if (softcap !== 0) s = fround(softcap * Math.tanh(s));
-          s = fround(s + mv);
-          let ms = 1;
-          let vs = 1;
-          if (s > M) {
-            const old = M;
-            M = s;
-            ms = fround(Math.exp(old - M));
-            for (let d = 0; d < Dv; d++) acc[d] = vF16 ? roundF16(acc[d] * ms) : acc[d] * ms;
-          } else {
-            vs = fround(Math.exp(s - M));
+        for (let j0 = 0; j0 < nKV; j0 += FA_BLOCK) {
+          const j1 = Math.min(j0 + FA_BLOCK, nKV);
+          let mx = Number.NEGATIVE_INFINITY;
+          for (let j = j0; j < j1; j++) {
+            const mv = vm && mask ? vm.get(j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]) : 0;
+            let x = Number.NEGATIVE_INFINITY;
+            if (mv !== Number.NEGATIVE_INFINITY) {
+              const kr = krows[j];
+              let dot = 0;
+              for (let d = 0; d < D; d++) dot = fround(dot + qrow[d] * kr[d]);
+              x = fround(dot * scale);
+              if (softcap !== 0) x = fround(softcap * Math.tanh(x));
+              x = fround(x + mv);
+            }
+            s[j - j0] = x;
+            if (x > mx) mx = x;
           }
-          const vr = vrows[j];
-          if (vF16) for (let d = 0; d < Dv; d++) acc[d] = roundF16(fround(acc[d] + vr[d] * vs));
-          else for (let d = 0; d < Dv; d++) acc[d] = acc[d] + vr[d] * vs;
-          S = fround(S * ms + vs);
+          // a block with nothing visible leaves the row as it is
+          if (mx === Number.NEGATIVE_INFINITY) continue;
+          const Mn = Math.max(M, mx);
+          const ms = fround(Math.exp(M - Mn));
+          let bs = 0;
+          for (let j = j0; j < j1; j++) {
+            s[j - j0] = fround(Math.exp(s[j - j0] - Mn));
+            bs = fround(bs + s[j - j0]);
+          }
+          S = fround(fround(S * ms) + bs);
+          M = Mn;
+          for (let d = 0; d < Dv; d++) {
+            let a = fround(acc[d] * ms);
+            for (let j = j0; j < j1; j++) a = fround(a + s[j - j0] * vrows[j][d]);
+            acc[d] = a;
+          }
         }
         const inv = S === 0 ? 0 : fround(1 / S);
         for (let d = 0; d < Dv; d++) vd.set(acc[d] * inv, d, iq2, iq1, iq3);

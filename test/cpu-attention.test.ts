@@ -1,0 +1,146 @@
+// Flash attention on the CPU device at model sizes (head dim 64 and 128, GQA groups of 7
+// and 8, several key blocks, causal masks with a past, K/V laid out as the KV cache), beyond
+// the harness's: against the reference with ggml-cpu numerics (which describes the tiled
+// kernel) and the exact one; and batch independence: a query row gives the same bits alone
+// (decoding) as in a batch, whatever the other rows and the number of KV cells.
+
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { CpuReg, cpuDevice } from '../src/backends/cpu/index.js';
+import type { Device } from '../src/backends/impl.js';
+import { referenceDevice, referenceGgmlCpuDevice } from '../src/backends/reference/index.js';
+import { computeOn } from '../src/backends/testing/compute.js';
+import { nmse, randomData } from '../src/backends/testing/op-harness.js';
+import { f32ToF16 } from '../src/ggml/fp16.js';
+import * as ops from '../src/ggml/ops.js';
+import { newTensor, permute } from '../src/ggml/tensor.js';
+import { GGMLType } from '../src/ggml/types.js';
+
+const strict = new CpuReg('CPU-strict').addDevice({ name: 'CPU-strict', variant: 'strict' });
+const three = new CpuReg('CPU-3').addDevice({ name: 'CPU-3', threads: 3 });
+after(async () => {
+  await Promise.all([cpuDevice.close(), strict.close(), three.close()]);
+});
+
+interface Shape {
+  D: number;
+  nHead: number;
+  nHeadKV: number;
+  kvType: number;
+}
+
+/** Query rows `rows` (of `q`, [D, nHead, nQ] data) against the first nKV cells of the cache data; causal from `past`. */
+async function attend(
+  dev: Device,
+  s: Shape,
+  qData: Float32Array,
+  kData: ArrayBufferView,
+  vData: ArrayBufferView,
+  rows: number[],
+  nKV: number,
+  past: number,
+): Promise<Float32Array> {
+  const { D, nHead, nHeadKV, kvType } = s;
+  const nQ = rows.length;
+  const q0 = newTensor(GGMLType.F32, [D, nHead, nQ]);
+  const kc = newTensor(kvType, [D, nHeadKV, nKV]);
+  const vc = newTensor(kvType, [D, nHeadKV, nKV]);
+  const mask = newTensor(GGMLType.F16, [nKV, nQ]);
+  const out = ops.flashAttnExt(
+    permute(q0, [0, 2, 1, 3]),
+    permute(kc, [0, 2, 1, 3]),
+    permute(vc, [0, 2, 1, 3]),
+    mask,
+    1 / Math.sqrt(D),
+  );
+  const q = new Float32Array(D * nHead * nQ);
+  rows.forEach((r, i) => {
+    q.set(qData.subarray(r * D * nHead, (r + 1) * D * nHead), i * D * nHead);
+  });
+  const m = new Uint16Array(nKV * nQ);
+  rows.forEach((r, i) => {
+    for (let j = 0; j < nKV; j++) m[i * nKV + j] = f32ToF16(j <= past + r ? 0 : Number.NEGATIVE_INFINITY);
+  });
+  const bytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, kc.nbytes);
+  const res = await computeOn(
+    dev,
+    [out],
+    [
+      [q0, q],
+      [kc, bytes(kData)],
+      [vc, bytes(vData)],
+      [mask, m],
+    ],
+  );
+  res.allocator.free();
+  return res.values[0];
+}
+
+function data(s: Shape, nQ: number, nKV: number) {
+  const q = randomData(newTensor(GGMLType.F32, [s.D, s.nHead, nQ]), 31) as Float32Array;
+  for (let i = 0; i < q.length; i++) q[i] *= 3; // sharper softmax
+  const k = randomData(newTensor(s.kvType, [s.D, s.nHeadKV, nKV]), 32);
+  const v = randomData(newTensor(s.kvType, [s.D, s.nHeadKV, nKV]), 33);
+  return { q, k, v };
+}
+
+const SHAPES: [string, Shape][] = [
+  ['qwen2.5-0.5b (64, 14/2, F16)', { D: 64, nHead: 14, nHeadKV: 2, kvType: GGMLType.F16 }],
+  ['tinyllama (64, 32/4, F16)', { D: 64, nHead: 32, nHeadKV: 4, kvType: GGMLType.F16 }],
+  ['head dim 128, 8/8, F32', { D: 128, nHead: 8, nHeadKV: 8, kvType: GGMLType.F32 }],
+  ['head dim 64, 6/2, Q8_0', { D: 64, nHead: 6, nHeadKV: 2, kvType: GGMLType.Q8_0 }],
+];
+
+for (const [name, s] of SHAPES) {
+  test(`cpu flash attention ${name}: 70 queries x 300 cells and 1 x 300, against the reference`, async () => {
+    const nKV = 300;
+    const d = data(s, 70, nKV);
+    for (const [rows, past] of [
+      [Array.from({ length: 70 }, (_, i) => i), 200],
+      [[0], 261],
+    ] as [number[], number][]) {
+      const ggml = await attend(referenceGgmlCpuDevice(), s, d.q, d.k, d.v, rows, nKV, past);
+      const exact = await attend(referenceDevice, s, d.q, d.k, d.v, rows, nKV, past);
+      for (const dev of [cpuDevice, strict, three]) {
+        const got = await attend(dev, s, d.q, d.k, d.v, rows, nKV, past);
+        const e = nmse(got, ggml);
+        assert.ok(e <= 1e-7, `${dev.name} ${rows.length} rows vs ggml-cpu numerics: NMSE ${e}`);
+        // the exact reference does not round the query rows to K's type
+        const x = nmse(got, exact);
+        assert.ok(x <= 5e-4, `${dev.name} ${rows.length} rows vs exact: NMSE ${x}`);
+      }
+    }
+  });
+}
+
+test('cpu flash attention: a query row gives the same bits alone as in a batch', async () => {
+  for (const [name, s] of SHAPES.slice(0, 2)) {
+    const nQ = 45;
+    const past = 200;
+    const d = data(s, nQ, 512);
+    for (const dev of [cpuDevice, strict, three]) {
+      const batch = await attend(
+        dev,
+        s,
+        d.q,
+        d.k,
+        d.v,
+        Array.from({ length: nQ }, (_, i) => i),
+        512,
+        past,
+      );
+      const width = s.D * s.nHead;
+      for (const r of [0, 1, 6, 7, 31, 44]) {
+        const want = batch.subarray(r * width, (r + 1) * width);
+        // alone, with the same cells and with only the first 256 (the mask hides the rest)
+        for (const nKV of [512, 256]) {
+          const one = await attend(dev, s, d.q, d.k, d.v, [r], nKV, past);
+          assert.deepEqual(one, want, `${name} ${dev.name} row ${r} alone, ${nKV} cells`);
+        }
+        // in another batch, with other neighbours
+        const pair = await attend(dev, s, d.q, d.k, d.v, [r, (r + 17) % nQ], 512, past);
+        assert.deepEqual(pair.subarray(0, width), want, `${name} ${dev.name} row ${r} with another row`);
+      }
+    }
+  }
+});
