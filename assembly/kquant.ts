@@ -1,0 +1,333 @@
+// Q4_K weights in the 4-row interleaved layout ("k4" layout; src/backends/cpu/layout-k.ts)
+// and their kernels.
+//
+// In a matrix, rows are taken four at a time (rows left over keep ggml's layout); a group
+// of four rows occupies the same bytes as in ggml's layout, reordered by super-block
+// column b (4 x 144 = 576 bytes at 576 b):
+//   +0   d of rows 0..3 (f16), +8 dmin of rows 0..3 (f16)
+//   +16  A: 32 bytes, half h (sub-blocks 4h..4h+3) at +16h. Byte k of a half: low nibble
+//        = low 4 bits of the scale of (sub-block 4h + k/4, row k%4), high nibble = low 4
+//        bits of the min of (sub-block 4h + 2(k/8) + k%2, row (k/2)%4)
+//   +48  H: 16 bytes, byte k: bits 0-1 / 2-3 = high 2 bits of scale / min at position k of
+//        half 0, bits 4-5 / 6-7 the same for half 1
+//   +64  quants: 64-element group g (0..3) at +64+128g, 16 bytes per four-element step kk
+//        (0..7) at +16kk: byte 4r+e = ggml's quant byte 32g+4kk+e of row r (low nibble:
+//        element 64g+4kk+e, high nibble: element 64g+32+4kk+e).
+// A kernel reads a group as one stream. The quant bytes give one i16 lane pair per row
+// against a broadcast four activation bytes (relaxed dot, no horizontal sums); scales
+// decode with a few vector ops into bytes whose order suits a per-row multiply.
+// Relaxed-SIMD build only (the host uses this layout only with that build).
+
+import { C_M30, C_M4, f16x4 } from './consts';
+import { LAYOUT_K4, tAddr, tLayout, tWord } from './desc';
+import { f16ToF32 } from './math';
+
+export const K4_SB: usize = 576;
+
+// ---- repacking (load) and row access -------------------------------------------------
+
+/** Scale j (0..7) and min j of a ggml Q4_K super-block's 12 packed bytes at p. */
+@inline function ggScale(p: usize, j: i32): i32 {
+  return j < 4 ? <i32>load<u8>(p + j) & 63 : (<i32>load<u8>(p + j + 4) & 15) | ((<i32>load<u8>(p + j - 4) >> 6) << 4);
+}
+@inline function ggMin(p: usize, j: i32): i32 {
+  return j < 4 ? <i32>load<u8>(p + j + 4) & 63 : (<i32>load<u8>(p + j + 4) >> 4) | ((<i32>load<u8>(p + j) >> 6) << 4);
+}
+
+/** Position (0..15) in its half of the scale of (sub-block j, row r), and of the min. */
+@inline function scPos(j: i32, r: i32): i32 {
+  return ((j & 3) << 2) | r;
+}
+@inline function mnPos(j: i32, r: i32): i32 {
+  return ((j & 2) << 2) | (r << 1) | (j & 1);
+}
+
+/** Scale / min of (sub-block j, row r) of the interleaved super-block column at c. */
+@inline export function k4ScaleAt(c: usize, j: i32, r: i32): i32 {
+  const k = scPos(j, r);
+  const h = j >> 2;
+  return (<i32>load<u8>(c + 16 + <usize>(h * 16 + k)) & 15) | (((<i32>load<u8>(c + 48 + <usize>k) >> (h * 4)) & 3) << 4);
+}
+@inline export function k4MinAt(c: usize, j: i32, r: i32): i32 {
+  const k = mnPos(j, r);
+  const h = j >> 2;
+  return (<i32>load<u8>(c + 16 + <usize>(h * 16 + k)) >> 4) | (((<i32>load<u8>(c + 48 + <usize>k) >> (h * 4 + 2)) & 3) << 4);
+}
+
+/** Repack four Q4_K rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 144). */
+export function repackQ4K(src: usize, dst: usize, nsb: i32, ts: i32, rowBytes: i32): void {
+  for (let b = 0; b < nsb; b++) {
+    const c = dst + <usize>b * K4_SB;
+    v128.store(c + 16, i64x2.splat(0));
+    v128.store(c + 32, i64x2.splat(0));
+    v128.store(c + 48, i64x2.splat(0));
+    for (let r = 0; r < 4; r++) {
+      const p = src + <usize>r * <usize>rowBytes + <usize>b * 144;
+      store<u16>(c + (<usize>r << 1), load<u16>(p));
+      store<u16>(c + 8 + (<usize>r << 1), load<u16>(p, 2));
+      for (let j = 0; j < 8; j++) {
+        const h = j >> 2;
+        const sc = ggScale(p + 4, j);
+        const mn = ggMin(p + 4, j);
+        const ks = c + 16 + <usize>(h * 16 + scPos(j, r));
+        const km = c + 16 + <usize>(h * 16 + mnPos(j, r));
+        store<u8>(ks, load<u8>(ks) | (sc & 15));
+        store<u8>(km, load<u8>(km) | ((mn & 15) << 4));
+        const hs = c + 48 + <usize>scPos(j, r);
+        const hm = c + 48 + <usize>mnPos(j, r);
+        store<u8>(hs, load<u8>(hs) | ((sc >> 4) << (h * 4)));
+        store<u8>(hm, load<u8>(hm) | ((mn >> 4) << (h * 4 + 2)));
+      }
+      for (let g = 0; g < 4; g++) {
+        for (let kk = 0; kk < 8; kk++) {
+          store<u32>(c + 64 + <usize>(g * 128 + kk * 16 + r * 4), load<u32>(p + 16 + <usize>(g * 32 + kk * 4)));
+        }
+      }
+    }
+  }
+}
+
+/** Restore row r (0..3) of the group at c (nsb super-blocks) in ggml's layout at dst. */
+export function unpackRowQ4K(c: usize, r: i32, nsb: i32, dst: usize): void {
+  for (let b = 0; b < nsb; b++, c += K4_SB, dst += 144) {
+    store<u16>(dst, load<u16>(c + (<usize>r << 1)));
+    store<u16>(dst, load<u16>(c + 8 + (<usize>r << 1)), 2);
+    for (let j = 0; j < 4; j++) {
+      const s0 = k4ScaleAt(c, j, r);
+      const s1 = k4ScaleAt(c, j + 4, r);
+      const m0 = k4MinAt(c, j, r);
+      const m1 = k4MinAt(c, j + 4, r);
+      store<u8>(dst + 4 + <usize>j, s0 | ((s1 >> 4) << 6));
+      store<u8>(dst + 8 + <usize>j, m0 | ((m1 >> 4) << 6));
+      store<u8>(dst + 12 + <usize>j, (s1 & 15) | ((m1 & 15) << 4));
+    }
+    for (let g = 0; g < 4; g++) {
+      for (let kk = 0; kk < 8; kk++) {
+        store<u32>(dst + 16 + <usize>(g * 32 + kk * 4), load<u32>(c + 64 + <usize>(g * 128 + kk * 16 + r * 4)));
+      }
+    }
+  }
+}
+
+/** Dequantize row r of the group at c (nsb super-blocks) to f32 at dst, as ggml does. */
+export function dequantRowQ4K(c: usize, r: i32, nsb: i32, dst: usize): void {
+  for (let b = 0; b < nsb; b++, c += K4_SB) {
+    const d = f16ToF32(load<u16>(c + (<usize>r << 1)));
+    const dmin = f16ToF32(load<u16>(c + 8 + (<usize>r << 1)));
+    for (let j = 0; j < 8; j++) {
+      const dj = d * <f32>k4ScaleAt(c, j, r);
+      const mj = dmin * <f32>k4MinAt(c, j, r);
+      const q = c + 64 + <usize>((j >> 1) * 128 + r * 4);
+      const sh = (j & 1) * 4;
+      for (let l = 0; l < 32; l++) {
+        const v = (<i32>load<u8>(q + <usize>((l >> 2) * 16 + (l & 3))) >> sh) & 15;
+        store<f32>(dst + (<usize>l << 2), dj * <f32>v - mj);
+      }
+      dst += 128;
+    }
+  }
+}
+
+/** Set by krow: the group holding the row and the row in it (0..3), or -1 and the row's address. */
+export let kGroup: usize = 0;
+export let kRow: i32 = -1;
+
+/**
+ * Locate the Q4_K row of tensor t that starts `o` logical bytes (ggml layout) after the
+ * tensor's element [0,0,0,0]: in a group (kRow >= 0) or plain (kGroup its address).
+ */
+export function krow(node: usize, t: i32, o: usize): void {
+  const addr = tAddr(node, t);
+  if (tLayout(node, t) != LAYOUT_K4) {
+    kGroup = addr + o;
+    kRow = -1;
+    return;
+  }
+  const lo = <usize>tWord(node, t, 11) + o;
+  const ne1 = <usize>tWord(node, t, 12);
+  const rb = <usize>tWord(node, t, 13);
+  const R = lo / rb;
+  const m = R / ne1;
+  const r = R - m * ne1;
+  if (r >= <usize>tWord(node, t, 14)) {
+    kGroup = addr + lo;
+    kRow = -1;
+    return;
+  }
+  kGroup = addr + (m * ne1 + (r & ~3)) * rb + ((lo - R * rb) / 144) * K4_SB;
+  kRow = <i32>(r & 3);
+}
+
+// ---- dot products ----------------------------------------------------------------------
+//
+// Activation rows as in matmul.ts (per-256 format): int8 quants at +0, f32 scale per 256
+// at +2K, i16 sums per 32 at +2K+K/4.
+
+@inline function rdot(a: v128, w: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
+  // the plain-SIMD build does not use this layout; an exact equivalent keeps it compiling
+  const ae = i16x8.shr_s(i16x8.shl(a, 8), 8);
+  const ao = i16x8.shr_s(a, 8);
+  return i16x8.add(i16x8.mul(ae, v128.and(w, i16x8.splat(0xff))), i16x8.mul(ao, i16x8.shr_u(w, 8)));
+}
+
+/**
+ * The decoded scales (bytes, positions as in A) or mins of one half of a super-block
+ * column at c: half 0 or 1.
+ */
+@inline function scales0(c: usize): v128 {
+  return v128.or(v128.and(v128.load(c, 16), C_M4()), v128.and(i16x8.shl(v128.load(c, 48), 4), C_M30()));
+}
+@inline function scales1(c: usize): v128 {
+  return v128.or(v128.and(v128.load(c, 32), C_M4()), v128.and(v128.load(c, 48), C_M30()));
+}
+@inline function mins0(c: usize): v128 {
+  return v128.or(v128.and(i16x8.shr_u(v128.load(c, 16), 4), C_M4()), v128.and(i16x8.shl(v128.load(c, 48), 2), C_M30()));
+}
+@inline function mins1(c: usize): v128 {
+  return v128.or(v128.and(i16x8.shr_u(v128.load(c, 32), 4), C_M4()), v128.and(i16x8.shr_u(v128.load(c, 48), 2), C_M30()));
+}
+
+/** Per-row Σ_j min_j · (activation sum of sub-block j): i32 lanes = rows. */
+@inline function minSum(c: usize, bs: usize): v128 {
+  const m0 = mins0(c);
+  const m1 = mins1(c);
+  return i32x4.add(
+    i32x4.add(
+      i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(m0), v128.load32_splat(bs)),
+      i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(m0), v128.load32_splat(bs, 4)),
+    ),
+    i32x4.add(
+      i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(m1), v128.load32_splat(bs, 8)),
+      i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(m1), v128.load32_splat(bs, 12)),
+    ),
+  );
+}
+
+/** i16 lanes [s_r0, s_r0, s_r1, s_r1, ...] of sub-block jj (0..3) of a half's decoded scales. */
+@inline function pairScale(sc: v128, jj: i32): v128 {
+  const e = jj < 2 ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
+  return (jj & 1) == 0 ? v128.shuffle<i16>(e, e, 0, 0, 1, 1, 2, 2, 3, 3) : v128.shuffle<i16>(e, e, 4, 4, 5, 5, 6, 6, 7, 7);
+}
+
+/** acc + isum·d·da − msum·dmin·da for the super-block column at c (lanes = rows). */
+@inline function k4Scale(c: usize, act: usize, sb: i32, K: i32, isum: v128, msum: v128, acc: v128): v128 {
+  const da = v128.load32_splat(act + 2 * <usize>K + (<usize>sb << 2));
+  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), da);
+  const dm = f32x4.mul(f16x4(v128.load16x4_u(c + 8)), da);
+  return f32x4.sub(f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d)), f32x4.mul(f32x4.convert_i32x4_s(msum), dm));
+}
+
+/** Integer sum of the super-block column at c with one activation row (a: its quants of this super-block). */
+@inline function k4Int(c: usize, a: usize): v128 {
+  let isum = i32x4.splat(0);
+  const m4 = C_M4();
+  // loops, not unrolled: V8 hoists every load of an unrolled body and spills
+  for (let g = 0; g < 4; g++) {
+    const q = c + 64 + <usize>g * 128;
+    const ag = a + <usize>g * 64;
+    let sA = i16x8.splat(0);
+    let sB = i16x8.splat(0);
+    for (let kk: usize = 0; kk < 128; kk += 32) {
+      const w0 = v128.load(q + kk);
+      const w1 = v128.load(q + kk, 16);
+      const x = ag + (kk >> 2);
+      sA = i16x8.add(sA, i16x8.add(rdot(v128.load32_splat(x), v128.and(w0, m4)), rdot(v128.load32_splat(x, 4), v128.and(w1, m4))));
+      sB = i16x8.add(
+        sB,
+        i16x8.add(
+          rdot(v128.load32_splat(x, 32), v128.and(i16x8.shr_u(w0, 4), m4)),
+          rdot(v128.load32_splat(x, 36), v128.and(i16x8.shr_u(w1, 4), m4)),
+        ),
+      );
+    }
+    const sc = (g >> 1) == 0 ? scales0(c) : scales1(c);
+    const e = (g & 1) == 0 ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
+    isum = i32x4.add(isum, i32x4.dot_i16x8_s(sA, v128.shuffle<i16>(e, e, 0, 0, 1, 1, 2, 2, 3, 3)));
+    isum = i32x4.add(isum, i32x4.dot_i16x8_s(sB, v128.shuffle<i16>(e, e, 4, 4, 5, 5, 6, 6, 7, 7)));
+  }
+  return isum;
+}
+
+/** Four rows (the group at c, nsb super-blocks) against one activation row: [r0..r3]. */
+export function gemvQ4K(c: usize, nsb: i32, act: usize, K: i32): v128 {
+  let acc = f32x4.splat(0);
+  const bs = act + 2 * <usize>K + (<usize>K >> 2);
+  for (let sb = 0; sb < nsb; sb++, c += K4_SB) {
+    const isum = k4Int(c, act + (<usize>sb << 8));
+    acc = k4Scale(c, act, sb, K, isum, minSum(c, bs + (<usize>sb << 4)), acc);
+  }
+  return acc;
+}
+
+/** i16 pair sums per row of one 32-element sub-block for four columns: one step of two quant vectors. */
+@inline function colStep(x: usize, u0: v128, u1: v128, acc: v128): v128 {
+  return i16x8.add(acc, i16x8.add(rdot(v128.load32_splat(x), u0), rdot(v128.load32_splat(x, 4), u1)));
+}
+
+/**
+ * Four rows against four activation rows: results stored (four rows each) at o0..o3.
+ * Per column the same integer sums and float steps as gemvQ4K, so a column's result does
+ * not depend on the batch it came in.
+ */
+export function gemmQ4Kx4(
+  c: usize, nsb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  const m4 = C_M4();
+  const bo: usize = 2 * <usize>K + (<usize>K >> 2);
+  for (let sb = 0; sb < nsb; sb++, c += K4_SB) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    let i2 = i32x4.splat(0);
+    let i3 = i32x4.splat(0);
+    // sub-block j: the low (even j) or high (odd j) nibbles of quant group j/2
+    for (let j = 0; j < 8; j++) {
+      const q = c + 64 + <usize>(j >> 1) * 128;
+      const e = (<usize>sb << 8) + (<usize>j << 5);
+      let s0 = i16x8.splat(0);
+      let s1 = i16x8.splat(0);
+      let s2 = i16x8.splat(0);
+      let s3 = i16x8.splat(0);
+      if ((j & 1) == 0) {
+        for (let kk: usize = 0; kk < 128; kk += 32) {
+          const u0 = v128.and(v128.load(q + kk), m4);
+          const u1 = v128.and(v128.load(q + kk, 16), m4);
+          const x = e + (kk >> 2);
+          s0 = colStep(a0 + x, u0, u1, s0);
+          s1 = colStep(a1 + x, u0, u1, s1);
+          s2 = colStep(a2 + x, u0, u1, s2);
+          s3 = colStep(a3 + x, u0, u1, s3);
+        }
+      } else {
+        for (let kk: usize = 0; kk < 128; kk += 32) {
+          const u0 = v128.and(i16x8.shr_u(v128.load(q + kk), 4), m4);
+          const u1 = v128.and(i16x8.shr_u(v128.load(q + kk, 16), 4), m4);
+          const x = e + (kk >> 2);
+          s0 = colStep(a0 + x, u0, u1, s0);
+          s1 = colStep(a1 + x, u0, u1, s1);
+          s2 = colStep(a2 + x, u0, u1, s2);
+          s3 = colStep(a3 + x, u0, u1, s3);
+        }
+      }
+      const sc = (j >> 2) == 0 ? scales0(c) : scales1(c);
+      const ps = pairScale(sc, j & 3);
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(s0, ps));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(s1, ps));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(s2, ps));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(s3, ps));
+    }
+    const bs = <usize>sb << 4;
+    c0 = k4Scale(c, a0, sb, K, i0, minSum(c, a0 + bo + bs), c0);
+    c1 = k4Scale(c, a1, sb, K, i1, minSum(c, a1 + bo + bs), c1);
+    c2 = k4Scale(c, a2, sb, K, i2, minSum(c, a2 + bo + bs), c2);
+    c3 = k4Scale(c, a3, sb, K, i3, minSum(c, a3 + bo + bs), c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
