@@ -18,7 +18,8 @@
 // decode with a few vector ops into bytes whose order suits a per-row multiply.
 // Relaxed-SIMD build only (the host uses this layout only with that build).
 
-import { C_M30, C_M4, f16x4 } from './consts';
+import { C_BIT8, C_M10, C_M30, C_M4, C_ONES16, C_QH_HI, C_QH_LO, f16x4 } from './consts';
+import { hsum } from './dot';
 import { LAYOUT_K4, tAddr, tLayout, tWord } from './desc';
 import { f16ToF32 } from './math';
 
@@ -330,4 +331,59 @@ export function gemmQ4Kx4(
   v128.store(o1, c1);
   v128.store(o2, c2);
   v128.store(o3, c3);
+}
+
+// ---- Q5_0 (ggml's layout): one row against four activation rows -------------------------
+//
+// The same steps per column as qdot.ts dotQ5_0 (so the same bits: a column's result does
+// not depend on the batch it came in), with the weights decoded once for four columns.
+
+/** 0x10 in the bytes of the elements whose bit is set in the Q5_0 high bits (sel: which qh bytes). */
+@inline function q5High(qh: v128, sel: v128): v128 {
+  const bits = C_BIT8();
+  return v128.and(i8x16.eq(v128.and(i8x16.swizzle(qh, sel), bits), bits), C_M10());
+}
+
+/** One column's block step: acc += Σ·s (lanes), and the -16 offset term of block b. */
+@inline function q5Col(a: usize, v0: v128, v1: v128, s: f32, acc: v128): v128 {
+  const p = i16x8.add(rdot(v128.load(a), v0), rdot(v128.load(a, 16), v1));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.dot_i16x8_s(p, C_ONES16())), f32x4.splat(s)));
+}
+
+/** [row·act0, row·act1, row·act2, row·act3] for one Q5_0 row (nb blocks of 22 bytes at w). */
+export function gemmQ5_0x4(w: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize): v128 {
+  const ad = 2 * <usize>K;
+  const as = ad + (<usize>K >> 3);
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  let k0: f32 = 0;
+  let k1: f32 = 0;
+  let k2: f32 = 0;
+  let k3: f32 = 0;
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, w += 22) {
+    const dw = f16ToF32(load<u16>(w));
+    const qh = i32x4.splat(load<u32>(w, 2));
+    const q = v128.load(w, 6);
+    const v0 = v128.or(v128.and(q, m4), q5High(qh, C_QH_LO()));
+    const v1 = v128.or(v128.and(i16x8.shr_u(q, 4), m4), q5High(qh, C_QH_HI()));
+    const o = <usize>b * 32;
+    const od = ad + (<usize>b << 2);
+    const os = as + (<usize>b << 2);
+    const s0 = dw * load<f32>(a0 + od);
+    const s1 = dw * load<f32>(a1 + od);
+    const s2 = dw * load<f32>(a2 + od);
+    const s3 = dw * load<f32>(a3 + od);
+    c0 = q5Col(a0 + o, v0, v1, s0, c0);
+    c1 = q5Col(a1 + o, v0, v1, s1, c1);
+    c2 = q5Col(a2 + o, v0, v1, s2, c2);
+    c3 = q5Col(a3 + o, v0, v1, s3, c3);
+    k0 += <f32>(load<i32>(a0 + os) << 1) * s0;
+    k1 += <f32>(load<i32>(a1 + os) << 1) * s1;
+    k2 += <f32>(load<i32>(a2 + os) << 1) * s2;
+    k3 += <f32>(load<i32>(a3 + os) << 1) * s3;
+  }
+  return f32x4(hsum(c0) - k0, hsum(c1) - k1, hsum(c2) - k2, hsum(c3) - k3);
 }

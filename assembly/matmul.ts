@@ -21,7 +21,7 @@ import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
   dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
 } from './qdot';
-import { gemmQ4Kx4, gemvQ4K, kGroup, kRow, krow, unpackRowQ4K } from './kquant';
+import { gemmQ4Kx4, gemmQ5_0x4, gemvQ4K, kGroup, kRow, krow, unpackRowQ4K } from './kquant';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 
 const FMT_F32: i32 = 0;
@@ -297,7 +297,21 @@ function mmRows(
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
     } else if (type == T_Q5_0) {
-      for (let n = c0; n < c1; n++) {
+      let n = c0;
+      if (ASC_FEATURE_RELAXED_SIMD) {
+        for (; n + 4 <= c1; n += 4) {
+          const x0 = actRow(node, n, i2, i3);
+          const x1 = actRow(node, n + 1, i2, i3);
+          const x2 = actRow(node, n + 2, i2, i3);
+          const x3 = actRow(node, n + 3, i2, i3);
+          const v = gemmQ5_0x4(pa, K >> 5, K, x0, x1, x2, x3);
+          store<f32>(dstAt(node, m, n, i2, i3), f32x4.extract_lane(v, 0));
+          store<f32>(dstAt(node, m, n + 1, i2, i3), f32x4.extract_lane(v, 1));
+          store<f32>(dstAt(node, m, n + 2, i2, i3), f32x4.extract_lane(v, 2));
+          store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
+        }
+      }
+      for (; n < c1; n++) {
         store<f32>(dstAt(node, m, n, i2, i3), dotQ5_0(pa, K >> 5, actRow(node, n, i2, i3), K));
       }
     } else if (type == T_Q4_K || type == T_Q6_K) {
