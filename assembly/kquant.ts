@@ -1,5 +1,5 @@
-// Q4_K weights in the 4-row interleaved layout ("k4" layout; src/backends/cpu/layout-k.ts)
-// and their kernels.
+// Q4_K and Q5_0 weights in the 4-row interleaved layout ("k4" layout;
+// src/backends/cpu/layout-k.ts) and their kernels. Q4_K first; Q5_0 at the end.
 //
 // In a matrix, rows are taken four at a time (rows left over keep ggml's layout); a group
 // of four rows occupies the same bytes as in ggml's layout, reordered by super-block
@@ -134,10 +134,11 @@ export let kGroup: usize = 0;
 export let kRow: i32 = -1;
 
 /**
- * Locate the Q4_K row of tensor t that starts `o` logical bytes (ggml layout) after the
- * tensor's element [0,0,0,0]: in a group (kRow >= 0) or plain (kGroup its address).
+ * Locate the Q4_K / Q5_0 row (blocks of ts bytes) of tensor t that starts `o` logical bytes
+ * (ggml layout) after the tensor's element [0,0,0,0]: in a group (kGroup: its first block
+ * column, kRow >= 0) or plain (kRow -1, kGroup its address).
  */
-export function krow(node: usize, t: i32, o: usize): void {
+export function krow(node: usize, t: i32, o: usize, ts: usize): void {
   const addr = tAddr(node, t);
   if (tLayout(node, t) != LAYOUT_K4) {
     kGroup = addr + o;
@@ -155,7 +156,7 @@ export function krow(node: usize, t: i32, o: usize): void {
     kRow = -1;
     return;
   }
-  kGroup = addr + (m * ne1 + (r & ~3)) * rb + ((lo - R * rb) / 144) * K4_SB;
+  kGroup = addr + (m * ne1 + (r & ~3)) * rb + ((lo - R * rb) / ts) * 4 * ts;
   kRow = <i32>(r & 3);
 }
 
@@ -351,7 +352,7 @@ export function gemmQ4Kx4(
 }
 
 /** [row·act0, row·act1, row·act2, row·act3] for one Q5_0 row (nb blocks of 22 bytes at w). */
-export function gemmQ5_0x4(w: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize): v128 {
+export function colsQ5_0x4(w: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize): v128 {
   const ad = 2 * <usize>K;
   const as = ad + (<usize>K >> 3);
   let c0 = f32x4.splat(0);
@@ -386,4 +387,141 @@ export function gemmQ5_0x4(w: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: 
     k3 += <f32>(load<i32>(a3 + os) << 1) * s3;
   }
   return f32x4(hsum(c0) - k0, hsum(c1) - k1, hsum(c2) - k2, hsum(c3) - k3);
+}
+
+// ---- Q5_0 in the k4 layout ----------------------------------------------------------------
+//
+// A group's block column (4 x 22 = 88 bytes): +0 d of rows 0..3 (f16); +8 + 2s, for the
+// four-element steps s = 0..7 (elements 4s..4s+3 of each row): 16 high bits, bit 4r+e =
+// bit 4s+e of row r's qh; +24 + 16kk: byte 4r+e = qs[4kk+e] of row r (low nibble: element
+// 4kk+e, high nibble: element 16+4kk+e). Per block and row the integer Σ (q - 16)·a is
+// exact and scaled once by d·da (as ggml-cpu).
+
+/** Repack four Q5_0 rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 22). */
+export function repackQ5_0(src: usize, dst: usize, nb: i32, ts: i32, rowBytes: i32): void {
+  for (let b = 0; b < nb; b++) {
+    const c = dst + <usize>b * 88;
+    v128.store(c + 8, i64x2.splat(0));
+    for (let r = 0; r < 4; r++) {
+      const p = src + <usize>r * <usize>rowBytes + <usize>b * 22;
+      store<u16>(c + (<usize>r << 1), load<u16>(p));
+      const qh = load<u32>(p, 2);
+      for (let st = 0; st < 8; st++) {
+        const k = c + 8 + <usize>(2 * st + (r >> 1));
+        store<u8>(k, load<u8>(k) | (((qh >> (4 * st)) & 15) << ((r & 1) * 4)));
+      }
+      for (let kk = 0; kk < 4; kk++) store<u32>(c + 24 + <usize>(16 * kk + 4 * r), load<u32>(p + 6 + <usize>(4 * kk)));
+    }
+  }
+}
+
+/** qh of row r of the block column at c. */
+@inline function q5Qh(c: usize, r: i32): u32 {
+  let qh: u32 = 0;
+  for (let st = 0; st < 8; st++) qh |= ((<u32>load<u8>(c + 8 + <usize>(2 * st + (r >> 1))) >> ((r & 1) * 4)) & 15) << (4 * st);
+  return qh;
+}
+
+/** Restore row r (0..3) of the group at c (nb blocks) in ggml's layout at dst. */
+export function unpackRowQ5_0(c: usize, r: i32, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, c += 88, dst += 22) {
+    store<u16>(dst, load<u16>(c + (<usize>r << 1)));
+    store<u32>(dst, q5Qh(c, r), 2);
+    for (let kk = 0; kk < 4; kk++) store<u32>(dst + 6 + <usize>(4 * kk), load<u32>(c + 24 + <usize>(16 * kk + 4 * r)));
+  }
+}
+
+/** Dequantize row r of the group at c (nb blocks) to f32 at dst, as ggml does. */
+export function dequantRowQ5_0(c: usize, r: i32, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, c += 88, dst += 128) {
+    const d = f16ToF32(load<u16>(c + (<usize>r << 1)));
+    const qh = q5Qh(c, r);
+    for (let j = 0; j < 16; j++) {
+      const q = <i32>load<u8>(c + 24 + <usize>((j >> 2) * 16 + r * 4 + (j & 3)));
+      const h0 = <i32>(((qh >> j) << 4) & 0x10);
+      const h1 = <i32>((qh >> (j + 12)) & 0x10);
+      store<f32>(dst + (j << 2), <f32>((q & 15) - 16 + h0) * d);
+      store<f32>(dst + ((j + 16) << 2), <f32>((q >> 4) - 16 + h1) * d);
+    }
+  }
+}
+
+/** The quants (0..31) of step s (elements 4s..4s+3 of each row) from nibbles n (0..15 bytes). */
+@inline function q5Step(c: usize, s: i32, n: v128): v128 {
+  return v128.or(n, q5High(v128.load16_splat(c + 8 + (<usize>s << 1)), C_QH_LO()));
+}
+
+/** acc + (Σ q·a − 16 Σ a)·d·da for one block column and one activation row (lanes = rows). */
+@inline function q5Finish(c: usize, act: usize, b: i32, K: i32, lo: v128, hi: v128, acc: v128): v128 {
+  const ad = act + 2 * <usize>K;
+  // the stored sums are 8 x Σ a (Q4_0's offset): 16 x Σ a is that doubled
+  const off = i32x4.shl(v128.load32_splat(ad + (<usize>K >> 3) + (<usize>b << 2)), 1);
+  const isum = i32x4.sub(i32x4.add(i32x4.extadd_pairwise_i16x8_s(lo), i32x4.extadd_pairwise_i16x8_s(hi)), off);
+  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), v128.load32_splat(ad + (<usize>b << 2)));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d));
+}
+
+/** Four rows (the group at c, nb blocks) against one activation row: [r0..r3]. */
+export function gemvQ5_0(c: usize, nb: i32, act: usize, K: i32): v128 {
+  let acc = f32x4.splat(0);
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, c += 88) {
+    const a = act + (<usize>b << 5);
+    // i16 lanes: at most 4·2·31·127 each, so low and high nibbles apart
+    let lo = i16x8.splat(0);
+    let hi = i16x8.splat(0);
+    for (let kk = 0; kk < 4; kk++) {
+      const w = v128.load(c + 24 + (<usize>kk << 4));
+      lo = i16x8.add(lo, rdot(v128.load32_splat(a + (<usize>kk << 2)), q5Step(c, kk, v128.and(w, m4))));
+      hi = i16x8.add(hi, rdot(v128.load32_splat(a + 16 + (<usize>kk << 2)), q5Step(c, kk + 4, v128.and(i16x8.shr_u(w, 4), m4))));
+    }
+    acc = q5Finish(c, act, b, K, lo, hi, acc);
+  }
+  return acc;
+}
+
+/** Four rows against four activation rows (results at o0..o3); per column the steps of gemvQ5_0. */
+export function gemmQ5_0x4(
+  c: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, c += 88) {
+    const e = <usize>b << 5;
+    let l0 = i16x8.splat(0);
+    let l1 = i16x8.splat(0);
+    let l2 = i16x8.splat(0);
+    let l3 = i16x8.splat(0);
+    for (let kk = 0; kk < 4; kk++) {
+      const u = q5Step(c, kk, v128.and(v128.load(c + 24 + (<usize>kk << 4)), m4));
+      const x = e + (<usize>kk << 2);
+      l0 = i16x8.add(l0, rdot(v128.load32_splat(a0 + x), u));
+      l1 = i16x8.add(l1, rdot(v128.load32_splat(a1 + x), u));
+      l2 = i16x8.add(l2, rdot(v128.load32_splat(a2 + x), u));
+      l3 = i16x8.add(l3, rdot(v128.load32_splat(a3 + x), u));
+    }
+    let h0 = i16x8.splat(0);
+    let h1 = i16x8.splat(0);
+    let h2 = i16x8.splat(0);
+    let h3 = i16x8.splat(0);
+    for (let kk = 0; kk < 4; kk++) {
+      const u = q5Step(c, kk + 4, v128.and(i16x8.shr_u(v128.load(c + 24 + (<usize>kk << 4)), 4), m4));
+      const x = e + 16 + (<usize>kk << 2);
+      h0 = i16x8.add(h0, rdot(v128.load32_splat(a0 + x), u));
+      h1 = i16x8.add(h1, rdot(v128.load32_splat(a1 + x), u));
+      h2 = i16x8.add(h2, rdot(v128.load32_splat(a2 + x), u));
+      h3 = i16x8.add(h3, rdot(v128.load32_splat(a3 + x), u));
+    }
+    c0 = q5Finish(c, a0, b, K, l0, h0, c0);
+    c1 = q5Finish(c, a1, b, K, l1, h1, c1);
+    c2 = q5Finish(c, a2, b, K, l2, h2, c2);
+    c3 = q5Finish(c, a3, b, K, l3, h3, c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
 }

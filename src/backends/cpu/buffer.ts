@@ -7,6 +7,7 @@
 //   it in place).
 
 import type { Tensor } from '../../ggml/tensor.js';
+import { GGMLType } from '../../ggml/types.js';
 import { HostBuffer } from '../host.js';
 import type { Buffer, BufferType, BufferUsage, Device } from '../impl.js';
 import type { Arena } from './arena.js';
@@ -90,7 +91,13 @@ export class CpuBuffer implements Buffer, ArenaBacked {
 
   initTensor(t: Tensor): void {
     if (!t.viewSrc && Rep4Layout.applies(t)) this.layouts.set(t, new Rep4Layout(t.type, t.ne));
-    else if (!t.viewSrc && K4Layout.applies(t) && relaxedKernels(this.bufferType)) {
+    // Q5_0 rows can be written by kernels (CPY, SET_ROWS) in ggml's layout only: weights only
+    else if (
+      !t.viewSrc &&
+      K4Layout.applies(t) &&
+      relaxedKernels(this.bufferType) &&
+      (t.type !== GGMLType.Q5_0 || this.usage === 'weights')
+    ) {
       this.layouts.set(t, new K4Layout(t.type, t.ne));
     }
   }

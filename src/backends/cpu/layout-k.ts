@@ -1,12 +1,13 @@
-// The 4-row interleaved layout of Q4_K weights (the "k4" layout), and the byte mapping
-// between it and ggml's layout, for any sub-range.
+// The 4-row interleaved layout of Q4_K and Q5_0 weights (the "k4" layout), and the byte
+// mapping between it and ggml's layout, for any sub-range.
 //
 // As Rep4Layout (layout.ts): in each matrix, rows are taken four at a time (rows left
 // over keep ggml's layout) and a group of four rows occupies the same 4 * rowBytes bytes,
-// reordered by super-block column: the four rows' d and dmin, their 6-bit scales and mins
-// re-packed so that a few vector ops decode them into bytes, then the quants with four
-// bytes of each row in turn (assembly/kquant.ts describes the bytes). The scales are
-// moved bit by bit, so a partly written group is unpacked, patched and repacked.
+// reordered by block column (Q4_K: super-block): the four rows' scales, then (Q4_K) their
+// 6-bit scales and mins re-packed so that a few vector ops decode them into bytes, or
+// (Q5_0) the high bits regrouped by four-element step, then the quants with four bytes of
+// each row in turn (assembly/kquant.ts describes the bytes). Bits move between bytes, so
+// a partly written group is unpacked, patched and repacked.
 
 import type { Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
@@ -14,8 +15,6 @@ import { GGMLType } from '../../ggml/types.js';
 /** Layout code in node records (assembly/desc.ts LAYOUT_K4). */
 export const LAYOUT_K4 = 2;
 
-const SB = 144;
-const GSB = 4 * SB;
 
 function ggScale(q: Uint8Array, p: number, j: number): number {
   return j < 4 ? q[p + j] & 63 : (q[p + j + 4] & 15) | ((q[p + j - 4] >> 6) << 4);
@@ -33,14 +32,21 @@ export class K4Layout {
   readonly grouped: number;
   readonly matBytes: number;
   readonly nbytes: number;
-  /** Super-blocks per row. */
+  /** Blocks (Q4_K: super-blocks) per row, and their bytes. */
   readonly nsb: number;
+  readonly ts: number;
   /** The wasm export that repacks one whole group (assembly/kquant.ts). */
-  readonly repackExport = 'repackQ4K';
+  readonly repackExport: string;
 
-  constructor(_type: number, ne: readonly number[]) {
-    this.nsb = ne[0] / 256;
-    this.rowBytes = this.nsb * SB;
+  constructor(
+    readonly type: number,
+    ne: readonly number[],
+  ) {
+    const q5 = type === GGMLType.Q5_0;
+    this.ts = q5 ? 22 : 144;
+    this.nsb = ne[0] / (q5 ? 32 : 256);
+    this.repackExport = q5 ? 'repackQ5_0' : 'repackQ4K';
+    this.rowBytes = this.nsb * this.ts;
     this.ne1 = ne[1];
     this.grouped = ne[1] - (ne[1] % 4);
     this.matBytes = this.rowBytes * ne[1];
@@ -49,7 +55,7 @@ export class K4Layout {
 
   /** Whether tensors of this type and shape are stored interleaved. */
   static applies(t: Tensor): boolean {
-    return t.type === GGMLType.Q4_K && t.ne[1] >= 4 && t.isContiguous();
+    return (t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0) && t.ne[1] >= 4 && t.isContiguous();
   }
 
   /**
@@ -69,7 +75,7 @@ export class K4Layout {
       src.length,
       (g, lo, hi) => {
         if (lo === g && hi === g + 4 * this.rowBytes) {
-          if (fast) fast(g - start, base + g, this.nsb, SB, this.rowBytes);
+          if (fast) fast(g - start, base + g, this.nsb, this.ts, this.rowBytes);
           else this.packGroup(src, g - start, mem, base + g);
           return;
         }
@@ -140,7 +146,13 @@ export class K4Layout {
 
   /** Four ggml rows at src[s] (rowBytes apart) into the group at dst[d]. */
   packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    if (this.type === GGMLType.Q5_0) {
+      this.packQ5(src, s, dst, d);
+      return;
+    }
     const { rowBytes, nsb } = this;
+    const SB = 144;
+    const GSB = 4 * SB;
     for (let b = 0; b < nsb; b++) {
       const c = d + b * GSB;
       dst.fill(0, c + 16, c + 64);
@@ -175,7 +187,13 @@ export class K4Layout {
 
   /** The group at src[s] back to four ggml rows at dst[d]. */
   unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    if (this.type === GGMLType.Q5_0) {
+      this.unpackQ5(src, s, dst, d);
+      return;
+    }
     const { rowBytes, nsb } = this;
+    const SB = 144;
+    const GSB = 4 * SB;
     for (let b = 0; b < nsb; b++) {
       const c = s + b * GSB;
       for (let r = 0; r < 4; r++) {
@@ -210,6 +228,55 @@ export class K4Layout {
             dst[i + 2] = src[o + 2];
             dst[i + 3] = src[o + 3];
           }
+        }
+      }
+    }
+  }
+
+  // Q5_0 block column (88 bytes): d of rows 0..3 (f16) at +0; at +8 + 2s (step s = 0..7)
+  // 16 high bits, bit 4r+e = bit 4s+e of row r's qh; at +24 + 16kk byte 4r+e = qs[4kk+e]
+  // of row r.
+  private packQ5(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    const { rowBytes, nsb } = this;
+    for (let b = 0; b < nsb; b++) {
+      const c = d + b * 88;
+      dst.fill(0, c + 8, c + 24);
+      for (let r = 0; r < 4; r++) {
+        const p = s + r * rowBytes + b * 22;
+        dst[c + 2 * r] = src[p];
+        dst[c + 2 * r + 1] = src[p + 1];
+        const qh = (src[p + 2] | (src[p + 3] << 8) | (src[p + 4] << 16) | (src[p + 5] << 24)) >>> 0;
+        for (let st = 0; st < 8; st++) {
+          const bits = (qh >>> (4 * st)) & 15;
+          const k = c + 8 + 2 * st + (r >> 1);
+          dst[k] |= bits << ((r & 1) * 4);
+        }
+        for (let kk = 0; kk < 4; kk++) {
+          for (let e = 0; e < 4; e++) dst[c + 24 + 16 * kk + 4 * r + e] = src[p + 6 + 4 * kk + e];
+        }
+      }
+    }
+  }
+
+  private unpackQ5(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    const { rowBytes, nsb } = this;
+    for (let b = 0; b < nsb; b++) {
+      const c = s + b * 88;
+      for (let r = 0; r < 4; r++) {
+        const p = d + r * rowBytes + b * 22;
+        dst[p] = src[c + 2 * r];
+        dst[p + 1] = src[c + 2 * r + 1];
+        let qh = 0;
+        for (let st = 0; st < 8; st++) {
+          const bits = (src[c + 8 + 2 * st + (r >> 1)] >> ((r & 1) * 4)) & 15;
+          qh |= bits << (4 * st);
+        }
+        dst[p + 2] = qh & 255;
+        dst[p + 3] = (qh >>> 8) & 255;
+        dst[p + 4] = (qh >>> 16) & 255;
+        dst[p + 5] = (qh >>> 24) & 255;
+        for (let kk = 0; kk < 4; kk++) {
+          for (let e = 0; e < 4; e++) dst[p + 6 + 4 * kk + e] = src[c + 24 + 16 * kk + 4 * r + e];
         }
       }
     }
