@@ -220,35 +220,40 @@ export function krow(node: usize, t: i32, o: usize, ts: usize): void {
   return f32x4.sub(f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d)), f32x4.mul(f32x4.convert_i32x4_s(msum), dm));
 }
 
+/** i16 pair sums per row of quant group g's two sub-blocks (low nibbles into sA, high into sB). */
+@inline function k4Group(q: usize, ag: usize, m4: v128, sc: v128, lowHalf: bool): v128 {
+  let sA = i16x8.splat(0);
+  let sB = i16x8.splat(0);
+  for (let kk: usize = 0; kk < 128; kk += 32) {
+    const w0 = v128.load(q + kk);
+    const w1 = v128.load(q + kk, 16);
+    const x = ag + (kk >> 2);
+    sA = i16x8.add(sA, i16x8.add(rdot(v128.load32_splat(x), v128.and(w0, m4)), rdot(v128.load32_splat(x, 4), v128.and(w1, m4))));
+    sB = i16x8.add(
+      sB,
+      i16x8.add(
+        rdot(v128.load32_splat(x, 32), v128.and(i16x8.shr_u(w0, 4), m4)),
+        rdot(v128.load32_splat(x, 36), v128.and(i16x8.shr_u(w1, 4), m4)),
+      ),
+    );
+  }
+  const e = lowHalf ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
+  return i32x4.add(
+    i32x4.dot_i16x8_s(sA, v128.shuffle<i16>(e, e, 0, 0, 1, 1, 2, 2, 3, 3)),
+    i32x4.dot_i16x8_s(sB, v128.shuffle<i16>(e, e, 4, 4, 5, 5, 6, 6, 7, 7)),
+  );
+}
+
 /** Integer sum of the super-block column at c with one activation row (a: its quants of this super-block). */
 @inline function k4Int(c: usize, a: usize): v128 {
-  let isum = i32x4.splat(0);
   const m4 = C_M4();
   // loops, not unrolled: V8 hoists every load of an unrolled body and spills
-  for (let g = 0; g < 4; g++) {
-    const q = c + 64 + <usize>g * 128;
-    const ag = a + <usize>g * 64;
-    let sA = i16x8.splat(0);
-    let sB = i16x8.splat(0);
-    for (let kk: usize = 0; kk < 128; kk += 32) {
-      const w0 = v128.load(q + kk);
-      const w1 = v128.load(q + kk, 16);
-      const x = ag + (kk >> 2);
-      sA = i16x8.add(sA, i16x8.add(rdot(v128.load32_splat(x), v128.and(w0, m4)), rdot(v128.load32_splat(x, 4), v128.and(w1, m4))));
-      sB = i16x8.add(
-        sB,
-        i16x8.add(
-          rdot(v128.load32_splat(x, 32), v128.and(i16x8.shr_u(w0, 4), m4)),
-          rdot(v128.load32_splat(x, 36), v128.and(i16x8.shr_u(w1, 4), m4)),
-        ),
-      );
-    }
-    const sc = (g >> 1) == 0 ? scales0(c) : scales1(c);
-    const e = (g & 1) == 0 ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
-    isum = i32x4.add(isum, i32x4.dot_i16x8_s(sA, v128.shuffle<i16>(e, e, 0, 0, 1, 1, 2, 2, 3, 3)));
-    isum = i32x4.add(isum, i32x4.dot_i16x8_s(sB, v128.shuffle<i16>(e, e, 4, 4, 5, 5, 6, 6, 7, 7)));
-  }
-  return isum;
+  const s0 = scales0(c);
+  let isum = k4Group(c + 64, a, m4, s0, true);
+  isum = i32x4.add(isum, k4Group(c + 192, a + 64, m4, s0, false));
+  const s1 = scales1(c);
+  isum = i32x4.add(isum, k4Group(c + 320, a + 128, m4, s1, true));
+  return i32x4.add(isum, k4Group(c + 448, a + 192, m4, s1, false));
 }
 
 /** Four rows (the group at c, nsb super-blocks) against one activation row: [r0..r3]. */
