@@ -8,6 +8,7 @@ import {
   T_Q6_K, T_Q8_0,
 } from './types';
 import { qQs, qScale, qStride, qrow } from './desc';
+import { dequantRowQ4K, dequantRowQ5_0, kGroup, kRow, krow } from './kquant';
 
 /** The IQ4_NL codebook as one vector (a constant, not a data segment). */
 @inline function iq4Table(): v128 {
@@ -296,7 +297,9 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       dequantQ4_1(src, n >> 5, dst);
       return;
     case T_Q5_0:
-      dequantQ5_0(src, n >> 5, dst);
+      krow(node, t, o, 22);
+      if (kRow >= 0) dequantRowQ5_0(kGroup, kRow, n >> 5, dst);
+      else dequantQ5_0(kGroup, n >> 5, dst);
       return;
     case T_Q5_1:
       dequantQ5_1(src, n >> 5, dst);
@@ -311,7 +314,9 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       dequantQ3_K(src, n >> 8, dst);
       return;
     case T_Q4_K:
-      dequantQ4_K(src, n >> 8, dst);
+      krow(node, t, o, 144);
+      if (kRow >= 0) dequantRowQ4K(kGroup, kRow, n >> 8, dst);
+      else dequantQ4_K(kGroup, n >> 8, dst);
       return;
     case T_Q5_K:
       dequantQ5_K(src, n >> 8, dst);

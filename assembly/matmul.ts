@@ -13,7 +13,7 @@
 // repacked tensor (its groups can be used as such), 7 the rounding of f32 activations
 // (vecdot.ts: the grid of ggml-cpu's vec_dot_type for the weight type).
 
-import { extra, qQs, qScale, qStride, qrow, share0, tAddr, tLayout, tNb, tNe, tType, tWord, LAYOUT_REP4 } from './desc';
+import { extra, qQs, qScale, qStride, qrow, share0, tAddr, tLayout, tNb, tNe, tType, tWord, LAYOUT_K4, LAYOUT_REP4 } from './desc';
 import { readRow } from './rows';
 import { f16ToF32, f32ToF16 } from './math';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
@@ -21,6 +21,9 @@ import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
   dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
 } from './qdot';
+import {
+  colsQ5_0x4, gemmQ4Kx4, gemmQ5_0x4, gemvQ4K, gemvQ5_0, kGroup, kRow, krow, unpackRowQ4K, unpackRowQ5_0,
+} from './kquant';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 
 const FMT_F32: i32 = 0;
@@ -224,6 +227,10 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     }
     return;
   }
+  if (mc == 4 && tLayout(node, 1) == LAYOUT_K4 && extra(node, 6) != 0 && m0 + 4 <= tWord(node, 1, 14)) {
+    mmGroupK4(node, type, tAddr(node, 1) + base + <usize>m0 * nb1, K, m0, i2, i3, c0, c1);
+    return;
+  }
   const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
   const plainRows = tNb(node, 1, 0) == (type == T_F32 ? 4 : 2);
   if (mc == 4 && (type == T_F32 || type == T_F16) && plainRows && (K & 3) == 0) {
@@ -248,6 +255,28 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     return;
   }
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
+}
+
+/** A whole group of four interleaved Q4_K / Q5_0 rows (kquant.ts): columns four at a time, then one. */
+function mmGroupK4(node: usize, type: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
+  const q5 = type == T_Q5_0;
+  let n = c0;
+  for (; n + 4 <= c1; n += 4) {
+    const x0 = actRow(node, n, i2, i3);
+    const x1 = actRow(node, n + 1, i2, i3);
+    const x2 = actRow(node, n + 2, i2, i3);
+    const x3 = actRow(node, n + 3, i2, i3);
+    const o0 = dstAt(node, m0, n, i2, i3);
+    const o1 = dstAt(node, m0, n + 1, i2, i3);
+    const o2 = dstAt(node, m0, n + 2, i2, i3);
+    const o3 = dstAt(node, m0, n + 3, i2, i3);
+    if (q5) gemmQ5_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
+    else gemmQ4Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
+  }
+  for (; n < c1; n++) {
+    const x = actRow(node, n, i2, i3);
+    v128.store(dstAt(node, m0, n, i2, i3), q5 ? gemvQ5_0(chunk, K >> 5, x, K) : gemvQ4K(chunk, K >> 8, x, K));
+  }
 }
 
 /** Σ_b min_b · corr_b: Q8_1's block-sum rounding against Q4_1/Q5_1 mins (vecdot.ts). */
@@ -279,10 +308,44 @@ function mmRows(
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
     } else if (type == T_Q5_0) {
-      for (let n = c0; n < c1; n++) {
-        store<f32>(dstAt(node, m, n, i2, i3), dotQ5_0(pa, K >> 5, actRow(node, n, i2, i3), K));
+      let q5 = pa;
+      if (tLayout(node, 1) == LAYOUT_K4) {
+        // a row of an interleaved group outside the tiles (a view): ggml's bytes in scratch
+        krow(node, 1, o, 22);
+        q5 = kGroup;
+        if (kRow >= 0) {
+          unpackRowQ5_0(kGroup, kRow, K >> 5, scratch);
+          q5 = scratch;
+        }
+      }
+      let n = c0;
+      if (ASC_FEATURE_RELAXED_SIMD) {
+        for (; n + 4 <= c1; n += 4) {
+          const x0 = actRow(node, n, i2, i3);
+          const x1 = actRow(node, n + 1, i2, i3);
+          const x2 = actRow(node, n + 2, i2, i3);
+          const x3 = actRow(node, n + 3, i2, i3);
+          const v = colsQ5_0x4(q5, K >> 5, K, x0, x1, x2, x3);
+          store<f32>(dstAt(node, m, n, i2, i3), f32x4.extract_lane(v, 0));
+          store<f32>(dstAt(node, m, n + 1, i2, i3), f32x4.extract_lane(v, 1));
+          store<f32>(dstAt(node, m, n + 2, i2, i3), f32x4.extract_lane(v, 2));
+          store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
+        }
+      }
+      for (; n < c1; n++) {
+        store<f32>(dstAt(node, m, n, i2, i3), dotQ5_0(q5, K >> 5, actRow(node, n, i2, i3), K));
       }
     } else if (type == T_Q4_K || type == T_Q6_K) {
+      let pa = tAddr(node, 1) + o;
+      if (type == T_Q4_K && tLayout(node, 1) == LAYOUT_K4) {
+        // a row of an interleaved group outside the tiles (a view): ggml's bytes in scratch
+        krow(node, 1, o, 144);
+        pa = kGroup;
+        if (kRow >= 0) {
+          unpackRowQ4K(kGroup, kRow, K >> 8, scratch);
+          pa = scratch;
+        }
+      }
       let n = c0;
       for (; n + 4 <= c1; n += 4) {
         const x0 = actRow(node, n, i2, i3);

@@ -18,3 +18,5 @@ export function repack4(src: usize, dst: usize, nb: i32, ts: i32, rowBytes: i32)
     }
   }
 }
+
+export { repackQ4K, repackQ5_0 } from './kquant';

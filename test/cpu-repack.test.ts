@@ -1,4 +1,4 @@
-// The CPU device's buffers: Q4_0/Q8_0 tensors are stored 4-row interleaved and every
+// The CPU device's buffers: Q4_0/Q8_0 (and Q4_K, Q5_0 weights) tensors are stored 4-row interleaved and every
 // sub-range write and read must still see ggml's bytes (randomized offsets and sizes,
 // memsets, views); the plain host buffer type keeps ggml's layout.
 
@@ -8,8 +8,12 @@ import { tensorGet, tensorMemset, tensorSet } from '../src/backends/api.js';
 import type { CpuBuffer } from '../src/backends/cpu/buffer.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
 import { Rep4Layout } from '../src/backends/cpu/layout.js';
+import { K4Layout } from '../src/backends/cpu/layout-k.js';
 import { referenceDevice } from '../src/backends/reference/index.js';
+import { computeOn } from '../src/backends/testing/compute.js';
+import { nmse, randomData } from '../src/backends/testing/op-harness.js';
 import { allocTensors } from '../src/ggml/alloc.js';
+import * as ops from '../src/ggml/ops.js';
 import { newTensor, view } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 
@@ -37,6 +41,11 @@ const SHAPES: [number, number[]][] = [
   [GGMLType.Q4_0, [256, 13]],
   [GGMLType.Q8_0, [32, 3]],
   [GGMLType.F16, [10, 3]],
+  [GGMLType.Q4_K, [256, 7]],
+  [GGMLType.Q4_K, [512, 9]],
+  [GGMLType.Q4_K, [256, 4, 3]],
+  [GGMLType.Q5_0, [64, 7]],
+  [GGMLType.Q5_0, [96, 9, 2]],
 ];
 
 test('cpu buffer: Q4_0/Q8_0 are stored interleaved, not in ggml layout', () => {
@@ -97,6 +106,53 @@ for (const seed of [1, 2, 3]) {
       assert.deepEqual(await tensorGet(t), await tensorGet(model));
       for (const b of [...bufs, ...hbufs]) b.free();
     }
+  });
+}
+
+test('cpu buffer: Q4_K is stored interleaved (relaxed-SIMD kernels only)', () => {
+  const t = newTensor(GGMLType.Q4_K, [512, 8]);
+  const [buf] = allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[];
+  if (cpuDevice.variant !== 'relaxed') {
+    assert.equal(buf.layoutOf(t), undefined);
+    buf.free();
+    return;
+  }
+  assert.ok(buf.layoutOf(t) instanceof K4Layout);
+  const data = bytes(rng(9), t.nbytes);
+  tensorSet(t, data);
+  const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
+  assert.notDeepEqual(Uint8Array.from(raw), data);
+  // row 1's d sits right after row 0's in the first super-block column
+  assert.equal(raw[2], data[288]);
+  assert.equal(raw[3], data[289]);
+  buf.free();
+});
+
+for (const name of ['Q4_K', 'Q5_0'] as const) {
+  test(`cpu buffer: GET_ROWS and products with row views of interleaved ${name} weights match the reference`, async () => {
+    // 11 rows: two interleaved groups and three plain rows; views start inside a group
+    const run = async (dev: typeof cpuDevice | typeof referenceDevice) => {
+      const a = newTensor(GGMLType[name], [512, 11], 'a');
+      const bufs = allocTensors([a], dev.bufferType(), 'weights');
+      tensorSet(a, randomData(a, 31));
+      const idx = newTensor(GGMLType.I32, [6], 'idx');
+      const x = newTensor(GGMLType.F32, [512, 3], 'x');
+      const rb = a.nb[1];
+      const v = view(a, [512, 5], [rb], 3 * rb);
+      const outs = [ops.getRows(a, idx), ops.mulMat(v, x), ops.mulMat(a, x)];
+      const r = await computeOn(dev, outs, [
+        [idx, Int32Array.from([0, 5, 3, 10, 7, 8])],
+        [x, randomData(x, 32)],
+      ]);
+      for (const b of bufs) b.free();
+      r.allocator.free();
+      return r.values;
+    };
+    const got = await run(cpuDevice);
+    const want = await run(referenceDevice);
+    assert.deepEqual(got[0], want[0]);
+    assert.ok(nmse(got[1], want[1]) < 5e-4, `view product: NMSE ${nmse(got[1], want[1])}`);
+    assert.ok(nmse(got[2], want[2]) < 5e-4, `product: NMSE ${nmse(got[2], want[2])}`);
   });
 }
 

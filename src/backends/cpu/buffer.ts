@@ -7,10 +7,12 @@
 //   it in place).
 
 import type { Tensor } from '../../ggml/tensor.js';
+import { GGMLType } from '../../ggml/types.js';
 import { HostBuffer } from '../host.js';
 import type { Buffer, BufferType, BufferUsage, Device } from '../impl.js';
 import type { Arena } from './arena.js';
 import { Rep4Layout } from './layout.js';
+import { K4Layout } from './layout-k.js';
 import { Wasm, type WasmModule } from './wasm-api.js';
 
 /** Where a range of arena memory is. */
@@ -32,28 +34,33 @@ export interface ArenaAllocator {
 const REPACK_PIECE = 2 << 20;
 
 type Repack = (src: number, dst: number, nb: number, ts: number, rowBytes: number) => void;
-const repackers = new WeakMap<Arena, Repack | null>();
+const repackers = new WeakMap<Arena, Record<string, unknown> | null>();
 
-/** The kernel module's repack4 on the main thread, instantiated on `arena` (null: unavailable). */
-function repacker(arena: Arena, buft: CpuBufferType): Repack | null {
+/** A layout's repacking export (repack4 by default) on the main thread, instantiated on `arena` (null: unavailable). */
+function repacker(arena: Arena, buft: CpuBufferType, name = 'repack4'): Repack | null {
   let r = repackers.get(arena);
   if (r === undefined) {
     r = null;
     const module = (buft.device as { kernelModule?: () => WasmModule }).kernelModule?.();
-    if (module) {
-      const inst = new Wasm.Instance(module, { env: { memory: arena.memory } });
-      r = inst.exports.repack4 as Repack;
-    }
+    if (module) r = new Wasm.Instance(module, { env: { memory: arena.memory } }).exports;
     repackers.set(arena, r);
   }
-  return r;
+  return (r?.[name] as Repack | undefined) ?? null;
+}
+
+/** A stored layout other than ggml's. */
+export type TensorLayout = Rep4Layout | K4Layout;
+
+/** Whether the device's kernels are the relaxed-SIMD build (the only one with K-quant layouts). */
+function relaxedKernels(buft: CpuBufferType): boolean {
+  return (buft.device as { variant?: string }).variant === 'relaxed';
 }
 
 /** A buffer the kernels can address: its arena, its first byte there, tensor layouts. */
 export interface ArenaBacked {
   readonly arena: Arena;
   readonly base: number;
-  layoutOf(root: Tensor): Rep4Layout | undefined;
+  layoutOf(root: Tensor): TensorLayout | undefined;
 }
 
 export function isArenaBacked(b: unknown): b is ArenaBacked & Buffer {
@@ -68,7 +75,7 @@ function checkRange(t: Tensor, offset: number, size: number): void {
 
 export class CpuBuffer implements Buffer, ArenaBacked {
   usage: BufferUsage = 'any';
-  private readonly layouts = new WeakMap<Tensor, Rep4Layout>();
+  private readonly layouts = new WeakMap<Tensor, TensorLayout>();
   private freed = false;
 
   constructor(
@@ -78,12 +85,21 @@ export class CpuBuffer implements Buffer, ArenaBacked {
     readonly size: number,
   ) {}
 
-  layoutOf(root: Tensor): Rep4Layout | undefined {
+  layoutOf(root: Tensor): TensorLayout | undefined {
     return this.layouts.get(root);
   }
 
   initTensor(t: Tensor): void {
     if (!t.viewSrc && Rep4Layout.applies(t)) this.layouts.set(t, new Rep4Layout(t.type, t.ne));
+    // Q5_0 rows can be written by kernels (CPY, SET_ROWS) in ggml's layout only: weights only
+    else if (
+      !t.viewSrc &&
+      K4Layout.applies(t) &&
+      relaxedKernels(this.bufferType) &&
+      (t.type !== GGMLType.Q5_0 || this.usage === 'weights')
+    ) {
+      this.layouts.set(t, new K4Layout(t.type, t.ne));
+    }
   }
 
   private check(t: Tensor, offset: number, size: number): void {
@@ -102,7 +118,9 @@ export class CpuBuffer implements Buffer, ArenaBacked {
     }
     const start = t.offset - root.offset + offset;
     const a = this.bufferType.allocator;
-    const repack = data.byteLength >= 4 * layout.rowBytes && a.scratch ? repacker(this.arena, this.bufferType) : null;
+    const name = layout instanceof K4Layout ? layout.repackExport : undefined;
+    const repack =
+      data.byteLength >= 4 * layout.rowBytes && a.scratch ? repacker(this.arena, this.bufferType, name) : null;
     if (!repack) {
       layout.write(mem, this.base + root.offset, start, data);
       return;

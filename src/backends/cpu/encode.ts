@@ -9,8 +9,8 @@ import { RopeMode } from '../../ggml/ops.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../ggml/types.js';
 import type { Arena } from './arena.js';
-import { isArenaBacked } from './buffer.js';
-import type { Rep4Layout } from './layout.js';
+import { isArenaBacked, type TensorLayout } from './buffer.js';
+import { K4Layout, LAYOUT_K4 } from './layout-k.js';
 import { F_NO_BARRIER, F_SINGLE, K_COPY, type KernelName, kernelId, STEP_WORDS } from './protocol.js';
 
 /** Bytes of one node record. */
@@ -20,7 +20,7 @@ interface Loc {
   arena: Arena;
   /** Plain: arena address of element [0,0,0,0]. Rep4: the root's first byte. */
   addr: number;
-  layout?: Rep4Layout;
+  layout?: TensorLayout;
   /** Rep4: byte offset of the view inside its root. */
   voff: number;
   /** Bytes to copy when staging (from `copyFrom`). */
@@ -348,7 +348,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         mem32[w + 6 + d] = t.nb[d];
       }
       if (l.layout) {
-        mem32[w + 10] = 1;
+        mem32[w + 10] = l.layout instanceof K4Layout ? LAYOUT_K4 : 1;
         mem32[w + 11] = l.voff;
         mem32[w + 12] = l.layout.ne1;
         mem32[w + 13] = l.layout.rowBytes;

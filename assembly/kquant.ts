@@ -1,0 +1,532 @@
+// Q4_K and Q5_0 weights in the 4-row interleaved layout ("k4" layout;
+// src/backends/cpu/layout-k.ts) and their kernels. Q4_K first; Q5_0 at the end.
+//
+// In a matrix, rows are taken four at a time (rows left over keep ggml's layout); a group
+// of four rows occupies the same bytes as in ggml's layout, reordered by super-block
+// column b (4 x 144 = 576 bytes at 576 b):
+//   +0   d of rows 0..3 (f16), +8 dmin of rows 0..3 (f16)
+//   +16  A: 32 bytes, half h (sub-blocks 4h..4h+3) at +16h. Byte k of a half: low nibble
+//        = low 4 bits of the scale of (sub-block 4h + k/4, row k%4), high nibble = low 4
+//        bits of the min of (sub-block 4h + 2(k/8) + k%2, row (k/2)%4)
+//   +48  H: 16 bytes, byte k: bits 0-1 / 2-3 = high 2 bits of scale / min at position k of
+//        half 0, bits 4-5 / 6-7 the same for half 1
+//   +64  quants: 64-element group g (0..3) at +64+128g, 16 bytes per four-element step kk
+//        (0..7) at +16kk: byte 4r+e = ggml's quant byte 32g+4kk+e of row r (low nibble:
+//        element 64g+4kk+e, high nibble: element 64g+32+4kk+e).
+// A kernel reads a group as one stream. The quant bytes give one i16 lane pair per row
+// against a broadcast four activation bytes (relaxed dot, no horizontal sums); scales
+// decode with a few vector ops into bytes whose order suits a per-row multiply.
+// Relaxed-SIMD build only (the host uses this layout only with that build).
+
+import { C_BIT8, C_M10, C_M30, C_M4, C_ONES16, C_QH_HI, C_QH_LO, f16x4 } from './consts';
+import { hsum } from './dot';
+import { LAYOUT_K4, tAddr, tLayout, tWord } from './desc';
+import { f16ToF32 } from './math';
+
+export const K4_SB: usize = 576;
+
+// ---- repacking (load) and row access -------------------------------------------------
+
+/** Scale j (0..7) and min j of a ggml Q4_K super-block's 12 packed bytes at p. */
+@inline function ggScale(p: usize, j: i32): i32 {
+  return j < 4 ? <i32>load<u8>(p + j) & 63 : (<i32>load<u8>(p + j + 4) & 15) | ((<i32>load<u8>(p + j - 4) >> 6) << 4);
+}
+@inline function ggMin(p: usize, j: i32): i32 {
+  return j < 4 ? <i32>load<u8>(p + j + 4) & 63 : (<i32>load<u8>(p + j + 4) >> 4) | ((<i32>load<u8>(p + j) >> 6) << 4);
+}
+
+/** Position (0..15) in its half of the scale of (sub-block j, row r), and of the min. */
+@inline function scPos(j: i32, r: i32): i32 {
+  return ((j & 3) << 2) | r;
+}
+@inline function mnPos(j: i32, r: i32): i32 {
+  return ((j & 2) << 2) | (r << 1) | (j & 1);
+}
+
+/** Scale / min of (sub-block j, row r) of the interleaved super-block column at c. */
+@inline export function k4ScaleAt(c: usize, j: i32, r: i32): i32 {
+  const k = scPos(j, r);
+  const h = j >> 2;
+  return (<i32>load<u8>(c + 16 + <usize>(h * 16 + k)) & 15) | (((<i32>load<u8>(c + 48 + <usize>k) >> (h * 4)) & 3) << 4);
+}
+@inline export function k4MinAt(c: usize, j: i32, r: i32): i32 {
+  const k = mnPos(j, r);
+  const h = j >> 2;
+  return (<i32>load<u8>(c + 16 + <usize>(h * 16 + k)) >> 4) | (((<i32>load<u8>(c + 48 + <usize>k) >> (h * 4 + 2)) & 3) << 4);
+}
+
+/** Repack four Q4_K rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 144). */
+export function repackQ4K(src: usize, dst: usize, nsb: i32, ts: i32, rowBytes: i32): void {
+  for (let b = 0; b < nsb; b++) {
+    const c = dst + <usize>b * K4_SB;
+    v128.store(c + 16, i64x2.splat(0));
+    v128.store(c + 32, i64x2.splat(0));
+    v128.store(c + 48, i64x2.splat(0));
+    for (let r = 0; r < 4; r++) {
+      const p = src + <usize>r * <usize>rowBytes + <usize>b * 144;
+      store<u16>(c + (<usize>r << 1), load<u16>(p));
+      store<u16>(c + 8 + (<usize>r << 1), load<u16>(p, 2));
+      for (let j = 0; j < 8; j++) {
+        const h = j >> 2;
+        const sc = ggScale(p + 4, j);
+        const mn = ggMin(p + 4, j);
+        const ks = c + 16 + <usize>(h * 16 + scPos(j, r));
+        const km = c + 16 + <usize>(h * 16 + mnPos(j, r));
+        store<u8>(ks, load<u8>(ks) | (sc & 15));
+        store<u8>(km, load<u8>(km) | ((mn & 15) << 4));
+        const hs = c + 48 + <usize>scPos(j, r);
+        const hm = c + 48 + <usize>mnPos(j, r);
+        store<u8>(hs, load<u8>(hs) | ((sc >> 4) << (h * 4)));
+        store<u8>(hm, load<u8>(hm) | ((mn >> 4) << (h * 4 + 2)));
+      }
+      for (let g = 0; g < 4; g++) {
+        for (let kk = 0; kk < 8; kk++) {
+          store<u32>(c + 64 + <usize>(g * 128 + kk * 16 + r * 4), load<u32>(p + 16 + <usize>(g * 32 + kk * 4)));
+        }
+      }
+    }
+  }
+}
+
+/** Restore row r (0..3) of the group at c (nsb super-blocks) in ggml's layout at dst. */
+export function unpackRowQ4K(c: usize, r: i32, nsb: i32, dst: usize): void {
+  for (let b = 0; b < nsb; b++, c += K4_SB, dst += 144) {
+    store<u16>(dst, load<u16>(c + (<usize>r << 1)));
+    store<u16>(dst, load<u16>(c + 8 + (<usize>r << 1)), 2);
+    for (let j = 0; j < 4; j++) {
+      const s0 = k4ScaleAt(c, j, r);
+      const s1 = k4ScaleAt(c, j + 4, r);
+      const m0 = k4MinAt(c, j, r);
+      const m1 = k4MinAt(c, j + 4, r);
+      store<u8>(dst + 4 + <usize>j, s0 | ((s1 >> 4) << 6));
+      store<u8>(dst + 8 + <usize>j, m0 | ((m1 >> 4) << 6));
+      store<u8>(dst + 12 + <usize>j, (s1 & 15) | ((m1 & 15) << 4));
+    }
+    for (let g = 0; g < 4; g++) {
+      for (let kk = 0; kk < 8; kk++) {
+        store<u32>(dst + 16 + <usize>(g * 32 + kk * 4), load<u32>(c + 64 + <usize>(g * 128 + kk * 16 + r * 4)));
+      }
+    }
+  }
+}
+
+/** Dequantize row r of the group at c (nsb super-blocks) to f32 at dst, as ggml does. */
+export function dequantRowQ4K(c: usize, r: i32, nsb: i32, dst: usize): void {
+  for (let b = 0; b < nsb; b++, c += K4_SB) {
+    const d = f16ToF32(load<u16>(c + (<usize>r << 1)));
+    const dmin = f16ToF32(load<u16>(c + 8 + (<usize>r << 1)));
+    for (let j = 0; j < 8; j++) {
+      const dj = d * <f32>k4ScaleAt(c, j, r);
+      const mj = dmin * <f32>k4MinAt(c, j, r);
+      const q = c + 64 + <usize>((j >> 1) * 128 + r * 4);
+      const sh = (j & 1) * 4;
+      for (let l = 0; l < 32; l++) {
+        const v = (<i32>load<u8>(q + <usize>((l >> 2) * 16 + (l & 3))) >> sh) & 15;
+        store<f32>(dst + (<usize>l << 2), dj * <f32>v - mj);
+      }
+      dst += 128;
+    }
+  }
+}
+
+/** Set by krow: the group holding the row and the row in it (0..3), or -1 and the row's address. */
+export let kGroup: usize = 0;
+export let kRow: i32 = -1;
+
+/**
+ * Locate the Q4_K / Q5_0 row (blocks of ts bytes) of tensor t that starts `o` logical bytes
+ * (ggml layout) after the tensor's element [0,0,0,0]: in a group (kGroup: its first block
+ * column, kRow >= 0) or plain (kRow -1, kGroup its address).
+ */
+export function krow(node: usize, t: i32, o: usize, ts: usize): void {
+  const addr = tAddr(node, t);
+  if (tLayout(node, t) != LAYOUT_K4) {
+    kGroup = addr + o;
+    kRow = -1;
+    return;
+  }
+  const lo = <usize>tWord(node, t, 11) + o;
+  const ne1 = <usize>tWord(node, t, 12);
+  const rb = <usize>tWord(node, t, 13);
+  const R = lo / rb;
+  const m = R / ne1;
+  const r = R - m * ne1;
+  if (r >= <usize>tWord(node, t, 14)) {
+    kGroup = addr + lo;
+    kRow = -1;
+    return;
+  }
+  kGroup = addr + (m * ne1 + (r & ~3)) * rb + ((lo - R * rb) / ts) * 4 * ts;
+  kRow = <i32>(r & 3);
+}
+
+// ---- dot products ----------------------------------------------------------------------
+//
+// Activation rows as in matmul.ts (per-256 format): int8 quants at +0, f32 scale per 256
+// at +2K, i16 sums per 32 at +2K+K/4.
+
+@inline function rdot(a: v128, w: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
+  // the plain-SIMD build does not use this layout; an exact equivalent keeps it compiling
+  const ae = i16x8.shr_s(i16x8.shl(a, 8), 8);
+  const ao = i16x8.shr_s(a, 8);
+  return i16x8.add(i16x8.mul(ae, v128.and(w, i16x8.splat(0xff))), i16x8.mul(ao, i16x8.shr_u(w, 8)));
+}
+
+/**
+ * The decoded scales (bytes, positions as in A) or mins of one half of a super-block
+ * column at c: half 0 or 1.
+ */
+@inline function scales0(c: usize): v128 {
+  return v128.or(v128.and(v128.load(c, 16), C_M4()), v128.and(i16x8.shl(v128.load(c, 48), 4), C_M30()));
+}
+@inline function scales1(c: usize): v128 {
+  return v128.or(v128.and(v128.load(c, 32), C_M4()), v128.and(v128.load(c, 48), C_M30()));
+}
+@inline function mins0(c: usize): v128 {
+  return v128.or(v128.and(i16x8.shr_u(v128.load(c, 16), 4), C_M4()), v128.and(i16x8.shl(v128.load(c, 48), 2), C_M30()));
+}
+@inline function mins1(c: usize): v128 {
+  return v128.or(v128.and(i16x8.shr_u(v128.load(c, 32), 4), C_M4()), v128.and(i16x8.shr_u(v128.load(c, 48), 2), C_M30()));
+}
+
+/** Per-row Σ_j min_j · (activation sum of sub-block j): i32 lanes = rows. */
+@inline function minSum(c: usize, bs: usize): v128 {
+  const m0 = mins0(c);
+  const m1 = mins1(c);
+  return i32x4.add(
+    i32x4.add(
+      i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(m0), v128.load32_splat(bs)),
+      i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(m0), v128.load32_splat(bs, 4)),
+    ),
+    i32x4.add(
+      i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(m1), v128.load32_splat(bs, 8)),
+      i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(m1), v128.load32_splat(bs, 12)),
+    ),
+  );
+}
+
+/** i16 lanes [s_r0, s_r0, s_r1, s_r1, ...] of sub-block jj (0..3) of a half's decoded scales. */
+@inline function pairScale(sc: v128, jj: i32): v128 {
+  const e = jj < 2 ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
+  return (jj & 1) == 0 ? v128.shuffle<i16>(e, e, 0, 0, 1, 1, 2, 2, 3, 3) : v128.shuffle<i16>(e, e, 4, 4, 5, 5, 6, 6, 7, 7);
+}
+
+/** acc + isum·d·da − msum·dmin·da for the super-block column at c (lanes = rows). */
+@inline function k4Scale(c: usize, act: usize, sb: i32, K: i32, isum: v128, msum: v128, acc: v128): v128 {
+  const da = v128.load32_splat(act + 2 * <usize>K + (<usize>sb << 2));
+  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), da);
+  const dm = f32x4.mul(f16x4(v128.load16x4_u(c + 8)), da);
+  return f32x4.sub(f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d)), f32x4.mul(f32x4.convert_i32x4_s(msum), dm));
+}
+
+/** i16 pair sums per row of quant group g's two sub-blocks (low nibbles into sA, high into sB). */
+@inline function k4Group(q: usize, ag: usize, m4: v128, sc: v128, lowHalf: bool): v128 {
+  let sA = i16x8.splat(0);
+  let sB = i16x8.splat(0);
+  for (let kk: usize = 0; kk < 128; kk += 32) {
+    const w0 = v128.load(q + kk);
+    const w1 = v128.load(q + kk, 16);
+    const x = ag + (kk >> 2);
+    sA = i16x8.add(sA, i16x8.add(rdot(v128.load32_splat(x), v128.and(w0, m4)), rdot(v128.load32_splat(x, 4), v128.and(w1, m4))));
+    sB = i16x8.add(
+      sB,
+      i16x8.add(
+        rdot(v128.load32_splat(x, 32), v128.and(i16x8.shr_u(w0, 4), m4)),
+        rdot(v128.load32_splat(x, 36), v128.and(i16x8.shr_u(w1, 4), m4)),
+      ),
+    );
+  }
+  const e = lowHalf ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
+  return i32x4.add(
+    i32x4.dot_i16x8_s(sA, v128.shuffle<i16>(e, e, 0, 0, 1, 1, 2, 2, 3, 3)),
+    i32x4.dot_i16x8_s(sB, v128.shuffle<i16>(e, e, 4, 4, 5, 5, 6, 6, 7, 7)),
+  );
+}
+
+/** Integer sum of the super-block column at c with one activation row (a: its quants of this super-block). */
+@inline function k4Int(c: usize, a: usize): v128 {
+  const m4 = C_M4();
+  // loops, not unrolled: V8 hoists every load of an unrolled body and spills
+  const s0 = scales0(c);
+  let isum = k4Group(c + 64, a, m4, s0, true);
+  isum = i32x4.add(isum, k4Group(c + 192, a + 64, m4, s0, false));
+  const s1 = scales1(c);
+  isum = i32x4.add(isum, k4Group(c + 320, a + 128, m4, s1, true));
+  return i32x4.add(isum, k4Group(c + 448, a + 192, m4, s1, false));
+}
+
+/** Four rows (the group at c, nsb super-blocks) against one activation row: [r0..r3]. */
+export function gemvQ4K(c: usize, nsb: i32, act: usize, K: i32): v128 {
+  let acc = f32x4.splat(0);
+  const bs = act + 2 * <usize>K + (<usize>K >> 2);
+  for (let sb = 0; sb < nsb; sb++, c += K4_SB) {
+    const isum = k4Int(c, act + (<usize>sb << 8));
+    acc = k4Scale(c, act, sb, K, isum, minSum(c, bs + (<usize>sb << 4)), acc);
+  }
+  return acc;
+}
+
+/** i16 pair sums per row of one 32-element sub-block for four columns: one step of two quant vectors. */
+@inline function colStep(x: usize, u0: v128, u1: v128, acc: v128): v128 {
+  return i16x8.add(acc, i16x8.add(rdot(v128.load32_splat(x), u0), rdot(v128.load32_splat(x, 4), u1)));
+}
+
+/**
+ * Four rows against four activation rows: results stored (four rows each) at o0..o3.
+ * Per column the same integer sums and float steps as gemvQ4K, so a column's result does
+ * not depend on the batch it came in.
+ */
+export function gemmQ4Kx4(
+  c: usize, nsb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  const m4 = C_M4();
+  const bo: usize = 2 * <usize>K + (<usize>K >> 2);
+  for (let sb = 0; sb < nsb; sb++, c += K4_SB) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    let i2 = i32x4.splat(0);
+    let i3 = i32x4.splat(0);
+    // sub-block j: the low (even j) or high (odd j) nibbles of quant group j/2
+    for (let j = 0; j < 8; j++) {
+      const q = c + 64 + <usize>(j >> 1) * 128;
+      const e = (<usize>sb << 8) + (<usize>j << 5);
+      let s0 = i16x8.splat(0);
+      let s1 = i16x8.splat(0);
+      let s2 = i16x8.splat(0);
+      let s3 = i16x8.splat(0);
+      if ((j & 1) == 0) {
+        for (let kk: usize = 0; kk < 128; kk += 32) {
+          const u0 = v128.and(v128.load(q + kk), m4);
+          const u1 = v128.and(v128.load(q + kk, 16), m4);
+          const x = e + (kk >> 2);
+          s0 = colStep(a0 + x, u0, u1, s0);
+          s1 = colStep(a1 + x, u0, u1, s1);
+          s2 = colStep(a2 + x, u0, u1, s2);
+          s3 = colStep(a3 + x, u0, u1, s3);
+        }
+      } else {
+        for (let kk: usize = 0; kk < 128; kk += 32) {
+          const u0 = v128.and(i16x8.shr_u(v128.load(q + kk), 4), m4);
+          const u1 = v128.and(i16x8.shr_u(v128.load(q + kk, 16), 4), m4);
+          const x = e + (kk >> 2);
+          s0 = colStep(a0 + x, u0, u1, s0);
+          s1 = colStep(a1 + x, u0, u1, s1);
+          s2 = colStep(a2 + x, u0, u1, s2);
+          s3 = colStep(a3 + x, u0, u1, s3);
+        }
+      }
+      const sc = (j >> 2) == 0 ? scales0(c) : scales1(c);
+      const ps = pairScale(sc, j & 3);
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(s0, ps));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(s1, ps));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(s2, ps));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(s3, ps));
+    }
+    const bs = <usize>sb << 4;
+    c0 = k4Scale(c, a0, sb, K, i0, minSum(c, a0 + bo + bs), c0);
+    c1 = k4Scale(c, a1, sb, K, i1, minSum(c, a1 + bo + bs), c1);
+    c2 = k4Scale(c, a2, sb, K, i2, minSum(c, a2 + bo + bs), c2);
+    c3 = k4Scale(c, a3, sb, K, i3, minSum(c, a3 + bo + bs), c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+// ---- Q5_0 (ggml's layout): one row against four activation rows -------------------------
+//
+// The same steps per column as qdot.ts dotQ5_0 (so the same bits: a column's result does
+// not depend on the batch it came in), with the weights decoded once for four columns.
+
+/** 0x10 in the bytes of the elements whose bit is set in the Q5_0 high bits (sel: which qh bytes). */
+@inline function q5High(qh: v128, sel: v128): v128 {
+  const bits = C_BIT8();
+  return v128.and(i8x16.eq(v128.and(i8x16.swizzle(qh, sel), bits), bits), C_M10());
+}
+
+/** One column's block step: acc += Σ·s (lanes), and the -16 offset term of block b. */
+@inline function q5Col(a: usize, v0: v128, v1: v128, s: f32, acc: v128): v128 {
+  const p = i16x8.add(rdot(v128.load(a), v0), rdot(v128.load(a, 16), v1));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.dot_i16x8_s(p, C_ONES16())), f32x4.splat(s)));
+}
+
+/** [row·act0, row·act1, row·act2, row·act3] for one Q5_0 row (nb blocks of 22 bytes at w). */
+export function colsQ5_0x4(w: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize): v128 {
+  const ad = 2 * <usize>K;
+  const as = ad + (<usize>K >> 3);
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  let k0: f32 = 0;
+  let k1: f32 = 0;
+  let k2: f32 = 0;
+  let k3: f32 = 0;
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, w += 22) {
+    const dw = f16ToF32(load<u16>(w));
+    const qh = i32x4.splat(load<u32>(w, 2));
+    const q = v128.load(w, 6);
+    const v0 = v128.or(v128.and(q, m4), q5High(qh, C_QH_LO()));
+    const v1 = v128.or(v128.and(i16x8.shr_u(q, 4), m4), q5High(qh, C_QH_HI()));
+    const o = <usize>b * 32;
+    const od = ad + (<usize>b << 2);
+    const os = as + (<usize>b << 2);
+    const s0 = dw * load<f32>(a0 + od);
+    const s1 = dw * load<f32>(a1 + od);
+    const s2 = dw * load<f32>(a2 + od);
+    const s3 = dw * load<f32>(a3 + od);
+    c0 = q5Col(a0 + o, v0, v1, s0, c0);
+    c1 = q5Col(a1 + o, v0, v1, s1, c1);
+    c2 = q5Col(a2 + o, v0, v1, s2, c2);
+    c3 = q5Col(a3 + o, v0, v1, s3, c3);
+    k0 += <f32>(load<i32>(a0 + os) << 1) * s0;
+    k1 += <f32>(load<i32>(a1 + os) << 1) * s1;
+    k2 += <f32>(load<i32>(a2 + os) << 1) * s2;
+    k3 += <f32>(load<i32>(a3 + os) << 1) * s3;
+  }
+  return f32x4(hsum(c0) - k0, hsum(c1) - k1, hsum(c2) - k2, hsum(c3) - k3);
+}
+
+// ---- Q5_0 in the k4 layout ----------------------------------------------------------------
+//
+// A group's block column (4 x 22 = 88 bytes): +0 d of rows 0..3 (f16); +8 + 2s, for the
+// four-element steps s = 0..7 (elements 4s..4s+3 of each row): 16 high bits, bit 4r+e =
+// bit 4s+e of row r's qh; +24 + 16kk: byte 4r+e = qs[4kk+e] of row r (low nibble: element
+// 4kk+e, high nibble: element 16+4kk+e). Per block and row the integer Σ (q - 16)·a is
+// exact and scaled once by d·da (as ggml-cpu).
+
+/** Repack four Q5_0 rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 22). */
+export function repackQ5_0(src: usize, dst: usize, nb: i32, ts: i32, rowBytes: i32): void {
+  for (let b = 0; b < nb; b++) {
+    const c = dst + <usize>b * 88;
+    v128.store(c + 8, i64x2.splat(0));
+    for (let r = 0; r < 4; r++) {
+      const p = src + <usize>r * <usize>rowBytes + <usize>b * 22;
+      store<u16>(c + (<usize>r << 1), load<u16>(p));
+      const qh = load<u32>(p, 2);
+      for (let st = 0; st < 8; st++) {
+        const k = c + 8 + <usize>(2 * st + (r >> 1));
+        store<u8>(k, load<u8>(k) | (((qh >> (4 * st)) & 15) << ((r & 1) * 4)));
+      }
+      for (let kk = 0; kk < 4; kk++) store<u32>(c + 24 + <usize>(16 * kk + 4 * r), load<u32>(p + 6 + <usize>(4 * kk)));
+    }
+  }
+}
+
+/** qh of row r of the block column at c. */
+@inline function q5Qh(c: usize, r: i32): u32 {
+  let qh: u32 = 0;
+  for (let st = 0; st < 8; st++) qh |= ((<u32>load<u8>(c + 8 + <usize>(2 * st + (r >> 1))) >> ((r & 1) * 4)) & 15) << (4 * st);
+  return qh;
+}
+
+/** Restore row r (0..3) of the group at c (nb blocks) in ggml's layout at dst. */
+export function unpackRowQ5_0(c: usize, r: i32, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, c += 88, dst += 22) {
+    store<u16>(dst, load<u16>(c + (<usize>r << 1)));
+    store<u32>(dst, q5Qh(c, r), 2);
+    for (let kk = 0; kk < 4; kk++) store<u32>(dst + 6 + <usize>(4 * kk), load<u32>(c + 24 + <usize>(16 * kk + 4 * r)));
+  }
+}
+
+/** Dequantize row r of the group at c (nb blocks) to f32 at dst, as ggml does. */
+export function dequantRowQ5_0(c: usize, r: i32, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, c += 88, dst += 128) {
+    const d = f16ToF32(load<u16>(c + (<usize>r << 1)));
+    const qh = q5Qh(c, r);
+    for (let j = 0; j < 16; j++) {
+      const q = <i32>load<u8>(c + 24 + <usize>((j >> 2) * 16 + r * 4 + (j & 3)));
+      const h0 = <i32>(((qh >> j) << 4) & 0x10);
+      const h1 = <i32>((qh >> (j + 12)) & 0x10);
+      store<f32>(dst + (j << 2), <f32>((q & 15) - 16 + h0) * d);
+      store<f32>(dst + ((j + 16) << 2), <f32>((q >> 4) - 16 + h1) * d);
+    }
+  }
+}
+
+/** The quants (0..31) of step s (elements 4s..4s+3 of each row) from nibbles n (0..15 bytes). */
+@inline function q5Step(c: usize, s: i32, n: v128): v128 {
+  return v128.or(n, q5High(v128.load16_splat(c + 8 + (<usize>s << 1)), C_QH_LO()));
+}
+
+/** acc + (Σ q·a − 16 Σ a)·d·da for one block column and one activation row (lanes = rows). */
+@inline function q5Finish(c: usize, act: usize, b: i32, K: i32, lo: v128, hi: v128, acc: v128): v128 {
+  const ad = act + 2 * <usize>K;
+  // the stored sums are 8 x Σ a (Q4_0's offset): 16 x Σ a is that doubled
+  const off = i32x4.shl(v128.load32_splat(ad + (<usize>K >> 3) + (<usize>b << 2)), 1);
+  const isum = i32x4.sub(i32x4.add(i32x4.extadd_pairwise_i16x8_s(lo), i32x4.extadd_pairwise_i16x8_s(hi)), off);
+  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), v128.load32_splat(ad + (<usize>b << 2)));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d));
+}
+
+/** Four rows (the group at c, nb blocks) against one activation row: [r0..r3]. */
+export function gemvQ5_0(c: usize, nb: i32, act: usize, K: i32): v128 {
+  let acc = f32x4.splat(0);
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, c += 88) {
+    const a = act + (<usize>b << 5);
+    // i16 lanes: at most 4·2·31·127 each, so low and high nibbles apart
+    let lo = i16x8.splat(0);
+    let hi = i16x8.splat(0);
+    for (let kk = 0; kk < 4; kk++) {
+      const w = v128.load(c + 24 + (<usize>kk << 4));
+      lo = i16x8.add(lo, rdot(v128.load32_splat(a + (<usize>kk << 2)), q5Step(c, kk, v128.and(w, m4))));
+      hi = i16x8.add(hi, rdot(v128.load32_splat(a + 16 + (<usize>kk << 2)), q5Step(c, kk + 4, v128.and(i16x8.shr_u(w, 4), m4))));
+    }
+    acc = q5Finish(c, act, b, K, lo, hi, acc);
+  }
+  return acc;
+}
+
+/** Four rows against four activation rows (results at o0..o3); per column the steps of gemvQ5_0. */
+export function gemmQ5_0x4(
+  c: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, c += 88) {
+    const e = <usize>b << 5;
+    let l0 = i16x8.splat(0);
+    let l1 = i16x8.splat(0);
+    let l2 = i16x8.splat(0);
+    let l3 = i16x8.splat(0);
+    for (let kk = 0; kk < 4; kk++) {
+      const u = q5Step(c, kk, v128.and(v128.load(c + 24 + (<usize>kk << 4)), m4));
+      const x = e + (<usize>kk << 2);
+      l0 = i16x8.add(l0, rdot(v128.load32_splat(a0 + x), u));
+      l1 = i16x8.add(l1, rdot(v128.load32_splat(a1 + x), u));
+      l2 = i16x8.add(l2, rdot(v128.load32_splat(a2 + x), u));
+      l3 = i16x8.add(l3, rdot(v128.load32_splat(a3 + x), u));
+    }
+    let h0 = i16x8.splat(0);
+    let h1 = i16x8.splat(0);
+    let h2 = i16x8.splat(0);
+    let h3 = i16x8.splat(0);
+    for (let kk = 0; kk < 4; kk++) {
+      const u = q5Step(c, kk + 4, v128.and(i16x8.shr_u(v128.load(c + 24 + (<usize>kk << 4)), 4), m4));
+      const x = e + 16 + (<usize>kk << 2);
+      h0 = i16x8.add(h0, rdot(v128.load32_splat(a0 + x), u));
+      h1 = i16x8.add(h1, rdot(v128.load32_splat(a1 + x), u));
+      h2 = i16x8.add(h2, rdot(v128.load32_splat(a2 + x), u));
+      h3 = i16x8.add(h3, rdot(v128.load32_splat(a3 + x), u));
+    }
+    c0 = q5Finish(c, a0, b, K, l0, h0, c0);
+    c1 = q5Finish(c, a1, b, K, l1, h1, c1);
+    c2 = q5Finish(c, a2, b, K, l2, h2, c2);
+    c3 = q5Finish(c, a3, b, K, l3, h3, c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}

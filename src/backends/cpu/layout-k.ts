@@ -1,0 +1,284 @@
+// The 4-row interleaved layout of Q4_K and Q5_0 weights (the "k4" layout), and the byte
+// mapping between it and ggml's layout, for any sub-range.
+//
+// As Rep4Layout (layout.ts): in each matrix, rows are taken four at a time (rows left
+// over keep ggml's layout) and a group of four rows occupies the same 4 * rowBytes bytes,
+// reordered by block column (Q4_K: super-block): the four rows' scales, then (Q4_K) their
+// 6-bit scales and mins re-packed so that a few vector ops decode them into bytes, or
+// (Q5_0) the high bits regrouped by four-element step, then the quants with four bytes of
+// each row in turn (assembly/kquant.ts describes the bytes). Bits move between bytes, so
+// a partly written group is unpacked, patched and repacked.
+
+import type { Tensor } from '../../ggml/tensor.js';
+import { GGMLType } from '../../ggml/types.js';
+
+/** Layout code in node records (assembly/desc.ts LAYOUT_K4). */
+export const LAYOUT_K4 = 2;
+
+
+function ggScale(q: Uint8Array, p: number, j: number): number {
+  return j < 4 ? q[p + j] & 63 : (q[p + j + 4] & 15) | ((q[p + j - 4] >> 6) << 4);
+}
+function ggMin(q: Uint8Array, p: number, j: number): number {
+  return j < 4 ? q[p + j + 4] & 63 : (q[p + j + 4] >> 4) | ((q[p + j] >> 6) << 4);
+}
+const scPos = (j: number, r: number) => ((j & 3) << 2) | r;
+const mnPos = (j: number, r: number) => ((j & 2) << 2) | (r << 1) | (j & 1);
+
+export class K4Layout {
+  readonly rowBytes: number;
+  readonly ne1: number;
+  /** Rows per matrix that are interleaved (a multiple of 4). */
+  readonly grouped: number;
+  readonly matBytes: number;
+  readonly nbytes: number;
+  /** Blocks (Q4_K: super-blocks) per row, and their bytes. */
+  readonly nsb: number;
+  readonly ts: number;
+  /** The wasm export that repacks one whole group (assembly/kquant.ts). */
+  readonly repackExport: string;
+
+  constructor(
+    readonly type: number,
+    ne: readonly number[],
+  ) {
+    const q5 = type === GGMLType.Q5_0;
+    this.ts = q5 ? 22 : 144;
+    this.nsb = ne[0] / (q5 ? 32 : 256);
+    this.repackExport = q5 ? 'repackQ5_0' : 'repackQ4K';
+    this.rowBytes = this.nsb * this.ts;
+    this.ne1 = ne[1];
+    this.grouped = ne[1] - (ne[1] % 4);
+    this.matBytes = this.rowBytes * ne[1];
+    this.nbytes = this.matBytes * ne[2] * ne[3];
+  }
+
+  /** Whether tensors of this type and shape are stored interleaved. */
+  static applies(t: Tensor): boolean {
+    return (t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0) && t.ne[1] >= 4 && t.isContiguous();
+  }
+
+  /**
+   * Copy logical bytes [start, start + src.length) from `src` (ggml's layout) into the
+   * interleaved tensor whose first byte is mem[base]. Whole groups go through `fast` when
+   * given (wasm, src's bytes also in wasm memory), else through packGroup.
+   */
+  write(
+    mem: Uint8Array,
+    base: number,
+    start: number,
+    src: Uint8Array,
+    fast?: (srcOffset: number, dst: number, nb: number, ts: number, rowBytes: number) => void,
+  ): void {
+    this.walk(
+      start,
+      src.length,
+      (g, lo, hi) => {
+        if (lo === g && hi === g + 4 * this.rowBytes) {
+          if (fast) fast(g - start, base + g, this.nsb, this.ts, this.rowBytes);
+          else this.packGroup(src, g - start, mem, base + g);
+          return;
+        }
+        const tmp = this.scratch();
+        this.unpackGroup(mem, base + g, tmp, 0);
+        tmp.set(src.subarray(lo - start, hi - start), lo - g);
+        this.packGroup(tmp, 0, mem, base + g);
+      },
+      (lo, hi) => {
+        mem.set(src.subarray(lo - start, hi - start), base + lo);
+      },
+    );
+  }
+
+  /** Copy logical bytes [start, start + dst.length) of the interleaved tensor into `dst`. */
+  read(mem: Uint8Array, base: number, start: number, dst: Uint8Array): void {
+    this.walk(
+      start,
+      dst.length,
+      (g, lo, hi) => {
+        if (lo === g && hi === g + 4 * this.rowBytes) {
+          this.unpackGroup(mem, base + g, dst, g - start);
+          return;
+        }
+        const tmp = this.scratch();
+        this.unpackGroup(mem, base + g, tmp, 0);
+        dst.set(tmp.subarray(lo - g, hi - g), lo - start);
+      },
+      (lo, hi) => {
+        dst.set(mem.subarray(base + lo, base + hi), lo - start);
+      },
+    );
+  }
+
+  private tmp: Uint8Array | null = null;
+
+  private scratch(): Uint8Array {
+    this.tmp ??= new Uint8Array(4 * this.rowBytes);
+    return this.tmp;
+  }
+
+  /** Split [start, start + size) by group (as Rep4Layout.walk). */
+  private walk(
+    start: number,
+    size: number,
+    group: (g: number, lo: number, hi: number) => void,
+    plain: (lo: number, hi: number) => void,
+  ): void {
+    const { rowBytes, matBytes, grouped } = this;
+    const gBytes = 4 * rowBytes;
+    const end = start + size;
+    let pos = start;
+    while (pos < end) {
+      const m = Math.floor(pos / matBytes);
+      const inMat = pos - m * matBytes;
+      if (inMat < grouped * rowBytes) {
+        const g = m * matBytes + Math.floor(inMat / gBytes) * gBytes;
+        const hi = Math.min(end, g + gBytes);
+        group(g, pos, hi);
+        pos = hi;
+      } else {
+        const hi = Math.min(end, (m + 1) * matBytes);
+        plain(pos, hi);
+        pos = hi;
+      }
+    }
+  }
+
+  /** Four ggml rows at src[s] (rowBytes apart) into the group at dst[d]. */
+  packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    if (this.type === GGMLType.Q5_0) {
+      this.packQ5(src, s, dst, d);
+      return;
+    }
+    const { rowBytes, nsb } = this;
+    const SB = 144;
+    const GSB = 4 * SB;
+    for (let b = 0; b < nsb; b++) {
+      const c = d + b * GSB;
+      dst.fill(0, c + 16, c + 64);
+      for (let r = 0; r < 4; r++) {
+        const p = s + r * rowBytes + b * SB;
+        dst[c + 2 * r] = src[p];
+        dst[c + 2 * r + 1] = src[p + 1];
+        dst[c + 8 + 2 * r] = src[p + 2];
+        dst[c + 9 + 2 * r] = src[p + 3];
+        for (let j = 0; j < 8; j++) {
+          const h = j >> 2;
+          const sc = ggScale(src, p + 4, j);
+          const mn = ggMin(src, p + 4, j);
+          dst[c + 16 + h * 16 + scPos(j, r)] |= sc & 15;
+          dst[c + 16 + h * 16 + mnPos(j, r)] |= (mn & 15) << 4;
+          dst[c + 48 + scPos(j, r)] |= (sc >> 4) << (h * 4);
+          dst[c + 48 + mnPos(j, r)] |= (mn >> 4) << (h * 4 + 2);
+        }
+        for (let g = 0; g < 4; g++) {
+          for (let kk = 0; kk < 8; kk++) {
+            const o = c + 64 + g * 128 + kk * 16 + r * 4;
+            const i = p + 16 + g * 32 + kk * 4;
+            dst[o] = src[i];
+            dst[o + 1] = src[i + 1];
+            dst[o + 2] = src[i + 2];
+            dst[o + 3] = src[i + 3];
+          }
+        }
+      }
+    }
+  }
+
+  /** The group at src[s] back to four ggml rows at dst[d]. */
+  unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    if (this.type === GGMLType.Q5_0) {
+      this.unpackQ5(src, s, dst, d);
+      return;
+    }
+    const { rowBytes, nsb } = this;
+    const SB = 144;
+    const GSB = 4 * SB;
+    for (let b = 0; b < nsb; b++) {
+      const c = s + b * GSB;
+      for (let r = 0; r < 4; r++) {
+        const p = d + r * rowBytes + b * SB;
+        dst[p] = src[c + 2 * r];
+        dst[p + 1] = src[c + 2 * r + 1];
+        dst[p + 2] = src[c + 8 + 2 * r];
+        dst[p + 3] = src[c + 9 + 2 * r];
+        const sc = (j: number) => {
+          const h = j >> 2;
+          const k = scPos(j, r);
+          return (src[c + 16 + h * 16 + k] & 15) | (((src[c + 48 + k] >> (h * 4)) & 3) << 4);
+        };
+        const mn = (j: number) => {
+          const h = j >> 2;
+          const k = mnPos(j, r);
+          return (src[c + 16 + h * 16 + k] >> 4) | (((src[c + 48 + k] >> (h * 4 + 2)) & 3) << 4);
+        };
+        for (let j = 0; j < 4; j++) {
+          const s1 = sc(j + 4);
+          const m1 = mn(j + 4);
+          dst[p + 4 + j] = sc(j) | ((s1 >> 4) << 6);
+          dst[p + 8 + j] = mn(j) | ((m1 >> 4) << 6);
+          dst[p + 12 + j] = (s1 & 15) | ((m1 & 15) << 4);
+        }
+        for (let g = 0; g < 4; g++) {
+          for (let kk = 0; kk < 8; kk++) {
+            const o = c + 64 + g * 128 + kk * 16 + r * 4;
+            const i = p + 16 + g * 32 + kk * 4;
+            dst[i] = src[o];
+            dst[i + 1] = src[o + 1];
+            dst[i + 2] = src[o + 2];
+            dst[i + 3] = src[o + 3];
+          }
+        }
+      }
+    }
+  }
+
+  // Q5_0 block column (88 bytes): d of rows 0..3 (f16) at +0; at +8 + 2s (step s = 0..7)
+  // 16 high bits, bit 4r+e = bit 4s+e of row r's qh; at +24 + 16kk byte 4r+e = qs[4kk+e]
+  // of row r.
+  private packQ5(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    const { rowBytes, nsb } = this;
+    for (let b = 0; b < nsb; b++) {
+      const c = d + b * 88;
+      dst.fill(0, c + 8, c + 24);
+      for (let r = 0; r < 4; r++) {
+        const p = s + r * rowBytes + b * 22;
+        dst[c + 2 * r] = src[p];
+        dst[c + 2 * r + 1] = src[p + 1];
+        const qh = (src[p + 2] | (src[p + 3] << 8) | (src[p + 4] << 16) | (src[p + 5] << 24)) >>> 0;
+        for (let st = 0; st < 8; st++) {
+          const bits = (qh >>> (4 * st)) & 15;
+          const k = c + 8 + 2 * st + (r >> 1);
+          dst[k] |= bits << ((r & 1) * 4);
+        }
+        for (let kk = 0; kk < 4; kk++) {
+          for (let e = 0; e < 4; e++) dst[c + 24 + 16 * kk + 4 * r + e] = src[p + 6 + 4 * kk + e];
+        }
+      }
+    }
+  }
+
+  private unpackQ5(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    const { rowBytes, nsb } = this;
+    for (let b = 0; b < nsb; b++) {
+      const c = s + b * 88;
+      for (let r = 0; r < 4; r++) {
+        const p = d + r * rowBytes + b * 22;
+        dst[p] = src[c + 2 * r];
+        dst[p + 1] = src[c + 2 * r + 1];
+        let qh = 0;
+        for (let st = 0; st < 8; st++) {
+          const bits = (src[c + 8 + 2 * st + (r >> 1)] >> ((r & 1) * 4)) & 15;
+          qh |= bits << (4 * st);
+        }
+        dst[p + 2] = qh & 255;
+        dst[p + 3] = (qh >>> 8) & 255;
+        dst[p + 4] = (qh >>> 16) & 255;
+        dst[p + 5] = (qh >>> 24) & 255;
+        for (let kk = 0; kk < 4; kk++) {
+          for (let e = 0; e < 4; e++) dst[p + 6 + 4 * kk + e] = src[c + 24 + 16 * kk + 4 * r + e];
+        }
+      }
+    }
+  }
+}
