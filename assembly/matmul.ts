@@ -20,6 +20,7 @@ import { ROUND_Q8_1, roundActRow } from './vecdot';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
   dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
+  DQ4, DQ8, tileQ4_0x1, tileQ4_0x2, tileQ8_0x1, unpackQ4_0x4, unpackQ8_0x4,
 } from './qdot';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 
@@ -204,6 +205,7 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   ) {
     const chunk = tAddr(node, 1) + base + <usize>m0 * nb1;
     const nb = K >> 5;
+    if (ASC_FEATURE_RELAXED_SIMD && c1 - c0 >= UNPACK_MIN_COLS && mmUnpacked(node, ith, type, chunk, nb, K, m0, i2, i3, c0, c1)) return;
     let n = c0;
     for (; n + 4 <= c1; n += 4) {
       const x0 = actRow(node, n, i2, i3);
@@ -248,6 +250,44 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     return;
   }
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
+}
+
+/**
+ * Columns of a chunk from which a group of Q4_0/Q8_0 rows is unpacked once (qdot.ts,
+ * unpackQ4_0x4) rather than decoded per four columns: unpacking costs about one column.
+ */
+const UNPACK_MIN_COLS: i32 = 8;
+
+/**
+ * One group of four Q4_0/Q8_0 rows against columns [c0, c1): the group's blocks unpacked
+ * into the thread's scratch a piece at a time, each piece then used for every column. The
+ * results are the same bits as groupQ4_0x4's / groupQ8_0x4's. False (nothing done) when
+ * the scratch cannot hold one block.
+ */
+function mmUnpacked(node: usize, ith: i32, type: i32, chunk: usize, nb: i32, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): bool {
+  const q4 = type == T_Q4_0;
+  const ds = q4 ? DQ4 : DQ8;
+  const room = <usize>extra(node, 4) / ds;
+  if (room == 0) return false;
+  // pieces of at most 32 blocks keep the unpacked rows in L1 next to the activations
+  const P = <i32>min(room, 32);
+  const scr = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
+  for (let b0 = 0; b0 < nb; b0 += P) {
+    const n = min(P, nb - b0);
+    const first = b0 == 0;
+    if (q4) {
+      unpackQ4_0x4(chunk + <usize>b0 * 72, n, scr);
+      let c = c0;
+      for (; c + 2 <= c1; c += 2) {
+        tileQ4_0x2(scr, b0, n, K, actRow(node, c, i2, i3), actRow(node, c + 1, i2, i3), dstAt(node, m0, c, i2, i3), dstAt(node, m0, c + 1, i2, i3), first);
+      }
+      if (c < c1) tileQ4_0x1(scr, b0, n, K, actRow(node, c, i2, i3), dstAt(node, m0, c, i2, i3), first);
+    } else {
+      unpackQ8_0x4(chunk + <usize>b0 * 136, n, scr);
+      for (let c = c0; c < c1; c++) tileQ8_0x1(scr, b0, n, K, actRow(node, c, i2, i3), dstAt(node, m0, c, i2, i3), first);
+    }
+  }
+  return true;
 }
 
 /** Σ_b min_b · corr_b: Q8_1's block-sum rounding against Q4_1/Q5_1 mins (vecdot.ts). */
