@@ -638,22 +638,22 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
   return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(s), f32x4.splat(d * load<f32>(ad + (<usize>sb << 2)))));
 }
 
-// ---- unpacked tiles for matrix-matrix products (relaxed build) ---------------------------
+// ---- unpacked Q4_0 tiles for matrix-matrix products (relaxed build) ----------------------
 //
 // A piece of a group's blocks is unpacked once into per-thread scratch and then used for
 // every column of the chunk: per block the four rows' scales as f32 (16 bytes), then the
 // quants with the rows' 4-byte runs interleaved ([r0 k0..3][r1 k0..3][r2 k0..3][r3 k0..3]
 // per vector) as unsigned nibbles. Against an activation run broadcast to every i32 lane,
 // the 16-bit dot then yields lanes [r0 r0 r1 r1 r2 r2 r3 r3]: eight dots and one widening
-// per block and column, no horizontal sums. The integer sums equal groupQ4_0's and
-// groupQ8_0's and the float steps are the same, so a column's result does not depend on
-// the path that computed it (batch independence).
+// per block and column, no horizontal sums. The integer sums equal groupQ4_0's and the
+// float steps are the same, so a column's result does not depend on the path that
+// computed it (batch independence). (The same scheme for Q8_0, as the low and high nibbles
+// of w + 128, takes twice the dots and measured no faster than groupQ8_0x4.)
 // i32x4.relaxed_dot_i8x16_i7x16_add_s is not used: Node 20's baseline compiler (Liftoff)
 // returns twice the sum for it, and the optimizing one lowers it to the same instructions.
 
-/** Bytes of one unpacked Q4_0 block (scales + 8 vectors) and Q8_0 block (scales + 16). */
+/** Bytes of one unpacked Q4_0 block (scales + 8 vectors). */
 export const DQ4: usize = 144;
-export const DQ8: usize = 272;
 
 /** Unpack 16 quant bytes of four rows (w0..w3): runs k of rows 0..3 to lo + 16k (low nibbles) and hi + 16k (high). */
 @inline function tr4(w0: v128, w1: v128, w2: v128, w3: v128, lo: usize, hi: usize): void {
@@ -681,25 +681,6 @@ export function unpackQ4_0x4(chunk: usize, n: i32, s: usize): void {
   for (let b = 0; b < n; b++, chunk += 72, s += DQ4) {
     v128.store(s, f16x4(v128.load16x4_u(chunk)));
     tr4(v128.load(chunk, 8), v128.load(chunk, 24), v128.load(chunk, 40), v128.load(chunk, 56), s + 16, s + 80);
-  }
-}
-
-/**
- * Unpack n blocks of a Q8_0 group (136-byte blocks) to s: scales, then the low nibbles of
- * w + 128 (8 runs, elements 0..31) and their high nibbles (8 runs): w = 16·hi + lo − 128.
- */
-export function unpackQ8_0x4(chunk: usize, n: i32, s: usize): void {
-  const x80 = i8x16.splat(-128);
-  for (let b = 0; b < n; b++, chunk += 136, s += DQ8) {
-    v128.store(s, f16x4(v128.load16x4_u(chunk)));
-    tr4(
-      v128.xor(v128.load(chunk, 8), x80), v128.xor(v128.load(chunk, 40), x80),
-      v128.xor(v128.load(chunk, 72), x80), v128.xor(v128.load(chunk, 104), x80), s + 16, s + 144,
-    );
-    tr4(
-      v128.xor(v128.load(chunk, 24), x80), v128.xor(v128.load(chunk, 56), x80),
-      v128.xor(v128.load(chunk, 88), x80), v128.xor(v128.load(chunk, 120), x80), s + 80, s + 208,
-    );
   }
 }
 
@@ -780,53 +761,6 @@ export function tileQ4_0x1(s: usize, b0: i32, n: i32, K: i32, a: usize, o: usize
       v128.load(s, 80), v128.load(s, 96), v128.load(s, 112), v128.load(s, 128),
     );
     c = fin4(p, v128.load32_splat(ad + sk + f), v128.load(s), v128.load32_splat(ad + f), c);
-  }
-  v128.store(o, c);
-}
-
-/** One column's integer sums over an unpacked Q8_0 block at s (activation quants at q, sub = 8·Σa). */
-@inline function col16(q: usize, s: usize, sub: v128): v128 {
-  const x = v128.load(q);
-  const y = v128.load(q, 16);
-  let t = bc0(x);
-  let l = rdot(t, v128.load(s, 16));
-  let h = rdot(t, v128.load(s, 144));
-  t = bc1(x);
-  l = i16x8.add(l, rdot(t, v128.load(s, 32)));
-  h = i16x8.add(h, rdot(t, v128.load(s, 160)));
-  t = bc2(x);
-  l = i16x8.add(l, rdot(t, v128.load(s, 48)));
-  h = i16x8.add(h, rdot(t, v128.load(s, 176)));
-  t = bc3(x);
-  l = i16x8.add(l, rdot(t, v128.load(s, 64)));
-  h = i16x8.add(h, rdot(t, v128.load(s, 192)));
-  t = bc0(y);
-  l = i16x8.add(l, rdot(t, v128.load(s, 80)));
-  h = i16x8.add(h, rdot(t, v128.load(s, 208)));
-  t = bc1(y);
-  l = i16x8.add(l, rdot(t, v128.load(s, 96)));
-  h = i16x8.add(h, rdot(t, v128.load(s, 224)));
-  t = bc2(y);
-  l = i16x8.add(l, rdot(t, v128.load(s, 112)));
-  h = i16x8.add(h, rdot(t, v128.load(s, 240)));
-  t = bc3(y);
-  l = i16x8.add(l, rdot(t, v128.load(s, 128)));
-  h = i16x8.add(h, rdot(t, v128.load(s, 256)));
-  // Σ w·a = 16·(Σ hi·a − 8·Σa) + Σ lo·a; each i16 lane is at most 8·2·15·127 in magnitude
-  const ones = C_ONES16();
-  return i32x4.add(i32x4.shl(i32x4.sub(i32x4.dot_i16x8_s(h, ones), sub), 4), i32x4.dot_i16x8_s(l, ones));
-}
-
-/** Q8_0: unpacked blocks [b0, b0 + n) of one group against one column (see tileQ4_0x2). */
-export function tileQ8_0x1(s: usize, b0: i32, n: i32, K: i32, a: usize, o: usize, first: bool): void {
-  const ad = a + 2 * <usize>K;
-  const sk = <usize>K >> 3;
-  let c = first ? f32x4.splat(0) : v128.load(o);
-  for (let b = b0; b < b0 + n; b++, s += DQ8) {
-    const f = <usize>b << 2;
-    const i = col16(a + (<usize>b << 5), s, v128.load32_splat(ad + sk + f));
-    // q8Finish's float steps
-    c = f32x4.add(c, f32x4.mul(f32x4.convert_i32x4_s(i), f32x4.mul(v128.load(s), v128.load32_splat(ad + f))));
   }
   v128.store(o, c);
 }

@@ -1,7 +1,8 @@
-// Q4_0/Q8_0 products with enough columns that the CPU device unpacks each group of four
-// weight rows once per column chunk (assembly/matmul.ts, mmUnpacked; pieces of blocks,
-// pairs of columns and a leftover one): against the reference device, and a column alone
-// (the per-group kernels) must give the same bits as in the batch.
+// Q4_0/Q8_0 products with enough columns that the relaxed build unpacks each group of
+// four Q4_0 rows once per column chunk (assembly/matmul.ts, mmUnpacked: pieces of blocks,
+// pairs of columns and a leftover one; Q8_0 keeps the per-group kernels): against the
+// reference device, and a column alone (the per-group kernels) must give the same bits as
+// in the batch.
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
