@@ -164,8 +164,11 @@ export function k_mm(node: usize, ith: i32, nth: i32): void {
   const units = G * ne12 * ne13;
   const u0 = share0(units, ith, nth);
   const u1 = share0(units, ith + 1, nth);
+  // the chunk is sized for 2.5·K bytes per activation row; the relaxed build's per-32 rows
+  // use half of that (int8 quants), so twice the columns fit the same cache
+  let nc = extra(node, 5);
+  if (ASC_FEATURE_RELAXED_SIMD && extra(node, 2) == FMT_Q32) nc *= 2;
   // whole tiles of four columns per chunk: a leftover column takes the slower one-column kernels
-  const nc = extra(node, 5);
   const NC = nc >= 8 ? nc & ~3 : nc;
   for (let c0 = 0; c0 < N; c0 += NC) {
     const c1 = min(N, c0 + NC);
