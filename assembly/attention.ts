@@ -473,6 +473,8 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const cached = extra(node, 3) != 0 && nTiles > 1;
   let cK2 = -1;
   let cK3 = -1;
+  let cV2 = -1;
+  let cV3 = -1;
   let conv = 0;
   const qs = <usize>D4 << 2;
 
@@ -490,9 +492,11 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
     const ik3 = iq3 / rk3;
     const iv2 = h0 / rv2;
     const iv3 = iq3 / rv3;
-    if (cached && (ik2 != cK2 || ik3 != cK3)) {
+    if (cached && (ik2 != cK2 || ik3 != cK3 || iv2 != cV2 || iv3 != cV3)) {
       cK2 = ik2;
       cK3 = ik3;
+      cV2 = iv2;
+      cV3 = iv3;
       conv = 0;
     }
     for (let r = 0; r < R; r++) {
