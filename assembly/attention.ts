@@ -70,6 +70,11 @@ const RMAX: i32 = 32;
 // kv  blocks of B keys: K transposed (D4 x B f32) then V (B x V4 f32); one block, or with
 //     extra 3 the whole head (ceil(nKV / B) blocks), converted once per head
 
+/** n (a multiple of 4) f16 values at h to f32 at x (exact). */
+@inline function widenF16(h: usize, x: usize, n: i32): void {
+  for (let i = 0; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
+}
+
 /** Widen keys [j0, j0+B) of the K/V head to f32 at blk: K transposed, then V; zeros past nKV. */
 function convertBlock(
   node: usize,
@@ -87,13 +92,22 @@ function convertBlock(
   const D = tNe(node, 2, 0);
   const Dv = tNe(node, 3, 0);
   const tstride = <usize>max(D4, V4) << 2;
+  // F16 rows whose elements are adjacent (the KV cache's) are widened here directly
+  const kF16 = tType(node, 2) == T_F16 && tNb(node, 2, 0) == 2 && (D & 3) == 0;
+  const vF16 = tType(node, 3) == T_F16 && tNb(node, 3, 0) == 2 && (Dv & 3) == 0;
+  const kBase = tAddr(node, 2) + <usize>ik2 * tNb(node, 2, 2) + <usize>ik3 * tNb(node, 2, 3);
+  const vBase = tAddr(node, 3) + <usize>iv2 * tNb(node, 3, 2) + <usize>iv3 * tNb(node, 3, 3);
   for (let k4 = 0; k4 < B; k4 += 4) {
     for (let i = 0; i < 4; i++) {
       const row = tmp + <usize>i * tstride;
       const j = j0 + k4 + i;
       if (j < nKV) {
-        readRow(node, 2, j, ik2, ik3, row);
-        for (let d = D; d < D4; d++) store<f32>(row + (<usize>d << 2), 0);
+        if (kF16) {
+          widenF16(kBase + <usize>j * tNb(node, 2, 1), row, D);
+        } else {
+          readRow(node, 2, j, ik2, ik3, row);
+          for (let d = D; d < D4; d++) store<f32>(row + (<usize>d << 2), 0);
+        }
       } else {
         memory.fill(row, 0, <usize>D4 << 2);
       }
@@ -120,7 +134,9 @@ function convertBlock(
   for (let k = 0; k < B; k++) {
     const row = vb + ((<usize>k * V4) << 2);
     const j = j0 + k;
-    if (j < nKV) {
+    if (j < nKV && vF16) {
+      widenF16(vBase + <usize>j * tNb(node, 3, 1), row, Dv);
+    } else if (j < nKV) {
       readRow(node, 3, j, iv2, iv3, row);
       for (let d = Dv; d < V4; d++) store<f32>(row + (<usize>d << 2), 0);
     } else {
@@ -457,6 +473,8 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const cached = extra(node, 3) != 0 && nTiles > 1;
   let cK2 = -1;
   let cK3 = -1;
+  let cV2 = -1;
+  let cV3 = -1;
   let conv = 0;
   const qs = <usize>D4 << 2;
 
@@ -474,9 +492,11 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
     const ik3 = iq3 / rk3;
     const iv2 = h0 / rv2;
     const iv3 = iq3 / rv3;
-    if (cached && (ik2 != cK2 || ik3 != cK3)) {
+    if (cached && (ik2 != cK2 || ik3 != cK3 || iv2 != cV2 || iv3 != cV3)) {
       cK2 = ik2;
       cK3 = ik3;
+      cV2 = iv2;
+      cV3 = iv3;
       conv = 0;
     }
     for (let r = 0; r < R; r++) {
