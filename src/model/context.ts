@@ -245,6 +245,9 @@ export class Context {
       if (!result) throw new ContextError(`${hp.arch} has no logits output`);
       if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
       const graph = buildGraph(result);
+      for (const t of this.model.weights.diskTensors()) {
+        if (graph.leafs.includes(t)) throw new ContextError(`'${t.name}' is left on disk but the graph reads it whole`);
+      }
       this.sched.allocGraph(graph);
       last = this.last = { key, graph, inputs: b.inputs, result };
       if (this.keep) this.keepNamed = b.named;
@@ -290,7 +293,24 @@ export class Context {
   ): void {
     const m = tokens.length;
     const causal = this.model.hp.causal;
-    if (inp.tokens) tensorSet(inp.tokens, tokens);
+    if (inp.embdRows && inp.embdRowsFrom) {
+      // distinct ids, in first-seen order, read from the file; tokens index them
+      const first = new Map<number, number>();
+      const local = new Int32Array(m);
+      for (let i = 0; i < m; i++) {
+        let k = first.get(tokens[i]);
+        if (k === undefined) {
+          k = first.size;
+          first.set(tokens[i], k);
+        }
+        local[i] = k;
+      }
+      const src = inp.embdRowsFrom;
+      const bytes = new Uint8Array(first.size * src.rowBytes);
+      src.read([...first.keys()], bytes);
+      tensorSet(inp.embdRows, bytes);
+      if (inp.tokens) tensorSet(inp.tokens, local);
+    } else if (inp.tokens) tensorSet(inp.tokens, tokens);
     if (inp.pos) tensorSet(inp.pos, pos);
     if (inp.kvIdxs) tensorSet(inp.kvIdxs, Int32Array.from(cells));
     if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));

@@ -3,7 +3,17 @@
 // other workers at a barrier after each step, and reports the job done.
 
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { C, F_NO_BARRIER, F_SINGLE, K_ARENA, K_COPY, KERNELS, STEP_WORDS, type WorkerInit } from './protocol.js';
+import {
+  C,
+  F_NO_BARRIER,
+  F_SINGLE,
+  K_ARENA,
+  K_COPY,
+  K_TOUCH,
+  KERNELS,
+  STEP_WORDS,
+  type WorkerInit,
+} from './protocol.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
 
 type Kernel = (node: number, ith: number, nth: number) => void;
@@ -57,6 +67,23 @@ function copyShare(s: number, nth: number): void {
   if (b > a) dst.set(src.subarray(from + a, from + b), to + a);
 }
 
+// Fresh memory costs a page fault per 4 KiB page on first write (several microseconds each
+// on some virtual machines), so the loader has the workers fault in weight buffers ahead
+// of it. Chunks are dealt round-robin so every worker moves front to back, as the loader does.
+const TOUCH_CHUNK = 256 << 10;
+const TOUCH_PAGE = 4096;
+
+function touchShare(s: number, nth: number): void {
+  const words = new Int32Array(arenas[ctrl[s]].memory.buffer);
+  const end = (ctrl[s + 2] >>> 0) + (ctrl[s + 4] >>> 0);
+  const start = (ctrl[s + 2] >>> 0) - ((ctrl[s + 2] >>> 0) % TOUCH_PAGE);
+  for (let c = start + me * TOUCH_CHUNK; c < end; c += nth * TOUCH_CHUNK) {
+    const stop = Math.min(end, c + TOUCH_CHUNK);
+    // adding 0 atomically writes the page without losing a byte the loader stores there meanwhile
+    for (let p = c; p < stop; p += TOUCH_PAGE) Atomics.add(words, p >>> 2, 0);
+  }
+}
+
 function runJob(): void {
   const nth = ctrl[C.NTH];
   const nsteps = ctrl[C.NSTEPS];
@@ -82,6 +109,7 @@ function runJob(): void {
     if (Atomics.load(ctrl, C.ERROR) === 0 && (!single || me === 0)) {
       try {
         if (kernel === K_COPY) copyShare(s, nth);
+        else if (kernel === K_TOUCH) touchShare(s, nth);
         else if (single) arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], 0, 1);
         else arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], me, nth);
       } catch (e) {
