@@ -68,19 +68,23 @@ function copyShare(s: number, nth: number): void {
 }
 
 // Fresh memory costs a page fault per 4 KiB page on first write (several microseconds each
-// on some virtual machines), so the loader has the workers fault in weight buffers ahead
-// of it. Chunks are dealt round-robin so every worker moves front to back, as the loader does.
+// on some virtual machines), so the loader has the workers fault in weight buffers while
+// it fills them. The loader goes front to back, the workers back to front (chunks dealt
+// round-robin), so they meet instead of queueing on the same pages.
 const TOUCH_CHUNK = 256 << 10;
 const TOUCH_PAGE = 4096;
 
 function touchShare(s: number, nth: number): void {
   const words = new Int32Array(arenas[ctrl[s]].memory.buffer);
-  const end = (ctrl[s + 2] >>> 0) + (ctrl[s + 4] >>> 0);
-  const start = (ctrl[s + 2] >>> 0) - ((ctrl[s + 2] >>> 0) % TOUCH_PAGE);
-  for (let c = start + me * TOUCH_CHUNK; c < end; c += nth * TOUCH_CHUNK) {
-    const stop = Math.min(end, c + TOUCH_CHUNK);
+  const start = ctrl[s + 2] >>> 0;
+  const end = start + (ctrl[s + 4] >>> 0);
+  for (let i = me; ; i += nth) {
+    const hi = end - i * TOUCH_CHUNK;
+    if (hi <= start) break;
+    const lo = Math.max(start, hi - TOUCH_CHUNK);
     // adding 0 atomically writes the page without losing a byte the loader stores there meanwhile
-    for (let p = c; p < stop; p += TOUCH_PAGE) Atomics.add(words, p >>> 2, 0);
+    for (let p = hi - 1; p >= lo; p -= TOUCH_PAGE) Atomics.add(words, p >>> 2, 0);
+    Atomics.add(words, lo >>> 2, 0);
   }
 }
 
