@@ -202,7 +202,7 @@ export class Model {
         [...tensors.values()].filter((t) => !onDisk.has(t)),
         opts,
       );
-      // (done by now: the workers fault pages faster than the loader fills them)
+      // (about done by now: the workers fault pages in from the end as the loader fills from the front)
       for (const r of await Promise.allSettled(prefaults)) if (r.status === 'rejected') throw r.reason;
 
       const model = new Model(
