@@ -5,7 +5,7 @@ import { GGUFValueType, valueTypeName } from './constants.js';
 import { Cursor } from './cursor.js';
 import { GGUFError } from './errors.js';
 import { type GGUFHeader, type GGUFTensorInfo, parseHeader } from './reader.js';
-import { type ByteSource, FileSource, MemorySource } from './source.js';
+import { type ByteSource, type FileIdentity, FileSource, MemorySource } from './source.js';
 import { type GGUFArray, type GGUFKV, type GGUFValue, isArrayValue } from './values.js';
 
 const INTEGER_TYPES = new Set([
@@ -222,6 +222,11 @@ export class GGUFFile {
       throw new GGUFError(this.path, info.fileOffset + offset + got, `short read of tensor '${info.name}'`);
     }
     return out;
+  }
+
+  /** The identity of the file on disk (undefined for bytes in memory). */
+  identity(): FileIdentity | undefined {
+    return this.source instanceof FileSource ? this.source.identity() : undefined;
   }
 
   close(): void {

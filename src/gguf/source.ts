@@ -2,6 +2,24 @@
 // larger than memory or than 4 GiB work) or bytes already in memory.
 import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
 
+/** What identifies a file's contents on disk: same device and inode, size and modification time. */
+export interface FileIdentity {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+/** The identity of an open file descriptor. */
+export function fileIdentity(fd: number): FileIdentity {
+  const st = fstatSync(fd);
+  return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+}
+
+export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+}
+
 export interface ByteSource {
   /** Name used in error messages (the file path). */
   readonly name: string;
@@ -27,6 +45,11 @@ export class FileSource implements ByteSource {
       closeSync(this.fd);
       throw e;
     }
+  }
+
+  /** The open file's identity (to check another descriptor reads the same file). */
+  identity(): FileIdentity {
+    return fileIdentity(this.handle());
   }
 
   private handle(): number {

@@ -67,6 +67,9 @@ export interface Batch {
   logits?: ArrayLike<boolean | number>;
 }
 
+/** Output rows kept allocated between decodes up to this size (a few rows of logits). */
+const OUT_KEEP_BYTES = 16 << 20;
+
 export class Context {
   readonly nCtx: number;
   readonly nBatch: number;
@@ -79,6 +82,14 @@ export class Context {
   readonly kv: KVCache | null;
   private readonly backends: Backend[];
   private readonly sched: Scheduler;
+  /**
+   * The last decode's output rows, all in one reused array (a fresh array per token and
+   * decode would leave ~0.6 MB of garbage per generated token on a 150k vocabulary, which
+   * the runtime collects late); `outputs` copies a row out when it is first asked for.
+   */
+  private outBuf = new Float32Array(0);
+  private readonly outRow = new Map<number, number>();
+  private outWidth = 0;
   private readonly outputs = new Map<number, Float32Array>();
   private readonly pooled = new Map<number, Float32Array>();
   private nLastBatch = 0;
@@ -184,17 +195,23 @@ export class Context {
     }
 
     this.outputs.clear();
+    this.outRow.clear();
     this.pooled.clear();
+    // a large output (every token's logits) is not kept beyond the next decode
+    if (this.outBuf.byteLength > OUT_KEEP_BYTES) this.outBuf = new Float32Array(0);
+    let nRows = 0;
     this.intermediates.length = 0;
     this.nLastBatch = n;
     for (let s = 0; s < n; s += this.nUbatch) {
       const e = Math.min(n, s + this.nUbatch);
-      await this.decodeUbatch(
+      nRows = await this.decodeUbatch(
         tokens.subarray(s, e),
         pos.subarray(s, e),
         seqIds.subarray(s, e),
         wanted.subarray(s, e),
         s,
+        nRows,
+        n,
       );
     }
     if (pooledAll) this.pool(seqIds);
@@ -217,7 +234,9 @@ export class Context {
     seq: Int32Array,
     wanted: Uint8Array,
     offset: number,
-  ): Promise<void> {
+    nRows: number,
+    nBatch: number,
+  ): Promise<number> {
     const m = tokens.length;
     const hp = this.model.hp;
     let cells: number[] = [];
@@ -246,6 +265,9 @@ export class Context {
       if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
       const graph = buildGraph(result);
       levelNodes(graph);
+      for (const t of this.model.weights.diskTensors()) {
+        if (graph.leafs.includes(t)) throw new ContextError(`'${t.name}' is left on disk but the graph reads it whole`);
+      }
       this.sched.allocGraph(graph);
       last = this.last = { key, graph, inputs: b.inputs, result };
       if (this.keep) this.keepNamed = b.named;
@@ -265,20 +287,31 @@ export class Context {
     const width = result.ne[0];
     const rows = result.ne[1];
     const rowToken = rows === m ? (r: number) => r : (r: number) => outIdx[r];
-    // contiguous F32 rows are read straight into each output's own array
-    const direct = result.type === GGMLType.F32 && result.buffer !== null && result.nb[1] === width * 4;
-    const data = direct ? null : await tensorGetF32(result);
+    // room for this ubatch's rows and, when the batch is split, a guess at the rest
+    const need = (nRows + rows) * width;
+    if (this.outBuf.length < need) {
+      const grown = new Float32Array(Math.max(need, Math.min(nBatch, (nRows + rows) * 2) * width));
+      grown.set(this.outBuf.subarray(0, nRows * width));
+      this.outBuf = grown;
+    }
+    this.outWidth = width;
+    const dst = this.outBuf.subarray(nRows * width, (nRows + rows) * width);
+    // contiguous F32 rows are read straight into the output array
+    if (result.type === GGMLType.F32 && result.buffer !== null && result.nb[1] === width * 4) {
+      await result.buffer.getTensor(result, new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength), 0);
+    } else dst.set(await tensorGetF32(result));
     for (let r = 0; r < rows; r++) {
       const i = rowToken(r);
       if (i === undefined || !wanted[i]) continue;
-      let row: Float32Array;
-      if (data) row = data.slice(r * width, (r + 1) * width);
-      else {
-        row = new Float32Array(width);
-        await result.buffer!.getTensor(result, new Uint8Array(row.buffer), r * width * 4);
-      }
-      this.outputs.set(offset + i, row);
+      this.outRow.set(offset + i, nRows + r);
     }
+    return nRows + rows;
+  }
+
+  /** Batch token k's output row in place (valid until the next decode), or undefined. */
+  private rowView(k: number): Float32Array | undefined {
+    const r = this.outRow.get(k);
+    return r === undefined ? undefined : this.outBuf.subarray(r * this.outWidth, (r + 1) * this.outWidth);
   }
 
   private setInputs(
@@ -291,7 +324,24 @@ export class Context {
   ): void {
     const m = tokens.length;
     const causal = this.model.hp.causal;
-    if (inp.tokens) tensorSet(inp.tokens, tokens);
+    if (inp.embdRows && inp.embdRowsFrom) {
+      // distinct ids, in first-seen order, read from the file; tokens index them
+      const first = new Map<number, number>();
+      const local = new Int32Array(m);
+      for (let i = 0; i < m; i++) {
+        let k = first.get(tokens[i]);
+        if (k === undefined) {
+          k = first.size;
+          first.set(tokens[i], k);
+        }
+        local[i] = k;
+      }
+      const src = inp.embdRowsFrom;
+      const bytes = new Uint8Array(first.size * src.rowBytes);
+      src.read([...first.keys()], bytes);
+      tensorSet(inp.embdRows, bytes);
+      if (inp.tokens) tensorSet(inp.tokens, local);
+    } else if (inp.tokens) tensorSet(inp.tokens, tokens);
     if (inp.pos) tensorSet(inp.pos, pos);
     if (inp.kvIdxs) tensorSet(inp.kvIdxs, Int32Array.from(cells));
     if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));
@@ -347,7 +397,7 @@ export class Context {
       groups.get(s)!.push(i);
     });
     for (const [s, idx] of groups) {
-      const rows = idx.map((i) => this.outputs.get(i)!);
+      const rows = idx.map((i) => this.rowView(i)!);
       const width = rows[0].length;
       let v: Float32Array;
       if (this.pooling === 'cls') v = rows[0].slice();
@@ -365,8 +415,12 @@ export class Context {
 
   private output(i: number, what: string): Float32Array {
     const k = i < 0 ? this.nLastBatch + i : i;
-    const v = this.outputs.get(k);
-    if (!v) throw new ContextError(`no ${what} for batch token ${i}: the batch did not ask for it`);
+    let v = this.outputs.get(k);
+    if (!v) {
+      v = this.rowView(k)?.slice();
+      if (!v) throw new ContextError(`no ${what} for batch token ${i}: the batch did not ask for it`);
+      this.outputs.set(k, v);
+    }
     return v;
   }
 
@@ -427,6 +481,9 @@ export class Context {
   }
 
   free(): void {
+    this.outBuf = new Float32Array(0);
+    this.outRow.clear();
+    this.outputs.clear();
     this.sched.free();
     this.kv?.dispose();
     for (const b of this.backends) b.free();

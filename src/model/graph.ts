@@ -10,6 +10,7 @@
 import * as ops from '../ggml/ops.js';
 import { newTensor, permute, reshape, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize } from '../ggml/types.js';
+import type { DiskRows } from './disk-rows.js';
 import { type HParams, nEmbdK, nEmbdV } from './hparams.js';
 import type { KVCache } from './kv-cache.js';
 import type { Weights } from './weights.js';
@@ -30,7 +31,16 @@ export interface GraphInputs {
   mask?: Tensor;
   kvIdxs?: Tensor;
   outIds?: Tensor;
+  /**
+   * The rows of a token embedding table left on disk that this ubatch uses, in the
+   * table's type [nEmbd, n]; `tokens` then holds each token's row in it.
+   */
+  embdRows?: Tensor;
+  /** Where embdRows' rows come from. */
+  embdRowsFrom?: DiskRows;
 }
+
+type InputKey = Exclude<keyof GraphInputs, 'embdRowsFrom'>;
 
 /** RoPE settings an architecture passes (mode) on top of the hyper-parameters. */
 export interface RopeConfig {
@@ -79,7 +89,7 @@ export class GraphBuilder {
 
   // ---- inputs ----
 
-  private input(key: keyof GraphInputs, type: number, ne: number[], name: string): Tensor {
+  private input(key: InputKey, type: number, ne: number[], name: string): Tensor {
     let t = this.inputs[key];
     if (!t) {
       t = newTensor(type, ne, name).setFlag(TensorFlag.INPUT);
@@ -110,7 +120,11 @@ export class GraphBuilder {
 
   /** Token embeddings of the ubatch: F32 [nEmbd, n]. */
   inpEmbd(tokEmbd: Tensor): Tensor {
-    return this.cb(ops.getRows(tokEmbd, this.inpTokens), 'embd');
+    // a table left on disk: GET_ROWS from the ubatch's rows, read into an input (same bits)
+    const disk = this.w.rowsOnDisk(tokEmbd);
+    if (disk) this.inputs.embdRowsFrom = disk;
+    const table = disk ? this.input('embdRows', tokEmbd.type, [tokEmbd.ne[0], this.nTokens], 'inp_embd_rows') : tokEmbd;
+    return this.cb(ops.getRows(table, this.inpTokens), 'embd');
   }
 
   /**

@@ -15,14 +15,23 @@ import { logger } from '../log.js';
 import { Vocab, type VocabOptions } from '../vocab/index.js';
 import type { Architecture } from './arch/arch.js';
 import { architecture } from './arch/registry.js';
+import { DiskRows } from './disk-rows.js';
 import { ModelError } from './errors.js';
 import { type HParams, readHParams } from './hparams.js';
 import { TensorList, Weights } from './weights.js';
 
 const log = logger('model');
 
-/** Bytes read at a time into weights that are not in host memory. */
-const STAGING_BYTES = 16 << 20;
+/** Bytes read at a time into weights that are not in host memory (two such pieces in flight). */
+const STAGING_BYTES = 2 << 20;
+
+/** What a device may offer the loader (duck-typed: the CPU device has both). */
+interface LoaderHints {
+  /** Token embedding tables at least this large stay on disk by default. */
+  readonly embdOnDiskMinBytes?: number;
+  /** Fault in a freshly allocated weight buffer ahead of the loader, in parallel. */
+  prefault?(b: DeviceBuffer): Promise<void>;
+}
 
 export interface LoadOptions {
   /** Called with the fraction of weight bytes loaded so far (0..1); return false to cancel. */
@@ -41,6 +50,12 @@ export interface LoadOptions {
    */
   devices?: Device[];
   vocab?: VocabOptions;
+  /**
+   * Keep the token embedding table in the file and read the rows each batch needs (it is
+   * only ever read by GET_ROWS). Needs an untied output (output.weight present). Default:
+   * the host device decides (the CPU device: when the table is at least 32 MiB).
+   */
+  embeddingsOnDisk?: boolean;
 }
 
 /** The registered plain reference device computes exactly; models run on its ggml-cpu twin. */
@@ -105,8 +120,11 @@ export class Model {
     const arch = architecture(archName, file.path);
     let hp = readHParams(file, archName);
     if (arch.hparams) hp = arch.hparams(hp, file);
-    const vocab = Vocab.fromGGUF(file, opts.vocab);
-    if (hp.nVocab === 0) hp = { ...hp, nVocab: vocab.nTokens };
+
+    // (the vocabulary is built later, while the weights' memory is faulted in, unless the
+    // vocabulary size comes from it)
+    let vocab = hp.nVocab === 0 ? Vocab.fromGGUF(file, opts.vocab) : undefined;
+    if (vocab && hp.nVocab === 0) hp = { ...hp, nVocab: vocab.nTokens };
 
     // which tensors, checked against the file
     const list = new TensorList();
@@ -151,60 +169,65 @@ export class Model {
       if (name.startsWith('output')) return outputDevice;
       return host;
     };
+    // the token embedding table may stay in the file (read by rows): only with an untied
+    // output, so that GET_ROWS is its one reader
+    const onDisk = new Map<Tensor, DiskRows>();
+    const embd = tensors.get('token_embd.weight');
+    if (embd && tensors.has('output.weight')) {
+      const minBytes = (deviceOf(embd.name) as LoaderHints).embdOnDiskMinBytes;
+      const want = opts.embeddingsOnDisk ?? (minBytes !== undefined && embd.nbytes >= minBytes);
+      const rows = want ? DiskRows.open(file, file.tensor(embd.name)!) : null;
+      if (rows) onDisk.set(embd, rows);
+    }
     const byDevice = new Map<Device, Tensor[]>();
     for (const t of tensors.values()) {
+      if (onDisk.has(t)) continue;
       const d = deviceOf(t.name);
       if (!byDevice.has(d)) byDevice.set(d, []);
       byDevice.get(d)!.push(t);
     }
     const buffers: DeviceBuffer[] = [];
-    for (const [d, ts] of byDevice) buffers.push(...allocTensors(ts, d.bufferType(), 'weights'));
+    const prefaults: Promise<void>[] = [];
+    try {
+      for (const [d, ts] of byDevice) {
+        const bs = allocTensors(ts, d.bufferType(), 'weights');
+        buffers.push(...bs);
+        const hints = d as LoaderHints;
+        if (hints.prefault) for (const b of bs) prefaults.push(hints.prefault(b));
+      }
+      // the vocabulary is built while the device faults in the weights' memory
+      vocab ??= Vocab.fromGGUF(file, opts.vocab);
+      await readWeights(
+        file,
+        [...tensors.values()].filter((t) => !onDisk.has(t)),
+        opts,
+      );
+      // (about done by now: the workers fault pages in from the end as the loader fills from the front)
+      for (const r of await Promise.allSettled(prefaults)) if (r.status === 'rejected') throw r.reason;
 
-    // read the bytes: straight into host buffers; through one bounded staging buffer,
-    // whole rows at a time, into the others (so no tensor is ever held twice whole)
-    const total = [...tensors.values()].reduce((s, t) => s + t.nbytes, 0);
-    let done = 0;
-    let staging: Uint8Array | undefined;
-    for (const t of tensors.values()) {
-      if (opts.signal?.aborted) throw abortError(opts.signal);
-      const info = file.tensor(t.name)!;
-      const host = t.buffer!.hostBytes();
-      if (host) await file.readTensorDataAsync(info, host.subarray(t.offset, t.offset + info.nBytes));
-      else {
-        const chunk = Math.max(1, Math.floor(STAGING_BYTES / t.rowBytes)) * t.rowBytes;
-        const need = Math.min(chunk, info.nBytes);
-        if (!staging || staging.length < need) staging = new Uint8Array(need);
-        for (let off = 0; off < info.nBytes; off += chunk) {
-          const part = staging.subarray(0, Math.min(chunk, info.nBytes - off));
-          await file.readTensorDataAsync(info, part, off);
-          tensorSet(t, part, off);
-        }
-      }
-      done += info.nBytes;
-      if (opts.onProgress?.(total > 0 ? done / total : 1) === false) {
-        for (const b of buffers) b.free();
-        throw new DOMException('model loading was cancelled by the progress callback', 'AbortError');
-      }
+      const model = new Model(
+        file.path,
+        arch,
+        hp,
+        vocab,
+        new Weights(tensors, onDisk),
+        buffers,
+        devices,
+        layerDevices,
+        file.fileSize,
+        fileTypeName(file, tensors),
+        file.getString('general.name', archName),
+      );
+      log.info(
+        `loaded ${file.path}: ${archName}, ${hp.nLayer} layers, ${(model.nParams / 1e6).toFixed(2)}M parameters on ${[...byDevice.keys()].map((d) => d.name).join(', ')}${onDisk.size > 0 ? ` (${[...onDisk.keys()].map((t) => t.name).join(', ')} read from the file by rows)` : ''}`,
+      );
+      return model;
+    } catch (e) {
+      await Promise.allSettled(prefaults);
+      for (const b of buffers) b.free();
+      for (const r of onDisk.values()) r.close();
+      throw e;
     }
-    if (opts.signal?.aborted) throw abortError(opts.signal);
-
-    const model = new Model(
-      file.path,
-      arch,
-      hp,
-      vocab,
-      new Weights(tensors),
-      buffers,
-      devices,
-      layerDevices,
-      file.fileSize,
-      fileTypeName(file, tensors),
-      file.getString('general.name', archName),
-    );
-    log.info(
-      `loaded ${file.path}: ${archName}, ${hp.nLayer} layers, ${(model.nParams / 1e6).toFixed(2)}M parameters on ${[...byDevice.keys()].map((d) => d.name).join(', ')}`,
-    );
-    return model;
   }
 
   /** Parameters (elements of all weights). */
@@ -232,7 +255,76 @@ export class Model {
   free(): void {
     for (const b of this.buffers) b.free();
     this.buffers.length = 0;
+    for (const t of this.weights.diskTensors()) this.weights.rowsOnDisk(t)?.close();
   }
+}
+
+/**
+ * Reads the weights' bytes: straight into host buffers; into the others through two
+ * bounded staging pieces of whole rows (so no tensor is ever held twice whole), reading
+ * the next piece while the previous one is uploaded (repacked).
+ */
+async function readWeights(file: GGUFFile, tensors: Tensor[], opts: LoadOptions): Promise<void> {
+  const total = tensors.reduce((s, t) => s + t.nbytes, 0);
+  let done = 0;
+  const staging: Uint8Array[] = [];
+  let slot = 0;
+  // the piece read last: uploaded once the next read is under way
+  let pending: { read: Promise<unknown>; upload?: () => void; last?: Tensor } | null = null;
+  const finish = async (): Promise<void> => {
+    const p = pending;
+    pending = null;
+    if (!p) return;
+    await p.read;
+    p.upload?.();
+    if (p.last) {
+      done += p.last.nbytes;
+      if (opts.onProgress?.(total > 0 ? done / total : 1) === false) {
+        throw new DOMException('model loading was cancelled by the progress callback', 'AbortError');
+      }
+    }
+  };
+  const issue = async (next: NonNullable<typeof pending>): Promise<void> => {
+    // the read is started before the previous piece is uploaded (errors surface in finish)
+    next.read.catch(() => {});
+    try {
+      await finish();
+    } catch (e) {
+      await next.read.catch(() => {});
+      throw e;
+    }
+    pending = next;
+  };
+  try {
+    for (const t of tensors) {
+      if (opts.signal?.aborted) throw abortError(opts.signal);
+      const info = file.tensor(t.name)!;
+      const host = t.buffer!.hostBytes();
+      if (host) {
+        await issue({ read: file.readTensorDataAsync(info, host.subarray(t.offset, t.offset + info.nBytes)), last: t });
+        continue;
+      }
+      const chunk = Math.max(1, Math.floor(STAGING_BYTES / t.rowBytes)) * t.rowBytes;
+      for (let off = 0; off < info.nBytes; off += chunk) {
+        const len = Math.min(chunk, info.nBytes - off);
+        if (!staging[slot] || staging[slot].length < len) staging[slot] = new Uint8Array(Math.max(len, STAGING_BYTES));
+        const part = staging[slot].subarray(0, len);
+        slot ^= 1;
+        const at = off;
+        await issue({
+          read: file.readTensorDataAsync(info, part, at),
+          upload: () => tensorSet(t, part, at),
+          last: at + len >= info.nBytes ? t : undefined,
+        });
+      }
+    }
+    await finish();
+  } catch (e) {
+    // let a read still in flight land before the caller frees its destination
+    await (pending as { read: Promise<unknown> } | null)?.read.catch(() => {});
+    throw e;
+  }
+  if (opts.signal?.aborted) throw abortError(opts.signal);
 }
 
 /** The most common weight type among 2-D tensors (llama.cpp prints general.file_type). */

@@ -2,6 +2,7 @@
 // (name, shape, optional), which the loader checks against the file.
 
 import type { Tensor } from '../ggml/tensor.js';
+import type { DiskRows } from './disk-rows.js';
 
 /** One tensor an architecture reads. An extent of -1 accepts any size. */
 export interface TensorSpec {
@@ -32,7 +33,21 @@ export class TensorList {
 }
 
 export class Weights {
-  constructor(private readonly byName: ReadonlyMap<string, Tensor>) {}
+  constructor(
+    private readonly byName: ReadonlyMap<string, Tensor>,
+    /** Tensors left in the file (no buffer): their rows are read on demand (GET_ROWS only). */
+    private readonly onDisk: ReadonlyMap<Tensor, DiskRows> = new Map(),
+  ) {}
+
+  /** Where `t`'s rows are read from when it was left on disk, else undefined. */
+  rowsOnDisk(t: Tensor): DiskRows | undefined {
+    return this.onDisk.get(t);
+  }
+
+  /** Tensors left on disk. */
+  diskTensors(): IterableIterator<Tensor> {
+    return this.onDisk.keys();
+  }
 
   /** A tensor the architecture requires (the loader has checked it exists). */
   get(name: string): Tensor {

@@ -6,12 +6,21 @@ import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
 import type { Graph } from '../../ggml/graph.js';
 import { isViewOp, type Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
-import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
+import type {
+  Backend,
+  BackendEvent,
+  BackendReg,
+  Buffer,
+  BufferType,
+  Device,
+  DeviceMemory,
+  DeviceProps,
+} from '../impl.js';
 import { ARENA_HEADER, Arena, PAGE } from './arena.js';
-import { type ArenaAllocator, type ArenaRange, CpuBufferType, CpuHostBufferType } from './buffer.js';
+import { type ArenaAllocator, type ArenaRange, CpuBufferType, CpuHostBufferType, isArenaBacked } from './buffer.js';
 import { encodeGraph, RECORD_BYTES, type WorkRegions } from './encode.js';
 import { Pool } from './pool.js';
-import { C, K_COPY, kernelId, STEP_WORDS } from './protocol.js';
+import { C, K_COPY, K_TOUCH, kernelId, STEP_WORDS } from './protocol.js';
 import { cpuSupportsOp } from './support.js';
 import { chooseVariant, kernelModule, type Variant } from './wasm.js';
 import type { WasmModule } from './wasm-api.js';
@@ -26,6 +35,12 @@ export interface CpuDeviceOptions {
   variant?: Variant;
   /** Pages (64 KiB) per arena; default 65535 (4 GiB less a page: the most a wasm32 memory addresses, kept under 2^32 bytes so one typed array views it). */
   arenaPages?: number;
+  /**
+   * Token embedding tables at least this large are left in the model file and read by rows
+   * as batches need them (model loading's embeddingsOnDisk default). Default 32 MiB;
+   * Infinity keeps every table in memory.
+   */
+  embdOnDiskMinBytes?: number;
 }
 
 function defaultThreads(): number {
@@ -120,6 +135,8 @@ export class CpuDevice implements Device {
   private pool: Pool | null = null;
   private chosen: Variant | null = null;
   readonly defaultThreads: number;
+  /** See CpuDeviceOptions.embdOnDiskMinBytes. */
+  readonly embdOnDiskMinBytes: number;
   /** Nodes computed so far, by op (tests check that work really ran here). */
   readonly opCounts = new Map<string, number>();
   private computeTail: Promise<void> = Promise.resolve();
@@ -145,6 +162,7 @@ export class CpuDevice implements Device {
     const model = cpus()[0]?.model?.trim() ?? 'CPU';
     this.description = `${model} (WebAssembly SIMD kernels)`;
     this.defaultThreads = o.threads ?? defaultThreads();
+    this.embdOnDiskMinBytes = o.embdOnDiskMinBytes ?? 32 * 2 ** 20;
     this.arenas = new ArenaSet(o.arenaPages ?? 65535, (a) => this.pool?.addArena(a));
     this.buft = new CpuBufferType(this.name, this, this.arenas);
     this.hostBuft = new CpuHostBufferType(`${this.name}_Host`, this, this.arenas);
@@ -243,6 +261,23 @@ export class CpuDevice implements Device {
     steps[1] = kernelId(name);
     steps[2] = rec;
     await pool.run(steps, 1, nth);
+  }
+
+  /**
+   * Fault in a buffer's memory on the worker threads (starting them), for a loader about
+   * to fill it: a fresh page costs a fault on first write (microseconds each, ~4 s/GB on
+   * some virtual machines), which the workers take in parallel, ahead of the loader. Bytes
+   * written meanwhile are kept. Resolves when done; later jobs queue behind it.
+   */
+  prefault(b: Buffer, threads = this.defaultThreads): Promise<void> {
+    if (!isArenaBacked(b) || b.bufferType.device !== this || b.size === 0) return Promise.resolve();
+    const pool = this.workers(threads);
+    const steps = new Int32Array(STEP_WORDS);
+    steps[0] = b.arena.index;
+    steps[1] = K_TOUCH;
+    steps[2] = b.base;
+    steps[4] = b.size;
+    return pool.run(steps, 1, pool.size);
   }
 
   /** Stop the worker threads (the device starts new ones when used again). */

@@ -15,7 +15,6 @@ import { GGMLType } from '../../ggml/types.js';
 /** Layout code in node records (assembly/desc.ts LAYOUT_K4). */
 export const LAYOUT_K4 = 2;
 
-
 function ggScale(q: Uint8Array, p: number, j: number): number {
   return j < 4 ? q[p + j] & 63 : (q[p + j + 4] & 15) | ((q[p + j - 4] >> 6) << 4);
 }

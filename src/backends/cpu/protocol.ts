@@ -41,6 +41,11 @@ export const CONTROL_WORDS = C.STEPS + STEP_CAP * STEP_WORDS;
 export const K_COPY = -1;
 /** Each worker takes one arena memory from its message port and instantiates the kernels on it. */
 export const K_ARENA = -2;
+/**
+ * Each worker faults in its share of a range of an arena (words: arena, kernel, start, flags,
+ * length), adding 0 atomically to one word per page so bytes written meanwhile are kept.
+ */
+export const K_TOUCH = -3;
 
 /** Kernel exports of the wasm module, by id (a step's kernel word). */
 import type { WasmModule } from './wasm-api.js';

@@ -4,7 +4,17 @@
 
 import { writeSync } from 'node:fs';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { C, F_NO_BARRIER, F_SINGLE, K_ARENA, K_COPY, KERNELS, STEP_WORDS, type WorkerInit } from './protocol.js';
+import {
+  C,
+  F_NO_BARRIER,
+  F_SINGLE,
+  K_ARENA,
+  K_COPY,
+  K_TOUCH,
+  KERNELS,
+  STEP_WORDS,
+  type WorkerInit,
+} from './protocol.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
 
 type Kernel = (node: number, ith: number, nth: number) => void;
@@ -85,6 +95,27 @@ function printProfile(): void {
   profiledJobs = 0;
 }
 
+// Fresh memory costs a page fault per 4 KiB page on first write (several microseconds each
+// on some virtual machines), so the loader has the workers fault in weight buffers while
+// it fills them. The loader goes front to back, the workers back to front (chunks dealt
+// round-robin), so they meet instead of queueing on the same pages.
+const TOUCH_CHUNK = 256 << 10;
+const TOUCH_PAGE = 4096;
+
+function touchShare(s: number, nth: number): void {
+  const words = new Int32Array(arenas[ctrl[s]].memory.buffer);
+  const start = ctrl[s + 2] >>> 0;
+  const end = start + (ctrl[s + 4] >>> 0);
+  for (let i = me; ; i += nth) {
+    const hi = end - i * TOUCH_CHUNK;
+    if (hi <= start) break;
+    const lo = Math.max(start, hi - TOUCH_CHUNK);
+    // adding 0 atomically writes the page without losing a byte the loader stores there meanwhile
+    for (let p = hi - 1; p >= lo; p -= TOUCH_PAGE) Atomics.add(words, p >>> 2, 0);
+    Atomics.add(words, lo >>> 2, 0);
+  }
+}
+
 function runJob(): void {
   const nth = ctrl[C.NTH];
   const nsteps = ctrl[C.NSTEPS];
@@ -112,6 +143,7 @@ function runJob(): void {
     if (Atomics.load(ctrl, C.ERROR) === 0 && mine) {
       try {
         if (kernel === K_COPY) copyShare(s, nth);
+        else if (kernel === K_TOUCH) touchShare(s, nth);
         else if (single) arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], 0, 1);
         else arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], me, nth);
       } catch (e) {

@@ -1,0 +1,75 @@
+// A weight whose rows are read from the model file when needed instead of being held in
+// memory. Only the token embedding table qualifies: the graph reads it with GET_ROWS
+// alone, a batch needs at most n_ubatch of its rows, and on a large vocabulary it is a
+// big share of a small model (76 MB of the 630M Qwen2.5 in Q4_0). The file stays open
+// (deleting or renaming it does not matter), and every read first checks that it has not
+// been changed in place since loading, failing clearly rather than returning other bytes.
+
+import { closeSync, openSync, readSync } from 'node:fs';
+import type { GGUFFile, GGUFTensorInfo } from '../gguf/index.js';
+import { type FileIdentity, fileIdentity, sameIdentity } from '../gguf/index.js';
+import { ModelError } from './errors.js';
+
+export class DiskRows {
+  readonly rowBytes: number;
+  readonly nRows: number;
+  private fd: number | undefined;
+  private readonly id: FileIdentity;
+
+  private constructor(
+    readonly path: string,
+    readonly info: GGUFTensorInfo,
+    fd: number,
+    id: FileIdentity,
+  ) {
+    this.fd = fd;
+    this.id = id;
+    this.nRows = info.dims.slice(1).reduce((a, b) => a * b, 1);
+    this.rowBytes = info.nBytes / this.nRows;
+  }
+
+  /** Opens the file again for `info`'s rows; null when `file` is not a file on disk. */
+  static open(file: GGUFFile, info: GGUFTensorInfo): DiskRows | null {
+    const want = file.identity();
+    if (!want) return null;
+    const fd = openSync(file.path, 'r');
+    try {
+      const id = fileIdentity(fd);
+      if (!sameIdentity(id, want))
+        throw new ModelError(`${file.path}: the model file changed while it was being loaded`);
+      return new DiskRows(file.path, info, fd, id);
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  }
+
+  /**
+   * Reads rows `ids` (each in range) into `dst`, one after the other. Throws ModelError when
+   * the file was closed or has changed since loading.
+   */
+  read(ids: ArrayLike<number>, dst: Uint8Array): void {
+    const fd = this.fd;
+    if (fd === undefined) throw new ModelError(`${this.path}: '${this.info.name}' read after the model was freed`);
+    if (!sameIdentity(fileIdentity(fd), this.id)) {
+      throw new ModelError(
+        `${this.path}: the model file changed after loading ('${this.info.name}' is read from it on demand); load the model again`,
+      );
+    }
+    const rb = this.rowBytes;
+    if (dst.byteLength < ids.length * rb)
+      throw new RangeError(`DiskRows: ${ids.length} rows need ${ids.length * rb} bytes`);
+    for (let k = 0; k < ids.length; k++) {
+      const r = ids[k];
+      if (!(r >= 0 && r < this.nRows))
+        throw new RangeError(`'${this.info.name}': row ${r} outside 0..${this.nRows - 1}`);
+      const got = readSync(fd, dst, k * rb, rb, this.info.fileOffset + r * rb);
+      if (got !== rb) throw new ModelError(`${this.path}: short read of '${this.info.name}' row ${r}`);
+    }
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
