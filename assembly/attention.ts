@@ -66,6 +66,7 @@ const RMAX: i32 = 32;
 // sp  RMAX x B f32     scores, then probabilities, of the current block
 // acc RMAX x V4 f32    V sums
 // st  RMAX x 4 f32     per row: running max, running sum, this block's rescale, mask kind
+// rpm RMAX u32         per row: address of its mask row
 // tmp 4 x max(D4,V4)   rows being converted
 // kv  blocks of B keys: K transposed (D4 x B f32) then V (B x V4 f32); one block, or with
 //     extra 3 the whole head (ceil(nKV / B) blocks), converted once per head
@@ -466,7 +467,8 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const sp = qt + ((<usize>RMAX * D4) << 2);
   const acc = sp + ((<usize>RMAX * B) << 2);
   const st = acc + ((<usize>RMAX * V4) << 2);
-  const tmp = st + ((<usize>RMAX * 4) << 2);
+  const rpm = st + ((<usize>RMAX * 4) << 2);
+  const tmp = rpm + ((<usize>RMAX) << 2);
   const kvBase = (tmp + ((<usize>4 * max(D4, V4)) << 2) + 63) & ~63;
   const blkBytes = (<usize>B * (D4 + V4)) << 2;
   // the whole head's blocks are kept when there is room and more than one tile reads them
@@ -511,6 +513,14 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       const s = st + (<usize>r << 4);
       store<f32>(s, -Infinity);
       store<f32>(s, 0, 4);
+      // the row's mask row
+      store<u32>(
+        rpm + (<usize>r << 2),
+        tm >= 0
+          ? tAddr(node, 4) + <usize>(t0 + r / G) * tNb(node, 4, 1) +
+              <usize>((h0 + (r % G)) % tNe(node, 4, 2)) * tNb(node, 4, 2) + <usize>(iq3 % tNe(node, 4, 3)) * tNb(node, 4, 3)
+          : 0,
+      );
     }
     memory.fill(acc, 0, (<usize>R * V4) << 2);
     for (let jb = 0; jb < nBlk; jb++) {
@@ -524,8 +534,7 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       for (let r = 0; r < R; r++) {
         let kind = 1;
         if (tm >= 0) {
-          const pm = tAddr(node, 4) + <usize>(t0 + r / G) * tNb(node, 4, 1) +
-            <usize>((h0 + (r % G)) % tNe(node, 4, 2)) * tNb(node, 4, 2) + <usize>(iq3 % tNe(node, 4, 3)) * tNb(node, 4, 3);
+          const pm = <usize>load<u32>(rpm + (<usize>r << 2));
           if (pm != lastPm) {
             lastPm = pm;
             lastKind = maskKind(pm, mnb0, tm, j0, j1);
@@ -557,10 +566,7 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
         if (active) {
           const sc = f32x4.splat(scale);
           let mv = f32x4.splat(-Infinity);
-          const pm = tm >= 0
-            ? tAddr(node, 4) + <usize>(t0 + r / G) * tNb(node, 4, 1) +
-              <usize>((h0 + (r % G)) % tNe(node, 4, 2)) * tNb(node, 4, 2) + <usize>(iq3 % tNe(node, 4, 3)) * tNb(node, 4, 3)
-            : 0;
+          const pm = <usize>load<u32>(rpm + (<usize>r << 2));
           if (softcap == 0 && j1 - j0 == B && kind == 1) {
             // a whole block, no mask to add: scale and max in one pass
             for (let k = 0; k < B; k += 4) {
