@@ -569,11 +569,13 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
           const pm = <usize>load<u32>(rpm + (<usize>r << 2));
           if (softcap == 0 && j1 - j0 == B && kind == 1) {
             // a whole block, no mask to add: scale and max in one pass
-            for (let k = 0; k < B; k += 4) {
+            for (let k = 0; k < B; k += 8) {
               const p = ps + (<usize>k << 2);
-              const x = f32x4.mul(v128.load(p), sc);
-              v128.store(p, x);
-              mv = f32x4.max(mv, x);
+              const x0 = f32x4.mul(v128.load(p), sc);
+              const x1 = f32x4.mul(v128.load(p, 16), sc);
+              v128.store(p, x0);
+              v128.store(p, x1, 16);
+              mv = f32x4.max(mv, f32x4.max(x0, x1));
             }
           } else if (softcap == 0 && j1 - j0 == B && tm == T_F16 && mnb0 == 2) {
             for (let k = 0; k < B; k += 4) {
@@ -608,11 +610,13 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
             const ms = f32x4.extract_lane(expNeg4(f32x4.splat(M - Mn)), 0);
             const m4 = f32x4.splat(Mn);
             let sum = f32x4.splat(0);
-            for (let k = 0; k < B; k += 4) {
+            for (let k = 0; k < B; k += 8) {
               const p = ps + (<usize>k << 2);
-              const e = expNeg4(f32x4.sub(v128.load(p), m4));
-              v128.store(p, e);
-              sum = f32x4.add(sum, e);
+              const e0 = expNeg4(f32x4.sub(v128.load(p), m4));
+              const e1 = expNeg4(f32x4.sub(v128.load(p, 16), m4));
+              v128.store(p, e0);
+              v128.store(p, e1, 16);
+              sum = f32x4.add(f32x4.add(sum, e0), e1);
             }
             const bs = f32x4.extract_lane(sum, 0) + f32x4.extract_lane(sum, 1) + (f32x4.extract_lane(sum, 2) + f32x4.extract_lane(sum, 3));
             store<f32>(s, Mn);
