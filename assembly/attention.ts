@@ -7,13 +7,13 @@
 // and V rows are widened to f32 once and reused by every row of the tile (with several
 // tiles per head, once per head and thread); the scores of a block are a small matmul.
 // The softmax runs online per key block (one max and rescale per block), with exp in f32
-// (expf4) and V summed in f32.
+// (expNeg4) and V summed in f32.
 //
 // Batch independence: a row's arithmetic depends only on the fixed block boundaries
 // (block j covers keys [jB, jB+B)), never on the other rows of its tile: every kernel
 // below computes each row with the same operations in the same order, a block with no
-// unmasked key for a row leaves that row untouched, and one-row tiles (decoding) run the
-// same code. The reference device's ggml-cpu numerics (src/backends/reference/ops/
+// unmasked key for a row leaves that row as it is (rescale 1, weights 0: only a -0 sum
+// could turn +0), and one-row tiles (decoding) run the same code. The reference device's ggml-cpu numerics (src/backends/reference/ops/
 // attention.ts) describe this arithmetic.
 
 import { extra, param, tAddr, tNb, tNe, tType } from './desc';
