@@ -2,7 +2,7 @@
 // (every source before its consumers), split like ggml's cgraph into leafs (op NONE:
 // weights, inputs, caches) and nodes (everything computed, views included).
 
-import { Op, type Tensor, TensorFlag } from './tensor.js';
+import { isViewOp, Op, type Tensor, TensorFlag } from './tensor.js';
 
 export class Graph {
   readonly nodes: Tensor[] = [];
@@ -56,4 +56,45 @@ export function buildGraph(...outputs: Tensor[]): Graph {
     g.expand(t);
   }
   return g;
+}
+
+/**
+ * Reorder `g.nodes` so that independent nodes are adjacent: each node moves to the
+ * earliest level its inputs allow (one more than its latest computed source), stably.
+ * Backends that run a graph as steps with barriers (the cpu device) can then run the
+ * nodes of one level together (the q, k and v products of a layer; its gate and up
+ * products). Nodes that write into memory they do not own (SET_ROWS into a cache, a
+ * view written in place) stay ordered after every earlier node touching that memory,
+ * and those after them. Call before allocating: the allocator's reuse follows the order.
+ */
+export function levelNodes(g: Graph): void {
+  const level = new Map<Tensor, number>();
+  // per root tensor (leaf or node) whose memory is written in place: the last level writing it, touching it
+  const wrote = new Map<Tensor, number>();
+  const touched = new Map<Tensor, number>();
+  const rootOf = (t: Tensor) => t.viewSrc ?? t;
+  const levelOf = (t: Tensor) => level.get(t) ?? 0;
+  for (const n of g.nodes) {
+    let l = 0;
+    if (isViewOp(n.op)) {
+      l = levelOf(n.src[0]);
+    } else {
+      for (const s of n.src) {
+        l = Math.max(l, levelOf(s) + (s.op === Op.NONE ? 0 : 1));
+        l = Math.max(l, (wrote.get(rootOf(s)) ?? -1) + 1);
+      }
+      const inPlace = n.viewSrc !== null;
+      if (inPlace) l = Math.max(l, (touched.get(rootOf(n)) ?? -1) + 1);
+      for (const s of n.src) touched.set(rootOf(s), Math.max(touched.get(rootOf(s)) ?? -1, l));
+      if (inPlace) {
+        const r = rootOf(n);
+        wrote.set(r, Math.max(wrote.get(r) ?? -1, l));
+        touched.set(r, Math.max(touched.get(r) ?? -1, l));
+      }
+    }
+    level.set(n, l);
+  }
+  const order = g.nodes.map((n, i) => ({ n, i, l: levelOf(n) }));
+  order.sort((a, b) => a.l - b.l || a.i - b.i);
+  for (let i = 0; i < order.length; i++) g.nodes[i] = order[i].n;
 }

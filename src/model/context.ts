@@ -10,7 +10,7 @@ import { tensorGetF32, tensorSet } from '../backends/api.js';
 import type { Backend, Device } from '../backends/impl.js';
 import { ReferenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
 import { Scheduler } from '../backends/scheduler.js';
-import { buildGraph, type Graph } from '../ggml/graph.js';
+import { buildGraph, type Graph, levelNodes } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
 import { newTensor, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
@@ -245,6 +245,7 @@ export class Context {
       if (!result) throw new ContextError(`${hp.arch} has no logits output`);
       if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
       const graph = buildGraph(result);
+      levelNodes(graph);
       this.sched.allocGraph(graph);
       last = this.last = { key, graph, inputs: b.inputs, result };
       if (this.keep) this.keepNamed = b.named;

@@ -7,7 +7,7 @@
 
 import { RopeMode } from '../../ggml/ops.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
-import { GGMLType } from '../../ggml/types.js';
+import { GGMLType, traitsOf } from '../../ggml/types.js';
 import type { Arena } from './arena.js';
 import { isArenaBacked } from './buffer.js';
 import type { Rep4Layout } from './layout.js';
@@ -305,18 +305,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     const act = align(base + e.records * RECORD_BYTES);
     bases.set(arena, { rec: base, act, scratch: align(act + e.act), next: 0, actKey: null });
   }
-  let nsteps = 0;
-  for (const p of plans) nsteps += p.kernels.length + p.staged.length + (p.staged.includes(0) ? 1 : 0);
-  const steps = new Int32Array(Math.max(1, nsteps) * STEP_WORDS);
-  let si = 0;
-  const step = (arena: number, kernel: number, ptr: number, flags: number, ...rest: number[]) => {
-    const o = si++ * STEP_WORDS;
-    steps[o] = arena;
-    steps[o + 1] = kernel;
-    steps[o + 2] = ptr;
-    steps[o + 3] = flags;
-    for (let i = 0; i < rest.length; i++) steps[o + 4 + i] = rest[i];
-  };
+  const units: Unit[] = [];
   const views = new Map<Arena, { i32: Int32Array; f64: Float64Array }>();
   for (const p of plans) {
     const b = bases.get(p.home)!;
@@ -329,12 +318,14 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     }
     const { i32: mem32, f64: mem64 } = v;
     let scr = b.scratch;
-    // staged copies come first in the node scratch
+    // staged copies come first in the node scratch; a node with copies is fenced (runs
+    // between barriers): its copies and scratch are not tracked as ranges
     const addrs = [0, 0, 0, 0, 0];
     for (let s = 0; s < 5; s++) addrs[s] = p.locs[s]?.addr ?? 0;
+    const fenced = p.staged.length > 0;
     for (const i of p.staged) {
       const l = p.locs[i]!;
-      step(p.home.index, K_COPY, scr, 0, l.arena.index, l.copyFrom, l.span);
+      units.push(fenceUnit([p.home.index, K_COPY, scr, 0, l.arena.index, l.copyFrom, l.span]));
       addrs[i] = scr + (l.addr - l.copyFrom);
       scr += align(l.span);
       b.actKey = null;
@@ -369,6 +360,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     const i32 = mem32.subarray(r32, r32 + RECORD_BYTES / 4);
     const ex = 112;
     let kernels = p.kernels;
+    let actRange: Range | null = null;
     if (p.mm) {
       i32[ex] = b.act;
       i32[ex + 1] = p.mm.stride;
@@ -379,6 +371,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
       if (kernels[0] === 'k_mm_prep') {
+        actRange = [p.home.index, b.act, b.act + p.shared];
         // the same activations (tensor, format, rounding) as the last product prepared here:
         // the rows are still in place
         const src = p.node.src[1];
@@ -402,17 +395,164 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 2] = p.qRound ?? 0;
       i32[ex + 3] = p.kvCache ? 1 : 0;
     }
-    for (const k of kernels) step(p.home.index, kernelId(k), rec, isSmall(p, k) ? F_SINGLE : 0);
+    const small = kernels.map((k) => isSmall(p, k));
+    const cost = p.node.nelements;
+    if (fenced) {
+      for (const k of kernels) units.push(fenceUnit([p.home.index, kernelId(k), rec, 0]));
+    } else if (small.every((x) => x)) {
+      // one single-worker unit; the worker chosen later gets its own scratch slot
+      const reads = p.slots.slice(1).flatMap((t, i) => (t ? [rangeOf(t, p.locs[i + 1]!)] : []));
+      const writes = [rangeOf(p.node, p.locs[0]!)];
+      if (actRange) (kernels[0] === 'k_mm_prep' ? writes : reads).push(actRange);
+      units.push({
+        steps: kernels.map((k) => [p.home.index, kernelId(k), rec, F_SINGLE]),
+        reads,
+        writes,
+        kind: 'single',
+        cost,
+        scratchWord: r32 + ex + (p.mm ? 3 : 0),
+        scratchBase: perThread,
+        scratchStride: p.perThread,
+        mem32,
+      });
+    } else {
+      kernels.forEach((k, ki) => {
+        const reads: Range[] = [];
+        const writes: Range[] = [];
+        if (k === 'k_mm_prep') {
+          reads.push(rangeOf(p.node.src[1], p.locs[2]!));
+          writes.push(actRange!);
+        } else {
+          p.slots.forEach((t, i) => {
+            if (t && i > 0 && !(actRange && i === 2)) reads.push(rangeOf(t, p.locs[i]!));
+          });
+          if (actRange) reads.push(actRange);
+          writes.push(rangeOf(p.node, p.locs[0]!));
+        }
+        // a single step of a mixed plan keeps worker 0 (the record's scratch slot 0)
+        units.push({
+          steps: [[p.home.index, kernelId(k), rec, small[ki] ? F_SINGLE : 0]],
+          reads,
+          writes,
+          kind: small[ki] ? 'single0' : 'multi',
+          cost,
+        });
+      });
+    }
     if (p.staged.includes(0)) {
       const l = p.locs[0]!;
-      step(l.arena.index, K_COPY, l.copyFrom, 0, p.home.index, addrs[0] - (l.addr - l.copyFrom), l.span);
+      units.push(
+        fenceUnit([l.arena.index, K_COPY, l.copyFrom, 0, p.home.index, addrs[0] - (l.addr - l.copyFrom), l.span]),
+      );
       b.actKey = null;
     }
   }
-  // consecutive single-worker steps need no barrier between them: worker 0 runs them in order
-  for (let i = 0; i + 1 < si; i++) {
-    const o = i * STEP_WORDS;
-    if ((steps[o + 3] & F_SINGLE) !== 0 && (steps[o + 3 + STEP_WORDS] & F_SINGLE) !== 0) steps[o + 3] |= F_NO_BARRIER;
+  return layOut(units, nth);
+}
+
+/** A byte range [lo, hi) of one arena: [arena index, lo, hi]. */
+type Range = [number, number, number];
+
+/** Steps that run together: one multi-worker step, or the steps of one node on one worker. */
+interface Unit {
+  steps: number[][];
+  reads: Range[];
+  writes: Range[];
+  /** single: one worker, chosen here; single0: worker 0; fence: alone between barriers. */
+  kind: 'multi' | 'single' | 'single0' | 'fence';
+  cost: number;
+  worker?: number;
+  scratchWord?: number;
+  scratchBase?: number;
+  scratchStride?: number;
+  mem32?: Int32Array;
+}
+
+function fenceUnit(step: number[]): Unit {
+  return { steps: [step], reads: [], writes: [], kind: 'fence', cost: 0 };
+}
+
+/** The bytes a tensor's elements span (a repacked tensor: its whole root). */
+function rangeOf(t: Tensor, l: Loc): Range {
+  if (l.layout) return [l.arena.index, l.copyFrom, l.copyFrom + l.span];
+  const tr = traitsOf(t.type);
+  let hi = l.addr + tr.typeSize;
+  hi += (t.ne[0] / tr.blockSize - 1) * t.nb[0];
+  for (let d = 1; d < 4; d++) hi += (t.ne[d] - 1) * t.nb[d];
+  return [l.arena.index, l.addr, hi];
+}
+
+function overlaps(a: Range[], b: Range[]): boolean {
+  for (const x of a) for (const y of b) if (x[0] === y[0] && x[1] < y[2] && y[1] < x[2]) return true;
+  return false;
+}
+
+function conflict(u: Unit, v: Unit): boolean {
+  return overlaps(u.writes, v.writes) || overlaps(u.writes, v.reads) || overlaps(u.reads, v.writes);
+}
+
+const isSingle = (u: Unit) => u.kind === 'single' || u.kind === 'single0';
+
+/**
+ * Group units into phases separated by barriers: a unit joins the earliest phase after the
+ * last one holding a unit it conflicts with (reads what that one writes, or writes what it
+ * reads or writes), so independent nodes share a phase. Single-worker units that conflict
+ * only with single-worker units on one worker join that worker in the same phase (a worker
+ * runs its steps in order). Moving a unit before non-conflicting ones keeps every result.
+ */
+function layOut(units: Unit[], nth: number): EncodedJob {
+  const phases: { units: Unit[]; load: number[] }[] = [];
+  let floor = 0;
+  for (const u of units) {
+    if (u.kind === 'fence') {
+      phases.push({ units: [u], load: new Array(nth).fill(0) });
+      floor = phases.length;
+      continue;
+    }
+    let lo = floor;
+    let worker = -1;
+    for (let i = phases.length - 1; i >= floor; i--) {
+      const hits = phases[i].units.filter((v) => conflict(u, v));
+      if (hits.length === 0) continue;
+      lo = i + 1;
+      if (isSingle(u) && hits.every(isSingle)) {
+        const ws = new Set(hits.map((v) => v.worker!));
+        const w = [...ws][0];
+        if (ws.size === 1 && (u.kind === 'single' || w === 0)) {
+          lo = i;
+          worker = w;
+        }
+      }
+      break;
+    }
+    if (lo === phases.length) phases.push({ units: [], load: new Array(nth).fill(0) });
+    const ph = phases[lo];
+    if (u.kind === 'multi') {
+      for (let w = 0; w < nth; w++) ph.load[w] += u.cost / nth;
+    } else {
+      if (worker < 0) worker = u.kind === 'single0' ? 0 : ph.load.indexOf(Math.min(...ph.load));
+      u.worker = worker;
+      ph.load[worker] += u.cost;
+      for (const st of u.steps) st[3] = F_SINGLE | (worker << 8);
+      if (u.kind === 'single') u.mem32![u.scratchWord!] = u.scratchBase! + worker * u.scratchStride!;
+    }
+    ph.units.push(u);
+  }
+  let nsteps = 0;
+  for (const ph of phases) for (const u of ph.units) nsteps += u.steps.length;
+  const steps = new Int32Array(Math.max(1, nsteps) * STEP_WORDS);
+  let si = 0;
+  for (const ph of phases) {
+    const first = si;
+    for (const u of ph.units) {
+      for (const st of u.steps) {
+        const o = si++ * STEP_WORDS;
+        for (let i = 0; i < st.length; i++) steps[o + i] = st[i];
+        steps[o + 3] |= F_NO_BARRIER;
+      }
+    }
+    // one barrier, after the phase's last step
+    if (si > first) steps[(si - 1) * STEP_WORDS + 3] &= ~F_NO_BARRIER;
   }
   return { steps, nsteps: si };
 }

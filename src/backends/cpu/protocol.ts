@@ -30,9 +30,9 @@ export const C = {
 /** Int32 words per step: arena, kernel, node address, flags, then kernel-specific words. */
 export const STEP_WORDS = 8;
 
-/** Step flags (word 3): only worker 0 runs the step (too small to split). */
+/** Step flags (word 3): one worker runs the step alone (too small to split): worker `flags >>> 8`. */
 export const F_SINGLE = 1;
-/** Step flags: no barrier after the step (the next one runs on the same worker alone). */
+/** Step flags: no barrier after the step (the next steps up to the phase's last one are independent of it, or on the same worker). */
 export const F_NO_BARRIER = 2;
 export const STEP_CAP = 16384;
 export const CONTROL_WORDS = C.STEPS + STEP_CAP * STEP_WORDS;

@@ -2,6 +2,7 @@
 // (a wasm kernel on one of the arenas, or a JavaScript copy between arenas), meets the
 // other workers at a barrier after each step, and reports the job done.
 
+import { writeSync } from 'node:fs';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { C, F_NO_BARRIER, F_SINGLE, K_ARENA, K_COPY, KERNELS, STEP_WORDS, type WorkerInit } from './protocol.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
@@ -57,6 +58,33 @@ function copyShare(s: number, nth: number): void {
   if (b > a) dst.set(src.subarray(from + a, from + b), to + a);
 }
 
+// LLAMA_TS_CPU_PROFILE=N: worker 0 prints, every N jobs, its time per kernel and waiting at barriers
+const PROFILE_EVERY = Number(process.env.LLAMA_TS_CPU_PROFILE) || 0;
+const profile = new Map<string, { ms: number; n: number }>();
+let profiledJobs = 0;
+
+function profiled(name: string, ms: number): void {
+  const e = profile.get(name);
+  if (e) {
+    e.ms += ms;
+    e.n++;
+  } else profile.set(name, { ms, n: 1 });
+}
+
+function printProfile(): void {
+  let total = 0;
+  for (const e of profile.values()) total += e.ms;
+  const rows = [...profile].sort((a, b) => b[1].ms - a[1].ms);
+  const lines = rows.map(
+    ([k, e]) =>
+      `  ${k.padEnd(16)} ${e.ms.toFixed(1).padStart(9)} ms ${((100 * e.ms) / total).toFixed(1).padStart(5)}%  ${e.n} calls, ${((1000 * e.ms) / e.n).toFixed(1)} us each`,
+  );
+  // synchronously: the process may end right after the job
+  writeSync(2, `llama-ts cpu profile (worker 0, ${profiledJobs} jobs, ${total.toFixed(1)} ms):\n${lines.join('\n')}\n`);
+  profile.clear();
+  profiledJobs = 0;
+}
+
 function runJob(): void {
   const nth = ctrl[C.NTH];
   const nsteps = ctrl[C.NSTEPS];
@@ -79,7 +107,9 @@ function runJob(): void {
     }
     const flags = ctrl[s + 3];
     const single = (flags & F_SINGLE) !== 0;
-    if (Atomics.load(ctrl, C.ERROR) === 0 && (!single || me === 0)) {
+    const mine = !single || me === flags >>> 8;
+    const t0 = PROFILE_EVERY ? performance.now() : 0;
+    if (Atomics.load(ctrl, C.ERROR) === 0 && mine) {
       try {
         if (kernel === K_COPY) copyShare(s, nth);
         else if (single) arenas[ctrl[s]].kernels[kernel](ctrl[s + 2], 0, 1);
@@ -88,7 +118,17 @@ function runJob(): void {
         fail(e);
       }
     }
-    if ((flags & F_NO_BARRIER) === 0) barrier(nth);
+    if (PROFILE_EVERY === 0) {
+      if ((flags & F_NO_BARRIER) === 0) barrier(nth);
+      continue;
+    }
+    const t1 = performance.now();
+    if (mine)
+      profiled(kernel === K_COPY ? 'copy' : `${KERNELS[kernel].slice(2)}${single ? ' (1 thread)' : ''}`, t1 - t0);
+    if ((flags & F_NO_BARRIER) === 0) {
+      barrier(nth);
+      profiled('barrier wait', performance.now() - t1);
+    }
   }
 }
 
@@ -102,6 +142,7 @@ for (;;) {
   const nth = ctrl[C.NTH];
   if (me >= nth) continue;
   runJob();
+  if (PROFILE_EVERY && me === 0 && ++profiledJobs >= PROFILE_EVERY) printProfile();
   if (Atomics.add(ctrl, C.DONE, 1) === nth - 1) {
     Atomics.store(ctrl, C.FINISHED, gen);
     Atomics.notify(ctrl, C.FINISHED);
