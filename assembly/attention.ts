@@ -7,13 +7,13 @@
 // and V rows are widened to f32 once and reused by every row of the tile (with several
 // tiles per head, once per head and thread); the scores of a block are a small matmul.
 // The softmax runs online per key block (one max and rescale per block), with exp in f32
-// (expf4) and V summed in f32.
+// (expNeg4) and V summed in f32.
 //
 // Batch independence: a row's arithmetic depends only on the fixed block boundaries
 // (block j covers keys [jB, jB+B)), never on the other rows of its tile: every kernel
 // below computes each row with the same operations in the same order, a block with no
-// unmasked key for a row leaves that row untouched, and one-row tiles (decoding) run the
-// same code. The reference device's ggml-cpu numerics (src/backends/reference/ops/
+// unmasked key for a row leaves that row as it is (rescale 1, weights 0: only a -0 sum
+// could turn +0), and one-row tiles (decoding) run the same code. The reference device's ggml-cpu numerics (src/backends/reference/ops/
 // attention.ts) describe this arithmetic.
 
 import { extra, param, tAddr, tNb, tNe, tType } from './desc';
@@ -66,6 +66,7 @@ const RMAX: i32 = 32;
 // sp  RMAX x B f32     scores, then probabilities, of the current block
 // acc RMAX x V4 f32    V sums
 // st  RMAX x 4 f32     per row: running max, running sum, this block's rescale, mask kind
+// rpm RMAX u32         per row: address of its mask row
 // tmp 4 x max(D4,V4)   rows being converted
 // kv  blocks of B keys: K transposed (D4 x B f32) then V (B x V4 f32); one block, or with
 //     extra 3 the whole head (ceil(nKV / B) blocks), converted once per head
@@ -466,7 +467,8 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const sp = qt + ((<usize>RMAX * D4) << 2);
   const acc = sp + ((<usize>RMAX * B) << 2);
   const st = acc + ((<usize>RMAX * V4) << 2);
-  const tmp = st + ((<usize>RMAX * 4) << 2);
+  const rpm = st + ((<usize>RMAX * 4) << 2);
+  const tmp = rpm + ((<usize>RMAX) << 2);
   const kvBase = (tmp + ((<usize>4 * max(D4, V4)) << 2) + 63) & ~63;
   const blkBytes = (<usize>B * (D4 + V4)) << 2;
   // the whole head's blocks are kept when there is room and more than one tile reads them
@@ -511,6 +513,14 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       const s = st + (<usize>r << 4);
       store<f32>(s, -Infinity);
       store<f32>(s, 0, 4);
+      // the row's mask row
+      store<u32>(
+        rpm + (<usize>r << 2),
+        tm >= 0
+          ? tAddr(node, 4) + <usize>(t0 + r / G) * tNb(node, 4, 1) +
+              <usize>((h0 + (r % G)) % tNe(node, 4, 2)) * tNb(node, 4, 2) + <usize>(iq3 % tNe(node, 4, 3)) * tNb(node, 4, 3)
+          : 0,
+      );
     }
     memory.fill(acc, 0, (<usize>R * V4) << 2);
     for (let jb = 0; jb < nBlk; jb++) {
@@ -524,8 +534,7 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       for (let r = 0; r < R; r++) {
         let kind = 1;
         if (tm >= 0) {
-          const pm = tAddr(node, 4) + <usize>(t0 + r / G) * tNb(node, 4, 1) +
-            <usize>((h0 + (r % G)) % tNe(node, 4, 2)) * tNb(node, 4, 2) + <usize>(iq3 % tNe(node, 4, 3)) * tNb(node, 4, 3);
+          const pm = <usize>load<u32>(rpm + (<usize>r << 2));
           if (pm != lastPm) {
             lastPm = pm;
             lastKind = maskKind(pm, mnb0, tm, j0, j1);
@@ -557,17 +566,16 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
         if (active) {
           const sc = f32x4.splat(scale);
           let mv = f32x4.splat(-Infinity);
-          const pm = tm >= 0
-            ? tAddr(node, 4) + <usize>(t0 + r / G) * tNb(node, 4, 1) +
-              <usize>((h0 + (r % G)) % tNe(node, 4, 2)) * tNb(node, 4, 2) + <usize>(iq3 % tNe(node, 4, 3)) * tNb(node, 4, 3)
-            : 0;
+          const pm = <usize>load<u32>(rpm + (<usize>r << 2));
           if (softcap == 0 && j1 - j0 == B && kind == 1) {
             // a whole block, no mask to add: scale and max in one pass
-            for (let k = 0; k < B; k += 4) {
+            for (let k = 0; k < B; k += 8) {
               const p = ps + (<usize>k << 2);
-              const x = f32x4.mul(v128.load(p), sc);
-              v128.store(p, x);
-              mv = f32x4.max(mv, x);
+              const x0 = f32x4.mul(v128.load(p), sc);
+              const x1 = f32x4.mul(v128.load(p, 16), sc);
+              v128.store(p, x0);
+              v128.store(p, x1, 16);
+              mv = f32x4.max(mv, f32x4.max(x0, x1));
             }
           } else if (softcap == 0 && j1 - j0 == B && tm == T_F16 && mnb0 == 2) {
             for (let k = 0; k < B; k += 4) {
@@ -602,11 +610,13 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
             const ms = f32x4.extract_lane(expNeg4(f32x4.splat(M - Mn)), 0);
             const m4 = f32x4.splat(Mn);
             let sum = f32x4.splat(0);
-            for (let k = 0; k < B; k += 4) {
+            for (let k = 0; k < B; k += 8) {
               const p = ps + (<usize>k << 2);
-              const e = expNeg4(f32x4.sub(v128.load(p), m4));
-              v128.store(p, e);
-              sum = f32x4.add(sum, e);
+              const e0 = expNeg4(f32x4.sub(v128.load(p), m4));
+              const e1 = expNeg4(f32x4.sub(v128.load(p, 16), m4));
+              v128.store(p, e0);
+              v128.store(p, e1, 16);
+              sum = f32x4.add(f32x4.add(sum, e0), e1);
             }
             const bs = f32x4.extract_lane(sum, 0) + f32x4.extract_lane(sum, 1) + (f32x4.extract_lane(sum, 2) + f32x4.extract_lane(sum, 3));
             store<f32>(s, Mn);

@@ -123,6 +123,29 @@ test('the default device agrees with the reference kernels', async () => {
   }
 });
 
+test('the default device: a token gets the same bits in one batch, in another split and alone', async () => {
+  // 40 tokens: two flash-attention key blocks, several query tiles
+  const tokens = Array.from({ length: 40 }, (_, i) => (i * 37 + 11) % 500);
+  for (const name of ['llamaQ8', 'qwen2']) {
+    const m = await Model.load(paths[name]);
+    try {
+      const batch = await allLogits(m, tokens);
+      const split = await withContext(m, { nCtx: 64 }, async (c) => {
+        await c.decode({ tokens: tokens.slice(0, 29), logits: tokens.slice(0, 29).map(() => true) });
+        const out = tokens.slice(0, 29).map((_, i) => c.getLogits(i));
+        for (const t of tokens.slice(29)) {
+          await c.decode({ tokens: [t] });
+          out.push(c.getLogits(-1));
+        }
+        return out;
+      });
+      for (let i = 0; i < tokens.length; i++) assert.deepEqual(split[i], batch[i], `${name} token ${i}`);
+    } finally {
+      m.free();
+    }
+  }
+});
+
 test('two sequences in one batch equal two separate decodes', async () => {
   const m = await model('llama');
   const a = PROMPT.slice(0, 6);

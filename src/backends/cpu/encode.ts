@@ -97,13 +97,13 @@ const FA_ROWS = 32;
 
 /**
  * Per-thread scratch of k_flash_attn (the layout in assembly/attention.ts): query rows,
- * scores, V sums, row state and conversion rows, then one converted K/V block or, with
+ * scores, V sums, row state, mask row addresses and conversion rows, then one converted K/V block or, with
  * `head`, every block of a head.
  */
 function faScratchBytes(D: number, Dv: number, nKV: number, head: boolean): number {
   const D4 = Math.ceil(D / 4) * 4;
   const V4 = Math.ceil(Dv / 4) * 4;
-  const fixed = 4 * (FA_ROWS * (D4 + FA_BLOCK + V4 + 4) + 4 * Math.max(D4, V4));
+  const fixed = 4 * (FA_ROWS * (D4 + FA_BLOCK + V4 + 5) + 4 * Math.max(D4, V4));
   const blocks = head ? Math.ceil(nKV / FA_BLOCK) : 1;
   return align(fixed + 64 + blocks * FA_BLOCK * (D4 + V4) * 4 + 64);
 }
