@@ -660,6 +660,15 @@ export function gemvQ6K(c: usize, nsb: i32, act: usize, K: i32): v128 {
   return acc;
 }
 
+/** One quant set (0..3, a constant) of the step whose 48 bytes are at w. */
+@inline function q6Set(w: usize, set: i32, m4: v128, m30: v128): v128 {
+  const h = v128.load(w, 32);
+  if (set == 0) return v128.or(v128.and(v128.load(w), m4), v128.and(i16x8.shl(h, 4), m30));
+  if (set == 1) return v128.or(v128.and(v128.load(w, 16), m4), v128.and(i16x8.shl(h, 2), m30));
+  if (set == 2) return v128.or(v128.and(i16x8.shr_u(v128.load(w), 4), m4), v128.and(h, m30));
+  return v128.or(v128.and(i16x8.shr_u(v128.load(w, 16), 4), m4), v128.and(i16x8.shr_u(h, 2), m30));
+}
+
 /** Four rows against four activation rows (results at o0..o3); per column the integer sums and float steps of gemvQ6K. */
 export function gemmQ6Kx4(
   c: usize, nsb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
@@ -675,27 +684,48 @@ export function gemmQ6Kx4(
     let i1 = i32x4.splat(0);
     let i2 = i32x4.splat(0);
     let i3 = i32x4.splat(0);
-    // sub-block j (16 elements of each row): half n, set s, steps 4hk..4hk+3 (j = 8n + 2s + hk)
-    for (let j = 0; j < 16; j++) {
-      const n = j >> 3;
-      const set = (j >> 1) & 3;
-      const hk = j & 1;
-      const sc = q6Scale(c, j >> 1, hk);
-      const w = c + 72 + <usize>(48 * (8 * n + 4 * hk) + 16 * (set & 1));
-      const ls = (set >> 1) << 2;
-      const hs = set << 1;
-      const e = (<usize>sb << 8) + <usize>(128 * n + 32 * set + 16 * hk);
+    // (n, hk): steps 4hk..4hk+3 of half n; set s of them is sub-block 8n + 2s + hk. Two
+    // steps at a time in i16 lanes (at most 2·2·63·127), then scaled into i32.
+    for (let u4 = 0; u4 < 4; u4++) {
+      const n = u4 >> 1;
+      const hk = u4 & 1;
+      const e = (<usize>sb << 8) + <usize>(128 * n + 16 * hk);
+      const w = c + 72 + <usize>(48 * (8 * n + 4 * hk));
+      let sc = q6Scale(c, 4 * n, hk);
       for (let kp: usize = 0; kp < 2; kp++) {
-        const p = w + kp * 96;
-        const u0 = v128.or(
-          v128.and(i16x8.shr_u(v128.load(p), ls), m4),
-          v128.and(i16x8.shl(i16x8.shr_u(v128.load(p + 32 - 16 * <usize>(set & 1)), hs), 4), m30),
-        );
-        const u1 = v128.or(
-          v128.and(i16x8.shr_u(v128.load(p + 48), ls), m4),
-          v128.and(i16x8.shl(i16x8.shr_u(v128.load(p + 80 - 16 * <usize>(set & 1)), hs), 4), m30),
-        );
+        const u0 = q6Set(w + kp * 96, 0, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 0, m4, m30);
         const x = e + (kp << 3);
+        i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
+        i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
+        i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
+        i3 = i32x4.add(i3, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a3 + x), u0), rdot(v128.load32_splat(a3 + x, 4), u1)), sc));
+      }
+      sc = q6Scale(c, 4 * n + 1, hk);
+      for (let kp: usize = 0; kp < 2; kp++) {
+        const u0 = q6Set(w + kp * 96, 1, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 1, m4, m30);
+        const x = e + 32 * 1 + (kp << 3);
+        i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
+        i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
+        i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
+        i3 = i32x4.add(i3, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a3 + x), u0), rdot(v128.load32_splat(a3 + x, 4), u1)), sc));
+      }
+      sc = q6Scale(c, 4 * n + 2, hk);
+      for (let kp: usize = 0; kp < 2; kp++) {
+        const u0 = q6Set(w + kp * 96, 2, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 2, m4, m30);
+        const x = e + 32 * 2 + (kp << 3);
+        i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
+        i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
+        i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
+        i3 = i32x4.add(i3, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a3 + x), u0), rdot(v128.load32_splat(a3 + x, 4), u1)), sc));
+      }
+      sc = q6Scale(c, 4 * n + 3, hk);
+      for (let kp: usize = 0; kp < 2; kp++) {
+        const u0 = q6Set(w + kp * 96, 3, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 3, m4, m30);
+        const x = e + 32 * 3 + (kp << 3);
         i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
         i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
         i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
