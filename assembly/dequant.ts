@@ -8,7 +8,7 @@ import {
   T_Q6_K, T_Q8_0,
 } from './types';
 import { qQs, qScale, qStride, qrow } from './desc';
-import { dequantRowQ4K, dequantRowQ5_0, kGroup, kRow, krow } from './kquant';
+import { dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
 
 /** The IQ4_NL codebook as one vector (a constant, not a data segment). */
 @inline function iq4Table(): v128 {
@@ -322,7 +322,9 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       dequantQ5_K(src, n >> 8, dst);
       return;
     case T_Q6_K:
-      dequantQ6_K(src, n >> 8, dst);
+      krow(node, t, o, 210);
+      if (kRow >= 0) dequantRowQ6K(kGroup, kRow, n >> 8, dst);
+      else dequantQ6_K(kGroup, n >> 8, dst);
       return;
     case T_IQ4_XS:
       dequantIQ4_XS(src, n >> 8, dst);

@@ -13,7 +13,7 @@
 
 export const LAYOUT_PLAIN: i32 = 0;
 export const LAYOUT_REP4: i32 = 1;
-/** Q4_K and Q5_0, 4-row interleaved (assembly/kquant.ts); words 11..14 as rep4. */
+/** Q4_K, Q5_0 and Q6_K, 4-row interleaved (assembly/kquant.ts); words 11..14 as rep4. */
 export const LAYOUT_K4: i32 = 2;
 
 @inline export function tAddr(node: usize, t: i32): usize {

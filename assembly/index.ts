@@ -7,4 +7,4 @@ export { k_cpy, k_get_rows, k_set_rows } from './rows';
 export { k_flash_attn } from './attention';
 export { k_mm, k_mm_prep } from './matmul';
 export { k_read_bw } from './bench';
-export { repack4, repackQ4K, repackQ5_0 } from './repack';
+export { repack4, repackQ4K, repackQ5_0, repackQ6K } from './repack';

@@ -1,5 +1,6 @@
-// Q4_K and Q5_0 weights in the 4-row interleaved layout ("k4" layout;
-// src/backends/cpu/layout-k.ts) and their kernels. Q4_K first; Q5_0 at the end.
+// Q4_K, Q6_K and Q5_0 weights in the 4-row interleaved layout ("k4" layout;
+// src/backends/cpu/layout-k.ts) and their kernels: Q4_K first, then Q5_0 (also a
+// four-column tile for ggml's layout), then Q6_K.
 //
 // In a matrix, rows are taken four at a time (rows left over keep ggml's layout); a group
 // of four rows occupies the same bytes as in ggml's layout, reordered by super-block
@@ -524,6 +525,217 @@ export function gemmQ5_0x4(
     c1 = q5Finish(c, a1, b, K, l1, h1, c1);
     c2 = q5Finish(c, a2, b, K, l2, h2, c2);
     c3 = q5Finish(c, a3, b, K, l3, h3, c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+// ---- Q6_K in the k4 layout -------------------------------------------------------------
+//
+// A group's super-block column (4 x 210 = 840 bytes): +0 d of rows 0..3 (f16); +8 the
+// scales, byte 8p + 2r + t = scale of sub-block 2p+t of row r; +72 + 48u for u = 8n + kk
+// (half n, four-element step kk = 0..7): 16 bytes of ql[64n+4kk+e], 16 of ql[64n+32+4kk+e]
+// and 16 of qh[32n+4kk+e], byte 4r+e of each from row r. Quant sets of a step (as ggml):
+// elements 128n + 4kk + e (+0, +32, +64, +96) from the low nibbles of the first / second
+// ql bytes and the high nibbles of the same, high bits 0-1, 2-3, 4-5, 6-7 of qh.
+
+export const K6_SB: usize = 840;
+
+/** Repack four Q6_K rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 210). */
+export function repackQ6K(src: usize, dst: usize, nsb: i32, ts: i32, rowBytes: i32): void {
+  for (let b = 0; b < nsb; b++) {
+    const c = dst + <usize>b * K6_SB;
+    for (let r = 0; r < 4; r++) {
+      const p = src + <usize>r * <usize>rowBytes + <usize>b * 210;
+      store<u16>(c + (<usize>r << 1), load<u16>(p, 208));
+      for (let pp = 0; pp < 8; pp++) store<u16>(c + 8 + <usize>(8 * pp + 2 * r), load<u16>(p + 192 + <usize>(2 * pp)));
+      for (let u = 0; u < 16; u++) {
+        const n = u >> 3;
+        const kk = u & 7;
+        const o = c + 72 + <usize>(48 * u + 4 * r);
+        store<u32>(o, load<u32>(p + <usize>(64 * n + 4 * kk)));
+        store<u32>(o + 16, load<u32>(p + <usize>(64 * n + 32 + 4 * kk)));
+        store<u32>(o + 32, load<u32>(p + <usize>(128 + 32 * n + 4 * kk)));
+      }
+    }
+  }
+}
+
+/** Restore row r (0..3) of the group at c (nsb super-blocks) in ggml's layout at dst. */
+export function unpackRowQ6K(c: usize, r: i32, nsb: i32, dst: usize): void {
+  for (let b = 0; b < nsb; b++, c += K6_SB, dst += 210) {
+    store<u16>(dst, load<u16>(c + (<usize>r << 1)), 208);
+    for (let pp = 0; pp < 8; pp++) store<u16>(dst + 192 + <usize>(2 * pp), load<u16>(c + 8 + <usize>(8 * pp + 2 * r)));
+    for (let u = 0; u < 16; u++) {
+      const n = u >> 3;
+      const kk = u & 7;
+      const o = c + 72 + <usize>(48 * u + 4 * r);
+      store<u32>(dst + <usize>(64 * n + 4 * kk), load<u32>(o));
+      store<u32>(dst + <usize>(64 * n + 32 + 4 * kk), load<u32>(o + 16));
+      store<u32>(dst + <usize>(128 + 32 * n + 4 * kk), load<u32>(o + 32));
+    }
+  }
+}
+
+/** Dequantize row r of the group at c (nsb super-blocks) to f32 at dst, as ggml does. */
+export function dequantRowQ6K(c: usize, r: i32, nsb: i32, dst: usize): void {
+  for (let b = 0; b < nsb; b++, c += K6_SB, dst += 1024) {
+    const d = f16ToF32(load<u16>(c + (<usize>r << 1)));
+    for (let n = 0; n < 2; n++) {
+      for (let l = 0; l < 32; l++) {
+        const o = c + 72 + <usize>(48 * (8 * n + (l >> 2)) + 4 * r + (l & 3));
+        const a = <i32>load<u8>(o);
+        const cc = <i32>load<u8>(o + 16);
+        const h = <i32>load<u8>(o + 32);
+        const is = n * 8 + (l >> 4);
+        const s0 = d * <f32>load<i8>(c + 8 + <usize>(8 * (is >> 1) + 2 * r + (is & 1)));
+        const s2 = d * <f32>load<i8>(c + 8 + <usize>(8 * ((is + 2) >> 1) + 2 * r + (is & 1)));
+        const s4 = d * <f32>load<i8>(c + 8 + <usize>(8 * ((is + 4) >> 1) + 2 * r + (is & 1)));
+        const s6 = d * <f32>load<i8>(c + 8 + <usize>(8 * ((is + 6) >> 1) + 2 * r + (is & 1)));
+        const y = dst + (<usize>(n * 128 + l) << 2);
+        store<f32>(y, s0 * <f32>(((a & 15) | ((h & 3) << 4)) - 32));
+        store<f32>(y + 128, s2 * <f32>(((cc & 15) | (((h >> 2) & 3) << 4)) - 32));
+        store<f32>(y + 256, s4 * <f32>(((a >> 4) | (((h >> 4) & 3) << 4)) - 32));
+        store<f32>(y + 384, s6 * <f32>(((cc >> 4) | (((h >> 6) & 3) << 4)) - 32));
+      }
+    }
+  }
+}
+
+/** i16 lanes [s_r0, s_r0, s_r1, s_r1, ...] of sub-block 2p+t of the super-block column at c. */
+@inline function q6Scale(c: usize, p: i32, t: i32): v128 {
+  const e = v128.load8x8_s(c + 8 + (<usize>p << 3));
+  return t == 0 ? v128.shuffle<i16>(e, e, 0, 0, 2, 2, 4, 4, 6, 6) : v128.shuffle<i16>(e, e, 1, 1, 3, 3, 5, 5, 7, 7);
+}
+
+/** acc + (isum − 32 Σ_j scale_j·(sums per 16 of j))·d·da, lanes = rows. */
+@inline function q6Finish4(c: usize, act: usize, sb: i32, K: i32, isum: v128, acc: v128): v128 {
+  const ad = act + 2 * <usize>K;
+  const bs = ad + (<usize>K >> 3) + (<usize>sb << 5);
+  let off = i32x4.splat(0);
+  for (let p = 0; p < 8; p++) {
+    off = i32x4.add(off, i32x4.dot_i16x8_s(v128.load8x8_s(c + 8 + (<usize>p << 3)), v128.load32_splat(bs + (<usize>p << 2))));
+  }
+  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), v128.load32_splat(ad + (<usize>sb << 2)));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.sub(isum, i32x4.shl(off, 5))), d));
+}
+
+/** Four rows (the group at c, nsb super-blocks) against one activation row: [r0..r3]. */
+export function gemvQ6K(c: usize, nsb: i32, act: usize, K: i32): v128 {
+  let acc = f32x4.splat(0);
+  const m4 = C_M4();
+  const m30 = C_M30();
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB) {
+    let isum = i32x4.splat(0);
+    // (n, hk): steps kk = 4hk..4hk+3 of half n, whose four sets are sub-blocks 8n + 2s + hk
+    for (let u4 = 0; u4 < 4; u4++) {
+      const n = u4 >> 1;
+      const hk = u4 & 1;
+      // i16 lanes hold at most 2·2·63·127: two steps, then into i32 with the scales
+      for (let kp = 0; kp < 2; kp++) {
+        let s1 = i16x8.splat(0);
+        let s2 = i16x8.splat(0);
+        let s3 = i16x8.splat(0);
+        let s4 = i16x8.splat(0);
+        for (let k2 = 0; k2 < 2; k2++) {
+          const kk = 4 * hk + 2 * kp + k2;
+          const w = c + 72 + <usize>(48 * (8 * n + kk));
+          const la = v128.load(w);
+          const lb = v128.load(w, 16);
+          const h = v128.load(w, 32);
+          const a = act + (<usize>sb << 8) + <usize>(128 * n + 4 * kk);
+          s1 = i16x8.add(s1, rdot(v128.load32_splat(a), v128.or(v128.and(la, m4), v128.and(i16x8.shl(h, 4), m30))));
+          s2 = i16x8.add(s2, rdot(v128.load32_splat(a, 32), v128.or(v128.and(lb, m4), v128.and(i16x8.shl(h, 2), m30))));
+          s3 = i16x8.add(s3, rdot(v128.load32_splat(a, 64), v128.or(v128.and(i16x8.shr_u(la, 4), m4), v128.and(h, m30))));
+          s4 = i16x8.add(s4, rdot(v128.load32_splat(a, 96), v128.or(v128.and(i16x8.shr_u(lb, 4), m4), v128.and(i16x8.shr_u(h, 2), m30))));
+        }
+        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s1, q6Scale(c, 4 * n, hk)), i32x4.dot_i16x8_s(s2, q6Scale(c, 4 * n + 1, hk))));
+        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s3, q6Scale(c, 4 * n + 2, hk)), i32x4.dot_i16x8_s(s4, q6Scale(c, 4 * n + 3, hk))));
+      }
+    }
+    acc = q6Finish4(c, act, sb, K, isum, acc);
+  }
+  return acc;
+}
+
+/** One quant set (0..3, a constant) of the step whose 48 bytes are at w. */
+@inline function q6Set(w: usize, set: i32, m4: v128, m30: v128): v128 {
+  const h = v128.load(w, 32);
+  if (set == 0) return v128.or(v128.and(v128.load(w), m4), v128.and(i16x8.shl(h, 4), m30));
+  if (set == 1) return v128.or(v128.and(v128.load(w, 16), m4), v128.and(i16x8.shl(h, 2), m30));
+  if (set == 2) return v128.or(v128.and(i16x8.shr_u(v128.load(w), 4), m4), v128.and(h, m30));
+  return v128.or(v128.and(i16x8.shr_u(v128.load(w, 16), 4), m4), v128.and(i16x8.shr_u(h, 2), m30));
+}
+
+/** Four rows against four activation rows (results at o0..o3); per column the integer sums and float steps of gemvQ6K. */
+export function gemmQ6Kx4(
+  c: usize, nsb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  const m4 = C_M4();
+  const m30 = C_M30();
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    let i2 = i32x4.splat(0);
+    let i3 = i32x4.splat(0);
+    // (n, hk): steps 4hk..4hk+3 of half n; set s of them is sub-block 8n + 2s + hk. Two
+    // steps at a time in i16 lanes (at most 2·2·63·127), then scaled into i32.
+    for (let u4 = 0; u4 < 4; u4++) {
+      const n = u4 >> 1;
+      const hk = u4 & 1;
+      const e = (<usize>sb << 8) + <usize>(128 * n + 16 * hk);
+      const w = c + 72 + <usize>(48 * (8 * n + 4 * hk));
+      let sc = q6Scale(c, 4 * n, hk);
+      for (let kp: usize = 0; kp < 2; kp++) {
+        const u0 = q6Set(w + kp * 96, 0, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 0, m4, m30);
+        const x = e + (kp << 3);
+        i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
+        i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
+        i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
+        i3 = i32x4.add(i3, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a3 + x), u0), rdot(v128.load32_splat(a3 + x, 4), u1)), sc));
+      }
+      sc = q6Scale(c, 4 * n + 1, hk);
+      for (let kp: usize = 0; kp < 2; kp++) {
+        const u0 = q6Set(w + kp * 96, 1, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 1, m4, m30);
+        const x = e + 32 * 1 + (kp << 3);
+        i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
+        i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
+        i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
+        i3 = i32x4.add(i3, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a3 + x), u0), rdot(v128.load32_splat(a3 + x, 4), u1)), sc));
+      }
+      sc = q6Scale(c, 4 * n + 2, hk);
+      for (let kp: usize = 0; kp < 2; kp++) {
+        const u0 = q6Set(w + kp * 96, 2, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 2, m4, m30);
+        const x = e + 32 * 2 + (kp << 3);
+        i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
+        i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
+        i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
+        i3 = i32x4.add(i3, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a3 + x), u0), rdot(v128.load32_splat(a3 + x, 4), u1)), sc));
+      }
+      sc = q6Scale(c, 4 * n + 3, hk);
+      for (let kp: usize = 0; kp < 2; kp++) {
+        const u0 = q6Set(w + kp * 96, 3, m4, m30);
+        const u1 = q6Set(w + kp * 96 + 48, 3, m4, m30);
+        const x = e + 32 * 3 + (kp << 3);
+        i0 = i32x4.add(i0, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a0 + x), u0), rdot(v128.load32_splat(a0 + x, 4), u1)), sc));
+        i1 = i32x4.add(i1, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a1 + x), u0), rdot(v128.load32_splat(a1 + x, 4), u1)), sc));
+        i2 = i32x4.add(i2, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a2 + x), u0), rdot(v128.load32_splat(a2 + x, 4), u1)), sc));
+        i3 = i32x4.add(i3, i32x4.dot_i16x8_s(i16x8.add(rdot(v128.load32_splat(a3 + x), u0), rdot(v128.load32_splat(a3 + x, 4), u1)), sc));
+      }
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+    c1 = q6Finish4(c, a1, sb, K, i1, c1);
+    c2 = q6Finish4(c, a2, sb, K, i2, c2);
+    c3 = q6Finish4(c, a3, sb, K, i3, c3);
   }
   v128.store(o0, c0);
   v128.store(o1, c1);

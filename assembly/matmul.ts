@@ -23,7 +23,8 @@ import {
   DQ4, tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
 } from './qdot';
 import {
-  colsQ5_0x4, gemmQ4Kx4, gemmQ5_0x4, gemvQ4K, gemvQ5_0, kGroup, kRow, krow, unpackRowQ4K, unpackRowQ5_0,
+  colsQ5_0x4, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, unpackRowQ4K,
+  unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 
@@ -264,9 +265,10 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
 }
 
-/** A whole group of four interleaved Q4_K / Q5_0 rows (kquant.ts): columns four at a time, then one. */
+/** A whole group of four interleaved Q4_K / Q5_0 / Q6_K rows (kquant.ts): columns four at a time, then one. */
 function mmGroupK4(node: usize, type: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
   const q5 = type == T_Q5_0;
+  const q6 = type == T_Q6_K;
   let n = c0;
   for (; n + 4 <= c1; n += 4) {
     const x0 = actRow(node, n, i2, i3);
@@ -278,11 +280,13 @@ function mmGroupK4(node: usize, type: i32, chunk: usize, K: i32, m0: i32, i2: i3
     const o2 = dstAt(node, m0, n + 2, i2, i3);
     const o3 = dstAt(node, m0, n + 3, i2, i3);
     if (q5) gemmQ5_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
+    else if (q6) gemmQ6Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else gemmQ4Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
   }
   for (; n < c1; n++) {
     const x = actRow(node, n, i2, i3);
-    v128.store(dstAt(node, m0, n, i2, i3), q5 ? gemvQ5_0(chunk, K >> 5, x, K) : gemvQ4K(chunk, K >> 8, x, K));
+    const v = q5 ? gemvQ5_0(chunk, K >> 5, x, K) : q6 ? gemvQ6K(chunk, K >> 8, x, K) : gemvQ4K(chunk, K >> 8, x, K);
+    v128.store(dstAt(node, m0, n, i2, i3), v);
   }
 }
 
@@ -377,12 +381,13 @@ function mmRows(
       }
     } else if (type == T_Q4_K || type == T_Q6_K) {
       let pa = tAddr(node, 1) + o;
-      if (type == T_Q4_K && tLayout(node, 1) == LAYOUT_K4) {
+      if (tLayout(node, 1) == LAYOUT_K4) {
         // a row of an interleaved group outside the tiles (a view): ggml's bytes in scratch
-        krow(node, 1, o, 144);
+        krow(node, 1, o, type == T_Q4_K ? 144 : 210);
         pa = kGroup;
         if (kRow >= 0) {
-          unpackRowQ4K(kGroup, kRow, K >> 8, scratch);
+          if (type == T_Q4_K) unpackRowQ4K(kGroup, kRow, K >> 8, scratch);
+          else unpackRowQ6K(kGroup, kRow, K >> 8, scratch);
           pa = scratch;
         }
       }

@@ -48,7 +48,7 @@ function median(xs: number[]): number {
 }
 
 /** f16 fields (byte offsets within a block) that must hold sane scales. */
-const SCALES: Record<string, number[]> = { Q4_0: [0], Q8_0: [0], Q4_K: [0, 2], Q6_K: [208] };
+const SCALES: Record<string, number[]> = { Q4_0: [0], Q8_0: [0], Q5_0: [0], Q4_K: [0, 2], Q6_K: [208] };
 
 /** Plausible weight bytes for `rows` rows of K elements (finite floats, small scales). */
 function weightBytes(type: number, K: number, rows: number): Uint8Array {
@@ -149,8 +149,8 @@ async function bandwidth(nth: number): Promise<number> {
   return bytes / median(times) / 1e9;
 }
 
-const MATVEC_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'] as const;
-const MATMUL_TYPES = ['F32', 'Q8_0', 'Q4_0', 'Q4_K'] as const;
+const MATVEC_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K'] as const;
+const MATMUL_TYPES = ['F32', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K'] as const;
 const TARGETS: Record<string, number> = { Q4_0: 0.65, Q8_0: 0.75, Q4_K: 0.5, Q6_K: 0.5 };
 
 const result = {

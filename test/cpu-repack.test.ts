@@ -1,4 +1,4 @@
-// The CPU device's buffers: Q4_0/Q8_0 (and Q4_K, Q5_0 weights) tensors are stored 4-row interleaved and every
+// The CPU device's buffers: Q4_0/Q8_0 (and Q4_K, Q6_K, Q5_0 weights) tensors are stored 4-row interleaved and every
 // sub-range write and read must still see ggml's bytes (randomized offsets and sizes,
 // memsets, views); the plain host buffer type keeps ggml's layout.
 
@@ -46,6 +46,8 @@ const SHAPES: [number, number[]][] = [
   [GGMLType.Q4_K, [256, 4, 3]],
   [GGMLType.Q5_0, [64, 7]],
   [GGMLType.Q5_0, [96, 9, 2]],
+  [GGMLType.Q6_K, [256, 7]],
+  [GGMLType.Q6_K, [512, 5, 2]],
 ];
 
 test('cpu buffer: Q4_0/Q8_0 are stored interleaved, not in ggml layout', () => {
@@ -128,7 +130,7 @@ test('cpu buffer: Q4_K is stored interleaved (relaxed-SIMD kernels only)', () =>
   buf.free();
 });
 
-for (const name of ['Q4_K', 'Q5_0'] as const) {
+for (const name of ['Q4_K', 'Q5_0', 'Q6_K'] as const) {
   test(`cpu buffer: GET_ROWS and products with row views of interleaved ${name} weights match the reference`, async () => {
     // 11 rows: two interleaved groups and three plain rows; views start inside a group
     const run = async (dev: typeof cpuDevice | typeof referenceDevice) => {

@@ -1,9 +1,9 @@
-// The 4-row interleaved layout of Q4_K and Q5_0 weights (the "k4" layout), and the byte
-// mapping between it and ggml's layout, for any sub-range.
+// The 4-row interleaved layout of Q4_K, Q6_K and Q5_0 weights (the "k4" layout), and the
+// byte mapping between it and ggml's layout, for any sub-range.
 //
 // As Rep4Layout (layout.ts): in each matrix, rows are taken four at a time (rows left
 // over keep ggml's layout) and a group of four rows occupies the same 4 * rowBytes bytes,
-// reordered by block column (Q4_K: super-block): the four rows' scales, then (Q4_K) their
+// reordered by block column (K-quants: super-block): the four rows' scales, then (Q4_K) their
 // 6-bit scales and mins re-packed so that a few vector ops decode them into bytes, or
 // (Q5_0) the high bits regrouped by four-element step, then the quants with four bytes of
 // each row in turn (assembly/kquant.ts describes the bytes). Bits move between bytes, so
@@ -42,9 +42,9 @@ export class K4Layout {
     ne: readonly number[],
   ) {
     const q5 = type === GGMLType.Q5_0;
-    this.ts = q5 ? 22 : 144;
+    this.ts = q5 ? 22 : type === GGMLType.Q6_K ? 210 : 144;
     this.nsb = ne[0] / (q5 ? 32 : 256);
-    this.repackExport = q5 ? 'repackQ5_0' : 'repackQ4K';
+    this.repackExport = q5 ? 'repackQ5_0' : type === GGMLType.Q6_K ? 'repackQ6K' : 'repackQ4K';
     this.rowBytes = this.nsb * this.ts;
     this.ne1 = ne[1];
     this.grouped = ne[1] - (ne[1] % 4);
@@ -54,7 +54,8 @@ export class K4Layout {
 
   /** Whether tensors of this type and shape are stored interleaved. */
   static applies(t: Tensor): boolean {
-    return (t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0) && t.ne[1] >= 4 && t.isContiguous();
+    const k = t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0 || t.type === GGMLType.Q6_K;
+    return k && t.ne[1] >= 4 && t.isContiguous();
   }
 
   /**
@@ -149,6 +150,10 @@ export class K4Layout {
       this.packQ5(src, s, dst, d);
       return;
     }
+    if (this.type === GGMLType.Q6_K) {
+      this.moveQ6(src, s, dst, d, true);
+      return;
+    }
     const { rowBytes, nsb } = this;
     const SB = 144;
     const GSB = 4 * SB;
@@ -188,6 +193,10 @@ export class K4Layout {
   unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
     if (this.type === GGMLType.Q5_0) {
       this.unpackQ5(src, s, dst, d);
+      return;
+    }
+    if (this.type === GGMLType.Q6_K) {
+      this.moveQ6(dst, d, src, s, false);
       return;
     }
     const { rowBytes, nsb } = this;
@@ -276,6 +285,36 @@ export class K4Layout {
         dst[p + 5] = (qh >>> 24) & 255;
         for (let kk = 0; kk < 4; kk++) {
           for (let e = 0; e < 4; e++) dst[p + 6 + 4 * kk + e] = src[c + 24 + 16 * kk + 4 * r + e];
+        }
+      }
+    }
+  }
+
+  // Q6_K super-block column (840 bytes): d of rows 0..3 at +0; at +8 + 8p + 2r the two
+  // scales of sub-blocks 2p, 2p+1 of row r; at +72 + 48u (u = 8n + kk) 16 bytes each of
+  // ql[64n+4kk+e], ql[64n+32+4kk+e], qh[32n+4kk+e], byte 4r+e from row r. Whole bytes
+  // move, so one mapping serves both directions: ggml rows at g[gs], group at k[ks].
+  private moveQ6(g: Uint8Array, gs: number, k: Uint8Array, ks: number, pack: boolean): void {
+    const { rowBytes, nsb } = this;
+    const mv = (gi: number, ki: number, n: number) => {
+      for (let i = 0; i < n; i++) {
+        if (pack) k[ki + i] = g[gi + i];
+        else g[gi + i] = k[ki + i];
+      }
+    };
+    for (let b = 0; b < nsb; b++) {
+      const c = ks + b * 840;
+      for (let r = 0; r < 4; r++) {
+        const p = gs + r * rowBytes + b * 210;
+        mv(p + 208, c + 2 * r, 2);
+        for (let pp = 0; pp < 8; pp++) mv(p + 192 + 2 * pp, c + 8 + 8 * pp + 2 * r, 2);
+        for (let u = 0; u < 16; u++) {
+          const n = u >> 3;
+          const kk = u & 7;
+          const o = c + 72 + 48 * u + 4 * r;
+          mv(p + 64 * n + 4 * kk, o, 4);
+          mv(p + 64 * n + 32 + 4 * kk, o + 16, 4);
+          mv(p + 128 + 32 * n + 4 * kk, o + 32, 4);
         }
       }
     }
