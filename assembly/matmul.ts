@@ -20,6 +20,7 @@ import { ROUND_Q8_1, roundActRow } from './vecdot';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
   dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
+  DQ4, tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
 } from './qdot';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 
@@ -163,7 +164,12 @@ export function k_mm(node: usize, ith: i32, nth: i32): void {
   const units = G * ne12 * ne13;
   const u0 = share0(units, ith, nth);
   const u1 = share0(units, ith + 1, nth);
-  const NC = extra(node, 5);
+  // the chunk is sized for 2.5·K bytes per activation row; the relaxed build's per-32 rows
+  // use half of that (int8 quants), so twice the columns fit the same cache
+  let nc = extra(node, 5);
+  if (ASC_FEATURE_RELAXED_SIMD && extra(node, 2) == FMT_Q32) nc *= 2;
+  // whole tiles of four columns per chunk: a leftover column takes the slower one-column kernels
+  const NC = nc >= 8 ? nc & ~3 : nc;
   for (let c0 = 0; c0 < N; c0 += NC) {
     const c1 = min(N, c0 + NC);
     for (let u = u0; u < u1; u++) {
@@ -204,6 +210,7 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   ) {
     const chunk = tAddr(node, 1) + base + <usize>m0 * nb1;
     const nb = K >> 5;
+    if (ASC_FEATURE_RELAXED_SIMD && type == T_Q4_0 && c1 - c0 >= UNPACK_MIN_COLS && mmUnpacked(node, ith, chunk, nb, K, m0, i2, i3, c0, c1)) return;
     let n = c0;
     for (; n + 4 <= c1; n += 4) {
       const x0 = actRow(node, n, i2, i3);
@@ -248,6 +255,39 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     return;
   }
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
+}
+
+/**
+ * Columns of a chunk from which a group of Q4_0 rows is unpacked once (qdot.ts,
+ * unpackQ4_0x4) rather than decoded per four columns: unpacking costs about one column.
+ */
+const UNPACK_MIN_COLS: i32 = 8;
+
+/**
+ * One group of four Q4_0 rows against columns [c0, c1): the group's blocks unpacked into
+ * the thread's scratch a piece at a time, each piece then used for every column (pairs,
+ * then one). The results are the same bits as groupQ4_0x4's. False (nothing done) when the
+ * scratch cannot hold one block.
+ */
+function mmUnpacked(node: usize, ith: i32, chunk: usize, nb: i32, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): bool {
+  const room = <usize>extra(node, 4) / DQ4;
+  if (room == 0) return false;
+  // pieces of at most 32 blocks keep the unpacked rows in L1 next to the activations
+  const P = <i32>min(room, 32);
+  const scr = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
+  for (let b0 = 0; b0 < nb; b0 += P) {
+    const n = min(P, nb - b0);
+    const first = b0 == 0;
+    unpackQ4_0x4(chunk + <usize>b0 * 72, n, scr);
+    let c = c0;
+    for (; c + 2 <= c1; c += 2) {
+      const x0 = actRow(node, c, i2, i3);
+      const x1 = actRow(node, c + 1, i2, i3);
+      tileQ4_0x2(scr, b0, n, K, x0, x1, dstAt(node, m0, c, i2, i3), dstAt(node, m0, c + 1, i2, i3), first);
+    }
+    if (c < c1) tileQ4_0x1(scr, b0, n, K, actRow(node, c, i2, i3), dstAt(node, m0, c, i2, i3), first);
+  }
+  return true;
 }
 
 /** Σ_b min_b · corr_b: Q8_1's block-sum rounding against Q4_1/Q5_1 mins (vecdot.ts). */
