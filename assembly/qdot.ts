@@ -650,7 +650,7 @@ export function dotQ6_Kx4(w: usize, nsb: i32, a0: usize, a1: usize, a2: usize, a
 // computed it (batch independence). (The same scheme for Q8_0, as the low and high nibbles
 // of w + 128, takes twice the dots and measured no faster than groupQ8_0x4.)
 // i32x4.relaxed_dot_i8x16_i7x16_add_s is not used: Node 20's baseline compiler (Liftoff)
-// returns twice the sum for it, and the optimizing one lowers it to the same instructions.
+// returns twice the sum for it, and TurboFan lowers it to pmaddubsw + pmaddwd + paddd (no VNNI).
 
 /** Bytes of one unpacked Q4_0 block (scales + 8 vectors). */
 export const DQ4: usize = 144;
