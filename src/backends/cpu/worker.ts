@@ -156,7 +156,14 @@ function runJob(): void {
     }
     const t1 = performance.now();
     if (mine)
-      profiled(kernel === K_COPY ? 'copy' : `${KERNELS[kernel].slice(2)}${single ? ' (1 thread)' : ''}`, t1 - t0);
+      profiled(
+        kernel === K_COPY
+          ? 'copy'
+          : kernel === K_TOUCH
+            ? 'prefault'
+            : `${KERNELS[kernel].slice(2)}${single ? ' (1 thread)' : ''}`,
+        t1 - t0,
+      );
     if ((flags & F_NO_BARRIER) === 0) {
       barrier(nth);
       profiled('barrier wait', performance.now() - t1);
