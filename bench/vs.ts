@@ -3,7 +3,8 @@
 //   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
 // For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's, in Q4_0, Q8_0 and
 // Q4_K_M) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
-// (so load time and peak RSS are per engine), in alternating order: load, a short warm-up,
+// (so load time and peak RSS are per engine; the model file is read once before each, so
+// both start with it in the page cache), in alternating order: load, a short warm-up,
 // pp512 (one 512-token batch) and tg128 (128 single-token decodes from an empty context).
 // The table shows medians, the llama.ts / node-llama-cpp ratios, and the tg bound implied
 // by the machine's read bandwidth (bytes read per token: every weight but the token
@@ -12,7 +13,7 @@
 // LLAMA_TS_ORACLES), never into the repository; models come from the generator's cache.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { homedir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -152,6 +153,25 @@ async function childNodeLlamaCpp({ path, threads, nVocab, bos }: ChildArgs): Pro
 
 // ---- parent ----
 
+/**
+ * Reads the model file once so that each engine starts with it in the page cache (else the
+ * first run of a rep pays the disk reads, which the other engine then skips: seconds for a
+ * 1 GB model on a machine whose page cache was evicted).
+ */
+function warmPageCache(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = new Uint8Array(16 << 20);
+    for (let pos = 0; ; ) {
+      const n = readSync(fd, buf, 0, buf.length, pos);
+      if (n === 0) break;
+      pos += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function runChild(engine: string, a: ChildArgs): Promise<ChildResult> {
   const { path, threads } = a;
   return new Promise((resolve, reject) => {
@@ -244,6 +264,7 @@ async function main(): Promise<void> {
         const order = r % 2 === 0 ? ['llama.ts', 'node-llama-cpp'] : ['node-llama-cpp', 'llama.ts'];
         for (const engine of order) {
           process.stderr.write(`bench:vs: ${preset} ${type}: ${engine} run ${r + 1}/${reps}\n`);
+          warmPageCache(path);
           got[engine].push(await runChild(engine, args));
         }
       }

@@ -269,9 +269,11 @@ export class CpuDevice implements Device {
    * some virtual machines), which the workers take in parallel, ahead of the loader. Bytes
    * written meanwhile are kept. Resolves when done; later jobs queue behind it.
    */
-  prefault(b: Buffer, threads = this.defaultThreads): Promise<void> {
+  prefault(b: Buffer): Promise<void> {
     if (!isArenaBacked(b) || b.bufferType.device !== this || b.size === 0) return Promise.resolve();
-    const pool = this.workers(threads);
+    // the workers already started, else as many as a context uses by default (at most 4: a
+    // many-core machine should not start a worker per core just to load)
+    const pool = this.pool ?? this.workers(Math.min(this.defaultThreads, 4));
     const steps = new Int32Array(STEP_WORDS);
     steps[0] = b.arena.index;
     steps[1] = K_TOUCH;
