@@ -6,6 +6,7 @@
 // the CPU device's arena sizes.
 
 import { readFileSync } from 'node:fs';
+import { randomTokens } from './tokens.js';
 
 const argv = process.argv.slice(2);
 const path = argv.find((a) => !a.startsWith('--'));
@@ -35,20 +36,6 @@ function report(phase: string): void {
   );
 }
 
-function tokens(n: number, nVocab: number, seed: number): number[] {
-  let s = seed >>> 0 || 1;
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    out.push(s % nVocab);
-  }
-  return out;
-}
-
 report('start');
 const { Model, Context } = await import('../src/model/index.js');
 const { cpuDevice } = await import('../src/backends/cpu/index.js');
@@ -59,18 +46,18 @@ report('Model.load');
 const ctx = new Context(model, { nCtx: 512, nBatch: 512, nUbatch: 512, nThreads: threads });
 report('new Context');
 const nVocab = model.hp.nVocab;
-await ctx.decode({ tokens: tokens(16, nVocab, 7) });
+await ctx.decode({ tokens: randomTokens(16, nVocab, 7) });
 report('decode 16');
-for (const t of tokens(4, nVocab, 8)) await ctx.decode({ tokens: [t] });
+for (const t of randomTokens(4, nVocab, 8)) await ctx.decode({ tokens: [t] });
 report('decode 1 x4');
 ctx.clearMemory();
 let t1 = performance.now();
-await ctx.decode({ tokens: tokens(512, nVocab, 42) });
+await ctx.decode({ tokens: randomTokens(512, nVocab, 42) });
 const pp = (512 * 1000) / (performance.now() - t1);
 report('pp512');
 ctx.clearMemory();
 t1 = performance.now();
-for (const t of tokens(128, nVocab, 43)) await ctx.decode({ tokens: [t] });
+for (const t of randomTokens(128, nVocab, 43)) await ctx.decode({ tokens: [t] });
 const tg = (128 * 1000) / (performance.now() - t1);
 report('tg128');
 const kv = (ctx.kv?.bytes ?? 0) / MiB;

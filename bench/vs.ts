@@ -17,6 +17,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { homedir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { randomTokens } from './tokens.js';
 
 const NLC_VERSION = '3.21.1';
 const PP = 512;
@@ -71,21 +72,6 @@ function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-function randomTokens(n: number, nVocab: number, seed: number, bos: number): number[] {
-  let s = seed >>> 0 || 1;
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    out.push(s % nVocab);
-  }
-  if (bos >= 0) out[0] = bos;
-  return out;
 }
 
 // ---- children: one engine, one model, one measurement ----

@@ -11,6 +11,7 @@
 
 import type { Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
+import { walkGroups } from './layout.js';
 
 /** Layout code in node records (assembly/desc.ts LAYOUT_K4). */
 export const LAYOUT_K4 = 2;
@@ -70,7 +71,8 @@ export class K4Layout {
     src: Uint8Array,
     fast?: (srcOffset: number, dst: number, nb: number, ts: number, rowBytes: number) => void,
   ): void {
-    this.walk(
+    walkGroups(
+      this,
       start,
       src.length,
       (g, lo, hi) => {
@@ -92,7 +94,8 @@ export class K4Layout {
 
   /** Copy logical bytes [start, start + dst.length) of the interleaved tensor into `dst`. */
   read(mem: Uint8Array, base: number, start: number, dst: Uint8Array): void {
-    this.walk(
+    walkGroups(
+      this,
       start,
       dst.length,
       (g, lo, hi) => {
@@ -115,33 +118,6 @@ export class K4Layout {
   private scratch(): Uint8Array {
     this.tmp ??= new Uint8Array(4 * this.rowBytes);
     return this.tmp;
-  }
-
-  /** Split [start, start + size) by group (as Rep4Layout.walk). */
-  private walk(
-    start: number,
-    size: number,
-    group: (g: number, lo: number, hi: number) => void,
-    plain: (lo: number, hi: number) => void,
-  ): void {
-    const { rowBytes, matBytes, grouped } = this;
-    const gBytes = 4 * rowBytes;
-    const end = start + size;
-    let pos = start;
-    while (pos < end) {
-      const m = Math.floor(pos / matBytes);
-      const inMat = pos - m * matBytes;
-      if (inMat < grouped * rowBytes) {
-        const g = m * matBytes + Math.floor(inMat / gBytes) * gBytes;
-        const hi = Math.min(end, g + gBytes);
-        group(g, pos, hi);
-        pos = hi;
-      } else {
-        const hi = Math.min(end, (m + 1) * matBytes);
-        plain(pos, hi);
-        pos = hi;
-      }
-    }
   }
 
   /** Four ggml rows at src[s] (rowBytes apart) into the group at dst[d]. */

@@ -80,7 +80,8 @@ export class Rep4Layout {
     fast?: (srcOffset: number, dst: number, nb: number, ts: number, rowBytes: number) => void,
   ): void {
     const w16 = fast ? null : this.wordViews(src, start, mem, base);
-    this.walk(
+    walkGroups(
+      this,
       start,
       src.length,
       (g, lo, hi) => {
@@ -104,7 +105,8 @@ export class Rep4Layout {
   /** Copy logical bytes [start, start + dst.length) of the interleaved tensor into `dst`. */
   read(mem: Uint8Array, base: number, start: number, dst: Uint8Array): void {
     const w16 = this.wordViews(dst, start, mem, base);
-    this.walk(
+    walkGroups(
+      this,
       start,
       dst.length,
       (g, lo, hi) => {
@@ -184,36 +186,6 @@ export class Rep4Layout {
     return this.tmp;
   }
 
-  /**
-   * Split [start, start + size) by group: group(g, lo, hi) for the part [lo, hi) inside the
-   * interleaved group starting at g; plain(lo, hi) for rows kept in ggml's layout.
-   */
-  private walk(
-    start: number,
-    size: number,
-    group: (g: number, lo: number, hi: number) => void,
-    plain: (lo: number, hi: number) => void,
-  ): void {
-    const { rowBytes, matBytes, grouped } = this;
-    const gBytes = 4 * rowBytes;
-    const end = start + size;
-    let pos = start;
-    while (pos < end) {
-      const m = Math.floor(pos / matBytes);
-      const inMat = pos - m * matBytes;
-      if (inMat < grouped * rowBytes) {
-        const g = m * matBytes + Math.floor(inMat / gBytes) * gBytes;
-        const hi = Math.min(end, g + gBytes);
-        group(g, pos, hi);
-        pos = hi;
-      } else {
-        const hi = Math.min(end, (m + 1) * matBytes);
-        plain(pos, hi);
-        pos = hi;
-      }
-    }
-  }
-
   private packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
     const { ts, rowBytes } = this;
     const q = ts - 2;
@@ -243,6 +215,45 @@ export class Rep4Layout {
         const o = c + 8 + j * q;
         for (let i = 0; i < q; i++) dst[p + 2 + i] = src[o + i];
       }
+    }
+  }
+}
+
+/** The row geometry of a layout that interleaves rows four at a time per matrix. */
+export interface GroupedRows {
+  readonly rowBytes: number;
+  readonly matBytes: number;
+  /** Rows per matrix that are interleaved (a multiple of 4); the rest keep ggml's layout. */
+  readonly grouped: number;
+}
+
+/**
+ * Split [start, start + size) by group: group(g, lo, hi) for the part [lo, hi) inside the
+ * interleaved group starting at g; plain(lo, hi) for rows kept in ggml's layout.
+ */
+export function walkGroups(
+  l: GroupedRows,
+  start: number,
+  size: number,
+  group: (g: number, lo: number, hi: number) => void,
+  plain: (lo: number, hi: number) => void,
+): void {
+  const { rowBytes, matBytes, grouped } = l;
+  const gBytes = 4 * rowBytes;
+  const end = start + size;
+  let pos = start;
+  while (pos < end) {
+    const m = Math.floor(pos / matBytes);
+    const inMat = pos - m * matBytes;
+    if (inMat < grouped * rowBytes) {
+      const g = m * matBytes + Math.floor(inMat / gBytes) * gBytes;
+      const hi = Math.min(end, g + gBytes);
+      group(g, pos, hi);
+      pos = hi;
+    } else {
+      const hi = Math.min(end, (m + 1) * matBytes);
+      plain(pos, hi);
+      pos = hi;
     }
   }
 }
