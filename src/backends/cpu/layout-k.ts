@@ -11,7 +11,7 @@
 
 import type { Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
-import { walkGroups } from './layout.js';
+import { InterleavedLayout } from './layout.js';
 
 /** Layout code in node records (assembly/desc.ts LAYOUT_K4). */
 export const LAYOUT_K4 = 2;
@@ -25,16 +25,9 @@ function ggMin(q: Uint8Array, p: number, j: number): number {
 const scPos = (j: number, r: number) => ((j & 3) << 2) | r;
 const mnPos = (j: number, r: number) => ((j & 2) << 2) | (r << 1) | (j & 1);
 
-export class K4Layout {
-  readonly rowBytes: number;
-  readonly ne1: number;
-  /** Rows per matrix that are interleaved (a multiple of 4). */
-  readonly grouped: number;
-  readonly matBytes: number;
-  readonly nbytes: number;
-  /** Blocks (Q4_K: super-blocks) per row, and their bytes. */
+export class K4Layout extends InterleavedLayout {
+  /** Blocks (Q4_K: super-blocks) per row. */
   readonly nsb: number;
-  readonly ts: number;
   /** The wasm export that repacks one whole group (assembly/kquant.ts). */
   readonly repackExport: string;
 
@@ -43,81 +36,17 @@ export class K4Layout {
     ne: readonly number[],
   ) {
     const q5 = type === GGMLType.Q5_0;
-    this.ts = q5 ? 22 : type === GGMLType.Q6_K ? 210 : 144;
-    this.nsb = ne[0] / (q5 ? 32 : 256);
+    const ts = q5 ? 22 : type === GGMLType.Q6_K ? 210 : 144;
+    const nsb = ne[0] / (q5 ? 32 : 256);
+    super(nsb * ts, ts, ne);
+    this.nsb = nsb;
     this.repackExport = q5 ? 'repackQ5_0' : type === GGMLType.Q6_K ? 'repackQ6K' : 'repackQ4K';
-    this.rowBytes = this.nsb * this.ts;
-    this.ne1 = ne[1];
-    this.grouped = ne[1] - (ne[1] % 4);
-    this.matBytes = this.rowBytes * ne[1];
-    this.nbytes = this.matBytes * ne[2] * ne[3];
   }
 
   /** Whether tensors of this type and shape are stored interleaved. */
   static applies(t: Tensor): boolean {
     const k = t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0 || t.type === GGMLType.Q6_K;
     return k && t.ne[1] >= 4 && t.isContiguous();
-  }
-
-  /**
-   * Copy logical bytes [start, start + src.length) from `src` (ggml's layout) into the
-   * interleaved tensor whose first byte is mem[base]. Whole groups go through `fast` when
-   * given (wasm, src's bytes also in wasm memory), else through packGroup.
-   */
-  write(
-    mem: Uint8Array,
-    base: number,
-    start: number,
-    src: Uint8Array,
-    fast?: (srcOffset: number, dst: number, nb: number, ts: number, rowBytes: number) => void,
-  ): void {
-    walkGroups(
-      this,
-      start,
-      src.length,
-      (g, lo, hi) => {
-        if (lo === g && hi === g + 4 * this.rowBytes) {
-          if (fast) fast(g - start, base + g, this.nsb, this.ts, this.rowBytes);
-          else this.packGroup(src, g - start, mem, base + g);
-          return;
-        }
-        const tmp = this.scratch();
-        this.unpackGroup(mem, base + g, tmp, 0);
-        tmp.set(src.subarray(lo - start, hi - start), lo - g);
-        this.packGroup(tmp, 0, mem, base + g);
-      },
-      (lo, hi) => {
-        mem.set(src.subarray(lo - start, hi - start), base + lo);
-      },
-    );
-  }
-
-  /** Copy logical bytes [start, start + dst.length) of the interleaved tensor into `dst`. */
-  read(mem: Uint8Array, base: number, start: number, dst: Uint8Array): void {
-    walkGroups(
-      this,
-      start,
-      dst.length,
-      (g, lo, hi) => {
-        if (lo === g && hi === g + 4 * this.rowBytes) {
-          this.unpackGroup(mem, base + g, dst, g - start);
-          return;
-        }
-        const tmp = this.scratch();
-        this.unpackGroup(mem, base + g, tmp, 0);
-        dst.set(tmp.subarray(lo - g, hi - g), lo - start);
-      },
-      (lo, hi) => {
-        dst.set(mem.subarray(base + lo, base + hi), lo - start);
-      },
-    );
-  }
-
-  private tmp: Uint8Array | null = null;
-
-  private scratch(): Uint8Array {
-    this.tmp ??= new Uint8Array(4 * this.rowBytes);
-    return this.tmp;
   }
 
   /** Four ggml rows at src[s] (rowBytes apart) into the group at dst[d]. */

@@ -11,23 +11,116 @@
 import type { Tensor } from '../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../ggml/types.js';
 
-export class Rep4Layout {
-  /** Bytes per block (18 or 34). */
-  readonly ts: number;
-  readonly rowBytes: number;
+/** A wasm export repacking one whole group: ggml bytes at srcOffset (of the write) to dst. */
+export type GroupRepack = (srcOffset: number, dst: number, nb: number, ts: number, rowBytes: number) => void;
+
+/**
+ * A layout that interleaves the rows of each matrix four at a time (rows left over keep
+ * ggml's layout), a group taking the same 4 * rowBytes bytes as in ggml's layout. Maps
+ * any logical byte range both ways: whole groups are packed or unpacked directly, a group
+ * written in part is unpacked, patched and packed again.
+ */
+export abstract class InterleavedLayout implements GroupedRows {
   readonly ne1: number;
   /** Rows per matrix that are interleaved (a multiple of 4). */
   readonly grouped: number;
   readonly matBytes: number;
   readonly nbytes: number;
+  private tmp: Uint8Array | null = null;
 
-  constructor(type: number, ne: readonly number[]) {
-    this.ts = traitsOf(type).typeSize;
-    this.rowBytes = (ne[0] / 32) * this.ts;
+  constructor(
+    readonly rowBytes: number,
+    /** Bytes per block (K-quants: per super-block). */
+    readonly ts: number,
+    ne: readonly number[],
+  ) {
     this.ne1 = ne[1];
     this.grouped = ne[1] - (ne[1] % 4);
-    this.matBytes = this.rowBytes * ne[1];
+    this.matBytes = rowBytes * ne[1];
     this.nbytes = this.matBytes * ne[2] * ne[3];
+  }
+
+  /** Four ggml rows at src[s] (rowBytes apart) into the group at dst[d]. */
+  abstract packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void;
+  /** The group at src[s] back into four ggml rows at dst[d]. */
+  abstract unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void;
+
+  /** How one write packs a whole group starting at logical byte g. */
+  protected wholeWriter(
+    mem: Uint8Array,
+    base: number,
+    start: number,
+    src: Uint8Array,
+    fast?: GroupRepack,
+  ): (g: number) => void {
+    if (fast) return (g) => fast(g - start, base + g, this.rowBytes / this.ts, this.ts, this.rowBytes);
+    return (g) => this.packGroup(src, g - start, mem, base + g);
+  }
+
+  /** How one read unpacks a whole group starting at logical byte g. */
+  protected wholeReader(mem: Uint8Array, base: number, start: number, dst: Uint8Array): (g: number) => void {
+    return (g) => this.unpackGroup(mem, base + g, dst, g - start);
+  }
+
+  /**
+   * Copy logical bytes [start, start + src.length) from `src` (ggml's layout) into the
+   * interleaved tensor whose first byte is mem[base]. Whole groups go through `fast` when
+   * given (wasm: the caller has src's bytes in wasm memory too).
+   */
+  write(mem: Uint8Array, base: number, start: number, src: Uint8Array, fast?: GroupRepack): void {
+    const whole = this.wholeWriter(mem, base, start, src, fast);
+    walkGroups(
+      this,
+      start,
+      src.length,
+      (g, lo, hi) => {
+        if (lo === g && hi === g + 4 * this.rowBytes) {
+          whole(g);
+          return;
+        }
+        const tmp = this.scratch();
+        this.unpackGroup(mem, base + g, tmp, 0);
+        tmp.set(src.subarray(lo - start, hi - start), lo - g);
+        this.packGroup(tmp, 0, mem, base + g);
+      },
+      (lo, hi) => {
+        mem.set(src.subarray(lo - start, hi - start), base + lo);
+      },
+    );
+  }
+
+  /** Copy logical bytes [start, start + dst.length) of the interleaved tensor into `dst`. */
+  read(mem: Uint8Array, base: number, start: number, dst: Uint8Array): void {
+    const whole = this.wholeReader(mem, base, start, dst);
+    walkGroups(
+      this,
+      start,
+      dst.length,
+      (g, lo, hi) => {
+        if (lo === g && hi === g + 4 * this.rowBytes) {
+          whole(g);
+          return;
+        }
+        const tmp = this.scratch();
+        this.unpackGroup(mem, base + g, tmp, 0);
+        dst.set(tmp.subarray(lo - g, hi - g), lo - start);
+      },
+      (lo, hi) => {
+        dst.set(mem.subarray(base + lo, base + hi), lo - start);
+      },
+    );
+  }
+
+  private scratch(): Uint8Array {
+    this.tmp ??= new Uint8Array(4 * this.rowBytes);
+    return this.tmp;
+  }
+}
+
+export class Rep4Layout extends InterleavedLayout {
+  constructor(type: number, ne: readonly number[]) {
+    const ts = traitsOf(type).typeSize;
+    super((ne[0] / 32) * ts, ts, ne);
   }
 
   /** Whether tensors of this type and shape are stored interleaved. */
@@ -65,64 +158,23 @@ export class Rep4Layout {
     }
   }
 
-  /**
-   * Copy logical bytes [start, start + src.length) from `src` (ggml's layout) into the
-   * interleaved tensor whose first byte is mem[base]. Whole groups are repacked directly
-   * (by `fast`, given where in src a group starts and where it goes, when the caller has
-   * src's bytes in wasm memory too); a group written in part is unpacked, patched and
-   * repacked.
-   */
-  write(
+  // whole groups through 16-bit words when both sides allow it (most writes and reads)
+  protected override wholeWriter(
     mem: Uint8Array,
     base: number,
     start: number,
     src: Uint8Array,
-    fast?: (srcOffset: number, dst: number, nb: number, ts: number, rowBytes: number) => void,
-  ): void {
+    fast?: GroupRepack,
+  ): (g: number) => void {
     const w16 = fast ? null : this.wordViews(src, start, mem, base);
-    walkGroups(
-      this,
-      start,
-      src.length,
-      (g, lo, hi) => {
-        if (lo === g && hi === g + 4 * this.rowBytes) {
-          if (fast) fast(g - start, base + g, this.rowBytes / this.ts, this.ts, this.rowBytes);
-          else if (w16) this.pack16(w16.a, (g - start) >>> 1, w16.b, (base + g - w16.bBase) >>> 1);
-          else this.packGroup(src, g - start, mem, base + g);
-          return;
-        }
-        const tmp = this.scratch();
-        this.unpackGroup(mem, base + g, tmp, 0);
-        tmp.set(src.subarray(lo - start, hi - start), lo - g);
-        this.packGroup(tmp, 0, mem, base + g);
-      },
-      (lo, hi) => {
-        mem.set(src.subarray(lo - start, hi - start), base + lo);
-      },
-    );
+    if (!w16) return super.wholeWriter(mem, base, start, src, fast);
+    return (g) => this.pack16(w16.a, (g - start) >>> 1, w16.b, (base + g - w16.bBase) >>> 1);
   }
 
-  /** Copy logical bytes [start, start + dst.length) of the interleaved tensor into `dst`. */
-  read(mem: Uint8Array, base: number, start: number, dst: Uint8Array): void {
+  protected override wholeReader(mem: Uint8Array, base: number, start: number, dst: Uint8Array): (g: number) => void {
     const w16 = this.wordViews(dst, start, mem, base);
-    walkGroups(
-      this,
-      start,
-      dst.length,
-      (g, lo, hi) => {
-        if (lo === g && hi === g + 4 * this.rowBytes) {
-          if (w16) this.unpack16(w16.b, (base + g - w16.bBase) >>> 1, w16.a, (g - start) >>> 1);
-          else this.unpackGroup(mem, base + g, dst, g - start);
-          return;
-        }
-        const tmp = this.scratch();
-        this.unpackGroup(mem, base + g, tmp, 0);
-        dst.set(tmp.subarray(lo - g, hi - g), lo - start);
-      },
-      (lo, hi) => {
-        dst.set(mem.subarray(base + lo, base + hi), lo - start);
-      },
-    );
+    if (!w16) return super.wholeReader(mem, base, start, dst);
+    return (g) => this.unpack16(w16.b, (base + g - w16.bBase) >>> 1, w16.a, (g - start) >>> 1);
   }
 
   /**
@@ -179,14 +231,7 @@ export class Rep4Layout {
     }
   }
 
-  private tmp: Uint8Array | null = null;
-
-  private scratch(): Uint8Array {
-    this.tmp ??= new Uint8Array(4 * this.rowBytes);
-    return this.tmp;
-  }
-
-  private packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+  packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
     const { ts, rowBytes } = this;
     const q = ts - 2;
     const nb = rowBytes / ts;
@@ -202,7 +247,7 @@ export class Rep4Layout {
     }
   }
 
-  private unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+  unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
     const { ts, rowBytes } = this;
     const q = ts - 2;
     const nb = rowBytes / ts;
