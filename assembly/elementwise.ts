@@ -1,9 +1,9 @@
-// ADD, MUL (b broadcast over a), SCALE, SILU, GELU, RMS_NORM, NORM, SOFT_MAX. Work is
+// ADD, MUL (b broadcast over a), SCALE, SILU, GELU, TANH, RMS_NORM, NORM, SOFT_MAX. Work is
 // split by rows of the result; each has an all-F32 fast path and a generic one.
 
 import { ldf, stf } from './access';
 import { param, extra, share0, tAddr, tNb, tNe, tRows, tType } from './desc';
-import { expf4, exp64, tanh64 } from './math';
+import { expf4, exp64, f16ToF32, f32ToF16, tanh64 } from './math';
 import { T_F32 } from './types';
 
 // row coordinates, set by rowAt
@@ -87,6 +87,7 @@ export function k_mul(node: usize, ith: i32, nth: i32): void {
 const U_SCALE: i32 = 0;
 const U_SILU: i32 = 1;
 const U_GELU: i32 = 2;
+const U_TANH: i32 = 3;
 
 const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
 
@@ -122,10 +123,23 @@ function unary(node: usize, ith: i32, nth: i32, kind: i32): void {
       let y: f64;
       if (kind == U_SCALE) y = s * x + b;
       else if (kind == U_SILU) y = x / (1 + exp64(-x));
-      else y = 0.5 * x * (1 + tanh64(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x)));
+      else if (kind == U_TANH) y = tanh64(x);
+      else y = geluF16(x);
       stf(pd + <usize>i * nd0, td, <f32>y);
     }
   }
+}
+
+/**
+ * ggml-cpu's GELU (GGML_GELU_FP16): 0 below -10, x above 10, otherwise the tanh
+ * approximation of the f16-rounded input, rounded to f16 (its lookup table's entries).
+ */
+@inline function geluF16(x: f64): f64 {
+  if (x <= -10) return 0;
+  if (x >= 10) return x;
+  const h = <f64>f16ToF32(f32ToF16(<f32>x));
+  const g = 0.5 * h * (1 + tanh64(SQRT_2_OVER_PI * h * (1 + 0.044715 * h * h)));
+  return <f64>f16ToF32(f32ToF16(<f32>g));
 }
 
 export function k_scale(node: usize, ith: i32, nth: i32): void {
@@ -138,6 +152,10 @@ export function k_silu(node: usize, ith: i32, nth: i32): void {
 
 export function k_gelu(node: usize, ith: i32, nth: i32): void {
   unary(node, ith, nth, U_GELU);
+}
+
+export function k_tanh(node: usize, ith: i32, nth: i32): void {
+  unary(node, ith, nth, U_TANH);
 }
 
 /** RMS_NORM (centre = false) and NORM (centre = true), sums in double. */

@@ -1,7 +1,7 @@
 // The kernel module: every export is a kernel called as (node record address, thread
 // index, thread count) by each worker; see src/backends/cpu/kernels.ts for the table.
 
-export { k_add, k_gelu, k_mul, k_norm, k_rms_norm, k_scale, k_silu, k_soft_max } from './elementwise';
+export { k_add, k_gelu, k_mul, k_norm, k_rms_norm, k_scale, k_silu, k_soft_max, k_tanh } from './elementwise';
 export { k_rope } from './rope';
 export { k_cpy, k_get_rows, k_set_rows } from './rows';
 export { k_flash_attn } from './attention';

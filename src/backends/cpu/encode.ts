@@ -134,6 +134,7 @@ const KERNEL_OF: Partial<Record<Op, KernelName>> = {
   [Op.SCALE]: 'k_scale',
   [Op.SILU]: 'k_silu',
   [Op.GELU]: 'k_gelu',
+  [Op.TANH]: 'k_tanh',
   [Op.RMS_NORM]: 'k_rms_norm',
   [Op.NORM]: 'k_norm',
   [Op.SOFT_MAX]: 'k_soft_max',

@@ -67,6 +67,7 @@ export const KERNELS = [
   'k_mm_prep',
   'k_mm',
   'k_read_bw',
+  'k_tanh',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];

@@ -184,6 +184,7 @@ export function opCases(): OpCase[] {
     ['SCALE', (t) => ops.scale(t, 0.37, 0.1)],
     ['SILU', ops.silu],
     ['GELU', ops.gelu],
+    ['TANH', ops.tanh],
     ['RMS_NORM', (t) => ops.rmsNorm(t, 1e-6)],
     ['NORM', (t) => ops.norm(t, 1e-5)],
   ];
