@@ -101,7 +101,7 @@ async function childLlamaTs({ path, threads, nVocab, bos }: ChildArgs): Promise<
   t1 = performance.now();
   for (const t of gen) await ctx.decode({ tokens: [t] });
   const tg = (TG * 1000) / (performance.now() - t1);
-  const kv_mb = (ctx.kv?.bytes ?? 0) / 2 ** 20;
+  const kv_mb = (ctx.memory?.bytes ?? 0) / 2 ** 20;
   const file_mb = model.fileSize / 2 ** 20;
   ctx.free();
   return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb, kv_mb };

@@ -3,9 +3,9 @@
 // hyper-parameters, and the graph builder for one ubatch.
 
 import type { GGUFFile } from '../../gguf/index.js';
-import type { GraphBuilder, GraphOutputs } from '../graph.js';
+import type { GraphBuilder, GraphOutputs, RopeConfig } from '../graph.js';
 import type { HParams } from '../hparams.js';
-import type { TensorList } from '../weights.js';
+import type { TensorList, Weights } from '../weights.js';
 
 export interface Architecture {
   /** `general.architecture` value. */
@@ -14,6 +14,11 @@ export interface Architecture {
   readonly usesKVCache: boolean;
   /** RoPE mode of its keys (for re-rotating shifted cache cells); absent without RoPE. */
   readonly ropeMode?: number;
+  /**
+   * The RoPE of layer il's keys, for re-rotating shifted cache cells, when it is not
+   * `ropeMode` with `rope_freqs.weight` (per-layer factors, layers without RoPE: null).
+   */
+  keyRope?(hp: HParams, w: Weights, il: number, nCtx: number): RopeConfig | null;
   /** Adjust or complete the shared hyper-parameters from architecture-specific keys. */
   hparams?(hp: HParams, file: GGUFFile): HParams;
   /** The tensors it reads, with their expected shapes. */
