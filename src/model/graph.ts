@@ -272,6 +272,60 @@ export class GraphBuilder {
     return this.cb(this.mm(down, s), 'ffn_out', il);
   }
 
+  /**
+   * GeGLU feed-forward (llama.cpp's LLM_FFN_GELU with a parallel gate, ggml_geglu_split):
+   * down · (gelu(gate · x) ⊙ (up · x)).
+   */
+  ffnGeglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number): Tensor {
+    const g = this.cb(this.mm(gate, x), 'ffn_gate', il);
+    const u = this.cb(this.mm(up, x), 'ffn_up', il);
+    const s = this.cb(ops.mul(ops.gelu(g), u), 'ffn_geglu', il);
+    return this.cb(this.mm(down, s), 'ffn_out', il);
+  }
+
+  /**
+   * SwiGLU with one fused gate+up projection (Phi-3's `ffn_up` of 2·n_ff rows): the first
+   * half of each row is the gate, the second the up part (ggml_swiglu of one tensor).
+   */
+  ffnSwigluFused(x: Tensor, gateUp: Tensor, down: Tensor, il: number): Tensor {
+    const gu = this.cb(this.mm(gateUp, x), 'ffn_up', il);
+    const nFf = gu.ne[0] / 2;
+    const g = view(gu, [nFf, gu.ne[1]], [gu.nb[1]], 0);
+    const u = view(gu, [nFf, gu.ne[1]], [gu.nb[1]], nFf * gu.nb[0]);
+    const s = this.cb(ops.mul(ops.silu(g), u), 'ffn_swiglu', il);
+    return this.cb(this.mm(down, s), 'ffn_out', il);
+  }
+
+  /**
+   * One fused q/k/v projection (llama.cpp's build_qkv with wqkv): q [hd, nHead, n],
+   * k and v [hd, nHeadKv, n] as views of the rows of wqkv·x (+ bias).
+   */
+  qkvFused(w: Tensor, b: Tensor | undefined, x: Tensor, il: number): { q: Tensor; k: Tensor; v: Tensor } {
+    const hp = this.hp;
+    const hd = headDimK(hp, il);
+    const nh = headCount(hp, il);
+    const nkv = headCountKv(hp, il);
+    const qkv = this.cb(this.linear(w, b, x), 'wqkv', il);
+    const n = qkv.ne[1];
+    const e = qkv.nb[0];
+    const part = (heads: number, at: number) => view(qkv, [hd, heads, n], [hd * e, qkv.nb[1]], at * e);
+    return { q: part(nh, 0), k: part(nkv, nh * hd), v: part(nkv, (nh + nkv) * hd) };
+  }
+
+  /**
+   * The output head: final RMSNorm (`result_norm`), the output projection (`output.weight`,
+   * or the token embeddings when tied) and, when the model says so, soft-capped logits
+   * (`result_output`).
+   */
+  outputHead(x: Tensor): GraphOutputs {
+    const w = this.w;
+    const embd = this.rmsNorm(x, w.get('output_norm.weight'), 'result_norm');
+    const out = w.opt('output.weight') ?? w.get('token_embd.weight');
+    let logits = this.mm(out, embd);
+    if (this.hp.finalSoftcap) logits = this.softcap(logits, this.hp.finalSoftcap);
+    return { embd, logits: this.cb(logits, 'result_output') };
+  }
+
   /** GELU feed-forward with biases: down · gelu(up · x + bu) + bd. */
   ffnGelu(x: Tensor, up: Tensor, upB: Tensor | undefined, down: Tensor, downB: Tensor | undefined, il: number): Tensor {
     const u = this.cb(this.linear(up, upB, x), 'ffn_up_b', il);
