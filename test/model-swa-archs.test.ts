@@ -59,9 +59,9 @@ for (const arch of ARCHS) {
       const runs: CaseResult[][] = [];
       for (const cpu of cpus) runs.push(await run(path!, [cpu], ref.cases, tol, `${rel} (${cpu.name})`));
       for (let t = 1; t < runs.length; t++) {
-        runs[t].forEach((r, i) =>
-          assert.ok(sameBits(r.steps, runs[0][i].steps), `${rel}: ${t + 1} threads differ from 1 on case ${i}`),
-        );
+        runs[t].forEach((r, i) => {
+          assert.ok(sameBits(r.steps, runs[0][i].steps), `${rel}: ${t + 1} threads differ from 1 on case ${i}`);
+        });
       }
       const lines = runs[0].map((r) => `max|Δ| ${r.maxDelta.toFixed(4)}, greedy ${r.matched}/${r.required}`);
       process.stdout.write(`# ${rel}: ${lines.join('; ')}\n`);
