@@ -5,6 +5,7 @@ export { k_add, k_gelu, k_mul, k_norm, k_rms_norm, k_scale, k_silu, k_soft_max, 
 export { k_rope } from './rope';
 export { k_cpy, k_get_rows, k_set_rows } from './rows';
 export { k_flash_attn } from './attention';
+export { k_flash_attn_row } from './attention-row';
 export { k_mm, k_mm_prep } from './matmul';
 export { k_read_bw } from './bench';
 export { repack4, repackQ4K, repackQ5_0, repackQ6K } from './repack';

@@ -1,8 +1,9 @@
 // Flash attention on the CPU device at model sizes (head dim 64 and 128, GQA groups of 7
 // and 8, several key blocks, causal masks with a past, K/V laid out as the KV cache), beyond
-// the harness's: against the reference with ggml-cpu numerics (which describes the tiled
-// kernel) and the exact one; and batch independence: a query row gives the same bits alone
-// (decoding) as in a batch, whatever the other rows and the number of KV cells.
+// the harness's: against the reference with ggml-cpu numerics (which describes both the
+// tiled kernel, 64 query rows and more, and the row-by-row one) and the exact one; and batch
+// independence below 64 rows: a query row gives the same bits alone (decoding) as in a
+// batch, whatever the other rows and the number of KV cells.
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';

@@ -44,6 +44,7 @@ function hparams(nLayer: number, swa: boolean[]): HParams {
     finalSoftcap: 0,
     nLayerKv: nLayer,
     ropeAttnFactor: 1,
+    nEmbdPerLayer: 0,
   };
 }
 

@@ -79,6 +79,8 @@ export interface HParams {
   nLayerKv: number;
   /** `rope.scaling.attn_factor` (LongRoPE's magnitude correction), default 1. */
   ropeAttnFactor: number;
+  /** Width of Gemma 3n/4's per-layer token embeddings (0: none). */
+  nEmbdPerLayer: number;
 }
 
 export function isSwa(hp: HParams, il: number): boolean {
@@ -291,5 +293,6 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     finalSoftcap: 0,
     nLayerKv: nLayer,
     ropeAttnFactor: num('rope.scaling.attn_factor', 1),
+    nEmbdPerLayer: num('embedding_length_per_layer_input', 0),
   };
 }

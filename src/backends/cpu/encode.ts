@@ -8,6 +8,7 @@
 import { RopeMode } from '../../ggml/ops.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../ggml/types.js';
+import { flashAttnTiled } from '../ggml-cpu.js';
 import type { Arena } from './arena.js';
 import { isArenaBacked, type TensorLayout } from './buffer.js';
 import { K4Layout, LAYOUT_K4 } from './layout-k.js';
@@ -108,6 +109,16 @@ function faScratchBytes(D: number, Dv: number, nKV: number, head: boolean): numb
   return align(fixed + 64 + blocks * FA_BLOCK * (D4 + V4) * 4 + 64);
 }
 
+/** Heads a k_flash_attn_row unit holds at most (assembly/attention-row.ts GMAX). */
+const FA_ROW_HEADS = 32;
+
+/** Per-thread scratch of k_flash_attn_row: per head a query row, a V sum and its state; one K and one V row. */
+function faRowScratchBytes(D: number, Dv: number): number {
+  const D4 = Math.ceil(D / 4) * 4;
+  const V4 = Math.ceil(Dv / 4) * 4;
+  return align(4 * (FA_ROW_HEADS * (D4 + V4 + 4) + D4 + V4) + 64);
+}
+
 interface Plan {
   node: Tensor;
   home: Arena;
@@ -126,6 +137,8 @@ interface Plan {
   qRound?: number;
   /** FLASH_ATTN_EXT: the per-thread scratch has room for a whole head's K and V blocks in f32. */
   kvCache?: boolean;
+  /** FLASH_ATTN_EXT: computed row by row (k_flash_attn_row), as ggml-cpu's one-chunk kernel. */
+  faRow?: boolean;
 }
 
 const KERNEL_OF: Partial<Record<Op, KernelName>> = {
@@ -228,6 +241,12 @@ function plan(n: Tensor): Plan {
       const [q, k, v] = n.src;
       p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
       p.qRound = roundingFor(k.type, q.ne[0]);
+      // as ggml-cpu: short ubatches (and decoding) row by row, longer ones tiled
+      if (!flashAttnTiled(q, k.type, v.type)) {
+        p.faRow = true;
+        p.perThread = faRowScratchBytes(q.ne[0], v.ne[0]);
+        break;
+      }
       // several query rows: room for a whole K/V head in f32, converted once per head and
       // thread instead of once per tile (up to 32 MiB a thread)
       const whole = faScratchBytes(q.ne[0], v.ne[0], k.ne[1], true);
@@ -239,7 +258,7 @@ function plan(n: Tensor): Plan {
       break;
   }
   if (n.op !== Op.MUL_MAT) {
-    const k = KERNEL_OF[n.op];
+    const k = p.faRow ? 'k_flash_attn_row' : KERNEL_OF[n.op];
     if (!k) throw new Error(`cpu: no kernel for ${n.op}`);
     p.kernels.push(k);
   }
@@ -265,6 +284,7 @@ function isSmall(p: Plan, kernel: KernelName): boolean {
     case 'k_mm':
       return n.src[0].ne[0] * n.src[0].ne[1] * n.src[1].nelements < 4 * SMALL;
     case 'k_flash_attn':
+    case 'k_flash_attn_row':
       return n.src[0].nelements * n.src[1].ne[1] < 4 * SMALL;
     case 'k_set_rows':
       return n.src[0].nelements < SMALL;
@@ -411,6 +431,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         writes,
         kind: 'single',
         cost,
+        scratch: p.perThread > 0 ? [p.home.index, p.perThread] : undefined,
         scratchWord: r32 + ex + (p.mm ? 3 : 0),
         scratchBase: perThread,
         scratchStride: p.perThread,
@@ -437,6 +458,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
           writes,
           kind: small[ki] ? 'single0' : 'multi',
           cost,
+          scratch: p.perThread > 0 ? [p.home.index, p.perThread] : undefined,
         });
       });
     }
@@ -462,6 +484,12 @@ interface Unit {
   /** single: one worker, chosen here; single0: worker 0; fence: alone between barriers. */
   kind: 'multi' | 'single' | 'single0' | 'fence';
   cost: number;
+  /**
+   * Per-thread scratch: [arena, stride]. Worker w uses bytes [w·stride, (w+1)·stride) of
+   * the arena's node scratch, whatever the node, so units whose strides differ may not
+   * share a phase (one worker's slot would overlap another's).
+   */
+  scratch?: [number, number];
   worker?: number;
   scratchWord?: number;
   scratchBase?: number;
@@ -489,6 +517,7 @@ function overlaps(a: Range[], b: Range[]): boolean {
 }
 
 function conflict(u: Unit, v: Unit): boolean {
+  if (u.scratch && v.scratch && u.scratch[0] === v.scratch[0] && u.scratch[1] !== v.scratch[1]) return true;
   return overlaps(u.writes, v.writes) || overlaps(u.writes, v.reads) || overlaps(u.reads, v.writes);
 }
 
@@ -497,7 +526,8 @@ const isSingle = (u: Unit) => u.kind === 'single' || u.kind === 'single0';
 /**
  * Group units into phases separated by barriers: a unit joins the earliest phase after the
  * last one holding a unit it conflicts with (reads what that one writes, or writes what it
- * reads or writes), so independent nodes share a phase. Single-worker units that conflict
+ * reads or writes, or uses per-thread scratch slots of another size), so independent nodes
+ * share a phase. Single-worker units that conflict
  * only with single-worker units on one worker join that worker in the same phase (a worker
  * runs its steps in order). Moving a unit before non-conflicting ones keeps every result.
  */

@@ -68,6 +68,7 @@ export const KERNELS = [
   'k_mm',
   'k_read_bw',
   'k_tanh',
+  'k_flash_attn_row',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];

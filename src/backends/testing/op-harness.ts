@@ -298,11 +298,13 @@ export function opCases(): OpCase[] {
       5e-4,
     );
   }
-  // the tiled kernel's paths: several key blocks (the last partial), fully masked blocks,
-  // a GQA group of 7 over several tiles (4-row and 1-row kernels), a strided query view
+  // ggml-cpu's two paths: row by row below 64 query rows, tiled from 64 (several key
+  // blocks, the last partial, fully masked blocks, a GQA group of 7 over several tiles:
+  // 4-row and 1-row kernels); a strided query view
   for (const [nQ, past] of [
     [37, 60],
     [1, 90],
+    [70, 20],
   ] as [number, number][]) {
     add(
       `FLASH_ATTN_EXT D 64, heads 14/2, ${nQ} queries, 100 KV positions, causal mask`,

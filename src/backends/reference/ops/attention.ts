@@ -2,18 +2,25 @@
 // q·k·scale (+ mask), then the weighted sum of V rows. K/V head = iq2 / (nHead / nHeadKV)
 // (grouped-query attention). Output [Dv, nHead, nQ, ne3].
 //
-// Default arithmetic: double precision throughout. With ggml-cpu numerics, the arithmetic
-// of the cpu device's tiled kernel (assembly/attention.ts), which keeps ggml-cpu's inputs
-// (the query row converted to K's vec_dot_type first: F16 for an F16 cache) and its f32
-// online softmax, but runs the softmax per block of FA_BLOCK keys (block j covers keys
-// [jB, jB+B): one max and one rescale per block; a block with no visible key is skipped)
-// and sums V in f32 rather than ggml-cpu's F16 accumulator (more accurate); the result is
-// divided by the sum at the end. The kernel's exp is a f32 polynomial within 1.3 ulp of
-// the exact value and its sums may use fused multiply-adds: a few ulp apart, not
-// bit-equal (NMSE ~1e-14).
+// Default arithmetic: double precision throughout. With ggml-cpu numerics, ggml-cpu's two
+// paths (the choice: flashAttnTiled in ../../ggml-cpu.ts), each as the cpu device computes
+// it; both first convert the query row to K's vec_dot_type (F16 for an F16 cache):
+// - fewer than 64 query rows (decoding, short ubatches): ggml-cpu's one-chunk kernel
+//   (assembly/attention-row.ts): keys in order, hidden ones skipped, an online softmax
+//   updated per key, and with an F16 V the weighted V sum kept in f16 (every update
+//   rounded, as ggml_vec_mad_f16 / ggml_vec_scale_f16); otherwise in f32;
+// - longer ubatches: the cpu device's tiled kernel (assembly/attention.ts), ggml-cpu's f32
+//   online softmax run per block of FA_BLOCK keys (block j covers keys [jB, jB+B): one max
+//   and one rescale per block; a block with no visible key is skipped) with V summed in
+//   f32; the result is divided by the sum at the end.
+// The kernels' exp differs from this one by a few ulp and their sums may use fused
+// multiply-adds: a few ulp apart, not bit-equal (NMSE ~1e-14; rarely an f16 rounding of
+// the V sum goes the other way).
 
+import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
+import { flashAttnTiled } from '../../ggml-cpu.js';
 import { HostView } from '../access.js';
 import { canRoundFor, roundToVecDotType, vecDotType } from '../vec-dot.js';
 import type { KernelOptions } from './index.js';
@@ -106,6 +113,9 @@ function ggmlFlashAttnExt(dst: Tensor): void {
   const qrow = new Float32Array(D);
   const acc = new Float32Array(Dv);
   const s = new Float32Array(FA_BLOCK);
+  const tiled = flashAttnTiled(q, k.type, v.type);
+  // the one-chunk kernel keeps an F16 V's sum in f16
+  const h16 = v.type === GGMLType.F16 ? (x: number) => f16ToF32(f32ToF16(x)) : fround;
   const cacheK = new Map<string, Float32Array[]>();
   const cacheV = new Map<string, Float32Array[]>();
   for (let iq3 = 0; iq3 < q.ne[3]; iq3++) {
@@ -123,6 +133,37 @@ function ggmlFlashAttnExt(dst: Tensor): void {
       for (let iq1 = 0; iq1 < q.ne[1]; iq1++) {
         vq.readRow(qrow, iq1, iq2, iq3);
         roundToVecDotType(qType, qrow, D);
+        if (!tiled) {
+          // ggml-cpu's one-chunk kernel
+          acc.fill(0);
+          let S = 0;
+          let M = Number.NEGATIVE_INFINITY;
+          for (let j = 0; j < nKV; j++) {
+            const mv = vm && mask ? vm.get(j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]) : 0;
+            if (mv === Number.NEGATIVE_INFINITY) continue;
+            const kr = krows[j];
+            let dot = 0;
+            for (let d = 0; d < D; d++) dot = fround(dot + qrow[d] * kr[d]);
+            let x = fround(dot * scale);
+            if (softcap !== 0) x = fround(softcap * Math.tanh(x));
+            x = fround(x + mv);
+            let ms = 1;
+            let vs = 1;
+            if (x > M) {
+              ms = fround(Math.exp(M - x));
+              M = x;
+              for (let d = 0; d < Dv; d++) acc[d] = h16(acc[d] * ms);
+            } else {
+              vs = fround(Math.exp(x - M));
+            }
+            const vr = vrows[j];
+            for (let d = 0; d < Dv; d++) acc[d] = h16(fround(acc[d] + vr[d] * vs));
+            S = fround(fround(S * ms) + vs);
+          }
+          const inv = S === 0 ? 0 : fround(1 / S);
+          for (let d = 0; d < Dv; d++) vd.set(fround(acc[d] * inv), d, iq2, iq1, iq3);
+          continue;
+        }
         acc.fill(0);
         let S = 0;
         let M = Number.NEGATIVE_INFINITY;
