@@ -34,7 +34,8 @@ type Category =
 
 function categoryOf(name: string): Category {
   if (name === 'output.weight') return 'output';
-  if (name === 'token_embd.weight') return 'token_embd';
+  // Gemma 3n/4's per-layer embeddings count as token embeddings (llama-quant.cpp)
+  if (name === 'token_embd.weight' || name === 'per_layer_token_embd.weight') return 'token_embd';
   if (name.includes('attn_qkv.weight')) return 'attn_qkv';
   if (name.includes('attn_v.weight')) return 'attn_v';
   if (name.includes('attn_k.weight')) return 'attn_k';
@@ -52,8 +53,9 @@ export function allowsQuantization(name: string, dims: readonly number[]): boole
   if (!name.endsWith('weight')) return false;
   if (name.includes('_norm.weight')) return false;
   if (name.includes('ffn_gate_inp.weight')) return false;
-  // BERT's position embeddings and token types stay as they are.
+  // BERT's position embeddings and token types stay as they are, and Gemma 3n/4's per-layer projection.
   if (name === 'position_embd.weight' || name === 'token_types.weight') return false;
+  if (name.includes('per_layer_model_proj')) return false;
   return true;
 }
 

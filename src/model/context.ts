@@ -232,7 +232,7 @@ export class Context {
         n,
       );
     }
-    if (pooledAll) this.pool(seqIds);
+    if (pooledAll) await this.pool(seqIds);
   }
 
   private defaultPositions(seqIds: Int32Array): Int32Array {
@@ -427,7 +427,7 @@ export class Context {
     kv.hasShift = false;
   }
 
-  private pool(seqIds: Int32Array): void {
+  private async pool(seqIds: Int32Array): Promise<void> {
     const groups = new Map<number, number[]>();
     seqIds.forEach((s, i) => {
       if (!groups.has(s)) groups.set(s, []);
@@ -446,6 +446,31 @@ export class Context {
       }
       this.pooled.set(s, v);
     }
+    await this.poolHead();
+  }
+
+  /** The architecture's layers after pooling (EmbeddingGemma's dense projections), on every pooled vector. */
+  private async poolHead(): Promise<void> {
+    const head = this.model.arch.pooledHead;
+    if (!head || this.pooled.size === 0) return;
+    const seqs = [...this.pooled.keys()];
+    const width = this.model.hp.nEmbd;
+    const inp = newTensor(GGMLType.F32, [width, seqs.length], 'inp_embd_pooled').setFlag(TensorFlag.INPUT);
+    const out = head(this.model.weights, inp);
+    if (!out) return;
+    const graph = buildGraph(out);
+    this.sched.allocGraph(graph);
+    const data = new Float32Array(width * seqs.length);
+    seqs.forEach((s, i) => {
+      data.set(this.pooled.get(s)!, i * width);
+    });
+    tensorSet(inp, data);
+    await this.sched.graphCompute(graph);
+    const res = await tensorGetF32(out);
+    const w = out.ne[0];
+    seqs.forEach((s, i) => {
+      this.pooled.set(s, res.slice(i * w, (i + 1) * w));
+    });
   }
 
   // ---- outputs ----

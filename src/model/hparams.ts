@@ -172,7 +172,7 @@ export function nEmbdV(hp: HParams, il = 0): number {
 export function readPerLayer(file: GGUFFile, key: string, nLayer: number, fallback: number | undefined): number[] {
   const kv = file.get(key);
   if (kv && isArrayValue(kv.value)) {
-    const items = kv.value.items as unknown[];
+    const items = Array.from(kv.value.items as ArrayLike<unknown>);
     if (items.length !== nLayer) {
       throw new ModelError(`${file.path}: '${key}' has ${items.length} values; expected one per layer (${nLayer})`);
     }
@@ -195,7 +195,7 @@ export function readPerLayer(file: GGUFFile, key: string, nLayer: number, fallba
 export function readSwaPattern(file: GGUFFile, key: string, nLayer: number, defaultPeriod: number): boolean[] {
   const kv = file.get(key);
   if (kv && isArrayValue(kv.value)) {
-    const items = kv.value.items as unknown[];
+    const items = Array.from(kv.value.items as ArrayLike<unknown>);
     if (items.length !== nLayer) {
       throw new ModelError(`${file.path}: '${key}' has ${items.length} values; expected one per layer (${nLayer})`);
     }

@@ -2,6 +2,7 @@
 // the tensors it reads with their shapes, optional adjustments to the shared
 // hyper-parameters, and the graph builder for one ubatch.
 
+import type { Tensor } from '../../ggml/tensor.js';
 import type { GGUFFile } from '../../gguf/index.js';
 import type { GraphBuilder, GraphOutputs, RopeConfig } from '../graph.js';
 import type { HParams } from '../hparams.js';
@@ -25,4 +26,9 @@ export interface Architecture {
   tensors(hp: HParams, t: TensorList): void;
   /** The forward graph of one ubatch. */
   build(b: GraphBuilder): GraphOutputs;
+  /**
+   * Layers applied to pooled embeddings ([nEmbd, nSeq] F32), as llama.cpp's dense output
+   * (EmbeddingGemma's projections); null when the file has none.
+   */
+  pooledHead?(w: Weights, pooled: Tensor): Tensor | null;
 }

@@ -39,6 +39,12 @@ export const gemma4: Architecture = {
       throw new ModelError(`${file.path}: ${shared} shared-KV layers leave fewer than 2 layers with their own KV`);
     }
     const swaLayers = readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 0);
+    // shared layers read layer nLayerKv-2 (sliding window) or nLayerKv-1 (full), as llama.cpp
+    if (shared > 0 && !(swaLayers[nLayerKv - 2] && !swaLayers[nLayerKv - 1])) {
+      throw new ModelError(
+        `${file.path}: with ${shared} shared-KV layers, layer ${nLayerKv - 2} must be a sliding-window layer and layer ${nLayerKv - 1} a full one`,
+      );
+    }
     if (hp.nEmbdHeadK !== hp.nEmbdHeadV || hp.nEmbdHeadKSwa !== hp.nEmbdHeadVSwa) {
       throw new ModelError(`${file.path}: Gemma 4 needs equal key and value head sizes`);
     }

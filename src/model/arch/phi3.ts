@@ -19,9 +19,13 @@ import type { Architecture } from './arch.js';
 
 const log = logger('model');
 
-/** LongRoPE's frequency factors for a context of nCtx cells (none in most files). */
+/**
+ * LongRoPE's frequency factors for a context of nCtx cells (none in most files): the long
+ * set beyond the original context. llama.cpp compares its context size padded to 256.
+ */
 function rope(hp: HParams, w: Weights, nCtx: number): RopeConfig {
-  const factors = nCtx > hp.nCtxOrig ? w.opt('rope_factors_long.weight') : w.opt('rope_factors_short.weight');
+  const long = Math.ceil(nCtx / 256) * 256 > hp.nCtxOrig;
+  const factors = long ? w.opt('rope_factors_long.weight') : w.opt('rope_factors_short.weight');
   return { mode: RopeMode.NEOX, freqFactors: factors ?? w.opt('rope_freqs.weight') };
 }
 
