@@ -415,7 +415,11 @@ export class Context {
       const nRot = ropeDims(hp, il);
       const k3 = view(k, [nRot, nh, kv.size], [rowSize(k.type, hd), k.nb[1]], 0);
       const f = ops.cpy(k3, newTensor(GGMLType.F32, [nRot, nh, kv.size]));
-      outs.push(ops.cpy(ops.rope(f, deltas, ropeOptions(hp, cfg, il)), k3));
+      // a pure rotation: no magnitude correction (LongRoPE's attn factor, YaRN's mscale),
+      // which the keys already carry (llama.cpp applies it again on every shift)
+      const o = ropeOptions(hp, cfg, il);
+      const yarnScale = o.extFactor ? 1 + 0.1 * Math.log(1 / (o.freqScale ?? 1)) : 1;
+      outs.push(ops.cpy(ops.rope(f, deltas, { ...o, attnFactor: 1 / yarnScale }), k3));
     }
     if (outs.length > 0) {
       const graph = buildGraph(...outs);

@@ -33,6 +33,6 @@ out.reference =
   ' }).getEmbeddingFor(text).vector (pooled as the model says, after its dense layers, not normalised); ' +
   'tokens: the text tokenized as that context does (BOS/EOS added as llama.cpp adds them).';
 await ctx.dispose();
-fs.writeFileSync(outFile, JSON.stringify(out, null, 1) + '\n');
+fs.writeFileSync(outFile, `${JSON.stringify(out, null, 1)}\n`);
 console.log(JSON.stringify({ model: out.model, n: out.cases.length, dim: out.cases[0]?.embedding.length }));
 process.exit(0);
