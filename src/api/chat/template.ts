@@ -30,6 +30,12 @@ class TemplateRaised extends Error {}
 export interface ChatTemplateOptions {
   bosToken?: string;
   eosToken?: string;
+  /**
+   * The vocabulary adds BOS (EOS) when tokenizing: a leading BOS text (trailing EOS text)
+   * the template writes is cut from the prompt, as llama.cpp does, so it is not doubled.
+   */
+  addBos?: boolean;
+  addEos?: boolean;
   /** Names the template in messages (default "chat template"). */
   label?: string;
 }
@@ -73,6 +79,32 @@ function range(start: number, stop?: number, step = 1): number[] {
   return out;
 }
 
+type ForNode = { iterable: { type: string; lhs?: unknown } };
+
+/** The interpreter's members used below (its typings declare them private). */
+interface InterpreterInternals {
+  run(program: unknown): unknown;
+  evaluate(node: unknown, env: Environment): { type: string };
+  evaluateFor(node: unknown, env: Environment): unknown;
+}
+const BaseInterpreter = Interpreter as unknown as new (env?: Environment) => InterpreterInternals;
+
+/**
+ * @huggingface/jinja's interpreter, where a for loop over an undefined value runs zero times
+ * (Jinja and llama.cpp's engine iterate an undefined as empty; Phi-4-mini's template loops
+ * over `message.tool_calls` whatever the message).
+ */
+class TemplateInterpreter extends BaseInterpreter {
+  override evaluateFor(node: unknown, env: Environment): unknown {
+    const n = node as ForNode;
+    const target = n.iterable.type === 'SelectExpression' ? n.iterable.lhs : n.iterable;
+    if (this.evaluate(target, new Environment(env)).type !== 'UndefinedValue') return super.evaluateFor(node, env);
+    const empty = { type: 'ArrayLiteral', value: [] };
+    const iterable = n.iterable.type === 'SelectExpression' ? { ...n.iterable, lhs: empty } : empty;
+    return super.evaluateFor({ ...(node as object), iterable }, env);
+  }
+}
+
 /**
  * Runs a parsed template with `vars` over Jinja's constants and range(). (Template.render
  * declares its own raise_exception and strftime_now, which cannot then be replaced.)
@@ -90,8 +122,60 @@ function run(program: Template, vars: Record<string, unknown>): string {
     ...vars,
   };
   for (const [k, v] of Object.entries(all)) env.set(k, v);
-  const out = new Interpreter(env).run(program.parsed) as unknown as { value: unknown };
+  const out = new TemplateInterpreter(env).run(program.parsed) as unknown as { value: unknown };
   return String(out.value);
+}
+
+/**
+ * llama.cpp's Gemma 4 rewrite: an assistant turn with tool calls, the `tool` messages after
+ * it and a final assistant answer become one assistant message with `tool_calls`,
+ * `tool_responses` ({name, response}: the result parsed as JSON when it is JSON) and
+ * `content`.
+ */
+function gemma4ToolResponses(messages: Record<string, unknown>[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  const calls = (m: Record<string, unknown> | undefined) =>
+    Array.isArray(m?.tool_calls) ? (m.tool_calls as Record<string, unknown>[]) : [];
+  for (let i = 0; i < messages.length; ) {
+    const m = messages[i];
+    if (m.role !== 'assistant' || calls(m).length === 0) {
+      out.push(m);
+      i++;
+      continue;
+    }
+    const toolCalls = calls(m);
+    const responses: { name: string; response: unknown }[] = [];
+    i++;
+    for (; i < messages.length && messages[i].role === 'tool'; i++) {
+      const t = messages[i];
+      let response: unknown = t.content;
+      if (typeof response === 'string') {
+        try {
+          response = JSON.parse(response);
+        } catch {
+          // not JSON: the text as it is
+        }
+      }
+      const fn = toolCalls[responses.length]?.function as { name?: unknown } | undefined;
+      const name = typeof fn?.name === 'string' && fn.name !== '' ? fn.name : String(t.tool_call_id ?? '');
+      responses.push({ name, response });
+    }
+    const msg: Record<string, unknown> = { role: 'assistant', tool_calls: toolCalls };
+    if (responses.length > 0) msg.tool_responses = responses;
+    const next = messages[i];
+    const text = next?.content;
+    if (
+      next?.role === 'assistant' &&
+      calls(next).length === 0 &&
+      ((typeof text === 'string' && text !== '') || (Array.isArray(text) && text.length > 0))
+    ) {
+      msg.content = text;
+      i++;
+    }
+    if (typeof m.reasoning_content === 'string') msg.reasoning_content = m.reasoning_content;
+    out.push(msg);
+  }
+  return out;
 }
 
 function errorText(e: unknown): string {
@@ -139,6 +223,8 @@ export class ChatTemplate {
   readonly builtinDetected: boolean;
   readonly bosToken: string;
   readonly eosToken: string;
+  readonly addBos: boolean;
+  readonly addEos: boolean;
   readonly label: string;
   /** How this model writes tool calls, read from the template text. */
   readonly toolCallFormat: ToolCallFormat;
@@ -146,6 +232,12 @@ export class ChatTemplate {
   private readonly parseError: string | undefined;
   private caps: TemplateCaps | undefined;
   private warned = false;
+  /**
+   * Gemma 4's first templates take tool results as a `tool_responses` field of the model's
+   * turn, not as `tool` messages; llama.cpp rewrites the messages for them (templates
+   * from before the "OpenAI Chat Completions" comment), and so does this.
+   */
+  private readonly gemma4ToolTurns: boolean;
 
   /**
    * `template`: Jinja text, a built-in format name ('chatml', 'llama3', …), or undefined/''
@@ -160,8 +252,12 @@ export class ChatTemplate {
     this.builtinDetected = detected !== undefined;
     this.bosToken = opts.bosToken ?? '';
     this.eosToken = opts.eosToken ?? '';
+    this.addBos = opts.addBos ?? false;
+    this.addEos = opts.addEos ?? false;
     this.label = opts.label ?? 'chat template';
     this.toolCallFormat = detectToolCallFormat(this.source);
+    const src = this.source ?? '';
+    this.gemma4ToolTurns = src.includes("'<|tool_call>call:'") && !src.includes('{#- OpenAI Chat Completions:');
     if (this.source !== undefined) {
       try {
         this.program = new Template(this.source);
@@ -219,7 +315,8 @@ export class ChatTemplate {
     ];
     const shown = `"code": "print('${PROBE}')"`;
     const asText = probe(call(`{"code": "print('${PROBE}')"}`)).includes(shown);
-    const asObject = probe(call({ code: `print('${PROBE}')` })).includes(shown);
+    // (a template that reads the object's value shows it in any form: JSON, Gemma 4's key:value)
+    const asObject = probe(call({ code: `print('${PROBE}')` })).includes(PROBE);
     const stringContent = probe([{ role: 'user', content: PROBE }]).includes(PROBE);
     const typed = probe([{ role: 'user', content: [{ type: 'text', text: PROBE }] }]).includes(PROBE);
     this.caps = {
@@ -239,6 +336,7 @@ export class ChatTemplate {
     const caps = this.capabilities();
     let msgs = templateMessages(messages, { typedContent: caps.typedContent, objectArguments: caps.objectArguments });
     if (!caps.systemRole && msgs.some((m) => m.role === 'system')) msgs = mergeSystemTurns(msgs);
+    if (this.gemma4ToolTurns) msgs = gemma4ToolResponses(msgs);
     const date = toDate(opts.now);
     const ctx: Record<string, unknown> = {
       messages: msgs,
@@ -253,7 +351,13 @@ export class ChatTemplate {
     if (opts.tools && opts.tools.length > 0) ctx.tools = opts.tools;
     if (opts.context) Object.assign(ctx, opts.context);
     try {
-      return run(this.program, ctx);
+      let out = run(this.program, ctx);
+      // the tokenizer adds these itself (llama.cpp's common_chat_template_direct_apply)
+      if (this.addBos && this.bosToken !== '' && out.startsWith(this.bosToken)) out = out.slice(this.bosToken.length);
+      if (this.addEos && this.eosToken !== '' && out.endsWith(this.eosToken)) {
+        out = out.slice(0, out.length - this.eosToken.length);
+      }
+      return out;
     } catch (e) {
       if (e instanceof TemplateRaised) throw new ChatTemplateError(`${this.label} raised an exception: ${e.message}`);
       throw new ChatTemplateError(`${this.label} failed to render: ${errorText(e)}`);
@@ -299,17 +403,27 @@ export class ChatTemplate {
  * BOS and EOS as template text: the vocabulary's pieces (llama.cpp renders them with
  * special tokens shown), or the token list's entries; '' when a file has no such token.
  */
-export function specialTokenTexts(file: GGUFFile, vocab?: Vocab): { bosToken: string; eosToken: string } {
+export function specialTokenTexts(
+  file: GGUFFile,
+  vocab?: Vocab,
+): { bosToken: string; eosToken: string; addBos: boolean; addEos: boolean } {
   if (vocab) {
     const piece = (id: number) => (id >= 0 && id < vocab.nTokens ? vocab.tokenToPiece(id, true) : '');
-    return { bosToken: piece(vocab.bos), eosToken: piece(vocab.eos) };
+    return { bosToken: piece(vocab.bos), eosToken: piece(vocab.eos), addBos: vocab.addBos, addEos: vocab.addEos };
   }
   const tokens = file.getStringArray('tokenizer.ggml.tokens', [] as string[]);
   const text = (key: string) => {
     const id = file.getInt(key, -1);
     return id >= 0 && id < tokens.length ? tokens[id]! : '';
   };
-  return { bosToken: text('tokenizer.ggml.bos_token_id'), eosToken: text('tokenizer.ggml.eos_token_id') };
+  // without the vocabulary: its explicit flags, else SentencePiece's defaults (BOS, no EOS)
+  const spm = file.getString('tokenizer.ggml.model', '') === 'llama';
+  return {
+    bosToken: text('tokenizer.ggml.bos_token_id'),
+    eosToken: text('tokenizer.ggml.eos_token_id'),
+    addBos: file.getBool('tokenizer.ggml.add_bos_token', spm),
+    addEos: file.getBool('tokenizer.ggml.add_eos_token', false),
+  };
 }
 
 /** The names of a file's extra templates (`tokenizer.chat_template.<name>`, e.g. tool_use). */
