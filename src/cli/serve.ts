@@ -47,6 +47,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let nBatch: number;
   let maxQueue: number;
   let maxBody: number;
+  let apiKey: string | undefined;
   try {
     const args = parse(argv);
     o = args.values;
@@ -64,6 +65,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     maxQueue = intOption('--queue', o.queue, 64, 0);
     maxBody = intOption('--max-body', o['max-body'], 10 * 1024 * 1024, 1024);
+    apiKey = apiKeyOption(o['api-key'], process.env.LLAMA_API_KEY);
     if (o['log-level'] !== undefined && !(o['log-level'] in RANK)) {
       throw new UsageError(`--log-level must be debug, info, warn or error`);
     }
@@ -96,7 +98,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       nBatch,
       threads,
       devices,
-      ...((o['api-key'] ?? process.env.LLAMA_API_KEY) ? { apiKey: o['api-key'] ?? process.env.LLAMA_API_KEY } : {}),
+      ...(apiKey !== undefined ? { apiKey } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
       maxBodyBytes: maxBody,
@@ -124,6 +126,23 @@ export async function serveCommand(argv: string[]): Promise<number> {
     }
     return reportError('serve', e);
   }
+}
+
+/**
+ * The API key: --api-key, else LLAMA_API_KEY, else none. An empty or blank key is a usage
+ * error wherever it comes from: it would otherwise switch authentication off (or make it
+ * unsatisfiable) without a word, e.g. `--api-key "$KEY"` with KEY unset.
+ */
+export function apiKeyOption(flag: string | undefined, env: string | undefined): string | undefined {
+  if (flag !== undefined) {
+    if (flag.trim() === '') throw new UsageError('--api-key must not be empty (leave it out to serve without a key)');
+    return flag;
+  }
+  if (env !== undefined) {
+    if (env.trim() === '') throw new UsageError('LLAMA_API_KEY is set but empty (unset it to serve without a key)');
+    return env;
+  }
+  return undefined;
 }
 
 function parse(argv: string[]) {
