@@ -47,6 +47,15 @@ test('serve: bad usage exits 2', () => {
   const r = spawnSync(process.execPath, [BIN, 'serve', '--port', 'x'], { encoding: 'utf8' });
   assert.equal(r.status, 2);
   assert.match(r.stderr, /--port/);
+  for (const [flag, value] of [
+    ['--timeout', '0'],
+    ['--max-connections', 'x'],
+    ['--max-body-memory', '2048'],
+  ] as const) {
+    const bad = spawnSync(process.execPath, [BIN, 'serve', flag, value], { encoding: 'utf8' });
+    assert.equal(bad.status, 2, `${flag} ${value}`);
+    assert.match(bad.stderr, new RegExp(flag));
+  }
 });
 
 test('serve: an empty API key is refused (it would turn authentication off), even with LLAMA_API_KEY set', () => {
