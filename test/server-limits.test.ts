@@ -124,23 +124,30 @@ describe('server limits', () => {
   });
 
   test('connections beyond the cap get a 503 at once, and /health answers again when they close', async () => {
-    const idle: Raw[] = [];
+    // eight connections whose requests the server is working on (one generating, seven
+    // queued): none of them waits on its client, so none makes room
+    const body = JSON.stringify({ prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true });
+    const busy: Raw[] = [];
     try {
-      for (let i = 0; i < 8; i++) idle.push(await raw(server.port));
-      await sleep(50);
+      for (let i = 0; i < 8; i++) {
+        busy.push(
+          await raw(server.port, `${postHead('/v1/completions', `Content-Length: ${body.length}\r\n`)}${body}`),
+        );
+      }
+      await sleep(300);
       const t0 = performance.now();
       const r = await fetch(`${server.url}/health`);
       const ms = performance.now() - t0;
       assert.equal(r.status, 503);
       assert.equal(r.headers.get('retry-after'), '1');
-      const body = (await r.json()) as { error: { message: string; code: number } };
-      assert.equal(body.error.code, 503);
-      assert.match(body.error.message, /too many open connections/);
+      const json = (await r.json()) as { error: { message: string; code: number } };
+      assert.equal(json.error.code, 503);
+      assert.match(json.error.message, /too many open connections/);
       assert.ok(ms < 2000, `${ms} ms`);
     } finally {
-      for (const c of idle) c.socket.destroy();
+      for (const c of busy) c.socket.destroy();
     }
-    await sleep(100);
+    await sleep(200);
     const h = await fetch(`${server.url}/health`);
     assert.equal(h.status, 200);
   });
@@ -190,6 +197,33 @@ describe('server limits', () => {
     );
     assert.ok(!logs.some((l) => /\n\s+at /.test(l)), logs.join('\n'));
   });
+});
+
+test('at the cap, the connection stalled longest makes room for a new one', async () => {
+  const server = await LlamaServer.start({
+    model: MODEL,
+    port: 0,
+    parallel: 1,
+    nCtx: 256,
+    timeout: 60,
+    maxConnections: 4,
+  });
+  const stalled: Raw[] = [];
+  try {
+    for (let i = 0; i < 4; i++) {
+      stalled.push(await raw(server.port, `${postHead('/v1/completions', 'Content-Length: 1000\r\n')}{"prompt"`));
+      await sleep(50);
+    }
+    await sleep(2000);
+    const r = await fetch(`${server.url}/health`);
+    assert.equal(r.status, 200);
+    // the first (the stalest) was closed for it, the others are still open
+    assert.ok(await within(stalled[0]!.closed, 2000), 'the stalest connection is still open');
+    assert.ok(!stalled[3]!.socket.destroyed && stalled[3]!.socket.readyState === 'open');
+  } finally {
+    for (const c of stalled) c.socket.destroy();
+    await server.close();
+  }
 });
 
 test('an empty API key is refused by the server itself', async () => {

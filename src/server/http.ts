@@ -7,9 +7,10 @@
 //     on any connection where nothing moves while the server waits on the client
 //     (reading a request, or writing a response the client does not read); time spent
 //     generating an answer does not count;
-//   - a connection cap: beyond it a new connection gets a 503 and is closed at once, so
-//     file descriptors never run out (when they do, every new connection fails, /health
-//     included).
+//   - a connection cap: at it, the connection that has waited longest on its client (a
+//     stalled upload, an idle keep-alive; idle for 1 s at least) is closed to make room,
+//     else the new connection gets a 503 and is closed at once, so file descriptors never
+//     run out (when they do, every new connection fails, /health included).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -323,8 +324,36 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
       }
     },
   );
+  /** Whether bytes moved on `socket` since last seen (and notes when they did). */
+  const moved = (socket: Socket, st: SocketState, now: number): boolean => {
+    if (socket.bytesRead === st.read && socket.bytesWritten === st.written) return false;
+    st.read = socket.bytesRead;
+    st.written = socket.bytesWritten;
+    st.active = now;
+    return true;
+  };
+  /**
+   * At the cap: the connection that has waited longest on its client (no handler running,
+   * nothing moved for at least a second: a stalled upload, an idle keep-alive) makes room,
+   * so stalled clients cannot keep everyone else out until the timeout.
+   */
+  const evictStalest = (now: number): boolean => {
+    let stalest: [Socket, SocketState] | undefined;
+    for (const [socket, st] of sockets) {
+      if (st.busy || moved(socket, st, now)) continue;
+      if (!stalest || st.active < stalest[1].active) stalest = [socket, st];
+    }
+    if (!stalest || now - stalest[1].active < 1000) return false;
+    const [socket, st] = stalest;
+    log.info(
+      `${socket.remoteAddress ?? '-'}: closing a connection idle for ${((now - st.active) / 1000).toFixed(1)} s to make room (${maxConnections} connections open)`,
+    );
+    socket.destroy();
+    sockets.delete(socket);
+    return true;
+  };
   server.on('connection', (socket: Socket) => {
-    if (sockets.size >= maxConnections) {
+    if (sockets.size >= maxConnections && !evictStalest(performance.now())) {
       rejected.add(socket);
       opts.onConnectionRejected?.();
       noteRejection(maxConnections);
@@ -339,27 +368,28 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
   });
   // The idle timeout, by polling each socket's byte counters (the HTTP parser consumes the
   // socket natively, and node re-arms socket timeouts for keep-alive): a connection where
-  // nothing moved for `timeout` is closed, unless the server itself is working on its
-  // answer with nothing waiting to be written.
+  // nothing moved for `timeout` is closed if an answer waits to be read, or it waits on its
+  // client; not while the server itself works on the answer with nothing to write.
   const watchdog = setInterval(
     () => {
       const now = performance.now();
       for (const [socket, st] of sockets) {
-        if (socket.bytesRead !== st.read || socket.bytesWritten !== st.written) {
-          st.read = socket.bytesRead;
-          st.written = socket.bytesWritten;
-          st.active = now;
-          continue;
-        }
-        if (now - st.active < timeoutMs || (st.busy && socket.writableLength === 0)) continue;
+        if (moved(socket, st, now)) continue;
+        const idle = now - st.active;
+        // an answer the client does not read; or, as a backstop, a connection waiting on
+        // its client past node's own request timeout (which answers 408 first)
+        const unread = socket.writableLength > 0 && idle >= timeoutMs;
+        const waiting = !st.busy && idle >= timeoutMs + 1000;
+        if (!unread && !waiting) continue;
         log.info(
-          `${socket.remoteAddress ?? '-'}: closing a connection where nothing moved for ${timeoutMs / 1000} s ${st.busy ? '(the client does not read its answer)' : '(waiting for its request)'}`,
+          `${socket.remoteAddress ?? '-'}: closing a connection where nothing moved for ${(idle / 1000).toFixed(1)} s ${unread ? '(the client does not read its answer)' : '(waiting for its request)'}`,
         );
         socket.destroy();
         sockets.delete(socket);
       }
     },
-    Math.min(5000, Math.max(50, Math.floor(timeoutMs / 4))),
+    // often enough that `active` is at most half a second late (eviction looks at it too)
+    Math.min(500, Math.max(50, Math.floor(timeoutMs / 4))),
   );
   watchdog.unref();
   server.once('close', () => clearInterval(watchdog));
