@@ -4,6 +4,7 @@
 // a 503 at once; bytes of unfinished bodies are bounded across connections; an aborted
 // upload logs one line; an empty API key is refused.
 import assert from 'node:assert/strict';
+import { type IncomingHttpHeaders, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setLogCallback } from '../src/log.js';
@@ -51,6 +52,19 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return true;
 }
 
+/** A GET on a connection of its own (fetch would reuse pooled ones, which the cap counts). */
+function get(port: number, path: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 const postHead = (path: string, extra: string) =>
   `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}\r\n`;
 
@@ -68,7 +82,7 @@ describe('server limits', () => {
       nCtx: 512,
       maxQueue: 8,
       timeout: 1,
-      maxConnections: 8,
+      maxConnections: 32,
       maxBodyBytes: 48 * 1024,
       maxPendingBodyBytes: 64 * 1024,
     });
@@ -123,35 +137,6 @@ describe('server limits', () => {
     if (took < 1500) process.stderr.write(`# note: the queue drained in ${took} ms, under the 1 s timeout\n`);
   });
 
-  test('connections beyond the cap get a 503 at once, and /health answers again when they close', async () => {
-    // eight connections whose requests the server is working on (one generating, seven
-    // queued): none of them waits on its client, so none makes room
-    const body = JSON.stringify({ prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true });
-    const busy: Raw[] = [];
-    try {
-      for (let i = 0; i < 8; i++) {
-        busy.push(
-          await raw(server.port, `${postHead('/v1/completions', `Content-Length: ${body.length}\r\n`)}${body}`),
-        );
-      }
-      await sleep(300);
-      const t0 = performance.now();
-      const r = await fetch(`${server.url}/health`);
-      const ms = performance.now() - t0;
-      assert.equal(r.status, 503);
-      assert.equal(r.headers.get('retry-after'), '1');
-      const json = (await r.json()) as { error: { message: string; code: number } };
-      assert.equal(json.error.code, 503);
-      assert.match(json.error.message, /too many open connections/);
-      assert.ok(ms < 2000, `${ms} ms`);
-    } finally {
-      for (const c of busy) c.socket.destroy();
-    }
-    await sleep(200);
-    const h = await fetch(`${server.url}/health`);
-    assert.equal(h.status, 200);
-  });
-
   test('bytes of unfinished bodies are bounded across connections (503), and freed when they end', async () => {
     const part = 'x'.repeat(40 * 1024);
     const a = await raw(server.port, `${postHead('/tokenize', 'Content-Length: 49152\r\n')}${part}`);
@@ -199,6 +184,42 @@ describe('server limits', () => {
   });
 });
 
+test('connections beyond the cap get a 503 at once, and /health answers again when they close', async () => {
+  const server = await LlamaServer.start({
+    model: MODEL,
+    port: 0,
+    parallel: 1,
+    nCtx: 512,
+    maxQueue: 8,
+    maxConnections: 8,
+  });
+  // eight connections whose requests the server is working on (one generating, seven
+  // queued): none of them waits on its client, so none makes room
+  const body = JSON.stringify({ prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true });
+  const busy: Raw[] = [];
+  try {
+    for (let i = 0; i < 8; i++) {
+      busy.push(await raw(server.port, `${postHead('/v1/completions', `Content-Length: ${body.length}\r\n`)}${body}`));
+    }
+    await sleep(300);
+    const t0 = performance.now();
+    const r = await get(server.port, '/health');
+    const ms = performance.now() - t0;
+    assert.equal(r.status, 503);
+    assert.equal(r.headers['retry-after'], '1');
+    const json = JSON.parse(r.body) as { error: { message: string; code: number } };
+    assert.equal(json.error.code, 503);
+    assert.match(json.error.message, /too many open connections/);
+    assert.ok(ms < 2000, `${ms} ms`);
+    for (const c of busy) c.socket.destroy();
+    await sleep(200);
+    assert.equal((await get(server.port, '/health')).status, 200);
+  } finally {
+    for (const c of busy) c.socket.destroy();
+    await server.close();
+  }
+});
+
 test('at the cap, the connection stalled longest makes room for a new one', async () => {
   const server = await LlamaServer.start({
     model: MODEL,
@@ -215,8 +236,7 @@ test('at the cap, the connection stalled longest makes room for a new one', asyn
       await sleep(50);
     }
     await sleep(2000);
-    const r = await fetch(`${server.url}/health`);
-    assert.equal(r.status, 200);
+    assert.equal((await get(server.port, '/health')).status, 200);
     // the first (the stalest) was closed for it, the others are still open
     assert.ok(await within(stalled[0]!.closed, 2000), 'the stalest connection is still open');
     assert.ok(!stalled[3]!.socket.destroyed && stalled[3]!.socket.readyState === 'open');
