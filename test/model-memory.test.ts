@@ -236,7 +236,7 @@ test('saved state round-trips; a smaller ring keeps the newest cells', async () 
     return new Uint8Array(b);
   };
   const b = ring(16);
-  await b.stateRead(0, source);
+  await b.stateRead(0, source, a.stateCells(0));
   assert.equal(at, all.length);
   const h = held(b);
   assert.deepEqual(h, range(24 - 16, 24));

@@ -152,11 +152,15 @@ test('tiny-gemma3: a saved sequence loads into a context with a smaller window c
     });
     const all = Buffer.concat(parts);
     let at = 0;
-    await b.memory!.stateRead(0, async (n) => {
-      const x = all.subarray(at, at + n);
-      at += n;
-      return new Uint8Array(x);
-    });
+    await b.memory!.stateRead(
+      0,
+      async (n) => {
+        const x = all.subarray(at, at + n);
+        at += n;
+        return new Uint8Array(x);
+      },
+      a.memory!.stateCells(0),
+    );
     assert.equal(at, all.length);
     assert.equal(b.seqPosMax(0), 399);
     assert.equal(b.memory!.caches[1].size, 256);

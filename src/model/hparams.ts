@@ -204,39 +204,68 @@ export function readSwaPattern(file: GGUFFile, key: string, nLayer: number, defa
   return swaPattern(nLayer, file.getNumber(key, defaultPeriod));
 }
 
+/** llama.cpp's LLAMA_MAX_LAYERS. */
+export const MAX_LAYERS = 512;
+
 /** Reads the hyper-parameters every supported architecture shares. */
 export function readHParams(file: GGUFFile, arch: string): HParams {
   const key = (k: string) => `${arch}.${k}`;
+  const bad = (k: string, v: number, why: string) => new ModelError(`${file.path}: ${key(k)} = ${v} ${why}`);
   const num = (k: string, fallback?: number): number => {
     const v = fallback === undefined ? file.getNumber(key(k)) : file.getNumber(key(k), fallback);
     return v;
   };
-  const nEmbd = num('embedding_length');
-  const nLayer = num('block_count');
-  if (!(Number.isSafeInteger(nLayer) && nLayer > 0 && nLayer <= 512)) {
-    throw new ModelError(`${file.path}: block_count ${nLayer} is not a layer count (1..512)`);
-  }
-  const nHeadArr = readPerLayer(file, key('attention.head_count'), nLayer, undefined);
+  /** A count or size: an integer ≥ min (a float key with a fraction, or a negative one, cannot be one). */
+  const int = (k: string, fallback: number | undefined, min: number): number => {
+    const v = num(k, fallback);
+    if (!Number.isInteger(v) || v < min) throw bad(k, v, `is not ${min === 0 ? 'a count' : `an integer ≥ ${min}`}`);
+    return v;
+  };
+  /** A positive finite real (RoPE base, scaling factor). */
+  const positive = (k: string, fallback: number): number => {
+    const v = num(k, fallback);
+    if (!Number.isFinite(v) || v <= 0) throw bad(k, v, 'must be a finite number > 0');
+    return v;
+  };
+  /** An epsilon: finite and ≥ 0 (NaN or a negative one turns every norm into NaN). */
+  const epsilon = (k: string): number => {
+    const v = num(k, 1e-5);
+    if (!Number.isFinite(v) || v < 0) throw bad(k, v, 'must be a finite number ≥ 0');
+    return v;
+  };
+  /** A count per layer (one value or one per layer), each an integer ≥ min. */
+  const perLayer = (k: string, fallback: number | undefined, min: number): number[] => {
+    const vs = readPerLayer(file, key(k), nLayer, fallback);
+    for (const v of vs) if (!Number.isInteger(v) || v < min) throw bad(k, v, `is not an integer ≥ ${min}`);
+    return vs;
+  };
+  const nEmbd = int('embedding_length', undefined, 1);
+  const nLayer = int('block_count', undefined, 1);
+  if (nLayer > MAX_LAYERS) throw bad('block_count', nLayer, `is more than ${MAX_LAYERS} layers`);
+  const nHeadArr = perLayer('attention.head_count', undefined, 1);
   const nHeadKvArr = file.has(key('attention.head_count_kv'))
-    ? readPerLayer(file, key('attention.head_count_kv'), nLayer, undefined)
+    ? perLayer('attention.head_count_kv', undefined, 1)
     : nHeadArr.slice();
-  const nFfArr = readPerLayer(file, key('feed_forward_length'), nLayer, 0);
+  const nFfArr = perLayer('feed_forward_length', 0, 0);
   const nHead = nHeadArr[0];
+  // a head size given by the file need not divide the embedding length (Gemma)
   const explicitHeadSize = file.has(key('attention.key_length')) && file.has(key('attention.value_length'));
-  if (!(nHead > 0) || (!explicitHeadSize && nEmbd % nHead !== 0)) {
+  if (!explicitHeadSize && nEmbd % nHead !== 0) {
     throw new ModelError(`${file.path}: head count ${nHead} does not divide embedding length ${nEmbd}`);
   }
   for (let il = 0; il < nLayer; il++) {
-    const h = nHeadArr[il];
-    const hkv = nHeadKvArr[il];
-    if (!(h > 0 && hkv > 0) || h % hkv !== 0) {
-      throw new ModelError(`${file.path}: layer ${il}: KV head count ${hkv} does not divide head count ${h}`);
+    if (nHeadArr[il] % nHeadKvArr[il] !== 0) {
+      throw new ModelError(
+        `${file.path}: layer ${il}: KV head count ${nHeadKvArr[il]} does not divide head count ${nHeadArr[il]}`,
+      );
     }
   }
   const nHeadKv = nHeadKvArr[0];
-  const nEmbdHeadK = num('attention.key_length', Math.floor(nEmbd / nHead));
-  const nEmbdHeadV = num('attention.value_length', Math.floor(nEmbd / nHead));
-  const nCtxTrain = num('context_length');
+  const nExpert = int('expert_count', 0, 0);
+  if (nExpert > 0) throw bad('expert_count', nExpert, 'experts: mixture-of-experts models are not supported');
+  const nEmbdHeadK = int('attention.key_length', Math.floor(nEmbd / nHead), 1);
+  const nEmbdHeadV = int('attention.value_length', Math.floor(nEmbd / nHead), 1);
+  const nCtxTrain = int('context_length', undefined, 0);
 
   let ropeScaling: RopeScaling = 'none';
   const scalingName = file.getString(key('rope.scaling.type'), 'none');
@@ -246,17 +275,18 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
       `${file.path}: rope scaling '${scalingName}' is not supported; supported: none, linear, yarn, longrope`,
     );
   }
-  let factor = num('rope.scaling.factor', 0);
-  if (factor === 0) factor = num('rope.scale_linear', 0);
+  const factorKey = file.has(key('rope.scaling.factor')) ? 'rope.scaling.factor' : 'rope.scale_linear';
+  const factor = num(factorKey, 0);
+  if (!Number.isFinite(factor) || factor < 0) throw bad(factorKey, factor, 'must be a finite number ≥ 0 (0: none)');
   if (factor !== 0 && ropeScaling === 'none' && !file.has(key('rope.scaling.type'))) ropeScaling = 'linear';
   const ropeFreqScale = factor > 0 && ropeScaling !== 'none' ? 1 / factor : 1;
 
-  let nVocab = num('vocab_size', 0);
+  let nVocab = int('vocab_size', 0, 0);
   if (nVocab === 0) nVocab = file.getStringArray('tokenizer.ggml.tokens', []).length;
 
   const poolingId = num('pooling_type', -1);
-  const nRot = num('rope.dimension_count', nEmbdHeadK);
-  const nEmbdHeadKSwa = num('attention.key_length_swa', nEmbdHeadK);
+  const nRot = int('rope.dimension_count', nEmbdHeadK, 0);
+  const nEmbdHeadKSwa = int('attention.key_length_swa', nEmbdHeadK, 1);
   return {
     arch,
     nCtxTrain,
@@ -268,12 +298,12 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     nEmbdHeadK,
     nEmbdHeadV,
     nRot,
-    normEps: num('attention.layer_norm_epsilon', 1e-5),
-    normRmsEps: num('attention.layer_norm_rms_epsilon', 1e-5),
-    ropeFreqBase: num('rope.freq_base', 10000),
+    normEps: epsilon('attention.layer_norm_epsilon'),
+    normRmsEps: epsilon('attention.layer_norm_rms_epsilon'),
+    ropeFreqBase: positive('rope.freq_base', 10000),
     ropeFreqScale,
     ropeScaling,
-    nCtxOrig: num('rope.scaling.original_context_length', nCtxTrain),
+    nCtxOrig: int('rope.scaling.original_context_length', nCtxTrain, 0),
     nVocab,
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
@@ -285,14 +315,39 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     nSwa: 0,
     swaLayers: new Array<boolean>(nLayer).fill(false),
     nEmbdHeadKSwa,
-    nEmbdHeadVSwa: num('attention.value_length_swa', nEmbdHeadV),
-    nRotSwa: num('rope.dimension_count_swa', nRot),
+    nEmbdHeadVSwa: int('attention.value_length_swa', nEmbdHeadV, 1),
+    nRotSwa: int('rope.dimension_count_swa', nRot, 0),
     ropeFreqBaseSwa: 10000,
     ropeFreqScaleSwa: 1,
     attnSoftcap: 0,
     finalSoftcap: 0,
     nLayerKv: nLayer,
-    ropeAttnFactor: num('rope.scaling.attn_factor', 1),
-    nEmbdPerLayer: num('embedding_length_per_layer_input', 0),
+    ropeAttnFactor: positive('rope.scaling.attn_factor', 1),
+    nEmbdPerLayer: int('embedding_length_per_layer_input', 0, 0),
   };
+}
+
+/**
+ * What an architecture with RoPE needs of the rotated dimensions: an even count, at most
+ * the head size (ggml's rope rotates pairs within a head); `exact` (llama, as llama.cpp
+ * requires for it): the whole head.
+ */
+export function checkRope(hp: HParams, path: string, exact: boolean): void {
+  const k = `${hp.arch}.rope.dimension_count`;
+  const head = `the head size ${hp.nEmbdHeadK}`;
+  if (hp.nRot > hp.nEmbdHeadK) throw new ModelError(`${path}: ${k} = ${hp.nRot} is larger than ${head}`);
+  if (hp.nRot === 0 || hp.nRot % 2 !== 0) {
+    throw new ModelError(`${path}: ${k} = ${hp.nRot} must be even and > 0 (RoPE rotates pairs of dimensions)`);
+  }
+  if (exact && hp.nRot !== hp.nEmbdHeadK) {
+    throw new ModelError(`${path}: ${k} = ${hp.nRot} must equal ${head} for ${hp.arch} (as llama.cpp requires)`);
+  }
+  if (hp.swaLayers.some((x) => x)) {
+    const ks = `${hp.arch}.rope.dimension_count_swa`;
+    if (hp.nRotSwa > hp.nEmbdHeadKSwa || hp.nRotSwa === 0 || hp.nRotSwa % 2 !== 0) {
+      throw new ModelError(
+        `${path}: ${ks} = ${hp.nRotSwa} must be even, > 0 and at most the sliding-window head size ${hp.nEmbdHeadKSwa}`,
+      );
+    }
+  }
 }

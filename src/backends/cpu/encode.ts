@@ -265,11 +265,11 @@ function plan(n: Tensor): Plan {
   return p;
 }
 
-/** Bytes of node scratch a plan needs in its home arena (staged copies, per thread). */
-function scratchBytes(p: Plan, nth: number): number {
+/** Bytes of a plan's staged copies in its home arena's node scratch (before the per-thread slots). */
+function stagedBytes(p: Plan): number {
   let s = 0;
   for (const i of p.staged) s += align(p.locs[i]!.span);
-  return s + p.perThread * nth;
+  return s;
 }
 
 /** Work below this many elements (or multiply-adds) runs on one worker, without barriers between such steps. */
@@ -308,23 +308,35 @@ export interface EncodedJob {
  * Encode the computed nodes of `nodes` for `nth` threads. Each arena's work region holds
  * the node records, then the matmul activation rows (kept from one product to the next,
  * so products reading the same activations quantize them once), then node scratch.
+ *
+ * Node scratch is one slot per worker, at the same place for every node of the job (the
+ * slot stride is the largest per-thread need of the arena's nodes): steps that share a
+ * phase run on different workers at once, and scratch is not tracked as a byte range, so
+ * a worker's slot must not depend on the node. (With a stride per node, a node on worker 1
+ * with a smaller stride than one on worker 0 wrote into worker 0's slot: e.g. SET_ROWS of
+ * a 64-wide V row over ROPE's cos/sin table, which gave NaN logits on one-KV-head models.)
  */
 export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkRegions): EncodedJob {
   const plans = nodes.filter((n) => n.op !== Op.NONE && !isViewOp(n.op)).map(plan);
   // per arena: record count, the largest activation area and node scratch
-  const need = new Map<Arena, { records: number; act: number; scratch: number }>();
+  const need = new Map<Arena, { records: number; act: number; staged: number; slot: number }>();
   for (const p of plans) {
-    const e = need.get(p.home) ?? { records: 0, act: 0, scratch: 0 };
+    const e = need.get(p.home) ?? { records: 0, act: 0, staged: 0, slot: 0 };
     e.records++;
     e.act = Math.max(e.act, p.shared);
-    e.scratch = Math.max(e.scratch, scratchBytes(p, nth));
+    e.staged = Math.max(e.staged, stagedBytes(p));
+    e.slot = Math.max(e.slot, p.perThread);
     need.set(p.home, e);
   }
-  const bases = new Map<Arena, { rec: number; act: number; scratch: number; next: number; actKey: unknown }>();
+  const bases = new Map<
+    Arena,
+    { rec: number; act: number; scratch: number; slot: number; next: number; actKey: unknown }
+  >();
   for (const [arena, e] of need) {
-    const base = work.ensure(arena, e.records * RECORD_BYTES + e.act + e.scratch + 128);
+    const scratch = e.staged + e.slot * nth;
+    const base = work.ensure(arena, e.records * RECORD_BYTES + e.act + scratch + 128);
     const act = align(base + e.records * RECORD_BYTES);
-    bases.set(arena, { rec: base, act, scratch: align(act + e.act), next: 0, actKey: null });
+    bases.set(arena, { rec: base, act, scratch: align(act + e.act), slot: e.slot, next: 0, actKey: null });
   }
   const units: Unit[] = [];
   const views = new Map<Arena, { i32: Int32Array; f64: Float64Array }>();
@@ -340,7 +352,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     const { i32: mem32, f64: mem64 } = v;
     let scr = b.scratch;
     // staged copies come first in the node scratch; a node with copies is fenced (runs
-    // between barriers): its copies and scratch are not tracked as ranges
+    // between barriers, alone): its copies and scratch are not tracked as ranges. Every
+    // other node's worker slots start at the same place.
     const addrs = [0, 0, 0, 0, 0];
     for (let s = 0; s < 5; s++) addrs[s] = p.locs[s]?.addr ?? 0;
     const fenced = p.staged.length > 0;
@@ -351,7 +364,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       scr += align(l.span);
       b.actKey = null;
     }
-    const perThread = scr;
+    const slot0 = scr;
     const r32 = rec >>> 2;
     mem32.fill(0, r32, r32 + RECORD_BYTES / 4);
     for (let s = 0; s < 5; s++) {
@@ -386,8 +399,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex] = b.act;
       i32[ex + 1] = p.mm.stride;
       i32[ex + 2] = p.mm.fmt;
-      i32[ex + 3] = perThread;
-      i32[ex + 4] = p.perThread;
+      i32[ex + 3] = slot0;
+      i32[ex + 4] = b.slot;
       i32[ex + 5] = p.mm.nc;
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
@@ -411,8 +424,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         }
       }
     } else {
-      i32[ex] = perThread;
-      i32[ex + 1] = p.perThread;
+      i32[ex] = slot0;
+      i32[ex + 1] = b.slot;
       i32[ex + 2] = p.qRound ?? 0;
       i32[ex + 3] = p.kvCache ? 1 : 0;
     }
@@ -431,10 +444,9 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         writes,
         kind: 'single',
         cost,
-        scratch: p.perThread > 0 ? [p.home.index, p.perThread] : undefined,
         scratchWord: r32 + ex + (p.mm ? 3 : 0),
-        scratchBase: perThread,
-        scratchStride: p.perThread,
+        scratchBase: slot0,
+        scratchStride: b.slot,
         mem32,
       });
     } else {
@@ -458,7 +470,6 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
           writes,
           kind: small[ki] ? 'single0' : 'multi',
           cost,
-          scratch: p.perThread > 0 ? [p.home.index, p.perThread] : undefined,
         });
       });
     }
@@ -484,12 +495,6 @@ interface Unit {
   /** single: one worker, chosen here; single0: worker 0; fence: alone between barriers. */
   kind: 'multi' | 'single' | 'single0' | 'fence';
   cost: number;
-  /**
-   * Per-thread scratch: [arena, stride]. Worker w uses bytes [w·stride, (w+1)·stride) of
-   * the arena's node scratch, whatever the node, so units whose strides differ may not
-   * share a phase (one worker's slot would overlap another's).
-   */
-  scratch?: [number, number];
   worker?: number;
   scratchWord?: number;
   scratchBase?: number;
@@ -517,7 +522,6 @@ function overlaps(a: Range[], b: Range[]): boolean {
 }
 
 function conflict(u: Unit, v: Unit): boolean {
-  if (u.scratch && v.scratch && u.scratch[0] === v.scratch[0] && u.scratch[1] !== v.scratch[1]) return true;
   return overlaps(u.writes, v.writes) || overlaps(u.writes, v.reads) || overlaps(u.reads, v.writes);
 }
 
@@ -526,8 +530,7 @@ const isSingle = (u: Unit) => u.kind === 'single' || u.kind === 'single0';
 /**
  * Group units into phases separated by barriers: a unit joins the earliest phase after the
  * last one holding a unit it conflicts with (reads what that one writes, or writes what it
- * reads or writes, or uses per-thread scratch slots of another size), so independent nodes
- * share a phase. Single-worker units that conflict
+ * reads or writes), so independent nodes share a phase. Single-worker units that conflict
  * only with single-worker units on one worker join that worker in the same phase (a worker
  * runs its steps in order). Moving a unit before non-conflicting ones keeps every result.
  */

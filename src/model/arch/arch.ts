@@ -20,6 +20,8 @@ export interface Architecture {
    * `ropeMode` with `rope_freqs.weight` (per-layer factors, layers without RoPE: null).
    */
   keyRope?(hp: HParams, w: Weights, il: number, nCtx: number): RopeConfig | null;
+  /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
+  readonly ropeWholeHead?: boolean;
   /** Adjust or complete the shared hyper-parameters from architecture-specific keys. */
   hparams?(hp: HParams, file: GGUFFile): HParams;
   /** The tensors it reads, with their expected shapes. */

@@ -30,9 +30,6 @@ export const gemma4: Architecture = {
 
   hparams(hp, file) {
     const key = (k: string) => `gemma4.${k}`;
-    if (file.getNumber(key('expert_count'), 0) > 0) {
-      throw new ModelError(`${file.path}: Gemma 4 with experts (mixture of experts) is not supported yet`);
-    }
     const shared = file.getNumber(key('attention.shared_kv_layers'), 0);
     const nLayerKv = hp.nLayer - shared;
     if (shared > 0 && nLayerKv < 2) {

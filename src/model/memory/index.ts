@@ -15,6 +15,7 @@ export {
   type LayerKV,
   MAX_SEQ,
   type Memory,
+  type StateCheck,
   type StateSink,
   type StateSource,
   type UbatchSeqs,

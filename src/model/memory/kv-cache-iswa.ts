@@ -10,7 +10,7 @@
 // prefix a continuation can reuse (see KVCache.reusablePrefix).
 
 import { type AttentionMemory, KVCache, type KVCacheOptions } from './kv-cache.js';
-import type { LayerKV, StateSink, StateSource, UbatchSeqs } from './memory.js';
+import type { LayerKV, StateCheck, StateSink, StateSource, UbatchSeqs } from './memory.js';
 
 export interface KVCacheISWAOptions extends Omit<KVCacheOptions, 'layers' | 'size' | 'swa' | 'label' | 'reuse'> {
   /** Layers of each kind with their own K/V. */
@@ -134,14 +134,18 @@ export class KVCacheISWA implements AttentionMemory {
     return { kind: this.kind, base: this.base.stateLayout(), swa: this.swa.stateLayout() };
   }
 
+  stateCells(seq: number): number[] {
+    return [...this.base.stateCells(seq), ...this.swa.stateCells(seq)];
+  }
+
   async stateWrite(seq: number, sink: StateSink): Promise<void> {
     await this.base.stateWrite(seq, sink);
     await this.swa.stateWrite(seq, sink);
   }
 
-  async stateRead(seq: number, source: StateSource): Promise<void> {
-    await this.base.stateRead(seq, source);
-    await this.swa.stateRead(seq, source);
+  async stateRead(seq: number, source: StateSource, cells: readonly number[], check?: StateCheck): Promise<void> {
+    await this.base.readCells(seq, source, cells[0] ?? 0, (pos, shift) => check?.(0, pos, shift));
+    await this.swa.readCells(seq, source, cells[1] ?? 0, (pos, shift) => check?.(1, pos, shift));
   }
 
   dispose(): void {

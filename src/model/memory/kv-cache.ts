@@ -26,6 +26,7 @@ import {
   type LayerKV,
   MAX_SEQ,
   type Memory,
+  type StateCheck,
   type StateSink,
   type StateSource,
   type UbatchSeqs,
@@ -459,15 +460,18 @@ export class KVCache implements AttentionMemory {
     };
   }
 
-  /** u32 cell count | i32 positions | i32 pending shifts | per layer: K rows, V rows. */
+  stateCells(seq: number): number[] {
+    return [this.cellsOf(seq).length];
+  }
+
+  /** i32 positions | i32 pending shifts | per layer: K rows, V rows. */
   async stateWrite(seq: number, sink: StateSink): Promise<void> {
     const cells = this.cellsOf(seq);
     const n = cells.length;
-    const ints = new Int32Array(1 + 2 * n);
-    ints[0] = n;
+    const ints = new Int32Array(2 * n);
     cells.forEach((c, i) => {
-      ints[1 + i] = this.pos[c];
-      ints[1 + n + i] = this.shift[c];
+      ints[i] = this.pos[c];
+      ints[n + i] = this.shift[c];
     });
     await sink(new Uint8Array(ints.buffer));
     const parts = runs(cells);
@@ -479,14 +483,23 @@ export class KVCache implements AttentionMemory {
     }
   }
 
-  async stateRead(seq: number, source: StateSource): Promise<void> {
-    const head = new Int32Array((await source(4)).slice().buffer);
-    const n = head[0];
-    if (!(n >= 0 && n <= 1 << 30)) throw new ContextError(`saved KV state: bad cell count ${n}`);
+  async stateRead(seq: number, source: StateSource, cells: readonly number[], check?: StateCheck): Promise<void> {
+    await this.readCells(seq, source, cells[0] ?? 0, (pos, shift) => check?.(0, pos, shift));
+  }
+
+  /** One cache's part of a saved state: n cells (a window cache keeps only its newest). */
+  async readCells(
+    seq: number,
+    source: StateSource,
+    n: number,
+    check: (pos: Int32Array, shift: Int32Array) => void,
+  ): Promise<void> {
+    if (!(Number.isSafeInteger(n) && n >= 0 && n <= 1 << 30))
+      throw new ContextError(`saved KV state: bad cell count ${n}`);
     const ints = new Int32Array((await source(8 * n)).slice().buffer);
     const pos = ints.subarray(0, n);
     const shift = ints.subarray(n, 2 * n);
-    // a window keeps only its newest cells; a full cache must hold them all
+    check(pos, shift);
     const skip = Math.max(0, n - this.size);
     if (skip > 0 && (this.nSwa === 0 || n - skip < this.nSwa)) {
       throw new ContextError(`saved KV state: ${n} cells do not fit the ${this.label} cache (${this.size} cells)`);
@@ -494,16 +507,16 @@ export class KVCache implements AttentionMemory {
     const m = n - skip;
     this.seqRm(seq, -1, -1);
     const ub: UbatchSeqs = { pos: pos.slice(skip), seq: new Int32Array(m).fill(seq) };
-    const cells = this.findSlots(ub);
-    if (!cells) throw new ContextError(`saved KV state: no room for ${m} cells in the ${this.label} cache`);
-    this.store(cells, ub);
+    const slots = this.findSlots(ub);
+    if (!slots) throw new ContextError(`saved KV state: no room for ${m} cells in the ${this.label} cache`);
+    this.store(slots, ub);
     for (let i = 0; i < m; i++) {
       if (shift[skip + i] !== 0) {
-        this.shift[cells[i]] = shift[skip + i];
+        this.shift[slots[i]] = shift[skip + i];
         this.hasShift = true;
       }
     }
-    const parts = runs(cells);
+    const parts = runs(slots);
     for (const il of this.layerIds) {
       for (const t of [this.k(il), this.v(il)]) {
         const rowBytes = t.nb[1];

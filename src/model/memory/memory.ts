@@ -35,6 +35,11 @@ export interface UbatchSeqs {
 export type StateSink = (bytes: Uint8Array) => Promise<void>;
 /** Reads the next `n` bytes of a saved state. */
 export type StateSource = (n: number) => Promise<Uint8Array>;
+/**
+ * Checks the cells of cache `cache` read from a saved state (positions and pending shifts,
+ * in position order) before anything is written; throws to refuse them.
+ */
+export type StateCheck = (cache: number, pos: Int32Array, shift: Int32Array) => void;
 
 export interface Memory {
   /** 'kv', 'kv-iswa' (a recurrent memory would say 'recurrent'). */
@@ -72,10 +77,18 @@ export interface Memory {
 
   /** A description of the state's layout: a saved state loads only where this is equal. */
   stateLayout(): unknown;
-  /** Writes the cells of `seq` (positions, pending shifts, K/V rows). */
+  /** How many cells of `seq` each part of the state holds (what stateWrite writes; saved beside it). */
+  stateCells(seq: number): number[];
+  /**
+   * Writes the cells of `seq`, per cache: i32 positions, i32 pending shifts (in position
+   * order), then per layer its K rows and V rows.
+   */
   stateWrite(seq: number, sink: StateSink): Promise<void>;
-  /** Clears `seq`, then restores what stateWrite wrote (as `seq`); throws if it cannot fit. */
-  stateRead(seq: number, source: StateSource): Promise<void>;
+  /**
+   * Clears `seq`, then restores what stateWrite wrote (as `seq`), `cells` being what
+   * stateCells said; throws if it cannot fit or `check` refuses it.
+   */
+  stateRead(seq: number, source: StateSource, cells: readonly number[], check?: StateCheck): Promise<void>;
 
   dispose(): void;
 }
