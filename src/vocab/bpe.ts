@@ -3,9 +3,9 @@
 // symbols are merged lowest merge rank first (leftmost on ties) through a priority
 // queue, so a long word costs n log n, not n². Words repeat, so results are memoized.
 import { BigramQueue, Symbols } from './heap.js';
-import type { PreTokenizer } from './pretokenize.js';
+import { PreTokenizer } from './pretokenize.js';
+import type { FragmentTokenizer, VocabView } from './types.js';
 import { byteLevelEncode, cptsToBytes, decodeBytes } from './unicode.js';
-import type { FragmentTokenizer, Vocab } from './vocab.js';
 
 const CACHE_LIMIT = 1 << 16;
 
@@ -17,8 +17,8 @@ export class BpeTokenizer implements FragmentTokenizer {
   private readonly symbols = new Symbols(64);
   private readonly top = { left: 0, right: 0, size: 0 };
 
-  constructor(private readonly vocab: Vocab) {
-    this.pre = vocab.preTokenizer!;
+  constructor(private readonly vocab: VocabView) {
+    this.pre = new PreTokenizer(vocab.preTokenizer!.regexes);
     this.ranks = vocab.merges;
   }
 

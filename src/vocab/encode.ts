@@ -3,15 +3,15 @@
 // the way llama.cpp's llama_vocab::tokenize does for each model type.
 import { logger } from '../log.js';
 import { partitionSpecial } from './special.js';
+import type { VocabView } from './types.js';
 import { bytesArrayToBinary, textToBinary } from './unicode.js';
-import type { Vocab } from './vocab.js';
 
 const log = logger('vocab');
 
 const SPACE_ESCAPE = '\u00e2\u0096\u0081'; // "▁" (U+2581) as a byte string
 
 export function encodeText(
-  vocab: Vocab,
+  vocab: VocabView,
   input: string | Uint8Array,
   addSpecial: boolean,
   parseSpecial: boolean,
