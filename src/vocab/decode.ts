@@ -14,7 +14,7 @@ export function tokenPiece(vocab: VocabView, id: number): string {
   const text = vocab.tokenBytes(id);
   if (attr & (Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED)) return text;
   if (attr & Attr.NORMAL) {
-    if (vocab.type === 'bpe') return byteLevelDecode(vocab.tokens[id]!);
+    if (vocab.type === 'bpe' && !vocab.escapeWhitespaces) return byteLevelDecode(vocab.tokens[id]!);
     return text.replaceAll(SPACE_ESCAPE, ' ');
   }
   if (attr & Attr.BYTE) {

@@ -2,7 +2,8 @@
 export { BpeTokenizer } from './bpe.js';
 export { cleanSpaces, StreamDecoder, type StreamDecoderOptions } from './decode.js';
 export { readVocab } from './loader.js';
-export { PRE_TOKENIZER_NAMES, PreTokenizer } from './pretokenize.js';
+export { PreTokenizer } from './pretokenize.js';
+export { PRE_TOKENIZER_NAMES } from './pretypes.js';
 export { type Fragment, partitionSpecial } from './special.js';
 export { SpmTokenizer } from './spm.js';
 export {

@@ -6,7 +6,7 @@
 import type { GGUFFile } from '../gguf/index.js';
 import { GGUFValueType } from '../gguf/index.js';
 import { logger } from '../log.js';
-import { PRE_TOKENIZER_NAMES, preTokenizerSpec } from './pretokenize.js';
+import { PRE_TOKENIZER_NAMES, preTypeSpec } from './pretypes.js';
 import {
   Attr,
   NULL_TOKEN as NULL,
@@ -133,9 +133,34 @@ function modelType(path: string, model: string): { type: VocabType; defaults: nu
       return { type: 'wpm', defaults: [101, NULL, 100, 102, 0, 103] };
     case 'gpt2':
       return { type: 'bpe', defaults: [11, 11, NULL, NULL, NULL, NULL] };
+    case 'gemma4': // SPM-style BPE; the file names its special tokens
+      return { type: 'bpe', defaults: [NULL, NULL, NULL, NULL, NULL, NULL] };
+    case 't5':
+      return { type: 'ugm', defaults: [NULL, 1, 2, NULL, 0, NULL] };
     default:
-      throw new VocabError(`${path}: unsupported tokenizer model '${model}' (llama-ts knows llama, gpt2, bert)`);
+      throw new VocabError(
+        `${path}: unsupported tokenizer model '${model}' (tokenizer.ggml.model; llama-ts knows llama, gpt2, gemma4, bert, t5)`,
+      );
   }
+}
+
+/** The SentencePiece normalization table of a UGM vocabulary, checked as llama.cpp checks it. */
+function readCharsmap(file: GGUFFile): Uint8Array | null {
+  const key = 'tokenizer.ggml.precompiled_charsmap';
+  const kv = file.getArray(key, null);
+  if (!kv) return null;
+  if (kv.itemType !== GGUFValueType.UINT8 && kv.itemType !== GGUFValueType.INT8) {
+    throw new VocabError(`${file.path}: ${key} is not an array of (u)int8`);
+  }
+  const src = kv.items as Uint8Array | Int8Array;
+  const bytes = new Uint8Array(src.buffer, src.byteOffset, src.length).slice();
+  if (bytes.length < 4)
+    throw new VocabError(`${file.path}: ${key} is too small (${bytes.length} bytes) for its header`);
+  const blob = new DataView(bytes.buffer).getUint32(0, true);
+  if (blob + 4 >= bytes.length) {
+    throw new VocabError(`${file.path}: ${key}: double-array size ${blob} runs past the end (${bytes.length} bytes)`);
+  }
+  return bytes;
 }
 
 /** Read and default the tokenizer metadata of `file`. Throws VocabError (or GGUFError) on bad metadata. */
@@ -162,14 +187,18 @@ export function readVocab(file: GGUFFile, opts: VocabOptions = {}): VocabDescrip
   };
 
   // ---- merges ----
+  if (model === 'gemma4') pre = 'gemma4';
   const merges = new Map<string, number>();
   if (type === 'bpe') {
-    if (!file.has('tokenizer.ggml.merges')) throw new VocabError(`${path}: BPE vocabulary without merges`);
-    const list = file.getStringArray('tokenizer.ggml.merges');
-    for (let i = 0; i < list.length; i++) {
-      const m = list[i]!;
-      const key = m.indexOf(' ', 1) < 0 ? ' ' : m;
-      if (!merges.has(key)) merges.set(key, i);
+    if (file.has('tokenizer.ggml.merges')) {
+      const list = file.getStringArray('tokenizer.ggml.merges');
+      for (let i = 0; i < list.length; i++) {
+        const m = list[i]!;
+        const key = m.indexOf(' ', 1) < 0 ? ' ' : m;
+        if (!merges.has(key)) merges.set(key, i);
+      }
+    } else if (pre !== 'kimi-k2') {
+      throw new VocabError(`${path}: BPE vocabulary without merges (tokenizer.ggml.merges)`);
     }
   }
 
@@ -178,41 +207,52 @@ export function readVocab(file: GGUFFile, opts: VocabOptions = {}): VocabDescrip
   let cleanSpaces = false;
   let ignoreMerges = false;
   let addBos = false;
+  let addEos = false;
   let addSep = false;
   let addSpacePrefix = false;
+  let escapeWhitespaces = true;
+  let forceBos = false;
+  let lowercaseDefault = true;
   if (type === 'bpe') {
     if (pre === '') {
       log.warn("missing pre-tokenizer type (tokenizer.ggml.pre), using 'default'; generation quality may suffer");
       pre = 'default';
     }
-    let spec = preTokenizerSpec(pre);
+    let spec = preTypeSpec(pre);
     if (!spec) {
       if (!opts.forceDefaultPre) {
         throw new VocabError(
-          `${path}: unknown pre-tokenizer type '${pre}' (known: ${PRE_TOKENIZER_NAMES.join(', ')}); ` +
-            'pass forceDefaultPre to use the default one',
+          `${path}: unknown pre-tokenizer type '${pre}' (tokenizer.ggml.pre; known: ${PRE_TOKENIZER_NAMES.join(', ')}); ` +
+            'to tokenize with the default pre-tokenizer anyway, pass { forceDefaultPre: true } (llama-ts tokenize: --force-default-pre)',
         );
       }
       log.warn(`unknown pre-tokenizer type '${pre}', forced to 'default'`);
       pre = 'default';
-      spec = preTokenizerSpec(pre)!;
+      spec = preTypeSpec(pre)!;
     }
-    preTokenizer = { regexes: spec.regexes, byteEncode: true };
+    preTokenizer = { regexes: spec.regexes, byteEncode: spec.byteEncode, newlineWords: spec.newlineWords };
     cleanSpaces = spec.cleanSpaces;
     ignoreMerges = spec.ignoreMerges;
     addBos = spec.addBos;
     addSep = spec.addSep;
-    if (pre === 'glm4' || pre === 'chatglm-bpe') sp.bos = NULL;
+    escapeWhitespaces = spec.escapeWhitespaces;
+    forceBos = spec.forceBos;
+    lowercaseDefault = spec.lowercase;
+    if (spec.noBos) sp.bos = NULL;
   } else if (type === 'spm') {
     addSpacePrefix = true;
     addBos = true;
-  } else {
+  } else if (type === 'wpm') {
     cleanSpaces = true;
     addBos = true;
     addSep = true;
+  } else {
+    addEos = true; // UGM (T5): </s> after the text, no BOS
   }
   if (pre === '') pre = 'default';
   addSpacePrefix = file.getBool('tokenizer.ggml.add_space_prefix', addSpacePrefix);
+  const removeExtraWhitespaces = file.getBool('tokenizer.ggml.remove_extra_whitespaces', false);
+  const precompiledCharsmap = type === 'ugm' ? readCharsmap(file) : null;
 
   // ---- tokens ----
   const tokens = file.getStringArray('tokenizer.ggml.tokens').slice();
@@ -257,13 +297,17 @@ export function readVocab(file: GGUFFile, opts: VocabOptions = {}): VocabDescrip
     else sp[field] = v;
   }
   addBos = file.getBool('tokenizer.ggml.add_bos_token', addBos);
-  const addEos = file.getBool('tokenizer.ggml.add_eos_token', false);
+  addEos = file.getBool('tokenizer.ggml.add_eos_token', addEos);
   addSep = file.getBool('tokenizer.ggml.add_sep_token', addSep);
+  if (forceBos && !addBos) {
+    log.warn(`add_bos_token overridden to true for pre-tokenizer '${pre}'`);
+    addBos = true;
+  }
   if (addBos && sp.bos === NULL) throw new VocabError(`${path}: add_bos_token is true, but bos_token_id is not set`);
   if (addEos && sp.eos === NULL) throw new VocabError(`${path}: add_eos_token is true, but eos_token_id is not set`);
   if (addSep && sp.sep === NULL)
     throw new VocabError(`${path}: add_sep_token is true, but seperator_token_id is not set`);
-  const lowercase = file.getBool('tokenizer.ggml.normalizer.lowercase', true);
+  const lowercase = file.getBool('tokenizer.ggml.normalizer.lowercase', lowercaseDefault);
   const stripAccents = file.getBool('tokenizer.ggml.normalizer.strip_accents', lowercase);
 
   // ---- special tokens recognised by their text ----
@@ -383,9 +427,9 @@ export function readVocab(file: GGUFFile, opts: VocabOptions = {}): VocabDescrip
     addSpacePrefix,
     cleanSpaces,
     ignoreMerges,
-    escapeWhitespaces: false,
-    removeExtraWhitespaces: false,
-    precompiledCharsmap: null,
+    escapeWhitespaces,
+    removeExtraWhitespaces,
+    precompiledCharsmap,
     lowercase,
     stripAccents,
   };

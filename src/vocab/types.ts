@@ -78,6 +78,8 @@ export interface PreTokenizerSpec {
   regexes: readonly string[];
   /** Words are spelled in the GPT-2 byte alphabet before merging (false: raw UTF-8, byte tokens as <0xNN>). */
   byteEncode: boolean;
+  /** A word of newlines only is looked up whole before merging (Gemma 4). */
+  newlineWords: boolean;
 }
 
 /** Everything a GGUF file says about its tokenizer, defaulted as llama.cpp's loader does. Plain data. */

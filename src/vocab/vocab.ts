@@ -18,6 +18,7 @@ import {
   type VocabType,
   type VocabView,
 } from './types.js';
+import { UgmTokenizer } from './ugm.js';
 import { binaryToText, textToBinary } from './unicode.js';
 import { WpmTokenizer } from './wpm.js';
 
@@ -174,6 +175,7 @@ export class Vocab implements VocabView {
     if (!this.fragmentTokenizer) {
       if (this.type === 'spm') this.fragmentTokenizer = new SpmTokenizer(this);
       else if (this.type === 'bpe') this.fragmentTokenizer = new BpeTokenizer(this);
+      else if (this.type === 'ugm') this.fragmentTokenizer = new UgmTokenizer(this);
       else this.fragmentTokenizer = new WpmTokenizer(this);
     }
     return this.fragmentTokenizer;
