@@ -168,6 +168,25 @@ describe('Unigram (UGM) against llama.cpp', () => {
   });
 });
 
+describe('decoding the new vocabulary kinds as llama.cpp does', {
+  skip: haveShared ? false : missingShared(llamaSpm),
+}, () => {
+  const refs = readRefs<{ cases: { vocab: string; tokens: string[]; text: string[] }[] }>('detok.json');
+  for (const c of refs.cases) {
+    test(c.vocab, () => {
+      const [kind, name] = c.vocab.split(' ');
+      const w =
+        kind === 'ugm'
+          ? ugmVocab(name === 'default' ? {} : { addSpacePrefix: false, removeExtraWhitespaces: false })
+          : spmStyleBpe(openGGUF(sharedPath(llamaSpm)!), name!);
+      const v = quiet(() => Vocab.fromGGUF(parseGGUF(w.toBytes())));
+      c.tokens.forEach((t, i) => {
+        assert.equal(v.decode(toIds(t)), c.text[i], `#${i} ${t}`);
+      });
+    });
+  }
+});
+
 describe('stand-in scanners cut text as their regexes do', () => {
   // random text over characters that matter to the patterns
   const alphabet = [

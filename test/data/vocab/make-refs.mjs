@@ -5,6 +5,7 @@
 //   node test/data/vocab/make-refs.mjs wpm      -> wpm-marks.json
 //   node test/data/vocab/make-refs.mjs pre      -> pre-types.json (slow: writes one vocabulary per name)
 //   node test/data/vocab/make-refs.mjs ugm      -> ugm.json
+//   node test/data/vocab/make-refs.mjs detok    -> detok.json (decoding of the new vocabulary kinds)
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -335,11 +336,35 @@ if (what === 'pre') {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+} else if (what === 'detok') {
+  // llama.cpp's detokenize of its own tokens, for the vocabulary kinds with a new decode path
+  const dir = mkdtempSync(`${tmpdir()}/llama-ts-refs-`);
+  try {
+    const spm = openGGUF(`${shared}vocab/ggml-vocab-llama-spm.gguf`);
+    const cases = [];
+    for (const [vocab, writer] of [
+      ['spm-style-bpe gemma4', spmStyleBpe(spm, 'gemma4')],
+      ['spm-style-bpe sarvam-moe', spmStyleBpe(spm, 'sarvam-moe')],
+      ['ugm default', ugmVocab()],
+      ['ugm no-space-prefix', ugmVocab({ addSpacePrefix: false, removeExtraWhitespaces: false })],
+    ]) {
+      const path = `${dir}/detok.gguf`;
+      writer.write(path);
+      const model = await llama.loadModel({ modelPath: path, vocabOnly: true });
+      const tokens = EDGE_STRINGS.map((t) => Array.from(model.tokenize(t, false)));
+      const text = tokens.map((t) => model.detokenize(t, false));
+      await model.dispose();
+      cases.push({ vocab, tokens: ids(tokens), text });
+    }
+    writeRefs('detok.json', { oracle: 'node-llama-cpp 3.21.1', cases });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 } else if (what === 'wpm') {
   const ids = await tokenizeAll(`${shared}vocab/ggml-vocab-bert-bge.gguf`, WPM_STRINGS);
   const out = { vocab: 'bert-bge', oracle: 'node-llama-cpp 3.21.1', strings: WPM_STRINGS, ids };
   writeRefs('wpm-marks.json', out);
 } else {
-  console.error('usage: node test/data/vocab/make-refs.mjs wpm|pre|ugm');
+  console.error('usage: node test/data/vocab/make-refs.mjs wpm|pre|ugm|detok');
   process.exit(2);
 }
