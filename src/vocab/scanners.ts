@@ -344,73 +344,84 @@ const superbpeDigitsStage: Stage = (ctx, lengths) => {
 
 // ---- simple patterns: (\s?)CLASS(+)?, \s+$ ----
 
-/** Membership test of one character class, as the regex engine would apply it. */
-type ClassTest = (cpt: number, flags: number) => boolean;
-
 /**
- * A bracket class of literal characters and ranges (`[A-Za-zµÀ-Ö…]`, `[\r\n]`), as
- * std::wregex applies it to llama.cpp's wide text, where whitespace above 127 reads as
- * \v. Undefined when the class is anything else (negated, escapes, nesting).
+ * One character class as the regex engine applies it: a category bit (\p{L} … on the
+ * collapsed text, where whitespace above 127 takes precedence), or a table of literal
+ * characters (std::wregex on llama.cpp's wide text, where whitespace above 127 reads as
+ * \v): the BMP as a byte table, the rest as sorted ranges.
  */
-function literalClass(body: string): ClassTest | undefined {
-  if (body.startsWith('^') || body.includes('\\') || body.includes('[')) return undefined;
-  const cps = [...body].map((c) => c.codePointAt(0)!);
-  const ranges: [number, number][] = [];
-  for (let i = 0; i < cps.length; i++) {
-    if (i + 2 < cps.length && cps[i + 1] === 0x2d) {
-      ranges.push([cps[i]!, cps[i + 2]!]);
-      i += 2;
-    } else ranges.push([cps[i]!, cps[i]!]);
-  }
-  ranges.sort((a, b) => a[0] - b[0]);
-  const ascii = new Uint8Array(128);
-  for (const [a, b] of ranges) for (let c = a; c <= Math.min(b, 127); c++) ascii[c] = 1;
-  return (cpt, flags) => {
-    if (cpt < 128) return ascii[cpt] === 1;
-    if (flags & FLAG_WHITESPACE) return ascii[0x0b] === 1;
-    let lo = 0;
-    let hi = ranges.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const r = ranges[mid]!;
-      if (cpt < r[0]) hi = mid - 1;
-      else if (cpt > r[1]) lo = mid + 1;
-      else return true;
-    }
-    return false;
-  };
+interface CharClass {
+  bit: number;
+  bmp: Uint8Array | null;
+  astral: [number, number][];
 }
 
-/**
- * \p{L}, \p{N}, \p{P}, \p{S}, \p{M} as a collapsed-text regex sees them: whitespace
- * first, then the category.
- */
-function categoryClass(name: string): ClassTest | undefined {
+function inClass(k: CharClass, cpt: number, flags: number): boolean {
+  const wide = cpt > 127 && (flags & FLAG_WHITESPACE) !== 0;
+  if (k.bmp === null) return (flags & k.bit) !== 0 && !wide;
+  if (cpt < 0x10000) return k.bmp[wide ? 0x0b : cpt] === 1;
+  const r = k.astral;
+  let lo = 0;
+  let hi = r.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (cpt < r[mid]![0]) hi = mid - 1;
+    else if (cpt > r[mid]![1]) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/** A bracket class of literal characters and ranges (`[A-Za-zµÀ-Ö…]`, `[\r\n]`); undefined for anything else. */
+function literalClass(body: string): CharClass | undefined {
+  if (body.startsWith('^') || body.includes('\\') || body.includes('[')) return undefined;
+  const cps = [...body].map((c) => c.codePointAt(0)!);
+  const bmp = new Uint8Array(0x10000);
+  const astral: [number, number][] = [];
+  for (let i = 0; i < cps.length; i++) {
+    let [a, b] = [cps[i]!, cps[i]!];
+    if (i + 2 < cps.length && cps[i + 1] === 0x2d) {
+      b = cps[i + 2]!;
+      i += 2;
+    }
+    bmp.fill(1, a, Math.min(b, 0xffff) + 1);
+    if (b > 0xffff) astral.push([Math.max(a, 0x10000), b]);
+  }
+  astral.sort((x, y) => x[0] - y[0]);
+  return { bit: 0, bmp, astral };
+}
+
+/** \p{L}, \p{N}, \p{P}, \p{S}, \p{M}. */
+function categoryClass(name: string): CharClass | undefined {
   const bit = { L: FLAG_LETTER, N: FLAG_NUMBER, P: FLAG_PUNCTUATION, S: FLAG_SYMBOL, M: FLAG_ACCENT_MARK }[name];
-  if (bit === undefined) return undefined;
-  return (cpt, flags) => (flags & bit) !== 0 && !(flags & FLAG_WHITESPACE && cpt > 127);
+  return bit === undefined ? undefined : { bit, bmp: null, astral: [] };
 }
 
 /** `\s?CLASS+`, `CLASS+`, `CLASS` (leftmost matches; the rest of each piece left as runs of its own). */
-function classStage(test: ClassTest, spacePrefix: boolean, repeat: boolean): Stage {
+function classStage(k: CharClass, spacePrefix: boolean, repeat: boolean): Stage {
   return (ctx, lengths) => {
     const { cpts, flags } = ctx;
-    const inClass = (p: number) => test(cpts[p]!, flags[p]!);
     const out: number[] = [];
     let end = 0;
-    for (let k = 0; k < lengths.length; k++) {
+    for (let j = 0; j < lengths.length; j++) {
       let pos = end;
-      end += lengths[k]!;
+      end += lengths[j]!;
       let unmatched = pos;
       while (pos < end) {
         let start = pos;
-        if (spacePrefix && flags[pos]! & FLAG_WHITESPACE && pos + 1 < end && inClass(pos + 1)) start = pos + 1;
-        else if (!inClass(pos)) {
+        if (
+          spacePrefix &&
+          flags[pos]! & FLAG_WHITESPACE &&
+          pos + 1 < end &&
+          inClass(k, cpts[pos + 1]!, flags[pos + 1]!)
+        )
+          start = pos + 1;
+        else if (!inClass(k, cpts[pos]!, flags[pos]!)) {
           pos++;
           continue;
         }
         let e = start + 1;
-        if (repeat) while (e < end && inClass(e)) e++;
+        if (repeat) while (e < end && inClass(k, cpts[e]!, flags[e]!)) e++;
         if (pos > unmatched) out.push(pos - unmatched);
         out.push(e - pos);
         pos = e;
@@ -443,8 +454,8 @@ function simpleStage(source: string): Stage | undefined {
   if (source === '\\s+$') return trailingSpaceStage;
   const m = /^(\\s\?)?(?:\[([^\]]+)\]|\\p\{([LNPSM])\})(\+)?$/su.exec(source);
   if (!m) return undefined;
-  const test = m[2] !== undefined ? literalClass(m[2]) : categoryClass(m[3]!);
-  return test && classStage(test, m[1] !== undefined, m[4] !== undefined);
+  const k = m[2] !== undefined ? literalClass(m[2]) : categoryClass(m[3]!);
+  return k && classStage(k, m[1] !== undefined, m[4] !== undefined);
 }
 
 /** Regexes that run as scanners, by their source (besides the simple shapes). */
