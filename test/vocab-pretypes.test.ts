@@ -261,6 +261,38 @@ describe('stand-in scanners cut text as their regexes do', () => {
   }
 });
 
+describe('loading rules of the new names', () => {
+  function tiny(model: string, pre: string | null, merges: boolean): GGUFWriter {
+    const w = new GGUFWriter();
+    w.setString('tokenizer.ggml.model', model);
+    if (pre !== null) w.setString('tokenizer.ggml.pre', pre);
+    w.setStringArray('tokenizer.ggml.tokens', ['a', 'b', 'ab', '<s>', '</s>']);
+    w.setArray('tokenizer.ggml.token_type', 5 /* INT32 */, new Int32Array([1, 1, 1, 3, 3]));
+    w.setU32('tokenizer.ggml.bos_token_id', 3);
+    w.setU32('tokenizer.ggml.eos_token_id', 4);
+    if (merges) w.setStringArray('tokenizer.ggml.merges', ['a b']);
+    return w;
+  }
+
+  test('kimi-k2 needs no merges; other BPE vocabularies do', () => {
+    const v = quiet(() => Vocab.fromGGUF(parseGGUF(tiny('gpt2', 'kimi-k2', false).toBytes())));
+    assert.deepEqual(v.encode('abab', { addSpecial: false }), [0, 1, 0, 1]);
+    assert.throws(
+      () => quiet(() => Vocab.fromGGUF(parseGGUF(tiny('gpt2', 'qwen35', false).toBytes()))),
+      /without merges \(tokenizer\.ggml\.merges\)/,
+    );
+  });
+
+  test("model 'gemma4' is SPM-style BPE under the gemma4 pre-tokenizer, BOS forced on", () => {
+    const w = tiny('gemma4', null, true);
+    w.setBool('tokenizer.ggml.add_bos_token', false);
+    const v = quiet(() => Vocab.fromGGUF(parseGGUF(w.toBytes())));
+    assert.equal(v.pre, 'gemma4');
+    assert.equal(v.addBos, true);
+    assert.deepEqual(v.encode('abab'), [3, 2, 2]);
+  });
+});
+
 describe('unknown pre-tokenizer names', () => {
   test('the error lists the known names and how to force the default', () => {
     const w = new GGUFWriter();
