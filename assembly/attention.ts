@@ -16,13 +16,13 @@
 // could turn +0), and one-row tiles (decoding) run the same code. The reference device's ggml-cpu numerics (src/backends/reference/ops/
 // attention.ts) describe this arithmetic.
 
-import { extra, param, tAddr, tNb, tNe, tType } from './desc';
-import { f16x4, roundF16x4 } from './consts';
-import { tanh64 } from './math';
-import { ROUND_F16, roundActRow } from './vecdot';
-import { readRow } from './rows';
 import { ldf } from './access';
+import { f16x4, roundF16x4 } from './consts';
+import { extra, param, tAddr, tNb, tNe, tType } from './desc';
+import { tanh64 } from './math';
+import { readRow } from './rows';
 import { T_F16 } from './types';
+import { ROUND_F16, roundActRow } from './vecdot';
 
 /** Keys per block. Fixed: results depend on the block boundaries. */
 const B: i32 = 32;

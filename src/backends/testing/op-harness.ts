@@ -198,6 +198,15 @@ export function opCases(): OpCase[] {
       return { out: f(transpose(a)), inputs: [a] };
     });
   }
+  // GELU and TANH beyond [-1, 1]: GELU's cut-offs at ±10, tanh's saturation
+  for (const [name, f] of unaries.filter(([n]) => n === 'GELU' || n === 'TANH')) {
+    add(`${name} over -12..12 [64,5]`, () => {
+      const a = newTensor(F32, [64, 5]);
+      const r = rng(77);
+      const x = new Float32Array(64 * 5).map(() => r() * 24 - 12);
+      return { out: f(a), inputs: [[a, x]] };
+    });
+  }
 
   for (const mode of [ops.RopeMode.NORMAL, ops.RopeMode.NEOX]) {
     for (const [hd, nDims, fs, ext, ff] of [
