@@ -20,7 +20,7 @@
 // q GMAX x D4 f32, acc GMAX x V4 f32, state GMAX x 4 f32 (M, S, mask), k D4 f32, v V4 f32.
 
 import { ldf } from './access';
-import { f16x4, roundF16x4 } from './consts';
+import { f16x4, roundF16x4, widenF16Row } from './consts';
 import { extra, param, tAddr, tNb, tNe, tType } from './desc';
 import { expf, tanh64 } from './math';
 import { readRow } from './rows';
@@ -51,11 +51,6 @@ const GMAX: i32 = 32;
   let a = f32x4.splat(0);
   for (let d = 0; d < D4; d += 4) a = madd(v128.load(q + (<usize>d << 2)), v128.load(k + (<usize>d << 2)), a);
   return f32x4.extract_lane(a, 0) + f32x4.extract_lane(a, 1) + (f32x4.extract_lane(a, 2) + f32x4.extract_lane(a, 3));
-}
-
-/** n (a multiple of 4) f16 values at h to f32 at x (exact). */
-@inline function widenF16(h: usize, x: usize, n: i32): void {
-  for (let i = 0; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
 }
 
 /** Heads per unit: a GQA group, split further when there are fewer units than threads. */
@@ -173,11 +168,11 @@ export function k_flash_attn_row(node: usize, ith: i32, nth: i32): void {
       if (!any) continue;
       const kp = kr;
       if (kF16) {
-        widenF16(kBase + <usize>j * tNb(node, 2, 1), kr, D4);
+        widenF16Row(kBase + <usize>j * tNb(node, 2, 1), kr, D4);
       } else {
         readRow(node, 2, j, ik2, ik3, kr);
       }
-      if (vF16Rows) widenF16(vBase + <usize>j * tNb(node, 3, 1), vr, V4);
+      if (vF16Rows) widenF16Row(vBase + <usize>j * tNb(node, 3, 1), vr, V4);
       else readRow(node, 3, j, iv2, iv3, vr);
       for (let g = 0; g < gn; g++) {
         const st = stb + (<usize>g << 4);

@@ -1,7 +1,7 @@
 // The kernel module: every export is a kernel called as (node record address, thread
 // index, thread count) by each worker; see src/backends/cpu/kernels.ts for the table.
 
-export { k_flash_attn } from './attention';
+export { k_flash_attn, k_flash_attn_merge } from './attention';
 export { k_flash_attn_row } from './attention-row';
 export { k_read_bw } from './bench';
 export { k_add, k_gelu, k_mul, k_norm, k_rms_norm, k_scale, k_silu, k_soft_max, k_tanh } from './elementwise';

@@ -15,3 +15,23 @@ export function flashAttnTiled(q: { type: number; ne: readonly number[] }, kType
   const kvOk = kType === GGMLType.F32 || kType === GGMLType.F16;
   return q.type === GGMLType.F32 && kvOk && kType === vType && q.ne[1] >= FA_TILE_Q;
 }
+
+/**
+ * ggml-cpu's split-KV case: one query token (decoding one sequence) against at least 512
+ * keys of an F16/F32 cache. ggml-cpu cuts the keys into one chunk per thread, so its
+ * results depend on the thread count; llama-ts cuts them into chunks of FA_SPLIT_KEYS and
+ * runs each chunk with the tiled arithmetic, then folds the chunks in order as ggml-cpu
+ * does (ggml_flash_attn_ext_reduce_partials).
+ */
+export function flashAttnSplit(
+  q: { type: number; ne: readonly number[] },
+  kType: number,
+  vType: number,
+  nKV: number,
+): boolean {
+  const kvOk = kType === GGMLType.F32 || kType === GGMLType.F16;
+  return q.type === GGMLType.F32 && kvOk && kType === vType && q.ne[1] === 1 && q.ne[3] === 1 && nKV >= 512;
+}
+
+/** Keys per chunk of the split case (a multiple of the tiled kernel's 32-key blocks). */
+export const FA_SPLIT_KEYS = 256;

@@ -8,7 +8,7 @@
 import { RopeMode } from '../../ggml/ops.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../ggml/types.js';
-import { flashAttnTiled } from '../ggml-cpu.js';
+import { FA_SPLIT_KEYS, flashAttnSplit, flashAttnTiled } from '../ggml-cpu.js';
 import type { Arena } from './arena.js';
 import { isArenaBacked, type TensorLayout } from './buffer.js';
 import { K4Layout, LAYOUT_K4 } from './layout-k.js';
@@ -139,6 +139,8 @@ interface Plan {
   kvCache?: boolean;
   /** FLASH_ATTN_EXT: computed row by row (k_flash_attn_row), as ggml-cpu's one-chunk kernel. */
   faRow?: boolean;
+  /** FLASH_ATTN_EXT, split case: blocks per key chunk (partials in the shared area, then a merge step). */
+  faSplit?: number;
 }
 
 const KERNEL_OF: Partial<Record<Op, KernelName>> = {
@@ -241,6 +243,15 @@ function plan(n: Tensor): Plan {
       const [q, k, v] = n.src;
       p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
       p.qRound = roundingFor(k.type, q.ne[0]);
+      // one token against many keys: key chunks in parallel, then merged
+      if (flashAttnSplit(q, k.type, v.type, k.ne[1])) {
+        const chunks = Math.ceil(k.ne[1] / FA_SPLIT_KEYS);
+        p.faSplit = FA_SPLIT_KEYS / FA_BLOCK;
+        p.shared = align(q.ne[2] * chunks * (Math.ceil(v.ne[0] / 4) * 4 + 4) * 4);
+        p.perThread = faScratchBytes(q.ne[0], v.ne[0], k.ne[1], false);
+        p.kernels.push('k_flash_attn', 'k_flash_attn_merge');
+        break;
+      }
       // as ggml-cpu: short ubatches (and decoding) row by row, longer ones tiled
       if (!flashAttnTiled(q, k.type, v.type)) {
         p.faRow = true;
@@ -257,7 +268,7 @@ function plan(n: Tensor): Plan {
     default:
       break;
   }
-  if (n.op !== Op.MUL_MAT) {
+  if (n.op !== Op.MUL_MAT && !p.faSplit) {
     const k = p.faRow ? 'k_flash_attn_row' : KERNEL_OF[n.op];
     if (!k) throw new Error(`cpu: no kernel for ${n.op}`);
     p.kernels.push(k);
@@ -285,6 +296,7 @@ function isSmall(p: Plan, kernel: KernelName): boolean {
       return n.src[0].ne[0] * n.src[0].ne[1] * n.src[1].nelements < 4 * SMALL;
     case 'k_flash_attn':
     case 'k_flash_attn_row':
+      if (p.faSplit) return false;
       return n.src[0].nelements * n.src[1].ne[1] < 4 * SMALL;
     case 'k_set_rows':
       return n.src[0].nelements < SMALL;
@@ -428,6 +440,13 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 1] = b.slot;
       i32[ex + 2] = p.qRound ?? 0;
       i32[ex + 3] = p.kvCache ? 1 : 0;
+      if (p.faSplit) {
+        // the partials take the shared area: the activations kept there are gone
+        i32[ex + 4] = b.act;
+        i32[ex + 5] = p.faSplit;
+        actRange = [p.home.index, b.act, b.act + p.shared];
+        b.actKey = null;
+      }
     }
     const small = kernels.map((k) => isSmall(p, k));
     const cost = p.node.nelements;
@@ -456,6 +475,17 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         if (k === 'k_mm_prep') {
           reads.push(rangeOf(p.node.src[1], p.locs[2]!));
           writes.push(actRange!);
+        } else if (p.faSplit) {
+          // partials: the first step writes them, the merge reads them
+          if (k === 'k_flash_attn_merge') {
+            reads.push(actRange!);
+            writes.push(rangeOf(p.node, p.locs[0]!));
+          } else {
+            p.slots.forEach((t, i) => {
+              if (t && i > 0) reads.push(rangeOf(t, p.locs[i]!));
+            });
+            writes.push(actRange!);
+          }
         } else {
           p.slots.forEach((t, i) => {
             if (t && i > 0 && !(actRange && i === 2)) reads.push(rangeOf(t, p.locs[i]!));

@@ -69,6 +69,7 @@ export const KERNELS = [
   'k_read_bw',
   'k_tanh',
   'k_flash_attn_row',
+  'k_flash_attn_merge',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];

@@ -331,6 +331,30 @@ export function opCases(): OpCase[] {
       5e-4,
     );
   }
+  // the split case: one query token against 512+ keys (key chunks merged), F16 and F32
+  // caches, GQA 6/2, a window's mask (keys outside it hidden: whole chunks skipped), a
+  // last partial chunk and block; a soft-capped F16 one
+  for (const [kvt, softcap] of [
+    [F16, 0],
+    [F32, 0],
+    [F16, 30],
+  ] as const) {
+    add(
+      `FLASH_ATTN_EXT split: 1 query, 700 KV positions, heads 6/2, K/V ${tname(kvt)} softcap ${softcap}`,
+      () => {
+        const D = 32;
+        const nKV = 700;
+        const q = newTensor(F32, [D, 1, 6]);
+        const k = newTensor(kvt, [D, nKV, 2]);
+        const v = newTensor(kvt, [D, nKV, 2]);
+        const mask = newTensor(F16, [nKV, 1]);
+        const m = new Uint16Array(nKV);
+        for (let j = 0; j < nKV; j++) m[j] = f32ToF16(j < 300 || j === 512 ? Number.NEGATIVE_INFINITY : 0);
+        return { out: ops.flashAttnExt(q, k, v, mask, 0.3, 0, softcap), inputs: [q, k, v, [mask, m]] };
+      },
+      5e-4,
+    );
+  }
   return cases;
 }
 
