@@ -8,7 +8,7 @@ export {
   loadChatTemplates,
   parseChatOutput,
   parseToolCalls,
-} from './api/chat/index.js';
+} from './chat/index.js';
 export * from './api/index.js';
 export * from './backends/index.js';
 export { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from './ggml/fp16.js';

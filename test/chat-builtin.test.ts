@@ -10,7 +10,7 @@ import {
   ChatTemplate,
   detectBuiltin,
   type PlainMessage,
-} from '../src/api/chat/index.js';
+} from '../src/chat/index.js';
 import { setLogCallback } from '../src/log.js';
 
 const CONVERSATION: PlainMessage[] = [

@@ -15,7 +15,7 @@ import {
   StopStringMatcher,
 } from '../sampling/index.js';
 import type { Vocab } from '../vocab/index.js';
-import { type ChatTemplates, getFormattedChat, parseChatOutput } from './chat/index.js';
+import { type ChatTemplates, getFormattedChat, parseChatOutput } from '../chat/index.js';
 import { LlamaError } from './errors.js';
 import { boolOption, intOption, optionError } from './options.js';
 import type {

@@ -7,7 +7,7 @@ import {
   type FormattedChatResult,
   type GetFormattedChatParams,
   getFormattedChat,
-} from './chat/index.js';
+} from '../chat/index.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';

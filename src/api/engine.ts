@@ -10,7 +10,7 @@ import { ReferenceDevice } from '../backends/reference/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { type Batch, Context, ContextError, defaultDevices, Model } from '../model/index.js';
-import type { ChatTemplates } from './chat/index.js';
+import type { ChatTemplates } from '../chat/index.js';
 import { type CompletionHooks, type CompletionState, runCompletion } from './completion.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
 import { asLlamaError, LlamaError } from './errors.js';

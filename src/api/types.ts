@@ -1,9 +1,9 @@
 // The library API's public types, in @fugood/llama.node's shapes (0.3.3, plus what later
 // versions made standard). Field names are llama.node's (snake_case options and results,
 // camelCase model info) so code written for it type-checks against llama-ts.
-import type { ChatMessage, FormattedChatResult, GetFormattedChatParams, Tool, ToolCall } from './chat/index.js';
+import type { ChatMessage, FormattedChatResult, GetFormattedChatParams, Tool, ToolCall } from '../chat/index.js';
 
-export type { ChatMessage, ChatMessagePart, FormattedChatResult, Tool, ToolCall } from './chat/index.js';
+export type { ChatMessage, ChatMessagePart, FormattedChatResult, Tool, ToolCall } from '../chat/index.js';
 
 /** llama.node's native-library variants; llama-ts maps them onto its backend registry. */
 export type LibVariant = 'default' | 'vulkan' | 'cuda' | 'snapdragon';

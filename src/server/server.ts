@@ -17,7 +17,7 @@ import {
   parseChatOutput,
   parseToolCalls,
   type Tool,
-} from '../api/chat/index.js';
+} from '../chat/index.js';
 import type { Device } from '../backends/impl.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';

@@ -8,9 +8,9 @@
 // the same): a system turn (if not, system text is merged into the next user turn), string
 // content (if not, typed parts are kept), tool-call arguments as objects or as JSON text.
 import { Environment, Interpreter, Template } from '@huggingface/jinja';
-import type { GGUFFile } from '../../gguf/index.js';
-import { logger } from '../../log.js';
-import type { Vocab } from '../../vocab/index.js';
+import type { GGUFFile } from '../gguf/index.js';
+import { logger } from '../log.js';
+import type { Vocab } from '../vocab/index.js';
 import { applyBuiltin, type BuiltinFormat, detectBuiltin, isBuiltinFormat } from './builtin.js';
 import { joinTextParts, plainMessages, templateMessages } from './messages.js';
 import { strftime, toDate } from './strftime.js';
