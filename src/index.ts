@@ -1,6 +1,8 @@
 // llama-ts: the package's public entry point: the llama.node-compatible API
 // (`loadModel()` → `LlamaContext`, src/api/) and the layers under it.
 
+export * from './api/index.js';
+export * from './backends/index.js';
 export {
   ChatTemplate,
   type ChatTemplates,
@@ -9,8 +11,6 @@ export {
   parseChatOutput,
   parseToolCalls,
 } from './chat/index.js';
-export * from './api/index.js';
-export * from './backends/index.js';
 export { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from './ggml/fp16.js';
 export { canDequantize, canQuantize, dequantize, quantize } from './ggml/quants/index.js';
 export { allTypes, GGMLType, QK_K, rowSize, type TypeTraits, typeByName, typeName, typeTraits } from './ggml/types.js';

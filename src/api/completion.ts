@@ -6,6 +6,8 @@
 // Text is streamed through StreamDecoder (no split UTF-8 characters) and StopStringMatcher
 // (text that could begin a stop string is held back, so a stop string is never streamed);
 // the onToken pieces concatenate to the result's `text`.
+
+import { type ChatTemplates, getFormattedChat, parseChatOutput } from '../chat/index.js';
 import type { Batch, Context } from '../model/index.js';
 import {
   createSamplingChain,
@@ -15,7 +17,6 @@ import {
   StopStringMatcher,
 } from '../sampling/index.js';
 import type { Vocab } from '../vocab/index.js';
-import { type ChatTemplates, getFormattedChat, parseChatOutput } from '../chat/index.js';
 import { LlamaError } from './errors.js';
 import { boolOption, intOption, optionError } from './options.js';
 import type {

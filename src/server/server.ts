@@ -7,6 +7,7 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
+import type { Device } from '../backends/impl.js';
 import {
   type ChatMessage,
   ChatMessageError,
@@ -18,7 +19,6 @@ import {
   parseToolCalls,
   type Tool,
 } from '../chat/index.js';
-import type { Device } from '../backends/impl.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { Context, l2Normalize, Model } from '../model/index.js';
