@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { Context, Model } from '../model/index.js';
 import { seededRandom } from '../sampling/index.js';
-import { intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+import { intOption, pickDevices, reportError, UsageError, usageError } from './options.js';
 
 const HELP = `usage: llama-ts bench -m MODEL.gguf [options]
 

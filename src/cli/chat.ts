@@ -8,7 +8,7 @@ import { loadModel } from '../api/index.js';
 import type { ChatMessage } from '../api/types.js';
 import { resolveModelArg } from '../download/index.js';
 import { openGGUF } from '../gguf/index.js';
-import { intOption, UsageError } from './run.js';
+import { intOption, UsageError } from './options.js';
 
 const HELP = `usage: llama-ts chat [-m FILE.gguf | -hf REPO[:QUANT]] [options]
 

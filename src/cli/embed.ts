@@ -3,7 +3,7 @@
 // with pooling 'none' one array per token.
 import { parseArgs } from 'node:util';
 import { Context, l2Normalize, Model, type PoolingType } from '../model/index.js';
-import { CliError, intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+import { CliError, intOption, pickDevices, reportError, UsageError, usageError } from './options.js';
 
 const HELP = `usage: llama-ts embed -m MODEL.gguf -p TEXT [options]
 

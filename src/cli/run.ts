@@ -3,12 +3,10 @@
 // --json, one JSON object instead: prompt and generated token ids, text, timings and,
 // with --top-logits K, the K highest next-token logits after the prompt.
 import { parseArgs } from 'node:util';
-import { deviceByName } from '../backends/api.js';
 import type { Device } from '../backends/impl.js';
-import { GGUFError } from '../gguf/index.js';
-import { Context, ContextError, defaultDevices, Model, ModelError } from '../model/index.js';
+import { Context, Model } from '../model/index.js';
 import { createSampler } from '../sampling/index.js';
-import { VocabError } from '../vocab/index.js';
+import { CliError, intOption, pickDevices, reportError, UsageError, usageError } from './options.js';
 import { processEscapes } from './tokenize.js';
 
 const HELP = `usage: llama-ts run -m MODEL.gguf -p PROMPT [options]
@@ -31,48 +29,6 @@ Generate text from a prompt: the text on stdout, timings on stderr.
       --top-logits K      with --json: the K highest next-token [id, logit] after the prompt
   -h, --help              show this help
 `;
-
-/** Prints a one-line error for the failures a user can cause; returns the exit code. */
-export function reportError(command: string, e: unknown): number {
-  if (
-    e instanceof GGUFError ||
-    e instanceof ModelError ||
-    e instanceof VocabError ||
-    e instanceof ContextError ||
-    e instanceof CliError ||
-    (e as Error)?.name === 'DownloadError'
-  ) {
-    process.stderr.write(`llama-ts ${command}: ${(e as Error).message}\n`);
-    return 1;
-  }
-  throw e;
-}
-
-/** A failure with a message meant for the user (exit code 1). */
-export class CliError extends Error {}
-
-export function usageError(command: string, help: string, message: string): number {
-  process.stderr.write(`llama-ts ${command}: ${message}\n\n${help}`);
-  return 2;
-}
-
-/** A non-negative integer option, or a usage error message. */
-export function intOption(name: string, v: string | undefined, fallback: number, min = 0): number {
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer ≥ ${min}, got '${v}'`);
-  return n;
-}
-
-export class UsageError extends Error {}
-
-/** The devices to run on: --device NAME, else the default (GPUs, then the fastest CPU device). */
-export function pickDevices(name: string | undefined): Device[] {
-  if (name === undefined) return defaultDevices();
-  const d = deviceByName(name);
-  if (!d) throw new UsageError(`no device '${name}' (see 'llama-ts devices')`);
-  return [d];
-}
 
 interface Timings {
   load_ms: number;

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer } from '../server/index.js';
-import { intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+import { intOption, pickDevices, reportError, UsageError, usageError } from './options.js';
 
 const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 
