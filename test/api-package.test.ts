@@ -4,7 +4,7 @@
 // engine worker never keeps the process alive). The .d.cts types check with tsc.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { missingShared, REPO_ROOT, sharedPath } from './helpers/shared.js';
@@ -89,4 +89,25 @@ describe('entry points', { skip: STORIES ? false : missingShared('models/stories
       rmSync(file, { force: true });
     }
   });
+});
+
+test('the published files leave out test-only code (the model generator, the op harness, the test buffer types)', () => {
+  const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 60000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const files = (JSON.parse(r.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+  assert.ok(files.includes('dist/src/index.js'), 'the entry point is published');
+  assert.ok(files.includes('dist/src/backends/cpu/device.js'), 'the cpu device is published');
+  const testOnly = files.filter(
+    (f) => f.startsWith('dist/src/generator/') || f.startsWith('dist/src/backends/testing/'),
+  );
+  assert.deepEqual(testOnly, []);
+  // nothing published imports what was left out
+  for (const f of files.filter((p) => p.endsWith('.js'))) {
+    const text = readFileSync(join(REPO_ROOT, f), 'utf8');
+    assert.doesNotMatch(text, /from '[./]*(generator|backends\/testing|testing)\//, f);
+  }
 });
