@@ -11,11 +11,18 @@ export {
   parseChatOutput,
   parseToolCalls,
 } from './chat/index.js';
+export {
+  createSamplingChain,
+  OPTIONS,
+  OptionError,
+  type OptionSpec,
+  type SamplingParams,
+} from './generation/index.js';
 export { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from './ggml/fp16.js';
 export { canDequantize, canQuantize, dequantize, quantize } from './ggml/quants/index.js';
 export { allTypes, GGMLType, QK_K, rowSize, type TypeTraits, typeByName, typeName, typeTraits } from './ggml/types.js';
 export * from './gguf/index.js';
 export { type LogCallback, type LogLevel, setLogCallback } from './log.js';
 export { GrammarError, GrammarSampler, jsonSchemaToGrammar, SchemaError } from './sampling/grammar/index.js';
-export { createSamplingChain, SamplingError, type SamplingParams, StopStringMatcher } from './sampling/index.js';
+export { SamplingError, StopStringMatcher } from './sampling/index.js';
 export { loadVocab, StreamDecoder, Vocab, VocabError } from './vocab/index.js';

@@ -4,7 +4,15 @@ import { parseArgs } from 'node:util';
 import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer } from '../server/index.js';
-import { intOption, pickDevices, reportError, UsageError, usageError } from './options.js';
+import {
+  DEFAULT_THREADS,
+  deviceOption,
+  intOption,
+  reportError,
+  threadsOption,
+  UsageError,
+  usageError,
+} from './options.js';
 
 const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 
@@ -20,7 +28,7 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
   -c, --ctx-size N        total context in tokens, shared by the slots (default 4096 per slot,
                           at most the model's training context per slot)
   -b, --batch-size N      tokens per decode call (default 512)
-  -t, --threads N         threads (default 2)
+  -t, --threads N         kernel threads (default ${DEFAULT_THREADS}: the cores, at most 4)
       --device NAME       compute device (see 'llama-ts devices')
       --api-key KEY       require 'Authorization: Bearer KEY' (env LLAMA_API_KEY)
       --cors ORIGIN       allow cross-origin requests from ORIGIN ('*' for any); off by default
@@ -28,6 +36,7 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --max-body BYTES    request body limit (default 10485760)
       --alias NAME        the model name reported by /v1/models
       --embeddings        serve /v1/embeddings with a generative model too
+      --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
       --chat-template T   chat template override (Jinja text or a built-in name)
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
@@ -60,7 +69,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     parallel = intOption('--parallel', o.parallel, 4, 1);
     if (parallel > 32) throw new UsageError('--parallel must be ≤ 32');
     nCtx = o['ctx-size'] === undefined ? undefined : intOption('-c', o['ctx-size'], 0, 1);
-    threads = intOption('-t', o.threads, 2, 1);
+    threads = threadsOption(o.threads);
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     maxQueue = intOption('--queue', o.queue, 64, 0);
     maxBody = intOption('--max-body', o['max-body'], 10 * 1024 * 1024, 1024);
@@ -80,7 +89,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   });
   let server: LlamaServer | undefined;
   try {
-    const devices = pickDevices(o.device);
+    const device = deviceOption(o.device);
     const model = await resolveModelArg({
       model: o.model,
       hfRepo: o['hf-repo'],
@@ -95,7 +104,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(nCtx !== undefined ? { nCtx } : {}),
       nBatch,
       threads,
-      devices,
+      ...(device ? { devices: [device] } : {}),
+      ctxShift: !o['no-context-shift'],
       ...((o['api-key'] ?? process.env.LLAMA_API_KEY) ? { apiKey: o['api-key'] ?? process.env.LLAMA_API_KEY } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
@@ -147,6 +157,7 @@ function parse(argv: string[]) {
       'max-body': { type: 'string' },
       alias: { type: 'string' },
       embeddings: { type: 'boolean' },
+      'no-context-shift': { type: 'boolean' },
       'chat-template': { type: 'string' },
       'cache-dir': { type: 'string' },
       'log-level': { type: 'string' },
