@@ -26,6 +26,7 @@ export {
   type OptionName,
   type OptionSpec,
   optionsFromRequest,
+  optionsMarkdown,
   optionValue,
   resolveSampling,
   responseFormatSchema,

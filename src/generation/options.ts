@@ -46,6 +46,8 @@ export interface OptionSpec {
   readonly size?: number;
   /** Most characters of each string of a list. */
   readonly itemSize?: number;
+  /** The range or size in words, for rows whose kind does not say it (custom checks). */
+  readonly sizeDoc?: string;
   /** The values an enum takes. */
   readonly values?: readonly (string | number)[];
   /** The default (undefined: none, or computed: see `doc`). */
@@ -222,6 +224,7 @@ export type LogitBiasOption = [number | string, number | boolean][] | Record<str
 export const OPTIONS = [
   // prompt and chat
   row<string | number[]>()('prompt', {
+    sizeDoc: 'text of ≤ 2^26 chars, or ≤ 2^20 token ids',
     kind: 'custom',
     group: 'prompt',
     check: checkPrompt,
@@ -232,6 +235,7 @@ export const OPTIONS = [
     doc: 'The prompt: text (tokenized with BOS, special tokens parsed) or token ids (a llama-server form). Either this or `messages`.',
   }),
   row<ChatMessage[]>()('messages', {
+    sizeDoc: '≤ 100000 messages',
     kind: 'custom',
     group: 'chat',
     check: checkArray(100000, 'chat messages'),
@@ -256,6 +260,7 @@ export const OPTIONS = [
     doc: "A chat template (Jinja text or a built-in format name) replacing the context's for this completion.",
   }),
   row<Tool[]>()('tools', {
+    sizeDoc: '≤ 1000 tools',
     kind: 'custom',
     group: 'chat',
     check: checkArray(1000, 'tools'),
@@ -293,6 +298,7 @@ export const OPTIONS = [
     doc: 'Extra variables for the chat template.',
   }),
   row<CompletionResponseFormat>()('response_format', {
+    sizeDoc: "object with type 'text', 'json_object' or 'json_schema'",
     kind: 'custom',
     group: 'grammar',
     check: checkResponseFormat,
@@ -358,6 +364,7 @@ export const OPTIONS = [
     doc: 'Keep generating past end-of-generation tokens (they are banned).',
   }),
   row<AbortSignal>()('signal', {
+    sizeDoc: 'an AbortSignal',
     kind: 'custom',
     group: 'generation',
     check: checkSignal,
@@ -652,6 +659,7 @@ export const OPTIONS = [
     doc: 'Sampling seed, an unsigned 32-bit number; -1 (or 4294967295): random.',
   }),
   row<LogitBiasOption>()('logit_bias', {
+    sizeDoc: '≤ 65536 entries; bias in [-100, 100], false or -Infinity; text keys ≤ 256 chars',
     kind: 'custom',
     group: 'sampling',
     check: checkLogitBias,
@@ -671,6 +679,7 @@ export const OPTIONS = [
     doc: 'Tokens the truncating samplers always keep.',
   }),
   row<string[] | string>()('samplers', {
+    sizeDoc: '≤ 64 names, or ≤ 64 letters',
     kind: 'custom',
     group: 'sampling',
     check: checkSamplers,
@@ -692,6 +701,7 @@ export const OPTIONS = [
     doc: 'A GBNF grammar the output must follow.',
   }),
   row<unknown>()('json_schema', {
+    sizeDoc: 'object, or ≤ 2^20 chars of JSON',
     kind: 'custom',
     group: 'grammar',
     check: checkSchema,
@@ -707,6 +717,7 @@ export const OPTIONS = [
     doc: 'Lazy grammars (started by triggers) are not supported: true is an error.',
   }),
   row<GrammarTrigger[]>()('grammar_triggers', {
+    sizeDoc: '≤ 1000 triggers',
     kind: 'custom',
     group: 'grammar',
     check: checkArray(1000, 'triggers'),
@@ -949,4 +960,46 @@ export function optionsFromRequest(body: Readonly<Record<string, unknown>>): Rec
 /** Is this a sampling error (a bad option value found while building the chain)? */
 export function isOptionFailure(e: unknown): e is OptionError | SamplingError {
   return e instanceof OptionError || e instanceof SamplingError;
+}
+
+// ---- the reference in README.md ----
+
+function rangeCell(s: OptionSpec): string {
+  switch (s.kind) {
+    case 'number':
+    case 'integer':
+      return `${s.kind === 'integer' ? 'integer ' : ''}${rangeText(s)}`;
+    case 'boolean':
+      return 'true / false';
+    case 'enum':
+      return s.values!.map((v) => JSON.stringify(v)).join(', ');
+    case 'string':
+      return `≤ ${s.size} chars`;
+    case 'strings':
+      return `≤ ${s.size} strings of ≤ ${s.itemSize} chars`;
+    case 'object':
+      return `object, ≤ ${s.size} keys`;
+    case 'custom':
+      return s.sizeDoc ?? '';
+  }
+}
+
+/** The option table as README.md shows it (a test keeps the two the same). */
+export function optionsMarkdown(): string {
+  const esc = (t: string) => t.replace(/\|/g, '\\|');
+  const lines = [
+    '| option (aliases) | range / size | default | llama.cpp | OpenAI / llama-server | what it does |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const s of OPTIONS as readonly OptionSpec[]) {
+    const name = `\`${s.name}\`${s.aliases?.length ? ` (${s.aliases.map((a) => `\`${a}\``).join(', ')})` : ''}`;
+    const def = s.default === undefined ? '' : `\`${JSON.stringify(s.default)}\``;
+    const http = s.libraryOnly
+      ? 'library only'
+      : [...new Set([...(s.openai ?? []), ...(s.server ? [s.server] : [])])].map((n) => `\`${n}\``).join(', ');
+    const flag = s.llamaCpp ? `\`${s.llamaCpp}\`` : '';
+    const doc = `${s.extension ? '(llama-ts) ' : ''}${s.doc}`;
+    lines.push(`| ${name} | ${esc(rangeCell(s))} | ${esc(def)} | ${flag} | ${http} | ${esc(doc)} |`);
+  }
+  return lines.join('\n');
 }

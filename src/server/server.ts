@@ -459,7 +459,8 @@ export class LlamaServer {
       ],
       usage: oa.usage(r),
       timings: oa.timings(r),
-      ...(r.truncated ? { truncated: true } : {}),
+      // llama-server's return_tokens: the generated ids
+      ...(r.tokens ? { tokens: r.tokens } : {}),
     });
   }
 
