@@ -35,8 +35,8 @@ function flagName(s: OptionSpec): string {
 function flagHelp(): string {
   return FLAG_ROWS.map((s) => {
     const d = s.default === undefined ? '' : ` (default ${JSON.stringify(s.default)})`;
-    const arg = s.kind === 'boolean' ? '' : ' V';
-    return `      ${`${s.llamaCpp}${arg}`.padEnd(26)}${s.doc}${d}`;
+    const arg = s.kind === 'boolean' ? '' : s.kind === 'strings' ? ' V…' : ' V';
+    return `      ${`${s.llamaCpp}${arg}`.padEnd(26)} ${s.doc}${d}`;
   }).join('\n');
 }
 
@@ -85,6 +85,8 @@ function samplingFlags(values: Record<string, unknown>): Record<string, unknown>
     let v: unknown = raw;
     if (s.kind === 'number' || s.kind === 'integer' || s.kind === 'enum') {
       v = (raw as string).trim() === '' ? Number.NaN : Number(raw);
+    } else if (s.kind === 'strings') {
+      v = raw;
     } else if (s.name === 'samplers') {
       v = (raw as string).includes(';') ? (raw as string).split(';') : raw;
     }
@@ -197,8 +199,12 @@ export async function runCommand(argv: string[]): Promise<number> {
 }
 
 function parse(argv: string[]) {
-  const flags: Record<string, { type: 'string' | 'boolean' }> = {};
-  for (const s of FLAG_ROWS) flags[flagName(s)] = { type: s.kind === 'boolean' ? 'boolean' : 'string' };
+  const flags: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
+  for (const s of FLAG_ROWS) {
+    // a list (--dry-sequence-breaker) is given once per item, as llama.cpp takes it
+    flags[flagName(s)] =
+      s.kind === 'boolean' ? { type: 'boolean' } : { type: 'string', multiple: s.kind === 'strings' };
+  }
   return parseArgs({
     args: argv,
     allowPositionals: true,
