@@ -78,7 +78,11 @@ describe('entry points', () => {
          const r: llama.LlamaCompletionResult = await ctx.completion({ prompt: 'hi', stop: ['\\n'] }, (t) => void t.token);
          const e: llama.EmbeddingResult = await ctx.embedding('x', { embd_normalize: -1 });
          const chat: string = ctx.getFormattedChat([{ role: 'user', text: 'hi' }]);
-         return r.text + e.embedding.length + chat + ctx.getModelInfo().desc;
+         const on: boolean = await ctx.parallel.enable({ n_parallel: 2 });
+         const q = await ctx.parallel.completion({ prompt: 'hi', seed: 1 }, (id: number, t) => void (id + t.token));
+         const pr: llama.LlamaParallelCompletionResult = await q.promise;
+         const st: llama.ParallelStatus = ctx.parallel.getStatus();
+         return r.text + e.embedding.length + chat + ctx.getModelInfo().desc + on + pr.requestId + st.n_parallel;
        }
        void main;`,
     );
