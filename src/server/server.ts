@@ -22,6 +22,7 @@ import {
 } from '../api/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
+import { architecture } from '../model/index.js';
 import { ApiError, createHttpServer, errorBody, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
 import * as oa from './openai.js';
@@ -78,12 +79,17 @@ function apiError(e: unknown): unknown {
   return e;
 }
 
-/** The model's training context, from the GGUF header (0 when it does not say). */
-function trainingContext(path: string): { nCtxTrain: number; generative: boolean } {
+/** From the GGUF header: the training context (0 when it does not say) and whether the model generates. */
+function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
   const f = openGGUF(path);
   try {
     const arch = f.architecture;
-    return { nCtxTrain: f.getInt(`${arch}.context_length`, 0), generative: arch !== 'bert' };
+    // an unsupported architecture is left for loadModel to report (ERR_MODEL)
+    let generative = true;
+    try {
+      generative = architecture(arch, path).usesKVCache;
+    } catch {}
+    return { nCtxTrain: f.getInt(`${arch}.context_length`, 0), generative };
   } finally {
     f.close();
   }
@@ -122,7 +128,7 @@ export class LlamaServer {
       throw new Error('the API key must not be empty (leave it out to serve without a key)');
     }
     const parallel = opts.parallel ?? 4;
-    const { nCtxTrain, generative } = trainingContext(opts.model);
+    const { nCtxTrain, generative } = modelFacts(opts.model);
     const train = nCtxTrain || 4096;
     const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
     const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
