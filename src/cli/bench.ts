@@ -5,7 +5,16 @@
 import { parseArgs } from 'node:util';
 import { Context, Model } from '../model/index.js';
 import { Mt19937 } from '../sampling/index.js';
-import { intOption, pickDevices, reportError, SHARED_HELP, threadsOption, UsageError, usageError } from './options.js';
+import {
+  commandOptions,
+  intOption,
+  pickDevices,
+  reportError,
+  SHARED_HELP,
+  threadsOption,
+  UsageError,
+  usageError,
+} from './options.js';
 
 const HELP = `usage: llama-ts bench -m MODEL.gguf [options]
 
@@ -162,16 +171,11 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      model: { type: 'string', short: 'm' },
+    options: commandOptions(['model', 'threads', 'batch-size', 'device', 'help'], {
       'n-prompt': { type: 'string', short: 'p' },
       'n-gen': { type: 'string', short: 'n' },
-      threads: { type: 'string', short: 't' },
       repetitions: { type: 'string', short: 'r' },
-      'batch-size': { type: 'string', short: 'b' },
       output: { type: 'string', short: 'o' },
-      device: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
   });
 }

@@ -8,7 +8,7 @@ import { loadModel } from '../api/index.js';
 import type { ChatMessage } from '../api/types.js';
 import { resolveModelArg } from '../download/index.js';
 import { openGGUF } from '../gguf/index.js';
-import { intOption, normalizeArgv, SHARED_HELP, threadsOption, UsageError } from './options.js';
+import { commandOptions, intOption, normalizeArgv, SHARED_HELP, threadsOption, UsageError } from './options.js';
 
 const HELP = `usage: llama-ts chat [-m FILE.gguf | -hf REPO[:QUANT]] [options]
 
@@ -32,19 +32,13 @@ function options(argv: string[]) {
   const args = normalizeArgv(argv);
   return parseArgs({
     args,
-    options: {
-      model: { type: 'string', short: 'm' },
-      'hf-repo': { type: 'string' },
-      'cache-dir': { type: 'string' },
+    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'help'], {
       system: { type: 'string', short: 's' },
       'n-predict': { type: 'string', short: 'n' },
-      'ctx-size': { type: 'string', short: 'c' },
-      threads: { type: 'string', short: 't' },
       temp: { type: 'string' },
       seed: { type: 'string' },
       'chat-template': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
     strict: true,
   }).values;
 }

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { Context, l2Normalize, Model, type PoolingType } from '../model/index.js';
 import {
   CliError,
+  commandOptions,
   intOption,
   pickDevices,
   reportError,
@@ -85,15 +86,10 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      model: { type: 'string', short: 'm' },
+    options: commandOptions(['model', 'threads', 'ctx-size', 'device', 'help'], {
       prompt: { type: 'string', short: 'p' },
       pooling: { type: 'string' },
       'no-normalize': { type: 'boolean' },
-      threads: { type: 'string', short: 't' },
-      'ctx-size': { type: 'string', short: 'c' },
-      device: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
   });
 }

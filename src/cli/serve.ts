@@ -5,9 +5,11 @@ import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer } from '../server/index.js';
 import {
+  commandOptions,
   DEFAULT_THREADS,
   deviceOption,
   intOption,
+  normalizeArgv,
   reportError,
   threadsOption,
   UsageError,
@@ -52,7 +54,7 @@ const RANK: Record<string, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 export async function serveCommand(argv: string[]): Promise<number> {
   // llama.cpp's two-letter short options
-  argv = argv.map((a) => (a === '-hf' ? '--hf-repo' : a === '-np' ? '--parallel' : a));
+  argv = normalizeArgv(argv);
   let o: ReturnType<typeof parse>['values'];
   let port: number;
   let parallel: number;
@@ -177,16 +179,10 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      model: { type: 'string', short: 'm' },
-      'hf-repo': { type: 'string' },
+    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'help'], {
       host: { type: 'string' },
       port: { type: 'string' },
       parallel: { type: 'string' },
-      'ctx-size': { type: 'string', short: 'c' },
-      'batch-size': { type: 'string', short: 'b' },
-      threads: { type: 'string', short: 't' },
-      device: { type: 'string' },
       'api-key': { type: 'string' },
       cors: { type: 'string' },
       queue: { type: 'string' },
@@ -198,9 +194,7 @@ function parse(argv: string[]) {
       embeddings: { type: 'boolean' },
       'no-context-shift': { type: 'boolean' },
       'chat-template': { type: 'string' },
-      'cache-dir': { type: 'string' },
       'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
   });
 }
