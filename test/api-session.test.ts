@@ -101,6 +101,14 @@ describe('sessions', () => {
     assert.deepEqual([...first.tokens!, ...cont.tokens!], whole.tokens);
   });
 
+  test('a save asked for while a completion runs waits for it (operations keep their order)', async () => {
+    const running = a.completion({ prompt: 'The dog', n_predict: 12, temperature: 0, return_tokens: true });
+    await a.saveSession(file);
+    const r = await running;
+    const loaded = await b.loadSession(file);
+    assert.equal(loaded.tokens_loaded, r.tokens_evaluated + 11);
+  });
+
   test('a loaded session seeds a sampled continuation exactly as the saving context would', async () => {
     const s1 = await a.completion({ prompt: PROMPT, n_predict: 10, temperature: 0.9, seed: 42 });
     await a.saveSession(file);

@@ -440,9 +440,18 @@ export class EngineContext {
       return Promise.reject(asLlamaError(e));
     }
     this.completing = true;
-    return this.generate(b, o, hooks, id).finally(() => {
+    return this.inOrder(() => this.generate(b, o, hooks, id)).finally(() => {
       this.completing = false;
     });
+  }
+
+  /** completion() and session operations run in the order they were asked for. */
+  private order: Promise<unknown> = Promise.resolve();
+
+  private inOrder<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.order.then(fn);
+    this.order = run.catch(() => {});
+    return run;
   }
 
   // ---- parallel mode (llama.node's ctx.parallel) ----
@@ -599,13 +608,13 @@ export class EngineContext {
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
-    return b
-      .exclusive(() =>
+    return this.inOrder(() =>
+      b.exclusive(() =>
         this.engine.compute(() => saveSession(path, this.ctx, b.sequence(0).tokens, this.shared.identity)),
-      )
-      .catch((e) => {
-        throw asLlamaError(e);
-      });
+      ),
+    ).catch((e) => {
+      throw asLlamaError(e);
+    });
   }
 
   loadSession(path: string): Promise<SessionLoadResult> {
@@ -616,8 +625,8 @@ export class EngineContext {
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
-    return b
-      .exclusive(async () => {
+    return this.inOrder(() =>
+      b.exclusive(async () => {
         const seq = b.sequence(0);
         try {
           // a session holds sequence 0 alone: the other slots' caches go
@@ -633,10 +642,10 @@ export class EngineContext {
           tokens_loaded: seq.tokens.length,
           prompt: this.vocab.decode(seq.tokens, { renderSpecial: true }),
         };
-      })
-      .catch((e) => {
-        throw asLlamaError(e);
-      });
+      }),
+    ).catch((e) => {
+      throw asLlamaError(e);
+    });
   }
 
   /** Frees the context once running operations end (running completions are stopped). */
