@@ -14,6 +14,8 @@ export interface Architecture {
   readonly usesKVCache: boolean;
   /** RoPE mode of its keys (for re-rotating shifted cache cells); absent without RoPE. */
   readonly ropeMode?: number;
+  /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
+  readonly ropeWholeHead?: boolean;
   /** Adjust or complete the shared hyper-parameters from architecture-specific keys. */
   hparams?(hp: HParams, file: GGUFFile): HParams;
   /** The tensors it reads, with their expected shapes. */

@@ -52,6 +52,7 @@ export const llama: Architecture = {
   name: 'llama',
   usesKVCache: true,
   ropeMode: RopeMode.NORMAL,
+  ropeWholeHead: true,
 
   tensors(hp, t) {
     decoderTensors(hp, t);
