@@ -5,7 +5,8 @@
 // Guards the race behind NaN logits on one-K/V-head models (issue 13): steps that share a
 // phase run on different workers at once, and each node's scratch slots used to be spaced
 // by the node's own need, so SET_ROWS of a narrow V row on worker 1 wrote into ROPE's
-// cos/sin table on worker 0. Whether the two meet depends on timing, hence the repetitions.
+// cos/sin table on worker 0. Whether the two meet depends on timing, hence the repetitions;
+// the first test checks the encoded job itself, which needs no luck.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
