@@ -142,9 +142,17 @@ export function jsonSchemaToGrammar(schema: unknown, opts: JsonSchemaOptions = {
   return text;
 }
 
+/** Schemas nested deeper than this are refused (the converter recurses once per level). */
+const MAX_NESTING = 256;
+
 class Converter {
   private readonly rules = new Map<string, string>([['space', SPACE_RULE]]);
   private readonly resolving = new Set<string>();
+  /** Per base name: the first i with `${base}${i}` possibly free (names are never removed). */
+  private readonly probe = new Map<string, number>();
+  /** `${base}\0${body}` → the smallest i whose rule `${base}${i}` has that body. */
+  private readonly sameBody = new Map<string, number>();
+  private depth = 0;
 
   constructor(
     private readonly top: Json,
@@ -156,20 +164,38 @@ class Converter {
     return ['root', ...names].map((n) => `${n} ::= ${this.rules.get(n)}\n`).join('');
   }
 
+  /**
+   * A rule named after `name` with this body: `name` itself when free or holding the same
+   * body, else llama.cpp's choice, the first `name0`, `name1`, … that is free or holds the
+   * same body. Found without trying each suffix in turn (hostile schemas give thousands of
+   * properties whose names clean to the same rule name).
+   */
   private addRule(name: string, body: string): string {
     const base = name.replace(/[^a-zA-Z0-9-]+/g, '-') || 'rule';
     const existing = this.rules.get(base);
     if (existing === undefined || existing === body) {
-      this.rules.set(base, body);
+      if (existing === undefined) this.setRule(base, body);
       return base;
     }
-    for (let i = 0; ; i++) {
-      const key = `${base}${i}`;
-      const e = this.rules.get(key);
-      if (e === undefined || e === body) {
-        this.rules.set(key, body);
-        return key;
-      }
+    let free = this.probe.get(base) ?? 0;
+    while (this.rules.has(`${base}${free}`)) free++;
+    this.probe.set(base, free);
+    const same = this.sameBody.get(`${base}\0${body}`);
+    if (same !== undefined && same < free) return `${base}${same}`;
+    const key = `${base}${free}`;
+    this.setRule(key, body);
+    return key;
+  }
+
+  private setRule(key: string, body: string): void {
+    this.rules.set(key, body);
+    // index the key under every (base, number) it can be read as: 'a10' is a + 10 and a1 + 0
+    for (let d = key.length - 1; d >= 0 && key.charCodeAt(d) >= 0x30 && key.charCodeAt(d) <= 0x39; d--) {
+      if (key.charCodeAt(d) === 0x30 && d < key.length - 1) continue; // no leading zeros
+      const k = `${key.slice(0, d)}\0${body}`;
+      const i = Number(key.slice(d));
+      const prev = this.sameBody.get(k);
+      if (prev === undefined || i < prev) this.sameBody.set(k, i);
     }
   }
 
@@ -201,6 +227,17 @@ class Converter {
   }
 
   visit(schema: Json, name: string, ptr: string): string {
+    if (this.depth >= MAX_NESTING)
+      throw new SchemaError(ptr, `the schema is nested more than ${MAX_NESTING} levels deep`);
+    this.depth++;
+    try {
+      return this.visitNode(schema, name, ptr);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private visitNode(schema: Json, name: string, ptr: string): string {
     if (schema === true) schema = {};
     if (schema === false) throw new SchemaError(ptr, 'the schema `false` matches nothing');
     if (!isObject(schema)) throw new SchemaError(ptr, 'a schema must be an object or a boolean');
@@ -432,17 +469,22 @@ class Converter {
     let rule = '"{" space ';
     rule += req.map((p) => kv.get(p)!).join(' "," space ');
     if (opt.length > 0) {
-      // every choice of which optional property comes first; those after it chain as `( "," kv )?`
-      const chain = (ks: string[], firstOptional: boolean): string => {
-        const k = ks[0]!;
+      // llama.cpp's shape: one alternative per choice of the first optional property
+      // present, then `<k>-rest` rules chaining the later ones as `( "," kv )?`. Each rest
+      // rule is built once, from the last one back (the order llama.cpp adds them in, so
+      // names match); llama.cpp rebuilds every chain for every alternative (cubic).
+      const piece = (k: string, optional: boolean): string => {
         const kvRule = kv.get(k)!;
         const comma = `( "," space ${kvRule} )`;
-        let res = firstOptional ? comma + (k === ANY ? '*' : '?') : kvRule + (k === ANY ? ` ${comma}*` : '');
-        if (ks.length > 1)
-          res += ` ${this.addRule(sub(`${k === ANY ? '*' : k || 'empty'}-rest`), chain(ks.slice(1), true))}`;
-        return res;
+        return optional ? comma + (k === ANY ? '*' : '?') : kvRule + (k === ANY ? ` ${comma}*` : '');
       };
-      const alts = opt.map((_, i) => chain(opt.slice(i), false));
+      const restName = (k: string) => sub(`${k === ANY ? '*' : k || 'empty'}-rest`);
+      const rest: string[] = []; // rest[i]: the rule for what may follow opt[i]
+      for (let i = opt.length - 2; i >= 0; i--) {
+        const body = piece(opt[i + 1]!, true) + (i + 2 < opt.length ? ` ${rest[i + 1]}` : '');
+        rest[i] = this.addRule(restName(opt[i]!), body);
+      }
+      const alts = opt.map((k, i) => piece(k, false) + (i + 1 < opt.length ? ` ${rest[i]}` : ''));
       rule += req.length > 0 ? ` ( "," space ( ${alts.join(' | ')} ) )?` : `( ${alts.join(' | ')} )?`;
     }
     return `${rule} "}" space`;
@@ -469,19 +511,28 @@ class Converter {
     }
     const char = this.addPrimitive('char', PRIMITIVES.char!);
     const classChar = (c: string) => (/[\\\]\-^"]/.test(c) ? `\\${c}` : c);
-    // strings that continue from this node without spelling a name
-    const visit = (node: Node): string => {
+    // strings that continue from a node without spelling a name, children first (with an
+    // explicit stack: names may be long)
+    const done = new Map<Node, string>();
+    const todo: [Node, boolean][] = [[root, false]];
+    while (todo.length > 0) {
+      const [node, expanded] = todo.pop()!;
+      if (!expanded) {
+        todo.push([node, true]);
+        for (const child of node.children.values()) todo.push([child, false]);
+        continue;
+      }
       const alts: string[] = [];
       for (const [c, child] of node.children) {
-        const rest = visit(child);
-        alts.push(`[${classChar(c)}] (${rest})${child.end ? '' : '?'}`);
+        alts.push(`[${classChar(c)}] (${done.get(child)!})${child.end ? '' : '?'}`);
+        done.delete(child);
       }
       const others = [...node.children.keys()].map(classChar).join('');
       alts.push(`[^"\\\\\\x7F\\x00-\\x1F${others}] ${char}*`);
-      return alts.join(' | ');
-    };
+      done.set(node, alts.join(' | '));
+    }
     // at the root: the empty string is a valid key unless it is a name
-    const body = visit(root);
+    const body = done.get(root)!;
     return `"\\"" ( ${body} )${root.end ? '' : '?'} "\\"" space`;
   }
 

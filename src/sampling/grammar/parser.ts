@@ -14,6 +14,8 @@ import { checkGrammar, El, type Element, Grammar, GrammarError } from './rules.j
 
 /** Repetitions (and their product when nested) are capped, as in llama.cpp. */
 const MAX_REPETITION = 2000;
+/** Groups nested deeper than this are refused (the parser recurses once per level). */
+export const MAX_GROUP_NESTING = 1000;
 
 /** What the parser needs to turn `<token text>` into an id. */
 export interface TokenResolver {
@@ -42,6 +44,8 @@ class Parser {
   private readonly rules: (Element[] | undefined)[] = [];
   private readonly defined: number[] = []; // text index of each rule's definition
   private readonly firstRef: number[] = []; // text index of each symbol's first reference
+  private nGenerated = 0; // rules made by groups and repetitions (see `sequence`)
+  private depth = 0; // groups open
   private readonly n: number;
 
   constructor(
@@ -61,12 +65,9 @@ class Parser {
     }
     const root = this.ids.get(rootName);
     if (root === undefined) throw new GrammarError(`grammar does not contain a '${rootName}' rule`, 1, 1);
-    const g = new Grammar(
-      this.rules as Element[][],
-      this.names,
-      root,
-      this.defined.map((at) => this.lineCol(at)),
-    );
+    // positions are worked out only for a message (one scan each): computing every rule's
+    // up front made parsing quadratic in the number of rules
+    const g = new Grammar(this.rules as Element[][], this.names, root, (r) => this.lineCol(this.defined[r] ?? 0));
     checkGrammar(g);
     return g;
   }
@@ -120,6 +121,7 @@ class Parser {
 
   private generated(base: string, at: number): number {
     const id = this.names.length;
+    this.nGenerated++;
     const name = `${base}_${id}`;
     this.ids.set(name, id);
     this.names.push(name);
@@ -351,10 +353,18 @@ class Parser {
       } else if (c === 0x28) {
         // ( group )
         i = this.space(i + 1, true);
-        const before = this.names.length;
+        // llama.cpp counts every symbol first seen inside the group, referenced ones too,
+        // so whether a grammar parses depends on the order its rules are written in (a
+        // group of 1,000 alternatives referring to rules defined below it was refused);
+        // only the rules the group generates are counted here
+        const before = this.nGenerated;
         const sub = this.generated(ruleName, at);
+        if (++this.depth > MAX_GROUP_NESTING) {
+          throw this.error(`groups nested more than ${MAX_GROUP_NESTING} levels deep`, at);
+        }
         i = this.alternates(i, ruleName, sub, true);
-        nPrevRules = Math.max(1, this.names.length - before);
+        this.depth--;
+        nPrevRules = Math.max(1, this.nGenerated - before);
         lastSymStart = rule.length;
         rule.push({ type: El.RULE_REF, value: sub });
         if (s.charCodeAt(i) !== 0x29)
