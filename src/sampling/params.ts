@@ -11,7 +11,13 @@ import { SamplerChain } from './chain.js';
 import { DistSampler } from './dist.js';
 import { type DryOptions, DrySampler, type DryVocab, dryBreakersFromStrings } from './dry.js';
 import { SamplingError } from './errors.js';
-import { GrammarSampler, type GrammarVocab } from './grammar/index.js';
+import {
+  type CompiledGrammar,
+  compileGrammar,
+  GrammarSampler,
+  type GrammarSource,
+  type GrammarVocab,
+} from './grammar/index.js';
 import { type LogitBias, LogitBiasSampler } from './logit-bias.js';
 import { MinPSampler } from './min-p.js';
 import { MirostatSampler } from './mirostat.js';
@@ -437,16 +443,25 @@ export function resolveSamplingParams(params: SamplingParams = {}, vocab?: Sampl
   };
 }
 
-function grammarSampler(r: ResolvedSamplingParams, vocab: SamplingVocab | undefined): GrammarSampler | undefined {
-  const option = r.grammar !== '' ? 'grammar' : 'json_schema';
-  const value = r.grammar !== '' ? r.grammar : r.json_schema;
-  if (r.grammar === '' && r.json_schema === undefined) return undefined;
+/** The grammar or JSON schema checked options ask for, as compileGrammar takes it (undefined: none). */
+export function grammarSource(r: ResolvedSamplingParams): GrammarSource | undefined {
+  if (r.grammar !== '') return { grammar: r.grammar };
+  if (r.json_schema !== undefined) return { jsonSchema: r.json_schema };
+  return undefined;
+}
+
+function grammarSampler(
+  r: ResolvedSamplingParams,
+  vocab: SamplingVocab | undefined,
+  compiled: CompiledGrammar | undefined,
+): GrammarSampler | undefined {
+  const source = grammarSource(r);
+  if (!source) return undefined;
+  const option = 'grammar' in source ? 'grammar' : 'json_schema';
+  const value = 'grammar' in source ? source.grammar : source.jsonSchema;
   if (!vocab) throw new SamplingError(option, value, 'a grammar needs a vocabulary');
   try {
-    if (r.grammar !== '') return new GrammarSampler(r.grammar, vocab);
-    let schema = r.json_schema;
-    if (typeof schema === 'string') schema = JSON.parse(schema);
-    return GrammarSampler.fromJsonSchema(schema, vocab);
+    return GrammarSampler.fromCompiled(compiled ?? compileGrammar(source), vocab);
   } catch (e) {
     throw new SamplingError(option, value, (e as Error).message, { cause: e });
   }
@@ -537,10 +552,17 @@ export class SamplingChain extends SamplerChain {
 /**
  * A sampling chain from llama.node-style options, with llama.cpp's defaults and order.
  * `vocab` is needed for grammars, JSON schemas, DRY, ignore_eos and text in logit_bias.
- * Throws SamplingError for a bad option.
+ * `compiled`: the options' grammar or JSON schema already compiled (compileGrammar on the
+ * untrusted-work worker, see grammarSource); without it they are compiled here, on this
+ * thread. Throws SamplingError for a bad option (a grammar no token sequence can satisfy
+ * included).
  */
-export function createSamplingChain(params: SamplingParams = {}, vocab?: SamplingVocab): SamplingChain {
+export function createSamplingChain(
+  params: SamplingParams = {},
+  vocab?: SamplingVocab,
+  compiled?: CompiledGrammar,
+): SamplingChain {
   const r = resolveSamplingParams(params, vocab);
-  const grammar = grammarSampler(r, vocab);
+  const grammar = grammarSampler(r, vocab, compiled);
   return new SamplingChain(r, buildSteps(r, vocab), grammar);
 }

@@ -123,6 +123,17 @@ export function gbnfLiteral(text: string): string {
  * the JSON texts the converter can guarantee valid. Throws SchemaError.
  */
 export function jsonSchemaToGrammar(schema: unknown, opts: JsonSchemaOptions = {}): string {
+  const text = convertJsonSchema(schema, opts);
+  try {
+    parseGrammar(text);
+  } catch (e) {
+    throw unusableGrammar(e);
+  }
+  return text;
+}
+
+/** jsonSchemaToGrammar without parsing the result (for callers that parse it themselves: see unusableGrammar). */
+export function convertJsonSchema(schema: unknown, opts: JsonSchemaOptions = {}): string {
   if (typeof schema === 'string') {
     try {
       schema = JSON.parse(schema);
@@ -132,14 +143,12 @@ export function jsonSchemaToGrammar(schema: unknown, opts: JsonSchemaOptions = {
   }
   const c = new Converter(schema as Json, opts);
   c.visit(schema as Json, '', '#');
-  const text = c.format();
-  try {
-    parseGrammar(text);
-  } catch (e) {
-    if (e instanceof GrammarError) throw new SchemaError('#', `the schema gives an unusable grammar: ${e.message}`);
-    throw e;
-  }
-  return text;
+  return c.format();
+}
+
+/** A parse error of a converted schema, as the schema's error. */
+export function unusableGrammar(e: unknown): unknown {
+  return e instanceof GrammarError ? new SchemaError('#', `the schema gives an unusable grammar: ${e.message}`) : e;
 }
 
 /** Schemas nested deeper than this are refused (the converter recurses once per level). */
@@ -284,6 +293,8 @@ class Converter {
       return this.addRule(ruleName, this.objectRule(s, name, ptr));
     }
     if ((type === undefined || type === 'object' || type === 'string') && 'allOf' in s) {
+      const merged = this.mergedAllOf(s, ptr);
+      if (merged) return this.visit(merged, name, ptr);
       return this.addRule(ruleName, this.allOfRule(s, name, ptr));
     }
     if ((type === undefined || type === 'array') && ('items' in s || 'prefixItems' in s)) {
@@ -380,6 +391,54 @@ class Converter {
     return this.buildObject(entries, required, name, s.additionalProperties, childPointer(ptr, 'additionalProperties'));
   }
 
+  /**
+   * allOf's types must agree: a value cannot be a string and an integer (llama.cpp turns
+   * such a schema into `{}`). When no part has properties, enums or references, the parts'
+   * keywords are merged into one schema (undefined otherwise: objects are merged by
+   * allOfRule). Throws SchemaError for parts that cannot all hold.
+   */
+  private mergedAllOf(s: Schema, ptr: string): Schema | undefined {
+    const parts = this.list(s, 'allOf', ptr);
+    let types = typeSet(s.type);
+    parts.forEach((p, i) => {
+      let part = p;
+      if (isObject(p) && typeof p.$ref === 'string') {
+        this.resolveRef(p.$ref, childPointer(ptr, 'allOf', i, '$ref'));
+        part = this.lookup(p.$ref);
+      }
+      if (!isObject(part)) return;
+      const t = typeSet(part.type);
+      if (t) types = types ? intersectTypes(types, t) : t;
+    });
+    if (types && types.size === 0) {
+      const named = parts.map((p) => (isObject(p) && p.type !== undefined ? JSON.stringify(p.type) : 'any'));
+      throw new SchemaError(
+        childPointer(ptr, 'allOf'),
+        `no value can have every type the schemas require (${named.join(', ')}): the schema matches nothing`,
+      );
+    }
+    const plain = parts.every(
+      (p) => isObject(p) && !['properties', 'enum', 'const', '$ref', 'anyOf', 'oneOf', 'allOf'].some((k) => k in p),
+    );
+    if (!plain || types?.has('object')) return undefined;
+    const merged: Schema = {};
+    const take = (k: string, v: Json, at: string) => {
+      if (k in merged && JSON.stringify(merged[k]) !== JSON.stringify(v)) {
+        throw new SchemaError(
+          at,
+          `allOf: '${k}' differs between the schemas (merging different values is not supported)`,
+        );
+      }
+      merged[k] = v;
+    };
+    for (const [k, v] of Object.entries(s)) if (k !== 'allOf' && k !== 'type') take(k, v, childPointer(ptr, k));
+    parts.forEach((p, i) => {
+      for (const [k, v] of Object.entries(p as Schema)) if (k !== 'type') take(k, v, childPointer(ptr, 'allOf', i, k));
+    });
+    if (types) merged.type = types.size === 1 ? [...types][0]! : [...types];
+    return merged;
+  }
+
   private allOfRule(s: Schema, name: string, ptr: string): string {
     const required = new Set<string>();
     const props: [string, Json, string][] = [];
@@ -413,6 +472,12 @@ class Converter {
     if (enumCounts.size > 0) {
       const common = [...enumCounts].filter(([, n]) => n === parts.length).map(([lit]) => lit);
       if (common.length > 0) return `(${common.join(' | ')}) space`;
+      if (props.length === 0) {
+        throw new SchemaError(
+          childPointer(ptr, 'allOf'),
+          'the enums have no value in common: the schema matches nothing',
+        );
+      }
     }
     return this.buildObject(props, required, name, undefined, ptr);
   }
@@ -607,6 +672,20 @@ class Converter {
     }
     return [min, max];
   }
+}
+
+/** A `type` keyword as a set of type names (undefined when absent or not a type). */
+function typeSet(t: Json | undefined): Set<string> | undefined {
+  if (typeof t === 'string') return new Set([t]);
+  if (Array.isArray(t) && t.every((x) => typeof x === 'string')) return new Set(t as string[]);
+  return undefined;
+}
+
+/** Types both sets allow (an integer is also a number). */
+function intersectTypes(a: Set<string>, b: Set<string>): Set<string> {
+  const out = new Set([...a].filter((t) => b.has(t)));
+  if ((a.has('integer') && b.has('number')) || (a.has('number') && b.has('integer'))) out.add('integer');
+  return out;
 }
 
 // ---- integer ranges as digit patterns ----

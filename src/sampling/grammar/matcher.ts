@@ -268,6 +268,21 @@ export class GrammarEngine {
     return d;
   }
 
+  /** The character class of the terminal at `pos` (shared by equal classes), or -1. */
+  terminalClass(pos: number): number {
+    return this.termClass[pos]!;
+  }
+
+  /** A class's code points as sorted disjoint ranges [lo, hi, …]. */
+  classRangesOf(c: number): Int32Array {
+    return this.classRanges[c]!;
+  }
+
+  /** Number of distinct character classes. */
+  get classCount(): number {
+    return this.classRanges.length;
+  }
+
   /** Number of interned states (grows as new parse states are met). */
   get stateCount(): number {
     return this.setStacks.length;
@@ -443,7 +458,7 @@ export class GrammarMatcher {
   /** An incomplete UTF-8 character carried from the last bytes accepted. */
   partial: PartialUtf8 = NO_PARTIAL;
 
-  constructor(grammar: Grammar | GrammarEngine) {
+  constructor(grammar: Grammar | FlatGrammar | GrammarEngine) {
     this.engine = grammar instanceof GrammarEngine ? grammar : GrammarEngine.for(grammar);
     this.state = this.engine.initial;
   }

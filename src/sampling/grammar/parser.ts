@@ -29,9 +29,25 @@ export interface ParseOptions {
   vocab?: TokenResolver;
 }
 
+/** A `<text>` token reference left for later (parseGrammarDeferred): where it was written. */
+export interface TokenRef {
+  text: string;
+  line: number;
+  column: number;
+}
+
 /** Parse GBNF text. Throws GrammarError (line:column: reason) on bad syntax, an undefined rule, a missing root or left recursion. */
 export function parseGrammar(text: string, opts: ParseOptions = {}): Grammar {
   return new Parser(text, opts.vocab).parse(opts.root ?? 'root');
+}
+
+/**
+ * Parse GBNF text without a vocabulary: each `<text>` token element gets the value -1 - k,
+ * k indexing `tokens`, for `resolveTokenRefs` to replace where the vocabulary is.
+ */
+export function parseGrammarDeferred(text: string, root = 'root'): { grammar: Grammar; tokens: TokenRef[] } {
+  const p = new Parser(text, undefined, []);
+  return { grammar: p.parse(root), tokens: p.deferred! };
 }
 
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
@@ -46,11 +62,14 @@ class Parser {
   private readonly firstRef: number[] = []; // text index of each symbol's first reference
   private nGenerated = 0; // rules made by groups and repetitions (see `sequence`)
   private depth = 0; // groups open
+  private lastPos = { at: 0, line: 1, col: 1 }; // lineCol's memo
   private readonly n: number;
 
   constructor(
     private readonly src: string,
     private readonly vocab: TokenResolver | undefined,
+    /** Token references kept as text (see parseGrammarDeferred). */
+    readonly deferred?: TokenRef[],
   ) {
     this.n = src.length;
   }
@@ -74,21 +93,20 @@ class Parser {
 
   // ---- errors and positions ----
 
+  /** [line, column] of text index `at`, scanning on from the last position asked when it is before `at`. */
   private lineCol(at: number): [number, number] {
-    let line = 1;
-    let lineStart = 0;
-    for (let k = 0; k < at && k < this.n; k++) {
-      const c = this.src.charCodeAt(k);
-      if (c === 0x0a || (c === 0x0d && this.src.charCodeAt(k + 1) !== 0x0a)) {
+    at = Math.min(at, this.n);
+    let { at: k, line, col } = this.lastPos;
+    if (at < k) [k, line, col] = [0, 1, 1];
+    const s = this.src;
+    for (; k < at; k++) {
+      const c = s.charCodeAt(k);
+      if (c === 0x0a || (c === 0x0d && s.charCodeAt(k + 1) !== 0x0a)) {
         line++;
-        lineStart = k + 1;
-      }
+        col = 1;
+      } else if (c < 0xdc00 || c > 0xdfff || col === 1) col++; // count code points, not UTF-16 units
     }
-    let col = 1;
-    for (let k = lineStart; k < at && k < this.n; k++) {
-      const c = this.src.charCodeAt(k);
-      if (c < 0xdc00 || c > 0xdfff || k === lineStart) col++; // count code points, not UTF-16 units
-    }
+    this.lastPos = { at, line, col };
     return [line, col];
   }
 
@@ -222,6 +240,11 @@ class Parser {
     if (i >= this.n) throw this.error("expecting '>' to close the token", start);
     i++;
     const text = s.slice(start, i);
+    if (this.deferred) {
+      const [line, column] = this.lineCol(start);
+      this.deferred.push({ text, line, column });
+      return [-this.deferred.length, i];
+    }
     if (!this.vocab) throw this.error(`token ${text} needs a vocabulary to resolve (or use <[id]>)`, start);
     const ids = this.vocab.encode(text, { addSpecial: false, parseSpecial: true });
     if (ids.length !== 1) throw this.error(`${text} is not a single token (it tokenizes to ${ids.length})`, start);
