@@ -10,10 +10,10 @@ export {
   resolveTokenRefs,
 } from './compile.js';
 export {
+  convertJsonSchema,
   gbnfLiteral,
   integerRange,
   type JsonSchemaOptions,
-  convertJsonSchema,
   jsonSchemaToGrammar,
   SchemaError,
   SPACE_RULE,
@@ -30,7 +30,7 @@ export {
 export type { Ranges } from './ranges.js';
 export { RegexError, regexToGbnf } from './regex.js';
 export { checkFlatGrammar, checkGrammar, El, type Element, type FlatGrammar, Grammar, GrammarError } from './rules.js';
-export { checkSatisfiable } from './satisfiable.js';
 export { GrammarSampler, type GrammarSamplerOptions, MaskCache, type TokenCandidates } from './sampler.js';
+export { checkSatisfiable } from './satisfiable.js';
 export { acceptToken, allowedTokens, type GrammarVocab, isTokenAllowed, TokenIndex } from './token-index.js';
 export { type Decoded, decodeUtf8, NO_PARTIAL, type PartialUtf8, partialRange, stringToBytes } from './utf8.js';
