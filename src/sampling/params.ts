@@ -382,19 +382,7 @@ export function resolveSamplingParams(params: SamplingParams = {}, vocab?: Sampl
   let dryBase = number('dry_base', p.dry_base, d.dry_base);
   if (dryBase < 1) dryBase = d.dry_base;
 
-  const grammar = p.grammar ?? '';
-  if (typeof grammar !== 'string') throw new SamplingError('grammar', grammar, 'must be GBNF text');
-  const schema = p.json_schema ?? undefined;
-  if (schema !== undefined && grammar !== '') {
-    throw new SamplingError('json_schema', schema, 'either json_schema or grammar can be given, not both');
-  }
-  if (boolean('grammar_lazy', p.grammar_lazy, false)) {
-    throw new SamplingError(
-      'grammar_lazy',
-      p.grammar_lazy,
-      'lazy grammars (triggered by words or tokens) are not supported',
-    );
-  }
+  const { grammar, schema } = grammarOptions(p);
 
   const bias = logitBias(p.logit_bias, vocab);
   const ignoreEos = boolean('ignore_eos', p.ignore_eos, d.ignore_eos);
@@ -443,10 +431,31 @@ export function resolveSamplingParams(params: SamplingParams = {}, vocab?: Sampl
   };
 }
 
-/** The grammar or JSON schema checked options ask for, as compileGrammar takes it (undefined: none). */
-export function grammarSource(r: ResolvedSamplingParams): GrammarSource | undefined {
-  if (r.grammar !== '') return { grammar: r.grammar };
-  if (r.json_schema !== undefined) return { jsonSchema: r.json_schema };
+function grammarOptions(p: SamplingParams): { grammar: string; schema: unknown } {
+  const grammar = p.grammar ?? '';
+  if (typeof grammar !== 'string') throw new SamplingError('grammar', grammar, 'must be GBNF text');
+  const schema = p.json_schema ?? undefined;
+  if (schema !== undefined && grammar !== '') {
+    throw new SamplingError('json_schema', schema, 'either json_schema or grammar can be given, not both');
+  }
+  if (boolean('grammar_lazy', p.grammar_lazy, false)) {
+    throw new SamplingError(
+      'grammar_lazy',
+      p.grammar_lazy,
+      'lazy grammars (triggered by words or tokens) are not supported',
+    );
+  }
+  return { grammar, schema };
+}
+
+/**
+ * The grammar or JSON schema options ask for, as compileGrammar takes it (undefined:
+ * none). Throws SamplingError for bad grammar options; checks nothing else.
+ */
+export function grammarSource(p: SamplingParams | ResolvedSamplingParams): GrammarSource | undefined {
+  const { grammar, schema } = grammarOptions(p as SamplingParams);
+  if (grammar !== '') return { grammar };
+  if (schema !== undefined) return { jsonSchema: schema };
   return undefined;
 }
 

@@ -58,7 +58,7 @@ export interface TemplateLimits {
   maxSteps?: number;
   /** Longest string the template may build, its output included, in UTF-16 units. Default 16 Mi. */
   maxOutputChars?: number;
-  /** Longest list it may build or iterate (range() included). Default 1,000,000. */
+  /** Longest list it may build or iterate (range() included). Default 100,000. */
   maxItems?: number;
   /** Polled while rendering; true stops the render (a 'limit' error saying it was stopped). */
   shouldStop?: () => boolean;
@@ -68,7 +68,7 @@ export const DEFAULT_TEMPLATE_LIMITS = {
   timeMs: 5000,
   maxSteps: 50_000_000,
   maxOutputChars: 16 * 1024 * 1024,
-  maxItems: 1_000_000,
+  maxItems: 100_000,
 } as const;
 
 /** indent and tojson widths above this are refused (a width repeats on every line). */
@@ -194,6 +194,7 @@ interface Value {
 /** The interpreter methods bounded here (private in its typings, so patched per instance). */
 interface InterpreterInternals {
   evaluate(node: unknown, env: unknown): Value;
+  evaluateBlock(statements: unknown, env: unknown): Value;
   applyFilter(operand: Value, filter: { type: string; callee?: { type: string; value?: string } }, env: unknown): Value;
   evaluateArguments(args: unknown, env: unknown): [Value[], Map<string, Value>];
 }
@@ -207,6 +208,7 @@ function boundedInterpreter(env: Environment, budget: Budget): Interpreter {
   const it = new Interpreter(env);
   const inner = it as unknown as InterpreterInternals;
   const evaluate = inner.evaluate.bind(inner);
+  const evaluateBlock = inner.evaluateBlock.bind(inner);
   const applyFilter = inner.applyFilter.bind(inner);
   const evaluateArguments = inner.evaluateArguments.bind(inner);
   let widthArgs = false;
@@ -215,6 +217,13 @@ function boundedInterpreter(env: Environment, budget: Budget): Interpreter {
     const v = evaluate(node, e);
     if (v.type === 'StringValue') budget.checkChars((v.value as string).length);
     else if (v.type === 'ArrayValue' || v.type === 'TupleValue') budget.checkItems((v.value as unknown[]).length);
+    return v;
+  };
+  // a loop runs its body through evaluateBlock, once per item, even when the body is empty
+  inner.evaluateBlock = (statements, e) => {
+    budget.step();
+    const v = evaluateBlock(statements, e);
+    budget.checkChars((v.value as string).length);
     return v;
   };
   inner.applyFilter = (operand, filter, e) => {

@@ -35,8 +35,6 @@ export type GrammarSource = { grammar: string } | { jsonSchema: unknown };
 export interface CompiledGrammar extends FlatGrammar {
   /** TOKEN / TOKEN_NOT elements with value -1 - k stand for `tokens[k]` (resolved by the vocabulary). */
   readonly tokens: readonly TokenRef[];
-  /** The GBNF text compiled (for a JSON Schema, its conversion). */
-  readonly gbnf: string;
 }
 
 /** Compile GBNF text or a JSON Schema. Throws GrammarError / SchemaError. */
@@ -79,7 +77,7 @@ export function compileGrammar(source: GrammarSource, limits: GrammarLimits = {}
   if (flat.types.length > maxElements) {
     throw new GrammarError(`the grammar has ${flat.types.length} elements; the limit is ${maxElements} (maxElements)`);
   }
-  return { ...flat, names: [...flat.names], tokens, gbnf };
+  return { ...flat, names: [...flat.names], tokens };
 }
 
 /** JSON.stringify's length, or an error for values JSON cannot hold (cycles, BigInt). */

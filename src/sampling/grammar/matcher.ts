@@ -105,7 +105,7 @@ export class GrammarEngine {
     this.termClass = new Int32Array(total).fill(-1);
     // classes are shared by their element text: a grammar of 100,000 literals has a few
     // dozen distinct characters, not a million classes
-    const classIds = new Map<string, number>();
+    const classIds = new Map<string | number, number>();
     const ascii: number[] = [];
     for (let pos = 0; pos < total; pos++) {
       const t = types[pos]!;
@@ -115,8 +115,13 @@ export class GrammarEngine {
       do q += types[q] !== El.CHAR_ANY && types[q + 1] === El.CHAR_RNG_UPPER ? 2 : 1;
       while (types[q] === El.CHAR_ALT);
       this.termNext[pos] = q;
-      let key = String(t);
-      for (let k = pos; k < q; k++) key += `,${types[k]}:${values[k]}`;
+      // one plain character (most of a literal) is keyed by its code point alone
+      let key: string | number;
+      if (t === El.CHAR && q === pos + 1) key = values[pos]!;
+      else {
+        key = String(t);
+        for (let k = pos; k < q; k++) key += `,${types[k]}:${values[k]}`;
+      }
       let id = classIds.get(key);
       if (id === undefined) {
         id = this.classRanges.length;
