@@ -53,6 +53,8 @@ export interface CompileJobOptions extends JobOptions {
 /** Default time for a template render (TemplateLimits.timeMs's default). */
 const RENDER_TIME_MS = 5000;
 const COMPILE_TIME_MS = 10_000;
+/** How long a fresh worker may take to load before its job fails. */
+const STARTUP_MS = 30_000;
 
 /** Too many jobs waiting. */
 export class UntrustedBusyError extends Error {
@@ -258,6 +260,16 @@ export class UntrustedWorker {
     }
     const p = this.running;
     if (!p || p.id !== r.id) return;
+    if ('started' in r) {
+      // the time limit runs from here (a fresh worker takes a while to load)
+      if (p.settled) return; // aborted meanwhile: its grace timer is armed
+      clearTimeout(this.hardTimer);
+      this.hardTimer = setTimeout(
+        () => this.kill(p, `took longer than ${p.timeMs} ms (timeMs)`),
+        p.timeMs + this.graceMs,
+      );
+      return;
+    }
     clearTimeout(this.hardTimer);
     this.running = undefined;
     if (r.ok) this.settle(p, r.value, true);

@@ -37,6 +37,8 @@ export interface ErrorData {
 }
 
 export type Reply =
+  /** The job has begun (its time limit counts from here, not from a cold start of the worker). */
+  | { id: number; started: true }
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: ErrorData }
   | { log: [LogLevel, string, string] };

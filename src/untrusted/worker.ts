@@ -46,6 +46,7 @@ function errorData(e: unknown): ErrorData {
 }
 
 port.on('message', (m: Request) => {
+  post({ id: m.id, started: true });
   try {
     if (m.op === 'render') {
       const shouldStop = () => Atomics.load(cancel, 0) === m.id;
