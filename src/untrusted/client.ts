@@ -341,9 +341,7 @@ export class UntrustedWorker {
       this.pump();
       return;
     }
-    this.hardTimer = setTimeout(
-      () => this.kill(p, `took longer than ${p.timeMs} ms (timeMs)`),
-      p.timeMs + this.graceMs,
-    );
+    // until the worker says the job began, only a worker that never loads is timed out
+    this.hardTimer = setTimeout(() => this.kill(p, 'never started (the worker did not load)'), STARTUP_MS);
   }
 }
