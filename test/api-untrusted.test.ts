@@ -67,6 +67,10 @@ describe('completion() with hostile chat templates', () => {
     assert.equal(r.text, '');
     assert.equal(r.tokens_evaluated, 0);
     assert.ok(performance.now() - t0 < 4000, 'settled soon after the abort');
+    // getModelInfo probes the template on this thread: within a short budget, and no throw
+    const t1 = performance.now();
+    assert.equal(ctx.getModelInfo().chatTemplates.minja.default, true);
+    assert.ok(performance.now() - t1 < 4000, 'the probes stopped at their budget');
   });
 
   test('nested loops: release() during the render ends it and frees the context', async () => {
