@@ -1,7 +1,9 @@
 // JSON Schema to GBNF, with the rules and output shape of llama.cpp's
 // json-schema-to-grammar: one rule per schema node (named after its path: `root`,
 // `name-kv`, `items-item`, `ref-defs-Thing`, ...), shared primitive rules (`string`,
-// `number`, `value`, ...), and llama.cpp's `space` rule between tokens.
+// `number`, `value`, ...), and llama.cpp's `space` rule between tokens. Objects with
+// optional properties differ in shape, not in language (see buildObject), so that the
+// grammar stays linear to build and to match.
 //
 // Supported: type (one or a list), const, enum, properties (in order) with required and
 // optional ones, additionalProperties (absent or false: no others; true or a schema),
@@ -493,7 +495,8 @@ class Converter {
 
   /**
    * `{` required properties in order, then the optional ones in order, each either present
-   * or skipped, then (with additionalProperties) any number of other keys `}`.
+   * or skipped, then (with additionalProperties) any number of other keys `}`. Rule count
+   * and text are linear in the number of properties.
    */
   private buildObject(
     props: readonly (readonly [string, Json, string])[],
@@ -534,23 +537,27 @@ class Converter {
     let rule = '"{" space ';
     rule += req.map((p) => kv.get(p)!).join(' "," space ');
     if (opt.length > 0) {
-      // llama.cpp's shape: one alternative per choice of the first optional property
-      // present, then `<k>-rest` rules chaining the later ones as `( "," kv )?`. Each rest
-      // rule is built once, from the last one back (the order llama.cpp adds them in, so
-      // names match); llama.cpp rebuilds every chain for every alternative (cubic).
-      const piece = (k: string, optional: boolean): string => {
+      // The optional properties, in order, each present or not: `<k>-from` chooses the next
+      // one present from k on, `<k>-rest` is what may follow k:
+      //   <k>-from ::= kv(k) <k>-rest | <k+1>-from      <k>-rest ::= ( "," space <k+1>-from )?
+      // (the last: kv(k), or for other keys kv(*) ( "," space kv(*) )*). llama.cpp writes the
+      // same language as one alternative per first property present, each chaining
+      // `( "," space kv )?` per later property: linear too once each chain is built once
+      // (llama.cpp rebuilds them per alternative: cubic), but then whitespace after a comma
+      // runs inside every later property's alternative, and a matcher state holds one stack
+      // per property for each whitespace character; here the choice is made at the key.
+      const name = (k: string, what: string) => sub(`${k === ANY ? 'additional' : k || 'empty'}-${what}`);
+      let from = '';
+      for (let i = opt.length - 1; i >= 0; i--) {
+        const k = opt[i]!;
         const kvRule = kv.get(k)!;
-        const comma = `( "," space ${kvRule} )`;
-        return optional ? comma + (k === ANY ? '*' : '?') : kvRule + (k === ANY ? ` ${comma}*` : '');
-      };
-      const restName = (k: string) => sub(`${k === ANY ? '*' : k || 'empty'}-rest`);
-      const rest: string[] = []; // rest[i]: the rule for what may follow opt[i]
-      for (let i = opt.length - 2; i >= 0; i--) {
-        const body = piece(opt[i + 1]!, true) + (i + 2 < opt.length ? ` ${rest[i + 1]}` : '');
-        rest[i] = this.addRule(restName(opt[i]!), body);
+        let body: string;
+        if (k === ANY) body = `${kvRule} ( "," space ${kvRule} )*`;
+        else if (i === opt.length - 1) body = kvRule;
+        else body = `${kvRule} ${this.addRule(name(k, 'rest'), `( "," space ${from} )?`)} | ${from}`;
+        from = this.addRule(name(k, 'from'), body);
       }
-      const alts = opt.map((k, i) => piece(k, false) + (i + 1 < opt.length ? ` ${rest[i]}` : ''));
-      rule += req.length > 0 ? ` ( "," space ( ${alts.join(' | ')} ) )?` : `( ${alts.join(' | ')} )?`;
+      rule += req.length > 0 ? ` ( "," space ${from} )?` : `${from}?`;
     }
     return `${rule} "}" space`;
   }

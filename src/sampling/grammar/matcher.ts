@@ -12,9 +12,10 @@
 // edge in the common case (see token-index.ts). A state with many stacks finds the ones
 // a code point matches through a CodePointDispatch (dispatch.ts) instead of testing each.
 //
-// Everything is interned for the life of the engine (one per request), so the work is
-// bounded by the number of interned stack entries: past `maxStackEntries` a step throws
-// a GrammarError rather than letting a pathological grammar take the thread's memory.
+// Stacks and states are interned for the life of the engine (one per request): past
+// `maxStackEntries` of them a step throws a GrammarError rather than letting a
+// pathological grammar take the thread's memory. The caches on top (expansions of stacks,
+// dispatches of large states) are dropped when they pass `maxCacheEntries`, and rebuilt.
 import { CodePointDispatch } from './dispatch.js';
 import { intersectRanges, normalizeRanges, subtractRanges, UNICODE_SCALARS } from './ranges.js';
 import { checkFlatGrammar, checkGrammar, El, type FlatGrammar, Grammar, GrammarError } from './rules.js';
@@ -28,7 +29,9 @@ const EMPTY = 0;
 /** States with at most this many stacks test each one (a bitmask of matches); larger ones dispatch. */
 const SMALL = 30;
 /** Default bound on stack entries interned by one engine (states × their stacks, stack nodes). */
-export const MAX_STACK_ENTRIES = 32_000_000;
+export const MAX_STACK_ENTRIES = 16_000_000;
+/** Default bound on cached entries (stack expansions, dispatch ranges) before they are dropped. */
+export const MAX_CACHE_ENTRIES = 8_000_000;
 
 /**
  * A grammar compiled for matching, with the caches every matcher of it shares (they only
@@ -67,10 +70,16 @@ export class GrammarEngine {
   /** Hash of a sorted stack list → the states with that hash. */
   private readonly setIds = new Map<number, number | number[]>();
 
-  /** Stack entries interned so far (a measure of the work and memory spent). */
+  /** Entries interned or cached so far, all told (a measure of the work done; never decreases). */
   entries = 0;
-  /** Bound on `entries`; beyond it a step throws GrammarError. */
+  /** Stack nodes and state entries interned (kept for the engine's life). */
+  retained = 0;
+  /** Cached entries now held (expansions, dispatches). */
+  cached = 0;
+  /** Bound on `retained`; beyond it a step throws GrammarError. */
   maxStackEntries = MAX_STACK_ENTRIES;
+  /** Bound on `cached`; beyond it the caches are dropped. */
+  maxCacheEntries = MAX_CACHE_ENTRIES;
 
   /** The state before any input. */
   readonly initial: number;
@@ -158,7 +167,7 @@ export class GrammarEngine {
       this.stackPos.push(pos);
       this.stackParent.push(parent);
       this.stackIds.set(key, id);
-      this.spend(1);
+      this.retain(1);
     }
     return id;
   }
@@ -193,8 +202,8 @@ export class GrammarEngine {
         for (const a of this.alts[this.values[pos]!]!) todo.push(this.isEnd(a) ? base : this.push(base, a));
       }
       cached = Int32Array.from(found);
+      this.cache(seen.size + cached.length);
       this.advanced[stack] = cached;
-      this.spend(seen.size + cached.length);
     }
     for (let k = 0; k < cached.length; k++) out.push(cached[k]!);
   }
@@ -206,13 +215,25 @@ export class GrammarEngine {
     this.advanceInto(this.isEnd(next) ? parent : this.push(parent, next), out);
   }
 
-  private spend(n: number): void {
+  private retain(n: number): void {
     this.entries += n;
-    if (this.entries > this.maxStackEntries) {
+    this.retained += n;
+    if (this.retained > this.maxStackEntries) {
       throw new GrammarError(
         `the grammar needs more than ${this.maxStackEntries} parse-stack entries to follow this text (too ambiguous)`,
       );
     }
+  }
+
+  /** Accounts for n cached entries about to be stored, dropping every cache first when they would pass the bound. */
+  private cache(n: number): void {
+    this.entries += n;
+    if (this.cached + n > this.maxCacheEntries) {
+      this.advanced.length = 0;
+      this.setDispatch.fill(undefined);
+      this.cached = 0;
+    }
+    this.cached += n;
   }
 
   /** Intern a list of stacks (duplicates allowed) as a state; DEAD when empty. */
@@ -234,7 +255,7 @@ export class GrammarEngine {
     }
     const id = this.setStacks.length;
     const own = uniq.slice();
-    this.spend(n);
+    this.retain(n);
     this.setStacks.push(own);
     let canEnd = false;
     let hasTokens = false;
@@ -266,7 +287,7 @@ export class GrammarEngine {
         ranges.push(r);
         if (r) size += r.length;
       }
-      this.spend(size);
+      this.cache(size + stacks.length);
       d = new CodePointDispatch(ranges, UNKNOWN);
       this.setDispatch[state] = d;
     }
