@@ -5,17 +5,17 @@
 // one runs is rejected with ERR_BUSY); in parallel mode N units share it. Session loads
 // and saves wait until no unit runs; embeddings use their own context.
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { deviceByName, listDevices } from '../backends/api.js';
-import type { Device } from '../backends/impl.js';
-import { ReferenceDevice } from '../backends/reference/index.js';
+import { type Device, deviceByName, listDevices } from '../backends/api.js';
 import type { ChatTemplates } from '../chat/index.js';
 import {
   Batcher,
   type BatcherStatus,
   contextMemory,
   GenerationUnit,
+  interruptedResult,
   type LlamaCompletionOptions,
   type LlamaCompletionResult,
+  type PreparedRequest,
   prepareRequest,
   type UnitHooks,
 } from '../generation/index.js';
@@ -100,7 +100,7 @@ function pickDevices(o: EngineModelOptions): Device[] {
       const d = deviceByName(name);
       if (!d) {
         const known = listDevices()
-          .filter((x) => !(x instanceof ReferenceDevice) || x.name === name)
+          .filter((x) => !x.props().caps.oracle || x.name === name)
           .map((x) => x.name);
         throw optionError('devices', o.devices, `no device '${name}' (available: ${known.join(', ')})`);
       }
@@ -239,7 +239,12 @@ export class Engine {
 interface ParallelRequest {
   unit: GenerationUnit | undefined;
   stopped: boolean;
+  /** Ends its preparation (template rendering, grammar compilation). */
+  prepare: AbortController;
 }
+
+/** How often a completion's stop flag is looked at while its template or grammar is worked on (ms). */
+const STOP_POLL_MS = 20;
 
 export interface ParallelConfig {
   /** Requests decoded together (slots); each gets n_ctx / n_parallel tokens. Default 2, at most 32. */
@@ -266,6 +271,8 @@ export class EngineContext {
   private readonly pooling: PoolingTypeOption | undefined;
   /** Called when the parallel status changes (the worker forwards it). */
   onStatus: ((s: BatcherStatus) => void) | undefined;
+  private readonly templateLimits: EngineModelOptions['template_limits'];
+  private readonly grammarLimits: EngineModelOptions['grammar_limits'];
 
   constructor(
     private readonly engine: Engine,
@@ -291,6 +298,8 @@ export class EngineContext {
       );
     }
     this.ctxShift = o.ctx_shift;
+    this.templateLimits = o.template_limits;
+    this.grammarLimits = o.grammar_limits;
     this.embdNormalize = o.embd_normalize;
     this.pooling = o.pooling_type;
     const encoder = !model.arch.usesKVCache;
@@ -409,12 +418,37 @@ export class EngineContext {
     hooks: UnitHooks,
     id?: number,
     onUnit?: (u: GenerationUnit) => void,
+    prepare = new AbortController(),
   ): Promise<LlamaCompletionResult> {
+    // the untrusted work (template, grammar) ends on a stop request or release()
+    this.preparing.add(prepare);
+    const poll = hooks.shouldStop
+      ? setInterval(() => {
+          if (hooks.shouldStop!()) prepare.abort();
+        }, STOP_POLL_MS)
+      : undefined;
     try {
-      const prepared = await prepareRequest({ vocab: this.vocab, templates: () => this.templates() }, o, {
-        nCtx: b.options.nCtxSeq,
-        ctxShift: b.options.ctxShift,
-      });
+      if (hooks.shouldStop?.()) prepare.abort();
+      let prepared: PreparedRequest;
+      try {
+        prepared = await prepareRequest(
+          {
+            vocab: this.vocab,
+            templates: () => this.templates(),
+            ...(this.templateLimits ? { templateLimits: this.templateLimits } : {}),
+            ...(this.grammarLimits ? { grammarLimits: this.grammarLimits } : {}),
+          },
+          o,
+          { nCtx: b.options.nCtxSeq, ctxShift: b.options.ctxShift },
+          prepare.signal,
+        );
+      } catch (e) {
+        if (prepare.signal.aborted) return interruptedResult();
+        throw e;
+      } finally {
+        clearInterval(poll);
+        this.preparing.delete(prepare);
+      }
       this.check();
       const unit = new GenerationUnit(prepared, this.vocab, hooks, id);
       onUnit?.(unit);
@@ -424,6 +458,9 @@ export class EngineContext {
       throw asLlamaError(e);
     }
   }
+
+  /** Requests being prepared, to end at release(). */
+  private readonly preparing = new Set<AbortController>();
 
   /** A completion; rejects with ERR_BUSY while another runs on this context. */
   completion(o: LlamaCompletionOptions, hooks: UnitHooks = {}, id?: number): Promise<LlamaCompletionResult> {
@@ -505,12 +542,19 @@ export class EngineContext {
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
-    const r: ParallelRequest = { unit: undefined, stopped: false };
+    const r: ParallelRequest = { unit: undefined, stopped: false, prepare: new AbortController() };
     this.requests.set(id, r);
-    return this.generate(b, o, hooks, id, (u) => {
-      r.unit = u;
-      if (r.stopped) u.stop();
-    }).finally(() => this.requests.delete(id));
+    return this.generate(
+      b,
+      o,
+      hooks,
+      id,
+      (u) => {
+        r.unit = u;
+        if (r.stopped) u.stop();
+      },
+      r.prepare,
+    ).finally(() => this.requests.delete(id));
   }
 
   /** Stops a parallel request (queued: it leaves the queue; running: at its next step). */
@@ -518,6 +562,7 @@ export class EngineContext {
     const r = this.requests.get(id);
     if (!r) return;
     r.stopped = true;
+    r.prepare.abort();
     if (r.unit) this.batcher?.cancel(r.unit);
   }
 
@@ -652,6 +697,7 @@ export class EngineContext {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    for (const ac of this.preparing) ac.abort();
     await this.batcher?.close();
     await this.embLock;
     this.ctx.free();

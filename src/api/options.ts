@@ -71,6 +71,18 @@ export interface EngineModelOptions {
   ctx_shift: boolean;
   chat_template?: string;
   lib_variant: LibVariant;
+  template_limits?: LlamaModelOptions['template_limits'];
+  grammar_limits?: LlamaModelOptions['grammar_limits'];
+}
+
+/** A plain object of numbers (the untrusted-work limits). */
+function limitsOption<T>(name: string, v: unknown): T | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw optionError(name, v, 'must be an object of limits');
+  for (const [k, x] of Object.entries(v)) {
+    if (typeof x !== 'number' || !(x > 0)) throw optionError(`${name}.${k}`, x, 'must be a number > 0');
+  }
+  return { ...(v as T) };
 }
 
 const IGNORED = ['use_mlock', 'use_mmap', 'flash_attn'];
@@ -120,6 +132,8 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     ctx_shift: boolOption('ctx_shift', o.ctx_shift, true),
     chat_template: stringOption('chat_template', o.chat_template),
     lib_variant: enumOption('lib_variant', o.lib_variant, LIB_VARIANTS) ?? 'default',
+    template_limits: limitsOption('template_limits', o.template_limits),
+    grammar_limits: limitsOption('grammar_limits', o.grammar_limits),
   };
   return out;
 }

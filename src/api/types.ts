@@ -1,7 +1,8 @@
 // The library API's public types, in @fugood/llama.node's shapes (0.3.3, plus what later
 // versions made standard). Field names are llama.node's (snake_case options and results,
 // camelCase model info) so code written for it type-checks against llama-ts.
-import type { FormattedChatResult, GetFormattedChatParams } from '../chat/index.js';
+import type { FormattedChatResult, GetFormattedChatParams, TemplateLimits } from '../chat/index.js';
+import type { GrammarLimits } from '../sampling/grammar/index.js';
 
 export type { ChatMessage, ChatMessagePart, FormattedChatResult, Tool, ToolCall } from '../chat/index.js';
 
@@ -45,6 +46,14 @@ export interface LlamaModelOptions {
   ctx_shift?: boolean;
   /** Chat template (Jinja text or a built-in format name) replacing the model's. */
   chat_template?: string;
+  /**
+   * llama-ts: bounds on rendering a chat template (time, output characters, list items;
+   * TemplateLimits' defaults: 5 s, 16 Mi characters, 100,000 items) and on compiling a
+   * grammar or JSON schema (GrammarLimits, timeMs default 10 s). Both run on a bounded,
+   * terminable worker; beyond a bound the completion fails with ERR_OPTION naming it.
+   */
+  template_limits?: Omit<TemplateLimits, 'shouldStop'>;
+  grammar_limits?: GrammarLimits & { timeMs?: number };
   /** Accepted for compatibility; weights are always read into memory (no effect). */
   use_mlock?: boolean;
   /** Accepted for compatibility; weights are always read into memory (no effect). */

@@ -4,8 +4,7 @@
 // the option parsing helpers.
 import { availableParallelism } from 'node:os';
 import { LlamaError } from '../api/errors.js';
-import { deviceByName } from '../backends/api.js';
-import type { Device } from '../backends/impl.js';
+import { type Device, deviceByName } from '../backends/api.js';
 import { GGUFError } from '../gguf/index.js';
 import { ContextError, defaultDevices, ModelError } from '../model/index.js';
 import { VocabError } from '../vocab/index.js';

@@ -3,7 +3,7 @@
 // per step; the option table (options.ts) declares every completion and sampling option
 // once; memory.ts is what a unit asks of a context's memory. The library (src/api), the
 // server (through the library) and the CLI (through the library) all generate here.
-import { buildSamplingChain, compileGrammar, type SamplingChain, type SamplingVocab } from '../sampling/index.js';
+import { buildSamplingChain, grammarConstraint, type SamplingChain, type SamplingVocab } from '../sampling/index.js';
 import { OptionError } from './errors.js';
 import { checkOptions, resolveSampling } from './options.js';
 import type { LlamaCompletionOptions } from './types.js';
@@ -37,6 +37,7 @@ export {
   compileConstraint,
   formatChat,
   GenerationUnit,
+  interruptedResult,
   type Placement,
   type PreparedRequest,
   prepareRequest,
@@ -53,7 +54,9 @@ export type SamplingParams = LlamaCompletionOptions & { n_ctx?: number };
 /**
  * A sampling chain from llama.node-style options, with llama.cpp's defaults and order.
  * `vocab` is needed for grammars, JSON schemas, DRY, ignore_eos and text in logit_bias.
- * Throws OptionError (a bad option) or SamplingError (a grammar that does not compile).
+ * A grammar compiles on this thread (the generation loop compiles on the untrusted-work
+ * worker instead). Throws OptionError (a bad option) or SamplingError (a grammar that
+ * does not compile, or that no token can satisfy).
  */
 export function createSamplingChain(params: SamplingParams = {}, vocab?: SamplingVocab): SamplingChain {
   const { n_ctx, ...o } = params;
@@ -62,5 +65,5 @@ export function createSamplingChain(params: SamplingParams = {}, vocab?: Samplin
   }
   checkOptions(o);
   const r = resolveSampling(o, vocab, n_ctx);
-  return buildSamplingChain(r, vocab, compileGrammar(r, vocab));
+  return buildSamplingChain(r, vocab, grammarConstraint(r, vocab));
 }

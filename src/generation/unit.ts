@@ -16,16 +16,16 @@
 import {
   type ChatTemplates,
   type FormattedChatResult,
-  getFormattedChat,
   parseChatOutput,
   parseToolCalls,
+  type TemplateLimits,
 } from '../chat/index.js';
 import { ContextError } from '../model/index.js';
-import type { GrammarSampler } from '../sampling/grammar/index.js';
+import type { GrammarLimits, GrammarSampler } from '../sampling/grammar/index.js';
 import {
   buildSamplingChain,
-  compileGrammar,
   completionProbabilities,
+  grammarConstraint,
   type ProbabilityRow,
   postSamplingProbabilities,
   type ResolvedSamplingParams,
@@ -33,6 +33,7 @@ import {
   type SamplingChain,
   StopStringMatcher,
 } from '../sampling/index.js';
+import { compileSamplingGrammar, formatChatOnWorker } from '../untrusted/index.js';
 import type { StreamDecoder, Vocab } from '../vocab/index.js';
 import { OptionError } from './errors.js';
 import { commonPrefix, type SequenceMemory } from './memory.js';
@@ -50,6 +51,9 @@ export interface UnitEnvironment {
   readonly vocab: Vocab;
   /** The chat templates (only asked for when a request has messages). */
   templates(): ChatTemplates;
+  /** Bounds on rendering a template and compiling a grammar (untrusted work); defaults when absent. */
+  readonly templateLimits?: Omit<TemplateLimits, 'shouldStop'>;
+  readonly grammarLimits?: GrammarLimits & { timeMs?: number };
 }
 
 export interface UnitHooks {
@@ -75,27 +79,50 @@ export interface Placement {
 }
 
 // ---- the untrusted steps: chat templates and grammar compilation ----
-// Each goes through one function, so moving it behind a bounded worker is a one-line change.
+// Both run on the untrusted-work worker (src/untrusted: bounded in time and size,
+// terminable), each through one function here; `signal` ends them (a stop request).
 
-/** Renders a conversation with the model's chat template. */
-export async function formatChat(
-  templates: ChatTemplates,
+/** Renders a conversation with the model's chat template, on the untrusted-work worker. */
+export function formatChat(
+  env: UnitEnvironment,
   o: LlamaCompletionOptions,
   tools: LlamaCompletionOptions['tools'],
+  signal?: AbortSignal,
 ): Promise<FormattedChatResult> {
-  return getFormattedChat(templates, o.messages!, o.chat_template, {
-    jinja: o.jinja ?? true,
-    ...(tools ? { tools } : {}),
-    ...(o.parallel_tool_calls !== undefined ? { parallel_tool_calls: o.parallel_tool_calls } : {}),
-    ...(o.tool_choice !== undefined ? { tool_choice: o.tool_choice } : {}),
-    ...(o.enable_thinking !== undefined ? { enable_thinking: o.enable_thinking } : {}),
-    ...(o.chat_template_kwargs !== undefined ? { chat_template_kwargs: o.chat_template_kwargs } : {}),
-  });
+  return formatChatOnWorker(
+    env.templates(),
+    o.messages!,
+    o.chat_template,
+    {
+      jinja: o.jinja ?? true,
+      ...(tools ? { tools } : {}),
+      ...(o.parallel_tool_calls !== undefined ? { parallel_tool_calls: o.parallel_tool_calls } : {}),
+      ...(o.tool_choice !== undefined ? { tool_choice: o.tool_choice } : {}),
+      ...(o.enable_thinking !== undefined ? { enable_thinking: o.enable_thinking } : {}),
+      ...(o.chat_template_kwargs !== undefined ? { chat_template_kwargs: o.chat_template_kwargs } : {}),
+      ...(env.templateLimits ? { limits: env.templateLimits } : {}),
+    },
+    signal ? { signal } : {},
+  );
 }
 
-/** Compiles the grammar (GBNF or JSON Schema) of checked sampling settings for a vocabulary. */
-export async function compileConstraint(r: ResolvedSamplingParams, vocab: Vocab): Promise<GrammarSampler | undefined> {
-  return compileGrammar(r, vocab);
+/**
+ * The grammar constraint (GBNF or JSON Schema) of checked sampling settings for a
+ * vocabulary: compiled on the untrusted-work worker, then checked against the
+ * vocabulary (a grammar no token can satisfy is an error).
+ */
+export async function compileConstraint(
+  env: UnitEnvironment,
+  r: ResolvedSamplingParams,
+  signal?: AbortSignal,
+): Promise<GrammarSampler | undefined> {
+  const { timeMs, ...limits } = env.grammarLimits ?? {};
+  const compiled = await compileSamplingGrammar(r, {
+    ...(signal ? { signal } : {}),
+    limits,
+    ...(timeMs !== undefined ? { timeMs } : {}),
+  });
+  return grammarConstraint(r, env.vocab, compiled);
 }
 
 // ---- preparation ----
@@ -147,6 +174,8 @@ export async function prepareRequest(
   env: UnitEnvironment,
   options: LlamaCompletionOptions,
   limits: ContextLimits,
+  /** Ends the untrusted work (template, grammar) early: the promise rejects with an AbortError. */
+  signal?: AbortSignal,
 ): Promise<PreparedRequest> {
   const nCtx = limits.nCtx;
   checkOptions(options);
@@ -159,7 +188,7 @@ export async function prepareRequest(
   let chatFormat = 0;
   let prompt: number[];
   if (withMessages) {
-    const fmt = await formatChat(env.templates(), o, tools);
+    const fmt = await formatChat(env, o, tools, signal);
     chatFormat = fmt.chat_format ?? 0;
     for (const s of fmt.additional_stops ?? []) if (s !== '' && !stopList.includes(s)) stopList.push(s);
     prompt = encodePrompt(vocab, fmt.prompt);
@@ -181,7 +210,7 @@ export async function prepareRequest(
     sampling.json_schema = schema;
   }
   const r = resolveSampling(sampling, vocab, nCtx);
-  const chain = buildSamplingChain(r, vocab, await compileConstraint(r, vocab));
+  const chain = buildSamplingChain(r, vocab, await compileConstraint(env, r, signal));
   return {
     options: o,
     prompt,
@@ -192,6 +221,28 @@ export async function prepareRequest(
     nPredict: get<number>(o, 'n_predict'),
     nKeep: get<number>(o, 'n_keep'),
     chain,
+  };
+}
+
+/** The result of a request stopped before its prompt was evaluated (while being prepared). */
+export function interruptedResult(): LlamaCompletionResult {
+  const zero = { prompt_n: 0, prompt_ms: 0, prompt_per_token_ms: 0, prompt_per_second: 0 };
+  return {
+    text: '',
+    chat_format: 0,
+    tokens_predicted: 0,
+    tokens_evaluated: 0,
+    tokens_cached: 0,
+    truncated: false,
+    stopped_eos: false,
+    stopped_word: false,
+    stopped_limit: false,
+    stopping_word: '',
+    context_full: false,
+    interrupted: true,
+    stopped_words: false,
+    stopped_limited: false,
+    timings: { ...zero, predicted_n: 0, predicted_ms: 0, predicted_per_token_ms: 0, predicted_per_second: 0 },
   };
 }
 

@@ -25,9 +25,11 @@ export { MirostatV2Sampler } from './mirostat-v2.js';
 export {
   buildSamplingChain,
   buildSteps,
-  compileGrammar,
   DEFAULT_SAMPLERS,
   eogTokens,
+  type GrammarOptions,
+  grammarConstraint,
+  grammarSource,
   type ResolvedSamplingParams,
   SAMPLER_LETTERS,
   SAMPLER_NAMES,

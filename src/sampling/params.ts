@@ -11,7 +11,13 @@ import { SamplerChain } from './chain.js';
 import { DistSampler } from './dist.js';
 import { type DryOptions, DrySampler, type DryVocab, dryBreakersFromStrings } from './dry.js';
 import { SamplingError } from './errors.js';
-import { GrammarSampler, type GrammarVocab } from './grammar/index.js';
+import {
+  type CompiledGrammar,
+  compileGrammar,
+  GrammarSampler,
+  type GrammarSource,
+  type GrammarVocab,
+} from './grammar/index.js';
 import { type LogitBias, LogitBiasSampler } from './logit-bias.js';
 import { MinPSampler } from './min-p.js';
 import { MirostatSampler } from './mirostat.js';
@@ -136,23 +142,37 @@ export function eogTokens(vocab: SamplingVocab): number[] {
   return out;
 }
 
+/** The grammar options of sampling settings (checked by the option table already). */
+export interface GrammarOptions {
+  grammar?: string;
+  json_schema?: unknown;
+}
+
+/** The grammar or JSON schema the options ask for, as compileGrammar takes it (undefined: none). */
+export function grammarSource(p: GrammarOptions): GrammarSource | undefined {
+  if (p.grammar !== undefined && p.grammar !== null && p.grammar !== '') return { grammar: p.grammar };
+  if (p.json_schema !== undefined && p.json_schema !== null) return { jsonSchema: p.json_schema };
+  return undefined;
+}
+
 /**
- * The grammar constraint the settings ask for (GBNF or JSON Schema), compiled for a
- * vocabulary; undefined when there is none. Throws SamplingError naming the option.
+ * The grammar constraint the settings ask for (GBNF or JSON Schema) for a vocabulary,
+ * from `compiled` (compiled on the untrusted-work worker) or compiled here; undefined
+ * when there is none. Throws SamplingError naming the option (a grammar no token
+ * sequence can satisfy included).
  */
-export function compileGrammar(
-  r: ResolvedSamplingParams,
+export function grammarConstraint(
+  r: GrammarOptions,
   vocab: SamplingVocab | undefined,
+  compiled?: CompiledGrammar,
 ): GrammarSampler | undefined {
-  const option = r.grammar !== '' ? 'grammar' : 'json_schema';
-  const value = r.grammar !== '' ? r.grammar : r.json_schema;
-  if (r.grammar === '' && r.json_schema === undefined) return undefined;
+  const source = grammarSource(r);
+  if (!source) return undefined;
+  const option = 'grammar' in source ? 'grammar' : 'json_schema';
+  const value = 'grammar' in source ? source.grammar : source.jsonSchema;
   if (!vocab) throw new SamplingError(option, value, 'a grammar needs a vocabulary');
   try {
-    if (r.grammar !== '') return new GrammarSampler(r.grammar, vocab);
-    let schema = r.json_schema;
-    if (typeof schema === 'string') schema = JSON.parse(schema);
-    return GrammarSampler.fromJsonSchema(schema, vocab);
+    return GrammarSampler.fromCompiled(compiled ?? compileGrammar(source), vocab);
   } catch (e) {
     throw new SamplingError(option, value, (e as Error).message, { cause: e });
   }
@@ -240,7 +260,7 @@ export class SamplingChain extends SamplerChain {
   }
 }
 
-/** A chain for checked settings, with its grammar constraint (compileGrammar) if any. */
+/** A chain for checked settings, with its grammar constraint (grammarConstraint) if any. */
 export function buildSamplingChain(
   r: ResolvedSamplingParams,
   vocab?: SamplingVocab,

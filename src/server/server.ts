@@ -20,9 +20,11 @@ import {
   loadModel,
   type ModelInfo,
 } from '../api/index.js';
+import type { TemplateLimits } from '../chat/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
+import type { GrammarLimits } from '../sampling/grammar/index.js';
 import { ApiError, createHttpServer, errorBody, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
 import * as oa from './openai.js';
@@ -62,6 +64,10 @@ export interface ServerOptions {
   embeddings?: boolean;
   /** Chat template override (Jinja text or a built-in name). */
   chatTemplate?: string;
+  /** Bounds on rendering the chat template (TemplateLimits: 5 s, 16 Mi characters, 100,000 items by default); beyond them: 400. */
+  templateLimits?: Omit<TemplateLimits, 'shouldStop'>;
+  /** Bounds on compiling a request's grammar or JSON schema (GrammarLimits, and timeMs: 10 s by default); beyond them: 400. */
+  grammarLimits?: GrammarLimits & { timeMs?: number };
   /** Shift a slot's context when it fills, as the library does (a prompt longer than a slot is refused, as llama-server's). Default true. */
   ctxShift?: boolean;
 }
@@ -142,6 +148,9 @@ export class LlamaServer {
       ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
       ...(opts.devices ? { devices: opts.devices } : {}),
       ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
+      // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
+      ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
+      ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
     });
     let s: LlamaServer;
     try {
