@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { applyBuiltin, detectBuiltin, getFormattedChat, loadChatTemplates, type Tool } from '../src/api/chat/index.js';
+import { applyBuiltin, detectBuiltin, getFormattedChat, loadChatTemplates, type Tool } from '../src/chat/index.js';
 import { generateModel, presetSpec } from '../src/generator/index.js';
 import { openGGUF } from '../src/gguf/index.js';
 import { setLogCallback } from '../src/log.js';

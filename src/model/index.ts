@@ -12,6 +12,7 @@ export {
   createMemory,
   KVCache,
   KVCacheISWA,
+  MAX_SEQ,
   type Memory,
 } from './memory/index.js';
 export { defaultDevices, type LoadOptions, Model } from './model.js';

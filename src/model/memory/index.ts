@@ -1,7 +1,7 @@
 // The memory a context gets for its model (llama.cpp's llama_model::create_memory): one KV
 // cache, or a full and a sliding-window one when the model has sliding-window layers.
 
-import type { BufferType } from '../../backends/impl.js';
+import type { BufferType } from '../../backends/index.js';
 import { type HParams, isSwa, kvSourceLayer } from '../hparams.js';
 import { type AttentionMemory, KVCache } from './kv-cache.js';
 import { KVCacheISWA } from './kv-cache-iswa.js';

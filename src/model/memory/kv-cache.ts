@@ -15,7 +15,7 @@
 // before the next decode). Layers may also read another layer's K/V (shared KV).
 
 import { tensorGet, tensorSet } from '../../backends/api.js';
-import type { BufferType, Buffer as DeviceBuffer } from '../../backends/impl.js';
+import type { BufferType, Buffer as DeviceBuffer } from '../../backends/index.js';
 import { allocTensors } from '../../ggml/alloc.js';
 import { newTensor, type Tensor } from '../../ggml/tensor.js';
 import { ContextError } from '../errors.js';

@@ -27,7 +27,7 @@ import { GGMLType } from '../../../ggml/types.js';
 import { FA_SPLIT_KEYS, flashAttnSplit, flashAttnTiled } from '../../ggml-cpu.js';
 import { HostView } from '../access.js';
 import { canRoundFor, roundToVecDotType, vecDotType } from '../vec-dot.js';
-import type { KernelOptions } from './index.js';
+import type { KernelOptions } from './options.js';
 
 const fround = Math.fround;
 

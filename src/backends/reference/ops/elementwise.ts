@@ -3,7 +3,7 @@
 import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
 import { forEachRow, HostView } from '../access.js';
-import type { KernelOptions } from './index.js';
+import type { KernelOptions } from './options.js';
 
 function binary(dst: Tensor, f: (x: number, y: number) => number): void {
   const [a, b] = dst.src;
