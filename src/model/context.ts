@@ -50,6 +50,11 @@ export interface ContextParams {
   typeV?: CacheType;
   /** Distinct sequence ids (0 .. nSeqMax-1). Default 1, at most 32. */
   nSeqMax?: number;
+  /**
+   * Sequences decoded together that a sliding-window cache is sized for (W cells each).
+   * Default nSeqMax; `reserveSequences` raises it.
+   */
+  nSeqWindow?: number;
   /** Output embeddings (hidden states after the final norm) instead of logits. */
   embeddings?: boolean;
   /** Pooling of embeddings per sequence. Default: the model's (`{arch}.pooling_type`). */
@@ -158,7 +163,7 @@ export class Context {
     this.memory = model.arch.usesKVCache
       ? createMemory(hp, {
           nCtx: this.nCtx,
-          nSeqMax: this.nSeqMax,
+          nSeqMax: Math.min(this.nSeqMax, Math.max(1, params.nSeqWindow ?? this.nSeqMax)),
           nUbatch: this.nUbatch,
           typeK: params.typeK ?? 'f16',
           typeV: params.typeV ?? 'f16',
@@ -563,6 +568,17 @@ export class Context {
 
   clearMemory(): void {
     this.memory?.clear();
+  }
+
+  /**
+   * Makes the memory ready for `n` sequences decoded together (a sliding-window cache
+   * holds W cells per sequence). True when it was rebuilt larger and everything cached is
+   * gone.
+   */
+  reserveSequences(n: number): boolean {
+    if (!this.memory?.reserveSequences(n)) return false;
+    this.last = null;
+    return true;
   }
 
   free(): void {

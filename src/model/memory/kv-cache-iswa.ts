@@ -34,32 +34,68 @@ export function swaCacheSize(o: { nCtx: number; window: number; nSeqMax: number;
 export class KVCacheISWA implements AttentionMemory {
   readonly kind = 'kv-iswa';
   readonly base: KVCache;
-  readonly swa: KVCache;
-  readonly caches: readonly KVCache[];
+  private swaCache: KVCache;
+  private nSeqSized: number;
 
-  constructor(hp: ConstructorParameters<typeof KVCache>[0], o: KVCacheISWAOptions) {
-    const reuse = o.reuse ?? new Map<number, number>();
-    const pick = (layers: readonly number[]) => new Map([...reuse].filter(([, src]) => layers.includes(src)));
-    const common = { typeK: o.typeK, typeV: o.typeV, layerBufts: o.layerBufts };
+  constructor(
+    private readonly hp: ConstructorParameters<typeof KVCache>[0],
+    private readonly o: KVCacheISWAOptions,
+  ) {
     this.base = new KVCache(hp, {
-      ...common,
+      ...this.common(),
       layers: o.fullLayers,
-      reuse: pick(o.fullLayers),
+      reuse: this.reuseOf(o.fullLayers),
       size: o.nCtx,
       label: 'full',
     });
-    const size = o.swaFull
-      ? o.nCtx
-      : swaCacheSize({ nCtx: o.nCtx, window: o.swa.window, nSeqMax: o.nSeqMax, nUbatch: o.nUbatch });
-    this.swa = new KVCache(hp, {
-      ...common,
-      layers: o.swaLayers,
-      reuse: pick(o.swaLayers),
-      size,
-      swa: o.swa,
+    this.nSeqSized = o.nSeqMax;
+    this.swaCache = this.makeSwa(o.nSeqMax);
+  }
+
+  private common() {
+    return { typeK: this.o.typeK, typeV: this.o.typeV, layerBufts: this.o.layerBufts };
+  }
+
+  private reuseOf(layers: readonly number[]): Map<number, number> {
+    return new Map([...(this.o.reuse ?? new Map<number, number>())].filter(([, src]) => layers.includes(src)));
+  }
+
+  private swaSize(nSeq: number): number {
+    const o = this.o;
+    return o.swaFull ? o.nCtx : swaCacheSize({ nCtx: o.nCtx, window: o.swa.window, nSeqMax: nSeq, nUbatch: o.nUbatch });
+  }
+
+  private makeSwa(nSeq: number): KVCache {
+    return new KVCache(this.hp, {
+      ...this.common(),
+      layers: this.o.swaLayers,
+      reuse: this.reuseOf(this.o.swaLayers),
+      size: this.swaSize(nSeq),
+      swa: this.o.swa,
       label: 'swa',
     });
-    this.caches = [this.base, this.swa];
+  }
+
+  get swa(): KVCache {
+    return this.swaCache;
+  }
+
+  get caches(): readonly KVCache[] {
+    return [this.base, this.swaCache];
+  }
+
+  /**
+   * A ring sized for fewer sequences than `n` is rebuilt larger (W·n + nUbatch cells):
+   * everything cached is dropped, in both caches.
+   */
+  reserveSequences(n: number): boolean {
+    if (n <= this.nSeqSized) return false;
+    this.nSeqSized = n;
+    if (this.swaSize(n) <= this.swaCache.size) return false;
+    this.swaCache.dispose();
+    this.swaCache = this.makeSwa(n);
+    this.base.clear();
+    return true;
   }
 
   layer(il: number): LayerKV | undefined {

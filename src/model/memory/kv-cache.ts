@@ -434,6 +434,11 @@ export class KVCache implements AttentionMemory {
     return n === hi - lo;
   }
 
+  /** Cells are shared by every sequence: nothing to reserve. */
+  reserveSequences(_n: number): boolean {
+    return false;
+  }
+
   reusablePrefix(seq: number, n: number): number {
     const c = Math.min(n, this.seqPosMax(seq) + 1);
     if (c <= 0) return 0;

@@ -75,6 +75,12 @@ export interface Memory {
   /** Whether every ubatch finds room, in order (nothing is kept). */
   fits(ubatches: readonly UbatchSeqs[]): boolean;
 
+  /**
+   * Makes room for `n` sequences decoded together (a sliding-window cache holds W cells per
+   * sequence). True when the memory had to be rebuilt larger: everything cached is gone.
+   */
+  reserveSequences(n: number): boolean;
+
   /** A description of the state's layout: a saved state loads only where this is equal. */
   stateLayout(): unknown;
   /** How many cells of `seq` each part of the state holds (what stateWrite writes; saved beside it). */
