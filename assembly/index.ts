@@ -7,4 +7,5 @@ export { k_cpy, k_get_rows, k_set_rows } from './rows';
 export { k_flash_attn } from './attention';
 export { k_mm, k_mm_prep } from './matmul';
 export { k_read_bw } from './bench';
+export { k_gated_delta_net, k_l2_norm, k_relu, k_softplus, k_sqr, k_ssm_conv, k_ssm_scan } from './ssm';
 export { repack4, repackQ4K, repackQ5_0, repackQ6K } from './repack';

@@ -67,6 +67,13 @@ export const KERNELS = [
   'k_mm_prep',
   'k_mm',
   'k_read_bw',
+  'k_ssm_conv',
+  'k_ssm_scan',
+  'k_gated_delta_net',
+  'k_l2_norm',
+  'k_softplus',
+  'k_relu',
+  'k_sqr',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];
