@@ -15,7 +15,13 @@ import { K4Layout, LAYOUT_K4 } from './layout-k.js';
 import { F_NO_BARRIER, F_SINGLE, K_COPY, type KernelName, kernelId, STEP_WORDS } from './protocol.js';
 
 /** Bytes of one node record. */
-export const RECORD_BYTES = 512;
+export const RECORD_BYTES = 704;
+
+/** Descriptor slots per record: the node and up to seven sources (assembly/desc.ts). */
+const SLOTS = 8;
+/** Byte offset of the f64 parameters and word offset of the i32 extras in a record. */
+const PARAM_BYTE = 512;
+export const EXTRA_WORD = 160;
 
 interface Loc {
   arena: Arena;
@@ -159,10 +165,18 @@ const KERNEL_OF: Partial<Record<Op, KernelName>> = {
   [Op.GET_ROWS]: 'k_get_rows',
   [Op.SET_ROWS]: 'k_set_rows',
   [Op.FLASH_ATTN_EXT]: 'k_flash_attn',
+  [Op.SSM_CONV]: 'k_ssm_conv',
+  [Op.SSM_SCAN]: 'k_ssm_scan',
+  [Op.GATED_DELTA_NET]: 'k_gated_delta_net',
+  [Op.L2_NORM]: 'k_l2_norm',
+  [Op.SOFTPLUS]: 'k_softplus',
+  [Op.RELU]: 'k_relu',
+  [Op.SQR]: 'k_sqr',
 };
 
 function plan(n: Tensor): Plan {
-  const slots: (Tensor | null)[] = [n, n.src[0] ?? null, n.src[1] ?? null, n.src[2] ?? null, n.src[3] ?? null];
+  const slots: (Tensor | null)[] = [n];
+  for (let i = 0; i < SLOTS - 1; i++) slots.push(n.src[i] ?? null);
   const locs = slots.map((t) => (t ? locate(t) : null));
   // the arena the node runs in
   let home = locs[0]!.arena;
@@ -208,7 +222,12 @@ function plan(n: Tensor): Plan {
       break;
     case Op.RMS_NORM:
     case Op.NORM:
+    case Op.L2_NORM:
       p.params = [n.params.eps];
+      break;
+    case Op.GATED_DELTA_NET:
+      // exp(g) of a token, per element (gates per key dimension)
+      p.perThread = align(n.src[2].ne[0] * 4 + 64);
       break;
     case Op.SOFT_MAX:
       p.params = [n.params.scale];
@@ -300,6 +319,11 @@ function isSmall(p: Plan, kernel: KernelName): boolean {
       return n.src[0].nelements * n.src[1].ne[1] < 4 * SMALL;
     case 'k_set_rows':
       return n.src[0].nelements < SMALL;
+    case 'k_gated_delta_net':
+      // S² multiply-adds a head and token, four passes
+      return 4 * n.src[2].nelements * n.src[2].ne[0] < SMALL;
+    case 'k_ssm_scan':
+      return n.src[0].nelements * n.src[1].ne[2] < SMALL;
     default:
       return n.nelements < SMALL;
   }
@@ -366,8 +390,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     // staged copies come first in the node scratch; a node with copies is fenced (runs
     // between barriers, alone): its copies and scratch are not tracked as ranges. Every
     // other node's worker slots start at the same place.
-    const addrs = [0, 0, 0, 0, 0];
-    for (let s = 0; s < 5; s++) addrs[s] = p.locs[s]?.addr ?? 0;
+    const addrs = new Array<number>(SLOTS).fill(0);
+    for (let s = 0; s < SLOTS; s++) addrs[s] = p.locs[s]?.addr ?? 0;
     const fenced = p.staged.length > 0;
     for (const i of p.staged) {
       const l = p.locs[i]!;
@@ -379,7 +403,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     const slot0 = scr;
     const r32 = rec >>> 2;
     mem32.fill(0, r32, r32 + RECORD_BYTES / 4);
-    for (let s = 0; s < 5; s++) {
+    for (let s = 0; s < SLOTS; s++) {
       const t = p.slots[s];
       const w = r32 + s * 16;
       if (!t) {
@@ -401,10 +425,10 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         mem32[w + 14] = l.layout.grouped;
       }
     }
-    const r64 = (rec + 320) >>> 3;
+    const r64 = (rec + PARAM_BYTE) >>> 3;
     for (let i = 0; i < p.params.length; i++) mem64[r64 + i] = p.params[i];
     const i32 = mem32.subarray(r32, r32 + RECORD_BYTES / 4);
-    const ex = 112;
+    const ex = EXTRA_WORD;
     let kernels = p.kernels;
     let actRange: Range | null = null;
     if (p.mm) {
