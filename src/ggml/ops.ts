@@ -315,3 +315,18 @@ export function gatedDeltaNet(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: 
   const out = newTensor(GGMLType.F32, [S * Hv, nT * nS + S * nS]);
   return node(out, Op.GATED_DELTA_NET, [q, k, v, g, beta, state]);
 }
+
+/** 1 / (1 + e^-x) (ggml_sigmoid). */
+export function sigmoid(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.SIGMOID, [a]);
+}
+
+/** a and b joined along `dim` (ggml_concat): every other extent equal, same type. */
+export function concat(a: Tensor, b: Tensor, dim: number): Tensor {
+  check(a.type === b.type, 'concat: types differ');
+  check(dim >= 0 && dim < 4, `concat: dim ${dim}`);
+  for (let d = 0; d < 4; d++) check(d === dim || a.ne[d] === b.ne[d], `concat: extent ${d} differs`);
+  const ne = [...a.ne];
+  ne[dim] += b.ne[dim];
+  return node(newTensor(a.type, ne), Op.CONCAT, [a, b], { dim });
+}

@@ -49,6 +49,8 @@ export enum Op {
   SOFTPLUS = 'SOFTPLUS',
   RELU = 'RELU',
   SQR = 'SQR',
+  SIGMOID = 'SIGMOID',
+  CONCAT = 'CONCAT',
 }
 
 /** Ops whose result shares its source's memory and computes nothing. */

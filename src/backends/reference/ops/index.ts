@@ -12,7 +12,7 @@ import type { KernelOptions } from './options.js';
 import { rope } from './rope.js';
 import { getRows, setRows } from './rows.js';
 import { softMax } from './softmax.js';
-import { gatedDeltaNet, l2Norm, relu, softplus, sqr, ssmConv, ssmScan } from './ssm.js';
+import { concat, gatedDeltaNet, l2Norm, relu, sigmoid, softplus, sqr, ssmConv, ssmScan } from './ssm.js';
 
 export type { KernelOptions } from './options.js';
 
@@ -42,6 +42,8 @@ const KERNELS: Partial<Record<Op, Kernel>> = {
   [Op.SOFTPLUS]: softplus,
   [Op.RELU]: relu,
   [Op.SQR]: sqr,
+  [Op.SIGMOID]: sigmoid,
+  [Op.CONCAT]: concat,
 };
 
 const FLOAT = new Set<number>([GGMLType.F32, GGMLType.F16, GGMLType.BF16]);
@@ -96,6 +98,9 @@ export function referenceSupportsOp(t: Tensor): boolean {
     case Op.SOFTPLUS:
     case Op.RELU:
     case Op.SQR:
+    case Op.SIGMOID:
+      return isFloat(a) && isFloat(t);
+    case Op.CONCAT:
       return isFloat(a) && isFloat(t);
     case Op.SSM_CONV:
     case Op.SSM_SCAN:

@@ -140,3 +140,25 @@ export function gatedDeltaNet(dst: Tensor): void {
     }
   }
 }
+
+// WIP stand-ins (the moe branch brings SIGMOID and CONCAT)
+export function sigmoid(dst: Tensor): void {
+  unary(dst, (x) => 1 / (1 + Math.exp(-x)));
+}
+
+export function concat(dst: Tensor): void {
+  const [a, b] = dst.src;
+  const va = new HostView(a);
+  const vb = new HostView(b);
+  const vd = new HostView(dst);
+  const dim = dst.params.dim;
+  for (let i3 = 0; i3 < dst.ne[3]; i3++)
+    for (let i2 = 0; i2 < dst.ne[2]; i2++)
+      for (let i1 = 0; i1 < dst.ne[1]; i1++)
+        for (let i0 = 0; i0 < dst.ne[0]; i0++) {
+          const i = [i0, i1, i2, i3];
+          const fromB = i[dim] >= a.ne[dim];
+          if (fromB) i[dim] -= a.ne[dim];
+          vd.set((fromB ? vb : va).get(i[0], i[1], i[2], i[3]), i0, i1, i2, i3);
+        }
+}
