@@ -12,10 +12,13 @@ import { llama } from './llama.js';
 import { phi3 } from './phi3.js';
 import { qwen2 } from './qwen2.js';
 import { qwen3 } from './qwen3.js';
+import { qwen35 } from './qwen35.js';
 import { smollm3 } from './smollm3.js';
 
 const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
-  [llama, qwen2, qwen3, bert, gemma2, gemma3, gemma4, gemmaEmbedding, phi3, smollm3].map((a) => [a.name, a] as const),
+  [llama, qwen2, qwen3, bert, gemma2, gemma3, gemma4, gemmaEmbedding, phi3, smollm3, qwen35].map(
+    (a) => [a.name, a] as const,
+  ),
 );
 
 export function supportedArchitectures(): string[] {
