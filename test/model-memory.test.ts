@@ -57,6 +57,7 @@ function hparams(nLayer: number, swa: boolean[]): HParams {
     residualScale: 0,
     logitScale: 0,
     attentionScale: 0,
+    ropeFinetuned: true,
   };
 }
 

@@ -25,7 +25,7 @@ import {
   ropeFreqScale,
 } from './hparams.js';
 import { type AttentionMemory, recurrentState } from './memory/index.js';
-import type { Weights } from './weights.js';
+import type { TensorList, Weights } from './weights.js';
 
 /** What a graph is built for: one ubatch. */
 export interface UbatchShape {
@@ -540,6 +540,44 @@ function rows2d(t: Tensor): Tensor {
   if (t.isContiguous()) return reshape(t, [w, t.ne[2]]);
   if (t.nb[1] !== t.ne[0] * t.nb[0]) throw new Error(`graph: cannot merge the first two dims of ${t}`);
   return view(t, [w, t.ne[2]], [t.nb[2]], 0);
+}
+
+/** The tensors of a Mamba-2 layer (GraphBuilder.mamba2): Granite 4, Nemotron-H. */
+export function mamba2Tensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  const nHead = hp.ssmDtRank;
+  const xbc = hp.ssmDInner + 2 * hp.ssmNGroup * hp.ssmDState;
+  t.layer(il, 'ssm_in.weight', [E, hp.ssmDInner + xbc + nHead]);
+  t.layer(il, 'ssm_conv1d.weight', [hp.ssmDConv, xbc]);
+  t.layer(il, 'ssm_conv1d.bias', [xbc], true);
+  t.layer(il, 'ssm_dt.bias', [nHead]);
+  t.layer(il, 'ssm_a', [1, nHead]);
+  t.layer(il, 'ssm_d', [1, nHead]);
+  t.layer(il, 'ssm_norm.weight', [hp.ssmDInner / hp.ssmNGroup, hp.ssmNGroup], true);
+  t.layer(il, 'ssm_out.weight', [hp.ssmDInner, E]);
+}
+
+/** The tensors of a Gated DeltaNet layer (GraphBuilder.gatedDeltaNet): Qwen3.5. */
+export function gatedDeltaNetTensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  const channels = hp.ssmDInner + 2 * hp.ssmNGroup * hp.ssmDState;
+  t.layer(il, 'attn_qkv.weight', [E, channels]);
+  t.layer(il, 'attn_gate.weight', [E, hp.ssmDInner]);
+  t.layer(il, 'ssm_conv1d.weight', [hp.ssmDConv, channels]);
+  t.layer(il, 'ssm_dt.bias', [hp.ssmDtRank]);
+  t.layer(il, 'ssm_a', [hp.ssmDtRank]);
+  t.layer(il, 'ssm_beta.weight', [E, hp.ssmDtRank]);
+  t.layer(il, 'ssm_alpha.weight', [E, hp.ssmDtRank]);
+  t.layer(il, 'ssm_norm.weight', [hp.ssmDState]);
+  t.layer(il, 'ssm_out.weight', [hp.ssmDInner, E]);
+}
+
+/** The tensors of a gated short convolution (GraphBuilder.shortConv): LFM2. */
+export function shortConvTensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  t.layer(il, 'shortconv.conv.weight', [hp.shortConvL, E]);
+  t.layer(il, 'shortconv.in_proj.weight', [E, 3 * E]);
+  t.layer(il, 'shortconv.out_proj.weight', [E, E]);
 }
 
 /** What an architecture's graph produces: hidden states after the final norm, and logits. */

@@ -100,6 +100,8 @@ export interface HParams {
   residualScale: number;
   logitScale: number;
   attentionScale: number;
+  /** `rope.scaling.finetuned` (Granite: false means no RoPE), default true. */
+  ropeFinetuned: boolean;
 }
 
 /** Whether layer il keeps a recurrent state (no K/V). */
@@ -383,6 +385,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     residualScale: finite('residual_scale'),
     logitScale: finite('logit_scale'),
     attentionScale: finite('attention.scale'),
+    ropeFinetuned: file.getBool(key('rope.scaling.finetuned'), true),
   };
 }
 

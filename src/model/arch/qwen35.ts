@@ -14,6 +14,7 @@
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
 import { ModelError } from '../errors.js';
+import { gatedDeltaNetTensors } from '../graph.js';
 import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
 import type { Architecture } from './arch.js';
 
@@ -72,26 +73,14 @@ export const qwen35: Architecture = {
   tensors(hp, t) {
     const E = hp.nEmbd;
     const hd = hp.nEmbdHeadK;
-    const S = hp.ssmDState;
-    const keyDim = S * hp.ssmNGroup;
-    const valueDim = hp.ssmDInner;
     t.need('token_embd.weight', [E, hp.nVocab]);
     t.need('output_norm.weight', [E]);
     t.opt('output.weight', [E, hp.nVocab]);
     for (let il = 0; il < hp.nLayer; il++) {
       t.layer(il, 'attn_norm.weight', [E]);
       t.layer(il, 'post_attention_norm.weight', [E]);
-      if (isRecurrent(hp, il)) {
-        t.layer(il, 'attn_qkv.weight', [E, 2 * keyDim + valueDim]);
-        t.layer(il, 'attn_gate.weight', [E, valueDim]);
-        t.layer(il, 'ssm_conv1d.weight', [hp.ssmDConv, 2 * keyDim + valueDim]);
-        t.layer(il, 'ssm_dt.bias', [hp.ssmDtRank]);
-        t.layer(il, 'ssm_a', [hp.ssmDtRank]);
-        t.layer(il, 'ssm_beta.weight', [E, hp.ssmDtRank]);
-        t.layer(il, 'ssm_alpha.weight', [E, hp.ssmDtRank]);
-        t.layer(il, 'ssm_norm.weight', [S]);
-        t.layer(il, 'ssm_out.weight', [valueDim, E]);
-      } else {
+      if (isRecurrent(hp, il)) gatedDeltaNetTensors(hp, t, il);
+      else {
         t.layer(il, 'attn_q.weight', [E, 2 * hd * headCount(hp, il)]);
         t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
         t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);

@@ -9,8 +9,8 @@ import { KVCacheISWA } from './kv-cache-iswa.js';
 import type { CacheType } from './memory.js';
 import { RecurrentState } from './recurrent.js';
 
-export { type AttentionMemory, KVCache, type KVCacheOptions } from './kv-cache.js';
 export { HybridMemory } from './hybrid.js';
+export { type AttentionMemory, KVCache, type KVCacheOptions } from './kv-cache.js';
 export { KVCacheISWA, swaCacheSize } from './kv-cache-iswa.js';
 export {
   CACHE_TYPES,
