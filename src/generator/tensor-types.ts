@@ -56,6 +56,8 @@ export function allowsQuantization(name: string, dims: readonly number[]): boole
   // BERT's position embeddings and token types stay as they are, and Gemma 3n/4's per-layer projection.
   if (name === 'position_embd.weight' || name === 'token_types.weight') return false;
   if (name.includes('per_layer_model_proj')) return false;
+  // the small convolution kernels of Mamba, Gated DeltaNet and LFM2 layers
+  if (name.includes('ssm_conv1d') || name.includes('shortconv.conv.weight')) return false;
   return true;
 }
 
