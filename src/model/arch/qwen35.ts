@@ -13,6 +13,8 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
+import type { GGUFFile } from '../../gguf/index.js';
+import { isArrayValue } from '../../gguf/index.js';
 import { ModelError } from '../errors.js';
 import { gatedDeltaNetTensors } from '../graph.js';
 import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
@@ -35,6 +37,17 @@ export function imropeIsNeox(sections: readonly number[], nRot: number): boolean
     if (!(t || h || w)) return false;
   }
   return true;
+}
+
+/** A per-layer bool array key (null when absent); another length is an error naming it. */
+function layerFlags(file: GGUFFile, key: string, nLayer: number): boolean[] | null {
+  const kv = file.get(key);
+  if (!kv) return null;
+  const items = isArrayValue(kv.value) ? Array.from(kv.value.items as ArrayLike<unknown>) : [];
+  if (items.length !== nLayer) {
+    throw new ModelError(`${file.path}: '${key}' must hold one value per layer (${nLayer}), got ${items.length}`);
+  }
+  return items.map((x) => x === true || x === 1);
 }
 
 export const qwen35: Architecture = {
@@ -63,10 +76,15 @@ export const qwen35: Architecture = {
     }
     const nLayerNextn = file.getNumber(key('nextn_predict_layers'), 0);
     const nLayer = hp.nLayer - nLayerNextn;
+    // `attention.recurrent_layers` (one bool per layer) when present, else the interval
+    const listed = layerFlags(file, key('attention.recurrent_layers'), hp.nLayer);
     return {
       ...hp,
       nLayer,
-      recurrentLayers: Array.from({ length: hp.nLayer }, (_, il) => il < nLayer && (il + 1) % interval !== 0),
+      recurrentLayers: Array.from(
+        { length: hp.nLayer },
+        (_, il) => il < nLayer && (listed ? listed[il] : (il + 1) % interval !== 0),
+      ),
     };
   },
 
