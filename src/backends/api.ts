@@ -182,7 +182,8 @@ export async function tensorGet(t: Tensor, offset = 0, size = t.nbytes - offset)
 export function tensorGetNow(t: Tensor, offset: number, size: number): Uint8Array {
   const dst = new Uint8Array(size);
   const r = checkedBuffer('tensorGetNow', t, offset, size).getTensor(t, dst, offset);
-  if (r instanceof Promise) throw new Error(`tensorGetNow: tensor '${t.name}' is on a device that reads asynchronously`);
+  if (r instanceof Promise)
+    throw new Error(`tensorGetNow: tensor '${t.name}' is on a device that reads asynchronously`);
   return dst;
 }
 

@@ -22,6 +22,14 @@ export {
   plainMessages,
   templateMessages,
 } from './messages.js';
+export {
+  ReasoningStream,
+  splitReasoning,
+  THINK_END,
+  THINK_START,
+  templateThinks,
+  thinkingForcedOpen,
+} from './reasoning.js';
 export { strftime } from './strftime.js';
 export {
   ChatTemplate,

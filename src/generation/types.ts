@@ -36,8 +36,10 @@ export interface LlamaCompletionTimings {
 export interface LlamaCompletionResult {
   /** The generated text (stop strings excluded). */
   text: string;
-  /** With messages: the text without tool calls. */
+  /** With messages: the text without tool calls (and without a <think> block). */
   content?: string;
+  /** With messages, for templates that write <think> blocks (Qwen3.5): the reasoning. */
+  reasoning_content?: string;
   /** With tools: the calls parsed from the text. */
   tool_calls?: ToolCall[];
   /** The chat format the reply was parsed with (0: content only). */
@@ -77,6 +79,12 @@ export interface LlamaCompletionResult {
 /** What onToken receives: text in order; concatenated it is the result's `text`. */
 export interface LlamaCompletionToken {
   token: string;
+  /**
+   * With messages, for templates that write <think> blocks: the reply so far without its
+   * reasoning (as llama.node's partial parse; '' while there is none), and the reasoning so far.
+   */
+  content?: string;
+  reasoning_content?: string;
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: the tokens this text came from (llama-server's shape). */
   logprobs?: TokenLogprob[];

@@ -18,7 +18,10 @@ import {
   type FormattedChatResult,
   parseChatOutput,
   parseToolCalls,
+  ReasoningStream,
+  splitReasoning,
   type TemplateLimits,
+  THINK_START,
 } from '../chat/index.js';
 import { ContextError } from '../model/index.js';
 import type { GrammarLimits, GrammarSampler } from '../sampling/grammar/index.js';
@@ -133,6 +136,11 @@ export interface PreparedRequest {
   /** Prompt tokens (before any cut to the context). */
   readonly prompt: number[];
   readonly chatFormat: number;
+  /**
+   * A <think> block to split off the reply (templates that write them): null without one;
+   * true when the prompt opened it (thinking_forced_open), false when the reply may.
+   */
+  readonly thinking: boolean | null;
   readonly withMessages: boolean;
   readonly withTools: boolean;
   readonly stops: string[];
@@ -186,10 +194,12 @@ export async function prepareRequest(
   const withMessages = o.messages !== undefined && o.messages !== null;
   const tools = o.tool_choice !== 'none' && o.tools && o.tools.length > 0 ? o.tools : undefined;
   let chatFormat = 0;
+  let thinking: boolean | null = null;
   let prompt: number[];
   if (withMessages) {
     const fmt = await formatChat(env, o, tools, signal);
     chatFormat = fmt.chat_format ?? 0;
+    if (fmt.preserved_tokens?.includes(THINK_START)) thinking = fmt.thinking_forced_open === true;
     for (const s of fmt.additional_stops ?? []) if (s !== '' && !stopList.includes(s)) stopList.push(s);
     prompt = encodePrompt(vocab, fmt.prompt);
   } else {
@@ -215,6 +225,7 @@ export async function prepareRequest(
     options: o,
     prompt,
     chatFormat,
+    thinking,
     withMessages,
     withTools: tools !== undefined,
     stops: stopList,
@@ -283,6 +294,8 @@ export class GenerationUnit {
   private readonly stream: StreamDecoder;
   private readonly matcher: StopStringMatcher | undefined;
   private text = '';
+  /** The reply split into reasoning and content as it streams (requests with a <think> block). */
+  private readonly reasoning: ReasoningStream | undefined;
   private nDecoded = 0;
   private readonly generated: number[] = [];
   private stoppedEos = false;
@@ -318,6 +331,7 @@ export class GenerationUnit {
     this.nProbs = request.chain.params.n_probs;
     this.wantLogprobs = request.options.logprobs === true;
     this.stoppedLimit = request.nPredict === 0;
+    this.reasoning = request.thinking === null ? undefined : new ReasoningStream(request.thinking);
     this.done = new Promise((res, rej) => {
       this.resolve = res;
       this.reject = rej;
@@ -503,6 +517,12 @@ export class GenerationUnit {
     if (piece === '') return; // probabilities wait for the text they belong to
     this.text += piece;
     const ev: LlamaCompletionToken = { token: piece };
+    if (this.reasoning) {
+      // as llama.node: the reply so far, parsed (text that may yet become a tag held back)
+      const r = this.reasoning.update(this.text);
+      ev.content = r.content;
+      if (r.reasoning_content !== undefined) ev.reasoning_content = r.reasoning_content;
+    }
     if (this.wantLogprobs) {
       ev.logprobs = this.pendingLogprobs;
       this.pendingLogprobs = [];
@@ -593,11 +613,13 @@ export class GenerationUnit {
     }
     if (this.top) r.top_logits = this.top;
     if (q.withMessages) {
+      const split = q.thinking === null ? { content: this.text } : splitReasoning(this.text, q.thinking);
       const parsed =
         q.withTools && q.chatFormat === 0
-          ? parseToolCalls(this.text, 'generic')
-          : parseChatOutput(this.text, q.chatFormat);
+          ? parseToolCalls(split.content, 'generic')
+          : parseChatOutput(split.content, q.chatFormat);
       r.content = parsed.content;
+      if (split.reasoning_content !== undefined) r.reasoning_content = split.reasoning_content;
       if (q.withTools) r.tool_calls = parsed.tool_calls;
     }
     return r;

@@ -361,21 +361,37 @@ export class LlamaServer {
     const sse = stream
       ? new SseWriter(res, () => oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null))
       : undefined;
+    // a reply with a <think> block streams its reasoning and its content apart (as llama-server)
+    let sentReasoning = 0;
+    let sentContent = 0;
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
         // with tools the reply is parsed whole at the end
         if (useTools) return;
         const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
-        sse.send(oa.chatChunk(id, model, created, { content: ev.token }, null, extra));
+        if (ev.content === undefined) {
+          sse.send(oa.chatChunk(id, model, created, { content: ev.token }, null, extra));
+          return;
+        }
+        const delta: Record<string, string> = {};
+        const reasoning = ev.reasoning_content ?? '';
+        if (reasoning.length > sentReasoning) delta.reasoning_content = reasoning.slice(sentReasoning);
+        if (ev.content.length > sentContent) delta.content = ev.content.slice(sentContent);
+        sentReasoning = Math.max(sentReasoning, reasoning.length);
+        sentContent = Math.max(sentContent, ev.content.length);
+        if (delta.reasoning_content !== undefined || delta.content !== undefined || ev.logprobs) {
+          sse.send(oa.chatChunk(id, model, created, delta, null, extra));
+        }
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
       try {
         const r = await done;
         const calls = r.tool_calls ?? [];
-        if (useTools && (r.content || calls.length > 0)) {
+        if (useTools && (r.content || calls.length > 0 || r.reasoning_content)) {
           const delta: Record<string, unknown> = { content: r.content || null };
+          if (r.reasoning_content !== undefined) delta.reasoning_content = r.reasoning_content;
           if (calls.length > 0) delta.tool_calls = calls.map((t, index) => ({ index, ...t }));
           sse.send(oa.chatChunk(id, model, created, delta, null));
         }
@@ -395,6 +411,7 @@ export class LlamaServer {
     if (!r) return;
     const calls = r.tool_calls ?? [];
     const message: Record<string, unknown> = { role: 'assistant', content: r.content ?? r.text };
+    if (r.reasoning_content !== undefined) message.reasoning_content = r.reasoning_content;
     if (calls.length > 0) {
       message.tool_calls = calls;
       if (!r.content) message.content = null;
