@@ -124,6 +124,8 @@ for (const arch of ARCHS) {
       const ctx = new Context(model, { nCtx: 256, nSeqMax: 2 });
       await ctx.decode({ tokens: prompt });
       const want = await greedy(ctx, ctx.getLogits(-1), N);
+      // the state stands after the prompt and N - 1 fed-back tokens: all of that is kept
+      assert.equal(ctx.reusablePrefix(0, n + N + 5), n + N - 1);
 
       // a checkpoint was taken before the prompt's last token: back to it, and on again
       assert.equal(ctx.reusablePrefix(0, n - 1), n - 1);
