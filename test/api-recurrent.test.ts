@@ -2,15 +2,18 @@
 // attention): a full context ends the generation (no shift: the state would still carry
 // the dropped tokens), a repeated or extended prompt resumes at the checkpoint taken before
 // the last prompt token (the state has moved on through the reply), a prompt that diverges
-// is evaluated again, and a loaded session continues correctly; every reply is what a
-// fresh context gives.
+// is evaluated again, a loaded session continues correctly, and three parallel slots each
+// give what one sequence alone gives; every reply is what a fresh context gives. A chat
+// with Qwen3.5's template (thinking on: the prompt opens <think>) returns the reply as
+// reasoning_content, streamed as the token events' partial parse.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ensureModel } from '../src/generator/index.js';
 import { type LlamaContext, loadModel } from '../src/index.js';
+import { REPO_ROOT } from './helpers/shared.js';
 
 const PROMPT = 'Once upon a time there was a little dog';
 
@@ -79,5 +82,52 @@ describe('library on a hybrid (recurrent + attention) model', () => {
     } finally {
       await other.release();
     }
+  });
+
+  test('3 parallel slots: each gives what one sequence alone gives', async () => {
+    const prompts = [PROMPT, 'The cat sat on the mat', 'A long time ago in a galaxy'];
+    const want: string[] = [];
+    for (const p of prompts) want.push(await fresh(p, 16));
+    const par = await loadModel({ model: path, n_threads: 2, n_ctx: 3 * 128 });
+    try {
+      await par.parallel.enable({ n_parallel: 3 });
+      const reqs = await Promise.all(
+        prompts.map((prompt) => par.parallel.completion({ prompt, n_predict: 16, temperature: 0, ignore_eos: true })),
+      );
+      const got = await Promise.all(reqs.map((r) => r.promise));
+      got.forEach((g, i) => assert.equal(g.text, want[i], `slot ${i}`));
+    } finally {
+      await par.release();
+    }
+  });
+
+  test("Qwen3.5's template with thinking on: the reply is reasoning_content, streamed as it grows", async () => {
+    const template = readFileSync(join(REPO_ROOT, 'test/refs/chat-recurrent/qwen35.jinja'), 'utf8');
+    // the model carries the template (a model without one gets chatml, not Jinja)
+    const chat = await loadModel({ model: path, n_threads: 1, n_ctx: 128, chat_template: template });
+    const events: { content?: string; reasoning_content?: string }[] = [];
+    let r: Awaited<ReturnType<LlamaContext['completion']>>;
+    try {
+      r = await chat.completion(
+        {
+          messages: [{ role: 'user', content: 'Name three small primes.' }],
+          n_predict: 12,
+          temperature: 0,
+          ignore_eos: true,
+        },
+        (ev) => events.push({ content: ev.content, reasoning_content: ev.reasoning_content }),
+      );
+    } finally {
+      await chat.release();
+    }
+    assert.ok(r.text.length > 0);
+    const closed = r.text.indexOf('</think>');
+    if (closed < 0) {
+      assert.equal(r.content, '');
+      assert.equal(r.reasoning_content, r.text.trim() || undefined);
+    }
+    const last = events.at(-1)!;
+    assert.equal(last.content, r.content);
+    assert.equal(last.reasoning_content, r.reasoning_content);
   });
 });

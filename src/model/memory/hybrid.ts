@@ -15,8 +15,12 @@ export class HybridMemory implements AttentionMemory {
 
   constructor(
     readonly attn: AttentionMemory,
-    readonly recurrent: RecurrentState,
+    private rec: RecurrentState,
   ) {}
+
+  get recurrent(): RecurrentState {
+    return this.rec;
+  }
 
   get caches(): readonly KVCache[] {
     return this.attn.caches;
@@ -86,10 +90,22 @@ export class HybridMemory implements AttentionMemory {
    * The recurrent state has a row for every sequence id already; when the attention part
    * is rebuilt larger (its cells gone), the states go too, to stay consistent.
    */
+  /**
+   * Rows for n sequences: the recurrent state (sized for the sequences the context was made
+   * for: a state per sequence costs the same at any context length) is rebuilt larger, and
+   * so may the attention part be; whatever was rebuilt, both parts are emptied.
+   */
   reserveSequences(n: number): boolean {
-    if (!this.attn.reserveSequences(n)) return false;
-    this.recurrent.clear();
-    return true;
+    const attnRebuilt = this.attn.reserveSequences(n);
+    if (n > this.rec.nSeqMax) {
+      const next = this.rec.resized(n);
+      this.rec.dispose();
+      this.rec = next;
+      this.attn.clear();
+      return true;
+    }
+    if (attnRebuilt) this.rec.clear();
+    return attnRebuilt;
   }
 
   stateLayout(): unknown {

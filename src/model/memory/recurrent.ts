@@ -3,7 +3,7 @@
 // layer and sequence a fixed-size state whatever the context length: the convolution's
 // last inputs (`r`, [nEmbdR] per sequence) and the scan's or delta rule's state (`s`,
 // [nEmbdS]). Row q of each layer's tensors belongs to sequence q (one row per sequence
-// id, nSeqMax rows).
+// id, nSeqMax rows: the sequences the context was sized for; `resized` makes room for more).
 //
 // A state summarises every token it has seen and cannot forget a tail, so:
 // - a sequence continues only at its next position; removing positions from the end is
@@ -54,6 +54,7 @@ export class RecurrentState {
   readonly nSeqMax: number;
   readonly maxCheckpoints: number;
   readonly buffers: DeviceBuffer[] = [];
+  private readonly options: RecurrentOptions;
   /** Last position each sequence's state has seen (-1: empty). */
   private readonly last: Int32Array;
   private readonly rOf = new Map<number, Tensor>();
@@ -61,6 +62,7 @@ export class RecurrentState {
   private readonly checkpoints: Checkpoint[][];
 
   constructor(o: RecurrentOptions) {
+    this.options = { ...o };
     this.layerIds = [...o.layers];
     this.widthR = o.widthR;
     this.widthS = o.widthS;
@@ -91,6 +93,20 @@ export class RecurrentState {
         b.clear(0);
         this.buffers.push(b);
       }
+    }
+  }
+
+  /** An empty state like this one with rows for n sequences (this one is left as it is). */
+  resized(n: number): RecurrentState {
+    return new RecurrentState({ ...this.options, nSeqMax: n });
+  }
+
+  /** Throws unless sequence q has rows here. */
+  private checkRow(q: number): void {
+    if (!(q >= 0 && q < this.nSeqMax)) {
+      throw new ContextError(
+        `sequence ${q}: the recurrent state has rows for sequences 0..${this.nSeqMax - 1} (reserve more sequences first)`,
+      );
     }
   }
 
@@ -156,6 +172,7 @@ export class RecurrentState {
    * (a state cannot take a token at a position it has already seen).
    */
   checkContinues(seq: number, first: number, count: number, batchPos: ArrayLike<number>): void {
+    this.checkRow(seq);
     const next = this.last[seq] + 1;
     if (first !== next) {
       throw new ContextError(
@@ -208,7 +225,7 @@ export class RecurrentState {
 
   /** What removing [a, b) from q takes: nothing (null), everything, or a checkpoint to restore. */
   private planRemove(q: number, a: number, b: number): null | 'all' | Checkpoint {
-    const last = this.last[q];
+    const last = this.seqPosMax(q);
     if (last < 0 || a > last || b <= a) return null;
     if (b <= last) {
       throw new ContextError(
@@ -241,8 +258,9 @@ export class RecurrentState {
   seqCp(src: number, dst: number, p0 = -1, p1 = -1): void {
     if (src === dst) return;
     const [a, b] = RecurrentState.range(p0, p1);
-    const last = this.last[src];
+    const last = this.seqPosMax(src);
     if (last < 0) return;
+    this.checkRow(dst);
     if (a > 0 || b <= last) {
       throw new ContextError(
         `seqCp ${src} → ${dst}: a recurrent state is copied whole (positions 0..${last}), not ${a}..${b - 1}`,
@@ -263,7 +281,7 @@ export class RecurrentState {
 
   /** A state has no positions to move. */
   seqAdd(seq: number, _p0: number, _p1: number, delta: number): void {
-    if (delta === 0 || this.last[seq] < 0) return;
+    if (delta === 0 || this.seqPosMax(seq) < 0) return;
     throw new ContextError(`sequence ${seq}: a recurrent state's positions cannot be shifted (no context shift)`);
   }
 
@@ -277,10 +295,10 @@ export class RecurrentState {
    * or before n, else 0.
    */
   reusablePrefix(seq: number, n: number): number {
-    const held = this.last[seq] + 1;
+    const held = this.seqPosMax(seq) + 1;
     if (held <= n) return held;
     let best = 0;
-    for (const c of this.checkpoints[seq]) if (c.n <= n && c.n > best) best = c.n;
+    for (const c of this.checkpoints[seq] ?? []) if (c.n <= n && c.n > best) best = c.n;
     return best;
   }
 
@@ -288,13 +306,13 @@ export class RecurrentState {
 
   /** Checkpoint positions of `seq` (tokens seen), oldest first. */
   checkpointsOf(seq: number): number[] {
-    return this.checkpoints[seq].map((c) => c.n);
+    return (this.checkpoints[seq] ?? []).map((c) => c.n);
   }
 
   /** Copies `seq`'s state as it stands (its position known) to host memory. */
   async checkpoint(seq: number): Promise<void> {
     if (this.maxCheckpoints <= 0) return;
-    const n = this.last[seq] + 1;
+    const n = this.seqPosMax(seq) + 1;
     if (n <= 0) return;
     const rows: Uint8Array[] = [];
     for (const t of this.tensors()) rows.push(await tensorGet(t, seq * t.nb[1], t.nb[1]));
@@ -313,8 +331,12 @@ export class RecurrentState {
 
   /** i32 last position, then per layer the r row and the s row. */
   async stateWrite(seq: number, sink: StateSink): Promise<void> {
-    await sink(new Uint8Array(Int32Array.of(this.last[seq]).buffer));
-    for (const t of this.tensors()) await sink(await tensorGet(t, seq * t.nb[1], t.nb[1]));
+    const last = this.seqPosMax(seq);
+    await sink(new Uint8Array(Int32Array.of(last).buffer));
+    for (const t of this.tensors()) {
+      // a sequence without rows here has an empty (zero) state
+      await sink(last < 0 ? new Uint8Array(t.nb[1]) : await tensorGet(t, seq * t.nb[1], t.nb[1]));
+    }
   }
 
   /** Clears `seq`, then restores what stateWrite wrote; `check` sees the last position first. */
@@ -323,6 +345,7 @@ export class RecurrentState {
     if (!(Number.isSafeInteger(last) && last >= -1))
       throw new ContextError(`saved recurrent state: bad position ${last}`);
     check?.(last);
+    this.checkRow(seq);
     this.reset(seq);
     for (const t of this.tensors()) tensorSet(t, (await source(t.nb[1])).slice(), seq * t.nb[1]);
     this.last[seq] = last;
