@@ -95,7 +95,7 @@ describe('library on a hybrid (recurrent + attention) model', () => {
         prompts.map((prompt) => par.parallel.completion({ prompt, n_predict: 16, temperature: 0, ignore_eos: true })),
       );
       const got = await Promise.all(reqs.map((r) => r.promise));
-      got.forEach((g, i) => assert.equal(g.text, want[i], `slot ${i}`));
+      for (const [i, g] of got.entries()) assert.equal(g.text, want[i], `slot ${i}`);
     } finally {
       await par.release();
     }
