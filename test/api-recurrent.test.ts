@@ -131,3 +131,48 @@ describe('library on a hybrid (recurrent + attention) model', () => {
     assert.equal(last.reasoning_content, r.reasoning_content);
   });
 });
+
+describe('server on a hybrid model with a thinking template', () => {
+  test('chat: reasoning_content in the message, streamed as reasoning_content deltas; the prefix reused at a checkpoint', async () => {
+    const { LlamaServer } = await import('../src/server/index.js');
+    const template = readFileSync(join(REPO_ROOT, 'test/refs/chat-recurrent/qwen35.jinja'), 'utf8');
+    const server = await LlamaServer.start({
+      model: ensureModel('tiny-qwen35', 'F32'),
+      port: 0,
+      parallel: 1,
+      nCtx: 512,
+      chatTemplate: template,
+    });
+    try {
+      const body = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 10, temperature: 0 };
+      const post = (b: unknown) =>
+        fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify(b),
+        });
+      // biome-ignore lint/suspicious/noExplicitAny: a response body read by shape
+      const whole: any = await (await post(body)).json();
+      const msg = whole.choices[0].message;
+      assert.equal(typeof msg.reasoning_content, 'string');
+      assert.equal(msg.content, '');
+      const sse = await (await post({ ...body, stream: true })).text();
+      let reasoning = '';
+      let content = '';
+      let cached = -1;
+      for (const line of sse.split('\n')) {
+        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+        const ch = JSON.parse(line.slice(6));
+        reasoning += ch.choices[0]?.delta?.reasoning_content ?? '';
+        content += ch.choices[0]?.delta?.content ?? '';
+        if (ch.timings) cached = ch.timings.cache_n;
+      }
+      assert.equal(reasoning, msg.reasoning_content);
+      assert.equal(content, '');
+      // the same prompt: resumed at the checkpoint before its last token
+      assert.equal(cached, whole.usage.prompt_tokens - 1);
+    } finally {
+      await server.close();
+    }
+  });
+});
