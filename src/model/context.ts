@@ -358,8 +358,8 @@ export class Context {
     const m = tokens.length;
     const hp = this.model.hp;
     const causal = hp.causal;
-    if (inp.embdRows && inp.embdRowsFrom) {
-      // distinct ids, in first-seen order, read from the file; tokens index them
+    if (inp.diskRows && inp.rowIds) {
+      // distinct ids, in first-seen order, read from the file; rowIds index them
       const first = new Map<number, number>();
       const local = new Int32Array(m);
       for (let i = 0; i < m; i++) {
@@ -370,12 +370,15 @@ export class Context {
         }
         local[i] = k;
       }
-      const src = inp.embdRowsFrom;
-      const bytes = new Uint8Array(first.size * src.rowBytes);
-      src.read([...first.keys()], bytes);
-      tensorSet(inp.embdRows, bytes);
-      if (inp.tokens) tensorSet(inp.tokens, local);
-    } else if (inp.tokens) tensorSet(inp.tokens, tokens);
+      const ids = [...first.keys()];
+      for (const { t, from } of inp.diskRows) {
+        const bytes = new Uint8Array(first.size * from.rowBytes);
+        from.read(ids, bytes);
+        tensorSet(t, bytes, 0);
+      }
+      tensorSet(inp.rowIds, local);
+    }
+    if (inp.tokens) tensorSet(inp.tokens, tokens);
     if (inp.pos) tensorSet(inp.pos, pos);
     inp.kvIdxs?.forEach((t, c) => {
       if (t) tensorSet(t, Int32Array.from(cells[c]));
