@@ -164,7 +164,8 @@ export class GraphBuilder {
   tokenRows(table: Tensor): Tensor {
     const disk = this.w.rowsOnDisk(table);
     if (!disk) return ops.getRows(table, this.inpTokens);
-    const list = (this.inputs.diskRows ??= []);
+    this.inputs.diskRows ??= [];
+    const list = this.inputs.diskRows;
     let e = list.find((x) => x.from === disk);
     if (!e) {
       const name = list.length === 0 ? 'inp_embd_rows' : `inp_embd_rows_${list.length}`;
