@@ -71,3 +71,28 @@ export function edgeCaseRows(seed: number): Float32Array {
   }
   return Float32Array.from(blocks.flat());
 }
+
+/**
+ * `nb` blocks of random bytes of a type with `typeSize`-byte blocks, for dequantizer
+ * conformance. When `scaleOff` is given, the f16 scale there is finite: any exponent
+ * when b % 4 == 0, a subnormal when b % 7 == 1, an ordinary one otherwise (random bits
+ * elsewhere, so no NaN whose payload engines may treat differently).
+ */
+export function randomBlocks(typeSize: number, nb: number, seed: number, scaleOff?: number): Uint8Array {
+  const rand = prng(seed);
+  const byte = () => Math.floor(rand() * 256);
+  const bytes = new Uint8Array(nb * typeSize);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = byte();
+  if (scaleOff !== undefined) {
+    for (let b = 0; b < nb; b++) {
+      let h = ((byte() << 8) | byte()) & 0x7fff;
+      if (b % 4 === 0) h = h >= 0x7c00 ? h - 0x0400 : h;
+      else if (b % 7 === 1) h &= 0x3ff;
+      else h = (0x2000 + (h & 0xfff)) & 0x7fff;
+      h |= (byte() & 1) << 15;
+      bytes[b * typeSize + scaleOff] = h & 0xff;
+      bytes[b * typeSize + scaleOff + 1] = h >>> 8;
+    }
+  }
+  return bytes;
+}

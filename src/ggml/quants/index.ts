@@ -9,6 +9,15 @@ import type { DequantizeFn, QuantizeFn, RowCodec } from './codec.js';
 import { dequantizeBF16, dequantizeF16, dequantizeF32, quantizeBF16, quantizeF16, quantizeF32 } from './float.js';
 import { dequantizeIQ4_NL, dequantizeIQ4_XS } from './iq-dequant.js';
 import {
+  dequantizeIQ1_M,
+  dequantizeIQ1_S,
+  dequantizeIQ2_S,
+  dequantizeIQ2_XS,
+  dequantizeIQ2_XXS,
+  dequantizeIQ3_S,
+  dequantizeIQ3_XXS,
+} from './iq-lowbit-dequant.js';
+import {
   dequantizeQ2_K,
   dequantizeQ3_K,
   dequantizeQ4_K,
@@ -33,6 +42,7 @@ import {
 import { quantizeQ8_K } from './q8k.js';
 import { quantizeIQ4_NL, quantizeIQ4_XS } from './quantize-iq.js';
 import { quantizeQ2_K, quantizeQ3_K, quantizeQ4_K, quantizeQ5_K, quantizeQ6_K } from './quantize-k.js';
+import { dequantizeTQ1_0, dequantizeTQ2_0, quantizeTQ1_0, quantizeTQ2_0 } from './ternary.js';
 
 export type { DequantizeFn, QuantizeFn, RowCodec } from './codec.js';
 
@@ -69,6 +79,15 @@ registerDequantizer(GGMLType.Q6_K, dequantizeQ6_K);
 registerDequantizer(GGMLType.Q8_K, dequantizeQ8_K);
 registerDequantizer(GGMLType.IQ4_NL, dequantizeIQ4_NL);
 registerDequantizer(GGMLType.IQ4_XS, dequantizeIQ4_XS);
+registerDequantizer(GGMLType.IQ2_XXS, dequantizeIQ2_XXS);
+registerDequantizer(GGMLType.IQ2_XS, dequantizeIQ2_XS);
+registerDequantizer(GGMLType.IQ2_S, dequantizeIQ2_S);
+registerDequantizer(GGMLType.IQ3_XXS, dequantizeIQ3_XXS);
+registerDequantizer(GGMLType.IQ3_S, dequantizeIQ3_S);
+registerDequantizer(GGMLType.IQ1_S, dequantizeIQ1_S);
+registerDequantizer(GGMLType.IQ1_M, dequantizeIQ1_M);
+registerDequantizer(GGMLType.TQ1_0, dequantizeTQ1_0);
+registerDequantizer(GGMLType.TQ2_0, dequantizeTQ2_0);
 
 // Reference quantizers (byte-exact with ggml's quantize_row_*_ref).
 registerQuantizer(GGMLType.F32, quantizeF32);
@@ -91,6 +110,8 @@ registerQuantizer(GGMLType.Q5_K, quantizeQ5_K);
 registerQuantizer(GGMLType.Q6_K, quantizeQ6_K);
 registerQuantizer(GGMLType.IQ4_NL, quantizeIQ4_NL);
 registerQuantizer(GGMLType.IQ4_XS, quantizeIQ4_XS);
+registerQuantizer(GGMLType.TQ1_0, quantizeTQ1_0);
+registerQuantizer(GGMLType.TQ2_0, quantizeTQ2_0);
 // ---- end of the table ---------------------------------------------------------------
 
 export function canDequantize(type: number): boolean {
