@@ -96,3 +96,12 @@ export function randomBlocks(typeSize: number, nb: number, seed: number, scaleOf
   }
   return bytes;
 }
+
+/** A positive importance matrix row of n entries (0.01 .. 10, mostly small), float32. */
+export function randomImatrix(n: number, seed: number): Float32Array {
+  const rand = prng(seed);
+  return Float32Array.from({ length: n }, () => {
+    const r = rand();
+    return 0.01 + r * r * 10;
+  });
+}

@@ -44,9 +44,15 @@ export function dequantizeTQ2_0(src: Uint8Array, srcOff: number, dst: Float32Arr
   }
 }
 
-/** C lroundf: to nearest, halves away from zero. */
+/**
+ * `(int)lroundf(x)`: to nearest, halves away from zero; NaN, infinities and values beyond
+ * a long give LONG_MIN (glibc converts them with cvttss2si), whose low 32 bits are 0.
+ * An all-subnormal block's 1/amax overflows to infinity, so this decides its trits.
+ */
 function lround(x: number): number {
-  return x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5);
+  if (!(Math.abs(x) < 2 ** 63)) return 0;
+  const r = x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5);
+  return r | 0;
 }
 
 /** amax of the block, written as the f16 scale; returns 1/amax (0 for an all-zero block). */
