@@ -9,18 +9,18 @@ import { join } from 'node:path';
 import { canQuantize } from '../ggml/quants/index.js';
 import { type GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
+import { chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 import { CHUNK, chunkCount, fillChunks, tensorByteSize } from './fill.js';
 import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
 import { FillPool } from './pool.js';
 import { FILE_TYPES, type FileTypeName, type ModelSpec, presetSpec, resolveShape, type VocabSpec } from './spec.js';
-import { chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 import { buildVocab } from './vocab.js';
 
+export { allowsQuantization, chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 export { planTensors } from './layout.js';
 export { Rng } from './rng.js';
 export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, VocabSpec } from './spec.js';
 export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
-export { allowsQuantization, chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 export { buildVocab, TokenType } from './vocab.js';
 
 /**

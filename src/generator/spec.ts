@@ -1,5 +1,4 @@
 // What a generated model is: architecture, shape, file type, vocabulary and seed.
-import { GGMLType } from '../ggml/types.js';
 import type { FileTypeName } from '../quantize/ftypes.js';
 
 export type GenArch = 'llama' | 'qwen2' | 'qwen3' | 'bert';

@@ -82,6 +82,21 @@ function categoryOf(name: string): Category {
   return 'other';
 }
 
+/** File types whose attn_output gets Q5_K in 8-expert models. */
+const MOE8_ATTN_OUTPUT_Q5_K: readonly string[] = [
+  'Q2_K',
+  'IQ3_XS',
+  'IQ3_XXS',
+  'Q3_K_S',
+  'Q3_K_M',
+  'IQ4_NL',
+  'Q4_K_S',
+  'Q4_K_M',
+  'IQ3_S',
+  'IQ3_M',
+  'IQ4_XS',
+];
+
 const isAttnV = (c: Category) => c === 'attn_v' || c === 'attn_qkv' || c === 'attn_kv_b';
 
 // name fragments llama-quantize never quantizes (small or special 2-D tensors)
@@ -333,8 +348,7 @@ export function chooseTensorTypes(
     } else if (cat === 'attn_output') {
       if (!falcon) {
         if (nExpertRaw === 8) {
-          const five = ['Q2_K', 'IQ3_XS', 'IQ3_XXS', 'Q3_K_S', 'Q3_K_M', 'IQ4_NL', 'Q4_K_S', 'Q4_K_M', 'IQ3_S', 'IQ3_M'];
-          if (five.includes(ft) || ft === 'IQ4_XS') t = Q.Q5_K;
+          if (MOE8_ATTN_OUTPUT_Q5_K.includes(ft)) t = Q.Q5_K;
         } else if (ft === 'Q2_K') t = Q.Q3_K;
         else if (ft === 'IQ3_XXS') t = Q.IQ3_S;
         else if (ft === 'Q3_K_M') t = Q.Q4_K;
