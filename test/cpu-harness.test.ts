@@ -17,11 +17,8 @@ import { referenceDevice, referenceGgmlCpuDevice } from '../src/backends/referen
 import { compareDevices, type OpCase, opCases } from '../src/backends/testing/op-harness.js';
 
 const ROUNDED_MATMUL = /^MUL_MAT\((?!F32 )/;
-// the IQ1/IQ2/IQ3 and ternary types have reference kernels only, so far
-const NOT_YET = /\((IQ[123]_[A-Z]+|TQ[12]_0)\)|\((IQ[123]_[A-Z]+|TQ[12]_0) x/;
-
 function cases(exact: boolean): OpCase[] {
-  const all = opCases().filter((c) => !NOT_YET.test(c.name));
+  const all = opCases();
   // with ggml-cpu numerics every case, flash attention's included, is held to 1e-7
   if (!exact) return all.map((c) => ({ ...c, maxNmse: 1e-7 }));
   return all.map((c) => (ROUNDED_MATMUL.test(c.name) ? { ...c, maxNmse: 5e-4 } : c));
