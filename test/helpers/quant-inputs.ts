@@ -105,3 +105,14 @@ export function randomImatrix(n: number, seed: number): Float32Array {
     return 0.01 + r * r * 10;
   });
 }
+
+/** `n` words of simple English drawn with prng(seed): a text for importance-matrix runs. */
+export function storyText(n: number, seed: number): string {
+  const words = (
+    'once upon a time there was a little girl named lily she liked to play with her toys in the park ' +
+    'one day she saw a big dog the dog was very friendly and they became best friends they played ' +
+    'together every day and had lots of fun'
+  ).split(' ');
+  const rand = prng(seed);
+  return Array.from({ length: n }, () => words[Math.floor(rand() * words.length)]).join(' ');
+}
