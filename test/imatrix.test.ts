@@ -90,7 +90,7 @@ test("llama-ts imatrix matches llama-imatrix's file within 1e-3", { skip }, () =
       `${name} total`,
     );
     const n = e.sums.length;
-    [0, 7, 13, n >> 1, n - 1].forEach((i, k) => close(e.sums[i]!, some[k]!, `${name}[${i}]`));
+    for (const [k, i] of [0, 7, 13, n >> 1, n - 1].entries()) close(e.sums[i]!, some[k]!, `${name}[${i}]`);
   }
 });
 

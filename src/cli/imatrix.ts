@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Device } from '../backends/impl.js';
 import { Context, Model } from '../model/index.js';
-import { ImatrixComputeError, ImatrixCollector, computeImatrix } from '../quantize/imatrix.js';
+import { computeImatrix, ImatrixCollector, ImatrixComputeError } from '../quantize/imatrix.js';
 import { writeImatrixGGUF } from '../quantize/imatrix-file.js';
 import { CliError, intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
 

@@ -305,7 +305,10 @@ export class Context {
       const read = new Map<Tensor, Float32Array>(); // q, k and v share their input
       for (const [w, x] of last.observed) {
         let v = read.get(x);
-        if (!v) read.set(x, (v = await tensorGetF32(x)));
+        if (!v) {
+          v = await tensorGetF32(x);
+          read.set(x, v);
+        }
         this.onMatMulInput(w.name, v, x.ne);
       }
     }
