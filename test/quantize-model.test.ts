@@ -15,10 +15,10 @@ import { after, test } from 'node:test';
 import { GGMLType, typeName } from '../src/ggml/types.js';
 import { openGGUF } from '../src/gguf/index.js';
 import type { FileTypeName } from '../src/quantize/ftypes.js';
-import { imatrixWeights, readImatrixFile, writeImatrixGGUF } from '../src/quantize/imatrix-file.js';
+import { imatrixWeights, readImatrixFile } from '../src/quantize/imatrix-file.js';
 import { quantizeModel } from '../src/quantize/model.js';
 import { chooseTensorTypes } from '../src/quantize/tensor-types.js';
-import { prng } from './helpers/quant-inputs.js';
+import { writeImatrices } from './helpers/imatrices.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 
 const F32_REL = 'fixtures/rand-llama-F32.gguf';
@@ -29,41 +29,6 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const BIN = new URL('../../bin/llama-ts.js', import.meta.url).pathname;
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 32);
-
-/**
- * Importance matrices for rand-llama-F32's block tensors, as the scratch harness wrote
- * them for llama-quantize: 'uniform' (every weight 1) and 'random' (sums / count in
- * 0.001 .. 5), GGUF (counts 1024, 2 chunks of 512) and legacy .dat (ncall 2).
- */
-function writeImatrices(model: string, out: string): void {
-  const f = openGGUF(model);
-  const names = f.tensors
-    .filter((t) => t.name.startsWith('blk.') && t.dims.length >= 2 && t.dims[1]! > 1)
-    .map((t) => [t.name, t.dims[0]!] as const);
-  f.close();
-  for (const kind of ['uniform', 'random'] as const) {
-    const r = prng(kind === 'uniform' ? 1 : 12345);
-    const entries = new Map<string, { sums: Float32Array; counts: number[] }>();
-    for (const [name, n] of names) {
-      const sums = Float32Array.from({ length: n }, () => (kind === 'uniform' ? 1024 : 1024 * (0.001 + 5 * r() ** 3)));
-      entries.set(name, { sums, counts: [1024] });
-    }
-    writeImatrixGGUF(`${out}-${kind}.gguf`, { entries, datasets: ['synthetic.txt'], chunkCount: 2, chunkSize: 512 });
-    const parts: Buffer[] = [];
-    const i32 = (v: number) => {
-      const b = Buffer.alloc(4);
-      b.writeInt32LE(v);
-      return b;
-    };
-    parts.push(i32(entries.size));
-    for (const [name, e] of [...entries].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-      parts.push(i32(name.length), Buffer.from(name), i32(2), i32(e.sums.length));
-      parts.push(Buffer.from(Float32Array.from(e.sums, (s) => (s / 1024) * 2).buffer));
-    }
-    parts.push(i32(2), i32(13), Buffer.from('synthetic.txt'));
-    writeFileSync(`${out}-${kind}.dat`, Buffer.concat(parts));
-  }
-}
 
 const IMATRIX = join(dir, 'im');
 if (f32) writeImatrices(f32, IMATRIX);

@@ -5,6 +5,9 @@
 
 import { dequantize, quantizeRows } from '../ggml/quants/index.js';
 import { rowSize } from '../ggml/types.js';
+import { useWasmQuantizers } from './wasm-quantizers.js';
+
+useWasmQuantizers();
 
 export interface ConvertTask {
   srcType: number;

@@ -101,15 +101,14 @@ type WeightedBlocksFn = (
 ) => void;
 
 /**
- * The row quantizer of a type whose blocks are quantized independently: `weighted` with
- * an importance matrix; without one `plain`, or an error when the type needs one.
+ * The importance-matrix quantizer of a type whose blocks are quantized independently
+ * (without an imatrix, quantizeRows uses the type's block quantizer).
  */
-function blockwise(type: GGMLType, weighted: WeightedBlocksFn, plain: QuantizeFn | null): RowQuantizeFn {
+function blockwise(type: GGMLType, weighted: WeightedBlocksFn): RowQuantizeFn {
   const bs = traitsOf(type).blockSize;
   return (src, so, dst, o, n, qw) => {
-    if (qw) weighted(src, so, dst, o, n / bs, qw, 0);
-    else if (plain) plain(src, so, dst, o, n / bs);
-    else throw new RangeError(`quantize ${typeName(type)}: this type needs an importance matrix`);
+    if (!qw) throw new RangeError(`quantize ${typeName(type)}: no importance matrix given`);
+    weighted(src, so, dst, o, n / bs, qw, 0);
   };
 }
 
@@ -178,30 +177,27 @@ registerQuantizer(GGMLType.IQ3_XXS, unweighted(quantizeIQ3_XXSBlocks));
 registerQuantizer(GGMLType.IQ3_S, unweighted(quantizeIQ3_SBlocks));
 registerQuantizer(GGMLType.IQ1_M, unweighted(quantizeIQ1_MBlocks));
 
-// Row quantizers with ggml's importance-matrix paths (types absent here quantize as
-// above with or without one, as ggml ignores it for them). IQ2_XXS, IQ2_XS and IQ1_S
-// cannot quantize without one (ggml_quantize_requires_imatrix).
+// ggml's importance-matrix paths (types absent here quantize as above with or without
+// one, as ggml ignores it for them; without one every type quantizes as above). IQ2_XXS,
+// IQ2_XS and IQ1_S cannot quantize without one (ggml_quantize_requires_imatrix).
 registerRowQuantizer(GGMLType.Q4_0, quantizeRowQ4_0);
 registerRowQuantizer(GGMLType.Q4_1, quantizeRowQ4_1);
 registerRowQuantizer(GGMLType.Q5_0, quantizeRowQ5_0);
 registerRowQuantizer(GGMLType.Q5_1, quantizeRowQ5_1);
-registerRowQuantizer(GGMLType.Q2_K, blockwise(GGMLType.Q2_K, quantizeQ2_KWeighted, quantizeQ2_K));
-registerRowQuantizer(GGMLType.Q3_K, blockwise(GGMLType.Q3_K, quantizeQ3_KWeighted, quantizeQ3_K));
-registerRowQuantizer(GGMLType.Q4_K, blockwise(GGMLType.Q4_K, quantizeQ4_KWeighted, quantizeQ4_K));
-registerRowQuantizer(GGMLType.Q5_K, blockwise(GGMLType.Q5_K, quantizeQ5_KWeighted, quantizeQ5_K));
-registerRowQuantizer(GGMLType.Q6_K, blockwise(GGMLType.Q6_K, quantizeQ6_KWeighted, quantizeQ6_K));
-registerRowQuantizer(GGMLType.IQ4_NL, blockwise(GGMLType.IQ4_NL, quantizeIQ4_NLWeighted, quantizeIQ4_NL));
-registerRowQuantizer(GGMLType.IQ4_XS, blockwise(GGMLType.IQ4_XS, quantizeIQ4_XSWeighted, quantizeIQ4_XS));
-registerRowQuantizer(GGMLType.IQ2_XXS, blockwise(GGMLType.IQ2_XXS, quantizeIQ2_XXSWeighted, null));
-registerRowQuantizer(GGMLType.IQ2_XS, blockwise(GGMLType.IQ2_XS, quantizeIQ2_XSWeighted, null));
-registerRowQuantizer(GGMLType.IQ2_S, blockwise(GGMLType.IQ2_S, quantizeIQ2_SBlocks, unweighted(quantizeIQ2_SBlocks)));
-registerRowQuantizer(
-  GGMLType.IQ3_XXS,
-  blockwise(GGMLType.IQ3_XXS, quantizeIQ3_XXSBlocks, unweighted(quantizeIQ3_XXSBlocks)),
-);
-registerRowQuantizer(GGMLType.IQ3_S, blockwise(GGMLType.IQ3_S, quantizeIQ3_SBlocks, unweighted(quantizeIQ3_SBlocks)));
-registerRowQuantizer(GGMLType.IQ1_S, blockwise(GGMLType.IQ1_S, quantizeIQ1_SWeighted, null));
-registerRowQuantizer(GGMLType.IQ1_M, blockwise(GGMLType.IQ1_M, quantizeIQ1_MBlocks, unweighted(quantizeIQ1_MBlocks)));
+registerRowQuantizer(GGMLType.Q2_K, blockwise(GGMLType.Q2_K, quantizeQ2_KWeighted));
+registerRowQuantizer(GGMLType.Q3_K, blockwise(GGMLType.Q3_K, quantizeQ3_KWeighted));
+registerRowQuantizer(GGMLType.Q4_K, blockwise(GGMLType.Q4_K, quantizeQ4_KWeighted));
+registerRowQuantizer(GGMLType.Q5_K, blockwise(GGMLType.Q5_K, quantizeQ5_KWeighted));
+registerRowQuantizer(GGMLType.Q6_K, blockwise(GGMLType.Q6_K, quantizeQ6_KWeighted));
+registerRowQuantizer(GGMLType.IQ4_NL, blockwise(GGMLType.IQ4_NL, quantizeIQ4_NLWeighted));
+registerRowQuantizer(GGMLType.IQ4_XS, blockwise(GGMLType.IQ4_XS, quantizeIQ4_XSWeighted));
+registerRowQuantizer(GGMLType.IQ2_XXS, blockwise(GGMLType.IQ2_XXS, quantizeIQ2_XXSWeighted));
+registerRowQuantizer(GGMLType.IQ2_XS, blockwise(GGMLType.IQ2_XS, quantizeIQ2_XSWeighted));
+registerRowQuantizer(GGMLType.IQ2_S, blockwise(GGMLType.IQ2_S, quantizeIQ2_SBlocks));
+registerRowQuantizer(GGMLType.IQ3_XXS, blockwise(GGMLType.IQ3_XXS, quantizeIQ3_XXSBlocks));
+registerRowQuantizer(GGMLType.IQ3_S, blockwise(GGMLType.IQ3_S, quantizeIQ3_SBlocks));
+registerRowQuantizer(GGMLType.IQ1_S, blockwise(GGMLType.IQ1_S, quantizeIQ1_SWeighted));
+registerRowQuantizer(GGMLType.IQ1_M, blockwise(GGMLType.IQ1_M, quantizeIQ1_MBlocks));
 // ---- end of the table ---------------------------------------------------------------
 
 export function canDequantize(type: number): boolean {
@@ -284,7 +280,7 @@ export function quantizeRows(
 ): void {
   const c = CODECS.get(type);
   if (!c?.quantizeRow && !c?.quantize) throw new RangeError(`quantize: no quantizer for type ${typeName(type)}`);
-  if (!imatrix && requiresImatrix(type)) {
+  if (!imatrix && (requiresImatrix(type) || !c.quantize)) {
     throw new RangeError(`quantize ${typeName(type)}: this type needs an importance matrix`);
   }
   const { nb, typeSize } = blocksOf(type, nPerRow, 'quantize');
@@ -303,9 +299,11 @@ export function quantizeRows(
       `quantize ${typeName(type)}: the importance matrix has ${imatrix.length} < ${nPerRow} entries`,
     );
   }
-  const row = c.quantizeRow;
-  for (let r = 0; r < nrows; r++) {
-    if (row) row(src, r * nPerRow, dst, r * rowBytes, nPerRow, imatrix);
-    else c.quantize!(src, r * nPerRow, dst, r * rowBytes, nb);
+  const row = imatrix ? c.quantizeRow : undefined;
+  // without an imatrix every row quantizes block by block: all rows in one call
+  if (!row) {
+    c.quantize!(src, 0, dst, 0, nb * nrows);
+    return;
   }
+  for (let r = 0; r < nrows; r++) row(src, r * nPerRow, dst, r * rowBytes, nPerRow, imatrix);
 }
