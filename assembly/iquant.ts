@@ -16,10 +16,10 @@
 //
 // The grids live in every arena's header (src/backends/cpu/arena.ts writes them; keep
 // the offsets in step): 8 bytes per IQ2/IQ1 point, 4 per IQ3 point, then the 128 sign
-// bytes of IQ2_XXS/IQ2_XS/IQ3_XXS (7 stored bits completed to even parity).
+// bytes of IQ2_XXS/IQ2_XS/IQ3_XXS (7 stored bits completed to even parity), then 8 mask
+// bytes (0xff where the bit is set) for each of the 256 sign bytes.
 
 import { f16ToF32 } from './math';
-import { C_BIT8 } from './consts';
 import { hsum } from './dot';
 import { T_IQ1_M, T_IQ1_S, T_IQ2_S, T_IQ2_XS, T_IQ2_XXS, T_IQ3_S, T_IQ3_XXS, T_TQ1_0, T_TQ2_0 } from './types';
 
@@ -31,6 +31,8 @@ const G_IQ1S: usize = TABLES + 14336;
 const G_IQ3XXS: usize = TABLES + 30720;
 const G_IQ3S: usize = TABLES + 31744;
 const KSIGNS: usize = TABLES + 33792;
+/** 8 bytes per sign byte: 0xff where its bit k is set. */
+const MASK8: usize = TABLES + 34048;
 
 // ---------------------------------------------------------------- f32 rows
 
@@ -252,10 +254,9 @@ export function dequantIQ(type: i32, src: usize, n: i32, dst: usize): void {
 
 // ---------------------------------------------------------------- unpacked rows
 
-/** The 8 sign masks (0xff where bit k of s is set) of a sign byte, as the low 8 bytes. */
+/** The 8 sign masks (0xff where bit k of s is set) of a sign byte. */
 @inline function signMask8(s: u32): u64 {
-  const v = i64x2.splat(<i64>s * 0x0101010101010101);
-  return i64x2.extract_lane(i8x16.ne(v128.and(v, C_BIT8()), i8x16.splat(0)), 0);
+  return load<u64>(MASK8 + (<usize>(s & 0xff) << 3));
 }
 
 /** Two points of 8 grid bytes with their sign bytes, as 16 signed values (staging at t). */
@@ -268,6 +269,22 @@ export function dequantIQ(type: i32, src: usize, n: i32, dst: usize): void {
 /** Four IQ3 points (4 grid bytes each) with two sign bytes (one per pair), as 16 signed values. */
 @inline function put16x4(t: usize, g0: u32, g1: u32, s0: u32, g2: u32, g3: u32, s1: u32): void {
   put16(t, <u64>g0 | (<u64>g1 << 32), s0, <u64>g2 | (<u64>g3 << 32), s1);
+}
+
+/** The first `nt` trits of 16 TQ1_0 bytes q, less 1, to t + stride·n (16 signed bytes each). */
+@inline function tritsTQ1(q: v128, t: usize, stride: usize, nt: i32): void {
+  let lo = i16x8.extend_low_i8x16_u(q);
+  let hi = i16x8.extend_high_i8x16_u(q);
+  const three = i16x8.splat(3);
+  const ff = i16x8.splat(0xff);
+  const one = i8x16.splat(1);
+  for (let n = 0; n < nt; n++) {
+    const pl = i16x8.mul(lo, three);
+    const ph = i16x8.mul(hi, three);
+    v128.store(t + <usize>n * stride, i8x16.sub(i8x16.narrow_i16x8_u(i16x8.shr_u(pl, 8), i16x8.shr_u(ph, 8)), one));
+    lo = v128.and(pl, ff);
+    hi = v128.and(ph, ff);
+  }
 }
 
 /**
@@ -406,12 +423,10 @@ function unpackBlock(type: i32, w: usize, t: usize, sc: usize): f32 {
       return iq1mScale(w) * <f32>0.125;
     }
     case T_TQ1_0: {
-      for (let n = 0; n < 5; n++) {
-        for (let m = 0; m < 32; m++) store<i8>(t + <usize>(32 * n + m), <i8>(trit(load<u8>(w + <usize>m), n) - 1));
-      }
-      for (let n = 0; n < 5; n++) {
-        for (let m = 0; m < 16; m++) store<i8>(t + <usize>(160 + 16 * n + m), <i8>(trit(load<u8>(w + 32 + <usize>m), n) - 1));
-      }
+      // trit n of byte q is (q·3^n mod 256)·3 >> 8: 16-bit lanes, multiplied by 3 step by step
+      tritsTQ1(v128.load(w), t, 32, 5);
+      tritsTQ1(v128.load(w, 16), t + 16, 32, 5);
+      tritsTQ1(v128.load(w, 32), t + 160, 16, 5);
       for (let n = 0; n < 4; n++) {
         for (let m = 0; m < 4; m++) store<i8>(t + <usize>(240 + 4 * n + m), <i8>(trit(load<u8>(w + 48 + <usize>m), n) - 1));
       }
@@ -525,6 +540,44 @@ export function dotIQx4(u: usize, a0: usize, a1: usize, a2: usize, a3: usize, K:
     c3 = f32x4.add(c3, f32x4.mul(f32x4.convert_i32x4_s(i3), f32x4.splat(dw * load<f32>(a3 + so))));
   }
   return f32x4(hsum(c0), hsum(c1), hsum(c2), hsum(c3));
+}
+
+/**
+ * One row of nsb super-blocks of `type` at w against one activation row, decoding each
+ * super-block into the 256-byte staging at t (and its scales at t + 256) and dotting it
+ * at once: for a single column, unpacking the whole row first would cost more.
+ */
+export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usize): f32 {
+  const k = <usize>K;
+  const ts: usize = type == T_IQ2_XXS ? 66 : type == T_IQ2_XS ? 74 : type == T_IQ2_S ? 82 : type == T_IQ3_XXS ? 98
+    : type == T_IQ3_S ? 110 : type == T_IQ1_S ? 50 : type == T_IQ1_M ? 56 : type == T_TQ1_0 ? 54 : 66;
+  const sc = t + 256;
+  let acc = f32x4.splat(0);
+  for (let sb: usize = 0; sb < <usize>nsb; sb++, w += ts) {
+    const d = unpackBlock(type, w, t, sc);
+    let isum = i32x4.splat(0);
+    for (let g: usize = 0; g < 16; g++) {
+      const v = v128.load(t + (g << 4));
+      const s = i16x8.splat(load<i16>(sc + (g << 1)));
+      const a = act + ((sb << 8) + (g << 4)) * QB;
+      if (ASC_FEATURE_RELAXED_SIMD) {
+        const m = i8x16.lt_s(v, i8x16.splat(0));
+        const x = i8x16.sub(v128.xor(v128.load(a), m), m);
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(i16x8.relaxed_dot_i8x16_i7x16_s(x, i8x16.abs(v)), s));
+      } else {
+        const ev = i8x16.shuffle(v, v, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+        const od = i8x16.shuffle(v, v, 1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
+        const p = i32x4.add(
+          i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(ev), v128.load(a)),
+          i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(od), v128.load(a, 16)),
+        );
+        isum = i32x4.add(isum, i32x4.mul(p, i32x4.extend_low_i16x8_s(s)));
+      }
+    }
+    const dd = d * load<f32>(act + 2 * k + (sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
 }
 
 /** Whether `type` is one of this file's types. */
