@@ -4,14 +4,16 @@
 // than the window, before and after the window's ring of cells has wrapped (then the
 // prefix cannot be reused: the memory says so and the prompt is evaluated again); context
 // shift with the window; swa_full; a session saved and loaded; parallel slots (a ring
-// sized for n_parallel sequences, rebuilt larger by parallel.enable).
+// sized for n_parallel sequences, rebuilt larger by parallel.enable). EmbeddingGemma
+// through embedding(), against llama.cpp's vectors (test/refs/swa).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ensureModel } from '../src/generator/index.js';
 import { type LlamaContext, loadModel } from '../src/index.js';
+import { REPO_ROOT } from './helpers/shared.js';
 
 const MODEL = ensureModel('tiny-gemma3', 'Q8_0');
 const W = 8;
@@ -173,4 +175,28 @@ describe('sliding-window model, parallel slots', () => {
       await ctx.release();
     }
   });
+});
+
+test("EmbeddingGemma through embedding(): llama.cpp's vectors (cosine > 0.9999)", async () => {
+  const ref = JSON.parse(readFileSync(join(REPO_ROOT, 'test/refs/swa/tiny-gemma-embedding-Q8_0.ref.json'), 'utf8')) as {
+    cases: { prompt: string; embedding: number[] }[];
+  };
+  const ctx = await loadModel({ model: ensureModel('tiny-gemma-embedding', 'Q8_0'), embedding: true, n_threads: 2 });
+  try {
+    for (const c of ref.cases) {
+      const got = (await ctx.embedding(c.prompt)).embedding;
+      let dot = 0;
+      let na = 0;
+      let nb = 0;
+      for (let i = 0; i < got.length; i++) {
+        dot += got[i] * c.embedding[i];
+        na += got[i] * got[i];
+        nb += c.embedding[i] * c.embedding[i];
+      }
+      const cos = dot / Math.sqrt(na * nb);
+      assert.ok(cos > 0.9999, `'${c.prompt.slice(0, 20)}…': cosine ${cos}`);
+    }
+  } finally {
+    await ctx.release();
+  }
 });

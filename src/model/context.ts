@@ -17,7 +17,7 @@ import {
 } from '../backends/index.js';
 import { buildGraph, type Graph, levelNodes } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
-import { newTensor, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
+import { newTensor, Op, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
 import { logger } from '../log.js';
 import { ContextError } from './errors.js';
@@ -79,6 +79,12 @@ export interface ContextParams {
    * `intermediates`: a debugging aid for comparing with llama.cpp's dumps. Slower.
    */
   keepIntermediates?: boolean;
+  /**
+   * Called after each graph evaluation with the F32 input of every matrix product by a
+   * model weight (what llama.cpp's cb_eval shows llama-imatrix): the weight's name, the
+   * input's values (rows of ne[0]) and its shape.
+   */
+  onMatMulInput?: (weight: string, input: Float32Array, ne: readonly number[]) => void;
 }
 
 /** A named intermediate tensor of the last decode (keepIntermediates). */
@@ -133,7 +139,15 @@ export class Context {
    * token rebuilds nothing while the attended cells stay within the same 256-cell block.
    */
   private keepNamed: Tensor[] = [];
-  private last: { key: string; graph: Graph; inputs: GraphInputs; result: Tensor } | null = null;
+  private last: {
+    key: string;
+    graph: Graph;
+    inputs: GraphInputs;
+    result: Tensor;
+    /** (weight, its matrix product's input) pairs for onMatMulInput. */
+    observed: [Tensor, Tensor][];
+  } | null = null;
+  private readonly onMatMulInput: ContextParams['onMatMulInput'];
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
 
@@ -154,6 +168,7 @@ export class Context {
     this.embeddings = params.embeddings ?? !model.arch.usesKVCache;
     this.pooling = params.pooling ?? model.hp.pooling;
     this.keep = params.keepIntermediates ?? false;
+    this.onMatMulInput = params.onMatMulInput;
     if (!this.embeddings && !model.arch.usesKVCache) {
       throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
     }
@@ -367,11 +382,22 @@ export class Context {
       // the recurrent states' writes are read by nothing in the graph: outputs too
       const graph = buildGraph(result, ...b.sideEffects);
       levelNodes(graph);
+      // the inputs of the weights' products are kept (not reused) until read after compute
+      const observed: [Tensor, Tensor][] = [];
+      if (this.onMatMulInput) {
+        const weights = new Set(this.model.weights.all());
+        for (const t of graph.nodes) {
+          if (t.op !== Op.MUL_MAT || !weights.has(t.src[0]!) || t.src[1]!.type !== GGMLType.F32) continue;
+          // a view (the attention output reshaped) owns no memory: keep what it views too
+          for (let v: Tensor | null | undefined = t.src[1]; v; v = v.viewSrc) v.setFlag(TensorFlag.OUTPUT);
+          observed.push([t.src[0]!, t.src[1]!]);
+        }
+      }
       for (const t of this.model.weights.diskTensors()) {
         if (graph.leafs.includes(t)) throw new ContextError(`'${t.name}' is left on disk but the graph reads it whole`);
       }
       this.sched.allocGraph(graph);
-      last = this.last = { key, graph, inputs: b.inputs, result };
+      last = this.last = { key, graph, inputs: b.inputs, result, observed };
       if (this.keep) this.keepNamed = b.named;
     }
     const { graph, result } = last;
@@ -385,6 +411,17 @@ export class Context {
       seqList.forEach((q, j) => {
         rec.advance(q, pos[(j + 1) * nT - 1]);
       });
+    }
+    if (this.onMatMulInput && last.observed.length) {
+      const read = new Map<Tensor, Float32Array>(); // q, k and v share their input
+      for (const [w, x] of last.observed) {
+        let v = read.get(x);
+        if (!v) {
+          v = await tensorGetF32(x);
+          read.set(x, v);
+        }
+        this.onMatMulInput(w.name, v, x.ne);
+      }
     }
 
     if (this.keep) {
@@ -436,8 +473,8 @@ export class Context {
     const m = tokens.length;
     const hp = this.model.hp;
     const causal = hp.causal;
-    if (inp.embdRows && inp.embdRowsFrom) {
-      // distinct ids, in first-seen order, read from the file; tokens index them
+    if (inp.diskRows && inp.rowIds) {
+      // distinct ids, in first-seen order, read from the file; rowIds index them
       const first = new Map<number, number>();
       const local = new Int32Array(m);
       for (let i = 0; i < m; i++) {
@@ -448,12 +485,15 @@ export class Context {
         }
         local[i] = k;
       }
-      const src = inp.embdRowsFrom;
-      const bytes = new Uint8Array(first.size * src.rowBytes);
-      src.read([...first.keys()], bytes);
-      tensorSet(inp.embdRows, bytes);
-      if (inp.tokens) tensorSet(inp.tokens, local);
-    } else if (inp.tokens) tensorSet(inp.tokens, tokens);
+      const ids = [...first.keys()];
+      for (const { t, from } of inp.diskRows) {
+        const bytes = new Uint8Array(first.size * from.rowBytes);
+        from.read(ids, bytes);
+        tensorSet(t, bytes, 0);
+      }
+      tensorSet(inp.rowIds, local);
+    }
+    if (inp.tokens) tensorSet(inp.tokens, tokens);
     if (inp.pos) tensorSet(inp.pos, pos);
     inp.kvIdxs?.forEach((t, c) => {
       if (t) tensorSet(t, Int32Array.from(cells[c]));

@@ -56,17 +56,18 @@ export interface GraphInputs {
   kvIdxs?: Tensor[];
   outIds?: Tensor;
   /**
-   * The rows of a token embedding table left on disk that this ubatch uses, in the
-   * table's type [nEmbd, n]; `tokens` then holds each token's row in it.
+   * Per table left on disk (a token embedding table), the rows this ubatch uses, in the
+   * table's type [ne0, n], and where they come from: the ubatch's distinct token ids in
+   * first-seen order, which `rowIds` indexes.
    */
-  embdRows?: Tensor;
-  /** Where embdRows' rows come from. */
-  embdRowsFrom?: DiskRows;
+  diskRows?: { t: Tensor; from: DiskRows }[];
+  /** Each token's row in the diskRows inputs, I32 [n]. */
+  rowIds?: Tensor;
   /** The recurrent-state row of each of the ubatch's sequences (its id), I32 [nSeqs]. */
   stateIds?: Tensor;
 }
 
-type InputKey = Exclude<keyof GraphInputs, 'embdRowsFrom' | 'masks' | 'kvIdxs'>;
+type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs'>;
 
 /** RoPE settings an architecture passes (mode) on top of the hyper-parameters. */
 export interface RopeConfig {
@@ -166,11 +167,26 @@ export class GraphBuilder {
 
   /** Token embeddings of the ubatch: F32 [nEmbd, n]. */
   inpEmbd(tokEmbd: Tensor): Tensor {
-    // a table left on disk: GET_ROWS from the ubatch's rows, read into an input (same bits)
-    const disk = this.w.rowsOnDisk(tokEmbd);
-    if (disk) this.inputs.embdRowsFrom = disk;
-    const table = disk ? this.input('embdRows', tokEmbd.type, [tokEmbd.ne[0], this.nTokens], 'inp_embd_rows') : tokEmbd;
-    return this.cb(ops.getRows(table, this.inpTokens), 'embd');
+    return this.cb(this.tokenRows(tokEmbd), 'embd');
+  }
+
+  /**
+   * The rows of a table indexed by token id (an embedding table) for the ubatch's tokens,
+   * F32 [ne0, n]. A table left on disk: GET_ROWS from the ubatch's rows, read into an
+   * input (the same bits).
+   */
+  tokenRows(table: Tensor): Tensor {
+    const disk = this.w.rowsOnDisk(table);
+    if (!disk) return ops.getRows(table, this.inpTokens);
+    this.inputs.diskRows ??= [];
+    const list = this.inputs.diskRows;
+    let e = list.find((x) => x.from === disk);
+    if (!e) {
+      const name = list.length === 0 ? 'inp_embd_rows' : `inp_embd_rows_${list.length}`;
+      e = { t: newTensor(table.type, [table.ne[0], this.nTokens], name).setFlag(TensorFlag.INPUT), from: disk };
+      list.push(e);
+    }
+    return ops.getRows(e.t, this.input('rowIds', GGMLType.I32, [this.nTokens], 'inp_row_ids'));
   }
 
   /**

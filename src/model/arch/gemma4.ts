@@ -111,7 +111,7 @@ export const gemma4: Architecture = {
     const plTable = w.opt('per_layer_token_embd.weight');
     if (plTable) {
       const nPL = plTable.ne[0] / hp.nLayer;
-      let sel = ops.getRows(plTable, b.inpTokens);
+      let sel = b.tokenRows(plTable);
       sel = b.cb(ops.scale(reshape(sel, [nPL, hp.nLayer, n]), Math.sqrt(nPL)), 'inp_per_layer_selected');
       let proj = ops.scale(b.mm(w.get('per_layer_model_proj.weight'), x), 1 / Math.sqrt(E));
       proj = b.rmsNorm(reshape(proj, [nPL, hp.nLayer, n]), w.get('per_layer_proj_norm.weight'), 'per_layer_proj');

@@ -50,7 +50,7 @@ try {
     out.renders.push({ name: c.name, template: c.template, ...result });
     process.stderr.write(`${c.name}: ${result.error ? `error ${result.error}` : `${result.prompt.length} chars`}\n`);
   }
-  writeFileSync(join(here, 'renders.json'), `${JSON.stringify(out, null, 1)}\n`);
+  writeFileSync(join(here, 'renders.json'), `${JSON.stringify(out, null, 2)}\n`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
