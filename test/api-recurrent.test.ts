@@ -5,7 +5,8 @@
 // is evaluated again, a loaded session continues correctly, and three parallel slots each
 // give what one sequence alone gives; every reply is what a fresh context gives. A chat
 // with Qwen3.5's template (thinking on: the prompt opens <think>) returns the reply as
-// reasoning_content, streamed as the token events' partial parse.
+// reasoning_content, streamed as the token events' partial parse. Contexts run at 1, 2 and
+// 3 threads, and each reply is held to one made at another thread count.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,7 +32,8 @@ describe('library on a hybrid (recurrent + attention) model', () => {
   };
   before(async () => {
     path = ensureModel('tiny-qwen35', 'F32');
-    ctx = await loadModel({ model: path, n_threads: 1, n_ctx: 128 });
+    // 3 threads here, 1 in fresh contexts, 2 for the loaded session and parallel slots
+    ctx = await loadModel({ model: path, n_threads: 3, n_ctx: 128 });
   });
   after(async () => {
     await ctx.release();
@@ -74,7 +76,7 @@ describe('library on a hybrid (recurrent + attention) model', () => {
     await ctx.completion({ prompt: PROMPT, n_predict: 6, temperature: 0 });
     const file = join(dir, 's.session');
     await ctx.saveSession(file);
-    const other = await loadModel({ model: path, n_threads: 1, n_ctx: 128 });
+    const other = await loadModel({ model: path, n_threads: 2, n_ctx: 128 });
     try {
       await other.loadSession(file);
       const r = await other.completion({ prompt: PROMPT, n_predict: 12, temperature: 0 });
