@@ -294,3 +294,58 @@ test('SSM_SCAN (Mamba-2) equals the quadratic state-space-duality form', async (
     }
   }
 });
+
+test('CONCAT and SIGMOID (the stand-ins the recurrent graphs use until the CPU kernels come) place every element', async () => {
+  const ne: [number, number, number][] = [
+    [3, 5, 2],
+    [4, 5, 2],
+  ];
+  const a = newTensor(F32, ne[0]);
+  const xa = uniform(30, -1, 1, 7);
+  for (const dim of [0, 1, 2]) {
+    const shapeB = [...ne[0]];
+    shapeB[dim] = 4;
+    const b = newTensor(F32, shapeB);
+    const nB = shapeB[0] * shapeB[1] * shapeB[2];
+    const xb = uniform(nB, -1, 1, 8 + dim);
+    // packed rows, and b read through a transposed view (elements not packed)
+    const bt = newTensor(F32, [shapeB[1], shapeB[0], shapeB[2]]);
+    const xbt = new Float32Array(nB);
+    for (let k = 0; k < shapeB[2]; k++)
+      for (let j = 0; j < shapeB[1]; j++)
+        for (let i = 0; i < shapeB[0]; i++)
+          xbt[j + shapeB[1] * (i + shapeB[0] * k)] = xb[i + shapeB[0] * (j + shapeB[1] * k)];
+    const outs = [
+      await run(ops.concat(a, b, dim), [
+        [a, xa],
+        [b, xb],
+      ]),
+      await run(ops.concat(a, transpose(bt), dim), [
+        [a, xa],
+        [bt, xbt],
+      ]),
+    ];
+    const ne2 = [...ne[0]];
+    ne2[dim] += 4;
+    for (const out of outs) {
+      for (let k = 0; k < ne2[2]; k++)
+        for (let j = 0; j < ne2[1]; j++)
+          for (let i = 0; i < ne2[0]; i++) {
+            const idx = [i, j, k];
+            const fromB = idx[dim] >= ne[0][dim];
+            if (fromB) idx[dim] -= ne[0][dim];
+            const want = fromB
+              ? xb[idx[0] + shapeB[0] * (idx[1] + shapeB[1] * idx[2])]
+              : xa[idx[0] + ne[0][0] * (idx[1] + ne[0][1] * idx[2])];
+            assert.equal(out[i + ne2[0] * (j + ne2[1] * k)], want, `dim ${dim} [${i}, ${j}, ${k}]`);
+          }
+    }
+  }
+  const s = await run(ops.sigmoid(a), [[a, xa]]);
+  assertClose(
+    s,
+    Array.from(xa, (x) => 1 / (1 + Math.exp(-x))),
+    1e-7,
+    'sigmoid',
+  );
+});
