@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ensureModel } from '../src/generator/index.js';
 import { type LlamaContext, loadModel } from '../src/index.js';
+import { setLogCallback } from '../src/log.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
 const PROMPT = 'Once upon a time there was a little dog';
@@ -40,8 +41,21 @@ describe('library on a hybrid (recurrent + attention) model', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a full context ends the generation: no context shift', async () => {
-    const small = await loadModel({ model: path, n_threads: 1, n_ctx: 32, ctx_shift: true });
+  test('a full context ends the generation: no context shift, said at load', async () => {
+    const warned: string[] = [];
+    setLogCallback((level, message) => {
+      if (level === 'warn') warned.push(message);
+    });
+    let small: LlamaContext;
+    try {
+      small = await loadModel({ model: path, n_threads: 1, n_ctx: 32, ctx_shift: true });
+    } finally {
+      setLogCallback(null);
+    }
+    assert.ok(
+      warned.some((m) => /ctx_shift: qwen35 cannot shift its context/.test(m)),
+      `warnings: ${JSON.stringify(warned)}`,
+    );
     try {
       const r = await small.completion({ prompt: PROMPT, n_predict: 100, temperature: 0 });
       assert.equal(r.context_full, true);
