@@ -149,7 +149,7 @@ describe('library on a hybrid (recurrent + attention) model', () => {
 });
 
 describe('server on a hybrid model with a thinking template', () => {
-  test('chat: reasoning_content in the message, streamed as reasoning_content deltas; the prefix reused at a checkpoint', async () => {
+  test('chat: reasoning_content in the message, streamed as reasoning_content deltas; the prefix reused at a checkpoint; thinking off', async () => {
     const { LlamaServer } = await import('../src/server/index.js');
     const template = readFileSync(join(REPO_ROOT, 'test/refs/chat-recurrent/qwen35.jinja'), 'utf8');
     const server = await LlamaServer.start({
@@ -187,6 +187,14 @@ describe('server on a hybrid model with a thinking template', () => {
       assert.equal(content, '');
       // the same prompt: resumed at the checkpoint before its last token
       assert.equal(cached, whole.usage.prompt_tokens - 1);
+      // thinking off through chat_template_kwargs: the prompt closes an empty <think> block,
+      // so the reply is content
+      // biome-ignore lint/suspicious/noExplicitAny: a response body read by shape
+      const off: any = await (await post({ ...body, chat_template_kwargs: { enable_thinking: false } })).json();
+      const offMsg = off.choices[0].message;
+      assert.ok(offMsg.content.length > 0, JSON.stringify(offMsg));
+      assert.ok(!offMsg.reasoning_content, JSON.stringify(offMsg));
+      assert.ok(off.usage.prompt_tokens > whole.usage.prompt_tokens, 'the prompt holds the closed think block');
     } finally {
       await server.close();
     }
