@@ -96,26 +96,63 @@ for (const arch of ARCHS) {
   });
 }
 
-test("embed on EmbeddingGemma: llama.cpp's vector", () => {
+function cosine(v: readonly number[], w: readonly number[]): number {
+  assert.equal(v.length, w.length);
+  let dot = 0;
+  let a = 0;
+  let b = 0;
+  for (let i = 0; i < v.length; i++) {
+    dot += v[i]! * w[i]!;
+    a += v[i]! * v[i]!;
+    b += w[i]! * w[i]!;
+  }
+  return dot / Math.sqrt(a * b);
+}
+
+const embeddingGemma = () => {
   const m = REF_MODELS.find((r) => r.name === 'tiny-gemma-embedding-F32')!;
   const path = join(dir, 'gemma-embedding.gguf');
   generateModel(m.spec, path);
   const ref = JSON.parse(readFileSync(join(REPO_ROOT, 'test/refs/swa', m.refs[0]!.file), 'utf8')) as {
     cases: { prompt: string; embedding: number[] }[];
   };
-  for (const c of ref.cases) {
+  return { path, cases: ref.cases };
+};
+
+test("EmbeddingGemma: embed and serve's /v1/embeddings give llama.cpp's vectors", { timeout: 120_000 }, async () => {
+  const { path, cases } = embeddingGemma();
+  for (const c of cases) {
     const r = cli(['embed', '-m', path, '-p', c.prompt]);
     assert.equal(r.code, 0, r.stderr);
-    const v = JSON.parse(r.stdout) as number[];
-    assert.equal(v.length, c.embedding.length);
-    let dot = 0;
-    let a = 0;
-    let b = 0;
-    for (let i = 0; i < v.length; i++) {
-      dot += v[i]! * c.embedding[i]!;
-      a += v[i]! * v[i]!;
-      b += c.embedding[i]! * c.embedding[i]!;
+    const cos = cosine(JSON.parse(r.stdout) as number[], c.embedding);
+    assert.ok(cos > 0.9999, `embed: cosine ${cos} for "${c.prompt}"`);
+  }
+  const p = spawn(process.execPath, [BIN, 'serve', '-m', path, '--port', '0', '-c', '256'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      p.stderr.on('data', (d) => {
+        err += d;
+        const m = /listening on (http:\/\/\S+)/.exec(err);
+        if (m) resolve(m[1]!);
+      });
+      p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
+    });
+    const r = await fetch(`${url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ input: cases.map((c) => c.prompt) }),
+    });
+    assert.equal(r.status, 200);
+    const body = (await r.json()) as { data: { index: number; embedding: number[] }[] };
+    for (const d of body.data) {
+      const cos = cosine(d.embedding, cases[d.index]!.embedding);
+      assert.ok(cos > 0.9999, `/v1/embeddings: cosine ${cos} for input ${d.index}`);
     }
-    assert.ok(dot / Math.sqrt(a * b) > 0.9999, `cosine ${dot / Math.sqrt(a * b)} for "${c.prompt}"`);
+    assert.equal(body.data.length, cases.length);
+  } finally {
+    p.kill('SIGTERM');
   }
 });
