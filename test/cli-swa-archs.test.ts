@@ -6,17 +6,17 @@
 // (test/refs/swa, a generated model).
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { generateModel } from '../src/generator/index.js';
 import type { RefCase } from './helpers/arch-refs.js';
+import { BIN, startServe } from './helpers/serve-child.js';
 import { missingShared, REPO_ROOT, sharedPath } from './helpers/shared.js';
 import { REF_MODELS } from './helpers/swa-ref-models.js';
 
-const BIN = `${REPO_ROOT}bin/llama-ts.js`;
 const ARCHS = ['gemma2', 'gemma3', 'gemma4', 'phi3', 'smollm3'];
 
 function cli(args: string[], input?: string) {
@@ -64,19 +64,8 @@ for (const arch of ARCHS) {
     });
 
     test('serve: a chat completion', { timeout: 120_000 }, async () => {
-      const p = spawn(process.execPath, [BIN, 'serve', '-m', file(), '--port', '0', '-c', '256', '-np', '1'], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let err = '';
+      const { url, process: p } = await startServe(['-m', file(), '-c', '256', '-np', '1']);
       try {
-        const url = await new Promise<string>((resolve, reject) => {
-          p.stderr.on('data', (d) => {
-            err += d;
-            const m = /listening on (http:\/\/\S+)/.exec(err);
-            if (m) resolve(m[1]!);
-          });
-          p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
-        });
         const r = await fetch(`${url}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'Content-Type': 'application/json' },
@@ -127,19 +116,8 @@ test("EmbeddingGemma: embed and serve's /v1/embeddings give llama.cpp's vectors"
     const cos = cosine(JSON.parse(r.stdout) as number[], c.embedding);
     assert.ok(cos > 0.9999, `embed: cosine ${cos} for "${c.prompt}"`);
   }
-  const p = spawn(process.execPath, [BIN, 'serve', '-m', path, '--port', '0', '-c', '256'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let err = '';
+  const { url, process: p } = await startServe(['-m', path, '-c', '256']);
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      p.stderr.on('data', (d) => {
-        err += d;
-        const m = /listening on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
-    });
     const r = await fetch(`${url}/v1/embeddings`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
