@@ -30,6 +30,7 @@ import {
   quantizeQ8_0,
   quantizeQ8_1,
 } from './legacy.js';
+import { dequantizeMXFP4, quantizeMXFP4 } from './mxfp4.js';
 import { quantizeQ8_K } from './q8k.js';
 import { quantizeIQ4_NL, quantizeIQ4_XS } from './quantize-iq.js';
 import { quantizeQ2_K, quantizeQ3_K, quantizeQ4_K, quantizeQ5_K, quantizeQ6_K } from './quantize-k.js';
@@ -91,6 +92,10 @@ registerQuantizer(GGMLType.Q5_K, quantizeQ5_K);
 registerQuantizer(GGMLType.Q6_K, quantizeQ6_K);
 registerQuantizer(GGMLType.IQ4_NL, quantizeIQ4_NL);
 registerQuantizer(GGMLType.IQ4_XS, quantizeIQ4_XS);
+
+// MXFP4 (mxfp4.ts): quantize_row_mxfp4_ref, which llama-quantize uses for it.
+registerDequantizer(GGMLType.MXFP4, dequantizeMXFP4);
+registerQuantizer(GGMLType.MXFP4, quantizeMXFP4);
 // ---- end of the table ---------------------------------------------------------------
 
 export function canDequantize(type: number): boolean {
