@@ -1,6 +1,7 @@
 // FLASH_ATTN_EXT: for query token iq1 of head iq2, softmax over the KV positions of
 // q·k·scale (+ mask), then the weighted sum of V rows. K/V head = iq2 / (nHead / nHeadKV)
-// (grouped-query attention). Output [Dv, nHead, nQ, ne3].
+// (grouped-query attention). Output [Dv, nHead, nQ, ne3]. Optional sinks (src[4], F32
+// [nHead]): one more logit per head in every row's softmax, with no value (gpt-oss).
 //
 // Default arithmetic: double precision throughout. With ggml-cpu numerics, the arithmetic
 // of the cpu device's tiled kernel (assembly/attention.ts), which keeps ggml-cpu's inputs
@@ -36,7 +37,8 @@ export function flashAttnExt(dst: Tensor, o: KernelOptions = {}): void {
 }
 
 function exactFlashAttnExt(dst: Tensor): void {
-  const [q, k, v, mask] = dst.src;
+  const [q, k, v, mask, sinks] = dst.src;
+  const vs = sinks ? new HostView(sinks) : null;
   const vq = new HostView(q);
   const vk = new HostView(k);
   const vv = new HostView(v);
@@ -70,8 +72,10 @@ function exactFlashAttnExt(dst: Tensor): void {
           s[j] = x;
           if (x > max) max = x;
         }
+        const sink = vs ? vs.get(iq2) : Number.NEGATIVE_INFINITY;
+        if (sink > max) max = sink;
         out.fill(0);
-        let sum = 0;
+        let sum = max === Number.NEGATIVE_INFINITY ? 0 : Math.exp(sink - max);
         for (let j = 0; j < nKV; j++) {
           const w = max === Number.NEGATIVE_INFINITY ? 0 : Math.exp(s[j] - max);
           if (w === 0) continue;
@@ -86,7 +90,8 @@ function exactFlashAttnExt(dst: Tensor): void {
 }
 
 function ggmlFlashAttnExt(dst: Tensor): void {
-  const [q, k, v, mask] = dst.src;
+  const [q, k, v, mask, sinks] = dst.src;
+  const vs = sinks ? new HostView(sinks) : null;
   const vq = new HostView(q);
   const vk = new HostView(k);
   const vv = new HostView(v);
@@ -159,6 +164,15 @@ function ggmlFlashAttnExt(dst: Tensor): void {
             for (let j = j0; j < j1; j++) a = fround(a + s[j - j0] * vrows[j][d]);
             acc[d] = a;
           }
+        }
+        if (vs) {
+          // the sink joins after the last block, as ggml-cpu adds it
+          const sk = fround(vs.get(iq2));
+          if (sk > M) {
+            const ms = fround(Math.exp(M - sk));
+            for (let d = 0; d < Dv; d++) acc[d] = fround(acc[d] * ms);
+            S = fround(S * ms + 1);
+          } else S = fround(S + fround(Math.exp(sk - M)));
         }
         const inv = S === 0 ? 0 : fround(1 / S);
         for (let d = 0; d < Dv; d++) vd.set(acc[d] * inv, d, iq2, iq1, iq3);
