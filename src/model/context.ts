@@ -126,7 +126,7 @@ export class Context {
     }
     for (const [what, type, width] of [
       ['K', params.typeK, hp.nEmbdHeadK],
-      ['V', params.typeV, hp.nEmbdHeadV],
+      ['V', model.arch.vFromK ? undefined : params.typeV, hp.nEmbdHeadV],
     ] as const) {
       const block = traitsOf(CACHE_TYPES[type ?? 'f16']).blockSize;
       if (width % block !== 0) {
@@ -142,6 +142,7 @@ export class Context {
           params.typeK ?? 'f16',
           params.typeV ?? 'f16',
           model.layerDevices.map((d) => d.bufferType()),
+          model.arch.vFromK ?? false,
         )
       : null;
     // the model's devices, then the reference kernels for any op none of them has
@@ -369,16 +370,19 @@ export class Context {
     if (mode !== undefined) {
       const deltas = newTensor(GGMLType.I32, [kv.size], 'inp_k_shift').setFlag(TensorFlag.INPUT);
       const opts = ropeOptions(hp, { mode, freqFactors: this.model.weights.opt('rope_freqs.weight') });
+      // the rotated part of each head's key: all of it, or (latent caches) its last dims
+      const off = this.model.arch.keyRopeOffset?.(hp) ?? 0;
+      const width = hp.nEmbdHeadK - off;
       const outs: Tensor[] = [];
       for (let il = 0; il < hp.nLayer; il++) {
         const k = kv.k[il];
         const k3 = view(
           k,
-          [hp.nEmbdHeadK, hp.nHeadKv, kv.size],
+          [width, hp.nHeadKv, kv.size],
           [rowSize(k.type, hp.nEmbdHeadK), rowSize(k.type, nEmbdK(hp))],
-          0,
+          rowSize(k.type, off),
         );
-        const f = ops.cpy(k3, newTensor(GGMLType.F32, [hp.nEmbdHeadK, hp.nHeadKv, kv.size]));
+        const f = ops.cpy(k3, newTensor(GGMLType.F32, [width, hp.nHeadKv, kv.size]));
         outs.push(ops.cpy(ops.rope(f, deltas, opts), k3));
       }
       const graph = buildGraph(...outs);

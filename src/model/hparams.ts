@@ -3,6 +3,7 @@
 
 import type { GGUFFile } from '../gguf/index.js';
 import { ModelError } from './errors.js';
+import { type ExpertParams, readExpertParams } from './experts.js';
 
 /** How per-token embeddings become one per sequence (llama_pooling_type). */
 export type PoolingType = 'none' | 'mean' | 'cls' | 'last';
@@ -40,6 +41,10 @@ export interface HParams {
   causal: boolean;
   /** The model's pooling for embeddings; 'none' when it does not say. */
   pooling: PoolingType;
+  /** Mixture of experts (null: a dense model). */
+  moe: ExpertParams | null;
+  /** ggml's RoPE attn_factor (default 1; DeepSeek-2 cancels YaRN's magnitude scaling with it). */
+  ropeAttnFactor?: number;
 }
 
 export function nEmbdK(hp: HParams): number {
@@ -105,5 +110,6 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     nVocab,
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
+    moe: readExpertParams(file, arch),
   };
 }

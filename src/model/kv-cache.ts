@@ -10,7 +10,7 @@
 
 import type { BufferType, Buffer as DeviceBuffer } from '../backends/impl.js';
 import { allocTensors } from '../ggml/alloc.js';
-import { newTensor, type Tensor } from '../ggml/tensor.js';
+import { newTensor, type Tensor, view } from '../ggml/tensor.js';
 import { GGMLType } from '../ggml/types.js';
 import { type HParams, nEmbdK, nEmbdV } from './hparams.js';
 
@@ -47,6 +47,12 @@ export class KVCache {
     readonly typeV: CacheType,
     /** Buffer type of each layer's cache (the layer's device). */
     layerBufts: readonly BufferType[],
+    /**
+     * V rows are the first nEmbdV elements of the K rows (DeepSeek's latent attention: the
+     * cache holds the compressed latent once, as llama.cpp's K-only cache): each v[il] is
+     * a view of k[il] and nothing is written to it separately.
+     */
+    readonly vFromK = false,
   ) {
     this.pos = new Int32Array(size).fill(-1);
     this.seqs = new Uint32Array(size);
@@ -54,12 +60,15 @@ export class KVCache {
     const byBuft = new Map<BufferType, Tensor[]>();
     for (let il = 0; il < hp.nLayer; il++) {
       const k = newTensor(CACHE_TYPES[typeK], [nEmbdK(hp), size], `cache_k_l${il}`);
-      const v = newTensor(CACHE_TYPES[typeV], [nEmbdV(hp), size], `cache_v_l${il}`);
+      const v = vFromK
+        ? view(k, [nEmbdV(hp), size], [k.nb[1]], 0).setName(`cache_v_l${il}`)
+        : newTensor(CACHE_TYPES[typeV], [nEmbdV(hp), size], `cache_v_l${il}`);
       this.k.push(k);
       this.v.push(v);
       const buft = layerBufts[il];
       if (!byBuft.has(buft)) byBuft.set(buft, []);
-      byBuft.get(buft)!.push(k, v);
+      byBuft.get(buft)!.push(k);
+      if (!vFromK) byBuft.get(buft)!.push(v);
     }
     for (const [buft, ts] of byBuft) {
       for (const b of allocTensors(ts, buft, 'any')) {
@@ -71,7 +80,8 @@ export class KVCache {
 
   /** Bytes of K and V over all layers. */
   get bytes(): number {
-    return this.k.reduce((s, t) => s + t.nbytes, 0) + this.v.reduce((s, t) => s + t.nbytes, 0);
+    const v = this.vFromK ? 0 : this.v.reduce((s, t) => s + t.nbytes, 0);
+    return this.k.reduce((s, t) => s + t.nbytes, 0) + v;
   }
 
   /** Cells in use. */

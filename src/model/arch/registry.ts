@@ -4,12 +4,16 @@
 import { ModelError } from '../errors.js';
 import type { Architecture } from './arch.js';
 import { bert } from './bert.js';
+import { deepseek2 } from './deepseek2.js';
+import { gptOss } from './gpt-oss.js';
 import { llama } from './llama.js';
 import { qwen2 } from './qwen2.js';
+import { qwen2moe } from './qwen2moe.js';
 import { qwen3 } from './qwen3.js';
+import { qwen3moe } from './qwen3moe.js';
 
 const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
-  [llama, qwen2, qwen3, bert].map((a) => [a.name, a] as const),
+  [llama, qwen2, qwen3, bert, qwen2moe, qwen3moe, deepseek2, gptOss].map((a) => [a.name, a] as const),
 );
 
 export function supportedArchitectures(): string[] {
