@@ -636,9 +636,21 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       for (; r < R; r++) accum1From(sp + ((<usize>r * B) << 2), acc + ((<usize>r * V4) << 2), st + (<usize>r << 4), vb, V4, 0);
     }
     for (let r = 0; r < R; r++) {
-      const S = load<f32>(st + (<usize>r << 4), 4);
-      const inv: f32 = S > 0 ? <f32>1 / S : 0;
+      let S = load<f32>(st + (<usize>r << 4), 4);
       const pa = acc + ((<usize>r * V4) << 2);
+      if (tType(node, 5) >= 0) {
+        // the head's sink joins the softmax after the last block (as ggml-cpu adds it)
+        const sk = ldf(tAddr(node, 5) + <usize>(h0 + (r % G)) * tNb(node, 5, 0), tType(node, 5));
+        const M = load<f32>(st + (<usize>r << 4));
+        if (sk > M) {
+          const ms = f32x4.splat(f32x4.extract_lane(expNeg4(f32x4.splat(M - sk)), 0));
+          for (let d = 0; d < V4; d += 4) v128.store(pa + (<usize>d << 2), f32x4.mul(v128.load(pa + (<usize>d << 2)), ms));
+          S = S * f32x4.extract_lane(ms, 0) + 1;
+        } else {
+          S += f32x4.extract_lane(expNeg4(f32x4.splat(sk - M)), 0);
+        }
+      }
+      const inv: f32 = S > 0 ? <f32>1 / S : 0;
       const pd = tAddr(node, 0) + <usize>(h0 + (r % G)) * tNb(node, 0, 1) + <usize>(t0 + r / G) * tNb(node, 0, 2) + <usize>iq3 * tNb(node, 0, 3);
       const nb0 = tNb(node, 0, 0);
       for (let d = 0; d < Dv; d++) store<f32>(pd + <usize>d * nb0, load<f32>(pa + (<usize>d << 2)) * inv);

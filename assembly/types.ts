@@ -19,6 +19,7 @@ export const T_I16: i32 = 25;
 export const T_I32: i32 = 26;
 export const T_I64: i32 = 27;
 export const T_BF16: i32 = 30;
+export const T_MXFP4: i32 = 39;
 
 /** Elements per block. */
 export function blockSize(t: i32): i32 {
@@ -29,6 +30,7 @@ export function blockSize(t: i32): i32 {
     case T_Q5_1:
     case T_Q8_0:
     case T_IQ4_NL:
+    case T_MXFP4:
       return 32;
     case T_Q2_K:
     case T_Q3_K:
@@ -80,6 +82,8 @@ export function typeSize(t: i32): i32 {
       return 18;
     case T_IQ4_XS:
       return 136;
+    case T_MXFP4:
+      return 17;
     default:
       return 0;
   }

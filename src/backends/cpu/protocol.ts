@@ -67,6 +67,16 @@ export const KERNELS = [
   'k_mm_prep',
   'k_mm',
   'k_read_bw',
+  // mixtures of experts
+  'k_mmid',
+  'k_add_id',
+  'k_argsort',
+  'k_swiglu_oai',
+  'k_sum_rows',
+  'k_div',
+  'k_sigmoid',
+  'k_clamp',
+  'k_concat',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];

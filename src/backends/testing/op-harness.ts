@@ -375,7 +375,7 @@ function moeCases(add: AddCase): void {
       });
     }
   }
-  add('ARGSORT_TOP_K 2 of [8,6] then GET_ROWS of [1,8,6] (router selection)', () => {
+  add('ARGSORT top 2 of [8,6], then GET_ROWS of [1,8,6] by them (router selection)', () => {
     const probs = newTensor(F32, [8, 6]);
     const top = ops.argsortTopK(probs, 2);
     const w = ops.getRows(reshape(probs, [1, 8, 6]), top);
