@@ -176,9 +176,9 @@ export class GraphBuilder {
    * are first written to the cache rows of this ubatch and attention reads cells
    * [0, nKV); without one (encoders) it reads this ubatch's k and v, cast to F16 as
    * llama.cpp does. v null: V is the first hdV elements of each K row (a latent cache,
-   * KVCache.vFromK). Options: the score scale (default 1/sqrt(hdK)), per-head sinks, and
-   * vMla [hdV, hdOut, nHead], which maps each head's output back from the latent
-   * (DeepSeek's absorbed MLA). Returns the output projection wo·attn (+ bo), [nEmbd, n].
+   * KVCache.vFromK). Scores are scaled by kqScale; options: per-head sinks, and vMla
+   * [hdV, hdOut, nHead], which maps each head's output back from the latent (DeepSeek's
+   * absorbed MLA). Returns the output projection wo·attn (+ bo), [nEmbd, n].
    */
   attention(
     il: number,
@@ -187,7 +187,8 @@ export class GraphBuilder {
     v: Tensor | null,
     wo: Tensor,
     bo?: Tensor,
-    o: { scale?: number; sinks?: Tensor; vMla?: Tensor } = {},
+    kqScale = 1 / Math.sqrt(this.hp.nEmbdHeadK),
+    o: { sinks?: Tensor; vMla?: Tensor } = {},
   ): Tensor {
     const hp = this.hp;
     const n = this.nTokens;
@@ -226,8 +227,7 @@ export class GraphBuilder {
       vAll = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
     }
     const qp = permute(q, [0, 2, 1, 3]);
-    const scale = o.scale ?? 1 / Math.sqrt(hp.nEmbdHeadK);
-    let fa = ops.flashAttnExt(qp, kAll, vAll, this.inpMask, scale);
+    let fa = ops.flashAttnExt(qp, kAll, vAll, this.inpMask, kqScale);
     if (o.sinks) fa = ops.flashAttnExtAddSinks(fa, o.sinks);
     this.cb(fa, '__fattn__', il);
     let cur = fa; // [hdV, nHead, n]

@@ -186,8 +186,7 @@ export const deepseek2: Architecture = {
       const qAbs = b.cb(b.mm(L('attn_k_b.weight'), permute(qNope, [0, 2, 1, 3])), 'q_nope_absorbed', il);
       const qCur = b.cb(ops.concat(permute(qAbs, [0, 2, 1, 3]), qPe, 0), 'Qcur', il);
       const kCur = b.cb(ops.concat(reshape(kvCmpr, [m.kvLoraRank, 1, n]), kPe, 0), 'Kcur', il);
-      cur = b.attention(il, qCur, kCur, null, L('attn_output.weight'), undefined, {
-        scale: kqScale,
+      cur = b.attention(il, qCur, kCur, null, L('attn_output.weight'), undefined, kqScale, {
         vMla: L('attn_v_b.weight'),
       });
 

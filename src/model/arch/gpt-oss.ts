@@ -67,8 +67,8 @@ export const gptOss: Architecture = {
       const v = b.cb(b.linear(L('attn_v.weight'), L('attn_v.bias'), cur), 'Vcur', il);
       q = b.cb(b.rope(reshape(q, [hd, hp.nHead, n]), rope), 'Qcur', il);
       k = b.cb(b.rope(reshape(k, [hd, hp.nHeadKv, n]), rope), 'Kcur', il);
-      cur = b.attention(il, q, k, reshape(v, [hd, hp.nHeadKv, n]), L('attn_output.weight'), L('attn_output.bias'), {
-        scale: 1 / Math.sqrt(hd),
+      const v3 = reshape(v, [hd, hp.nHeadKv, n]);
+      cur = b.attention(il, q, k, v3, L('attn_output.weight'), L('attn_output.bias'), 1 / Math.sqrt(hd), {
         sinks: L('attn_sinks.weight'),
       });
 
