@@ -353,7 +353,9 @@ test('loading errors name the file, the architecture or the tensor', async () =>
     Model.load(gpt2),
     (e: unknown) =>
       e instanceof ModelError &&
-      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert/.test((e as Error).message),
+      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert, qwen2moe, qwen3moe, deepseek2, gpt-oss/.test(
+        (e as Error).message,
+      ),
   );
   const missing = rewrite(paths.llama, join(dir, 'missing.gguf'), { drop: 'blk.1.ffn_up.weight' });
   await assert.rejects(Model.load(missing), /missing tensor 'blk\.1\.ffn_up\.weight'/);

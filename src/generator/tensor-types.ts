@@ -1,9 +1,11 @@
 // Per-tensor types as llama.cpp's llama-quantize chooses them for a file type
-// (llama_tensor_get_type in src/llama-quant.cpp), for the file types the generator writes
-// and models without experts: the output tensor (and token_embd when it is tied to it)
-// gets Q6_K, the _M mixes give attn_v / ffn_down more bits in some layers, 1-D tensors stay
-// F32, and a row length that is not a multiple of the chosen type's block falls back to a
-// type with 32-element blocks.
+// (llama_tensor_get_type in src/llama-quant.cpp), for the file types the generator writes:
+// the output tensor (and token_embd when it is tied to it) gets Q6_K, the _M mixes give
+// attn_v / ffn_down more bits in some layers (by layer number from the name when the model
+// has experts), 8-expert models keep attn_k / attn_v in Q8_0, MXFP4_MOE writes expert
+// stacks in MXFP4 and every other matrix in Q8_0, 1-D tensors stay F32, and a row length
+// that is not a multiple of the chosen type's block falls back to a type with 32-element
+// blocks.
 import { GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { FILE_TYPES, type FileTypeName, type GenArch } from './spec.js';
 
@@ -12,6 +14,8 @@ export interface TypeChoiceModel {
   nLayer: number;
   nHead: number;
   nHeadKv: number;
+  /** Experts per MoE layer (0 or absent: a dense model). */
+  nExpert?: number;
 }
 
 export interface TensorShapeInfo {
@@ -103,6 +107,8 @@ function fallbackType(name: string, ncols: number, type: GGMLType): GGMLType {
     case Q.Q6_K:
       to = Q.Q8_0;
       break;
+    case Q.MXFP4:
+      throw new RangeError(`tensor '${name}': row length ${ncols} is not a multiple of MXFP4's 32-element block`);
     default:
       throw new RangeError(
         `tensor '${name}': row length ${ncols} is not a multiple of ${typeName(type)}'s block and llama-quantize has no fallback for it`,
@@ -135,6 +141,7 @@ export function chooseTensorTypes(
   // LLM_TYPE_70B: LLaMA-2 70B (80 layers) — its attn_v gets Q5_K instead of Q3_K/Q4_K.
   const is70B = model.arch === 'llama' && model.nLayer === 80;
   const nLayer = model.nLayer;
+  const nExpert = Math.max(1, model.nExpert ?? 0);
   const useMoreBits = (i: number, n: number) =>
     i < Math.trunc(n / 8) || i >= Math.trunc((7 * n) / 8) || (i - Math.trunc(n / 8)) % 3 === 2;
   let iAttnV = 0;
@@ -154,8 +161,10 @@ export function chooseTensorTypes(
     let type: GGMLType = base;
     if (cat === 'output' || (tied && cat === 'token_embd')) {
       const nx = t.dims[0] ?? 0;
-      if (nx % traitsOf(type).blockSize !== 0) type = Q.Q8_0;
+      if (ft === 'MXFP4_MOE' || nx % traitsOf(type).blockSize !== 0) type = Q.Q8_0;
       else if (type !== Q.Q8_0) type = Q.Q6_K;
+    } else if (ft === 'MXFP4_MOE') {
+      type = (t.dims[2] ?? 1) > 1 ? Q.MXFP4 : Q.Q8_0;
     } else if (cat === 'token_embd') {
       // no rule for these file types
     } else if (cat === 'attn_v' || cat === 'attn_qkv') {
@@ -166,11 +175,16 @@ export function chooseTensorTypes(
       else if ((ft === 'Q4_K_M' || ft === 'Q5_K_M') && useMoreBits(iAttnV, nAttnV)) type = Q.Q6_K;
       else if (ft === 'Q4_K_S' && iAttnV < 4) type = Q.Q5_K;
       if (is70B && (type === Q.Q3_K || type === Q.Q4_K)) type = Q.Q5_K;
+      // 8 experts (Mixtral): attn_v costs little and gets Q8_0
+      if (nExpert === 8) type = Q.Q8_0;
       // A fused attn_qkv takes this branch too (llama.cpp's separate attn_qkv rules sit
       // behind it in the same else-if chain and never run).
       iAttnV++;
+    } else if (cat === 'attn_k') {
+      if (nExpert === 8) type = Q.Q8_0;
     } else if (cat === 'ffn_down') {
-      const i = iFfnDown;
+      // with experts the layer comes from the name (ffn_down_exps and _shexp share it)
+      const i = nExpert > 1 ? layerOf(t.name) : iFfnDown;
       const n = nLayer;
       if (ft === 'Q2_K') type = Q.Q3_K;
       else if (ft === 'Q3_K_M') type = i < Math.trunc(n / 16) ? Q.Q5_K : Q.Q4_K;
@@ -182,7 +196,19 @@ export function chooseTensorTypes(
       else if (ft === 'Q4_K_S' && i < Math.trunc(n / 8)) type = Q.Q5_K;
       iFfnDown++;
     } else if (cat === 'attn_output') {
-      if (ft === 'Q2_K') type = Q.Q3_K;
+      if (nExpert === 8) {
+        if (
+          ft === 'Q2_K' ||
+          ft === 'Q3_K_S' ||
+          ft === 'Q3_K_M' ||
+          ft === 'IQ4_NL' ||
+          ft === 'Q4_K_S' ||
+          ft === 'Q4_K_M' ||
+          ft === 'IQ4_XS'
+        ) {
+          type = Q.Q5_K;
+        }
+      } else if (ft === 'Q2_K') type = Q.Q3_K;
       else if (ft === 'Q3_K_M') type = Q.Q4_K;
       else if (ft === 'Q3_K_L') type = Q.Q5_K;
     }

@@ -13,6 +13,7 @@
 // the exact value and its sums may use fused multiply-adds: a few ulp apart, not
 // bit-equal (NMSE ~1e-14).
 
+import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
@@ -32,8 +33,87 @@ function readRows(v: HostView, n: number, width: number, i2: number, i3: number)
 }
 
 export function flashAttnExt(dst: Tensor, o: KernelOptions = {}): void {
-  if (o.ggmlCpu) ggmlFlashAttnExt(dst);
+  if (o.ggmlCpu && o.f16Attention && dst.src[2].type === GGMLType.F16) oneRowFlashAttnExt(dst);
+  else if (o.ggmlCpu) ggmlFlashAttnExt(dst);
   else exactFlashAttnExt(dst);
+}
+
+const toF16 = (x: number) => f16ToF32(f32ToF16(x));
+
+/**
+ * ggml-cpu's one-row kernel (ggml_compute_forward_flash_attn_ext_f16_one_chunk), which
+ * llama.cpp runs for batches under 64 queries: the query rounded to K's vec_dot_type, an
+ * online softmax one key at a time in f32, V (F16) summed into an F16 accumulator (every
+ * rescale and every added row rounded to f16), the sum divided at the end; sinks last.
+ */
+function oneRowFlashAttnExt(dst: Tensor): void {
+  const [q, k, v, mask, sinks] = dst.src;
+  const vq = new HostView(q);
+  const vk = new HostView(k);
+  const vv = new HostView(v);
+  const vm = mask ? new HostView(mask) : null;
+  const vs = sinks ? new HostView(sinks) : null;
+  const vd = new HostView(dst);
+  const scale0 = fround(dst.params.scale);
+  const softcap = fround(dst.params.logitSoftcap ?? 0);
+  const scale = softcap !== 0 ? fround(scale0 / softcap) : scale0;
+  const D = q.ne[0];
+  const Dv = v.ne[0];
+  const nKV = k.ne[1];
+  const rk2 = q.ne[2] / k.ne[2];
+  const rk3 = q.ne[3] / k.ne[3];
+  const rv2 = q.ne[2] / v.ne[2];
+  const rv3 = q.ne[3] / v.ne[3];
+  const qType = canRoundFor(k.type, D) ? vecDotType(k.type) : GGMLType.F32;
+  const qrow = new Float32Array(D);
+  const krow = new Float32Array(D);
+  const vrow = new Float32Array(Dv);
+  const acc = new Float32Array(Dv);
+  for (let iq3 = 0; iq3 < q.ne[3]; iq3++) {
+    for (let iq2 = 0; iq2 < q.ne[2]; iq2++) {
+      const ik2 = Math.floor(iq2 / rk2);
+      const ik3 = Math.floor(iq3 / rk3);
+      const iv2 = Math.floor(iq2 / rv2);
+      const iv3 = Math.floor(iq3 / rv3);
+      for (let iq1 = 0; iq1 < q.ne[1]; iq1++) {
+        vq.readRow(qrow, iq1, iq2, iq3);
+        roundToVecDotType(qType, qrow, D);
+        acc.fill(0);
+        let S = 0;
+        let M = Number.NEGATIVE_INFINITY;
+        for (let j = 0; j < nKV; j++) {
+          const mv = vm && mask ? vm.get(j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]) : 0;
+          if (mv === Number.NEGATIVE_INFINITY) continue;
+          vk.readRow(krow, j, ik2, ik3);
+          let dot = 0;
+          for (let d = 0; d < D; d++) dot += qrow[d] * krow[d];
+          let s = fround(fround(dot) * scale);
+          if (softcap !== 0) s = fround(softcap * Math.tanh(s));
+          s = fround(s + mv);
+          let ms = 1;
+          let w = 1;
+          if (s > M) {
+            ms = fround(Math.exp(M - s));
+            M = s;
+            for (let d = 0; d < Dv; d++) acc[d] = toF16(acc[d] * ms);
+          } else w = fround(Math.exp(s - M));
+          vv.readRow(vrow, j, iv2, iv3);
+          for (let d = 0; d < Dv; d++) acc[d] = toF16(acc[d] + vrow[d] * w);
+          S = fround(fround(S * ms) + w);
+        }
+        if (vs) {
+          const sk = fround(vs.get(iq2));
+          if (sk > M) {
+            const ms = fround(Math.exp(M - sk));
+            for (let d = 0; d < Dv; d++) acc[d] = fround(acc[d] * ms);
+            S = fround(S * ms + 1);
+          } else S = fround(S + fround(Math.exp(sk - M)));
+        }
+        const inv = S === 0 ? 0 : fround(1 / S);
+        for (let d = 0; d < Dv; d++) vd.set(acc[d] * inv, d, iq2, iq1, iq3);
+      }
+    }
+  }
 }
 
 function exactFlashAttnExt(dst: Tensor): void {

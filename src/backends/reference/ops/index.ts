@@ -18,6 +18,8 @@ import { argsort } from './sort.js';
 export interface KernelOptions {
   /** Round matmul activations and attention as ggml-cpu does (vec-dot.ts); default exact. */
   ggmlCpu?: boolean;
+  /** With ggmlCpu: flash attention as ggml-cpu's one-row kernel (F16 V accumulator). */
+  f16Attention?: boolean;
 }
 
 type Kernel = (dst: Tensor, o: KernelOptions) => void;
