@@ -53,6 +53,7 @@ const OWN_OPTIONS = new Set([
   'tool_choice',
   'enable_thinking',
   'chat_template_kwargs',
+  'reasoning_effort',
   'response_format',
   'n_predict',
   'max_tokens',
@@ -132,6 +133,7 @@ export async function runCompletion(
       tool_choice: o.tool_choice,
       enable_thinking: o.enable_thinking,
       chat_template_kwargs: o.chat_template_kwargs,
+      reasoning_effort: reasoningEffort(o.reasoning_effort),
     });
     prompt = fmt.prompt;
     chatFormat = fmt.chat_format ?? 0;
@@ -316,7 +318,16 @@ export async function runCompletion(
   if (withMessages) {
     const parsed = parseChatOutput(text, chatFormat);
     result.content = parsed.content;
+    if (parsed.reasoning_content !== undefined) result.reasoning_content = parsed.reasoning_content;
     if (o.tools && o.tools.length > 0) result.tool_calls = parsed.tool_calls;
   }
   return result;
+}
+
+/** `reasoning_effort` (gpt-oss): low, medium or high. */
+function reasoningEffort(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (v !== 'low' && v !== 'medium' && v !== 'high')
+    throw optionError('reasoning_effort', v, "must be 'low', 'medium' or 'high'");
+  return v;
 }

@@ -76,6 +76,8 @@ export interface LlamaCompletionOptions {
   tool_choice?: string;
   enable_thinking?: boolean;
   chat_template_kwargs?: Record<string, unknown>;
+  /** gpt-oss (harmony templates): how much the model reasons, 'low', 'medium' or 'high'. */
+  reasoning_effort?: 'low' | 'medium' | 'high';
   /** Constrain the output to JSON ('json_object') or a JSON Schema ('json_schema'). */
   response_format?: CompletionResponseFormat;
 
@@ -169,6 +171,8 @@ export interface LlamaCompletionResult {
   text: string;
   /** With messages: the text without tool calls. */
   content?: string;
+  /** With messages, for formats that keep reasoning apart (gpt-oss's analysis channel). */
+  reasoning_content?: string;
   /** With tools: the calls parsed from the text. */
   tool_calls?: ToolCall[];
   /** The chat format the reply was parsed with (0: content only). */

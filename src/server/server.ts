@@ -8,12 +8,14 @@ import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
+  CHAT_FORMATS,
   type ChatMessage,
   ChatMessageError,
   ChatTemplateError,
   type ChatTemplates,
   getFormattedChat,
   loadChatTemplates,
+  type ParsedToolCalls,
   parseChatOutput,
   parseToolCalls,
   type Tool,
@@ -343,6 +345,7 @@ export class LlamaServer {
         ...(typeof b.chat_template_kwargs === 'object' && b.chat_template_kwargs !== null
           ? { chat_template_kwargs: b.chat_template_kwargs as Record<string, unknown> }
           : {}),
+        ...(b.reasoning_effort !== undefined ? { reasoning_effort: reasoningEffort(b.reasoning_effort) } : {}),
         add_generation_prompt: true,
       });
     } catch (e) {
@@ -358,7 +361,13 @@ export class LlamaServer {
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
     const sampler = this.sampler(b, nProbs);
-    const parse = (text: string) => {
+    // a harmony reply (gpt-oss) is always parsed: its channels carry reasoning and content
+    const harmony = CHAT_FORMATS[formatted.chat_format ?? 0] === 'harmony';
+    const parse = (text: string): ParsedToolCalls => {
+      if (harmony) {
+        const p = parseChatOutput(text, formatted.chat_format);
+        return useTools ? p : { ...p, tool_calls: [] };
+      }
       if (!useTools) return { content: text, tool_calls: [] };
       const fmt = formatted.chat_format ?? 0;
       return fmt !== 0 ? parseChatOutput(text, fmt) : parseToolCalls(text, 'generic');
@@ -368,8 +377,8 @@ export class LlamaServer {
     const onToken =
       sse &&
       ((ev: TokenEvent) => {
-        // with tools the reply is parsed whole at the end
-        if (useTools) return;
+        // with tools (or harmony channels) the reply is parsed whole at the end
+        if (useTools || harmony) return;
         const extra =
           nProbs >= 0 && ev.probs ? { logprobs: { content: oa.chatLogprobContent(this.model.vocab, [ev.probs]) } } : {};
         if (ev.text || ev.probs) sse.send(oa.chatChunk(id, model, created, { content: ev.text }, null, extra));
@@ -393,8 +402,9 @@ export class LlamaServer {
         const r = await task.done;
         const parsed = parse(r.text);
         const calls = parsed.tool_calls;
-        if (useTools && (parsed.content || calls.length > 0)) {
+        if ((useTools || harmony) && (parsed.content || calls.length > 0 || parsed.reasoning_content)) {
           const delta: Record<string, unknown> = { content: parsed.content || null };
+          if (parsed.reasoning_content !== undefined) delta.reasoning_content = parsed.reasoning_content;
           if (calls.length > 0) delta.tool_calls = calls.map((t, index) => ({ index, ...t }));
           sse.send(oa.chatChunk(id, model, created, delta, null));
         }
@@ -412,6 +422,7 @@ export class LlamaServer {
     if (!r) return;
     const parsed = parse(r.text);
     const message: Record<string, unknown> = { role: 'assistant', content: parsed.content };
+    if (parsed.reasoning_content !== undefined) message.reasoning_content = parsed.reasoning_content;
     if (parsed.tool_calls.length > 0) {
       message.tool_calls = parsed.tool_calls;
       if (!parsed.content) message.content = null;
@@ -613,4 +624,10 @@ class SseWriter {
     const err = e instanceof ApiError ? e : new ApiError(500, (e as Error)?.message ?? String(e));
     this.res.end(`data: ${JSON.stringify(errorBody(err))}\n\n`);
   }
+}
+
+/** The request's `reasoning_effort` (gpt-oss): low, medium or high. */
+function reasoningEffort(v: unknown): string {
+  if (v === 'low' || v === 'medium' || v === 'high') return v;
+  throw new ApiError(400, "'reasoning_effort' must be 'low', 'medium' or 'high'", undefined, 'reasoning_effort');
 }

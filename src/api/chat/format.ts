@@ -44,7 +44,7 @@ export function isJinjaSupported(templates: ChatTemplates): boolean {
  * `chat_format` numbers in formatted-chat results: 0 is plain content (no tool-call parsing);
  * the others name how tool calls are parsed from the reply.
  */
-export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes'] as const;
+export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes', 'harmony'] as const;
 export type ChatFormatName = (typeof CHAT_FORMATS)[number];
 
 export function chatFormatOf(format: ToolCallFormat): number {
@@ -61,6 +61,8 @@ export interface GetFormattedChatParams {
   add_generation_prompt?: boolean;
   now?: string | number;
   chat_template_kwargs?: Record<string, unknown>;
+  /** gpt-oss (harmony): 'low', 'medium' or 'high', the template's `reasoning_effort`. */
+  reasoning_effort?: string;
 }
 
 export interface FormattedChatResult {
@@ -108,6 +110,7 @@ export function getFormattedChat(
   }
 
   const context: Record<string, unknown> = { enable_thinking: params.enable_thinking ?? true };
+  if (params.reasoning_effort !== undefined) context.reasoning_effort = params.reasoning_effort;
   if (params.chat_template_kwargs) Object.assign(context, params.chat_template_kwargs);
   const res = tmpl.apply(chat, {
     addGenerationPrompt,
@@ -116,7 +119,8 @@ export function getFormattedChat(
     context,
   });
   if (res.format !== 'jinja') return { type: 'llama-chat', prompt: res.prompt, has_media, media_paths };
-  const toolFormat = tools ? tmpl.toolCallFormat : undefined;
+  // a harmony reply always needs parsing (its channels), tools or not
+  const toolFormat = tools || tmpl.toolCallFormat === 'harmony' ? tmpl.toolCallFormat : undefined;
   return {
     type: 'jinja',
     prompt: res.prompt,
@@ -127,7 +131,12 @@ export function getFormattedChat(
     grammar_lazy: false,
     grammar_triggers: [],
     thinking_forced_open: false,
-    preserved_tokens: toolFormat === 'hermes' ? ['<tool_call>', '</tool_call>'] : [],
+    preserved_tokens:
+      toolFormat === 'hermes'
+        ? ['<tool_call>', '</tool_call>']
+        : toolFormat === 'harmony'
+          ? ['<|channel|>', '<|constrain|>', '<|message|>', '<|start|>', '<|end|>']
+          : [],
     additional_stops: [],
   };
 }

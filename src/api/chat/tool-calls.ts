@@ -3,15 +3,19 @@
 //   llama3   {"name": …, "parameters": {…}} as the whole reply, or after <|python_tag|>
 //            (Llama 3.1/3.2; `<|python_tag|>tool.call(k="v")` builtin calls, bare code → python)
 //   mistral  [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}] or [TOOL_CALLS]name[ARGS]{…}
+//   harmony  gpt-oss's channels (harmony.ts): analysis → reasoning, final → content,
+//            commentary to=functions.NAME → calls
 // Output that does not parse as a call is left in `content` untouched.
 import { randomBytes } from 'node:crypto';
+import { parseHarmony } from './harmony.js';
 import type { ToolCall } from './types.js';
 
-export type ToolCallFormat = 'hermes' | 'llama3' | 'mistral' | 'generic';
+export type ToolCallFormat = 'hermes' | 'llama3' | 'mistral' | 'generic' | 'harmony';
 
 /** The tool-call format a chat template teaches its model, by markers in its text. */
 export function detectToolCallFormat(template: string | undefined): ToolCallFormat {
   if (!template) return 'generic';
+  if (template.includes('<|channel|>') && template.includes('<|message|>')) return 'harmony';
   if (template.includes('<tool_call>')) return 'hermes';
   if (template.includes('[TOOL_CALLS]')) return 'mistral';
   if (template.includes('<|python_tag|>')) return 'llama3';
@@ -23,6 +27,8 @@ export interface ParsedToolCalls {
   /** The reply's text without its tool calls (the whole text when none parsed). */
   content: string;
   tool_calls: ToolCall[];
+  /** The model's reasoning, for formats that keep it apart (harmony's analysis channel). */
+  reasoning_content?: string;
 }
 
 export interface ParseToolCallsOptions {
@@ -226,7 +232,7 @@ function parseGenericJson(text: string): Found | undefined {
   return { content: typeof v.content === 'string' ? v.content : '', calls };
 }
 
-const PARSERS: Record<Exclude<ToolCallFormat, 'generic'>, (text: string) => Found | undefined> = {
+const PARSERS: Record<Exclude<ToolCallFormat, 'generic' | 'harmony'>, (text: string) => Found | undefined> = {
   hermes: parseHermes,
   mistral: parseMistral,
   llama3: parseLlama3,
@@ -241,6 +247,7 @@ export function parseToolCalls(
   format: ToolCallFormat = 'generic',
   opts: ParseToolCallsOptions = {},
 ): ParsedToolCalls {
+  if (format === 'harmony') return parseHarmony(text, opts);
   let found: Found | undefined;
   if (format === 'generic') {
     found = parseHermes(text) ?? parseMistral(text) ?? parseLlama3(text) ?? parseGenericJson(text);
