@@ -24,7 +24,7 @@ types llama-quantize would choose for FTYPE.
   --cache [DIR]       generate into the model cache (LLAMA_TS_CACHE or ~/.cache/llama-ts/models) unless present; prints the path
   --seed N            default 1
   --vocab-from FILE   copy every tokenizer.* key from FILE (n_vocab follows it)
-  --layers N          override the preset's layer count
+  --layers N          override the preset's layer count (the same per-layer shape: smaller files)
   --quiet             no progress
 `;
 
@@ -63,19 +63,19 @@ export function main(argv: string[]): number {
   const onProgress = values.quiet ? undefined : progressPrinter(`${values.preset} ${ftype}`);
   const opts = { seed, ...(vocab ? { vocab } : {}), ...(onProgress ? { onProgress } : {}) };
 
+  let layers: number | undefined;
+  if (values.layers) {
+    layers = Number(values.layers);
+    if (!Number.isSafeInteger(layers) || layers <= 0) return fail(`--layers ${values.layers} is not a positive integer`);
+  }
   if (values.cache || values['cache-dir']) {
-    if (values.layers) return fail('--layers cannot be combined with --cache (presets only)');
-    const path = ensureModel(values.preset, ftype, values['cache-dir'], opts);
+    const path = ensureModel(values.preset, ftype, values['cache-dir'], { ...opts, ...(layers ? { layers } : {}) });
     process.stdout.write(`${path}\n`);
     return 0;
   }
   if (!values.output) return fail('-o OUT.gguf (or --cache) is required');
   const spec = presetSpec(values.preset, ftype, opts);
-  if (values.layers) {
-    const n = Number(values.layers);
-    if (!Number.isSafeInteger(n) || n <= 0) return fail(`--layers ${values.layers} is not a positive integer`);
-    spec.shape.nLayer = n;
-  }
+  if (layers) spec.shape.nLayer = layers;
   const r = generateModel(spec, values.output, opts);
   const byType = new Map<string, number>();
   for (const t of r.tensors) byType.set(typeName(t.type), (byType.get(typeName(t.type)) ?? 0) + 1);

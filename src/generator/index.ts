@@ -201,6 +201,8 @@ export function defaultCacheDir(): string {
 export interface EnsureOptions extends GenerateOptions {
   seed?: number;
   vocab?: VocabSpec;
+  /** Override the preset's layer count (same per-layer shape; a separate cache entry). */
+  layers?: number;
 }
 
 /**
@@ -215,7 +217,9 @@ export function ensureModel(
   opts: EnsureOptions = {},
 ): string {
   const spec = presetSpec(preset, fileType, opts);
-  const path = join(cacheDir, `${preset}-${fileType}-${specHash(spec).slice(0, 16)}.gguf`);
+  if (opts.layers !== undefined) spec.shape.nLayer = opts.layers;
+  const stem = opts.layers !== undefined ? `${preset}-L${opts.layers}` : preset;
+  const path = join(cacheDir, `${stem}-${fileType}-${specHash(spec).slice(0, 16)}.gguf`);
   if (existsSync(path)) return path;
   mkdirSync(cacheDir, { recursive: true });
   const tmp = `${path}.tmp-${process.pid}`;
