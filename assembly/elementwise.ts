@@ -74,6 +74,18 @@ function binary(node: usize, ith: i32, nth: i32, kind: i32): void {
       }
       continue;
     }
+    if (fast && bne0 == 1 && kind == B_MUL) {
+      // a row scaled by one value (an expert's output by its routing weight)
+      const y = load<f32>(pb);
+      const y4 = f32x4.splat(y);
+      let i = 0;
+      for (; i + 4 <= ne0; i += 4) {
+        const o = <usize>i << 2;
+        v128.store(pd + o, f32x4.mul(v128.load(pa + o), y4));
+      }
+      for (; i < ne0; i++) store<f32>(pd + (<usize>i << 2), load<f32>(pa + (<usize>i << 2)) * y);
+      continue;
+    }
     for (let i = 0; i < ne0; i++) {
       const x = ldf(pa + <usize>i * na0, ta);
       const y = ldf(pb + <usize>(i % bne0) * nb0, tb);
