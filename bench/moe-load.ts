@@ -165,8 +165,9 @@ async function main(): Promise<void> {
         `load average at the end ${loadavg()
           .map((x) => x.toFixed(2))
           .join(' ')}`,
-      ].join('\n') + '\n',
+      ].join('\n'),
     );
+    process.stdout.write('\n');
   } finally {
     if (generated && !argv.includes('--keep')) rmSync(path, { force: true });
   }

@@ -1,14 +1,15 @@
 // llama.ts against native llama.cpp (node-llama-cpp's prebuilt binaries) on the same
 // generated models, same thread count, alternating runs (not a test):
-//   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
+//   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0] [--moe]
 // For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's, in Q4_0, Q8_0 and
-// Q4_K_M) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
+// Q4_K_M; with --moe the mixtures of experts instead: qwen3-30b-a3b in Q4_0 and Q4_K_M and
+// gpt-oss-20b with MXFP4 experts, each cut to 12 layers of the real per-layer shape) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
 // (so load time and peak RSS are per engine; the model file is read once before each, so
 // both start with it in the page cache), in alternating order: load, a short warm-up,
 // pp512 (one 512-token batch) and tg128 (128 single-token decodes from an empty context).
 // The table shows medians, the llama.ts / node-llama-cpp ratios, and the tg bound implied
 // by the machine's read bandwidth (bytes read per token: every weight but the token
-// embedding table, of which one row is read).
+// embedding table, of which one row is read, and of expert stacks the used share).
 // node-llama-cpp@3.21.1 is installed on first use into ~/.cache/llama-ts/oracles (or
 // LLAMA_TS_ORACLES), never into the repository; models come from the generator's cache.
 
@@ -206,9 +207,13 @@ async function modelFacts(path: string): Promise<{ bytes: number; nVocab: number
   const { openGGUF } = await import('../src/gguf/index.js');
   const f = openGGUF(path);
   try {
+    const arch = f.architecture;
+    const nExpert = f.getNumber(`${arch}.expert_count`, 0);
+    const used = nExpert > 0 ? f.getNumber(`${arch}.expert_used_count`) / nExpert : 1;
     let bytes = 0;
     for (const t of f.tensors) {
       if (t.name === 'token_embd.weight') bytes += t.nBytes / Number(t.dims[1] ?? 1);
+      else if (t.name.includes('_exps.')) bytes += t.nBytes * used;
       else bytes += t.nBytes;
     }
     const nVocab = f.getArray('tokenizer.ggml.tokens').items.length;
@@ -223,8 +228,21 @@ async function main(): Promise<void> {
   const json = argv.includes('--json');
   const threads = Number(opt('threads', '2'));
   const reps = Number(opt('reps', '3'));
-  const presets = opt('presets', 'qwen2.5-0.5b-630m,tinyllama-1.1b').split(',');
-  const types = opt('types', 'Q4_0,Q8_0,Q4_K_M').split(',');
+  const moe = argv.includes('--moe');
+  // a preset may carry a layer count: NAME@LAYERS; with --moe, each gets its own types
+  const runs: [string, string][] = moe
+    ? [
+        ['qwen3-30b-a3b@12', 'Q4_0'],
+        ['qwen3-30b-a3b@12', 'Q4_K_M'],
+        ['gpt-oss-20b@12', 'MXFP4_MOE'],
+      ]
+    : opt('presets', 'qwen2.5-0.5b-630m,tinyllama-1.1b')
+        .split(',')
+        .flatMap((p) =>
+          opt('types', 'Q4_0,Q8_0,Q4_K_M')
+            .split(',')
+            .map((t): [string, string] => [p, t]),
+        );
   const say = (s: string) => {
     if (!json) process.stdout.write(`${s}\n`);
   };
@@ -237,50 +255,49 @@ async function main(): Promise<void> {
   );
   const rows: Array<EngineRow | { model: string; type: string; engine: 'bound'; tg128: number }> = [];
   const table: string[][] = [];
-  for (const preset of presets) {
-    for (const type of types) {
-      if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
-      process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
-      const path = ensureModel(preset, type);
-      const facts = await modelFacts(path);
-      const bound = (bw * 1e9) / facts.bytes;
-      const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
-      const got: Record<string, ChildResult[]> = { 'llama.ts': [], 'node-llama-cpp': [] };
-      for (let r = 0; r < reps; r++) {
-        const order = r % 2 === 0 ? ['llama.ts', 'node-llama-cpp'] : ['node-llama-cpp', 'llama.ts'];
-        for (const engine of order) {
-          process.stderr.write(`bench:vs: ${preset} ${type}: ${engine} run ${r + 1}/${reps}\n`);
-          warmPageCache(path);
-          got[engine].push(await runChild(engine, args));
-        }
+  for (const [preset, type] of runs) {
+    if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
+    process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
+    const [name, layers] = preset.split('@');
+    const path = ensureModel(name, type, undefined, layers ? { layers: Number(layers) } : {});
+    const facts = await modelFacts(path);
+    const bound = (bw * 1e9) / facts.bytes;
+    const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
+    const got: Record<string, ChildResult[]> = { 'llama.ts': [], 'node-llama-cpp': [] };
+    for (let r = 0; r < reps; r++) {
+      const order = r % 2 === 0 ? ['llama.ts', 'node-llama-cpp'] : ['node-llama-cpp', 'llama.ts'];
+      for (const engine of order) {
+        process.stderr.write(`bench:vs: ${preset} ${type}: ${engine} run ${r + 1}/${reps}\n`);
+        warmPageCache(path);
+        got[engine].push(await runChild(engine, args));
       }
-      const med = (engine: string): EngineRow => {
-        const xs = got[engine];
-        return {
-          model: preset,
-          type,
-          engine: engine as EngineRow['engine'],
-          pp512: median(xs.map((x) => x.pp)),
-          tg128: median(xs.map((x) => x.tg)),
-          load_ms: median(xs.map((x) => x.load_ms)),
-          rss_mb: median(xs.map((x) => x.rss_mb)),
-        };
-      };
-      const ours = med('llama.ts');
-      const theirs = med('node-llama-cpp');
-      rows.push(ours, theirs, { model: preset, type, engine: 'bound', tg128: bound });
-      const fileKv = got['llama.ts'][0].file_mb + got['llama.ts'][0].kv_mb;
-      table.push([
-        preset,
-        type,
-        `${ours.pp512.toFixed(1)} / ${theirs.pp512.toFixed(1)} = ${(ours.pp512 / theirs.pp512).toFixed(2)}x`,
-        `${ours.tg128.toFixed(1)} / ${theirs.tg128.toFixed(1)} = ${(ours.tg128 / theirs.tg128).toFixed(2)}x`,
-        bound.toFixed(1),
-        `${ours.load_ms.toFixed(0)} / ${theirs.load_ms.toFixed(0)} = ${(ours.load_ms / theirs.load_ms).toFixed(2)}x`,
-        `${ours.rss_mb.toFixed(0)} / ${theirs.rss_mb.toFixed(0)}; ${(ours.rss_mb / fileKv).toFixed(2)}x file+KV`,
-      ]);
-      process.stderr.write(`bench:vs: ${table[table.length - 1].join(' | ')}\n`);
     }
+    const med = (engine: string): EngineRow => {
+      const xs = got[engine];
+      return {
+        model: preset,
+        type,
+        engine: engine as EngineRow['engine'],
+        pp512: median(xs.map((x) => x.pp)),
+        tg128: median(xs.map((x) => x.tg)),
+        load_ms: median(xs.map((x) => x.load_ms)),
+        rss_mb: median(xs.map((x) => x.rss_mb)),
+      };
+    };
+    const ours = med('llama.ts');
+    const theirs = med('node-llama-cpp');
+    rows.push(ours, theirs, { model: preset, type, engine: 'bound', tg128: bound });
+    const fileKv = got['llama.ts'][0].file_mb + got['llama.ts'][0].kv_mb;
+    table.push([
+      preset,
+      type,
+      `${ours.pp512.toFixed(1)} / ${theirs.pp512.toFixed(1)} = ${(ours.pp512 / theirs.pp512).toFixed(2)}x`,
+      `${ours.tg128.toFixed(1)} / ${theirs.tg128.toFixed(1)} = ${(ours.tg128 / theirs.tg128).toFixed(2)}x`,
+      bound.toFixed(1),
+      `${ours.load_ms.toFixed(0)} / ${theirs.load_ms.toFixed(0)} = ${(ours.load_ms / theirs.load_ms).toFixed(2)}x`,
+      `${ours.rss_mb.toFixed(0)} / ${theirs.rss_mb.toFixed(0)}; ${(ours.rss_mb / fileKv).toFixed(2)}x file+KV`,
+    ]);
+    process.stderr.write(`bench:vs: ${table[table.length - 1].join(' | ')}\n`);
   }
   if (json) {
     process.stdout.write(`${JSON.stringify(rows)}\n`);

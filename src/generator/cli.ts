@@ -66,7 +66,8 @@ export function main(argv: string[]): number {
   let layers: number | undefined;
   if (values.layers) {
     layers = Number(values.layers);
-    if (!Number.isSafeInteger(layers) || layers <= 0) return fail(`--layers ${values.layers} is not a positive integer`);
+    if (!Number.isSafeInteger(layers) || layers <= 0)
+      return fail(`--layers ${values.layers} is not a positive integer`);
   }
   if (values.cache || values['cache-dir']) {
     const path = ensureModel(values.preset, ftype, values['cache-dir'], { ...opts, ...(layers ? { layers } : {}) });
