@@ -1,10 +1,15 @@
 // Tokenizer throughput: 1 MB of mixed English / code / CJK text per vocabulary, and
 // three inputs that would expose super-linear behaviour (100 KB of one character, of
-// text without whitespace, of emoji). Needs ../shared/vocab; text is generated from a
-// fixed seed so runs compare.
+// text without whitespace, of emoji). The rows: the suites' vocabularies, every
+// pre-tokenizer name issue 23 added (the Qwen2 vocabulary under that name; the SPM-style
+// ones on an SPM-style BPE vocabulary), and a generated Unigram vocabulary. Needs
+// ../shared/vocab; text is generated from a fixed seed so runs compare. Arguments filter
+// the rows by name (`npm run bench:tokenize -- qwen35 ugm`).
+import { openGGUF, parseGGUF } from '../src/gguf/index.js';
 import { setLogCallback } from '../src/log.js';
-import { loadVocab } from '../src/vocab/index.js';
+import { loadVocab, Vocab } from '../src/vocab/index.js';
 import { missingShared, sharedPath } from '../test/helpers/shared.js';
+import { spmStyleBpe, ugmVocab, withString } from '../test/helpers/vocab-variants.js';
 
 const VOCABS = [
   'llama-spm',
@@ -20,6 +25,55 @@ const VOCABS = [
   'mpt',
   'bert-bge',
 ];
+
+const NEW_PRE_TYPES = [
+  'afmoe',
+  'bailingmoe',
+  'bailingmoe2',
+  'cohere2moe',
+  'deepseek-v3',
+  'exaone-moe',
+  'gemma4',
+  'granite-embed-multi-311m',
+  'granite-embed-multi-97m',
+  'hunyuan-dense',
+  'jais-2',
+  'jina-v5-nano',
+  'joyai-llm',
+  'kanana2',
+  'kimi-k2',
+  'laguna',
+  'llada-moe',
+  'minicpm5',
+  'qwen35',
+  'sarvam-moe',
+  'superbpe',
+  'talkie',
+  'tiny_aya',
+  'whitespace',
+  'youtu',
+];
+const SPM_STYLE = new Set(['gemma4', 'granite-embed-multi-311m', 'sarvam-moe']);
+
+/** Bench rows: a name and a way to load its vocabulary. */
+function rows(): [string, () => Vocab][] {
+  const out: [string, () => Vocab][] = [];
+  for (const name of VOCABS) {
+    const path = sharedPath(`vocab/ggml-vocab-${name}.gguf`);
+    if (path) out.push([name, () => loadVocab(path)]);
+  }
+  const qwen2 = sharedPath('vocab/ggml-vocab-qwen2.gguf');
+  const spm = sharedPath('vocab/ggml-vocab-llama-spm.gguf');
+  for (const pre of NEW_PRE_TYPES) {
+    if (SPM_STYLE.has(pre) && spm) {
+      out.push([`${pre} (spm-bpe)`, () => Vocab.fromGGUF(parseGGUF(spmStyleBpe(openGGUF(spm), pre).toBytes()))]);
+    } else if (qwen2) {
+      out.push([`${pre} (qwen2)`, () => Vocab.fromGGUF(withString(openGGUF(qwen2), 'tokenizer.ggml.pre', pre))]);
+    }
+  }
+  out.push(['ugm (generated)', () => Vocab.fromGGUF(parseGGUF(ugmVocab().toBytes()))]);
+  return out;
+}
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -102,12 +156,12 @@ function main(): number {
   ];
   console.log(`mixed text: ${mb.toFixed(2)} MB (${text.length} chars)\n`);
   console.log(
-    `${'vocab'.padEnd(16)}${'type'.padEnd(6)}${'MB/s'.padStart(8)}${'(cpu)'.padStart(8)}${'tokens'.padStart(10)}   ${blowups.map(([n]) => n.padStart(24)).join('')}`,
+    `${'vocab'.padEnd(32)}${'type'.padEnd(6)}${'MB/s'.padStart(8)}${'(cpu)'.padStart(8)}${'tokens'.padStart(10)}   ${blowups.map(([n]) => n.padStart(24)).join('')}`,
   );
-  for (const name of VOCABS) {
-    const path = sharedPath(`vocab/ggml-vocab-${name}.gguf`);
-    if (!path) continue;
-    const vocab = loadVocab(path);
+  const filter = process.argv.slice(2);
+  for (const [name, load] of rows()) {
+    if (filter.length > 0 && !filter.some((f) => name.includes(f))) continue;
+    const vocab = load();
     vocab.encode('warm up the caches: Hello, world! 你好 12345', { addSpecial: false });
     let n = 0;
     const [secs, cpu] = timeBoth(() => {
@@ -115,7 +169,7 @@ function main(): number {
     });
     const blow = blowups.map(([, s]) => time(() => vocab.encode(s, { addSpecial: false })));
     console.log(
-      `${name.padEnd(16)}${vocab.type.padEnd(6)}${(mb / secs).toFixed(2).padStart(8)}${(mb / cpu).toFixed(2).padStart(8)}${String(n).padStart(10)}   ${blow.map((s) => `${(s * 1000).toFixed(0)} ms`.padStart(24)).join('')}`,
+      `${name.padEnd(32)}${vocab.type.padEnd(6)}${(mb / secs).toFixed(2).padStart(8)}${(mb / cpu).toFixed(2).padStart(8)}${String(n).padStart(10)}   ${blow.map((s) => `${(s * 1000).toFixed(0)} ms`.padStart(24)).join('')}`,
     );
   }
   return 0;

@@ -259,7 +259,7 @@ async function main(): Promise<void> {
     if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
     process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
     const [name, layers] = preset.split('@');
-    const path = ensureModel(name, type, undefined, layers ? { layers: Number(layers) } : {});
+    const path = ensureModel(name, type, undefined, layers ? { shape: { nLayer: Number(layers) } } : {});
     const facts = await modelFacts(path);
     const bound = (bw * 1e9) / facts.bytes;
     const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };

@@ -4,7 +4,7 @@
 // sha256 check, the lock between concurrent pulls (and a stale lock), -hf quant choice,
 // hf:// model arguments and the `pull` command.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -15,6 +15,7 @@ import { after, before, beforeEach, test } from 'node:test';
 import {
   cachePath,
   DownloadError,
+  HubUnreachableError,
   parseHfPath,
   pull,
   resolveHfRepo,
@@ -27,6 +28,8 @@ const DATA = randomBytes(300_000);
 const SHA = createHash('sha256').update(DATA).digest('hex');
 const REPO = 'test-owner/Tiny-GGUF';
 const FILE = 'tiny-q4_k_m.gguf';
+/** A repository whose file list names a path that climbs out of its cache folder. */
+const EVIL = 'evil-owner/Evil-GGUF';
 
 interface Hit {
   path: string;
@@ -47,6 +50,11 @@ before(async () => {
   server = createServer((req, res) => {
     const url = new URL(req.url!, 'http://x');
     hits.push({ path: url.pathname, range: req.headers.range, auth: req.headers.authorization });
+    if (url.pathname === `/api/models/${EVIL}`) {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ siblings: [{ rfilename: 'sub/../../../q4_k_m.gguf' }] }));
+      return;
+    }
     if (url.pathname === `/api/models/${REPO}`) {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(
@@ -146,6 +154,67 @@ test('names: hf paths, resolve URL, cache path; bad names refused', () => {
   assert.throws(() => parseHfPath(`${REPO}/../../etc/passwd`), DownloadError);
   assert.throws(() => parseHfPath('just-a-file.gguf'), DownloadError);
   assert.throws(() => parseHfPath(`../x/${FILE}`), DownloadError);
+});
+
+test('every name that reaches the file system is checked: revisions, listed file names', async () => {
+  // a revision of '..' (its URL would resolve to another path, its folder is '@..')
+  assert.throws(() => parseHfPath(`${REPO}@../${FILE}`), /bad revision/);
+  assert.throws(() => parseHfPath(`${REPO}@./${FILE}`), /bad revision/);
+  assert.throws(() => cachePath({ ...spec, revision: '..' }, '/c'), /bad revision/);
+  assert.throws(() => resolveUrl({ ...spec, revision: '..' }), /bad revision/);
+  await assert.rejects(pull({ ...spec, revision: '..' }, { cacheDir: dir }), /bad revision/);
+  // names that stay inside the cache but leave the repository's folder, or use a backslash
+  for (const file of ['sub/../../../q4_k_m.gguf', 'a/../b.gguf', 'x\\..\\y.gguf', 'a//b.gguf', 'a\u0000.gguf']) {
+    assert.throws(() => cachePath({ ...spec, file }, '/c'), DownloadError, file);
+  }
+  assert.throws(() => cachePath({ ...spec, repo: 'a/..' }, '/c'), DownloadError);
+  // -hf REPO:QUANT takes the name from the repository's listing: checked the same way
+  await assert.rejects(resolveHfRepo(`${EVIL}:Q4_K_M`), /file list names 'sub\/\.\.\/\.\.\/\.\.\/q4_k_m\.gguf'/);
+  await assert.rejects(resolveModelArg({ hfRepo: EVIL, cacheDir: dir }), DownloadError);
+  assert.ok(!existsSync(join(dir, 'q4_k_m.gguf')) && !existsSync(join(dir, 'q4_k_m.gguf.lock')));
+});
+
+test('offline: an unreachable Hub is said at once, with what is not cached and how to run a local file', async () => {
+  // a port that was free a moment ago: the connection is refused
+  const closed = createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const dead = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+  await new Promise<void>((r) => closed.close(() => r()));
+  process.env.LLAMA_TS_HF_ENDPOINT = dead;
+  try {
+    const t0 = Date.now();
+    await assert.rejects(
+      resolveModelArg({ cacheDir: dir, useDefault: true }),
+      (e: unknown) =>
+        e instanceof HubUnreachableError &&
+        /^cannot reach the Hugging Face endpoint at http:\/\/127\.0\.0\.1:\d+ \(.*ECONNREFUSED.*\), and the default model Qwen\/.*\.gguf is not in the cache \(.*\).*-m FILE\.gguf/.test(
+          e.message,
+        ),
+    );
+    // no retries (five of them took 6 s): the Hub is not there
+    assert.ok(Date.now() - t0 < 1500, `${Date.now() - t0} ms`);
+    await assert.rejects(resolveModelArg({ hfRepo: `${REPO}:Q8_0`, cacheDir: dir }), /no GGUF file of .* in the cache/);
+    await assert.rejects(resolveModelArg({ model: `hf://${REPO}/${FILE}`, cacheDir: dir }), /is not in the cache/);
+    // a file of that repository and quantization pulled before is used offline
+    mkdirSync(join(dir, 'test-owner', 'Tiny-GGUF'), { recursive: true });
+    writeFileSync(join(dir, 'test-owner', 'Tiny-GGUF', 'tiny-q8_0.gguf'), 'x');
+    assert.equal(
+      await resolveModelArg({ hfRepo: `${REPO}:Q8_0`, cacheDir: dir }),
+      join(dir, 'test-owner', 'Tiny-GGUF', 'tiny-q8_0.gguf'),
+    );
+    // the command line: `llama-ts chat` with its default model, offline
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'llama-ts.js'), 'chat', '--cache-dir', dir], {
+      encoding: 'utf8',
+      input: '',
+      env: { ...process.env, LLAMA_TS_HF_ENDPOINT: dead },
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /cannot reach .* not in the cache .*-m FILE\.gguf/);
+    assert.doesNotMatch(r.stderr, /fetch failed|resuming/);
+  } finally {
+    process.env.LLAMA_TS_HF_ENDPOINT = endpoint;
+  }
 });
 
 test('pull: follows the redirect, checks the sha256, caches', async () => {

@@ -17,6 +17,7 @@ import {
   generateModel,
   isFileTypeName,
   type ModelSpec,
+  PRESETS,
   planTensors,
   presetSpec,
   resolveShape,
@@ -468,6 +469,49 @@ test('gen-model CLI', () => {
     process.stdout.write = write;
   }
   withFile(out, (f) => assert.equal(f.getU32('general.file_type'), FILE_TYPES.Q4_0.ftype));
+});
+
+test('head counts and other shape fields override a preset (spec, cache, gen-model flags)', () => {
+  const spec = presetSpec('tiny-llama', 'F32', { shape: { nHead: 8, nHeadKv: 1 } });
+  assert.equal(spec.shape.nHead, 8);
+  assert.equal(spec.shape.nHeadKv, 1);
+  assert.equal(spec.shape.nEmbd, PRESETS['tiny-llama']!.shape.nEmbd, 'the rest is the preset’s');
+  assert.throws(
+    () => presetSpec('tiny-llama', 'F32', { shape: { nHead: 8, nHeadKv: 3 } }),
+    /nHead 8 is not a multiple of nHeadKv 3/,
+  );
+  // a different shape is a different cached file
+  const cache = join(dir, 'cache-heads');
+  const mqa = ensureModel('tiny-llama', 'F32', cache, { shape: { nHead: 8, nHeadKv: 1 } });
+  assert.notEqual(mqa, ensureModel('tiny-llama', 'F32', cache));
+  withFile(mqa, (f) => {
+    assert.equal(f.getU32('llama.attention.head_count'), 8);
+    assert.equal(f.getU32('llama.attention.head_count_kv'), 1);
+    assert.deepEqual(f.tensor('blk.0.attn_k.weight')?.dims, [64, 8]);
+  });
+
+  const out = tmp('cli-heads');
+  const [stdout, stderr] = [process.stdout.write, process.stderr.write];
+  const err: string[] = [];
+  process.stdout.write = () => true;
+  process.stderr.write = ((s: string) => err.push(s) > 0) as typeof process.stderr.write;
+  try {
+    const args = ['--preset', 'tiny-llama', '--type', 'F32', '-o', out, '--quiet'];
+    assert.equal(cliMain([...args, '--n-embd', '128', '--n-head', '16', '--n-head-kv', '1', '--layers', '1']), 0);
+    withFile(out, (f) => {
+      assert.equal(f.getU32('llama.embedding_length'), 128);
+      assert.equal(f.getU32('llama.attention.head_count'), 16);
+      assert.equal(f.getU32('llama.attention.head_count_kv'), 1);
+      assert.equal(f.getU32('llama.block_count'), 1);
+    });
+    assert.equal(cliMain([...args, '--n-head-kv', '0']), 2);
+    assert.match(err.join(''), /--n-head-kv 0 is not a positive integer/);
+    assert.equal(cliMain([...args, '--n-head', '5']), 2);
+    assert.match(err.join(''), /headDim \(nEmbd \/ nHead unless given\) = 12.8 is not a positive integer/);
+  } finally {
+    process.stdout.write = stdout;
+    process.stderr.write = stderr;
+  }
 });
 
 test('K-quant file types generate when their quantizers are registered', {

@@ -318,7 +318,14 @@ test('a decoder gives embeddings (last-token pooling) too', async () => {
 function rewrite(
   src: string,
   dst: string,
-  edit: { arch?: string; drop?: string; dims?: [string, number[]]; type?: [string, number] },
+  edit: {
+    arch?: string;
+    drop?: string;
+    dims?: [string, number[]];
+    type?: [string, number];
+    /** Metadata keys to set (an existing one is replaced in place). */
+    meta?: Record<string, [GGUFValueType, number]>;
+  },
 ): string {
   const f = openGGUF(src);
   try {
@@ -327,8 +334,10 @@ function rewrite(
       let k = key;
       if (edit.arch && key.startsWith(`${f.architecture}.`)) k = `${edit.arch}.${key.slice(f.architecture.length + 1)}`;
       if (key === 'general.architecture' && edit.arch) w.set(key, GGUFValueType.STRING, edit.arch);
+      else if (edit.meta?.[k]) w.set(k, edit.meta[k][0], edit.meta[k][1]);
       else w.set(k, kv.type, kv.value);
     }
+    for (const [k, [type, value]] of Object.entries(edit.meta ?? {})) if (!f.metadata.has(k)) w.set(k, type, value);
     for (const t of f.tensors) {
       if (t.name === edit.drop) continue;
       if (edit.dims?.[0] === t.name) w.addTensor(t.name, t.type, edit.dims[1]);
@@ -341,6 +350,125 @@ function rewrite(
     f.close();
   }
 }
+
+test('hyper-parameters that cannot work are refused at load, naming the key and the value', async () => {
+  const F32 = GGUFValueType.FLOAT32;
+  const U32 = GGUFValueType.UINT32;
+  const I32 = GGUFValueType.INT32;
+  const cases: [string, string, Record<string, [GGUFValueType, number]>, RegExp][] = [
+    [
+      'llama',
+      'rot-big',
+      { 'llama.rope.dimension_count': [U32, 18] },
+      /llama\.rope\.dimension_count = 18 is larger than the head size 16/,
+    ],
+    ['llama', 'rot-odd', { 'llama.rope.dimension_count': [U32, 15] }, /llama\.rope\.dimension_count = 15 must be even/],
+    ['llama', 'rot-part', { 'llama.rope.dimension_count': [U32, 8] }, /= 8 must equal the head size 16 for llama/],
+    [
+      'qwen2',
+      'rot-zero',
+      { 'qwen2.rope.dimension_count': [U32, 0] },
+      /qwen2\.rope\.dimension_count = 0 must be even and > 0/,
+    ],
+    [
+      'llama',
+      'eps-nan',
+      { 'llama.attention.layer_norm_rms_epsilon': [F32, Number.NaN] },
+      /layer_norm_rms_epsilon = NaN must be a finite number ≥ 0/,
+    ],
+    [
+      'llama',
+      'eps-neg',
+      { 'llama.attention.layer_norm_rms_epsilon': [F32, -1e-5] },
+      /layer_norm_rms_epsilon = -0\.0000099\d* must be a finite number ≥ 0/,
+    ],
+    [
+      'bert',
+      'ln-eps-nan',
+      { 'bert.attention.layer_norm_epsilon': [F32, Number.NaN] },
+      /bert\.attention\.layer_norm_epsilon = NaN/,
+    ],
+    [
+      'llama',
+      'base-nan',
+      { 'llama.rope.freq_base': [F32, Number.NaN] },
+      /llama\.rope\.freq_base = NaN must be a finite number > 0/,
+    ],
+    ['llama', 'base-zero', { 'llama.rope.freq_base': [F32, 0] }, /llama\.rope\.freq_base = 0 must be/],
+    ['llama', 'base-inf', { 'llama.rope.freq_base': [F32, Number.POSITIVE_INFINITY] }, /freq_base = Infinity/],
+    ['llama', 'scale-nan', { 'llama.rope.scaling.factor': [F32, Number.NaN] }, /llama\.rope\.scaling\.factor = NaN/],
+    ['llama', 'layers-0', { 'llama.block_count': [U32, 0] }, /llama\.block_count = 0 is not an integer ≥ 1/],
+    [
+      'llama',
+      'layers-1',
+      { 'llama.block_count': [U32, 1] },
+      /llama\.block_count = 1, but the file has tensor 'blk\.1\./,
+    ],
+    ['llama', 'layers-many', { 'llama.block_count': [U32, 100_000] }, /block_count = 100000 is more than 512 layers/],
+    [
+      'llama',
+      'heads-neg',
+      { 'llama.attention.head_count': [I32, -4] },
+      /llama\.attention\.head_count = -4 is not an integer ≥ 1/,
+    ],
+    [
+      'llama',
+      'embd-frac',
+      { 'llama.embedding_length': [F32, 64.5] },
+      /llama\.embedding_length = 64\.5 is not an integer/,
+    ],
+    ['llama', 'ctx-neg', { 'llama.context_length': [I32, -1] }, /llama\.context_length = -1 is not a count/],
+    [
+      'llama',
+      'moe-used',
+      { 'llama.expert_count': [U32, 4] },
+      /llama\.expert_used_count = 0 must be 1\.\.expert_count \(4\)/,
+    ],
+    [
+      'llama',
+      'moe-many',
+      { 'llama.expert_count': [U32, 4], 'llama.expert_used_count': [U32, 5] },
+      /llama\.expert_used_count = 5 must be 1\.\.expert_count \(4\)/,
+    ],
+    [
+      'llama',
+      'moe-groups',
+      { 'llama.expert_count': [U32, 4], 'llama.expert_used_count': [U32, 2], 'llama.expert_group_count': [U32, 2] },
+      /llama\.expert_group_count = 2: grouped expert selection is not supported yet/,
+    ],
+    [
+      'llama',
+      'moe-tensors',
+      { 'llama.expert_count': [U32, 4], 'llama.expert_used_count': [U32, 2] },
+      /missing tensor 'blk\.0\.ffn_gate_inp\.weight'/,
+    ],
+  ];
+  for (const [base, name, meta, message] of cases) {
+    const p = rewrite(paths[base]!, join(dir, `hp-${name}.gguf`), { meta });
+    await assert.rejects(
+      Model.load(p, { devices: [referenceDevice] }),
+      (e: unknown) => e instanceof ModelError && message.test(e.message) && e.message.startsWith(p),
+      name,
+    );
+  }
+  // partial rotation is valid where llama.cpp allows it (NEOX): it loads and decodes
+  const partial = rewrite(paths.qwen2!, join(dir, 'hp-qwen2-partial.gguf'), {
+    meta: { 'qwen2.rope.dimension_count': [U32, 8] },
+  });
+  const m = await Model.load(partial, { devices: [referenceDevice] });
+  try {
+    assert.equal(m.hp.nRot, 8);
+    const ctx = new Context(m, { nCtx: 32, nBatch: 32, nThreads: 1 });
+    try {
+      await ctx.decode({ tokens: [1, 2, 3], logits: [false, false, true] });
+      assert.ok(ctx.getLogits(-1).every(Number.isFinite));
+    } finally {
+      ctx.free();
+    }
+  } finally {
+    m.free();
+  }
+});
 
 test('loading errors name the file, the architecture or the tensor', async () => {
   await assert.rejects(Model.load(join(dir, 'absent.gguf')), (e: unknown) => {

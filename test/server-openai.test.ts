@@ -335,11 +335,17 @@ describe('server: API key, CORS, a full queue', () => {
 
   test('beyond one slot and a queue of one: 503 at once', async () => {
     const h = { Authorization: 'Bearer sk-secret' };
-    const long = { prompt: 'Once', max_tokens: 200, ignore_eos: true };
+    // long enough that the first request still runs when the third arrives (the context
+    // is 512), and the third is sent only once the server reports one running, one queued
+    const long = { prompt: 'Once', max_tokens: 480, ignore_eos: true };
+    const gauge = async (name: string) => {
+      const text = await (await fetch(`${server.url}/metrics`, { headers: h })).text();
+      return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    };
     const a = post(`${server.url}/v1/completions`, long, h);
-    await new Promise((r) => setTimeout(r, 50));
+    while ((await gauge('llamacpp:requests_processing')) < 1) await new Promise((r) => setTimeout(r, 5));
     const b = post(`${server.url}/v1/completions`, long, h);
-    await new Promise((r) => setTimeout(r, 50));
+    while ((await gauge('llamacpp:requests_deferred')) < 1) await new Promise((r) => setTimeout(r, 5));
     const t0 = performance.now();
     const c = await post(`${server.url}/v1/completions`, long, h);
     const ms = performance.now() - t0;

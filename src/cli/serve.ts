@@ -25,7 +25,12 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --api-key KEY       require 'Authorization: Bearer KEY' (env LLAMA_API_KEY)
       --cors ORIGIN       allow cross-origin requests from ORIGIN ('*' for any); off by default
       --queue N           requests waiting for a slot, at most (default 64); beyond: 503
-      --max-body BYTES    request body limit (default 10485760)
+      --max-body BYTES    request body limit (default 10485760); beyond: 413
+      --max-body-memory BYTES  bytes of request bodies still arriving, over all
+                          connections (default 134217728); beyond: 503
+      --timeout SECONDS   to receive a whole request, and for a connection where nothing
+                          moves while the server waits on the client (default 600)
+      --max-connections N open connections at most (default 512); beyond: 503, closed
       --alias NAME        the model name reported by /v1/models
       --embeddings        serve /v1/embeddings with a generative model too
       --chat-template T   chat template override (Jinja text or a built-in name)
@@ -47,6 +52,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let nBatch: number;
   let maxQueue: number;
   let maxBody: number;
+  let maxBodyMemory: number;
+  let timeout: number;
+  let maxConnections: number;
+  let apiKey: string | undefined;
   try {
     const args = parse(argv);
     o = args.values;
@@ -64,6 +73,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     maxQueue = intOption('--queue', o.queue, 64, 0);
     maxBody = intOption('--max-body', o['max-body'], 10 * 1024 * 1024, 1024);
+    maxBodyMemory = intOption('--max-body-memory', o['max-body-memory'], 128 * 1024 * 1024, 1024);
+    if (maxBodyMemory < maxBody) {
+      throw new UsageError(`--max-body-memory (${maxBodyMemory}) must be at least --max-body (${maxBody})`);
+    }
+    timeout = intOption('--timeout', o.timeout, 600, 1);
+    maxConnections = intOption('--max-connections', o['max-connections'], 512, 1);
+    apiKey = apiKeyOption(o['api-key'], process.env.LLAMA_API_KEY);
     if (o['log-level'] !== undefined && !(o['log-level'] in RANK)) {
       throw new UsageError(`--log-level must be debug, info, warn or error`);
     }
@@ -96,10 +112,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
       nBatch,
       threads,
       devices,
-      ...((o['api-key'] ?? process.env.LLAMA_API_KEY) ? { apiKey: o['api-key'] ?? process.env.LLAMA_API_KEY } : {}),
+      ...(apiKey !== undefined ? { apiKey } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
       maxBodyBytes: maxBody,
+      maxPendingBodyBytes: maxBodyMemory,
+      timeout,
+      maxConnections,
       ...(o.alias !== undefined ? { alias: o.alias } : {}),
       ...(o.embeddings ? { embeddings: true } : {}),
       ...(o['chat-template'] !== undefined ? { chatTemplate: o['chat-template'] } : {}),
@@ -126,6 +145,23 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * The API key: --api-key, else LLAMA_API_KEY, else none. An empty or blank key is a usage
+ * error wherever it comes from: it would otherwise switch authentication off (or make it
+ * unsatisfiable) without a word, e.g. `--api-key "$KEY"` with KEY unset.
+ */
+export function apiKeyOption(flag: string | undefined, env: string | undefined): string | undefined {
+  if (flag !== undefined) {
+    if (flag.trim() === '') throw new UsageError('--api-key must not be empty (leave it out to serve without a key)');
+    return flag;
+  }
+  if (env !== undefined) {
+    if (env.trim() === '') throw new UsageError('LLAMA_API_KEY is set but empty (unset it to serve without a key)');
+    return env;
+  }
+  return undefined;
+}
+
 function parse(argv: string[]) {
   return parseArgs({
     args: argv,
@@ -145,6 +181,9 @@ function parse(argv: string[]) {
       cors: { type: 'string' },
       queue: { type: 'string' },
       'max-body': { type: 'string' },
+      'max-body-memory': { type: 'string' },
+      timeout: { type: 'string' },
+      'max-connections': { type: 'string' },
       alias: { type: 'string' },
       embeddings: { type: 'boolean' },
       'chat-template': { type: 'string' },

@@ -27,6 +27,37 @@ export class DownloadError extends Error {
   override name = 'DownloadError';
 }
 
+/** The endpoint cannot be reached at all (no name resolution, no route, connection refused): retrying will not help. */
+export class HubUnreachableError extends DownloadError {}
+
+// connection-level failures (the request never reached a server), as undici reports them in `cause`
+const UNREACHABLE = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'ECONNREFUSED',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  'EHOSTDOWN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** fetch; a request that could not connect at all becomes a HubUnreachableError naming the origin and the cause. */
+async function fetchOrUnreachable(f: typeof fetch, url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await f(url, init);
+  } catch (e) {
+    const cause = (e as { cause?: { code?: unknown; message?: unknown } })?.cause;
+    if (typeof cause?.code === 'string' && UNREACHABLE.has(cause.code)) {
+      const origin = new URL(url).origin;
+      const what = origin === 'https://huggingface.co' ? 'the Hugging Face Hub' : `the Hugging Face endpoint`;
+      throw new HubUnreachableError(`cannot reach ${what} at ${origin} (${String(cause.message ?? cause.code)})`);
+    }
+    throw e;
+  }
+}
+
 export function hfEndpoint(): string {
   return (process.env.LLAMA_TS_HF_ENDPOINT || 'https://huggingface.co').replace(/\/+$/, '');
 }
@@ -42,15 +73,30 @@ export interface HfFile {
 }
 
 const REPO_RE = /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/;
+const REVISION_RE = /^[\w.-]+$/;
+
+/**
+ * One path component that may reach the file system: not empty, not `.` or `..`, no
+ * separator (either slash), NUL or other control character. Every name that becomes part
+ * of a cache path (owner, repository, revision, each folder of a file name, whether typed
+ * by the user or taken from a repository listing) passes through here.
+ */
+function checkComponent(part: string): boolean {
+  return part !== '' && part !== '.' && part !== '..' && !/[/\\\x00-\x1f\x7f]/.test(part);
+}
 
 function checkRepo(repo: string): void {
-  if (!REPO_RE.test(repo) || repo.includes('..'))
+  if (!REPO_RE.test(repo) || !repo.split('/').every(checkComponent) || repo.includes('..'))
     throw new DownloadError(`'${repo}' is not a Hugging Face repository (owner/name)`);
 }
 
+function checkRevision(revision: string): void {
+  if (!REVISION_RE.test(revision) || !checkComponent(revision) || revision.includes('..'))
+    throw new DownloadError(`bad revision '${revision}' (letters, digits, '_', '-' and '.', not '..')`);
+}
+
 function checkFile(file: string): void {
-  const parts = file.split('/');
-  if (file === '' || file.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..')) {
+  if (file.startsWith('/') || !file.split('/').every(checkComponent)) {
     throw new DownloadError(`'${file}' is not a file path inside a repository`);
   }
 }
@@ -66,7 +112,7 @@ export function parseHfPath(spec: string): HfFile {
   if (at >= 0) {
     revision = name.slice(at + 1);
     name = name.slice(0, at);
-    if (!/^[\w.-]+$/.test(revision)) throw new DownloadError(`bad revision '${revision}'`);
+    checkRevision(revision);
   }
   const repo = `${owner}/${name}`;
   const file = parts.slice(2).join('/');
@@ -76,15 +122,25 @@ export function parseHfPath(spec: string): HfFile {
 }
 
 export function resolveUrl(f: HfFile, endpoint = hfEndpoint()): string {
+  checkRepo(f.repo);
+  checkRevision(f.revision);
+  checkFile(f.file);
   const file = f.file.split('/').map(encodeURIComponent).join('/');
   return `${endpoint}/${f.repo}/resolve/${encodeURIComponent(f.revision)}/${file}`;
 }
 
+/**
+ * `<cache>/<owner>/<name>[/@<revision>]/<file>`. The only place names become paths: every
+ * part is checked here, wherever it came from, and the result must lie inside that
+ * repository's (and revision's) own folder.
+ */
 export function cachePath(f: HfFile, dir = cacheDir()): string {
-  const p = normalize(
-    join(dir, ...f.repo.split('/'), ...(f.revision === 'main' ? [] : [`@${f.revision}`]), ...f.file.split('/')),
-  );
-  if (!p.startsWith(normalize(dir) + sep)) throw new DownloadError(`'${f.file}' leaves the cache directory`);
+  checkRepo(f.repo);
+  checkRevision(f.revision);
+  checkFile(f.file);
+  const home = normalize(join(dir, ...f.repo.split('/'), ...(f.revision === 'main' ? [] : [`@${f.revision}`])));
+  const p = normalize(join(home, ...f.file.split('/')));
+  if (!p.startsWith(home + sep)) throw new DownloadError(`'${f.file}' leaves the repository's cache folder ${home}`);
   return p;
 }
 
@@ -95,33 +151,55 @@ function authHeaders(url: string): Record<string, string> {
   return new URL(url).origin === new URL(hfEndpoint()).origin ? { Authorization: `Bearer ${token}` } : {};
 }
 
-/** `-hf owner/name[:quant]`: the repository's GGUF file for the quantization (default Q4_K_M), by its file list. */
-export async function resolveHfRepo(spec: string, fetchImpl: typeof fetch = fetch): Promise<HfFile> {
+function splitHfSpec(spec: string): { repo: string; quant: string } {
   const colon = spec.lastIndexOf(':');
   const repo = colon > 0 ? spec.slice(0, colon) : spec;
   const quant = (colon > 0 ? spec.slice(colon + 1) : 'Q4_K_M').toLowerCase();
   checkRepo(repo);
+  return { repo, quant };
+}
+
+/** The GGUF file for `quant` among `names` (not a projector; a single file before a split one). */
+function pickQuant(names: readonly string[], quant: string): string | undefined {
+  const files = names.filter((n) => n.toLowerCase().endsWith('.gguf') && !/mmproj/i.test(n));
+  const matches = files.filter((n) => n.toLowerCase().includes(quant));
+  return matches.find((n) => !/-\d{5}-of-\d{5}\.gguf$/i.test(n)) ?? matches[0];
+}
+
+/** `-hf owner/name[:quant]`: the repository's GGUF file for the quantization (default Q4_K_M), by its file list. */
+export async function resolveHfRepo(spec: string, fetchImpl: typeof fetch = fetch): Promise<HfFile> {
+  const { repo, quant } = splitHfSpec(spec);
   const url = `${hfEndpoint()}/api/models/${repo}`;
   let res: Response;
   try {
-    res = await fetchImpl(url, { headers: authHeaders(url) });
+    res = await fetchOrUnreachable(fetchImpl, url, { headers: authHeaders(url) });
   } catch (e) {
+    if (e instanceof DownloadError) throw e;
     throw new DownloadError(`${url}: ${(e as Error).message}`);
   }
   if (!res.ok) throw new DownloadError(`${url}: HTTP ${res.status}`);
-  const info = (await res.json()) as { siblings?: { rfilename?: string }[] };
-  const files = (info.siblings ?? [])
-    .map((s) => s.rfilename ?? '')
-    .filter((n) => n.toLowerCase().endsWith('.gguf') && !/mmproj/i.test(n));
-  const matches = files.filter((n) => n.toLowerCase().includes(quant));
-  const pick = matches.find((n) => !/-\d{5}-of-\d{5}\.gguf$/i.test(n)) ?? matches[0];
+  let info: { siblings?: unknown };
+  try {
+    info = (await res.json()) as { siblings?: unknown };
+  } catch (e) {
+    throw new DownloadError(`${url}: the file list is not JSON (${(e as Error).message})`);
+  }
+  const siblings = Array.isArray(info?.siblings) ? (info.siblings as { rfilename?: unknown }[]) : [];
+  const files = siblings.map((s) => (typeof s?.rfilename === 'string' ? s.rfilename : ''));
+  const pick = pickQuant(files, quant);
   if (!pick) {
+    const ggufs = files.filter((n) => n.toLowerCase().endsWith('.gguf') && !/mmproj/i.test(n));
     throw new DownloadError(
-      `${repo} has no GGUF file for '${quant}'; it has: ${files.join(', ') || '(no GGUF files)'}`,
+      `${repo} has no GGUF file for '${quant}'; it has: ${ggufs.join(', ') || '(no GGUF files)'}`,
     );
   }
   if (/-\d{5}-of-\d{5}\.gguf$/i.test(pick))
     throw new DownloadError(`${pick} is a split model; split files are not supported`);
+  try {
+    checkFile(pick);
+  } catch {
+    throw new DownloadError(`${repo}'s file list names '${pick}', which is not a file path inside a repository`);
+  }
   return { repo, file: pick, revision: 'main' };
 }
 
@@ -250,7 +328,7 @@ async function open(
   for (let hop = 0; hop < 10; hop++) {
     const headers: Record<string, string> = { ...authHeaders(cur), 'User-Agent': 'llama-ts' };
     if (offset > 0) headers.Range = `bytes=${offset}-`;
-    const res = await f(cur, { headers, redirect: 'manual', ...(signal ? { signal } : {}) });
+    const res = await fetchOrUnreachable(f, cur, { headers, redirect: 'manual', ...(signal ? { signal } : {}) });
     const linked = etagValue(res.headers.get('x-linked-etag'));
     if (isSha256(linked)) target.sha256 ??= linked.toLowerCase();
     const linkedSize = Number(res.headers.get('x-linked-size'));
@@ -340,8 +418,12 @@ async function transfer(url: string, dest: string, name: string, opts: PullOptio
         throw new Interrupted(`${received} of ${target.size} bytes`);
       break;
     } catch (e) {
-      if (e instanceof DownloadError || opts.signal?.aborted) throw e;
-      if (attempt >= retries) throw new DownloadError(`${url}: ${(e as Error).message}`);
+      if (opts.signal?.aborted) throw e;
+      // an endpoint that cannot be reached at all fails at once; after part of the file
+      // arrived, it is a dropped connection like any other, retried
+      if (e instanceof DownloadError && !(e instanceof HubUnreachableError && attempt > 0)) throw e;
+      if (attempt >= retries)
+        throw e instanceof DownloadError ? e : new DownloadError(`${url}: ${(e as Error).message}`);
       log.warn(`download of ${name} interrupted (${(e as Error).message}); resuming (${attempt + 1}/${retries})`);
       await sleep(Math.min(200 * 2 ** attempt, 5000));
     }
@@ -395,15 +477,72 @@ export function ttyProgress(): ((p: Progress) => void) | undefined {
 /** The local path for -m / -hf (downloading what is needed), or the default model. */
 export async function resolveModelArg(a: ModelArg): Promise<string> {
   const progress = a.onProgress ?? ttyProgress();
+  const dir = cacheDir(a.cacheDir);
   const opts: PullOptions = {
     ...(a.cacheDir ? { cacheDir: a.cacheDir } : {}),
     ...(progress ? { onProgress: progress } : {}),
   };
   if (a.model !== undefined && a.hfRepo !== undefined) throw new DownloadError('give either -m or -hf, not both');
-  if (a.model?.startsWith('hf://')) return pull(parseHfPath(a.model), opts);
+  if (a.model?.startsWith('hf://')) {
+    const f = parseHfPath(a.model);
+    return offline(pull(f, opts), `${f.repo}/${f.file} is not in the cache (${cachePath(f, dir)})`);
+  }
   if (a.model !== undefined) return a.model;
-  if (a.hfRepo !== undefined) return pull(await resolveHfRepo(a.hfRepo), opts);
+  if (a.hfRepo !== undefined) {
+    let f: HfFile;
+    try {
+      f = await resolveHfRepo(a.hfRepo);
+    } catch (e) {
+      if (!(e instanceof HubUnreachableError)) throw e;
+      // offline: a file of that repository and quantization pulled before will do
+      const { repo, quant } = splitHfSpec(a.hfRepo);
+      const cached = await cachedQuant(dir, repo, quant);
+      if (cached) {
+        log.warn(`${e.message}; using the cached ${cached}`);
+        return cached;
+      }
+      throw offlineError(
+        e,
+        `no GGUF file of ${repo} for '${quant}' is in the cache (${join(dir, ...repo.split('/'))})`,
+      );
+    }
+    return offline(pull(f, opts), `${f.repo}/${f.file} is not in the cache (${cachePath(f, dir)})`);
+  }
   if (!a.useDefault) throw new DownloadError('a model is required (-m MODEL.gguf or -hf REPO[:QUANT])');
   log.info(`no model given: using ${DEFAULT_MODEL.repo}/${DEFAULT_MODEL.file}`);
-  return pull({ ...DEFAULT_MODEL, revision: 'main' }, opts);
+  const f = { ...DEFAULT_MODEL, revision: 'main' };
+  return offline(pull(f, opts), `the default model ${f.repo}/${f.file} is not in the cache (${cachePath(f, dir)}) yet`);
+}
+
+/** An unreachable Hub, said with what is missing locally and how to run without it. */
+function offlineError(e: HubUnreachableError, missing: string): HubUnreachableError {
+  return new HubUnreachableError(
+    `${e.message}, and ${missing}. Connect to download it once, or run a local file: -m FILE.gguf`,
+  );
+}
+
+async function offline(p: Promise<string>, missing: string): Promise<string> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof HubUnreachableError) throw offlineError(e, missing);
+    throw e;
+  }
+}
+
+/** A finished download of `repo` for `quant` in the cache, as the repository listing would pick it. */
+async function cachedQuant(dir: string, repo: string, quant: string): Promise<string | undefined> {
+  const home = join(dir, ...repo.split('/'));
+  let names: string[];
+  try {
+    names = await fsp.readdir(home, { recursive: true });
+  } catch {
+    return undefined;
+  }
+  // the main revision only (revisions live in @rev folders)
+  const pick = pickQuant(
+    names.map((n) => n.split(sep).join('/')).filter((n) => !n.startsWith('@')),
+    quant,
+  );
+  return pick === undefined ? undefined : join(home, ...pick.split('/'));
 }

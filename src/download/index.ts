@@ -5,6 +5,7 @@ export {
   DEFAULT_MODEL,
   DownloadError,
   type HfFile,
+  HubUnreachableError,
   hfEndpoint,
   type ModelArg,
   type Progress,

@@ -9,6 +9,7 @@ import {
   FILE_TYPES,
   generateModel,
   isFileTypeName,
+  type ModelShape,
   PRESETS,
   presetSpec,
   progressPrinter,
@@ -25,6 +26,10 @@ types llama-quantize would choose for FTYPE.
   --seed N            default 1
   --vocab-from FILE   copy every tokenizer.* key from FILE (n_vocab follows it)
   --layers N          override the preset's layer count (the same per-layer shape: smaller files)
+  --n-embd N          override the preset's width (n_embd)
+  --n-ff N            override the preset's feed-forward width (n_ff)
+  --n-head N          override the preset's attention head count (n_head)
+  --n-head-kv N       override the preset's K/V head count (n_head_kv; 1 = multi-query)
   --quiet             no progress
 `;
 
@@ -40,6 +45,10 @@ export function main(argv: string[]): number {
       seed: { type: 'string' },
       'vocab-from': { type: 'string' },
       layers: { type: 'string' },
+      'n-embd': { type: 'string' },
+      'n-ff': { type: 'string' },
+      'n-head': { type: 'string' },
+      'n-head-kv': { type: 'string' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -61,22 +70,36 @@ export function main(argv: string[]): number {
   if (!Number.isSafeInteger(seed)) return fail(`--seed ${values.seed} is not an integer`);
   const vocab = values['vocab-from'] ? { kind: 'copy' as const, from: values['vocab-from'] } : undefined;
   const onProgress = values.quiet ? undefined : progressPrinter(`${values.preset} ${ftype}`);
-  const opts = { seed, ...(vocab ? { vocab } : {}), ...(onProgress ? { onProgress } : {}) };
-
-  let layers: number | undefined;
-  if (values.layers) {
-    layers = Number(values.layers);
-    if (!Number.isSafeInteger(layers) || layers <= 0)
-      return fail(`--layers ${values.layers} is not a positive integer`);
+  // shape overrides: flag → ModelShape field
+  const shape: Partial<ModelShape> = {};
+  const fields = [
+    ['layers', 'nLayer'],
+    ['n-embd', 'nEmbd'],
+    ['n-ff', 'nFf'],
+    ['n-head', 'nHead'],
+    ['n-head-kv', 'nHeadKv'],
+  ] as const;
+  for (const [flag, field] of fields) {
+    const v = values[flag];
+    if (v === undefined) continue;
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n <= 0) return fail(`--${flag} ${v} is not a positive integer`);
+    shape[field] = n;
   }
+  const opts = { seed, shape, ...(vocab ? { vocab } : {}), ...(onProgress ? { onProgress } : {}) };
+  let spec: ReturnType<typeof presetSpec>;
+  try {
+    spec = presetSpec(values.preset, ftype, opts);
+  } catch (e) {
+    return fail(e instanceof Error ? e.message : String(e));
+  }
+
   if (values.cache || values['cache-dir']) {
-    const path = ensureModel(values.preset, ftype, values['cache-dir'], { ...opts, ...(layers ? { layers } : {}) });
+    const path = ensureModel(values.preset, ftype, values['cache-dir'], opts);
     process.stdout.write(`${path}\n`);
     return 0;
   }
   if (!values.output) return fail('-o OUT.gguf (or --cache) is required');
-  const spec = presetSpec(values.preset, ftype, opts);
-  if (layers) spec.shape.nLayer = layers;
   const r = generateModel(spec, values.output, opts);
   const byType = new Map<string, number>();
   for (const t of r.tensors) byType.set(typeName(t.type), (byType.get(typeName(t.type)) ?? 0) + 1);

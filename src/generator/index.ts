@@ -13,13 +13,21 @@ import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
 import { CHUNK, chunkCount, fillChunks, tensorByteSize } from './fill.js';
 import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
 import { FillPool } from './pool.js';
-import { FILE_TYPES, type FileTypeName, type ModelSpec, presetSpec, resolveShape, type VocabSpec } from './spec.js';
+import {
+  FILE_TYPES,
+  type FileTypeName,
+  type ModelSpec,
+  type PresetOptions,
+  presetSpec,
+  resolveShape,
+  type VocabSpec,
+} from './spec.js';
 import { chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 import { buildVocab } from './vocab.js';
 
 export { planTensors } from './layout.js';
 export { Rng } from './rng.js';
-export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, VocabSpec } from './spec.js';
+export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, PresetOptions, VocabSpec } from './spec.js';
 export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
 export { allowsQuantization, chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 export { buildVocab, TokenType } from './vocab.js';
@@ -198,16 +206,11 @@ export function defaultCacheDir(): string {
   return process.env.LLAMA_TS_CACHE ?? join(homedir(), '.cache', 'llama-ts', 'models');
 }
 
-export interface EnsureOptions extends GenerateOptions {
-  seed?: number;
-  vocab?: VocabSpec;
-  /** Override the preset's layer count (same per-layer shape; a separate cache entry). */
-  layers?: number;
-}
+export interface EnsureOptions extends GenerateOptions, PresetOptions {}
 
 /**
- * Path of the generated model `preset` in `fileType`, generating it on first use. The
- * file name carries a hash of the spec; it is written under a temporary name and renamed,
+ * Path of the generated model `preset` in `fileType` (with `opts.shape`'s changes),
+ * generating it on first use. The file name carries a hash of the spec; it is written under a temporary name and renamed,
  * so an interrupted run never leaves a file that looks complete.
  */
 export function ensureModel(
@@ -217,9 +220,7 @@ export function ensureModel(
   opts: EnsureOptions = {},
 ): string {
   const spec = presetSpec(preset, fileType, opts);
-  if (opts.layers !== undefined) spec.shape.nLayer = opts.layers;
-  const stem = opts.layers !== undefined ? `${preset}-L${opts.layers}` : preset;
-  const path = join(cacheDir, `${stem}-${fileType}-${specHash(spec).slice(0, 16)}.gguf`);
+  const path = join(cacheDir, `${preset}-${fileType}-${specHash(spec).slice(0, 16)}.gguf`);
   if (existsSync(path)) return path;
   mkdirSync(cacheDir, { recursive: true });
   const tmp = `${path}.tmp-${process.pid}`;

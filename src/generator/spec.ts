@@ -449,20 +449,30 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
   },
 };
 
+/** What a preset's spec may change: seed, vocabulary, and shape fields (e.g. head counts). */
+export interface PresetOptions {
+  seed?: number;
+  vocab?: VocabSpec;
+  /** Fields that replace the preset's, e.g. `{ nHead: 8, nHeadKv: 1 }` for one KV head. */
+  shape?: Partial<ModelShape>;
+}
+
 /** The spec of a preset in a file type (seed 1 unless given). */
-export function presetSpec(
-  preset: string,
-  fileType: FileTypeName,
-  opts: { seed?: number; vocab?: VocabSpec } = {},
-): ModelSpec {
+export function presetSpec(preset: string, fileType: FileTypeName, opts: PresetOptions = {}): ModelSpec {
   const p = PRESETS[preset];
   if (!p) throw new RangeError(`unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
+  // (a deep copy: experts, mla and yarn are objects a caller may change)
+  const shape: ModelShape = structuredClone(p.shape);
+  for (const [k, v] of Object.entries(opts.shape ?? {})) {
+    if (v !== undefined) (shape as unknown as Record<string, unknown>)[k] = v;
+  }
+  resolveShape(p.arch, shape);
   return {
     arch: p.arch,
     name: p.name,
-    shape: structuredClone(p.shape),
+    shape,
     fileType,
     seed: opts.seed ?? 1,
-    vocab: opts.vocab ?? { kind: p.vocabKind, size: p.shape.nVocab },
+    vocab: opts.vocab ?? { kind: p.vocabKind, size: shape.nVocab },
   };
 }

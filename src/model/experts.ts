@@ -44,14 +44,18 @@ export function readExpertParams(file: GGUFFile, arch: string): ExpertParams | n
   const nExpertUsed = num('expert_used_count', 0);
   const where = `${file.path}: ${arch}.`;
   if (!(Number.isSafeInteger(nExpert) && nExpert > 0 && nExpert <= 512)) {
-    throw new ModelError(`${where}expert_count ${nExpert} is not an expert count (1..512)`);
+    throw new ModelError(`${where}expert_count = ${nExpert} is not an expert count (1..512)`);
   }
   if (!(Number.isSafeInteger(nExpertUsed) && nExpertUsed > 0 && nExpertUsed <= nExpert)) {
-    throw new ModelError(`${where}expert_used_count ${nExpertUsed} must be 1..expert_count (${nExpert})`);
+    throw new ModelError(`${where}expert_used_count = ${nExpertUsed} must be 1..expert_count (${nExpert})`);
   }
   const groups = num('expert_group_count', 0);
   if (groups > 1) {
-    throw new ModelError(`${where}expert_group_count ${groups}: grouped expert selection is not supported yet`);
+    throw new ModelError(`${where}expert_group_count = ${groups}: grouped expert selection is not supported yet`);
+  }
+  for (const k of ['expert_feed_forward_length', 'expert_shared_feed_forward_length', 'expert_shared_count']) {
+    const v = num(k, 0);
+    if (!(Number.isSafeInteger(v) && v >= 0)) throw new ModelError(`${where}${k} = ${v} is not a count`);
   }
   return {
     nExpert,

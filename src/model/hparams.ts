@@ -55,25 +55,49 @@ export function nEmbdV(hp: HParams): number {
   return hp.nEmbdHeadV * hp.nHeadKv;
 }
 
+/** llama.cpp's LLAMA_MAX_LAYERS. */
+export const MAX_LAYERS = 512;
+
 /** Reads the hyper-parameters every supported architecture shares. */
 export function readHParams(file: GGUFFile, arch: string): HParams {
   const key = (k: string) => `${arch}.${k}`;
+  const bad = (k: string, v: number, why: string) => new ModelError(`${file.path}: ${key(k)} = ${v} ${why}`);
   const num = (k: string, fallback?: number): number => {
     const v = fallback === undefined ? file.getNumber(key(k)) : file.getNumber(key(k), fallback);
     return v;
   };
-  const nEmbd = num('embedding_length');
-  const nHead = num('attention.head_count');
-  if (!(nHead > 0) || nEmbd % nHead !== 0) {
+  /** A count or size: an integer ≥ min (a float key with a fraction, or a negative one, cannot be one). */
+  const int = (k: string, fallback: number | undefined, min: number): number => {
+    const v = num(k, fallback);
+    if (!Number.isInteger(v) || v < min) throw bad(k, v, `is not ${min === 0 ? 'a count' : `an integer ≥ ${min}`}`);
+    return v;
+  };
+  /** A positive finite real (RoPE base, scaling factor). */
+  const positive = (k: string, fallback: number): number => {
+    const v = num(k, fallback);
+    if (!Number.isFinite(v) || v <= 0) throw bad(k, v, 'must be a finite number > 0');
+    return v;
+  };
+  /** An epsilon: finite and ≥ 0 (NaN or a negative one turns every norm into NaN). */
+  const epsilon = (k: string): number => {
+    const v = num(k, 1e-5);
+    if (!Number.isFinite(v) || v < 0) throw bad(k, v, 'must be a finite number ≥ 0');
+    return v;
+  };
+  const nEmbd = int('embedding_length', undefined, 1);
+  const nHead = int('attention.head_count', undefined, 1);
+  if (nEmbd % nHead !== 0) {
     throw new ModelError(`${file.path}: head count ${nHead} does not divide embedding length ${nEmbd}`);
   }
-  const nHeadKv = num('attention.head_count_kv', nHead);
-  if (!(nHeadKv > 0) || nHead % nHeadKv !== 0) {
+  const nHeadKv = int('attention.head_count_kv', nHead, 1);
+  if (nHead % nHeadKv !== 0) {
     throw new ModelError(`${file.path}: KV head count ${nHeadKv} does not divide head count ${nHead}`);
   }
-  const nEmbdHeadK = num('attention.key_length', nEmbd / nHead);
-  const nEmbdHeadV = num('attention.value_length', nEmbd / nHead);
-  const nCtxTrain = num('context_length');
+  const nLayer = int('block_count', undefined, 1);
+  if (nLayer > MAX_LAYERS) throw bad('block_count', nLayer, `is more than ${MAX_LAYERS} layers`);
+  const nEmbdHeadK = int('attention.key_length', nEmbd / nHead, 1);
+  const nEmbdHeadV = int('attention.value_length', nEmbd / nHead, 1);
+  const nCtxTrain = int('context_length', undefined, 0);
 
   let ropeScaling: RopeScaling = 'none';
   const scalingName = file.getString(key('rope.scaling.type'), 'none');
@@ -81,12 +105,13 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
   else if (scalingName !== 'none') {
     throw new ModelError(`${file.path}: rope scaling '${scalingName}' is not supported; supported: none, linear, yarn`);
   }
-  let factor = num('rope.scaling.factor', 0);
-  if (factor === 0) factor = num('rope.scale_linear', 0);
+  const factorKey = file.has(key('rope.scaling.factor')) ? 'rope.scaling.factor' : 'rope.scale_linear';
+  const factor = num(factorKey, 0);
+  if (!Number.isFinite(factor) || factor < 0) throw bad(factorKey, factor, 'must be a finite number ≥ 0 (0: none)');
   if (factor !== 0 && ropeScaling === 'none' && !file.has(key('rope.scaling.type'))) ropeScaling = 'linear';
   const ropeFreqScale = factor > 0 && ropeScaling !== 'none' ? 1 / factor : 1;
 
-  let nVocab = num('vocab_size', 0);
+  let nVocab = int('vocab_size', 0, 0);
   if (nVocab === 0) nVocab = file.getStringArray('tokenizer.ggml.tokens', []).length;
 
   const poolingId = num('pooling_type', -1);
@@ -94,22 +119,39 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     arch,
     nCtxTrain,
     nEmbd,
-    nLayer: num('block_count'),
-    nFf: num('feed_forward_length', 0),
+    nLayer,
+    nFf: int('feed_forward_length', 0, 0),
     nHead,
     nHeadKv,
     nEmbdHeadK,
     nEmbdHeadV,
-    nRot: num('rope.dimension_count', nEmbdHeadK),
-    normEps: num('attention.layer_norm_epsilon', 1e-5),
-    normRmsEps: num('attention.layer_norm_rms_epsilon', 1e-5),
-    ropeFreqBase: num('rope.freq_base', 10000),
+    nRot: int('rope.dimension_count', nEmbdHeadK, 0),
+    normEps: epsilon('attention.layer_norm_epsilon'),
+    normRmsEps: epsilon('attention.layer_norm_rms_epsilon'),
+    ropeFreqBase: positive('rope.freq_base', 10000),
     ropeFreqScale,
     ropeScaling,
-    nCtxOrig: num('rope.scaling.original_context_length', nCtxTrain),
+    nCtxOrig: int('rope.scaling.original_context_length', nCtxTrain, 0),
     nVocab,
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
     moe: readExpertParams(file, arch),
   };
+}
+
+/**
+ * What an architecture with RoPE needs of the rotated dimensions: an even count, at most
+ * the head size (ggml's rope rotates pairs within a head); `exact` (llama, as llama.cpp
+ * requires for it): the whole head.
+ */
+export function checkRope(hp: HParams, path: string, exact: boolean): void {
+  const k = `${hp.arch}.rope.dimension_count`;
+  const head = `the head size ${hp.nEmbdHeadK}`;
+  if (hp.nRot > hp.nEmbdHeadK) throw new ModelError(`${path}: ${k} = ${hp.nRot} is larger than ${head}`);
+  if (hp.nRot === 0 || hp.nRot % 2 !== 0) {
+    throw new ModelError(`${path}: ${k} = ${hp.nRot} must be even and > 0 (RoPE rotates pairs of dimensions)`);
+  }
+  if (exact && hp.nRot !== hp.nEmbdHeadK) {
+    throw new ModelError(`${path}: ${k} = ${hp.nRot} must equal ${head} for ${hp.arch} (as llama.cpp requires)`);
+  }
 }

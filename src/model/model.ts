@@ -17,7 +17,7 @@ import type { Architecture } from './arch/arch.js';
 import { architecture } from './arch/registry.js';
 import { DiskRows } from './disk-rows.js';
 import { ModelError } from './errors.js';
-import { type HParams, readHParams } from './hparams.js';
+import { checkRope, type HParams, readHParams } from './hparams.js';
 import { TensorList, Weights } from './weights.js';
 
 const log = logger('model');
@@ -120,6 +120,7 @@ export class Model {
     const arch = architecture(archName, file.path);
     let hp = readHParams(file, archName);
     if (arch.hparams) hp = arch.hparams(hp, file);
+    if (arch.ropeMode !== undefined) checkRope(hp, file.path, arch.ropeWholeHead === true);
 
     // (the vocabulary is built later, while the weights' memory is faulted in, unless the
     // vocabulary size comes from it)
@@ -149,6 +150,13 @@ export class Model {
       tensors.set(info.name, t);
     }
     const unused = file.tensors.filter((t) => !wanted.has(t.name));
+    // layers past block_count: the file holds more of the model than its header says
+    const extra = unused.find((t) => Number(/^blk\.(\d+)\./.exec(t.name)?.[1] ?? -1) >= hp.nLayer);
+    if (extra) {
+      throw new ModelError(
+        `${file.path}: ${archName}.block_count = ${hp.nLayer}, but the file has tensor '${extra.name}' of a later layer`,
+      );
+    }
     if (unused.length > 0) {
       log.warn(`${file.path}: ${unused.length} tensor(s) not used by ${archName}, e.g. '${unused[0].name}'`);
     }

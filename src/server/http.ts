@@ -1,7 +1,19 @@
-// The HTTP layer on node:http: routing by method and path, a request body limit, the API
-// key (checked in constant time), opt-in CORS, OpenAI-style error JSON and access logs.
+// The HTTP layer on node:http: routing by method and path, the API key (checked in
+// constant time), opt-in CORS, OpenAI-style error JSON and access logs, and the limits
+// that keep hostile or broken clients from holding the server:
+//   - a request body limit (413), and a bound on the bytes of bodies still arriving across
+//     all connections (503 beyond it), so slow uploads cannot pin memory;
+//   - a timeout (llama-server's --timeout, default 600 s) on receiving a whole request and
+//     on any connection where nothing moves while the server waits on the client
+//     (reading a request, or writing a response the client does not read); time spent
+//     generating an answer does not count;
+//   - a connection cap: at it, the connection that has waited longest on its client (a
+//     stalled upload, an idle keep-alive; idle for 1 s at least) is closed to make room,
+//     else the new connection gets a 503 and is closed at once, so file descriptors never
+//     run out (when they do, every new connection fails, /health included).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { logger } from '../log.js';
 
 const log = logger('server');
@@ -71,9 +83,24 @@ export interface HttpOptions {
   cors?: string | undefined;
   /** Largest request body in bytes. */
   maxBodyBytes: number;
+  /** Bytes of request bodies still arriving, over all connections, at most (default 128 MiB); beyond: 503. */
+  maxPendingBodyBytes?: number | undefined;
+  /** Seconds to receive a whole request, and that a connection may stall while the server waits on the client (default 600). */
+  timeout?: number | undefined;
+  /** Open connections at most (default 512); a new one beyond it gets a 503 and is closed. */
+  maxConnections?: number | undefined;
   onRequest?: () => void;
   onErrorStatus?: () => void;
+  /** A connection refused at the cap. */
+  onConnectionRejected?: () => void;
 }
+
+export const HTTP_DEFAULTS = {
+  timeout: 600,
+  maxConnections: 512,
+  maxPendingBodyBytes: 128 * 1024 * 1024,
+  maxBodyBytes: 10 * 1024 * 1024,
+} as const;
 
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest();
@@ -90,8 +117,31 @@ export function keyMatches(req: IncomingMessage, expected: string): boolean {
   return ok && given !== undefined;
 }
 
-/** Reads the body up to `limit` bytes; a larger one is a 413 (by Content-Length, or once it passes the limit). */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** Bytes of request bodies still arriving, across all connections, against a bound. */
+export class BodyBudget {
+  used = 0;
+  constructor(readonly limit: number) {}
+
+  take(n: number): boolean {
+    if (this.used + n > this.limit) return false;
+    this.used += n;
+    return true;
+  }
+
+  give(n: number): void {
+    this.used -= n;
+  }
+}
+
+/** The client went away before its request body ended: nothing to answer. */
+export class ClientGoneError extends Error {}
+
+/**
+ * Reads the body up to `limit` bytes; a larger one is a 413 (by Content-Length, or once it
+ * passes the limit). The bytes held count against `budget` until the body is complete (or
+ * fails): past it, a 503. A client that goes away mid-body is a ClientGoneError.
+ */
+export function readBody(req: IncomingMessage, limit: number, budget?: BodyBudget): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > limit) {
@@ -100,21 +150,41 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     }
     const chunks: Buffer[] = [];
     let n = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      if (over) return;
-      n += c.length;
-      if (n > limit) {
-        over = true;
-        reject(new ApiError(413, `the request body is over the limit of ${limit} bytes`));
+    let settled = false;
+    const finish = (err?: Error) => {
+      if (settled) return;
+      settled = true;
+      budget?.give(n);
+      req.off('data', onData);
+      if (err) {
+        chunks.length = 0;
+        reject(err);
+      } else resolve(Buffer.concat(chunks, n));
+    };
+    const onData = (c: Buffer) => {
+      if (settled) return;
+      if (n + c.length > limit) {
+        finish(new ApiError(413, `the request body is over the limit of ${limit} bytes`));
         return;
       }
+      if (budget && !budget.take(c.length)) {
+        finish(
+          new ApiError(
+            503,
+            `the server holds ${budget.used} bytes of unfinished request bodies (the limit is ${budget.limit}); retry later`,
+          ),
+        );
+        return;
+      }
+      n += c.length;
       chunks.push(c);
-    });
-    req.on('end', () => {
-      if (!over) resolve(Buffer.concat(chunks));
-    });
-    req.on('error', (e) => reject(e));
+    };
+    req.on('data', onData);
+    req.on('end', () => finish());
+    req.on('error', (e) => finish(new ClientGoneError(`the request body ended early (${e.message}) after ${n} bytes`)));
+    req.on('close', () =>
+      finish(new ClientGoneError(`the connection closed during the request body, after ${n} bytes`)),
+    );
   });
 }
 
@@ -151,66 +221,193 @@ export function toApiError(e: unknown): ApiError {
   return new ApiError(500, (e as Error)?.message ?? String(e));
 }
 
+/** What a socket is doing, for the idle timeout: waiting on the client, or on the server's own work. */
+interface SocketState {
+  /** A request was read whole and its handler runs (generation time is not the client's). */
+  busy: boolean;
+  /** Bytes read and written when last seen, and when either last moved. */
+  read: number;
+  written: number;
+  active: number;
+}
+
+const REJECT_BODY = JSON.stringify(
+  errorBody(new ApiError(503, 'the server has too many open connections; retry later')),
+);
+const REJECT_RESPONSE =
+  'HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n' +
+  `Content-Length: ${Buffer.byteLength(REJECT_BODY)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n${REJECT_BODY}`;
+
 export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
+  if (opts.apiKey !== undefined && opts.apiKey.trim() === '') {
+    // an empty key would let a request with an empty x-api-key in
+    throw new Error('the API key must not be empty');
+  }
+  const timeoutMs = Math.round((opts.timeout ?? HTTP_DEFAULTS.timeout) * 1000);
+  if (!(timeoutMs > 0)) throw new Error(`the timeout must be > 0 seconds, got ${opts.timeout}`);
+  const maxConnections = opts.maxConnections ?? HTTP_DEFAULTS.maxConnections;
+  const budget = new BodyBudget(opts.maxPendingBodyBytes ?? HTTP_DEFAULTS.maxPendingBodyBytes);
   const byPath = new Map<string, Route[]>();
   for (const r of routes) {
     const list = byPath.get(r.path) ?? [];
     list.push(r);
     byPath.set(r.path, list);
   }
-  const server = createServer(async (req, res) => {
-    const t0 = performance.now();
-    opts.onRequest?.();
-    res.on('finish', () => {
-      if (res.statusCode >= 400) opts.onErrorStatus?.();
-      log.info(
-        `${req.socket.remoteAddress ?? '-'} ${req.method} ${req.url} ${res.statusCode} ${(performance.now() - t0).toFixed(1)} ms`,
-      );
-    });
-    if (opts.cors) {
-      res.setHeader('Access-Control-Allow-Origin', opts.cors);
-      if (opts.cors !== '*') res.setHeader('Vary', 'Origin');
-    }
-    try {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      const candidates = byPath.get(url.pathname);
-      if (req.method === 'OPTIONS' && opts.cors && candidates) {
-        res.writeHead(204, {
-          'Access-Control-Allow-Methods': candidates.map((r) => r.method).join(', '),
-          'Access-Control-Allow-Headers': 'Authorization, Content-Type, X-Api-Key',
-          'Access-Control-Max-Age': '600',
-        });
-        res.end();
-        return;
+  const sockets = new Map<Socket, SocketState>();
+  const rejected = new WeakSet<Socket>();
+  const server = createServer(
+    // how often node checks requestTimeout / headersTimeout (default every 30 s)
+    { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(timeoutMs / 4))) },
+    async (req, res) => {
+      // refused at the cap: its 503 is on the way, the socket closes by itself
+      if (rejected.has(req.socket)) return;
+      const t0 = performance.now();
+      opts.onRequest?.();
+      res.on('finish', () => {
+        if (res.statusCode >= 400) opts.onErrorStatus?.();
+        log.info(
+          `${req.socket.remoteAddress ?? '-'} ${req.method} ${req.url} ${res.statusCode} ${(performance.now() - t0).toFixed(1)} ms`,
+        );
+      });
+      if (opts.cors) {
+        res.setHeader('Access-Control-Allow-Origin', opts.cors);
+        if (opts.cors !== '*') res.setHeader('Vary', 'Origin');
       }
-      if (!candidates) throw new ApiError(404, `no endpoint ${url.pathname}`);
-      const route = candidates.find((r) => r.method === req.method);
-      if (!route) {
-        res.setHeader('Allow', candidates.map((r) => r.method).join(', '));
-        throw new ApiError(405, `${req.method} is not allowed on ${url.pathname}`);
-      }
-      if (opts.apiKey !== undefined && !route.public && !keyMatches(req, opts.apiKey)) {
-        throw new ApiError(401, 'invalid API key');
-      }
-      let body: unknown;
-      if (req.method === 'POST') {
-        const raw = await readBody(req, opts.maxBodyBytes);
-        try {
-          body = raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
-        } catch (e) {
-          throw new ApiError(400, `the request body is not valid JSON: ${(e as Error).message}`);
+      const state = sockets.get(req.socket);
+      try {
+        const url = new URL(req.url ?? '/', 'http://localhost');
+        const candidates = byPath.get(url.pathname);
+        if (req.method === 'OPTIONS' && opts.cors && candidates) {
+          res.writeHead(204, {
+            'Access-Control-Allow-Methods': candidates.map((r) => r.method).join(', '),
+            'Access-Control-Allow-Headers': 'Authorization, Content-Type, X-Api-Key',
+            'Access-Control-Max-Age': '600',
+          });
+          res.end();
+          return;
         }
+        if (!candidates) throw new ApiError(404, `no endpoint ${url.pathname}`);
+        const route = candidates.find((r) => r.method === req.method);
+        if (!route) {
+          res.setHeader('Allow', candidates.map((r) => r.method).join(', '));
+          throw new ApiError(405, `${req.method} is not allowed on ${url.pathname}`);
+        }
+        if (opts.apiKey !== undefined && !route.public && !keyMatches(req, opts.apiKey)) {
+          throw new ApiError(401, 'invalid API key');
+        }
+        let body: unknown;
+        if (req.method === 'POST') {
+          const raw = await readBody(req, opts.maxBodyBytes, budget);
+          try {
+            body = raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
+          } catch (e) {
+            throw new ApiError(400, `the request body is not valid JSON: ${(e as Error).message}`);
+          }
+        }
+        if (state) state.busy = true;
+        try {
+          await route.handler({ req, res, url, body });
+        } finally {
+          if (state) state.busy = false;
+        }
+      } catch (e) {
+        if (e instanceof ClientGoneError) {
+          // one line, no stack: an aborted upload is the client's business
+          log.info(`${req.socket.remoteAddress ?? '-'} ${req.method} ${req.url}: ${e.message}`);
+          res.destroy();
+          return;
+        }
+        const err = toApiError(e);
+        // the rest of a refused body is not read: close rather than drain it
+        if (err.status === 413 || (err.status === 503 && !req.complete)) res.setHeader('Connection', 'close');
+        sendError(res, err);
       }
-      await route.handler({ req, res, url, body });
-    } catch (e) {
-      const err = toApiError(e);
-      if (err.status === 413) res.setHeader('Connection', 'close');
-      sendError(res, err);
+    },
+  );
+  /** Whether bytes moved on `socket` since last seen (and notes when they did). */
+  const moved = (socket: Socket, st: SocketState, now: number): boolean => {
+    if (socket.bytesRead === st.read && socket.bytesWritten === st.written) return false;
+    st.read = socket.bytesRead;
+    st.written = socket.bytesWritten;
+    st.active = now;
+    return true;
+  };
+  /**
+   * At the cap: the connection that has waited longest on its client (no handler running,
+   * nothing moved for at least a second: a stalled upload, an idle keep-alive) makes room,
+   * so stalled clients cannot keep everyone else out until the timeout.
+   */
+  const evictStalest = (now: number): boolean => {
+    let stalest: [Socket, SocketState] | undefined;
+    for (const [socket, st] of sockets) {
+      if (st.busy || moved(socket, st, now)) continue;
+      if (!stalest || st.active < stalest[1].active) stalest = [socket, st];
     }
+    if (!stalest || now - stalest[1].active < 1000) return false;
+    const [socket, st] = stalest;
+    log.info(
+      `${socket.remoteAddress ?? '-'}: closing a connection idle for ${((now - st.active) / 1000).toFixed(1)} s to make room (${maxConnections} connections open)`,
+    );
+    socket.destroy();
+    sockets.delete(socket);
+    return true;
+  };
+  server.on('connection', (socket: Socket) => {
+    if (sockets.size >= maxConnections && !evictStalest(performance.now())) {
+      rejected.add(socket);
+      opts.onConnectionRejected?.();
+      noteRejection(maxConnections);
+      socket.on('error', () => {});
+      socket.end(REJECT_RESPONSE);
+      // a client that never reads its answer does not keep the descriptor
+      setTimeout(() => socket.destroy(), 1000).unref();
+      return;
+    }
+    sockets.set(socket, { busy: false, read: 0, written: 0, active: performance.now() });
+    socket.once('close', () => sockets.delete(socket));
   });
-  // slow or idle clients do not hold sockets forever
-  server.headersTimeout = 30_000;
-  server.requestTimeout = 0;
+  // The idle timeout, by polling each socket's byte counters (the HTTP parser consumes the
+  // socket natively, and node re-arms socket timeouts for keep-alive): a connection where
+  // nothing moved for `timeout` is closed if an answer waits to be read, or it waits on its
+  // client; not while the server itself works on the answer with nothing to write.
+  const watchdog = setInterval(
+    () => {
+      const now = performance.now();
+      for (const [socket, st] of sockets) {
+        if (moved(socket, st, now)) continue;
+        const idle = now - st.active;
+        // an answer the client does not read; or, as a backstop, a connection waiting on
+        // its client past node's own request timeout (which answers 408 first)
+        const unread = socket.writableLength > 0 && idle >= timeoutMs;
+        const waiting = !st.busy && idle >= timeoutMs + 1000;
+        if (!unread && !waiting) continue;
+        log.info(
+          `${socket.remoteAddress ?? '-'}: closing a connection where nothing moved for ${(idle / 1000).toFixed(1)} s ${unread ? '(the client does not read its answer)' : '(waiting for its request)'}`,
+        );
+        socket.destroy();
+        sockets.delete(socket);
+      }
+    },
+    // often enough that `active` is at most half a second late (eviction looks at it too)
+    Math.min(500, Math.max(50, Math.floor(timeoutMs / 4))),
+  );
+  watchdog.unref();
+  server.once('close', () => clearInterval(watchdog));
+  // a whole request (headers and body) within the timeout; headers within 30 s
+  server.requestTimeout = timeoutMs;
+  server.headersTimeout = Math.min(30_000, timeoutMs);
   server.keepAliveTimeout = 5_000;
   return server;
+}
+
+let rejections = 0;
+let lastRejectionLog = 0;
+/** Connections refused at the cap: one log line per 5 s at most. */
+function noteRejection(max: number): void {
+  rejections++;
+  const now = Date.now();
+  if (now - lastRejectionLog < 5000) return;
+  log.warn(`${rejections} connection(s) refused with 503: ${max} connections are open (the limit)`);
+  lastRejectionLog = now;
+  rejections = 0;
 }

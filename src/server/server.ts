@@ -61,6 +61,12 @@ export interface ServerOptions {
   maxQueue?: number;
   /** Request body limit in bytes (default 10 MiB). */
   maxBodyBytes?: number;
+  /** Bytes of request bodies still arriving, over all connections, at most (default 128 MiB); beyond: 503. */
+  maxPendingBodyBytes?: number;
+  /** Seconds to receive a request, and that a connection may stall waiting on the client (default 600, llama-server's --timeout). */
+  timeout?: number;
+  /** Open connections at most (default 512); beyond: 503 and closed. */
+  maxConnections?: number;
   /** The model name reported (default: the file name). */
   alias?: string;
   /** Serve /v1/embeddings with a generative model too (a second context). */
@@ -143,6 +149,9 @@ export class LlamaServer {
 
   /** Loads the model and listens; resolves once the port is open. */
   static async start(opts: ServerOptions): Promise<LlamaServer> {
+    if (opts.apiKey !== undefined && opts.apiKey.trim() === '') {
+      throw new Error('the API key must not be empty (leave it out to serve without a key)');
+    }
     const model = await Model.load(opts.model, opts.devices ? { devices: opts.devices } : {});
     let s: LlamaServer;
     try {
@@ -155,6 +164,9 @@ export class LlamaServer {
       apiKey: opts.apiKey,
       cors: opts.cors,
       maxBodyBytes: opts.maxBodyBytes ?? 10 * 1024 * 1024,
+      maxPendingBodyBytes: opts.maxPendingBodyBytes,
+      timeout: opts.timeout,
+      maxConnections: opts.maxConnections,
       onRequest: () => s.metrics.requests++,
       onErrorStatus: () => s.metrics.errors++,
     });

@@ -2,18 +2,19 @@
 // WordPiece, the GPT-2 byte alphabet undone for BPE, <0xNN> to its byte), the leading
 // space rule and llama.cpp's clean_spaces pass of detokenize, and a streaming decoder
 // that holds back a UTF-8 character until all of its bytes have arrived.
+
+import { Attr, type VocabView } from './types.js';
 import { CHAR_TO_BYTE, textToBinary } from './unicode.js';
-import { Attr, type Vocab } from './vocab.js';
 
 const SPACE_ESCAPE = '\u00e2\u0096\u0081'; // "▁" as a byte string
 
 /** The full piece of a token as a byte string (special tokens rendered). */
-export function tokenPiece(vocab: Vocab, id: number): string {
+export function tokenPiece(vocab: VocabView, id: number): string {
   const attr = vocab.attrs[id]!;
   const text = vocab.tokenBytes(id);
   if (attr & (Attr.UNKNOWN | Attr.CONTROL | Attr.USER_DEFINED)) return text;
   if (attr & Attr.NORMAL) {
-    if (vocab.type === 'bpe') return byteLevelDecode(vocab.tokens[id]!);
+    if (vocab.type === 'bpe' && !vocab.escapeWhitespaces) return byteLevelDecode(vocab.tokens[id]!);
     return text.replaceAll(SPACE_ESCAPE, ' ');
   }
   if (attr & Attr.BYTE) {
@@ -41,7 +42,7 @@ function byteLevelDecode(token: string): string {
 
 /** llama.cpp's detokenize, returning a byte string. */
 export function decodeTokens(
-  vocab: Vocab,
+  vocab: VocabView,
   ids: readonly number[],
   removeSpecial: boolean,
   renderSpecial: boolean,
@@ -124,7 +125,7 @@ export class StreamDecoder {
   private first = true;
 
   constructor(
-    private readonly vocab: Vocab,
+    private readonly vocab: VocabView,
     private readonly opts: StreamDecoderOptions = {},
   ) {}
 

@@ -1,17 +1,17 @@
 // Text to token ids: partition on special tokens, then hand each raw fragment to the
-// vocabulary's algorithm (SentencePiece, BPE or WordPiece), adding BOS/EOS or CLS/SEP
-// the way llama.cpp's llama_vocab::tokenize does for each model type.
+// vocabulary's algorithm (SentencePiece, BPE, WordPiece or Unigram), adding BOS/EOS or
+// CLS/SEP the way llama.cpp's llama_vocab::tokenize does for each model type.
 import { logger } from '../log.js';
 import { partitionSpecial } from './special.js';
+import type { VocabView } from './types.js';
 import { bytesArrayToBinary, textToBinary } from './unicode.js';
-import type { Vocab } from './vocab.js';
 
 const log = logger('vocab');
 
 const SPACE_ESCAPE = '\u00e2\u0096\u0081'; // "▁" (U+2581) as a byte string
 
 export function encodeText(
-  vocab: Vocab,
+  vocab: VocabView,
   input: string | Uint8Array,
   addSpecial: boolean,
   parseSpecial: boolean,
@@ -44,6 +44,7 @@ export function encodeText(
     if (addSpecial && vocab.addBos) out.push(vocab.bos);
     for (const f of frags) {
       if (typeof f === 'number') out.push(f);
+      else if (vocab.escapeWhitespaces) tok.tokenize(text.slice(f.start, f.end).replaceAll(' ', SPACE_ESCAPE), out);
       else tok.tokenize(text.slice(f.start, f.end), out);
     }
     if (addSpecial && vocab.addEos) out.push(vocab.eos);
@@ -51,6 +52,17 @@ export function encodeText(
     if (addSpecial && vocab.addEos && out.length >= 2 && out[out.length - 2] === vocab.eos) {
       log.warn('added an EOS token as the model asks, but the prompt already ends with one: it now ends with two');
     }
+    return out;
+  }
+
+  if (vocab.type === 'ugm') {
+    if (addSpecial && vocab.addBos) out.push(vocab.bos);
+    for (const f of frags) {
+      if (typeof f === 'number') out.push(f);
+      else tok.tokenize(text.slice(f.start, f.end), out);
+    }
+    if (addSpecial && vocab.addBos && out.length >= 2 && out[1] === vocab.bos) warnDoubleBos();
+    if (addSpecial && vocab.addEos) out.push(vocab.eos);
     return out;
   }
 

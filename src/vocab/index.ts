@@ -1,7 +1,9 @@
 // The vocabulary layer: load a GGUF file's tokenizer, encode text, decode tokens.
 export { BpeTokenizer } from './bpe.js';
 export { cleanSpaces, StreamDecoder, type StreamDecoderOptions } from './decode.js';
-export { PRE_TOKENIZER_NAMES, PreTokenizer } from './pretokenize.js';
+export { readVocab } from './loader.js';
+export { PreTokenizer } from './pretokenize.js';
+export { PRE_TOKENIZER_NAMES } from './pretypes.js';
 export { type Fragment, partitionSpecial } from './special.js';
 export { SpmTokenizer } from './spm.js';
 export {
@@ -9,15 +11,18 @@ export {
   type DecodeOptions,
   type EncodeOptions,
   type FragmentTokenizer,
-  Vocab,
+  type VocabDescription,
   VocabError,
   type VocabOptions,
   type VocabType,
-} from './vocab.js';
+  type VocabView,
+} from './types.js';
+export { Vocab } from './vocab.js';
 export { WpmTokenizer } from './wpm.js';
 
 import { openGGUF } from '../gguf/index.js';
-import { Vocab, type VocabOptions } from './vocab.js';
+import type { VocabOptions } from './types.js';
+import { Vocab } from './vocab.js';
 
 /** Open a GGUF file, read its vocabulary, close it. */
 export function loadVocab(path: string, opts: VocabOptions = {}): Vocab {

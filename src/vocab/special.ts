@@ -3,7 +3,7 @@
 // cut out of the remaining raw fragments. User-defined tokens are always cut out;
 // control and unknown ones only when parsing special tokens. LSTRIP/RSTRIP attributes
 // swallow ASCII whitespace beside a match.
-import { Attr, type Vocab } from './vocab.js';
+import { Attr, type VocabView } from './types.js';
 
 /** A raw-text fragment [start, end) of the input byte string, or a token id. */
 export type Fragment = { start: number; end: number } | number;
@@ -12,7 +12,7 @@ function isSpace(c: number): boolean {
   return c === 0x20 || (c >= 0x09 && c <= 0x0d);
 }
 
-export function partitionSpecial(vocab: Vocab, text: string, parseSpecial: boolean): Fragment[] {
+export function partitionSpecial(vocab: VocabView, text: string, parseSpecial: boolean): Fragment[] {
   let frags: Fragment[] = text.length > 0 ? [{ start: 0, end: text.length }] : [];
   for (const id of vocab.specialTokens) {
     const attr = vocab.attrs[id]!;

@@ -8,8 +8,8 @@
 // no merge can cross the start of a "▁" run, so the text splits there into pieces that
 // are tokenized independently (same result, small queues) and memoized.
 import { BigramQueue, Symbols } from './heap.js';
+import type { FragmentTokenizer, VocabView } from './types.js';
 import { utf8Len } from './unicode.js';
-import type { FragmentTokenizer, Vocab } from './vocab.js';
 
 const SPACE = '\u00e2\u0096\u0081'; // "▁" as a byte string
 const CACHE_LIMIT = 1 << 16;
@@ -26,7 +26,7 @@ export class SpmTokenizer implements FragmentTokenizer {
   private readonly cutAtSpace: boolean;
   private readonly cache = new Map<string, number[]>();
 
-  constructor(vocab: Vocab) {
+  constructor(vocab: VocabView) {
     this.scores = vocab.scores;
     for (let i = 0; i < vocab.nTokens; i++) this.ids.set(vocab.tokenBytes(i), i);
     const hex = '0123456789ABCDEF';

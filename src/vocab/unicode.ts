@@ -34,7 +34,48 @@ const RE_S = /\p{S}/u;
 const RE_CN = /\p{Cn}/u;
 const RE_WS = /\p{White_Space}/u;
 
+// Codepoints first assigned in Unicode 16.0 and 17.0, as [first, last] pairs. llama.cpp's
+// tables were generated from Unicode 15.1, where these are unassigned: no category, no
+// case or NFD mapping. The runtime's ICU (Unicode 17 in Node 20.20) knows them, so they
+// are masked here; otherwise a word holding one (say Arabic U+0897, a combining mark since
+// 16.0) loses the mark in WordPiece and yields pieces where llama.cpp yields [UNK], and
+// BPE pre-tokenizers would split it differently.
+// biome-ignore format: [first, last] pairs, six to a line
+const ASSIGNED_AFTER_15_1 = new Uint32Array([
+  0x88f, 0x88f, 0x897, 0x897, 0xc5c, 0xc5c, 0xcdc, 0xcdc, 0x1acf, 0x1add, 0x1ae0, 0x1aeb,
+  0x1b4e, 0x1b4f, 0x1b7f, 0x1b7f, 0x1c89, 0x1c8a, 0x20c1, 0x20c1, 0x2427, 0x2429, 0x2b96, 0x2b96,
+  0x31e4, 0x31e5, 0xa7cb, 0xa7cf, 0xa7d2, 0xa7d2, 0xa7d4, 0xa7d4, 0xa7da, 0xa7dc, 0xa7f1, 0xa7f1,
+  0xfbc3, 0xfbd2, 0xfd90, 0xfd91, 0xfdc8, 0xfdce, 0x105c0, 0x105f3, 0x10940, 0x10959, 0x10d40, 0x10d65,
+  0x10d69, 0x10d85, 0x10d8e, 0x10d8f, 0x10ec2, 0x10ec7, 0x10ed0, 0x10ed8, 0x10efa, 0x10efc, 0x11380, 0x11389,
+  0x1138b, 0x1138b, 0x1138e, 0x1138e, 0x11390, 0x113b5, 0x113b7, 0x113c0, 0x113c2, 0x113c2, 0x113c5, 0x113c5,
+  0x113c7, 0x113ca, 0x113cc, 0x113d5, 0x113d7, 0x113d8, 0x113e1, 0x113e2, 0x116d0, 0x116e3, 0x11b60, 0x11b67,
+  0x11bc0, 0x11be1, 0x11bf0, 0x11bf9, 0x11db0, 0x11ddb, 0x11de0, 0x11de9, 0x11f5a, 0x11f5a, 0x13460, 0x143fa,
+  0x16100, 0x16139, 0x16d40, 0x16d79, 0x16ea0, 0x16eb8, 0x16ebb, 0x16ed3, 0x16ff2, 0x16ff6, 0x187f8, 0x187ff,
+  0x18cff, 0x18cff, 0x18d09, 0x18d1e, 0x18d80, 0x18df2, 0x1cc00, 0x1ccfc, 0x1cd00, 0x1ceb3, 0x1ceba, 0x1ced0,
+  0x1cee0, 0x1cef0, 0x1e5d0, 0x1e5fa, 0x1e5ff, 0x1e5ff, 0x1e6c0, 0x1e6de, 0x1e6e0, 0x1e6f5, 0x1e6fe, 0x1e6ff,
+  0x1f6d8, 0x1f6d8, 0x1f777, 0x1f77a, 0x1f8b2, 0x1f8bb, 0x1f8c0, 0x1f8c1, 0x1f8d0, 0x1f8d8, 0x1fa54, 0x1fa57,
+  0x1fa89, 0x1fa8a, 0x1fa8e, 0x1fa8f, 0x1fabe, 0x1fabe, 0x1fac6, 0x1fac6, 0x1fac8, 0x1fac8, 0x1facd, 0x1facd,
+  0x1fadc, 0x1fadc, 0x1fadf, 0x1fadf, 0x1fae9, 0x1faea, 0x1faef, 0x1faef, 0x1fbcb, 0x1fbef, 0x1fbfa, 0x1fbfa,
+  0x2b73a, 0x2b73f, 0x2cea2, 0x2cead, 0x323b0, 0x33479,
+]);
+
+/** Whether llama.cpp's Unicode 15.1 tables leave `cpt` unassigned while the runtime may not. */
+export function isNewerThanTables(cpt: number): boolean {
+  const t = ASSIGNED_AFTER_15_1;
+  if (cpt < t[0]! || cpt > t[t.length - 1]!) return false;
+  let lo = 0;
+  let hi = t.length / 2 - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (cpt < t[2 * mid]!) hi = mid - 1;
+    else if (cpt > t[2 * mid + 1]!) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
 function computeFlags(cpt: number): number {
+  if (isNewerThanTables(cpt)) return FLAGS_UNDEFINED;
   const ch = String.fromCodePoint(cpt);
   let f: number;
   if (RE_N.test(ch)) f = FLAG_NUMBER;
@@ -70,7 +111,7 @@ export function cptToLower(cpt: number): number {
   if (cpt >= MAX_CODEPOINTS || (cpt >= 0xd800 && cpt <= 0xdfff)) return cpt;
   let r = lowerCache.get(cpt);
   if (r === undefined) {
-    r = String.fromCodePoint(cpt).toLowerCase().codePointAt(0)!;
+    r = isNewerThanTables(cpt) ? cpt : String.fromCodePoint(cpt).toLowerCase().codePointAt(0)!;
     lowerCache.set(cpt, r);
   }
   return r;
@@ -83,7 +124,7 @@ export function cptNfdFirst(cpt: number): number {
   if (cpt < 0xc0 || cpt >= MAX_CODEPOINTS || (cpt >= 0xd800 && cpt <= 0xdfff)) return cpt;
   let r = nfdCache.get(cpt);
   if (r === undefined) {
-    r = String.fromCodePoint(cpt).normalize('NFD').codePointAt(0)!;
+    r = isNewerThanTables(cpt) ? cpt : String.fromCodePoint(cpt).normalize('NFD').codePointAt(0)!;
     nfdCache.set(cpt, r);
   }
   return r;

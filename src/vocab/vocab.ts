@@ -1,482 +1,127 @@
-// The vocabulary of a GGUF file: tokens, scores, token attributes, merges, special ids
-// and flags, read and defaulted the way llama.cpp's llama_vocab::load does, plus the
-// encode/decode entry points (which delegate to one file per stage).
+// The vocabulary of a GGUF file: what the loader read (tokens, scores, attributes, merges,
+// special ids and flags) plus the encode/decode entry points, which delegate to one file
+// per stage.
 import type { GGUFFile } from '../gguf/index.js';
-import { GGUFValueType } from '../gguf/index.js';
-import { logger } from '../log.js';
 import { BpeTokenizer } from './bpe.js';
 import { decodeTokens, StreamDecoder, type StreamDecoderOptions, tokenPiece } from './decode.js';
 import { encodeText } from './encode.js';
-import { PRE_TOKENIZER_NAMES, PreTokenizer, preTokenizerSpec } from './pretokenize.js';
+import { readVocab } from './loader.js';
 import { SpmTokenizer } from './spm.js';
+import {
+  Attr,
+  type DecodeOptions,
+  type EncodeOptions,
+  type FragmentTokenizer,
+  NULL_TOKEN as NULL,
+  type VocabDescription,
+  type VocabOptions,
+  type VocabType,
+  type VocabView,
+} from './types.js';
+import { UgmTokenizer } from './ugm.js';
 import { binaryToText, textToBinary } from './unicode.js';
 import { WpmTokenizer } from './wpm.js';
 
-const log = logger('vocab');
-
-/** Token attributes (llama_token_attr). */
-export const Attr = {
-  UNDEFINED: 0,
-  UNKNOWN: 1 << 0,
-  UNUSED: 1 << 1,
-  NORMAL: 1 << 2,
-  CONTROL: 1 << 3,
-  USER_DEFINED: 1 << 4,
-  BYTE: 1 << 5,
-  NORMALIZED: 1 << 6,
-  LSTRIP: 1 << 7,
-  RSTRIP: 1 << 8,
-  SINGLE_WORD: 1 << 9,
-} as const;
-
-/** GGUF token types (tokenizer.ggml.token_type) to attributes. */
-const TYPE_TO_ATTR = [
-  Attr.UNDEFINED,
-  Attr.NORMAL,
-  Attr.UNKNOWN,
-  Attr.CONTROL,
-  Attr.USER_DEFINED,
-  Attr.UNUSED,
-  Attr.BYTE,
-];
-
-export type VocabType = 'spm' | 'bpe' | 'wpm';
-
-export interface VocabOptions {
-  /** Use the default pre-tokenizer when `tokenizer.ggml.pre` names one llama-ts does not know (instead of failing). */
-  forceDefaultPre?: boolean;
-}
-
-export interface EncodeOptions {
-  /** Add BOS/EOS (CLS/SEP for WordPiece) as the vocabulary asks. Default true. */
-  addSpecial?: boolean;
-  /** Recognise the text of control tokens inside the input. Default false (user-defined tokens are always recognised, as in llama.cpp). */
-  parseSpecial?: boolean;
-}
-
-export interface DecodeOptions {
-  /** Drop a leading BOS and a trailing EOS when the vocabulary adds them. Default false. */
-  removeSpecial?: boolean;
-  /** Render control and unknown tokens as their text. Default false. */
-  renderSpecial?: boolean;
-}
-
-/** Thrown when a vocabulary cannot be loaded (bad or unsupported metadata). */
-export class VocabError extends Error {
-  override name = 'VocabError';
-}
-
-/** Anything that may tokenize one raw-text fragment (a byte string) into ids. */
-export interface FragmentTokenizer {
-  tokenize(text: string, out: number[]): void;
-}
-
-const NULL = -1;
-
-const EOT_TEXTS = [
-  '<|eot_id|>',
-  '<|im_end|>',
-  '<|end|>',
-  '<end_of_turn>',
-  '<|endoftext|>',
-  '<|end_of_text|>',
-  '<EOT>',
-  '_<EOT>',
-  '[EOT]',
-  '<｜end▁of▁sentence｜>',
-  '<end_of_utterance>',
-];
-const EOM_TEXTS = ['<|eom_id|>'];
-const FIM_PRE_TEXTS = [
-  '<|fim_prefix|>',
-  '<fim-prefix>',
-  '<fim_prefix>',
-  '<｜fim▁begin｜>',
-  '<PRE>',
-  '▁<PRE>',
-  '<|code_prefix|>',
-  '<|prefix|>',
-];
-const FIM_SUF_TEXTS = [
-  '<|fim_suffix|>',
-  '<fim-suffix>',
-  '<fim_suffix>',
-  '<｜fim▁hole｜>',
-  '<SUF>',
-  '▁<SUF>',
-  '<|code_suffix|>',
-  '<|suffix|>',
-];
-const FIM_MID_TEXTS = [
-  '<|fim_middle|>',
-  '<fim-middle>',
-  '<fim_middle>',
-  '<｜fim▁end｜>',
-  '<MID>',
-  '▁<MID>',
-  '<|code_middle|>',
-  '<|middle|>',
-];
-const FIM_PAD_TEXTS = ['<|fim_pad|>', '<fim-pad>', '<fim_pad>', '<PAD>', '[PAD]'];
-const FIM_REP_TEXTS = ['<|fim_repo|>', '<|repo_name|>', '<fim-repo>', '<REPO>', '<reponame>'];
-const FIM_SEP_TEXTS = ['<|file_sep|>'];
-const EOG_TEXTS = new Set([
-  '<|eot_id|>',
-  '<|im_end|>',
-  '<|end|>',
-  '<|return|>',
-  '<|call|>',
-  '<|flush|>',
-  '<|calls|>',
-  '<end_of_turn>',
-  '<|endoftext|>',
-  '</s>',
-  '<|eom_id|>',
-  '<EOT>',
-  '_<EOT>',
-  '[EOT]',
-  '[EOS]',
-  '<|end_of_text|>',
-  '<end_of_utterance>',
-  '<eos>',
-  '<turn|>',
-  '<|tool_response>',
-  '<｜end▁of▁sentence｜>',
-  '[e~[',
-]);
-
-export class Vocab {
+export class Vocab implements VocabView {
+  readonly path: string;
   readonly type: VocabType;
   /** `tokenizer.ggml.model` */
   readonly model: string;
   /** `tokenizer.ggml.pre` as used ('default' when absent or forced). */
   readonly pre: string;
+  readonly preTokenizer: VocabDescription['preTokenizer'];
   readonly tokens: readonly string[];
   readonly scores: Float32Array;
   readonly attrs: Uint16Array;
+  readonly ids: ReadonlyMap<string, number>;
   /** BPE merges as "left right" -> rank. */
   readonly merges: ReadonlyMap<string, number>;
 
-  bos = NULL;
-  eos = NULL;
-  eot = NULL;
-  eom = NULL;
-  unk = NULL;
-  sep = NULL;
-  pad = NULL;
-  mask = NULL;
-  fimPre = NULL;
-  fimSuf = NULL;
-  fimMid = NULL;
-  fimPad = NULL;
-  fimRep = NULL;
-  fimSep = NULL;
-  readonly eog = new Set<number>();
+  bos: number;
+  eos: number;
+  eot: number;
+  eom: number;
+  unk: number;
+  sep: number;
+  pad: number;
+  mask: number;
+  fimPre: number;
+  fimSuf: number;
+  fimMid: number;
+  fimPad: number;
+  fimRep: number;
+  fimSep: number;
+  readonly eog: Set<number>;
 
-  addBos = false;
-  addEos = false;
-  addSep = false;
-  addSpacePrefix = false;
-  cleanSpaces = false;
-  ignoreMerges = false;
-  lowercase = true;
-  stripAccents = true;
+  addBos: boolean;
+  addEos: boolean;
+  addSep: boolean;
+  addSpacePrefix: boolean;
+  cleanSpaces: boolean;
+  ignoreMerges: boolean;
+  escapeWhitespaces: boolean;
+  removeExtraWhitespaces: boolean;
+  readonly precompiledCharsmap: Uint8Array | null;
+  lowercase: boolean;
+  stripAccents: boolean;
   /** Longest token text, in UTF-16 units. */
   readonly maxTokenLength: number;
 
   /** Control, user-defined and unknown tokens, longest text first (for special-token partitioning). */
   readonly specialTokens: readonly number[];
-  private readonly ids: Map<string, number>;
   private readonly bytesCache: (string | undefined)[];
   private readonly pieceCache: (string | undefined)[];
-  readonly preTokenizer: PreTokenizer | undefined;
   private fragmentTokenizer: FragmentTokenizer | undefined;
 
-  private constructor(file: GGUFFile, opts: VocabOptions) {
-    const model = file.getString('tokenizer.ggml.model');
-    let pre = file.getString('tokenizer.ggml.pre', '');
-    this.model = model;
-    let defaults: [number, number, number, number, number, number];
-    // bos, eos, unk, sep, pad, mask as llama.cpp defaults them per model
-    if (model === 'llama') {
-      this.type = 'spm';
-      defaults = [1, 2, 0, NULL, NULL, NULL];
-    } else if (model === 'bert') {
-      this.type = 'wpm';
-      defaults = [101, NULL, 100, 102, 0, 103];
-    } else if (model === 'gpt2') {
-      this.type = 'bpe';
-      defaults = [11, 11, NULL, NULL, NULL, NULL];
-    } else {
-      throw new VocabError(`${file.path}: unsupported tokenizer model '${model}' (llama-ts knows llama, gpt2, bert)`);
-    }
-    [this.bos, this.eos, this.unk, this.sep, this.pad, this.mask] = defaults;
-
-    // ---- merges ----
-    const merges = new Map<string, number>();
-    if (this.type === 'bpe') {
-      if (!file.has('tokenizer.ggml.merges')) throw new VocabError(`${file.path}: BPE vocabulary without merges`);
-      const list = file.getStringArray('tokenizer.ggml.merges');
-      for (let i = 0; i < list.length; i++) {
-        const m = list[i]!;
-        const sp = m.indexOf(' ', 1);
-        const key = sp < 0 ? ' ' : m;
-        if (!merges.has(key)) merges.set(key, i);
-      }
-    }
-    this.merges = merges;
-
-    // ---- pre-tokenizer and flags ----
-    if (this.type === 'bpe') {
-      this.cleanSpaces = true;
-      if (pre === '') {
-        log.warn("missing pre-tokenizer type (tokenizer.ggml.pre), using 'default'; generation quality may suffer");
-        pre = 'default';
-      }
-      let spec = preTokenizerSpec(pre);
-      if (!spec) {
-        if (!opts.forceDefaultPre) {
-          throw new VocabError(
-            `${file.path}: unknown pre-tokenizer type '${pre}' (known: ${PRE_TOKENIZER_NAMES.join(', ')}); ` +
-              'pass forceDefaultPre to use the default one',
-          );
-        }
-        log.warn(`unknown pre-tokenizer type '${pre}', forced to 'default'`);
-        pre = 'default';
-        spec = preTokenizerSpec(pre)!;
-      }
-      this.preTokenizer = new PreTokenizer(spec.regexes);
-      this.cleanSpaces = spec.cleanSpaces;
-      this.ignoreMerges = spec.ignoreMerges;
-      this.addBos = spec.addBos;
-      this.addSep = spec.addSep;
-      if (pre === 'glm4' || pre === 'chatglm-bpe') this.bos = NULL;
-    } else if (this.type === 'spm') {
-      this.addSpacePrefix = true;
-      this.addBos = true;
-    } else {
-      this.cleanSpaces = true;
-      this.addBos = true;
-      this.addSep = true;
-    }
-    this.pre = pre === '' ? 'default' : pre;
-    this.addSpacePrefix = file.getBool('tokenizer.ggml.add_space_prefix', this.addSpacePrefix);
-
-    // ---- tokens ----
-    const tokens = file.getStringArray('tokenizer.ggml.tokens').slice();
-    const n = tokens.length;
-    const scoresKV = file.getArray('tokenizer.ggml.scores', null);
-    const scores = new Float32Array(n);
-    if (scoresKV) {
-      if (scoresKV.items.length < n) throw new VocabError(`${file.path}: fewer scores than tokens`);
-      for (let i = 0; i < n; i++) scores[i] = Number((scoresKV.items as ArrayLike<number>)[i]);
-    }
-    const attrs = new Uint16Array(n).fill(Attr.NORMAL);
-    const typesKV = file.getArray('tokenizer.ggml.token_type', null);
-    if (typesKV) {
-      if (typesKV.itemType !== GGUFValueType.INT32) throw new VocabError(`${file.path}: token_type is not INT32`);
-      if (typesKV.items.length < n) throw new VocabError(`${file.path}: fewer token types than tokens`);
-      const t = typesKV.items as Int32Array;
-      for (let i = 0; i < n; i++) attrs[i] = TYPE_TO_ATTR[t[i]!] ?? Attr.UNDEFINED;
-    }
-    const ids = new Map<string, number>();
+  /** A vocabulary from its description (see `readVocab`). */
+  constructor(d: VocabDescription) {
+    this.path = d.path;
+    this.type = d.type;
+    this.model = d.model;
+    this.pre = d.pre;
+    this.preTokenizer = d.preTokenizer;
+    this.tokens = d.tokens;
+    this.scores = d.scores;
+    this.attrs = d.attrs;
+    this.ids = d.ids;
+    this.merges = d.merges;
+    this.bos = d.bos;
+    this.eos = d.eos;
+    this.eot = d.eot;
+    this.eom = d.eom;
+    this.unk = d.unk;
+    this.sep = d.sep;
+    this.pad = d.pad;
+    this.mask = d.mask;
+    this.fimPre = d.fimPre;
+    this.fimSuf = d.fimSuf;
+    this.fimMid = d.fimMid;
+    this.fimPad = d.fimPad;
+    this.fimRep = d.fimRep;
+    this.fimSep = d.fimSep;
+    this.eog = new Set(d.eog);
+    this.addBos = d.addBos;
+    this.addEos = d.addEos;
+    this.addSep = d.addSep;
+    this.addSpacePrefix = d.addSpacePrefix;
+    this.cleanSpaces = d.cleanSpaces;
+    this.ignoreMerges = d.ignoreMerges;
+    this.escapeWhitespaces = d.escapeWhitespaces;
+    this.removeExtraWhitespaces = d.removeExtraWhitespaces;
+    this.precompiledCharsmap = d.precompiledCharsmap;
+    this.lowercase = d.lowercase;
+    this.stripAccents = d.stripAccents;
+    this.specialTokens = d.specialTokens;
     let maxLen = 0;
-    for (let i = 0; i < n; i++) {
-      let w = tokens[i]!;
-      if (w === '') {
-        log.warn(`empty token at index ${i}`);
-        w = `[EMPTY_${i}]`;
-        tokens[i] = w;
-      }
-      const prev = ids.get(w);
-      if (prev !== undefined) throw new VocabError(`${file.path}: duplicate token '${w}' (ids ${prev} and ${i})`);
-      ids.set(w, i);
-      if (w.length > maxLen) maxLen = w.length;
-    }
-    this.tokens = tokens;
-    this.scores = scores;
-    this.attrs = attrs;
-    this.ids = ids;
+    for (const t of d.tokens) if (t.length > maxLen) maxLen = t.length;
     this.maxTokenLength = maxLen;
-    this.bytesCache = new Array(n);
-    this.pieceCache = new Array(n);
-
-    // ---- special ids ----
-    const keys: [string, (v: number) => void, () => number][] = [
-      ['bos_token_id', (v) => (this.bos = v), () => this.bos],
-      ['eos_token_id', (v) => (this.eos = v), () => this.eos],
-      ['eot_token_id', (v) => (this.eot = v), () => this.eot],
-      ['eom_token_id', (v) => (this.eom = v), () => this.eom],
-      ['unknown_token_id', (v) => (this.unk = v), () => this.unk],
-      ['seperator_token_id', (v) => (this.sep = v), () => this.sep],
-      ['padding_token_id', (v) => (this.pad = v), () => this.pad],
-      ['mask_token_id', (v) => (this.mask = v), () => this.mask],
-      ['fim_pre_token_id', (v) => (this.fimPre = v), () => this.fimPre],
-      ['fim_suf_token_id', (v) => (this.fimSuf = v), () => this.fimSuf],
-      ['fim_mid_token_id', (v) => (this.fimMid = v), () => this.fimMid],
-      ['fim_pad_token_id', (v) => (this.fimPad = v), () => this.fimPad],
-      ['fim_rep_token_id', (v) => (this.fimRep = v), () => this.fimRep],
-      ['fim_sep_token_id', (v) => (this.fimSep = v), () => this.fimSep],
-      ['prefix_token_id', (v) => (this.fimPre = v), () => this.fimPre],
-      ['suffix_token_id', (v) => (this.fimSuf = v), () => this.fimSuf],
-      ['middle_token_id', (v) => (this.fimMid = v), () => this.fimMid],
-    ];
-    for (const [key, set, get] of keys) {
-      const full = `tokenizer.ggml.${key}`;
-      if (get() >= n) {
-        log.warn(`default special token '${full}' = ${get()} out of vocab range, disabling`);
-        set(NULL);
-      }
-      const v = file.getInt(full, null);
-      if (v === null) continue;
-      if (v < 0 || v >= n) log.warn(`bad special token: '${full}' = ${v}, using default id ${get()}`);
-      else set(v);
-    }
-    this.addBos = file.getBool('tokenizer.ggml.add_bos_token', this.addBos);
-    this.addEos = file.getBool('tokenizer.ggml.add_eos_token', this.addEos);
-    this.addSep = file.getBool('tokenizer.ggml.add_sep_token', this.addSep);
-    if (this.addBos && this.bos === NULL)
-      throw new VocabError(`${file.path}: add_bos_token is true, but bos_token_id is not set`);
-    if (this.addEos && this.eos === NULL)
-      throw new VocabError(`${file.path}: add_eos_token is true, but eos_token_id is not set`);
-    if (this.addSep && this.sep === NULL)
-      throw new VocabError(`${file.path}: add_sep_token is true, but seperator_token_id is not set`);
-    this.lowercase = file.getBool('tokenizer.ggml.normalizer.lowercase', true);
-    this.stripAccents = file.getBool('tokenizer.ggml.normalizer.strip_accents', this.lowercase);
-
-    // ---- special tokens recognised by their text ----
-    const markControl = (id: number) => {
-      if (!(attrs[id]! & Attr.CONTROL)) {
-        log.warn(`control-looking token: ${id} '${tokens[id]}' was not control-type; overriding its type`);
-        attrs[id] = attrs[id]! | Attr.CONTROL;
-      }
-    };
-    const detect = (texts: string[], get: () => number, set: (v: number) => void) => {
-      if (get() !== NULL) return;
-      for (const t of texts) {
-        const id = ids.get(t);
-        if (id !== undefined) {
-          set(id);
-          markControl(id);
-          return;
-        }
-      }
-    };
-    detect(
-      EOT_TEXTS,
-      () => this.eot,
-      (v) => (this.eot = v),
-    );
-    detect(
-      EOM_TEXTS,
-      () => this.eom,
-      (v) => (this.eom = v),
-    );
-    detect(
-      FIM_PRE_TEXTS,
-      () => this.fimPre,
-      (v) => (this.fimPre = v),
-    );
-    detect(
-      FIM_SUF_TEXTS,
-      () => this.fimSuf,
-      (v) => (this.fimSuf = v),
-    );
-    detect(
-      FIM_MID_TEXTS,
-      () => this.fimMid,
-      (v) => (this.fimMid = v),
-    );
-    detect(
-      FIM_PAD_TEXTS,
-      () => this.fimPad,
-      (v) => (this.fimPad = v),
-    );
-    detect(
-      FIM_REP_TEXTS,
-      () => this.fimRep,
-      (v) => (this.fimRep = v),
-    );
-    detect(
-      FIM_SEP_TEXTS,
-      () => this.fimSep,
-      (v) => (this.fimSep = v),
-    );
-
-    for (let i = 0; i < n; i++) {
-      if (attrs[i]! & Attr.CONTROL && !(attrs[i]! & Attr.UNUSED) && tokens[i]!.includes('unused')) {
-        attrs[i] = attrs[i]! | Attr.UNUSED;
-      }
-    }
-    for (const id of [this.fimPad, this.fimRep, this.fimSep]) if (id !== NULL) this.eog.add(id);
-    for (const t of EOG_TEXTS) {
-      const id = ids.get(t);
-      if (id === undefined) continue;
-      this.eog.add(id);
-      markControl(id);
-    }
-    for (const t of ['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>']) {
-      const id = ids.get(t);
-      if (id !== undefined) attrs[id] = Attr.USER_DEFINED;
-    }
-    for (const [id, what] of [
-      [this.eos, 'eos'],
-      [this.eot, 'eot'],
-      [this.eom, 'eom'],
-    ] as const) {
-      if (id !== NULL && !this.eog.has(id)) {
-        this.eog.add(id);
-        log.warn(`special_${what}_id is not in the end-of-generation set; the tokenizer config may be incorrect`);
-      }
-    }
-    const endId = ids.get('<|end|>');
-    if (endId !== undefined && this.eog.has(endId)) {
-      const has = (t: string) => {
-        const id = ids.get(t);
-        return id !== undefined && this.eog.has(id);
-      };
-      if ((has('<|return|>') && has('<|call|>')) || (has('<|calls|>') && has('<|flush|>'))) {
-        this.eog.delete(endId);
-        attrs[endId] = Attr.USER_DEFINED;
-      }
-    }
-
-    // ---- special token cache: longest byte length first ----
-    const special: number[] = [];
-    for (let i = 0; i < n; i++) {
-      if (attrs[i]! & (Attr.CONTROL | Attr.USER_DEFINED | Attr.UNKNOWN)) special.push(i);
-    }
-    const byteLen = (id: number) => this.tokenBytes(id).length;
-    special.sort((a, b) => byteLen(b) - byteLen(a) || a - b);
-    this.specialTokens = special;
-
-    // ---- per-model token attributes llama.cpp sets by name ----
-    const name = file.getString('general.name', '').toLowerCase();
-    const arch = file.getString('general.architecture', '');
-    if (
-      ['jina-v2-de', 'jina-v2-es', 'jina-v2-code'].some((s) => this.pre.includes(s)) ||
-      ['nomic-bert-moe', 'jina-bert-v3'].some((s) => arch.includes(s))
-    ) {
-      const id = ids.get('<mask>');
-      if (id === undefined) log.warn('mask token is missing in vocab');
-      else attrs[id] = attrs[id]! | Attr.LSTRIP;
-    } else if (name.includes('phi-3') || name.includes('phi3')) {
-      for (const id of special) attrs[id] = attrs[id]! | Attr.RSTRIP;
-      const setR = (t: string, on: boolean) => {
-        const id = ids.get(t);
-        if (id !== undefined) attrs[id] = on ? attrs[id]! | Attr.RSTRIP : attrs[id]! & ~Attr.RSTRIP;
-      };
-      setR('</s>', true);
-      for (const t of ['<unk>', '<s>', '<|endoftext|>']) setR(t, false);
-    } else if (name.includes('modern-bert')) {
-      const id = ids.get('[MASK]');
-      if (id !== undefined) attrs[id] = attrs[id]! | Attr.LSTRIP;
-    }
+    this.bytesCache = new Array(d.tokens.length);
+    this.pieceCache = new Array(d.tokens.length);
   }
 
   /** Load the vocabulary from a GGUF file's metadata. Throws VocabError (or GGUFError) on bad metadata. */
   static fromGGUF(file: GGUFFile, opts: VocabOptions = {}): Vocab {
-    return new Vocab(file, opts);
+    return new Vocab(readVocab(file, opts));
   }
 
   get nTokens(): number {
@@ -530,6 +175,7 @@ export class Vocab {
     if (!this.fragmentTokenizer) {
       if (this.type === 'spm') this.fragmentTokenizer = new SpmTokenizer(this);
       else if (this.type === 'bpe') this.fragmentTokenizer = new BpeTokenizer(this);
+      else if (this.type === 'ugm') this.fragmentTokenizer = new UgmTokenizer(this);
       else this.fragmentTokenizer = new WpmTokenizer(this);
     }
     return this.fragmentTokenizer;

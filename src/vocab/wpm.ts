@@ -4,6 +4,8 @@
 // word greedily, longest token first, with the "▁" word-start marker that llama.cpp's
 // converter writes in place of WordPiece's "##" continuation convention. A word with an
 // unmatchable piece becomes [UNK].
+
+import type { FragmentTokenizer, VocabView } from './types.js';
 import {
   cptFlags,
   cptNfdFirst,
@@ -16,7 +18,6 @@ import {
   FLAG_WHITESPACE,
   REPLACEMENT,
 } from './unicode.js';
-import type { FragmentTokenizer, Vocab } from './vocab.js';
 
 export function isChineseChar(c: number): boolean {
   return (
@@ -32,7 +33,7 @@ export function isChineseChar(c: number): boolean {
 }
 
 export class WpmTokenizer implements FragmentTokenizer {
-  constructor(private readonly vocab: Vocab) {}
+  constructor(private readonly vocab: VocabView) {}
 
   /** Normalized words of a fragment (llama.cpp's preprocess). */
   words(text: string): string[] {

@@ -282,11 +282,11 @@ function plan(n: Tensor): Plan {
   return p;
 }
 
-/** Bytes of node scratch a plan needs in its home arena (staged copies, per thread). */
-function scratchBytes(p: Plan, nth: number): number {
+/** Bytes of a plan's staged copies in its home arena's node scratch (before the per-thread slots). */
+function stagedBytes(p: Plan): number {
   let s = 0;
   for (const i of p.staged) s += align(p.locs[i]!.span);
-  return s + p.perThread * nth;
+  return s;
 }
 
 /** Work below this many elements (or multiply-adds) runs on one worker, without barriers between such steps. */
@@ -326,23 +326,35 @@ export interface EncodedJob {
  * Encode the computed nodes of `nodes` for `nth` threads. Each arena's work region holds
  * the node records, then the matmul activation rows (kept from one product to the next,
  * so products reading the same activations quantize them once), then node scratch.
+ *
+ * Node scratch is one slot per worker, at the same place for every node of the job (the
+ * slot stride is the largest per-thread need of the arena's nodes): steps that share a
+ * phase run on different workers at once, and scratch is not tracked as a byte range, so
+ * a worker's slot must not depend on the node. (With a stride per node, a node on worker 1
+ * with a smaller stride than one on worker 0 wrote into worker 0's slot: e.g. SET_ROWS of
+ * a 64-wide V row over ROPE's cos/sin table, which gave NaN logits on one-KV-head models.)
  */
 export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkRegions): EncodedJob {
   const plans = nodes.filter((n) => n.op !== Op.NONE && !isViewOp(n.op)).map(plan);
   // per arena: record count, the largest activation area and node scratch
-  const need = new Map<Arena, { records: number; act: number; scratch: number }>();
+  const need = new Map<Arena, { records: number; act: number; staged: number; slot: number }>();
   for (const p of plans) {
-    const e = need.get(p.home) ?? { records: 0, act: 0, scratch: 0 };
+    const e = need.get(p.home) ?? { records: 0, act: 0, staged: 0, slot: 0 };
     e.records++;
     e.act = Math.max(e.act, p.shared);
-    e.scratch = Math.max(e.scratch, scratchBytes(p, nth));
+    e.staged = Math.max(e.staged, stagedBytes(p));
+    e.slot = Math.max(e.slot, p.perThread);
     need.set(p.home, e);
   }
-  const bases = new Map<Arena, { rec: number; act: number; scratch: number; next: number; actKey: unknown }>();
+  const bases = new Map<
+    Arena,
+    { rec: number; act: number; scratch: number; slot: number; next: number; actKey: unknown }
+  >();
   for (const [arena, e] of need) {
-    const base = work.ensure(arena, e.records * RECORD_BYTES + e.act + e.scratch + 128);
+    const scratch = e.staged + e.slot * nth;
+    const base = work.ensure(arena, e.records * RECORD_BYTES + e.act + scratch + 128);
     const act = align(base + e.records * RECORD_BYTES);
-    bases.set(arena, { rec: base, act, scratch: align(act + e.act), next: 0, actKey: null });
+    bases.set(arena, { rec: base, act, scratch: align(act + e.act), slot: e.slot, next: 0, actKey: null });
   }
   const units: Unit[] = [];
   const views = new Map<Arena, { i32: Int32Array; f64: Float64Array }>();
@@ -358,7 +370,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     const { i32: mem32, f64: mem64 } = v;
     let scr = b.scratch;
     // staged copies come first in the node scratch; a node with copies is fenced (runs
-    // between barriers): its copies and scratch are not tracked as ranges
+    // between barriers, alone): its copies and scratch are not tracked as ranges. Every
+    // other node's worker slots start at the same place.
     const addrs = new Array<number>(SLOTS).fill(0);
     for (let s = 0; s < SLOTS; s++) addrs[s] = p.locs[s]?.addr ?? 0;
     const fenced = p.staged.length > 0;
@@ -369,7 +382,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       scr += align(l.span);
       b.actKey = null;
     }
-    const perThread = scr;
+    const slot0 = scr;
     const r32 = rec >>> 2;
     mem32.fill(0, r32, r32 + RECORD_BYTES / 4);
     for (let s = 0; s < SLOTS; s++) {
@@ -404,8 +417,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex] = b.act;
       i32[ex + 1] = p.mm.stride;
       i32[ex + 2] = p.mm.fmt;
-      i32[ex + 3] = perThread;
-      i32[ex + 4] = p.perThread;
+      i32[ex + 3] = slot0;
+      i32[ex + 4] = b.slot;
       i32[ex + 5] = p.mm.nc;
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
@@ -430,8 +443,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         }
       }
     } else {
-      i32[ex] = perThread;
-      i32[ex + 1] = p.perThread;
+      i32[ex] = slot0;
+      i32[ex + 1] = b.slot;
       i32[ex + 2] = p.qRound ?? 0;
       i32[ex + 3] = p.kvCache ? 1 : 0;
     }
@@ -451,8 +464,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         kind: 'single',
         cost,
         scratchWord: r32 + ex + (p.mm ? 3 : 0),
-        scratchBase: perThread,
-        scratchStride: p.perThread,
+        scratchBase: slot0,
+        scratchStride: b.slot,
         mem32,
       });
     } else {

@@ -14,6 +14,8 @@ export interface Architecture {
   readonly usesKVCache: boolean;
   /** RoPE mode of its keys (for re-rotating shifted cache cells); absent without RoPE. */
   readonly ropeMode?: number;
+  /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
+  readonly ropeWholeHead?: boolean;
   /**
    * Where the rotated part of a cached key row starts (elements; default 0): DeepSeek's
    * latent keys put the RoPE dimensions after the compressed latent.

@@ -59,6 +59,7 @@ export const llama: Architecture = {
   name: 'llama',
   usesKVCache: true,
   ropeMode: RopeMode.NORMAL,
+  ropeWholeHead: true,
 
   tensors(hp, t) {
     decoderTensors(hp, t);
