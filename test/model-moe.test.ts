@@ -53,8 +53,12 @@ async function run(path: string, device: Device, cases: RefCase[], tol: number, 
 }
 
 /**
- * Every case within tolerance, or (a routing choice flipped by attention's rounding)
- * within it on the reference kernels with llama.cpp's one-row attention.
+ * Every case within tolerance: top-10 logits within tol of node-llama-cpp's or of
+ * llama.node's (two llama.cpp builds that differ where it matters: node-llama-cpp 3.21.1
+ * runs DeepSeek-2 without flash attention, and a non-flash emulation of ours matches it to
+ * 0.0000, llama.node 1.7.15 with it, as we do); top-10 membership and greedy tokens as
+ * node-llama-cpp's except near-ties. Otherwise (a routing choice flipped by attention's
+ * rounding) the same within it on the reference kernels with llama.cpp's one-row attention.
  */
 async function accept(
   path: string,
@@ -63,13 +67,14 @@ async function accept(
   tol: number,
   label: string,
 ): Promise<void> {
-  const off = results.flatMap((r, i) => (withinTolerance(r, tol) ? [] : [i]));
+  const good = (r: CaseResult) => withinTolerance(r, tol) || withinTolerance({ ...r, maxDelta: r.lnDelta }, tol);
+  const off = results.flatMap((r, i) => (good(r) ? [] : [i]));
   if (off.length === 0) return;
   const exact = await run(path, referenceOneRowAttentionDevice(), cases, tol, `${label} (one-row attention)`);
   for (const i of off) {
     const e = exact[i];
     assert.ok(
-      withinTolerance(e, tol),
+      good(e),
       `${label} '${cases[i].prompt}': ${describe(results[i])}; with llama.cpp's one-row attention ${describe(e)}`,
     );
     process.stdout.write(
@@ -96,6 +101,13 @@ async function checkFile(path: string, cases: RefCase[], tol: number, label: str
   await accept(path, cases, ref, tol, `${label} (reference)`);
 }
 
+const REFS = join(REPO_ROOT, 'test', 'refs', 'moe');
+/** llama.node's top-10 for the shared fixtures' prompts, by fixture stem (make-moe-refs.ts). */
+const LLAMA_NODE = JSON.parse(readFileSync(join(REFS, 'llama-node-fixtures.json'), 'utf8')) as Record<
+  string,
+  [string, number][][]
+>;
+
 for (const arch of ['qwen3moe', 'llama-moe', 'deepseek2']) {
   for (const type of ['F32', 'Q8_0']) {
     const rel = `fixtures/archs/${arch}-${type}`;
@@ -104,12 +116,14 @@ for (const arch of ['qwen3moe', 'llama-moe', 'deepseek2']) {
       skip: path ? false : missingShared(`${rel}.gguf`),
     }, async () => {
       const ref = JSON.parse(readFileSync(sharedPath(`${rel}.ref.json`)!, 'utf8')) as { cases: RefCase[] };
+      ref.cases.forEach((c, i) => {
+        c.llama_node_top10 = LLAMA_NODE[`${arch}-${type}`]?.[i];
+      });
       await checkFile(path!, ref.cases, tolerance(rel), rel);
     });
   }
 }
 
-const REFS = join(REPO_ROOT, 'test', 'refs', 'moe');
 for (const file of readdirSync(REFS).filter((f) => f.endsWith('.ref.json'))) {
   const ref = JSON.parse(readFileSync(join(REFS, file), 'utf8')) as {
     what: string;

@@ -15,6 +15,8 @@ export interface RefCase {
   top10: [number, number, number][];
   greedy: number[];
   greedy_gap: number[];
+  /** A second llama.cpp build's top-10 (@fugood/llama.node 1.7.15): [token text, log-probability]. */
+  llama_node_top10?: [string, number][];
 }
 
 export interface CaseResult {
@@ -25,6 +27,8 @@ export interface CaseResult {
   /** Greedy steps that must match (gap above twice the tolerance), and those that did not. */
   required: number;
   mismatched: string[];
+  /** Largest |Δ| against llama.node's top-10 (NaN without one). */
+  lnDelta: number;
   /** The logits after the prompt and after each greedy token. */
   steps: Float32Array[];
 }
@@ -73,10 +77,40 @@ export async function runRefCase(model: Model, c: RefCase, tol: number, where: s
         steps.push(logits);
       }
     }
-    return { maxDelta, missing, required, mismatched, steps };
+    const lnDelta = c.llama_node_top10 ? deltaByText(model, first, c.llama_node_top10) : Number.NaN;
+    return { maxDelta, missing, required, mismatched, lnDelta, steps };
   } finally {
     ctx.free();
   }
+}
+
+/**
+ * Largest |Δ| of logits relative to the first entry against a top-10 given as token texts
+ * (llama.cpp's server form: a lone byte that is not whole UTF-8 shows as `byte: \xNN`).
+ * Texts that several tokens share, or that are not whole UTF-8, are left out.
+ */
+export function deltaByText(model: Model, logits: Float32Array, top: readonly [string, number][]): number {
+  const v = model.vocab;
+  const byPiece = new Map<string, number>();
+  for (let id = 0; id < v.nTokens; id++) {
+    if (v.isControl(id)) continue;
+    const p = v.pieceBytes(id);
+    byPiece.set(p, byPiece.has(p) ? -1 : id);
+  }
+  const ids = top.map(([text]) => {
+    if (text.includes('\ufffd')) return -1;
+    const m = /^byte: \\x([0-9a-f]{2})$/.exec(text);
+    const key = m ? String.fromCharCode(Number.parseInt(m[1], 16)) : Buffer.from(text, 'utf8').toString('latin1');
+    return byPiece.get(key) ?? -1;
+  });
+  const anchor = ids.findIndex((id) => id >= 0);
+  if (anchor < 0) return Number.NaN;
+  let d = 0;
+  ids.forEach((id, i) => {
+    if (id < 0) return;
+    d = Math.max(d, Math.abs(logits[id] - logits[ids[anchor]] - (top[i][1] - top[anchor][1])));
+  });
+  return d;
 }
 
 /** Whether two runs gave the same bits at every step. */
@@ -101,5 +135,6 @@ export function describe(r: CaseResult): string {
     r.missing.length ? `missing ${r.missing.join(',')}` : '',
     r.mismatched.length ? `greedy ${r.mismatched.join('; ')}` : '',
   ].filter(Boolean);
-  return `max|Δ| ${r.maxDelta.toFixed(4)}, greedy ${r.required - r.mismatched.length}/${r.required}${extra.length ? ` (${extra.join(', ')})` : ''}`;
+  const ln = Number.isNaN(r.lnDelta) ? '' : ` (llama.node ${r.lnDelta.toFixed(4)})`;
+  return `max|Δ| ${r.maxDelta.toFixed(4)}${ln}, greedy ${r.required - r.mismatched.length}/${r.required}${extra.length ? ` (${extra.join(', ')})` : ''}`;
 }
