@@ -9,18 +9,13 @@ import { add, clamp, div, gelu, mul, scale, sigmoid, silu, sumRows, swigluOai } 
 import { addId, mulMatId } from './experts.js';
 import { mulMat } from './matmul.js';
 import { norm, rmsNorm } from './norm.js';
+import type { KernelOptions } from './options.js';
 import { rope } from './rope.js';
 import { getRows, setRows } from './rows.js';
 import { softMax } from './softmax.js';
 import { argsort } from './sort.js';
 
-/** How kernels compute (see ReferenceDeviceOptions.numerics). */
-export interface KernelOptions {
-  /** Round matmul activations and attention as ggml-cpu does (vec-dot.ts); default exact. */
-  ggmlCpu?: boolean;
-  /** With ggmlCpu: flash attention as ggml-cpu's one-row kernel (F16 V accumulator). */
-  f16Attention?: boolean;
-}
+export type { KernelOptions } from './options.js';
 
 type Kernel = (dst: Tensor, o: KernelOptions) => void;
 

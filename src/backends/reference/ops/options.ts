@@ -1,0 +1,9 @@
+// What a reference kernel is told besides its node: the arithmetic to use.
+
+/** How kernels compute (see ReferenceDeviceOptions.numerics). */
+export interface KernelOptions {
+  /** Round matmul activations and attention as ggml-cpu does (vec-dot.ts); default exact. */
+  ggmlCpu?: boolean;
+  /** With ggmlCpu: flash attention as ggml-cpu's one-row kernel (F16 V accumulator). */
+  f16Attention?: boolean;
+}
