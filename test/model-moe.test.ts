@@ -1,8 +1,9 @@
 // Fidelity of the mixture-of-experts architectures against llama.cpp's answers: the shared
-// fixtures ../shared/fixtures/archs/{qwen3moe,llama-moe,deepseek2}-{F32,Q8_0} and the
-// generated models of test/refs/moe/ (qwen2moe's gated shared expert, DeepSeek-V3-style
-// sigmoid routing with a selection bias and scaled weights, YaRN on deepseek2, all-tied
-// routers, K-quant and Q4_0 expert stacks), each regenerated from its recorded spec.
+// fixtures ../shared/fixtures/archs/{qwen3moe,llama-moe,deepseek2}-{F32,Q8_0} and
+// gpt-oss-{F32,Q8_0,MXFP4}, and the generated models of test/refs/moe/ (qwen2moe's gated
+// shared expert, DeepSeek-V3-style sigmoid routing with a selection bias and scaled
+// weights, YaRN on deepseek2, all-tied routers, K-quant and Q4_0 expert stacks, gpt-oss as
+// MXFP4_MOE with a window of 8), each regenerated from its recorded spec.
 // Prompt tokens identical; top-10 logits relative to llama.cpp's top-1 within 0.02 (F32)
 // or 0.1 (quantized); greedy tokens generated one decode at a time through the cache,
 // identical except at near-ties; on the default device at 1, 2 and 3 threads with the
@@ -108,8 +109,14 @@ const LLAMA_NODE = JSON.parse(readFileSync(join(REFS, 'llama-node-fixtures.json'
   [string, number][][]
 >;
 
-for (const arch of ['qwen3moe', 'llama-moe', 'deepseek2']) {
-  for (const type of ['F32', 'Q8_0']) {
+const FIXTURE_TYPES: Record<string, string[]> = {
+  qwen3moe: ['F32', 'Q8_0'],
+  'llama-moe': ['F32', 'Q8_0'],
+  deepseek2: ['F32', 'Q8_0'],
+  'gpt-oss': ['F32', 'Q8_0', 'MXFP4'],
+};
+for (const [arch, types] of Object.entries(FIXTURE_TYPES)) {
+  for (const type of types) {
     const rel = `fixtures/archs/${arch}-${type}`;
     const path = sharedPath(`${rel}.gguf`);
     test(`${arch} ${type}: llama.cpp's answers at 1, 2 and 3 threads (same bits) and on the reference kernels`, {

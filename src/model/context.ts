@@ -351,20 +351,24 @@ export class Context {
     if (inp.pos) tensorSet(inp.pos, pos);
     if (inp.kvIdxs) tensorSet(inp.kvIdxs, Int32Array.from(cells));
     if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));
-    if (inp.mask) {
-      const nKV = inp.mask.ne[0];
+    const fillMask = (t: Tensor, window: number) => {
+      const nKV = t.ne[0];
       const NEG_INF = 0xfc00; // f16 -inf
       const mask = new Uint16Array(nKV * m).fill(NEG_INF);
       const kv = this.kv;
       for (let i = 0; i < m; i++) {
         const row = i * nKV;
         for (let j = 0; j < nKV; j++) {
-          const ok = kv ? kv.visible(j, seq[i], pos[i], causal) : seq[j] === seq[i] && (!causal || pos[j] <= pos[i]);
+          const ok = kv
+            ? kv.visible(j, seq[i], pos[i], causal, window)
+            : seq[j] === seq[i] && (!causal || pos[j] <= pos[i]) && (window === 0 || pos[i] - pos[j] < window);
           if (ok) mask[row + j] = 0;
         }
       }
-      tensorSet(inp.mask, mask);
-    }
+      tensorSet(t, mask);
+    };
+    if (inp.mask) fillMask(inp.mask, 0);
+    if (inp.maskSwa) fillMask(inp.maskSwa, this.model.hp.nSwa);
   }
 
   /** Re-rotate the keys of shifted cells by their position deltas (llama.cpp's K-shift). */

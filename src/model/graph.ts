@@ -30,6 +30,8 @@ export interface GraphInputs {
   tokens?: Tensor;
   pos?: Tensor;
   mask?: Tensor;
+  /** The mask of sliding-window layers. */
+  maskSwa?: Tensor;
   kvIdxs?: Tensor;
   outIds?: Tensor;
   /**
@@ -114,6 +116,11 @@ export class GraphBuilder {
   /** KQ mask, F16 [nKV, n]: 0 where token i may attend to cell j, -inf elsewhere. */
   get inpMask(): Tensor {
     return this.input('mask', GGMLType.F16, [this.ub.nKV, this.nTokens], 'attn_inp_kq_mask');
+  }
+
+  /** KQ mask of sliding-window layers (keys nSwa or more positions back hidden too). */
+  get inpMaskSwa(): Tensor {
+    return this.input('maskSwa', GGMLType.F16, [this.ub.nKV, this.nTokens], 'attn_inp_kq_mask_swa');
   }
 
   /** The KV-cache rows this ubatch's tokens are written to, I32 [n]. */
@@ -227,7 +234,8 @@ export class GraphBuilder {
       vAll = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
     }
     const qp = permute(q, [0, 2, 1, 3]);
-    let fa = ops.flashAttnExt(qp, kAll, vAll, this.inpMask, kqScale);
+    const mask = hp.swaLayers[il] ? this.inpMaskSwa : this.inpMask;
+    let fa = ops.flashAttnExt(qp, kAll, vAll, mask, kqScale);
     if (o.sinks) fa = ops.flashAttnExtAddSinks(fa, o.sinks);
     this.cb(fa, '__fattn__', il);
     let cur = fa; // [hdV, nHead, n]

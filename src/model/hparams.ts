@@ -45,6 +45,12 @@ export interface HParams {
   moe: ExpertParams | null;
   /** ggml's RoPE attn_factor (default 1; DeepSeek-2 cancels YaRN's magnitude scaling with it). */
   ropeAttnFactor?: number;
+  /**
+   * Sliding-window layers (llama.cpp's standard window: a token sees the keys less than
+   * nSwa positions back); nSwa 0 and all false without. The cache keeps every key.
+   */
+  nSwa: number;
+  swaLayers: boolean[];
 }
 
 export function nEmbdK(hp: HParams): number {
@@ -136,6 +142,8 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
     moe: readExpertParams(file, arch),
+    nSwa: 0,
+    swaLayers: new Array<boolean>(nLayer).fill(false),
   };
 }
 

@@ -205,9 +205,16 @@ export class KVCache {
     return m;
   }
 
-  /** Whether cell j is visible to a token of sequence `seq` at position `pos`. */
-  visible(j: number, seq: number, pos: number, causal: boolean): boolean {
-    return (this.seqs[j] & (1 << seq)) !== 0 && (!causal || this.pos[j] <= pos);
+  /**
+   * Whether cell j is visible to a token of sequence `seq` at position `pos` (with a
+   * window: only keys less than `window` positions back).
+   */
+  visible(j: number, seq: number, pos: number, causal: boolean, window = 0): boolean {
+    return (
+      (this.seqs[j] & (1 << seq)) !== 0 &&
+      (!causal || this.pos[j] <= pos) &&
+      (window === 0 || pos - this.pos[j] < window)
+    );
   }
 
   dispose(): void {

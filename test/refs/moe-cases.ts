@@ -70,4 +70,9 @@ export const MOE_REF_CASES: readonly MoeRefCase[] = [
     what: 'llama with 8 experts in Q4_0 (attn_k/attn_v Q8_0 as llama-quantize gives 8-expert models; interleaved Q4_0 expert stacks)',
     spec: variant('tiny-mixtral', 'Q4_0', () => {}),
   },
+  {
+    name: 'gpt-oss-MXFP4_MOE',
+    what: 'gpt-oss as llama-quantize MXFP4_MOE writes it (expert stacks MXFP4, the rest Q8_0): sinks, window 8 on even layers, YaRN x32 from 128',
+    spec: variant('tiny-gpt-oss', 'MXFP4_MOE', () => {}),
+  },
 ];

@@ -1,7 +1,7 @@
 // gpt-oss: OpenAI's open-weight mixtures of experts (gpt-oss-20b, gpt-oss-120b).
 // Attention with q/k/v/o biases, NEOX RoPE with YaRN, and a learned sink logit per head
 // that joins every softmax without a value; layers alternate sliding-window and full
-// attention. Feed-forward: a biased router whose top-k logits are softmaxed over the
+// attention (the cache keeps every key; the window is the sliding layers' mask). Feed-forward: a biased router whose top-k logits are softmaxed over the
 // chosen experts only, and experts with biases and a clamped SwiGLU
 // (x = min(g, 7), y = clamp(u, ±7): x·σ(1.702·x)·(y + 1)).
 //   h = x + Wo·attn_sinks(rope(Wq·n + bq), rope(Wk·n + bk), Wv·n + bv) + bo,  n = rmsnorm(x)·attn_norm
@@ -11,6 +11,8 @@
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
 import { reshape } from '../../ggml/tensor.js';
+import { isArrayValue } from '../../gguf/index.js';
+import { ModelError } from '../errors.js';
 import { requireExperts } from '../experts.js';
 import type { Architecture } from './arch.js';
 
@@ -18,6 +20,31 @@ export const gptOss: Architecture = {
   name: 'gpt-oss',
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
+
+  hparams(hp, file) {
+    // llama.cpp: a standard window on every second layer (`sliding_window_pattern`, default
+    // period 2: even layers slide; or one bool per layer)
+    const key = (k: string) => `gpt-oss.${k}`;
+    const nSwa = file.getNumber(key('attention.sliding_window'));
+    if (!Number.isInteger(nSwa) || nSwa < 1) {
+      throw new ModelError(`${file.path}: '${key('attention.sliding_window')}' = ${nSwa} must be a positive integer`);
+    }
+    const kv = file.get(key('attention.sliding_window_pattern'));
+    let swaLayers: boolean[];
+    if (kv && isArrayValue(kv.value)) {
+      const items = Array.from(kv.value.items as ArrayLike<unknown>);
+      if (items.length !== hp.nLayer) {
+        throw new ModelError(
+          `${file.path}: '${key('attention.sliding_window_pattern')}' has ${items.length} values; expected one per layer (${hp.nLayer})`,
+        );
+      }
+      swaLayers = items.map((x) => x === true || (typeof x === 'number' && x !== 0));
+    } else {
+      const period = file.getNumber(key('attention.sliding_window_pattern'), 2);
+      swaLayers = Array.from({ length: hp.nLayer }, (_, il) => period === 0 || il % period < period - 1);
+    }
+    return { ...hp, nSwa, swaLayers };
+  },
 
   tensors(hp, t) {
     const moe = requireExperts(hp.moe, 'gpt-oss');
