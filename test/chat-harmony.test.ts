@@ -14,7 +14,7 @@ import {
   isHarmonyTemplate,
   parseChatOutput,
   parseHarmony,
-} from '../src/api/chat/index.js';
+} from '../src/chat/index.js';
 
 let n = 0;
 const makeId = () => `call_${n++}`;
