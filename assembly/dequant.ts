@@ -10,6 +10,7 @@ import {
 import { dequantMXFP4 } from './mxfp4';
 import { qQs, qScale, qStride, qrow } from './desc';
 import { dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
+import { dequantIQ, isIQ } from './iquant';
 
 /** The IQ4_NL codebook as one vector (a constant, not a data segment). */
 @inline function iq4Table(): v128 {
@@ -334,6 +335,10 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       dequantMXFP4(src, n >> 5, dst);
       return;
     default:
+      if (isIQ(type)) {
+        dequantIQ(type, src, n, dst);
+        return;
+      }
       unreachable();
   }
 }

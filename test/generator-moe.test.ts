@@ -98,7 +98,7 @@ test('MXFP4_MOE: expert stacks MXFP4, other matrices and the output Q8_0, vector
       'MXFP4_MOE',
     );
     assert.deepEqual(
-      fix.tensors.map((t) => `${t.name} ${typeName(chosen.get(t.name)!)}`),
+      fix.tensors.map((t) => `${t.name} ${typeName(chosen.get(t.name)!.type)}`),
       fix.tensors.map((t) => `${t.name} ${typeName(t.type)}`),
     );
     assert.equal(fix.getNumber('general.file_type'), 38);
@@ -113,7 +113,7 @@ test('8 experts: attn_k and attn_v Q8_0, attn_output Q5_K in Q4_K_M; ffn_down by
   const shape = resolveShape('llama', { ...spec.shape, nVocab: 512 });
   const plan = planTensors('llama', shape, 512);
   const types = chooseTensorTypes({ arch: 'llama', nLayer: 8, nHead: 4, nHeadKv: 2, nExpert: 8 }, plan, 'Q4_K_M');
-  const t = (name: string) => typeName(types.get(name)!);
+  const t = (name: string) => typeName(types.get(name)!.type);
   assert.equal(t('blk.3.attn_k.weight'), 'Q8_0');
   assert.equal(t('blk.3.attn_v.weight'), 'Q8_0');
   assert.equal(t('blk.3.attn_output.weight'), 'Q5_K');

@@ -7,7 +7,8 @@
 // (in the role or the channel header) is a tool call whose body is the JSON arguments;
 // other recipients (built-in tools) are dropped. Text that is not harmony is content.
 
-import { type ParsedToolCalls, type ParseToolCallsOptions, randomToolCallId } from './tool-calls.js';
+import { randomToolCallId } from './call-id.js';
+import type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
 
 const START = '<|start|>';
 const CHANNEL = '<|channel|>';

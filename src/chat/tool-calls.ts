@@ -6,9 +6,12 @@
 //   harmony  gpt-oss's channels (harmony.ts): analysis → reasoning, final → content,
 //            commentary to=functions.NAME → calls
 // Output that does not parse as a call is left in `content` untouched.
-import { randomBytes } from 'node:crypto';
+import { randomToolCallId } from './call-id.js';
 import { parseHarmony } from './harmony.js';
-import type { ToolCall } from './types.js';
+import type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
+
+export { randomToolCallId } from './call-id.js';
+export type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
 
 export type ToolCallFormat = 'hermes' | 'llama3' | 'mistral' | 'generic' | 'harmony';
 
@@ -21,27 +24,6 @@ export function detectToolCallFormat(template: string | undefined): ToolCallForm
   if (template.includes('<|python_tag|>')) return 'llama3';
   if (template.includes('<|start_header_id|>') && template.includes('"parameters"')) return 'llama3';
   return 'generic';
-}
-
-export interface ParsedToolCalls {
-  /** The reply's text without its tool calls (the whole text when none parsed). */
-  content: string;
-  tool_calls: ToolCall[];
-  /** The model's reasoning, for formats that keep it apart (harmony's analysis channel). */
-  reasoning_content?: string;
-}
-
-export interface ParseToolCallsOptions {
-  /** Id for a call that has none; default: 9 random letters and digits (Mistral's form). */
-  makeId?: () => string;
-}
-
-const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-
-export function randomToolCallId(): string {
-  let id = '';
-  for (const b of randomBytes(9)) id += ALNUM[b % ALNUM.length];
-  return id;
 }
 
 interface RawCall {
