@@ -77,7 +77,7 @@ async function child(path: string, threads: number, nCtx: number): Promise<Resul
   const t1 = performance.now();
   for (const t of gen) await ctx.decode({ tokens: [t] });
   const tg = (TG * 1000) / (performance.now() - t1);
-  const kv = ctx.kv?.bytes ?? 0;
+  const kv = ctx.memory?.bytes ?? 0;
   ctx.free();
   const r: Result = {
     load_ms,

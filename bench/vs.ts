@@ -1,15 +1,22 @@
 // llama.ts against native llama.cpp (node-llama-cpp's prebuilt binaries) on the same
 // generated models, same thread count, alternating runs (not a test):
-//   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0] [--moe]
-// For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's, in Q4_0, Q8_0 and
-// Q4_K_M; with --moe the mixtures of experts instead: qwen3-30b-a3b in Q4_0 and Q4_K_M and
-// gpt-oss-20b with MXFP4 experts, each cut to 12 layers of the real per-layer shape) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
+//   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
+//                    [--long | --no-long] [--moe]
+// For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's in Q4_0, Q8_0 and
+// Q4_K_M; Gemma-3-1B's and Phi-4-mini's in Q4_0 and Q4_K_M; with --moe the mixtures of
+// experts instead: qwen3-30b-a3b in Q4_0 and Q4_K_M and gpt-oss-20b with MXFP4 experts,
+// each cut to 12 layers of the real per-layer shape, NAME@LAYERS) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
 // (so load time and peak RSS are per engine; the model file is read once before each, so
 // both start with it in the page cache), in alternating order: load, a short warm-up,
 // pp512 (one 512-token batch) and tg128 (128 single-token decodes from an empty context).
 // The table shows medians, the llama.ts / node-llama-cpp ratios, and the tg bound implied
 // by the machine's read bandwidth (bytes read per token: every weight but the token
 // embedding table, of which one row is read, and of expert stacks the used share).
+// Long context (when the plan holds gemma-3-1b Q4_0, or with --long; --no-long skips it):
+// gemma-3-1b Q4_0's KV memory at a 32k context (llama.ts: the memory's buffers;
+// node-llama-cpp: the sum of llama.cpp's "llama_kv_cache: size = X MiB" log lines, at
+// LlamaLogLevel.info), and tg64 at a 4,096-token context against tg64 from an empty one,
+// both engines, one run each.
 // node-llama-cpp@3.21.1 is installed on first use into ~/.cache/llama-ts/oracles (or
 // LLAMA_TS_ORACLES), never into the repository; models come from the generator's cache.
 
@@ -77,6 +84,16 @@ function median(xs: number[]): number {
 
 // ---- children: one engine, one model, one measurement ----
 
+interface LongResult {
+  kv32k_mb: number;
+  tg_empty: number;
+  tg_4096: number;
+}
+
+const LONG_CTX = 32768;
+const LONG_FILL = 4096;
+const LONG_TG = 64;
+
 interface ChildArgs {
   path: string;
   threads: number;
@@ -102,10 +119,83 @@ async function childLlamaTs({ path, threads, nVocab, bos }: ChildArgs): Promise<
   t1 = performance.now();
   for (const t of gen) await ctx.decode({ tokens: [t] });
   const tg = (TG * 1000) / (performance.now() - t1);
-  const kv_mb = (ctx.kv?.bytes ?? 0) / 2 ** 20;
+  const kv_mb = (ctx.memory?.bytes ?? 0) / 2 ** 20;
   const file_mb = model.fileSize / 2 ** 20;
   ctx.free();
   return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb, kv_mb };
+}
+
+async function childLlamaTsLong({ path, threads, nVocab, bos }: ChildArgs): Promise<LongResult> {
+  const { Model, Context } = await import('../src/model/index.js');
+  const model = await Model.load(path);
+  const big = new Context(model, { nCtx: LONG_CTX, nBatch: PP, nUbatch: PP, nThreads: threads });
+  const kv32k_mb = (big.memory?.bytes ?? 0) / 2 ** 20;
+  big.free();
+  const ctx = new Context(model, { nCtx: LONG_FILL + LONG_TG, nBatch: PP, nUbatch: PP, nThreads: threads });
+  await ctx.decode({ tokens: randomTokens(16, nVocab, 7, bos) });
+  for (const t of randomTokens(4, nVocab, 8, -1)) await ctx.decode({ tokens: [t] });
+  ctx.clearMemory();
+  const gen = randomTokens(LONG_TG, nVocab, 43, -1);
+  const tg = async () => {
+    const t1 = performance.now();
+    for (const t of gen) await ctx.decode({ tokens: [t] });
+    return (LONG_TG * 1000) / (performance.now() - t1);
+  };
+  await ctx.decode({ tokens: [bos >= 0 ? bos : 0] });
+  const tg_empty = await tg();
+  ctx.clearMemory();
+  const fill = randomTokens(LONG_FILL, nVocab, 44, bos);
+  for (let i = 0; i < fill.length; i += PP) await ctx.decode({ tokens: fill.slice(i, i + PP) });
+  const tg_4096 = await tg();
+  ctx.free();
+  return { kv32k_mb, tg_empty, tg_4096 };
+}
+
+async function childNodeLlamaCppLong({ path, threads, nVocab, bos }: ChildArgs): Promise<LongResult> {
+  // biome-ignore lint/suspicious/noExplicitAny: the oracle is loaded from outside the repository, untyped
+  const nlc: any = await import(pathToFileURL(ensureOracle()).href);
+  const log: string[] = [];
+  const llama = await nlc.getLlama({
+    gpu: false,
+    build: 'never',
+    logLevel: nlc.LlamaLogLevel.info,
+    logger: (_level: unknown, message: string) => log.push(message),
+  });
+  const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+  log.length = 0;
+  const big = await model.createContext({
+    contextSize: LONG_CTX,
+    batchSize: PP,
+    threads: { ideal: threads, min: threads },
+    sequences: 1,
+  });
+  let kv32k_mb = 0;
+  for (const m of log.join('\n').matchAll(/llama_kv_cache: size = +([\d.]+) MiB/g)) kv32k_mb += Number(m[1]);
+  await big.dispose();
+  const context = await model.createContext({
+    contextSize: LONG_FILL + LONG_TG,
+    batchSize: PP,
+    threads: { ideal: threads, min: threads },
+    sequences: 1,
+  });
+  const seq = context.getSequence();
+  await seq.evaluateWithoutGeneratingNewTokens(randomTokens(16, nVocab, 7, bos));
+  for (const t of randomTokens(4, nVocab, 8, -1)) await seq.evaluateWithoutGeneratingNewTokens([t]);
+  await seq.clearHistory();
+  const gen = randomTokens(LONG_TG, nVocab, 43, -1);
+  const tg = async () => {
+    const t1 = performance.now();
+    for (const t of gen) await seq.evaluateWithoutGeneratingNewTokens([t]);
+    return (LONG_TG * 1000) / (performance.now() - t1);
+  };
+  await seq.evaluateWithoutGeneratingNewTokens([bos >= 0 ? bos : 0]);
+  const tg_empty = await tg();
+  await seq.clearHistory();
+  await seq.evaluateWithoutGeneratingNewTokens(randomTokens(LONG_FILL, nVocab, 44, bos));
+  const tg_4096 = await tg();
+  await context.dispose();
+  await model.dispose();
+  return { kv32k_mb, tg_empty, tg_4096 };
 }
 
 async function childNodeLlamaCpp({ path, threads, nVocab, bos }: ChildArgs): Promise<ChildResult> {
@@ -159,7 +249,7 @@ function warmPageCache(path: string): void {
   }
 }
 
-function runChild(engine: string, a: ChildArgs): Promise<ChildResult> {
+function runChild<R = ChildResult>(engine: string, a: ChildArgs): Promise<R> {
   const { path, threads } = a;
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', engine, JSON.stringify(a)], {
@@ -174,7 +264,7 @@ function runChild(engine: string, a: ChildArgs): Promise<ChildResult> {
     p.on('close', (code) => {
       const line = out.trim().split('\n').pop() ?? '';
       if (code !== 0 || !line.startsWith('{')) reject(new Error(`${engine} on ${path}: exit ${code}: ${out}`));
-      else resolve(JSON.parse(line) as ChildResult);
+      else resolve(JSON.parse(line) as R);
     });
   });
 }
@@ -228,21 +318,23 @@ async function main(): Promise<void> {
   const json = argv.includes('--json');
   const threads = Number(opt('threads', '2'));
   const reps = Number(opt('reps', '3'));
-  const moe = argv.includes('--moe');
-  // a preset may carry a layer count: NAME@LAYERS; with --moe, each gets its own types
-  const runs: [string, string][] = moe
+  const plan: Array<[string, string[]]> = argv.includes('--moe')
     ? [
-        ['qwen3-30b-a3b@12', 'Q4_0'],
-        ['qwen3-30b-a3b@12', 'Q4_K_M'],
-        ['gpt-oss-20b@12', 'MXFP4_MOE'],
+        ['qwen3-30b-a3b@12', ['Q4_0', 'Q4_K_M']],
+        ['gpt-oss-20b@12', ['MXFP4_MOE']],
       ]
-    : opt('presets', 'qwen2.5-0.5b-630m,tinyllama-1.1b')
-        .split(',')
-        .flatMap((p) =>
-          opt('types', 'Q4_0,Q8_0,Q4_K_M')
-            .split(',')
-            .map((t): [string, string] => [p, t]),
-        );
+    : [
+        ['qwen2.5-0.5b-630m', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+        ['tinyllama-1.1b', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+        ['gemma-3-1b', ['Q4_0', 'Q4_K_M']],
+        ['phi-4-mini', ['Q4_0', 'Q4_K_M']],
+      ];
+  const presets = opt('presets', plan.map((p) => p[0]).join(',')).split(',');
+  const typesOpt = argv.some((a) => a.startsWith('--types=')) ? opt('types', '').split(',') : undefined;
+  const typesOf = (preset: string) => typesOpt ?? plan.find((p) => p[0] === preset)?.[1] ?? ['Q4_0', 'Q8_0', 'Q4_K_M'];
+  const long =
+    !argv.includes('--no-long') &&
+    (argv.includes('--long') || (presets.includes('gemma-3-1b') && typesOf('gemma-3-1b').includes('Q4_0')));
   const say = (s: string) => {
     if (!json) process.stdout.write(`${s}\n`);
   };
@@ -255,52 +347,67 @@ async function main(): Promise<void> {
   );
   const rows: Array<EngineRow | { model: string; type: string; engine: 'bound'; tg128: number }> = [];
   const table: string[][] = [];
-  for (const [preset, type] of runs) {
-    if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
-    process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
-    const [name, layers] = preset.split('@');
-    const path = ensureModel(name, type, undefined, layers ? { shape: { nLayer: Number(layers) } } : {});
-    const facts = await modelFacts(path);
-    const bound = (bw * 1e9) / facts.bytes;
-    const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
-    const got: Record<string, ChildResult[]> = { 'llama.ts': [], 'node-llama-cpp': [] };
-    for (let r = 0; r < reps; r++) {
-      const order = r % 2 === 0 ? ['llama.ts', 'node-llama-cpp'] : ['node-llama-cpp', 'llama.ts'];
-      for (const engine of order) {
-        process.stderr.write(`bench:vs: ${preset} ${type}: ${engine} run ${r + 1}/${reps}\n`);
-        warmPageCache(path);
-        got[engine].push(await runChild(engine, args));
+  for (const preset of presets) {
+    for (const type of typesOf(preset)) {
+      if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
+      process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
+      // NAME@LAYERS: the preset cut to that many layers of its per-layer shape
+      const [name, layers] = preset.split('@');
+      const path = ensureModel(name, type, undefined, layers ? { shape: { nLayer: Number(layers) } } : {});
+      const facts = await modelFacts(path);
+      const bound = (bw * 1e9) / facts.bytes;
+      const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
+      const got: Record<string, ChildResult[]> = { 'llama.ts': [], 'node-llama-cpp': [] };
+      for (let r = 0; r < reps; r++) {
+        const order = r % 2 === 0 ? ['llama.ts', 'node-llama-cpp'] : ['node-llama-cpp', 'llama.ts'];
+        for (const engine of order) {
+          process.stderr.write(`bench:vs: ${preset} ${type}: ${engine} run ${r + 1}/${reps}\n`);
+          warmPageCache(path);
+          got[engine].push(await runChild(engine, args));
+        }
       }
-    }
-    const med = (engine: string): EngineRow => {
-      const xs = got[engine];
-      return {
-        model: preset,
-        type,
-        engine: engine as EngineRow['engine'],
-        pp512: median(xs.map((x) => x.pp)),
-        tg128: median(xs.map((x) => x.tg)),
-        load_ms: median(xs.map((x) => x.load_ms)),
-        rss_mb: median(xs.map((x) => x.rss_mb)),
+      const med = (engine: string): EngineRow => {
+        const xs = got[engine];
+        return {
+          model: preset,
+          type,
+          engine: engine as EngineRow['engine'],
+          pp512: median(xs.map((x) => x.pp)),
+          tg128: median(xs.map((x) => x.tg)),
+          load_ms: median(xs.map((x) => x.load_ms)),
+          rss_mb: median(xs.map((x) => x.rss_mb)),
+        };
       };
-    };
-    const ours = med('llama.ts');
-    const theirs = med('node-llama-cpp');
-    rows.push(ours, theirs, { model: preset, type, engine: 'bound', tg128: bound });
-    const fileKv = got['llama.ts'][0].file_mb + got['llama.ts'][0].kv_mb;
-    table.push([
-      preset,
-      type,
-      `${ours.pp512.toFixed(1)} / ${theirs.pp512.toFixed(1)} = ${(ours.pp512 / theirs.pp512).toFixed(2)}x`,
-      `${ours.tg128.toFixed(1)} / ${theirs.tg128.toFixed(1)} = ${(ours.tg128 / theirs.tg128).toFixed(2)}x`,
-      bound.toFixed(1),
-      `${ours.load_ms.toFixed(0)} / ${theirs.load_ms.toFixed(0)} = ${(ours.load_ms / theirs.load_ms).toFixed(2)}x`,
-      `${ours.rss_mb.toFixed(0)} / ${theirs.rss_mb.toFixed(0)}; ${(ours.rss_mb / fileKv).toFixed(2)}x file+KV`,
-    ]);
-    process.stderr.write(`bench:vs: ${table[table.length - 1].join(' | ')}\n`);
+      const ours = med('llama.ts');
+      const theirs = med('node-llama-cpp');
+      rows.push(ours, theirs, { model: preset, type, engine: 'bound', tg128: bound });
+      const fileKv = got['llama.ts'][0].file_mb + got['llama.ts'][0].kv_mb;
+      table.push([
+        preset,
+        type,
+        `${ours.pp512.toFixed(1)} / ${theirs.pp512.toFixed(1)} = ${(ours.pp512 / theirs.pp512).toFixed(2)}x`,
+        `${ours.tg128.toFixed(1)} / ${theirs.tg128.toFixed(1)} = ${(ours.tg128 / theirs.tg128).toFixed(2)}x`,
+        bound.toFixed(1),
+        `${ours.load_ms.toFixed(0)} / ${theirs.load_ms.toFixed(0)} = ${(ours.load_ms / theirs.load_ms).toFixed(2)}x`,
+        `${ours.rss_mb.toFixed(0)} / ${theirs.rss_mb.toFixed(0)}; ${(ours.rss_mb / fileKv).toFixed(2)}x file+KV`,
+      ]);
+      process.stderr.write(`bench:vs: ${table[table.length - 1].join(' | ')}\n`);
+    }
+  }
+  let longRows: Record<string, LongResult> | undefined;
+  if (long) {
+    const path = ensureModel('gemma-3-1b', 'Q4_0');
+    const facts = await modelFacts(path);
+    const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
+    longRows = {};
+    for (const engine of ['llama.ts', 'node-llama-cpp']) {
+      process.stderr.write(`bench:vs: gemma-3-1b Q4_0 long context: ${engine}\n`);
+      warmPageCache(path);
+      longRows[engine] = await runChild<LongResult>(`${engine}-long`, args);
+    }
   }
   if (json) {
-    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    process.stdout.write(`${JSON.stringify(longRows ? [...rows, { long: longRows }] : rows)}\n`);
     return;
   }
   say('');
@@ -309,6 +416,19 @@ async function main(): Promise<void> {
   );
   say('|---|---|---|---|---|---|---|');
   for (const r of table) say(`| ${r.join(' | ')} |`);
+  if (longRows) {
+    const a = longRows['llama.ts'];
+    const b = longRows['node-llama-cpp'];
+    say('');
+    say(`gemma-3-1b Q4_0, ${LONG_TG} generated tokens (llama.ts / node-llama-cpp):`);
+    say(
+      `| KV MiB at ${LONG_CTX} ctx | ${a.kv32k_mb.toFixed(1)} / ${b.kv32k_mb.toFixed(1)} = ${(a.kv32k_mb / b.kv32k_mb).toFixed(2)}x |`,
+    );
+    say(`| tg empty t/s | ${a.tg_empty.toFixed(1)} / ${b.tg_empty.toFixed(1)} |`);
+    say(
+      `| tg at ${LONG_FILL} t/s | ${a.tg_4096.toFixed(1)} / ${b.tg_4096.toFixed(1)}; ${(a.tg_4096 / a.tg_empty).toFixed(2)}x / ${(b.tg_4096 / b.tg_empty).toFixed(2)}x of empty |`,
+    );
+  }
   say(
     `load average at the end: ${loadavg()
       .map((x) => x.toFixed(2))
@@ -318,8 +438,13 @@ async function main(): Promise<void> {
 
 if (argv[0] === '--child') {
   const [, engine, args] = argv;
-  const run = engine === 'llama.ts' ? childLlamaTs : childNodeLlamaCpp;
-  run(JSON.parse(args) as ChildArgs).then(
+  const children: Record<string, (a: ChildArgs) => Promise<unknown>> = {
+    'llama.ts': childLlamaTs,
+    'node-llama-cpp': childNodeLlamaCpp,
+    'llama.ts-long': childLlamaTsLong,
+    'node-llama-cpp-long': childNodeLlamaCppLong,
+  };
+  children[engine](JSON.parse(args) as ChildArgs).then(
     (r) => {
       process.stdout.write(`${JSON.stringify(r)}\n`);
       process.exit(0);

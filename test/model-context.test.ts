@@ -208,7 +208,7 @@ test('context shift as llama-ts run does it: drop a range, slide the rest down',
     c.seqRm(0, 1, 5);
     c.seqAdd(0, 5, 10, -4);
     assert.equal(c.seqPosMax(0), 5);
-    assert.equal(c.kv?.used, 6);
+    assert.equal(c.memory?.caches[0].used, 6);
     await c.decode({ tokens: [5, 6, 7, 8, 9, 10] });
     assert.equal(c.seqPosMax(0), 11);
     assert.ok(c.getLogits(-1).every(Number.isFinite));
@@ -482,7 +482,7 @@ test('loading errors name the file, the architecture or the tensor', async () =>
     Model.load(gpt2),
     (e: unknown) =>
       e instanceof ModelError &&
-      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert, qwen2moe, qwen3moe, deepseek2, gpt-oss/.test(
+      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert, gemma2, gemma3, gemma4, gemma-embedding, phi3, smollm3, qwen2moe, qwen3moe, deepseek2, gpt-oss/.test(
         (e as Error).message,
       ),
   );

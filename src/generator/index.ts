@@ -1,6 +1,7 @@
-// Seeded test-model generator: writes llama / qwen2 / qwen3 / bert GGUF files and the
-// mixtures of experts (llama with experts, qwen2moe, qwen3moe, deepseek2, gpt-oss) of any
-// shape with random weights in any file type we can quantize to, with llama-quantize's
+// Seeded test-model generator: writes llama / qwen2 / qwen3 / bert / gemma2 / gemma3 /
+// gemma-embedding / gemma4 / phi3 / smollm3 GGUF files and the mixtures of experts (llama
+// with experts, qwen2moe, qwen3moe, deepseek2, gpt-oss) of any shape
+// with random weights in any file type we can quantize to, with llama-quantize's
 // per-tensor type choices. One tensor at a time is generated, quantized and written, so
 // models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
 import { createHash } from 'node:crypto';
@@ -17,6 +18,7 @@ import { FillPool } from './pool.js';
 import {
   FILE_TYPES,
   type FileTypeName,
+  isGemma,
   type ModelSpec,
   type PresetOptions,
   presetSpec,
@@ -73,7 +75,8 @@ export interface GenerateResult {
 }
 
 function defaultVocab(spec: ModelSpec): VocabSpec {
-  const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spec.arch === 'llama' ? 'synthetic-spm' : 'synthetic-bpe';
+  const spm = spec.arch === 'llama' || spec.arch === 'phi3' || isGemma(spec.arch);
+  const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spm ? 'synthetic-spm' : 'synthetic-bpe';
   return { kind, size: spec.shape.nVocab };
 }
 

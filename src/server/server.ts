@@ -70,6 +70,8 @@ export interface ServerOptions {
   grammarLimits?: GrammarLimits & { timeMs?: number };
   /** Shift a slot's context when it fills, as the library does (a prompt longer than a slot is refused, as llama-server's). Default true. */
   ctxShift?: boolean;
+  /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
+  swaFull?: boolean;
 }
 
 /** A library error as an HTTP error: bad options and requests that do not fit are the client's (400). */
@@ -145,6 +147,7 @@ export class LlamaServer {
       n_batch: Math.min(opts.nBatch ?? 512, total),
       n_parallel: generative ? parallel : 1,
       ctx_shift: opts.ctxShift ?? true,
+      ...(opts.swaFull ? { swa_full: true } : {}),
       ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
       ...(opts.devices ? { devices: opts.devices } : {}),
       ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),

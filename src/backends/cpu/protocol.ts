@@ -77,6 +77,9 @@ export const KERNELS = [
   'k_sigmoid',
   'k_clamp',
   'k_concat',
+  'k_tanh',
+  'k_flash_attn_row',
+  'k_flash_attn_merge',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];

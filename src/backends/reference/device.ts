@@ -28,12 +28,6 @@ export interface ReferenceDeviceOptions {
    * model outputs match llama.cpp's CPU backend (see vec-dot.ts).
    */
   numerics?: 'exact' | 'ggml-cpu';
-  /**
-   * With ggml-cpu numerics, run flash attention as ggml-cpu's one-row kernel does (V summed
-   * in an F16 accumulator, one key at a time), which llama.cpp uses for batches under 64
-   * queries; default: the cpu device's tiled f32 arithmetic.
-   */
-  f16Attention?: boolean;
 }
 
 /** Reference compute is synchronous: an event is complete as soon as it is recorded. */
@@ -48,7 +42,6 @@ export class ReferenceDevice implements Device {
   readonly type = 'cpu' as const;
   private readonly buft: HostBufferType;
   readonly numerics: 'exact' | 'ggml-cpu';
-  readonly f16Attention: boolean;
 
   constructor(
     readonly reg: BackendReg,
@@ -58,7 +51,6 @@ export class ReferenceDevice implements Device {
     this.description = o.description ?? 'scalar TypeScript reference kernels (oracle; slow)';
     this.buft = new HostBufferType({ name: this.name, device: this });
     this.numerics = o.numerics ?? 'exact';
-    this.f16Attention = o.f16Attention ?? false;
   }
 
   memory(): DeviceMemory {
@@ -110,7 +102,7 @@ export class ReferenceBackend implements Backend {
 
   constructor(readonly device: ReferenceDevice) {
     this.name = device.name;
-    this.kernelOptions = { ggmlCpu: device.numerics === 'ggml-cpu', f16Attention: device.f16Attention };
+    this.kernelOptions = { ggmlCpu: device.numerics === 'ggml-cpu' };
   }
 
   async graphCompute(graph: Graph): Promise<void> {

@@ -18,24 +18,6 @@ let ggmlCpu: ReferenceDevice | undefined;
  * runs on it where the registry offers the plain reference device, so that logits match
  * llama.cpp's CPU backend, while the registered device stays the exact oracle.
  */
-let f16Attn: ReferenceDevice | undefined;
-
-/**
- * ggml-cpu numerics with ggml-cpu's one-row flash attention (V summed in f16), what
- * llama.cpp computes for batches under 64 queries (its decode steps and short prompts):
- * for fidelity checks where that rounding matters, e.g. a mixture of experts whose routing
- * is near a tie.
- */
-export function referenceOneRowAttentionDevice(): ReferenceDevice {
-  f16Attn ??= new ReferenceDevice(referenceReg, {
-    name: 'Reference',
-    description: 'scalar TypeScript reference kernels with ggml-cpu numerics, one-row f16 attention (slow)',
-    numerics: 'ggml-cpu',
-    f16Attention: true,
-  });
-  return f16Attn;
-}
-
 export function referenceGgmlCpuDevice(): ReferenceDevice {
   ggmlCpu ??= new ReferenceDevice(referenceReg, {
     name: 'Reference',

@@ -178,8 +178,8 @@ export const deepseek2: Architecture = {
       const rowKv = rowSize(kvPe.type, m.kvLoraRank + nRot);
       let kvCmpr = b.cb(view(kvPe, [m.kvLoraRank, n], [rowKv], 0), 'kv_cmpr', il);
       let kPe = b.cb(view(kvPe, [nRot, 1, n], [rowKv, rowKv], rowSize(kvPe.type, m.kvLoraRank)), 'k_pe', il);
-      qPe = b.cb(b.rope(qPe, rope), 'q_pe', il);
-      kPe = b.cb(b.rope(kPe, rope), 'k_pe', il);
+      qPe = b.cb(b.rope(qPe, rope, il), 'q_pe', il);
+      kPe = b.cb(b.rope(kPe, rope, il), 'k_pe', il);
       kvCmpr = b.rmsNorm(kvCmpr, L('attn_kv_a_norm.weight'), 'kv_cmpr', il);
 
       // the absorbed key projection: each head's q_nope mapped into the latent space

@@ -1,8 +1,9 @@
 // gpt-oss: OpenAI's open-weight mixtures of experts (gpt-oss-20b, gpt-oss-120b).
 // Attention with q/k/v/o biases, NEOX RoPE with YaRN, and a learned sink logit per head
-// that joins every softmax without a value; layers alternate sliding-window and full
-// attention (the cache keeps every key; the window is the sliding layers' mask). Feed-forward: a biased router whose top-k logits are softmaxed over the
-// chosen experts only, and experts with biases and a clamped SwiGLU
+// that joins every softmax without a value; layers alternate sliding-window (a ring
+// cache of the last W keys, or every key with swa_full) and full attention.
+// Feed-forward: a biased router whose top-k logits are softmaxed over the chosen experts
+// only, and experts with biases and a clamped SwiGLU
 // (x = min(g, 7), y = clamp(u, ±7): x·σ(1.702·x)·(y + 1)).
 //   h = x + Wo·attn_sinks(rope(Wq·n + bq), rope(Wk·n + bk), Wv·n + bv) + bo,  n = rmsnorm(x)·attn_norm
 //   x = h + Σ_{e ∈ topk(l)} softmax(l_topk)_e · (down_e·swiglu_oai(gate_e·m + bg_e, up_e·m + bu_e) + bd_e),
@@ -11,9 +12,9 @@
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
 import { reshape } from '../../ggml/tensor.js';
-import { isArrayValue } from '../../gguf/index.js';
 import { ModelError } from '../errors.js';
 import { requireExperts } from '../experts.js';
+import { readSwaPattern } from '../hparams.js';
 import type { Architecture } from './arch.js';
 
 export const gptOss: Architecture = {
@@ -22,28 +23,23 @@ export const gptOss: Architecture = {
   ropeMode: RopeMode.NEOX,
 
   hparams(hp, file) {
-    // llama.cpp: a standard window on every second layer (`sliding_window_pattern`, default
-    // period 2: even layers slide; or one bool per layer)
+    // llama.cpp: a standard window on every second layer (period 2: even layers slide; or
+    // one bool per layer), the sliding layers' RoPE as the full ones' unless
+    // rope.freq_base_swa says otherwise. The memory is the iSWA cache (a ring for the
+    // sliding layers unless swa_full), as for Gemma.
     const key = (k: string) => `gpt-oss.${k}`;
     const nSwa = file.getNumber(key('attention.sliding_window'));
     if (!Number.isInteger(nSwa) || nSwa < 1) {
       throw new ModelError(`${file.path}: '${key('attention.sliding_window')}' = ${nSwa} must be a positive integer`);
     }
-    const kv = file.get(key('attention.sliding_window_pattern'));
-    let swaLayers: boolean[];
-    if (kv && isArrayValue(kv.value)) {
-      const items = Array.from(kv.value.items as ArrayLike<unknown>);
-      if (items.length !== hp.nLayer) {
-        throw new ModelError(
-          `${file.path}: '${key('attention.sliding_window_pattern')}' has ${items.length} values; expected one per layer (${hp.nLayer})`,
-        );
-      }
-      swaLayers = items.map((x) => x === true || (typeof x === 'number' && x !== 0));
-    } else {
-      const period = file.getNumber(key('attention.sliding_window_pattern'), 2);
-      swaLayers = Array.from({ length: hp.nLayer }, (_, il) => period === 0 || il % period < period - 1);
-    }
-    return { ...hp, nSwa, swaLayers };
+    return {
+      ...hp,
+      swaType: 'standard',
+      nSwa,
+      swaLayers: readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 2),
+      ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBase),
+      ropeFreqScaleSwa: hp.ropeFreqScale,
+    };
   },
 
   tensors(hp, t) {
@@ -92,8 +88,8 @@ export const gptOss: Architecture = {
       let q = b.cb(b.linear(L('attn_q.weight'), L('attn_q.bias'), cur), 'Qcur', il);
       let k = b.cb(b.linear(L('attn_k.weight'), L('attn_k.bias'), cur), 'Kcur', il);
       const v = b.cb(b.linear(L('attn_v.weight'), L('attn_v.bias'), cur), 'Vcur', il);
-      q = b.cb(b.rope(reshape(q, [hd, hp.nHead, n]), rope), 'Qcur', il);
-      k = b.cb(b.rope(reshape(k, [hd, hp.nHeadKv, n]), rope), 'Kcur', il);
+      q = b.cb(b.rope(reshape(q, [hd, hp.nHead, n]), rope, il), 'Qcur', il);
+      k = b.cb(b.rope(reshape(k, [hd, hp.nHeadKv, n]), rope, il), 'Kcur', il);
       const v3 = reshape(v, [hd, hp.nHeadKv, n]);
       cur = b.attention(il, q, k, v3, L('attn_output.weight'), L('attn_output.bias'), 1 / Math.sqrt(hd), {
         sinks: L('attn_sinks.weight'),

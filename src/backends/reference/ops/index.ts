@@ -5,7 +5,7 @@ import { GGMLType, traitsOf } from '../../../ggml/types.js';
 import { readable, writable } from '../access.js';
 import { flashAttnExt } from './attention.js';
 import { concat, cont, cpy } from './copy.js';
-import { add, clamp, div, gelu, mul, scale, sigmoid, silu, sumRows, swigluOai } from './elementwise.js';
+import { add, clamp, div, gelu, mul, scale, sigmoid, silu, sumRows, swigluOai, tanh } from './elementwise.js';
 import { addId, mulMatId } from './experts.js';
 import { mulMat } from './matmul.js';
 import { norm, rmsNorm } from './norm.js';
@@ -32,6 +32,7 @@ const KERNELS: Partial<Record<Op, Kernel>> = {
   [Op.SOFT_MAX]: softMax,
   [Op.SILU]: silu,
   [Op.GELU]: gelu,
+  [Op.TANH]: tanh,
   [Op.CPY]: cpy,
   [Op.CONT]: cont,
   [Op.FLASH_ATTN_EXT]: flashAttnExt,
@@ -93,6 +94,7 @@ export function referenceSupportsOp(t: Tensor): boolean {
     case Op.NORM:
     case Op.SILU:
     case Op.GELU:
+    case Op.TANH:
       return isFloat(a) && isFloat(t);
     case Op.ROPE:
       return isFloat(a) && isFloat(t);

@@ -4,6 +4,4 @@
 export interface KernelOptions {
   /** Round matmul activations and attention as ggml-cpu does (vec-dot.ts); default exact. */
   ggmlCpu?: boolean;
-  /** With ggmlCpu: flash attention as ggml-cpu's one-row kernel (F16 V accumulator). */
-  f16Attention?: boolean;
 }
