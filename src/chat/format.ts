@@ -51,7 +51,7 @@ export function isJinjaSupported(templates: ChatTemplates): boolean {
  * `chat_format` numbers in formatted-chat results: 0 is plain content (no tool-call parsing);
  * the others name how tool calls are parsed from the reply.
  */
-export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes'] as const;
+export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes', 'harmony'] as const;
 export type ChatFormatName = (typeof CHAT_FORMATS)[number];
 
 export function chatFormatOf(format: ToolCallFormat): number {
@@ -68,6 +68,8 @@ export interface GetFormattedChatParams {
   add_generation_prompt?: boolean;
   now?: string | number;
   chat_template_kwargs?: Record<string, unknown>;
+  /** gpt-oss (harmony): 'low', 'medium' or 'high', the template's `reasoning_effort`. */
+  reasoning_effort?: string;
   /** Bounds on the template's render (default: DEFAULT_TEMPLATE_LIMITS). */
   limits?: TemplateLimits;
 }
@@ -130,6 +132,7 @@ function planFormattedChat(
   }
 
   const context: Record<string, unknown> = { enable_thinking: params.enable_thinking ?? true };
+  if (params.reasoning_effort !== undefined) context.reasoning_effort = params.reasoning_effort;
   if (params.chat_template_kwargs) Object.assign(context, params.chat_template_kwargs);
   const opts: RenderOptions = {
     addGenerationPrompt,
@@ -144,7 +147,8 @@ function planFormattedChat(
 function finishFormattedChat(plan: Exclude<ChatPlan, { done: FormattedChatResult }>, res: RenderResult) {
   const { tmpl, tools, has_media, media_paths } = plan;
   if (res.format !== 'jinja') return { type: 'llama-chat' as const, prompt: res.prompt, has_media, media_paths };
-  const toolFormat = tools ? tmpl.toolCallFormat : undefined;
+  // a harmony reply always needs parsing (its channels), tools or not
+  const toolFormat = tools || tmpl.toolCallFormat === 'harmony' ? tmpl.toolCallFormat : undefined;
   const out: FormattedChatResult = {
     type: 'jinja',
     prompt: res.prompt,
@@ -155,7 +159,12 @@ function finishFormattedChat(plan: Exclude<ChatPlan, { done: FormattedChatResult
     grammar_lazy: false,
     grammar_triggers: [],
     thinking_forced_open: false,
-    preserved_tokens: toolFormat === 'hermes' ? ['<tool_call>', '</tool_call>'] : [],
+    preserved_tokens:
+      toolFormat === 'hermes'
+        ? ['<tool_call>', '</tool_call>']
+        : toolFormat === 'harmony'
+          ? ['<|channel|>', '<|constrain|>', '<|message|>', '<|start|>', '<|end|>']
+          : [],
     additional_stops: [],
   };
   return out;

@@ -13,6 +13,7 @@ export {
   loadChatTemplates,
   parseChatOutput,
 } from './format.js';
+export { isHarmonyTemplate, type ParsedHarmony, parseHarmony } from './harmony.js';
 export {
   ChatMessageError,
   extractMedia,

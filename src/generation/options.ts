@@ -290,6 +290,14 @@ export const OPTIONS = [
     server: 'enable_thinking',
     doc: 'Passed to templates that have a thinking switch.',
   }),
+  row<string>()('reasoning_effort', {
+    kind: 'enum',
+    group: 'chat',
+    values: ['low', 'medium', 'high'],
+    openai: ['reasoning_effort'],
+    server: 'reasoning_effort',
+    doc: 'gpt-oss (harmony templates): how much the model reasons, passed to the template.',
+  }),
   row<Record<string, unknown>>()('chat_template_kwargs', {
     kind: 'object',
     group: 'chat',

@@ -38,6 +38,8 @@ export interface LlamaCompletionResult {
   text: string;
   /** With messages: the text without tool calls. */
   content?: string;
+  /** With messages, for formats that keep reasoning apart (gpt-oss's analysis channel). */
+  reasoning_content?: string;
   /** With tools: the calls parsed from the text. */
   tool_calls?: ToolCall[];
   /** The chat format the reply was parsed with (0: content only). */

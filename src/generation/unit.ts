@@ -100,6 +100,7 @@ export function formatChat(
       ...(o.tool_choice !== undefined ? { tool_choice: o.tool_choice } : {}),
       ...(o.enable_thinking !== undefined ? { enable_thinking: o.enable_thinking } : {}),
       ...(o.chat_template_kwargs !== undefined ? { chat_template_kwargs: o.chat_template_kwargs } : {}),
+      ...(o.reasoning_effort !== undefined ? { reasoning_effort: o.reasoning_effort } : {}),
       ...(env.templateLimits ? { limits: env.templateLimits } : {}),
     },
     signal ? { signal } : {},
@@ -598,6 +599,7 @@ export class GenerationUnit {
           ? parseToolCalls(this.text, 'generic')
           : parseChatOutput(this.text, q.chatFormat);
       r.content = parsed.content;
+      if (parsed.reasoning_content !== undefined) r.reasoning_content = parsed.reasoning_content;
       if (q.withTools) r.tool_calls = parsed.tool_calls;
     }
     return r;

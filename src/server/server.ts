@@ -20,7 +20,7 @@ import {
   loadModel,
   type ModelInfo,
 } from '../api/index.js';
-import type { TemplateLimits } from '../chat/index.js';
+import { isHarmonyTemplate, type TemplateLimits } from '../chat/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
@@ -361,11 +361,13 @@ export class LlamaServer {
     const sse = stream
       ? new SseWriter(res, () => oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null))
       : undefined;
+    // a harmony reply (gpt-oss) is parsed whole at the end too: its channels carry reasoning and content
+    const harmony = isHarmonyTemplate(this.opts.chatTemplate ?? this.modelInfo.metadata['tokenizer.chat_template']);
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
         // with tools the reply is parsed whole at the end
-        if (useTools) return;
+        if (useTools || harmony) return;
         const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
         sse.send(oa.chatChunk(id, model, created, { content: ev.token }, null, extra));
       });
@@ -374,8 +376,9 @@ export class LlamaServer {
       try {
         const r = await done;
         const calls = r.tool_calls ?? [];
-        if (useTools && (r.content || calls.length > 0)) {
+        if ((useTools || harmony) && (r.content || calls.length > 0 || r.reasoning_content)) {
           const delta: Record<string, unknown> = { content: r.content || null };
+          if (r.reasoning_content !== undefined) delta.reasoning_content = r.reasoning_content;
           if (calls.length > 0) delta.tool_calls = calls.map((t, index) => ({ index, ...t }));
           sse.send(oa.chatChunk(id, model, created, delta, null));
         }
@@ -395,6 +398,7 @@ export class LlamaServer {
     if (!r) return;
     const calls = r.tool_calls ?? [];
     const message: Record<string, unknown> = { role: 'assistant', content: r.content ?? r.text };
+    if (r.reasoning_content !== undefined) message.reasoning_content = r.reasoning_content;
     if (calls.length > 0) {
       message.tool_calls = calls;
       if (!r.content) message.content = null;
