@@ -18,7 +18,7 @@ test('serve: listens, answers, stops on SIGTERM; --api-key wins over LLAMA_API_K
   const url = await new Promise<string>((resolve, reject) => {
     p.stderr.on('data', (d) => {
       err += d;
-      const m = /listening on (http:\/\/\S+)/.exec(err);
+      const m = /ready on (http:\/\/\S+)/.exec(err);
       if (m) resolve(m[1]!);
     });
     p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));

@@ -42,11 +42,30 @@ export interface RequestStatus {
   tokens_per_second: number;
 }
 
+/** One slot: what it runs and what its memory holds (the server's /slots and /metrics). */
+export interface SlotStatus {
+  /** The slot's sequence id. */
+  id: number;
+  /** Tokens of context it may hold. */
+  n_ctx: number;
+  is_processing: boolean;
+  /** The request it runs (its status's request_id), or -1. */
+  request_id: number;
+  state: 'idle' | 'processing_prompt' | 'generating';
+  /** Tokens its memory holds: the cached prefix the next request on it may reuse. */
+  n_cached: number;
+  /** The running request's prompt tokens, and tokens generated so far (0 when idle). */
+  n_prompt_tokens: number;
+  n_decoded: number;
+}
+
 export interface BatcherStatus {
   n_parallel: number;
   active_slots: number;
   queued_requests: number;
   requests: RequestStatus[];
+  /** Every slot, by id (a llama-ts addition to llama.node's status). */
+  slots: SlotStatus[];
   n_decode_total: number;
   n_tokens_total: number;
 }
@@ -120,11 +139,25 @@ export class Batcher {
     };
     for (const s of this.slots) if (s.unit) add(s.unit);
     for (const u of this.queue) add(u);
+    const slots = this.slots.map((s): SlotStatus => {
+      const u = s.unit?.state === 'done' ? undefined : s.unit;
+      return {
+        id: s.seq,
+        n_ctx: this.opts.nCtxSeq,
+        is_processing: u !== undefined,
+        request_id: u?.id ?? -1,
+        state: u === undefined ? 'idle' : u.state === 'generating' ? 'generating' : 'processing_prompt',
+        n_cached: s.tokens.length,
+        n_prompt_tokens: u?.promptLength ?? 0,
+        n_decoded: u?.tokensGenerated ?? 0,
+      };
+    });
     return {
       n_parallel: this.slots.length,
       active_slots: this.nBusy,
       queued_requests: this.queue.length,
       requests,
+      slots,
       n_decode_total: this.stats.nDecode,
       n_tokens_total: this.stats.nTokens,
     };

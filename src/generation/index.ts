@@ -8,7 +8,14 @@ import { OptionError } from './errors.js';
 import { checkOptions, resolveSampling } from './options.js';
 import type { LlamaCompletionOptions } from './types.js';
 
-export { Batcher, type BatcherOptions, type BatcherStats, type BatcherStatus, type RequestStatus } from './batcher.js';
+export {
+  Batcher,
+  type BatcherOptions,
+  type BatcherStats,
+  type BatcherStatus,
+  type RequestStatus,
+  type SlotStatus,
+} from './batcher.js';
 export { OptionError, showValue } from './errors.js';
 export { commonPrefix, contextMemory, type SequenceMemory } from './memory.js';
 export {
@@ -31,6 +38,13 @@ export {
   resolveSampling,
   responseFormatSchema,
 } from './options.js';
+export {
+  isPrefixKey,
+  PREFIX_KEY_HEADER,
+  PREFIX_KEY_MAX_LENGTH,
+  PREFIX_KEY_TOKENS,
+  prefixKey,
+} from './prefix-key.js';
 export type * from './types.js';
 export {
   type ContextLimits,
@@ -40,6 +54,7 @@ export {
   interruptedResult,
   type Placement,
   type PreparedRequest,
+  type PromptInfo,
   prepareRequest,
   type Sequence,
   topLogits,
