@@ -106,6 +106,47 @@ describe('parallel completions', () => {
     }
   });
 
+  test('interrupt() resolves with the partial result, and the queued request takes the freed slot at once; onPrompt', async () => {
+    await ctx.parallel.enable({ n_parallel: 1 });
+    try {
+      let seen = 0;
+      let third!: () => void;
+      const started = new Promise<void>((res) => {
+        third = res;
+      });
+      const prompts: [number, unknown][] = [];
+      const a = await ctx.parallel.completion(
+        { prompt: PROMPTS[0], n_predict: 100_000, ignore_eos: true, prefix_key: '' },
+        () => {
+          if (++seen === 3) third();
+        },
+        (id, info) => prompts.push([id, info]),
+      );
+      await started;
+      // waits for the only slot
+      const b = await ctx.parallel.completion({ prompt: PROMPTS[1], n_predict: 4, temperature: 0 });
+      for (let i = 0; i < 200 && (await ctx.parallel.fetchStatus()).queued_requests === 0; i++) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      assert.equal((await ctx.parallel.fetchStatus()).queued_requests, 1);
+      a.interrupt();
+      const ra = await a.promise;
+      assert.equal(ra.interrupted, true);
+      assert.ok(ra.tokens_predicted >= 3 && ra.tokens_predicted < 100_000, String(ra.tokens_predicted));
+      assert.equal(ra.prefix_key, (prompts[0]![1] as { prefix_key: string }).prefix_key);
+      // B must not wait for another request to wake the loop
+      const timeout = new Promise<'timeout'>((res) => setTimeout(() => res('timeout'), 20_000).unref());
+      const rb = await Promise.race([b.promise, timeout]);
+      assert.notEqual(rb, 'timeout', 'the queued request never started');
+      assert.equal((rb as LlamaCompletionResult).tokens_predicted, 4);
+      const n = (await ctx.tokenize(PROMPTS[0]!, { add_special: true, parse_special: true })).tokens.length;
+      assert.deepEqual(prompts, [[a.requestId, { n_prompt_tokens: n, prefix_key: ra.prefix_key }]]);
+      assert.match(ra.prefix_key ?? '', new RegExp(`^${n}-[0-9a-f]{16}$`));
+    } finally {
+      await ctx.parallel.disable();
+    }
+  });
+
   test('a parallel request with a signal; embeddings; plain completions still work afterwards', async () => {
     await ctx.parallel.enable({ n_parallel: 2 });
     try {

@@ -289,7 +289,14 @@ export class Batcher {
         this.assign();
         const busy = this.slots.filter((s) => s.unit);
         // stops asked for since the last step
-        for (const s of busy) if (s.unit!.checkStop()) this.release(s);
+        let freed = false;
+        for (const s of busy) {
+          if (!s.unit!.checkStop()) continue;
+          this.release(s);
+          freed = true;
+        }
+        // a slot a stop freed goes to a queued unit now, not when the next request wakes the loop
+        if (freed) this.assign();
         if (this.nBusy === 0) {
           this.onChange?.();
           this.notifyIdle();

@@ -436,7 +436,7 @@ export class LlamaServer {
           sendJson(c.res, 503, { status: 'no slot available', ...counts }, { ...headers, 'Retry-After': '1' });
           return;
         }
-        sendJson(c.res, 200, { status: 'ok', ...counts }, headers);
+        sendJson(c.res, 200, { status: 'ok' }, headers);
       }
     }
   }
