@@ -11,7 +11,7 @@ const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from 
 test('the key is <L>-<first 16 hex digits of SHA-256 over the first L ids as little-endian u32>', () => {
   const prompt = [1, 2, 65535, 4294967295 >>> 0, 7];
   const bytes = Buffer.alloc(20);
-  prompt.forEach((t, i) => bytes.writeUInt32LE(t, i * 4));
+  for (const [i, t] of prompt.entries()) bytes.writeUInt32LE(t, i * 4);
   const h = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
   assert.equal(prefixKey(prompt), `5-${h}`);
   assert.equal(prefixKey([]), '');
