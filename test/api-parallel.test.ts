@@ -147,6 +147,27 @@ describe('parallel completions', () => {
     }
   });
 
+  test('a prompt sharing little with any slot takes the least recently used one, not a conversation it would evict', async () => {
+    await ctx.parallel.enable({ n_parallel: 2 });
+    try {
+      const run = async (prompt: string | number[]) =>
+        (await ctx.parallel.completion({ prompt, n_predict: 4, temperature: 0, return_tokens: true })).promise;
+      // conversation X in one slot; then unrelated requests (they share only BOS with it)
+      const x = await run('The cat sat on the mat and looked at the door for a long time.');
+      const xTokens = [...x.prompt_tokens!, ...x.tokens!];
+      await run('Hello, my name is');
+      await run('In the beginning there was');
+      // X's next turn finds its whole first turn still cached (but its last token, never decoded)
+      const x2 = await run([...xTokens, ...x.prompt_tokens!.slice(1, 6)]);
+      assert.equal(x2.tokens_cached, xTokens.length - 1);
+      // a prompt that mostly repeats a slot's tokens still goes to that slot
+      const y = await run('In the beginning there was light');
+      assert.ok(y.tokens_cached > 1, `cached ${y.tokens_cached}`);
+    } finally {
+      await ctx.parallel.disable();
+    }
+  });
+
   test('a parallel request with a signal; embeddings; plain completions still work afterwards', async () => {
     await ctx.parallel.enable({ n_parallel: 2 });
     try {

@@ -1,7 +1,9 @@
 // The batcher: N generation units over one context, one decode per step (continuous
 // batching, as llama-server's slots). Each of the N sequences of the context is a slot:
 // it keeps the tokens its memory holds between requests, and a queued unit goes to the
-// free slot whose cached tokens share the longest prefix with its prompt. Every step
+// free slot where its prompt reuses the most cached tokens and discards the fewest
+// (slotScore), so a conversation returns to its own slot and a new one does not evict
+// a long conversation for the few tokens of a shared template or system prompt. Every step
 // gathers one batch (one token per generating unit, then prompt chunks up to n_batch:
 // prompts and generated tokens share the batch), decodes it once, and gives each unit
 // its row of logits. Between steps the event loop runs (new requests, stops, I/O).
@@ -72,6 +74,20 @@ export interface BatcherStatus {
 
 interface Slot extends Sequence {
   unit: GenerationUnit | undefined;
+  /** When it last took a unit (the batcher's count of assignments; 0: never). */
+  lastUsed: number;
+}
+
+/**
+ * How much a prompt gains from a slot: the cached tokens it reuses (its common prefix
+ * with the slot's tokens) less the cached tokens it would discard. A conversation's next
+ * turn scores about its whole history on its own slot; an unrelated prompt scores 0 on
+ * an empty slot and less on one holding another conversation. (llama-server picks by
+ * the common prefix alone when it is over 10% of the prompt, else the least recently
+ * used slot, which lets a shared system prompt pull new conversations onto busy ones.)
+ */
+export function slotScore(commonPrefix: number, cached: number): number {
+  return commonPrefix - (cached - commonPrefix);
 }
 
 export class Batcher {
@@ -83,6 +99,7 @@ export class Batcher {
   private paused = 0;
   private wake: (() => void) | undefined;
   private idleWaiters: (() => void)[] = [];
+  private assignments = 0;
   readonly stats: BatcherStats = { nDecode: 0, nTokens: 0 };
   /** Called after every step and every change of a unit's state. */
   onChange: (() => void) | undefined;
@@ -222,7 +239,7 @@ export class Batcher {
       this.memory.remove(s.seq, -1, -1);
     }
     const next: Slot[] = [];
-    for (let i = 0; i < n; i++) next.push(this.slots[i] ?? { seq: i, tokens: [], unit: undefined });
+    for (let i = 0; i < n; i++) next.push(this.slots[i] ?? { seq: i, tokens: [], unit: undefined, lastUsed: 0 });
     this.slots = next;
   }
 
@@ -257,7 +274,10 @@ export class Batcher {
     for (const f of w) f();
   }
 
-  /** Puts queued units into free slots, each where its prompt's cached prefix is longest. */
+  /**
+   * Puts queued units into free slots, each where slotScore is highest (ties: the slot
+   * used least recently).
+   */
   private assign(): void {
     if (this.paused > 0) return;
     while (this.queue.length > 0) {
@@ -266,17 +286,18 @@ export class Batcher {
       const unit = this.queue.shift()!;
       if (unit.checkStop()) continue;
       let best = free[0]!;
-      let bestLcp = -1;
+      let bestScore = Number.NEGATIVE_INFINITY;
       for (const s of free) {
-        const n = unit.sharedPrefix(s);
-        if (n > bestLcp) {
+        const score = slotScore(unit.sharedPrefix(s), s.tokens.length);
+        if (score > bestScore || (score === bestScore && s.lastUsed < best.lastUsed)) {
           best = s;
-          bestLcp = n;
+          bestScore = score;
         }
       }
       try {
         unit.begin({ sequence: best, memory: this.memory, nCtx: this.opts.nCtxSeq, ctxShift: this.opts.ctxShift });
         best.unit = unit;
+        best.lastUsed = ++this.assignments;
       } catch (e) {
         unit.fail(e);
       }
