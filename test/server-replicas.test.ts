@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { LlamaServer } from '../src/server/index.js';
-import { findNginx, NO_NGINX, type Proxy, startNginx } from './helpers/nginx.js';
+import { findNginx, type NginxProxy, NO_NGINX, startNginx } from './helpers/nginx.js';
 import { REPO_ROOT } from './helpers/shared.js';
 import { chatModel } from './server-fixtures.js';
 
@@ -151,7 +151,7 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
   let b: Replica;
   let c: LlamaServer;
   let cAddr: string;
-  let proxy: Proxy;
+  let proxy: NginxProxy;
   before(async () => {
     [a, b] = await Promise.all([spawnReplica(model), spawnReplica(model)]);
     // the third listens but loads only when the first test says so

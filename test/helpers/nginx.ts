@@ -56,7 +56,7 @@ export interface Routed {
   uri: string;
 }
 
-export interface Proxy {
+export interface NginxProxy {
   readonly url: string;
   /** The access log so far. */
   routed(): Routed[];
@@ -71,7 +71,7 @@ export async function startNginx(
   nginx: string,
   replicas: number[],
   opts: { failTimeout?: string } = {},
-): Promise<Proxy> {
+): Promise<NginxProxy> {
   const dir = mkdtempSync(join(tmpdir(), 'llama-ts-nginx-'));
   chmodSync(dir, 0o755);
   for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, 'tmp', d), { recursive: true });
