@@ -2,7 +2,8 @@
 // `llama-ts serve` processes and one server in this process that is still loading at
 // first. Checks: a replica still loading (503) makes no request fail; every streamed
 // request completes through the proxy; a conversation that sends its X-Prefix-Key back
-// (or its own X-Session-Id) lands on one replica and reuses its cached prompt; SIGTERM to
+// lands on one replica from its second turn and reuses its cached prompt there (from the
+// first turn with a session header: its own, or the one nginx returned); SIGTERM to
 // a replica under load loses no accepted request (its streams finish, new requests go to
 // the others) and it exits 0. Skips when nginx is not installed.
 import assert from 'node:assert/strict';
@@ -53,6 +54,8 @@ interface Answer {
   /** The replica that answered (the last of nginx's X-Upstream). */
   upstream: string;
   key: string;
+  /** nginx's X-Session-Id: what placed the request. */
+  session: string;
   text: string;
   finish: string | null | undefined;
   done: boolean;
@@ -72,6 +75,7 @@ async function chat(
     status: 0,
     upstream: '',
     key: '',
+    session: '',
     text: '',
     finish: undefined,
     done: false,
@@ -97,6 +101,7 @@ async function chat(
     // the replica that answered: the last one nginx tried
     a.upstream = (r.headers.get('x-upstream') ?? '').split(', ').at(-1)!;
     a.key = r.headers.get('x-prefix-key') ?? '';
+    a.session = r.headers.get('x-session-id') ?? '';
     if (r.status !== 200) {
       a.error = await r.text();
       return a;
@@ -207,28 +212,33 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
 
   test("a conversation's later turns land on one replica and reuse its cached prompt", async () => {
     const TURNS = 4;
-    const converse = async (n: number, session?: string) => {
+    // 'key': sends X-Prefix-Key back; 'own': its own X-Session-Id from the first turn (and
+    // the key back); 'minted': sends back the X-Session-Id nginx gave its first turn
+    const converse = async (n: number, mode: 'key' | 'own' | 'minted') => {
       const messages: Message[] = [
         { role: 'system', content: `You are storyteller number ${n}.` },
         { role: 'user', content: `Tell me about animal ${n}.` },
       ];
       const turns: Answer[] = [];
       let key = '';
+      let session = mode === 'own' ? `conversation-${n}` : '';
       for (let t = 0; t < TURNS; t++) {
         // nginx prefers the session header when both are sent
         const headers: Record<string, string> = {
-          ...(key ? { 'X-Prefix-Key': key } : {}),
+          ...(key && mode !== 'minted' ? { 'X-Prefix-Key': key } : {}),
           ...(session ? { 'X-Session-Id': session } : {}),
         };
         const x = await chat(proxy.url, messages, { headers, maxTokens: 20 });
         assert.equal(incomplete(x), '', `conversation ${n}, turn ${t + 1}`);
         turns.push(x);
         key = x.key;
+        if (mode === 'minted' && t === 0) session = x.session;
         messages.push({ role: 'assistant', content: x.text }, { role: 'user', content: `And then (${t})?` });
       }
       return turns;
     };
-    const convs = await Promise.all([converse(1), converse(2), converse(3), converse(4, 'session-4')]);
+    const modes = ['key', 'key', 'key', 'own', 'minted'] as const;
+    const convs = await Promise.all(modes.map((m, n) => converse(n + 1, m)));
     const report = convs.map((turns) =>
       turns.map((x) => `${x.upstream} ${x.cached}/${x.promptTokens} ${x.key}`).join(' | '),
     );
@@ -236,10 +246,11 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
       `# conversations (replica cached/prompt key, per turn):\n${report.map((r) => `#   ${r}\n`).join('')}`,
     );
     for (const [n, turns] of convs.entries()) {
-      const withSession = n === 3;
+      const withSession = modes[n] !== 'key';
       const why = `conversation ${n + 1}: ${report[n]}`;
-      // one key for the whole conversation
-      assert.equal(new Set(turns.map((x) => x.key)).size, 1, why);
+      // one key for the whole conversation that sends it back
+      if (modes[n] !== 'minted') assert.equal(new Set(turns.map((x) => x.key)).size, 1, why);
+      else assert.match(turns[0]!.session, /^[0-9a-f]{32}$/, 'nginx names the first turn');
       // from the second turn (the first, with a session header), one replica
       const from = withSession ? 0 : 1;
       assert.equal(new Set(turns.slice(from).map((x) => x.upstream)).size, 1, why);
