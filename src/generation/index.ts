@@ -1,7 +1,8 @@
 // The generation layer: the one loop that turns options into text. A unit (unit.ts) owns
 // one request on one sequence; the batcher (batcher.ts) advances N units with one decode
 // per step; the option table (options.ts) declares every completion and sampling option
-// once; memory.ts is what a unit asks of a context's memory. The library (src/api), the
+// once; memory.ts is what a unit asks of a context's memory; prefix-key.ts names a
+// prompt's start for load balancers. The library (src/api), the
 // server (through the library) and the CLI (through the library) all generate here.
 import { buildSamplingChain, grammarConstraint, type SamplingChain, type SamplingVocab } from '../sampling/index.js';
 import { OptionError } from './errors.js';
