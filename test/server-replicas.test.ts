@@ -16,7 +16,8 @@ import { chatModel } from './server-fixtures.js';
 
 const NGINX = findNginx();
 if (!NGINX) process.stderr.write(`# ${NO_NGINX}; skipping the replica tests\n`);
-const SLOTS = 4;
+// more slots than the 5 conversations of the affinity test, so none evicts another
+const SLOTS = 6;
 const CTX = 1024 * SLOTS;
 
 interface Replica {
