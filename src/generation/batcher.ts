@@ -1,9 +1,10 @@
 // The batcher: N generation units over one context, one decode per step (continuous
 // batching, as llama-server's slots). Each of the N sequences of the context is a slot:
 // it keeps the tokens its memory holds between requests, and a queued unit goes to the
-// free slot where its prompt reuses the most cached tokens and discards the fewest
-// (slotScore), so a conversation returns to its own slot and a new one does not evict
-// a long conversation for the few tokens of a shared template or system prompt. Every step
+// free slot where its prompt reuses more cached tokens than it discards (chooseSlot),
+// else an empty one, else the one used least recently: a conversation returns to its
+// own slot, and a new one evicts the slot most likely abandoned, not a conversation that
+// just ran because it shares a template or system prompt with it. Every step
 // gathers one batch (one token per generating unit, then prompt chunks up to n_batch:
 // prompts and generated tokens share the batch), decodes it once, and gives each unit
 // its row of logits. Between steps the event loop runs (new requests, stops, I/O).
@@ -82,12 +83,50 @@ interface Slot extends Sequence {
  * How much a prompt gains from a slot: the cached tokens it reuses (its common prefix
  * with the slot's tokens) less the cached tokens it would discard. A conversation's next
  * turn scores about its whole history on its own slot; an unrelated prompt scores 0 on
- * an empty slot and less on one holding another conversation. (llama-server picks by
- * the common prefix alone when it is over 10% of the prompt, else the least recently
- * used slot, which lets a shared system prompt pull new conversations onto busy ones.)
+ * an empty slot and less on one holding another conversation.
  */
 export function slotScore(commonPrefix: number, cached: number): number {
   return commonPrefix - (cached - commonPrefix);
+}
+
+/** A free slot as chooseSlot sees it. */
+export interface SlotCandidate {
+  /** Tokens the prompt shares with the slot's cached tokens (from the start). */
+  commonPrefix: number;
+  /** Tokens the slot's memory holds. */
+  cached: number;
+  /** When it last took a unit (a count of assignments; 0: never). */
+  lastUsed: number;
+}
+
+/**
+ * The index of the slot a prompt goes to: the one where it gains most (slotScore > 0;
+ * ties: the least recently used), else an empty one, else the least recently used. When
+ * no slot gains, recency decides, not the tokens a slot would lose: with a shared system
+ * prompt, a new conversation loses fewer tokens on an active conversation's slot than on
+ * an older, shorter one's, and taking it would cascade (that conversation's next turn
+ * takes another's). llama-server: the longest prefix over 10% of the prompt, else the
+ * least recently used slot, which lets a shared system prompt pull a new conversation
+ * onto an active one's slot.
+ */
+export function chooseSlot(candidates: readonly SlotCandidate[]): number {
+  let best = -1;
+  let bestScore = 0;
+  for (const [i, c] of candidates.entries()) {
+    const score = slotScore(c.commonPrefix, c.cached);
+    if (score > bestScore || (score === bestScore && best >= 0 && c.lastUsed < candidates[best]!.lastUsed)) {
+      best = i;
+      bestScore = score;
+    }
+  }
+  if (best >= 0) return best;
+  for (const [i, c] of candidates.entries()) {
+    if (best < 0) best = i;
+    const b = candidates[best]!;
+    const emptier = (c.cached === 0 ? 0 : 1) - (b.cached === 0 ? 0 : 1);
+    if (emptier < 0 || (emptier === 0 && c.lastUsed < b.lastUsed)) best = i;
+  }
+  return best;
 }
 
 export class Batcher {
@@ -274,10 +313,7 @@ export class Batcher {
     for (const f of w) f();
   }
 
-  /**
-   * Puts queued units into free slots, each where slotScore is highest (ties: the slot
-   * used least recently).
-   */
+  /** Puts queued units into free slots, each where chooseSlot says. */
   private assign(): void {
     if (this.paused > 0) return;
     while (this.queue.length > 0) {
@@ -285,15 +321,12 @@ export class Batcher {
       if (free.length === 0) return;
       const unit = this.queue.shift()!;
       if (unit.checkStop()) continue;
-      let best = free[0]!;
-      let bestScore = Number.NEGATIVE_INFINITY;
-      for (const s of free) {
-        const score = slotScore(unit.sharedPrefix(s), s.tokens.length);
-        if (score > bestScore || (score === bestScore && s.lastUsed < best.lastUsed)) {
-          best = s;
-          bestScore = score;
-        }
-      }
+      const best =
+        free[
+          chooseSlot(
+            free.map((s) => ({ commonPrefix: unit.sharedPrefix(s), cached: s.tokens.length, lastUsed: s.lastUsed })),
+          )
+        ]!;
       try {
         unit.begin({ sequence: best, memory: this.memory, nCtx: this.opts.nCtxSeq, ctxShift: this.opts.ctxShift });
         best.unit = unit;
