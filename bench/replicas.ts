@@ -4,7 +4,7 @@
 // on fresh replicas: 1 replica; 3 with clients sending X-Prefix-Key back; 3 with them
 // sending nginx's X-Session-Id back; 3 with them sending neither.
 //
-//   npm run bench:replicas [-- -m MODEL.gguf] [--seconds 60] [--clients 12] [--slots 8]
+//   npm run bench:replicas [-- -m MODEL.gguf] [--seconds 60] [--clients 12] [--slots N]
 //       [--tokens 24] [-t 1] [--json]
 //
 // A client holds one conversation at a time: a system prompt and an opening of its own,
@@ -27,9 +27,12 @@ const { values: o } = parseArgs({
     model: { type: 'string', short: 'm' },
     seconds: { type: 'string', default: '60' },
     clients: { type: 'string', default: '12' },
-    // per replica: enough for the conversations consistent hashing puts on one (12 over 3
-    // spread unevenly); with fewer, conversations evict each other's slots, affinity or not
-    slots: { type: 'string', default: '8' },
+    // per replica; default: one per client, so that a replica holds every conversation
+    // placement may give it. With fewer, a replica that gets more conversations than slots
+    // evicts the least recently used, which in a round of turns is the next one to come
+    // back: every turn there misses, affinity or not (and that replica, slower for it,
+    // keeps its conversations longer, so more pile up there)
+    slots: { type: 'string' },
     tokens: { type: 'string', default: '24' },
     threads: { type: 'string', short: 't', default: '1' },
     json: { type: 'boolean', default: false },
@@ -38,7 +41,7 @@ const { values: o } = parseArgs({
 
 const SECONDS = Number(o.seconds);
 const CLIENTS = Number(o.clients);
-const SLOTS = Number(o.slots);
+const SLOTS = o.slots === undefined ? Number(o.clients) : Number(o.slots);
 const TOKENS = Number(o.tokens);
 
 function modelPath(): string {
@@ -95,10 +98,12 @@ interface Turn {
   completion: number;
   key: string;
   session: string;
+  /** The replica that answered (nginx's X-Upstream, the last tried). */
+  upstream: string;
 }
 
 async function turn(base: string, messages: { role: string; content: string }[], headers: Record<string, string>) {
-  const t: Turn = { ok: false, promptTokens: 0, cached: 0, completion: 0, key: '', session: '' };
+  const t: Turn = { ok: false, promptTokens: 0, cached: 0, completion: 0, key: '', session: '', upstream: '' };
   try {
     const r = await fetch(`${base}/v1/chat/completions`, {
       method: 'POST',
@@ -113,6 +118,7 @@ async function turn(base: string, messages: { role: string; content: string }[],
     });
     t.key = r.headers.get('x-prefix-key') ?? '';
     t.session = r.headers.get('x-session-id') ?? '';
+    t.upstream = (r.headers.get('x-upstream') ?? '').split(', ').at(-1)!;
     if (r.status !== 200) return { t, text: '' };
     const body = await r.text();
     let text = '';
@@ -151,6 +157,12 @@ interface Run {
   /** Tokens of the previous turn evaluated again, per turn (first turns count 0), and per later turn. */
   reevaluatedPerTurn: number;
   reevaluatedPerLaterTurn: number;
+  /** Later turns answered by another replica than the turn before: second turns, and after. */
+  movedSecondTurns: number;
+  movedLaterTurns: number;
+  /** Re-evaluated tokens per turn on the previous turn's replica (its slot was taken) and after a move. */
+  reevaluatedInPlacePerTurn: number;
+  reevaluatedAfterMovePerTurn: number;
   cpuSeconds: number;
   tokensPerCpuSecond: number;
   loadBefore: number;
@@ -176,6 +188,9 @@ async function run(model: string, nginx: string, name: string, replicas: number,
     let tokens = 0;
     let evaluated = 0;
     let reevaluated = 0;
+    let movedSecond = 0;
+    let movedLater = 0;
+    let reevaluatedMoved = 0;
     const t0 = performance.now();
     const deadline = t0 + SECONDS * 1000;
     const client = async (w: number) => {
@@ -205,7 +220,13 @@ async function run(model: string, nginx: string, name: string, replicas: number,
           evaluated += t.promptTokens - t.cached;
           if (prev) {
             later++;
-            reevaluated += Math.max(0, prev.promptTokens + prev.completion - 1 - t.cached);
+            const lost = Math.max(0, prev.promptTokens + prev.completion - 1 - t.cached);
+            reevaluated += lost;
+            if (t.upstream !== prev.upstream) {
+              if (i === 1) movedSecond++;
+              else movedLater++;
+              reevaluatedMoved += lost;
+            }
           }
           key = t.key;
           if (i === 0) session = t.session;
@@ -232,6 +253,10 @@ async function run(model: string, nginx: string, name: string, replicas: number,
       evaluatedPerTurn: evaluated / turns,
       reevaluatedPerTurn: reevaluated / turns,
       reevaluatedPerLaterTurn: reevaluated / Math.max(1, later),
+      movedSecondTurns: movedSecond,
+      movedLaterTurns: movedLater,
+      reevaluatedInPlacePerTurn: (reevaluated - reevaluatedMoved) / turns,
+      reevaluatedAfterMovePerTurn: reevaluatedMoved / turns,
       cpuSeconds: cpu,
       tokensPerCpuSecond: tokens / cpu,
       loadBefore,
@@ -289,11 +314,11 @@ if (o.json) {
     `model ${model}; ${CLIENTS} chat clients, ${SLOTS} slots and ${o.threads} thread(s) per replica, ≤ ${TOKENS} tokens per reply, ${SECONDS} s per run\n\n`,
   );
   process.stdout.write(
-    '| run | turns | conversations | failed | generated t/s (aggregate) | t/CPU-s | prompt tokens evaluated / turn | re-evaluated / turn | re-evaluated / later turn | load avg (1 min) before → after |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n',
+    '| run | turns | conversations | failed | generated t/s (aggregate) | t/CPU-s | prompt tokens evaluated / turn | re-evaluated / turn | re-evaluated / later turn | of which: in place / after a move | moved: 2nd turns / later turns | load avg (1 min) before → after |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n',
   );
   for (const r of rows) {
     process.stdout.write(
-      `| ${r.name} | ${r.turns} | ${r.conversations} | ${r.failed} | ${f(r.tps)} | ${f(r.tokensPerCpuSecond)} | ${f(r.evaluatedPerTurn)} | ${f(r.reevaluatedPerTurn)} | ${f(r.reevaluatedPerLaterTurn)} | ${f(r.loadBefore, 2)} → ${f(r.loadAfter, 2)} |\n`,
+      `| ${r.name} | ${r.turns} | ${r.conversations} | ${r.failed} | ${f(r.tps)} | ${f(r.tokensPerCpuSecond)} | ${f(r.evaluatedPerTurn)} | ${f(r.reevaluatedPerTurn)} | ${f(r.reevaluatedPerLaterTurn)} | ${f(r.reevaluatedInPlacePerTurn)} / ${f(r.reevaluatedAfterMovePerTurn)} | ${r.movedSecondTurns} / ${r.movedLaterTurns} | ${f(r.loadBefore, 2)} → ${f(r.loadAfter, 2)} |\n`,
     );
   }
   process.stdout.write(
