@@ -1,27 +1,19 @@
 // `llama-ts serve` as a child process: it listens on the port it prints, answers, and
 // shuts down cleanly on SIGTERM; bad usage exits 2.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { REPO_ROOT } from './helpers/shared.js';
+import { BIN, startServe } from './helpers/serve-child.js';
 import { chatModel } from './server-fixtures.js';
 
-const BIN = `${REPO_ROOT}bin/llama-ts.js`;
-
 test('serve: listens, answers, stops on SIGTERM; --api-key wins over LLAMA_API_KEY', { timeout: 60_000 }, async () => {
-  const args = [BIN, 'serve', '-m', chatModel(), '--port', '0', '-np', '2', '-c', '1024', '--api-key', 'flag-key'];
-  const p = spawn(process.execPath, args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LLAMA_API_KEY: 'env-key' },
-  });
-  let err = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    p.stderr.on('data', (d) => {
-      err += d;
-      const m = /ready on (http:\/\/\S+)/.exec(err);
-      if (m) resolve(m[1]!);
-    });
-    p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
+  const {
+    url,
+    process: p,
+    stderr,
+  } = await startServe(['-m', chatModel(), '-np', '2', '-c', '1024', '--api-key', 'flag-key'], {
+    ...process.env,
+    LLAMA_API_KEY: 'env-key',
   });
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
   const complete = (key: string) =>
@@ -35,7 +27,7 @@ test('serve: listens, answers, stops on SIGTERM; --api-key wins over LLAMA_API_K
   assert.equal(r.status, 200);
   // access log at info
   await new Promise((res) => setTimeout(res, 50));
-  assert.match(err, /POST \/v1\/completions 200/);
+  assert.match(stderr(), /POST \/v1\/completions 200/);
   const code = await new Promise<number | null>((resolve) => {
     p.on('exit', (c) => resolve(c));
     p.kill('SIGTERM');
@@ -43,22 +35,14 @@ test('serve: listens, answers, stops on SIGTERM; --api-key wins over LLAMA_API_K
   assert.equal(code, 0);
 });
 
-/** Starts `serve` and resolves with the process, its URL once ready, and its stderr so far. */
-async function serve(extra: string[]): Promise<{ p: ReturnType<typeof spawn>; url: string; err: () => string }> {
-  const args = [BIN, 'serve', '-m', chatModel(), '--port', '0', '-np', '1', '-c', '512', '-t', '1', ...extra];
-  const p = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  p.stderr!.on('data', (d) => {
-    err += d;
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    p.stderr!.on('data', () => {
-      const m = /ready on (http:\/\/\S+)/.exec(err);
-      if (m) resolve(m[1]!);
-    });
-    p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
-  });
-  return { p, url, err: () => err };
+/** Starts `serve` (1 slot) and resolves with the process, its URL once ready, and its stderr so far. */
+async function serve(extra: string[]): Promise<{ p: ChildProcess; url: string; err: () => string }> {
+  const {
+    process: p,
+    url,
+    stderr,
+  } = await startServe(['-m', chatModel(), '-np', '1', '-c', '512', '-t', '1', ...extra]);
+  return { p, url, err: stderr };
 }
 
 /** Starts a streamed chat request; resolves once its first event arrived, with a promise of its whole text. */
@@ -83,7 +67,7 @@ async function startStream(url: string, body: Record<string, unknown>): Promise<
   return { whole };
 }
 
-const exited = (p: ReturnType<typeof spawn>) =>
+const exited = (p: ChildProcess) =>
   new Promise<number | null>((resolve) => {
     if (p.exitCode !== null) resolve(p.exitCode);
     else p.on('exit', (c) => resolve(c));

@@ -49,6 +49,8 @@ an X-Prefix-Key header for load balancers (docs/replicas.md).
       --alias NAME        the model name reported by /v1/models
       --embeddings        serve /v1/embeddings with a generative model too
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
+      --swa-full          sliding-window layers get a full-size KV cache (any cached prefix
+                          stays reusable; more memory)
       --chat-template T   chat template override (Jinja text or a built-in name)
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
@@ -131,6 +133,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       threads,
       ...(device ? { devices: [device] } : {}),
       ctxShift: !o['no-context-shift'],
+      ...(o['swa-full'] ? { swaFull: true } : {}),
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
@@ -220,6 +223,7 @@ function parse(argv: string[]) {
       alias: { type: 'string' },
       embeddings: { type: 'boolean' },
       'no-context-shift': { type: 'boolean' },
+      'swa-full': { type: 'boolean' },
       'chat-template': { type: 'string' },
       'log-level': { type: 'string' },
     } as const),

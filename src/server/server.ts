@@ -80,6 +80,8 @@ export interface ServerOptions {
   ctxShift?: boolean;
   /** Seconds shutdown() lets requests in flight finish before ending them (default 30). */
   shutdownTimeout?: number;
+  /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
+  swaFull?: boolean;
 }
 
 /** Where a server is in its life: loading (503), ready, draining (shutting down: 503 to new requests), closed, or failed to load. */
@@ -230,6 +232,7 @@ export class LlamaServer {
         n_parallel: generative ? parallel : 1,
         ctx_shift: opts.ctxShift ?? true,
         signal: this.loadAbort.signal,
+        ...(opts.swaFull ? { swa_full: true } : {}),
         ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
         ...(opts.devices ? { devices: opts.devices } : {}),
         ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
