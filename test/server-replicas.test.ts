@@ -18,7 +18,9 @@ const NGINX = findNginx();
 if (!NGINX) process.stderr.write(`# ${NO_NGINX}; skipping the replica tests\n`);
 // more slots than the 5 conversations of the affinity test, so none evicts another
 const SLOTS = 6;
-const CTX = 1024 * SLOTS;
+// 512 tokens a slot: the most the generated tiny llama allows (its training context), when
+// ../shared is absent; the longest conversation here is 4 turns, about 350 tokens
+const CTX = 512 * SLOTS;
 
 interface Replica {
   p: ChildProcess;
