@@ -453,6 +453,10 @@ export class EngineContext {
         this.preparing.delete(prepare);
       }
       this.check();
+      hooks.onPrompt?.({
+        n_prompt_tokens: prepared.prompt.length,
+        ...(prepared.prefixKey !== undefined ? { prefix_key: prepared.prefixKey } : {}),
+      });
       const unit = new GenerationUnit(prepared, this.vocab, hooks, id);
       onUnit?.(unit);
       b.submit(unit);

@@ -71,11 +71,10 @@ async function handle(m: Request): Promise<unknown> {
       return context(m.ctx).ec.disableParallel();
     case 'parallelCompletion': {
       const { ec } = context(m.ctx);
-      const r = await ec.parallelCompletion(
-        m.id,
-        m.options,
-        m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {},
-      );
+      const r = await ec.parallelCompletion(m.id, m.options, {
+        onPrompt: (p) => post({ id: m.id, event: 'prompt', value: p }),
+        ...(m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {}),
+      });
       // as llama.node's parallel results: the timings also say how much of the prompt was cached
       return { ...r, requestId: m.id, timings: { ...r.timings, cache_n: r.tokens_cached } };
     }

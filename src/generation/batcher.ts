@@ -1,7 +1,10 @@
 // The batcher: N generation units over one context, one decode per step (continuous
 // batching, as llama-server's slots). Each of the N sequences of the context is a slot:
 // it keeps the tokens its memory holds between requests, and a queued unit goes to the
-// free slot whose cached tokens share the longest prefix with its prompt. Every step
+// free slot where its prompt reuses more cached tokens than it discards (chooseSlot),
+// else an empty one, else the one used least recently: a conversation returns to its
+// own slot, and a new one evicts the slot most likely abandoned, not a conversation that
+// just ran because it shares a template or system prompt with it. Every step
 // gathers one batch (one token per generating unit, then prompt chunks up to n_batch:
 // prompts and generated tokens share the batch), decodes it once, and gives each unit
 // its row of logits. Between steps the event loop runs (new requests, stops, I/O).
@@ -42,17 +45,88 @@ export interface RequestStatus {
   tokens_per_second: number;
 }
 
+/** One slot: what it runs and what its memory holds (the server's /slots and /metrics). */
+export interface SlotStatus {
+  /** The slot's sequence id. */
+  id: number;
+  /** Tokens of context it may hold. */
+  n_ctx: number;
+  is_processing: boolean;
+  /** The request it runs (its status's request_id), or -1. */
+  request_id: number;
+  state: 'idle' | 'processing_prompt' | 'generating';
+  /** Tokens its memory holds: the cached prefix the next request on it may reuse. */
+  n_cached: number;
+  /** The running request's prompt tokens, and tokens generated so far (0 when idle). */
+  n_prompt_tokens: number;
+  n_decoded: number;
+}
+
 export interface BatcherStatus {
   n_parallel: number;
   active_slots: number;
   queued_requests: number;
   requests: RequestStatus[];
+  /** Every slot, by id (a llama-ts addition to llama.node's status). */
+  slots: SlotStatus[];
   n_decode_total: number;
   n_tokens_total: number;
 }
 
 interface Slot extends Sequence {
   unit: GenerationUnit | undefined;
+  /** When it last took a unit (the batcher's count of assignments; 0: never). */
+  lastUsed: number;
+}
+
+/**
+ * How much a prompt gains from a slot: the cached tokens it reuses (its common prefix
+ * with the slot's tokens) less the cached tokens it would discard. A conversation's next
+ * turn scores about its whole history on its own slot; an unrelated prompt scores 0 on
+ * an empty slot and less on one holding another conversation.
+ */
+export function slotScore(commonPrefix: number, cached: number): number {
+  return commonPrefix - (cached - commonPrefix);
+}
+
+/** A free slot as chooseSlot sees it. */
+export interface SlotCandidate {
+  /** Tokens the prompt shares with the slot's cached tokens (from the start). */
+  commonPrefix: number;
+  /** Tokens the slot's memory holds. */
+  cached: number;
+  /** When it last took a unit (a count of assignments; 0: never). */
+  lastUsed: number;
+}
+
+/**
+ * The index of the slot a prompt goes to: the one where it gains most (slotScore > 0;
+ * ties: the least recently used), else an empty one, else the least recently used. When
+ * no slot gains, recency decides, not the tokens a slot would lose: with a shared system
+ * prompt, a new conversation loses fewer tokens on an active conversation's slot than on
+ * an older, shorter one's, and taking it would cascade (that conversation's next turn
+ * takes another's). llama-server: the longest prefix over 10% of the prompt, else the
+ * least recently used slot, which lets a shared system prompt pull a new conversation
+ * onto an active one's slot.
+ */
+export function chooseSlot(candidates: readonly SlotCandidate[]): number {
+  let best = -1;
+  let bestScore = 0;
+  for (const [i, c] of candidates.entries()) {
+    const score = slotScore(c.commonPrefix, c.cached);
+    if (score > bestScore || (score === bestScore && best >= 0 && c.lastUsed < candidates[best]!.lastUsed)) {
+      best = i;
+      bestScore = score;
+    }
+  }
+  if (best >= 0) return best;
+  for (const [i, c] of candidates.entries()) {
+    if (best < 0) best = i;
+    const b = candidates[best]!;
+    const emptier = (c.cached === 0 ? 0 : 1) - (b.cached === 0 ? 0 : 1);
+    if (emptier < 0 || (emptier === 0 && c.lastUsed < b.lastUsed)) best = i;
+  }
+  return best;
 }
 
 export class Batcher {
@@ -64,6 +138,7 @@ export class Batcher {
   private paused = 0;
   private wake: (() => void) | undefined;
   private idleWaiters: (() => void)[] = [];
+  private assignments = 0;
   readonly stats: BatcherStats = { nDecode: 0, nTokens: 0 };
   /** Called after every step and every change of a unit's state. */
   onChange: (() => void) | undefined;
@@ -120,11 +195,25 @@ export class Batcher {
     };
     for (const s of this.slots) if (s.unit) add(s.unit);
     for (const u of this.queue) add(u);
+    const slots = this.slots.map((s): SlotStatus => {
+      const u = s.unit?.state === 'done' ? undefined : s.unit;
+      return {
+        id: s.seq,
+        n_ctx: this.opts.nCtxSeq,
+        is_processing: u !== undefined,
+        request_id: u?.id ?? -1,
+        state: u === undefined ? 'idle' : u.state === 'generating' ? 'generating' : 'processing_prompt',
+        n_cached: s.tokens.length,
+        n_prompt_tokens: u?.promptLength ?? 0,
+        n_decoded: u?.tokensGenerated ?? 0,
+      };
+    });
     return {
       n_parallel: this.slots.length,
       active_slots: this.nBusy,
       queued_requests: this.queue.length,
       requests,
+      slots,
       n_decode_total: this.stats.nDecode,
       n_tokens_total: this.stats.nTokens,
     };
@@ -189,7 +278,7 @@ export class Batcher {
       this.memory.remove(s.seq, -1, -1);
     }
     const next: Slot[] = [];
-    for (let i = 0; i < n; i++) next.push(this.slots[i] ?? { seq: i, tokens: [], unit: undefined });
+    for (let i = 0; i < n; i++) next.push(this.slots[i] ?? { seq: i, tokens: [], unit: undefined, lastUsed: 0 });
     this.slots = next;
   }
 
@@ -224,7 +313,7 @@ export class Batcher {
     for (const f of w) f();
   }
 
-  /** Puts queued units into free slots, each where its prompt's cached prefix is longest. */
+  /** Puts queued units into free slots, each where chooseSlot says. */
   private assign(): void {
     if (this.paused > 0) return;
     while (this.queue.length > 0) {
@@ -232,18 +321,16 @@ export class Batcher {
       if (free.length === 0) return;
       const unit = this.queue.shift()!;
       if (unit.checkStop()) continue;
-      let best = free[0]!;
-      let bestLcp = -1;
-      for (const s of free) {
-        const n = unit.sharedPrefix(s);
-        if (n > bestLcp) {
-          best = s;
-          bestLcp = n;
-        }
-      }
+      const best =
+        free[
+          chooseSlot(
+            free.map((s) => ({ commonPrefix: unit.sharedPrefix(s), cached: s.tokens.length, lastUsed: s.lastUsed })),
+          )
+        ]!;
       try {
         unit.begin({ sequence: best, memory: this.memory, nCtx: this.opts.nCtxSeq, ctxShift: this.opts.ctxShift });
         best.unit = unit;
+        best.lastUsed = ++this.assignments;
       } catch (e) {
         unit.fail(e);
       }
@@ -256,7 +343,14 @@ export class Batcher {
         this.assign();
         const busy = this.slots.filter((s) => s.unit);
         // stops asked for since the last step
-        for (const s of busy) if (s.unit!.checkStop()) this.release(s);
+        let freed = false;
+        for (const s of busy) {
+          if (!s.unit!.checkStop()) continue;
+          this.release(s);
+          freed = true;
+        }
+        // a slot a stop freed goes to a queued unit now, not when the next request wakes the loop
+        if (freed) this.assign();
         if (this.nBusy === 0) {
           this.onChange?.();
           this.notifyIdle();

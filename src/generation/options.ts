@@ -24,6 +24,7 @@ import {
   type SamplingVocab,
 } from '../sampling/index.js';
 import { OptionError } from './errors.js';
+import { PREFIX_KEY_HEADER, PREFIX_KEY_MAX_LENGTH, PREFIX_KEY_TOKENS } from './prefix-key.js';
 
 export type OptionKind = 'number' | 'integer' | 'boolean' | 'string' | 'strings' | 'enum' | 'object' | 'custom';
 
@@ -60,6 +61,8 @@ export interface OptionSpec {
   readonly server?: string;
   /** Not accepted over HTTP (callbacks, signals, library-only switches). */
   readonly libraryOnly?: boolean;
+  /** The HTTP request header the server takes it from (not a body field). */
+  readonly header?: string;
   /** A llama-ts extension (neither llama.node nor llama-server has it). */
   readonly extension?: boolean;
   readonly doc: string;
@@ -411,6 +414,14 @@ export const OPTIONS = [
     default: false,
     server: 'return_tokens',
     doc: 'The result also holds the evaluated prompt (`prompt_tokens`) and the generated token ids (`tokens`).',
+  }),
+  row<string>()('prefix_key', {
+    kind: 'string',
+    group: 'output',
+    size: PREFIX_KEY_MAX_LENGTH,
+    extension: true,
+    header: PREFIX_KEY_HEADER,
+    doc: `The result's \`prefix_key\`: a hash of the rendered prompt's first tokens (at most ${PREFIX_KEY_TOKENS}) (\`<L>-<hex>\`), for load balancers (docs/replicas.md). Give the previous turn's key ('' for none): it is kept while the prompt still begins with the tokens it covers; otherwise, or when malformed, a new key is made. Without this option no key is made.`,
   }),
   row<number>()('top_logits', {
     kind: 'integer',
@@ -1004,7 +1015,9 @@ export function optionsMarkdown(): string {
     const def = s.default === undefined ? '' : `\`${JSON.stringify(s.default)}\``;
     const http = s.libraryOnly
       ? 'library only'
-      : [...new Set([...(s.openai ?? []), ...(s.server ? [s.server] : [])])].map((n) => `\`${n}\``).join(', ');
+      : s.header
+        ? `header \`${s.header}\``
+        : [...new Set([...(s.openai ?? []), ...(s.server ? [s.server] : [])])].map((n) => `\`${n}\``).join(', ');
     const flag = s.llamaCpp ? `\`${s.llamaCpp}\`` : '';
     const doc = `${s.extension ? '(llama-ts) ' : ''}${s.doc}`;
     lines.push(`| ${name} | ${esc(rangeCell(s))} | ${esc(def)} | ${flag} | ${http} | ${esc(doc)} |`);

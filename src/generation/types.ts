@@ -73,6 +73,8 @@ export interface LlamaCompletionResult {
   tokens?: number[];
   /** With `top_logits`: the K highest raw next-token logits after the prompt, [id, logit]. */
   top_logits?: [number, number][];
+  /** With the `prefix_key` option: the prompt's prefix key (for load balancers). */
+  prefix_key?: string;
   timings: LlamaCompletionTimings;
 }
 

@@ -38,6 +38,7 @@ import type { StreamDecoder, Vocab } from '../vocab/index.js';
 import { OptionError } from './errors.js';
 import { commonPrefix, type SequenceMemory } from './memory.js';
 import { type CompletionResponseFormat, checkOptions, get, resolveSampling, responseFormatSchema } from './options.js';
+import { prefixKey } from './prefix-key.js';
 import type {
   CompletionProbability,
   LlamaCompletionOptions,
@@ -56,8 +57,18 @@ export interface UnitEnvironment {
   readonly grammarLimits?: GrammarLimits & { timeMs?: number };
 }
 
+/** What is known of a request once its prompt is rendered and tokenized (before it runs). */
+export interface PromptInfo {
+  /** Prompt tokens (before any cut to the context). */
+  n_prompt_tokens: number;
+  /** With the `prefix_key` option: the prompt's prefix key (prefix-key.ts). */
+  prefix_key?: string;
+}
+
 export interface UnitHooks {
   onToken?: (t: LlamaCompletionToken) => void;
+  /** Called once the request is prepared, before it is queued (the server's X-Prefix-Key header). */
+  onPrompt?: (p: PromptInfo) => void;
   /** Polled before every step; true ends generation (interrupted). */
   shouldStop?: () => boolean;
 }
@@ -140,6 +151,8 @@ export interface PreparedRequest {
   readonly nPredict: number;
   readonly nKeep: number;
   readonly chain: SamplingChain;
+  /** With the `prefix_key` option: the prompt's key. */
+  readonly prefixKey?: string;
 }
 
 function encodePrompt(vocab: Vocab, p: string | number[]): number[] {
@@ -222,6 +235,7 @@ export async function prepareRequest(
     nPredict: get<number>(o, 'n_predict'),
     nKeep: get<number>(o, 'n_keep'),
     chain,
+    ...(o.prefix_key !== undefined && o.prefix_key !== null ? { prefixKey: prefixKey(prompt, o.prefix_key) } : {}),
   };
 }
 
@@ -593,6 +607,7 @@ export class GenerationUnit {
       r.tokens = [...this.generated];
     }
     if (this.top) r.top_logits = this.top;
+    if (q.prefixKey !== undefined) r.prefix_key = q.prefixKey;
     if (q.withMessages) {
       const parsed =
         q.withTools && q.chatFormat === 0

@@ -89,6 +89,8 @@ export interface HttpOptions {
   timeout?: number | undefined;
   /** Open connections at most (default 512); a new one beyond it gets a 503 and is closed. */
   maxConnections?: number | undefined;
+  /** Headers of the API's own that clients send and read (CORS allows and exposes them). */
+  exposeHeaders?: string[];
   onRequest?: () => void;
   onErrorStatus?: () => void;
   /** A connection refused at the cap. */
@@ -272,6 +274,7 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
       if (opts.cors) {
         res.setHeader('Access-Control-Allow-Origin', opts.cors);
         if (opts.cors !== '*') res.setHeader('Vary', 'Origin');
+        if (opts.exposeHeaders?.length) res.setHeader('Access-Control-Expose-Headers', opts.exposeHeaders.join(', '));
       }
       const state = sockets.get(req.socket);
       try {
@@ -280,7 +283,12 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
         if (req.method === 'OPTIONS' && opts.cors && candidates) {
           res.writeHead(204, {
             'Access-Control-Allow-Methods': candidates.map((r) => r.method).join(', '),
-            'Access-Control-Allow-Headers': 'Authorization, Content-Type, X-Api-Key',
+            'Access-Control-Allow-Headers': [
+              'Authorization',
+              'Content-Type',
+              'X-Api-Key',
+              ...(opts.exposeHeaders ?? []),
+            ].join(', '),
             'Access-Control-Max-Age': '600',
           });
           res.end();

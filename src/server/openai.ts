@@ -93,6 +93,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** Prompt tokens reused from the slot's cache (OpenAI's shape). */
+  prompt_tokens_details: { cached_tokens: number };
 }
 
 /** Tokens generated, the end-of-generation token left out (as `logprobs` lists them). */
@@ -102,12 +104,19 @@ function completionTokens(r: LlamaCompletionResult): number {
 
 export function usage(r: LlamaCompletionResult): Usage {
   const n = completionTokens(r);
-  return { prompt_tokens: r.tokens_evaluated, completion_tokens: n, total_tokens: r.tokens_evaluated + n };
+  return {
+    prompt_tokens: r.tokens_evaluated,
+    completion_tokens: n,
+    total_tokens: r.tokens_evaluated + n,
+    prompt_tokens_details: { cached_tokens: r.tokens_cached },
+  };
 }
 
-export type FinishReason = 'stop' | 'length';
+export type FinishReason = 'stop' | 'length' | 'abort';
 
+/** 'abort': ended by the server's shutdown (a request whose client left gets no answer). */
 export function finishReason(r: LlamaCompletionResult): FinishReason {
+  if (r.interrupted) return 'abort';
   return r.stopped_eos || r.stopped_word ? 'stop' : 'length';
 }
 

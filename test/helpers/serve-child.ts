@@ -1,5 +1,6 @@
 // `llama-ts serve` as a child process, for the tests that drive the real command: started
-// on port 0, resolved with the URL it prints once listening, rejected if it exits first.
+// on port 0, resolved with the URL it prints once its model is loaded ("ready on": it
+// listens before, answering 503 meanwhile), rejected if it exits first.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { REPO_ROOT } from './shared.js';
@@ -19,7 +20,7 @@ export async function startServe(args: string[], env: NodeJS.ProcessEnv = proces
   const url = await new Promise<string>((resolve, reject) => {
     p.stderr.on('data', (d) => {
       err += d;
-      const m = /listening on (http:\/\/\S+)/.exec(err);
+      const m = /ready on (http:\/\/\S+)/.exec(err);
       if (m) resolve(m[1]!);
     });
     p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
