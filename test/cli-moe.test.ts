@@ -3,15 +3,14 @@
 // same tokens at 1 and 3 threads, `chat` answers a message, `serve` answers a chat
 // completion. Their logits against llama.cpp are model-moe.test.ts's concern.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { generateModel, type ModelSpec, presetSpec } from '../src/generator/index.js';
-import { REPO_ROOT } from './helpers/shared.js';
+import { BIN, startServe } from './helpers/serve-child.js';
 
-const BIN = `${REPO_ROOT}bin/llama-ts.js`;
 const dir = mkdtempSync(join(tmpdir(), 'llama-ts-cli-moe-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -70,19 +69,8 @@ const CASES: Case[] = [
 async function serveOnce(
   model: string,
 ): Promise<{ status: number; body: { choices: { message: { content: string } }[] } }> {
-  const p = spawn(process.execPath, [BIN, 'serve', '-m', model, '--port', '0', '-c', '512'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const { url, process: p } = await startServe(['-m', model, '-c', '512']);
   try {
-    let err = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      p.stderr.on('data', (d) => {
-        err += d;
-        const m = /listening on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
-    });
     const r = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
