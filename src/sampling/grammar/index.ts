@@ -11,14 +11,15 @@ export {
 } from './compile.js';
 export {
   convertJsonSchema,
+  convertJsonSchemaRules,
   gbnfLiteral,
-  integerRange,
   type JsonSchemaOptions,
   jsonSchemaToGrammar,
   SchemaError,
   SPACE_RULE,
 } from './json-schema.js';
 export { DEAD, GrammarEngine, GrammarMatcher, MAX_STACK_ENTRIES } from './matcher.js';
+export { type Bound, decimalRange, integerRange } from './numbers.js';
 export {
   MAX_GROUP_NESTING,
   type ParseOptions,
