@@ -8,6 +8,7 @@ import {
   type GetFormattedChatParams,
   getFormattedChat,
 } from '../chat/index.js';
+import { tokenAccumulator } from '../generation/index.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';
@@ -182,12 +183,13 @@ export class LlamaContext {
     }
     let callbackError: unknown;
     let id = 0;
+    const accumulate = tokenAccumulator();
     const { id: rid, promise } = this.#request<LlamaCompletionResult>(
       { op: 'completion', ctx: this.#id, options: transferable(options), stream: onToken !== undefined },
       (event, value) => {
         if (event !== 'token' || callbackError !== undefined) return;
         try {
-          onToken?.(value as LlamaCompletionToken);
+          onToken?.(accumulate(value as LlamaCompletionToken));
         } catch (e) {
           // a throwing callback ends generation; the completion rejects with its error
           callbackError = e;

@@ -22,6 +22,7 @@ import {
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { Context, ContextError, defaultDevices, MAX_SEQ, Model } from '../model/index.js';
+import { buildSamplingChain, DEFAULT_SEED } from '../sampling/index.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import {
@@ -450,10 +451,34 @@ export class EngineContext {
         this.preparing.delete(prepare);
       }
       this.check();
+      const n = prepared.nCmpl;
+      if (n > b.options.slots) {
+        throw new LlamaError(
+          'ERR_OPTION',
+          `n_cmpl = ${n}: ${n} completions of one prompt need ${n} slots; ${b.options.slots === 1 ? 'use ctx.parallel with' : 'raise'} n_parallel ≥ ${n}`,
+        );
+      }
+      // n_cmpl: one prompt, n samplers (a fixed seed gives choice i seed + i)
+      const followers: GenerationUnit[] = [];
+      for (let i = 1; i < n; i++) {
+        const p = prepared.chain.params;
+        const seed = p.seed === DEFAULT_SEED ? DEFAULT_SEED : (p.seed + i) >>> 0;
+        const chain = buildSamplingChain({ ...p, seed }, this.vocab, prepared.chain.grammar?.clone());
+        const f = new GenerationUnit({ ...prepared, chain }, this.vocab, hooks, id);
+        f.choiceIndex = i;
+        followers.push(f);
+      }
       const unit = new GenerationUnit(prepared, this.vocab, hooks, id);
+      if (n > 1) {
+        unit.choiceIndex = 0;
+        for (const f of followers) f.leader = unit;
+        unit.followers.push(...followers);
+      }
       onUnit?.(unit);
       b.submit(unit);
-      return await unit.done;
+      if (n === 1) return await unit.done;
+      const results = await Promise.all([unit.done, ...followers.map((f) => f.done)]);
+      return { ...results[0]!, choices: results };
     } catch (e) {
       throw asLlamaError(e);
     }
@@ -563,7 +588,7 @@ export class EngineContext {
     if (!r) return;
     r.stopped = true;
     r.prepare.abort();
-    if (r.unit) this.batcher?.cancel(r.unit);
+    if (r.unit) for (const u of [r.unit, ...r.unit.followers]) this.batcher?.cancel(u);
   }
 
   parallelStatus(): BatcherStatus {

@@ -2,7 +2,7 @@
 // completion() is queued at once and returns its request id, a promise of the result and
 // a stop function; up to n_parallel requests run together on the context's batcher (one
 // decode per step for all of them, in the engine worker), the rest wait in its queue.
-import type { BatcherStatus } from '../generation/index.js';
+import { type BatcherStatus, tokenAccumulator } from '../generation/index.js';
 import type { EngineClient, RequestBody } from './client.js';
 import type { ParallelConfig } from './engine.js';
 import { LlamaError } from './errors.js';
@@ -109,12 +109,13 @@ export class LlamaParallelAPI {
     let requestId = 0;
     let cancel: (e: LlamaError) => void = () => {};
     let callbackError: unknown;
+    const accumulate = tokenAccumulator();
     const req = this.#request<LlamaParallelCompletionResult>(
       { op: 'parallelCompletion', ctx: this.#port.ctx, options: transferable(options), stream: onToken !== undefined },
       (event, value) => {
         if (event !== 'token' || callbackError !== undefined) return;
         try {
-          onToken?.(requestId, value as LlamaCompletionToken);
+          onToken?.(requestId, accumulate(value as LlamaCompletionToken));
         } catch (e) {
           // a throwing callback ends the request; its promise rejects with the error
           callbackError = e;

@@ -8,6 +8,7 @@ import { OptionError } from './errors.js';
 import { checkOptions, resolveSampling } from './options.js';
 import type { LlamaCompletionOptions } from './types.js';
 
+export { tokenAccumulator } from './accumulate.js';
 export { Batcher, type BatcherOptions, type BatcherStats, type BatcherStatus, type RequestStatus } from './batcher.js';
 export { OptionError, showValue } from './errors.js';
 export { commonPrefix, contextMemory, type SequenceMemory } from './memory.js';
@@ -19,6 +20,7 @@ export {
   type GrammarTrigger,
   type LogitBiasOption,
   MAX_LOOKBACK,
+  namedTool,
   OPTION_BY_NAME,
   OPTIONS,
   type OptionGroup,
@@ -30,6 +32,7 @@ export {
   optionValue,
   resolveSampling,
   responseFormatSchema,
+  type ToolChoice,
 } from './options.js';
 export type * from './types.js';
 export {

@@ -1,6 +1,6 @@
 // What a generation unit takes and gives, in @fugood/llama.node's shapes (the library's
 // public types re-export these). The options come from the one table (options.ts).
-import type { ToolCall } from '../chat/index.js';
+import type { ChatDelta, ToolCall } from '../chat/index.js';
 import type { CompletionProbability as ServerProbability } from '../sampling/index.js';
 import type { CompletionOptionValues } from './options.js';
 
@@ -36,8 +36,10 @@ export interface LlamaCompletionTimings {
 export interface LlamaCompletionResult {
   /** The generated text (stop strings excluded). */
   text: string;
-  /** With messages: the text without tool calls. */
+  /** With messages: the reply without its reasoning and tool calls; with a prompt: the text. */
   content?: string;
+  /** With messages: a reasoning block's text (reasoning_format 'auto' / 'deepseek'). */
+  reasoning_content?: string;
   /** With tools: the calls parsed from the text. */
   tool_calls?: ToolCall[];
   /** The chat format the reply was parsed with (0: content only). */
@@ -72,11 +74,23 @@ export interface LlamaCompletionResult {
   /** With `top_logits`: the K highest raw next-token logits after the prompt, [id, logit]. */
   top_logits?: [number, number][];
   timings: LlamaCompletionTimings;
+  /** n_cmpl > 1: every completion of the prompt (the result's own fields are the first's). */
+  choices?: LlamaCompletionResult[];
 }
 
 /** What onToken receives: text in order; concatenated it is the result's `text`. */
 export interface LlamaCompletionToken {
   token: string;
+  /** n_cmpl > 1: which completion this token belongs to. */
+  index?: number;
+  /** With messages: what the reply gained (reasoning, content, tool-call arguments), OpenAI's delta shape. */
+  delta?: ChatDelta;
+  /** With messages (llama.node's): the reply so far, read as content, reasoning and calls. */
+  content?: string;
+  reasoning_content?: string;
+  tool_calls?: ToolCall[];
+  /** The text so far (llama.node's). */
+  accumulated_text?: string;
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: the tokens this text came from (llama-server's shape). */
   logprobs?: TokenLogprob[];

@@ -225,8 +225,9 @@ class Converter {
 
   /** The rules with the top one renamed (the first free name from `root`). */
   formatAs(root: string): { rules: string; root: string } {
+    // the top rule is 'root' here: any other name must not be taken
     let name = root;
-    for (let i = 0; this.rules.has(name); i++) name = `${root}${i}`;
+    for (let i = 0; name !== 'root' && this.rules.has(name); i++) name = `${root}${i}`;
     const names = [...this.rules.keys()].filter((n) => n !== 'root').sort();
     const rules = [`${name} ::= ${this.rules.get('root')}\n`, ...names.map((n) => `${n} ::= ${this.rules.get(n)}\n`)];
     return { rules: rules.join(''), root: name };
