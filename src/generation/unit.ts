@@ -161,7 +161,7 @@ export function lazyTriggers(
 ): LazyTriggers {
   const patterns: RegExp[] = [];
   const tokens: number[] = [];
-  const escape = (w: string) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const escapeRe = (w: string) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   for (const t of triggers) {
     const value = (t as { value?: string }).value ?? '';
     switch (t.type) {
@@ -180,7 +180,7 @@ export function lazyTriggers(
         break;
       }
       case TRIGGER_WORD:
-        patterns.push(new RegExp(escape(value)));
+        patterns.push(new RegExp(escapeRe(value)));
         break;
       case TRIGGER_PATTERN:
         patterns.push(new RegExp(value));
