@@ -89,7 +89,6 @@ function heldSuffix(text: string, words: readonly string[]): number {
   return best;
 }
 
-
 /** A call object being written: name and arguments (keys `arguments` or `parameters`; OpenAI's nested `function` too). */
 function readCall(text: string, start: number, final: boolean): PartialCall | undefined {
   const obj = readObject(text, start);
