@@ -9,6 +9,7 @@ import {
   getFormattedChat,
 } from '../chat/index.js';
 import { tokenAccumulator } from '../generation/index.js';
+import { formatChatOnWorker } from '../untrusted/index.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';
@@ -151,6 +152,34 @@ export class LlamaContext {
     if (!Array.isArray(messages)) throw optionError('messages', messages, 'must be an array of chat messages');
     try {
       return getFormattedChat(this.#chat(), messages, template || undefined, params);
+    } catch (e) {
+      throw asLlamaError(e);
+    }
+  }
+
+  /**
+   * The chat template in use (the chat_template option's, else the file's; '' when the
+   * model has none) and the special tokens' text it is given (llama-server's /props).
+   */
+  getChatTemplateInfo(): { chat_template: string; bos_token: string; eos_token: string } {
+    this.#check();
+    const t = this.#info.templates;
+    return { chat_template: t.override ?? t.default ?? '', bos_token: t.bosToken, eos_token: t.eosToken };
+  }
+
+  /**
+   * getFormattedChatResult with the template rendered on the untrusted-work worker
+   * (bounded by `params.limits`, off this thread): what a server formats requests with.
+   */
+  async formatChat(
+    messages: ChatMessage[],
+    template?: string | null,
+    params: GetFormattedChatParams = {},
+  ): Promise<FormattedChatResult> {
+    this.#check();
+    if (!Array.isArray(messages)) throw optionError('messages', messages, 'must be an array of chat messages');
+    try {
+      return await formatChatOnWorker(this.#chat(), messages, template || undefined, params);
     } catch (e) {
       throw asLlamaError(e);
     }

@@ -247,6 +247,15 @@ interface ParallelRequest {
 /** How often a completion's stop flag is looked at while its template or grammar is worked on (ms). */
 const STOP_POLL_MS = 20;
 
+/** What a slot action did: tokens saved, restored or erased, and its time. */
+export interface SlotActionResult {
+  id_slot: number;
+  n_saved?: number;
+  n_restored?: number;
+  n_erased?: number;
+  ms?: number;
+}
+
 export interface ParallelConfig {
   /** Requests decoded together (slots); each gets n_ctx / n_parallel tokens. Default 2, at most 32. */
   n_parallel?: number;
@@ -440,7 +449,7 @@ export class EngineContext {
             ...(this.grammarLimits ? { grammarLimits: this.grammarLimits } : {}),
           },
           o,
-          { nCtx: b.options.nCtxSeq, ctxShift: b.options.ctxShift },
+          { nCtx: b.options.nCtxSeq, ctxShift: b.options.ctxShift, nBatch: b.options.nBatch },
           prepare.signal,
         );
       } catch (e) {
@@ -593,6 +602,42 @@ export class EngineContext {
 
   parallelStatus(): BatcherStatus {
     return this.generator().status();
+  }
+
+  /**
+   * A parallel slot's cache: saved to a file (its tokens and K/V, the session format),
+   * restored from one, or erased. The slot must be idle; it is held meanwhile.
+   */
+  async slotAction(action: 'save' | 'restore' | 'erase', slot: number, path?: string): Promise<SlotActionResult> {
+    const b = this.generator();
+    if (this.nParallel === 0)
+      throw new LlamaError('ERR_CONTEXT', 'parallel mode is not enabled: call parallel.enable() first');
+    if (!Number.isInteger(slot) || slot < 0) throw optionError('id_slot', slot, 'must be a slot number');
+    if (action !== 'erase' && (typeof path !== 'string' || path === ''))
+      throw optionError('path', path, 'must be a file path');
+    const t0 = performance.now();
+    try {
+      return await b.withSlot(slot, (seq) =>
+        this.engine.compute(async () => {
+          if (action === 'erase') {
+            const n = seq.tokens.length;
+            this.ctx.seqRm(seq.seq, -1, -1);
+            seq.tokens = [];
+            return { id_slot: slot, n_erased: n };
+          }
+          if (action === 'save') {
+            await saveSession(path!, this.ctx, seq.tokens, this.shared.identity, seq.seq);
+            return { id_slot: slot, n_saved: seq.tokens.length, ms: performance.now() - t0 };
+          }
+          seq.tokens = [];
+          const tokens = await loadSession(path!, this.ctx, this.shared.identity, seq.seq);
+          seq.tokens = tokens;
+          return { id_slot: slot, n_restored: tokens.length, ms: performance.now() - t0 };
+        }),
+      );
+    } catch (e) {
+      throw asLlamaError(e);
+    }
   }
 
   // ---- embeddings ----

@@ -4,7 +4,7 @@
 // decode per step for all of them, in the engine worker), the rest wait in its queue.
 import { type BatcherStatus, tokenAccumulator } from '../generation/index.js';
 import type { EngineClient, RequestBody } from './client.js';
-import type { ParallelConfig } from './engine.js';
+import type { ParallelConfig, SlotActionResult } from './engine.js';
 import { LlamaError } from './errors.js';
 import { optionError } from './options.js';
 import type { EmbeddingResult, LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from './types.js';
@@ -12,7 +12,7 @@ import type { EmbeddingResult, LlamaCompletionOptions, LlamaCompletionResult, Ll
 /** What a parallel request is (llama.node's ParallelRequestStatus, plus counters). */
 export type ParallelStatus = BatcherStatus;
 export type ParallelRequestStatus = BatcherStatus['requests'][number];
-export type { ParallelConfig };
+export type { ParallelConfig, SlotActionResult };
 
 export type LlamaParallelCompletionOptions = LlamaCompletionOptions;
 
@@ -157,6 +157,23 @@ export class LlamaParallelAPI {
     const r = this.#request<EmbeddingResult>({ op: 'embedding', ctx: this.#port.ctx, text, params: params ?? {} });
     r.promise.catch(() => {});
     return { requestId: r.id, promise: r.promise };
+  }
+
+  /**
+   * A slot's cache (llama-server's /slots actions, a llama-ts extension): `save` writes its
+   * tokens and K/V to `path` (the session format), `restore` loads them into the slot,
+   * `erase` empties it. The slot must be idle (else ERR_BUSY).
+   */
+  async slotAction(action: 'save' | 'restore' | 'erase', slot: number, path?: string): Promise<SlotActionResult> {
+    this.#port.check();
+    if (!this.#enabled) throw notEnabled();
+    return this.#request<SlotActionResult>({
+      op: 'slotAction',
+      ctx: this.#port.ctx,
+      action,
+      slot,
+      ...(path !== undefined ? { path } : {}),
+    }).promise;
   }
 
   /** The last status the engine reported (slots, queue, each request's progress). */

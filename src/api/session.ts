@@ -44,11 +44,12 @@ function sessionError(path: string, message: string): LlamaError {
   return new LlamaError('ERR_SESSION', `session file ${path}: ${message}`);
 }
 
-/** Cells of sequence 0 in position order. */
-function sequenceCells(ctx: Context): number[] {
+/** Cells of a sequence in position order. */
+function sequenceCells(ctx: Context, seq = 0): number[] {
   const kv = ctx.kv!;
   const cells: number[] = [];
-  for (let i = 0; i < kv.size; i++) if (kv.pos[i]! >= 0 && kv.seqs[i]! & 1) cells.push(i);
+  const bit = 1 << seq;
+  for (let i = 0; i < kv.size; i++) if (kv.pos[i]! >= 0 && kv.seqs[i]! & bit) cells.push(i);
   return cells.sort((a, b) => kv.pos[a]! - kv.pos[b]!);
 }
 
@@ -63,15 +64,17 @@ function runs(cells: readonly number[]): [number, number][] {
   return out;
 }
 
+/** Saves a sequence's tokens and cache (sequence 0: the session; another: a parallel slot). */
 export async function saveSession(
   path: string,
   ctx: Context,
   tokens: readonly number[],
   identity: ModelIdentity,
+  seq = 0,
 ): Promise<void> {
   const kv = ctx.kv;
   if (!kv) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: there is no session to save`);
-  const cells = sequenceCells(ctx);
+  const cells = sequenceCells(ctx, seq);
   if (cells.length !== tokens.length) {
     throw new LlamaError(
       'ERR_INTERNAL',
@@ -227,8 +230,17 @@ function checkHeader(path: string, h: unknown): SessionHeader {
   return h as SessionHeader;
 }
 
-/** Restores tokens and cache from a session file into `ctx` (cleared first); returns the tokens. */
-export async function loadSession(path: string, ctx: Context, identity: ModelIdentity): Promise<number[]> {
+/**
+ * Restores tokens and cache from a session file into `ctx`, cleared first; returns the
+ * tokens. With `seq`, only that sequence is replaced (a parallel slot): its cells are
+ * dropped and the file's go into free cells, the other sequences' cells untouched.
+ */
+export async function loadSession(
+  path: string,
+  ctx: Context,
+  identity: ModelIdentity,
+  seq?: number,
+): Promise<number[]> {
   const kv = ctx.kv;
   if (!kv) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: sessions need a generative model`);
   let fh: Awaited<ReturnType<typeof open>>;
@@ -273,6 +285,12 @@ export async function loadSession(path: string, ctx: Context, identity: ModelIde
     }
     const n = header.nTokens;
     if (n > kv.size) throw sessionError(path, `${n} tokens do not fit this context (n_ctx ${kv.size})`);
+    if (seq !== undefined && n > 0) {
+      const free = kv.size - sequenceCells(ctx).length;
+      if (n > free + sequenceCells(ctx, seq).length) {
+        throw sessionError(path, `${n} tokens do not fit the cells this slot can have`);
+      }
+    }
     const rowBytesK = kv.k[0]?.nb[1] ?? 0;
     const rowBytesV = kv.v[0]?.nb[1] ?? 0;
     if (header.nLayer !== kv.k.length || header.rowBytesK !== rowBytesK || header.rowBytesV !== rowBytesV) {
@@ -304,26 +322,35 @@ export async function loadSession(path: string, ctx: Context, identity: ModelIde
       }
     }
 
-    ctx.clearMemory();
+    let cells: number[];
+    if (seq === undefined) {
+      ctx.clearMemory();
+      cells = Array.from({ length: n }, (_, i) => i);
+    } else {
+      ctx.seqRm(seq, -1, -1);
+      cells = n > 0 ? kv.findSlots(n)! : [];
+    }
+    const parts = runs(cells);
     for (let il = 0; il < kv.k.length; il++) {
       const k = await r.read(n * rowBytesK);
       const v = await r.read(n * rowBytesV);
-      if (n > 0) {
-        tensorSet(kv.k[il]!, k, 0);
-        tensorSet(kv.v[il]!, v, 0);
+      let at = 0;
+      for (const [first, count] of parts) {
+        tensorSet(kv.k[il]!, k.subarray(at * rowBytesK, (at + count) * rowBytesK), first * rowBytesK);
+        tensorSet(kv.v[il]!, v.subarray(at * rowBytesV, (at + count) * rowBytesV), first * rowBytesV);
+        at += count;
       }
     }
     const sum = await r.read(CHECKSUM_BYTES, false);
     if (!sum.equals(r.digest())) {
-      ctx.clearMemory();
+      if (seq === undefined) ctx.clearMemory();
       throw sessionError(path, 'checksum mismatch: the file was changed or damaged after it was saved');
     }
-    const cells = Array.from({ length: n }, (_, i) => i);
-    kv.store(cells, ints.subarray(n, 2 * n), new Int32Array(n));
+    kv.store(cells, ints.subarray(n, 2 * n), new Int32Array(n).fill(seq ?? 0));
     for (let i = 0; i < n; i++) {
       const s = ints[2 * n + i]!;
       if (s !== 0) {
-        kv.shift[i] = s;
+        kv.shift[cells[i]!] = s;
         kv.hasShift = true;
       }
     }

@@ -84,6 +84,8 @@ async function handle(m: Request): Promise<unknown> {
       return undefined;
     case 'parallelStatus':
       return context(m.ctx).ec.parallelStatus();
+    case 'slotAction':
+      return context(m.ctx).ec.slotAction(m.action, m.slot, m.path);
     case 'tokenize': {
       const ec = context(m.ctx).ec;
       const tokens = ec.tokenize(m.text, m.options);

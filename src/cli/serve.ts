@@ -45,6 +45,7 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --embeddings        serve /v1/embeddings with a generative model too
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
       --chat-template T   chat template override (Jinja text or a built-in name)
+      --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
@@ -134,6 +135,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(o.alias !== undefined ? { alias: o.alias } : {}),
       ...(o.embeddings ? { embeddings: true } : {}),
       ...(o['chat-template'] !== undefined ? { chatTemplate: o['chat-template'] } : {}),
+      ...(o['slot-save-path'] !== undefined ? { slotSavePath: o['slot-save-path'] } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url}\n`);
     const s = server;
@@ -194,6 +196,7 @@ function parse(argv: string[]) {
       embeddings: { type: 'boolean' },
       'no-context-shift': { type: 'boolean' },
       'chat-template': { type: 'string' },
+      'slot-save-path': { type: 'string' },
       'log-level': { type: 'string' },
     } as const),
   });

@@ -57,6 +57,13 @@ export interface BatcherStatus {
 
 interface Slot extends Sequence {
   unit: GenerationUnit | undefined;
+  /** Held by withSlot (a save or restore): no unit is assigned to it meanwhile. */
+  held?: boolean;
+}
+
+/** A slot asked for by a save or restore is running a request. */
+export class SlotBusyError extends Error {
+  override name = 'SlotBusyError';
 }
 
 export class Batcher {
@@ -177,6 +184,23 @@ export class Batcher {
     }
   }
 
+  /**
+   * Runs `fn` on an idle slot (its sequence: a save, restore or erase), holding it so no
+   * unit takes it meanwhile. Throws when the slot does not exist or is busy.
+   */
+  async withSlot<T>(seq: number, fn: (s: Sequence) => T | Promise<T>): Promise<T> {
+    const s = this.slots[seq];
+    if (!s) throw new OptionError('id_slot', seq, `there is no slot ${seq} (slots 0..${this.slots.length - 1})`);
+    if (s.unit || s.held) throw new SlotBusyError(`slot ${seq} is busy`);
+    s.held = true;
+    try {
+      return await fn(s);
+    } finally {
+      s.held = false;
+      this.kick();
+    }
+  }
+
   /** Changes the slots and their context (call inside exclusive()). Slots whose cache no longer fits are cleared. */
   configure(o: Partial<BatcherOptions>): void {
     if (this.nBusy > 0) throw new Error('Batcher.configure: units are running');
@@ -246,7 +270,7 @@ export class Batcher {
         for (const f of unit.followers) f.checkStop();
         continue;
       }
-      const free = this.slots.filter((s) => !s.unit);
+      const free = this.slots.filter((s) => !s.unit && !s.held);
       if (free.length === 0) return;
       const need = 1 + unit.followers.length;
       const fail = (e: unknown) => {
@@ -266,7 +290,7 @@ export class Batcher {
           fail(new OptionError('id_slot', want, `there is no slot ${want} (slots 0..${this.slots.length - 1})`));
           continue;
         }
-        if (slot.unit || free.length < need) {
+        if (slot.unit || slot.held || free.length < need) {
           qi++;
           continue;
         }

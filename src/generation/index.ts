@@ -9,7 +9,14 @@ import { checkOptions, resolveSampling } from './options.js';
 import type { LlamaCompletionOptions } from './types.js';
 
 export { tokenAccumulator } from './accumulate.js';
-export { Batcher, type BatcherOptions, type BatcherStats, type BatcherStatus, type RequestStatus } from './batcher.js';
+export {
+  Batcher,
+  type BatcherOptions,
+  type BatcherStats,
+  type BatcherStatus,
+  type RequestStatus,
+  SlotBusyError,
+} from './batcher.js';
 export { OptionError, showValue } from './errors.js';
 export { commonPrefix, contextMemory, type SequenceMemory } from './memory.js';
 export {

@@ -173,6 +173,17 @@ function checkPrompt(v: unknown, name: string): void {
   fail(name, v, 'a completion needs a prompt (string, or token ids) or messages (array)');
 }
 
+function checkExtra(v: unknown, name: string): void {
+  if (!Array.isArray(v)) fail(name, v, 'must be an array of {filename, text} chunks');
+  if (v.length > 1000) fail(name, v, `must have at most 1000 chunks (got ${v.length})`);
+  for (const c of v) {
+    const o = c as { filename?: unknown; text?: unknown };
+    if (typeof o !== 'object' || o === null || typeof o.text !== 'string')
+      fail(name, v, 'each chunk needs a `text` string');
+    if (o.filename !== undefined && typeof o.filename !== 'string') fail(name, v, 'a chunk filename must be a string');
+  }
+}
+
 function checkArray(size: number, what: string) {
   return (v: unknown, name: string) => {
     if (!Array.isArray(v)) fail(name, v, `must be an array of ${what}`);
@@ -296,6 +307,29 @@ export const OPTIONS = [
     server: 'prompt',
     size: 1 << 26,
     doc: 'The prompt: text (tokenized with BOS, special tokens parsed) or token ids (a llama-server form). Either this or `messages`.',
+  }),
+  row<string>()('input_prefix', {
+    kind: 'string',
+    group: 'prompt',
+    size: 1 << 24,
+    server: 'input_prefix',
+    doc: "Fill in the middle (llama-server's /infill): the text before the gap; the prompt is built with the model's FIM tokens (`prompt`, if any, starts the middle).",
+  }),
+  row<string>()('input_suffix', {
+    kind: 'string',
+    group: 'prompt',
+    size: 1 << 24,
+    server: 'input_suffix',
+    doc: 'Fill in the middle: the text after the gap.',
+  }),
+  row<{ filename?: string; text: string }[]>()('input_extra', {
+    sizeDoc: '≤ 1000 {filename, text} chunks',
+    kind: 'custom',
+    group: 'prompt',
+    size: 1000,
+    check: checkExtra,
+    server: 'input_extra',
+    doc: 'Fill in the middle: more context (other files), put before the prefix with the FIM separator tokens.',
   }),
   row<ChatMessage[]>()('messages', {
     sizeDoc: '≤ 100000 messages',

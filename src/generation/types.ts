@@ -65,6 +65,8 @@ export interface LlamaCompletionResult {
   /** Later llama.node names of stopped_word / stopped_limit. */
   stopped_words: boolean;
   stopped_limited: boolean;
+  /** The slot (sequence) it ran in (llama-server's id_slot); -1 when it never ran. */
+  id_slot?: number;
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: every generated token (end of generation excluded), llama-server's shape. */
   logprobs?: TokenLogprob[];

@@ -283,6 +283,55 @@ function encodePrompt(vocab: Vocab, p: string | number[]): number[] {
 export interface ContextLimits {
   readonly nCtx: number;
   readonly ctxShift: boolean;
+  /** Tokens per decode (fill-in-the-middle takes a batch's worth of prefix and suffix). Default 2048. */
+  readonly nBatch?: number;
+}
+
+/**
+ * A fill-in-the-middle prompt as llama-server's /infill builds it (format_infill): extra
+ * chunks (with FIM_REP / FIM_SEP when the model has them), then FIM_PRE, the prefix's end
+ * (up to 3/4 of a batch) and the prompt, FIM_SUF and the suffix's start, FIM_MID.
+ */
+export function infillPrompt(
+  vocab: Vocab,
+  o: LlamaCompletionOptions,
+  nCtx: number,
+  nBatch: number,
+  nPredict: number,
+): number[] {
+  if (vocab.fimPre < 0 || vocab.fimSuf < 0 || vocab.fimMid < 0) {
+    throw new OptionError(
+      'input_prefix',
+      o.input_prefix ?? '',
+      'the model has no fill-in-the-middle tokens (FIM_PRE, FIM_SUF, FIM_MID)',
+    );
+  }
+  if (o.messages)
+    throw new OptionError(
+      'messages',
+      o.messages,
+      'fill in the middle takes input_prefix and input_suffix, not messages',
+    );
+  if (Array.isArray(o.prompt)) throw new OptionError('prompt', o.prompt, 'fill in the middle takes the prompt as text');
+  const tok = (t: string) => vocab.encode(t, { addSpecial: false, parseSpecial: false });
+  const extra: number[] = [];
+  if (vocab.fimRep >= 0) extra.push(vocab.fimRep, ...tok('myproject\n'));
+  for (const chunk of o.input_extra ?? []) {
+    if (vocab.fimSep >= 0) extra.push(vocab.fimSep, ...tok(chunk.filename ?? 'tmp'));
+    else extra.push(...tok('\n\n--- snip ---\n\n'));
+    extra.push(...tok(chunk.text));
+  }
+  if (vocab.fimSep >= 0) extra.push(vocab.fimSep, ...tok('filename'));
+  let prefix = tok(o.input_prefix ?? '');
+  let suffix = tok(o.input_suffix ?? '');
+  const prompt = tok(typeof o.prompt === 'string' ? o.prompt : '');
+  const nPrefix = Math.min(prefix.length, 3 * Math.floor(nBatch / 4));
+  const nSuffix = Math.min(suffix.length, Math.max(0, Math.floor(nBatch / 4) - (2 + prompt.length)));
+  const nExtra = Math.min(Math.max(0, nCtx - nBatch - 2 * Math.max(0, nPredict)), extra.length);
+  prefix = [vocab.fimPre, ...prefix.slice(prefix.length - nPrefix), ...prompt];
+  suffix = [vocab.fimSuf, ...suffix.slice(0, nSuffix)];
+  const out = [...(vocab.addBos ? [vocab.bos] : []), ...prefix];
+  return [...extra.slice(extra.length - nExtra), ...out, ...suffix, vocab.fimMid];
 }
 
 function promptTooLong(n: number, nCtx: number): ContextError {
@@ -348,6 +397,8 @@ export async function prepareRequest(
       thinkStart: fmt.thinking_start_tag ?? THINK_START,
       thinkEnd: fmt.thinking_end_tag ?? THINK_END,
     };
+  } else if (o.input_prefix !== undefined || o.input_suffix !== undefined) {
+    prompt = infillPrompt(vocab, o, nCtx, limits.nBatch ?? 2048, get<number>(o, 'n_predict'));
   } else {
     if (o.prompt === undefined || o.prompt === null) {
       throw new OptionError('prompt', o.prompt, 'a completion needs a prompt (string) or messages (array)');
@@ -878,6 +929,7 @@ export class GenerationUnit {
       interrupted: this.interrupted,
       stopped_words: this.stoppedWord,
       stopped_limited: limit,
+      id_slot: this.place?.sequence.seq ?? -1,
       timings: {
         prompt_n: promptN,
         prompt_ms: round3(promptMs),

@@ -5,10 +5,13 @@
 // sampling and stop strings (src/generation). Endpoints on node:http (http.ts), shapes
 // in openai.ts.
 //
-//   GET  /health /v1/health /v1/models /models /metrics
-//   POST /v1/chat/completions /chat/completions /v1/completions /completions
-//        /v1/embeddings /embeddings /tokenize /detokenize
+//   GET  /health /v1/health /v1/models /models /metrics /props
+//   POST /v1/chat/completions /chat/completions /v1/completions (OpenAI's shapes)
+//        /v1/responses (responses.ts) /v1/messages /v1/messages/count_tokens (anthropic.ts)
+//        /completion /completions /infill /apply-template /slots/:id?action= (native.ts:
+//        llama-server's own shapes) /v1/embeddings /embeddings /tokenize /detokenize
 import type { Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
@@ -25,11 +28,25 @@ import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
-import { ApiError, createHttpServer, errorBody, type RequestContext, type Route, sendJson } from './http.js';
+import * as anthropic from './anthropic.js';
+import { Cancelled, type GenerationHost } from './host.js';
+import { ApiError, createHttpServer, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
+import * as native from './native.js';
 import * as oa from './openai.js';
+import * as responses from './responses.js';
+import { SseWriter } from './sse.js';
 
 const log = logger('server');
+
+/** llama-ts's version, from package.json (dist/src/server → the package root). */
+const VERSION = ((): string => {
+  try {
+    return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+})();
 
 export interface ServerOptions {
   /** Path of the GGUF model. */
@@ -70,14 +87,26 @@ export interface ServerOptions {
   grammarLimits?: GrammarLimits & { timeMs?: number };
   /** Shift a slot's context when it fills, as the library does (a prompt longer than a slot is refused, as llama-server's). Default true. */
   ctxShift?: boolean;
+  /** A folder for slot saves (llama-server's --slot-save-path): enables POST /slots/:id?action=save|restore|erase, file names confined to it. */
+  slotSavePath?: string;
 }
 
-/** A library error as an HTTP error: bad options and requests that do not fit are the client's (400). */
+/**
+ * A library error as an HTTP error: bad options and requests that do not fit are the
+ * client's (400); a prompt longer than a slot is llama-server's exceed_context_size_error.
+ */
 function apiError(e: unknown): unknown {
   if (e instanceof ApiError) return e;
   if (e instanceof LlamaError) {
+    const long = /the prompt is (\d+) tokens; the context holds (\d+)/.exec(e.message);
+    if (e.code === 'ERR_CONTEXT' && long) {
+      return new ApiError(400, e.message, 'exceed_context_size_error', null, {
+        n_prompt_tokens: Number(long[1]),
+        n_ctx: Number(long[2]),
+      });
+    }
     if (e.code === 'ERR_OPTION' || e.code === 'ERR_CONTEXT') {
-      const param = /^([\w.]+) = /.exec(e.message)?.[1] ?? null;
+      const param = /^([\w.[\]]+) = /.exec(e.message)?.[1] ?? null;
       return new ApiError(400, e.message, undefined, param);
     }
     if (e.code === 'ERR_BUSY') return new ApiError(503, e.message);
@@ -101,7 +130,7 @@ function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
   }
 }
 
-export class LlamaServer {
+export class LlamaServer implements GenerationHost {
   readonly metrics = new Metrics();
   private http!: Server;
   readonly modelId: string;
@@ -116,7 +145,7 @@ export class LlamaServer {
   private closing = false;
 
   private constructor(
-    private readonly ctx: LlamaContext,
+    readonly ctx: LlamaContext,
     readonly opts: ServerOptions,
     private readonly generative: boolean,
     nCtxSlot: number,
@@ -181,6 +210,18 @@ export class LlamaServer {
     return s;
   }
 
+  get modelPath(): string {
+    return this.opts.model;
+  }
+
+  get version(): string {
+    return VERSION;
+  }
+
+  get templateLimits(): Omit<TemplateLimits, 'shouldStop'> | undefined {
+    return this.opts.templateLimits;
+  }
+
   get port(): number {
     return (this.http.address() as AddressInfo).port;
   }
@@ -216,7 +257,32 @@ export class LlamaServer {
     add('GET', ['/v1/models', '/models'], (c) => this.models(c), true);
     add('GET', ['/metrics'], (c) => this.metricsText(c));
     add('POST', ['/v1/chat/completions', '/chat/completions'], (c) => this.chat(c));
-    add('POST', ['/v1/completions', '/completions'], (c) => this.completions(c));
+    add('POST', ['/v1/completions'], (c) => this.completions(c));
+    add('POST', ['/v1/responses', '/responses'], (c) => responses.create(this, c));
+    // Anthropic's Messages API answers errors in its own shape
+    for (const [path, handler] of [
+      ['/v1/messages', (c: RequestContext) => anthropic.messages(this, c)],
+      ['/v1/messages/count_tokens', (c: RequestContext) => anthropic.countTokens(this, c)],
+    ] as const) {
+      r.push({
+        method: 'POST',
+        path,
+        handler: async (c) => {
+          try {
+            await handler(c);
+          } catch (e) {
+            throw apiError(e);
+          }
+        },
+        errorBody: anthropic.errorBody,
+      });
+    }
+    // llama-server's own endpoints, in its shapes
+    add('POST', ['/completion', '/completions'], (c) => native.completion(this, c));
+    add('POST', ['/infill'], (c) => native.infill(this, c));
+    add('POST', ['/apply-template'], (c) => native.applyTemplate(this, c));
+    add('GET', ['/props'], (c) => native.props(this, c));
+    add('POST', ['/slots/:id'], (c) => native.slotAction(this, c, this.opts.slotSavePath));
     add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
     add('POST', ['/detokenize'], (c) => this.detokenize(c));
@@ -284,21 +350,34 @@ export class LlamaServer {
 
   // ---- generation ----
 
-  private requireGenerator(): void {
+  requireGenerator(): void {
     if (!this.generative) {
       throw new ApiError(501, `${this.modelInfo.desc} is an embedding model: it serves /v1/embeddings only`);
     }
+  }
+
+  apiError(e: unknown): unknown {
+    return apiError(e);
   }
 
   /**
    * Sends a request to the engine. Requests beyond the slots and the queue get a 503 at
    * once; a client that goes away stops its request.
    */
-  private async submit(
+  async submit(
     options: LlamaCompletionOptions,
     res: ServerResponse,
     onToken?: (t: LlamaCompletionToken) => void,
   ): Promise<{ done: Promise<LlamaCompletionResult> }> {
+    const n = options.n_cmpl ?? 1;
+    if (n > this.parallel) {
+      throw new ApiError(
+        400,
+        `'n' = ${n}: each choice takes a slot, and the server has ${this.parallel}`,
+        undefined,
+        'n',
+      );
+    }
     if (this.inFlight >= this.parallel + this.maxQueue) {
       this.metrics.rejected++;
       throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
@@ -322,7 +401,7 @@ export class LlamaServer {
     const done = req.promise.then(
       (r) => {
         this.inFlight--;
-        this.metrics.onRequestDone(r.timings);
+        for (const x of r.choices ?? [r]) this.metrics.onRequestDone(x.timings);
         return r;
       },
       (e) => {
@@ -334,9 +413,18 @@ export class LlamaServer {
     return { done };
   }
 
+  /** The request's result, or undefined when the client went away (nothing to answer). */
+  async result(done: Promise<LlamaCompletionResult>): Promise<LlamaCompletionResult | undefined> {
+    try {
+      return await done;
+    } catch (e) {
+      if (e instanceof Cancelled) return undefined;
+      throw e;
+    }
+  }
+
   private async chat(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    oa.checkN(b);
     if (!Array.isArray(b.messages) || b.messages.length === 0) {
       throw new ApiError(400, "'messages' must be a non-empty array", undefined, 'messages');
     }
@@ -344,9 +432,9 @@ export class LlamaServer {
     if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) {
       throw new ApiError(400, "'tools' must be an array", undefined, 'tools');
     }
-    const useTools = Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none';
     const nProbs = oa.chatLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined }, nProbs);
+    const n = options.n_cmpl ?? 1;
     const stream = b.stream === true;
     const includeUsage =
       typeof b.stream_options === 'object' && (b.stream_options as oa.Body | null)?.include_usage === true;
@@ -354,31 +442,33 @@ export class LlamaServer {
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
     const res = c.res;
-    // the stream opens with its first chunk, so an error before it is a plain HTTP error
+    // the stream opens with its first chunks (each choice's role), so an error before them is a plain HTTP error
     const sse = stream
-      ? new SseWriter(res, () => oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null))
+      ? new SseWriter(res, () =>
+          Array.from({ length: n }, (_, i) =>
+            oa.chatChunk(id, model, created, { role: 'assistant', content: '' }, null, {}, i),
+          ),
+        )
       : undefined;
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
-        // with tools the reply is parsed whole at the end
-        if (useTools) return;
         const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
-        sse.send(oa.chatChunk(id, model, created, { content: ev.token }, null, extra));
+        const delta = oa.chatDeltaFields(ev.delta);
+        if (!delta && !ev.logprobs) return;
+        sse.send(oa.chatChunk(id, model, created, delta ?? {}, null, extra, ev.index ?? 0));
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
       try {
         const r = await done;
-        const calls = r.tool_calls ?? [];
-        if (useTools && (r.content || calls.length > 0)) {
-          const delta: Record<string, unknown> = { content: r.content || null };
-          if (calls.length > 0) delta.tool_calls = calls.map((t, index) => ({ index, ...t }));
-          sse.send(oa.chatChunk(id, model, created, delta, null));
-        }
+        const all = r.choices ?? [r];
         const u = oa.usage(r);
-        const final = oa.chatChunk(id, model, created, {}, oa.chatFinishReason(oa.finishReason(r), calls.length > 0));
-        sse.send({ ...(final as object), usage: u, timings: oa.timings(r) });
+        all.forEach((x, i) => {
+          const finish = oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0);
+          const last = oa.chatChunk(id, model, created, {}, finish, {}, i);
+          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
+        });
         if (includeUsage) sse.send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: u });
         sse.done();
       } catch (e) {
@@ -388,46 +478,27 @@ export class LlamaServer {
       }
       return;
     }
-    const r = await this.await(done);
+    const r = await this.result(done);
     if (!r) return;
-    const calls = r.tool_calls ?? [];
-    const message: Record<string, unknown> = { role: 'assistant', content: r.content ?? r.text };
-    if (calls.length > 0) {
-      message.tool_calls = calls;
-      if (!r.content) message.content = null;
-    }
     sendJson(res, 200, {
       id,
       object: 'chat.completion',
       created,
       model,
       system_fingerprint: oa.SYSTEM_FINGERPRINT,
-      choices: [
-        {
-          index: 0,
-          message,
-          logprobs: r.logprobs ? { content: oa.chatLogprobContent(r.logprobs) } : null,
-          finish_reason: oa.chatFinishReason(oa.finishReason(r), calls.length > 0),
-        },
-      ],
+      choices: (r.choices ?? [r]).map((x, index) => ({
+        index,
+        message: oa.chatMessage(x),
+        logprobs: x.logprobs ? { content: oa.chatLogprobContent(x.logprobs) } : null,
+        finish_reason: oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0),
+      })),
       usage: oa.usage(r),
       timings: oa.timings(r),
     });
   }
 
-  /** The request's result, or undefined when the client went away (nothing to answer). */
-  private async await(done: Promise<LlamaCompletionResult>): Promise<LlamaCompletionResult | undefined> {
-    try {
-      return await done;
-    } catch (e) {
-      if (e instanceof Cancelled) return undefined;
-      throw e;
-    }
-  }
-
   private async completions(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    oa.checkN(b);
     this.requireGenerator();
     const prompt = oa.completionPrompt(b);
     const nProbs = oa.completionLogprobs(b);
@@ -441,23 +512,25 @@ export class LlamaServer {
     const model = this.modelId;
     const res = c.res;
     const sse = stream ? new SseWriter(res) : undefined;
-    let offset = 0;
+    const offsets: number[] = [];
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
+        const i = ev.index ?? 0;
+        const offset = offsets[i] ?? 0;
         const lp = ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
-        offset += ev.token.length;
-        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp));
+        offsets[i] = offset + ev.token.length;
+        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp, i));
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
       try {
         const r = await done;
         const u = oa.usage(r);
-        sse.send({
-          ...(oa.completionChunk(id, model, created, '', oa.finishReason(r)) as object),
-          usage: u,
-          timings: oa.timings(r),
+        const all = r.choices ?? [r];
+        all.forEach((x, i) => {
+          const last = oa.completionChunk(id, model, created, '', oa.finishReason(x), null, i);
+          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
         });
         if (includeUsage) sse.send({ id, object: 'text_completion', created, model, choices: [], usage: u });
         sse.done();
@@ -468,7 +541,7 @@ export class LlamaServer {
       }
       return;
     }
-    const r = await this.await(done);
+    const r = await this.result(done);
     if (!r) return;
     sendJson(res, 200, {
       id,
@@ -476,14 +549,12 @@ export class LlamaServer {
       created,
       model,
       system_fingerprint: oa.SYSTEM_FINGERPRINT,
-      choices: [
-        {
-          text: r.text,
-          index: 0,
-          logprobs: r.logprobs ? oa.completionLogprobObject(r.logprobs) : null,
-          finish_reason: oa.finishReason(r),
-        },
-      ],
+      choices: (r.choices ?? [r]).map((x, index) => ({
+        text: x.text,
+        index,
+        logprobs: x.logprobs ? oa.completionLogprobObject(x.logprobs) : null,
+        finish_reason: oa.finishReason(x),
+      })),
       usage: oa.usage(r),
       timings: oa.timings(r),
       // llama-server's return_tokens: the generated ids
@@ -530,50 +601,5 @@ export class LlamaServer {
       })),
       usage: { prompt_tokens: n, total_tokens: n },
     });
-  }
-}
-
-/** A request whose client went away. */
-class Cancelled extends Error {}
-
-/** Server-sent events: `data: JSON` per chunk, `data: [DONE]` at the end; headers go with the first chunk. */
-class SseWriter {
-  opened = false;
-
-  constructor(
-    private readonly res: ServerResponse,
-    /** The chunk a stream starts with, if any. */
-    private readonly first?: () => unknown,
-  ) {}
-
-  private open(): void {
-    if (this.opened) return;
-    this.opened = true;
-    this.res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
-    this.res.flushHeaders();
-    if (this.first) this.send(this.first());
-  }
-
-  send(obj: unknown): void {
-    this.open();
-    if (!this.res.writable) return;
-    this.res.write(`data: ${JSON.stringify(obj)}\n\n`);
-  }
-
-  done(): void {
-    this.open();
-    if (!this.res.writable) return;
-    this.res.end('data: [DONE]\n\n');
-  }
-
-  fail(e: unknown): void {
-    if (!this.res.writable) return;
-    const err = e instanceof ApiError ? e : new ApiError(500, (e as Error)?.message ?? String(e));
-    this.res.end(`data: ${JSON.stringify(errorBody(err))}\n\n`);
   }
 }
