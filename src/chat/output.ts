@@ -29,7 +29,7 @@ export interface ChatOutputOptions {
   tools?: ToolCallFormat | undefined;
   /** Split a <think> block off into reasoning_content (reasoning_format other than 'none'). */
   reasoning?: boolean;
-  /** The prompt opened the block: the reply starts inside it. */
+  /** The prompt opened the block: the reply starts inside it (when `reasoning`, it is split off). */
   thinkingForcedOpen?: boolean;
   thinkStart?: string;
   thinkEnd?: string;
@@ -348,9 +348,11 @@ export class ChatOutputParser {
     return out;
   }
 
-  /** Whether the reply so far is past its reasoning (a grammar may hold from here). */
+  /**
+   * Whether the reply so far is past its reasoning block (a grammar may hold from here),
+   * and the text after it; whether or not the block is split off (reasoning_format).
+   */
   pastReasoning(text: string): { past: boolean; content: string } {
-    if (!this.opts.reasoning) return { past: true, content: text };
     let from = -1;
     if (this.opts.thinkingForcedOpen) from = 0;
     else {

@@ -393,7 +393,7 @@ export async function prepareRequest(
     chat = {
       ...(toolUse ? { tools: toolUse.format } : {}),
       reasoning,
-      thinkingForcedOpen: reasoning && fmt.thinking_forced_open === true,
+      thinkingForcedOpen: fmt.thinking_forced_open === true,
       thinkStart: fmt.thinking_start_tag ?? THINK_START,
       thinkEnd: fmt.thinking_end_tag ?? THINK_END,
     };
@@ -449,10 +449,10 @@ export async function prepareRequest(
   // a grammar must not hold inside a reasoning block: a lazy one (it would see triggers
   // there) or one that starts where a block the prompt opened ends
   const grammarAfterReasoning =
-    grammar !== undefined && chat?.reasoning === true && (chat.thinkingForcedOpen === true || grammar.awaitingTrigger);
+    grammar !== undefined && chat !== undefined && (chat.thinkingForcedOpen === true || grammar.awaitingTrigger);
   let thinkingBudget: PreparedRequest['thinkingBudget'];
   const budget = get<number>(o, 'thinking_budget_tokens');
-  if (chat?.reasoning && budget >= 0) {
+  if (chat && budget >= 0) {
     const message = o.thinking_budget_message ?? '';
     const forced = vocab.encode(`${message}${chat.thinkEnd ?? THINK_END}`, { addSpecial: false, parseSpecial: true });
     thinkingBudget = { tokens: budget, forced };
