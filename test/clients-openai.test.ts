@@ -151,7 +151,13 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
     });
 
     test('reasoning apart from content, streamed and not', async () => {
-      const req = { model: 'm', messages: [{ role: 'user', content: 'Think, then answer.' }], max_tokens: 24, ...GREEDY, ...thinking(6) };
+      const req = {
+        model: 'm',
+        messages: [{ role: 'user', content: 'Think, then answer.' }],
+        max_tokens: 24,
+        ...GREEDY,
+        ...thinking(6),
+      };
       const r = await c.chat.completions.create(req);
       const m = r.choices[0].message as { content: string; reasoning_content?: string };
       assert.ok(m.reasoning_content && m.reasoning_content.length > 0, 'reasoning_content');
@@ -192,7 +198,11 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
 
     test('a prompt longer than a slot: exceed_context_size_error', async () => {
       await assert.rejects(
-        c.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'word '.repeat(3000) }], max_tokens: 1 }),
+        c.chat.completions.create({
+          model: 'm',
+          messages: [{ role: 'user', content: 'word '.repeat(3000) }],
+          max_tokens: 1,
+        }),
         (e: InstanceType<typeof OpenAI.BadRequestError>) => {
           assert.ok(e instanceof OpenAI.BadRequestError);
           assert.equal(e.type, 'exceed_context_size_error');
