@@ -179,6 +179,8 @@ function requestBody(b: Body, forCount = false): Body {
   }
   // Anthropic allows several tool_use blocks in a reply unless told not to
   if (tools && body.parallel_tool_calls === undefined) body.parallel_tool_calls = true;
+  // passed on as llama-server does (a template switch changes the prompt, so the count too)
+  if (b.chat_template_kwargs !== undefined) body.chat_template_kwargs = b.chat_template_kwargs;
   if (forCount) return body;
   if (!Number.isInteger(b.max_tokens) || (b.max_tokens as number) < 1) {
     throw bad("'max_tokens' is required: a positive integer", 'max_tokens');
