@@ -23,6 +23,7 @@ import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { Context, ContextError, defaultDevices, MAX_SEQ, Model } from '../model/index.js';
 import { buildSamplingChain, DEFAULT_SEED } from '../sampling/index.js';
+import { Vocab } from '../vocab/index.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import {
@@ -119,7 +120,7 @@ function pickDevices(o: EngineModelOptions): Device[] {
 
 export class Engine {
   private readonly models = new Map<string, Promise<SharedModel>>();
-  private readonly contexts = new Set<EngineContext>();
+  private readonly contexts = new Set<EngineContext | VocabOnlyContext>();
   private computeQueue: Promise<unknown> = Promise.resolve();
 
   /**
@@ -136,6 +137,7 @@ export class Engine {
   /** Open (or share) the model and create a context on it. */
   async createContext(o: EngineModelOptions, hooks: LoadHooks = {}): Promise<EngineContext> {
     try {
+      if (o.vocab_only) throw new LlamaError('ERR_OPTION', 'vocab_only: open the context with openVocabOnly()');
       const shared = await this.acquire(o, hooks);
       try {
         const ec = new EngineContext(this, shared, o);
@@ -148,6 +150,13 @@ export class Engine {
     } catch (e) {
       throw asLlamaError(e);
     }
+  }
+
+  /** A context on the model's vocabulary alone (vocab_only): no weights are read. */
+  openVocabOnly(o: EngineModelOptions): VocabOnlyContext {
+    const vc = VocabOnlyContext.open(this, o);
+    this.contexts.add(vc);
+    return vc;
   }
 
   get contextCount(): number {
@@ -226,7 +235,7 @@ export class Engine {
   }
 
   /** @internal */
-  forget(ec: EngineContext): void {
+  forget(ec: EngineContext | VocabOnlyContext): void {
     this.contexts.delete(ec);
   }
 
@@ -261,6 +270,26 @@ export interface ParallelConfig {
   n_parallel?: number;
   /** Tokens per decode step, at most (prompt chunks and generated tokens). Default: the context's n_batch. */
   n_batch?: number;
+}
+
+/** tokenize() on a vocabulary: options checked, special tokens as asked. */
+function tokenizeWith(vocab: Vocab, text: string, o: TokenizeOptions): number[] {
+  if (typeof text !== 'string') throw optionError('text', text, 'must be a string');
+  if (o === null || typeof o !== 'object') throw optionError('options', o, 'must be an object');
+  return vocab.encode(text, {
+    addSpecial: boolOption('add_special', o.add_special, false),
+    parseSpecial: boolOption('parse_special', o.parse_special, false),
+  });
+}
+
+/** detokenize() on a vocabulary: every id checked, special tokens rendered. */
+function detokenizeWith(vocab: Vocab, tokens: ArrayLike<number>): string {
+  const ids = Array.from(tokens ?? []);
+  const n = vocab.nTokens;
+  for (const t of ids) {
+    if (!Number.isInteger(t) || t < 0 || t >= n) throw optionError('tokens', t, `token ids must be 0..${n - 1}`);
+  }
+  return vocab.decode(ids, { renderSpecial: true });
 }
 
 export class EngineContext {
@@ -398,12 +427,7 @@ export class EngineContext {
 
   tokenize(text: string, o: TokenizeOptions = {}): number[] {
     this.check();
-    if (typeof text !== 'string') throw optionError('text', text, 'must be a string');
-    if (o === null || typeof o !== 'object') throw optionError('options', o, 'must be an object');
-    return this.vocab.encode(text, {
-      addSpecial: boolOption('add_special', o.add_special, false),
-      parseSpecial: boolOption('parse_special', o.parse_special, false),
-    });
+    return tokenizeWith(this.vocab, text, o);
   }
 
   /** Each token's text as bytes (a byte string: one char per byte). */
@@ -413,12 +437,7 @@ export class EngineContext {
 
   detokenize(tokens: ArrayLike<number>): string {
     this.check();
-    const ids = Array.from(tokens ?? []);
-    const n = this.vocab.nTokens;
-    for (const t of ids) {
-      if (!Number.isInteger(t) || t < 0 || t >= n) throw optionError('tokens', t, `token ids must be 0..${n - 1}`);
-    }
-    return this.vocab.decode(ids, { renderSpecial: true });
+    return detokenizeWith(this.vocab, tokens);
   }
 
   /** Runs one request as a unit of the batcher; resolves with its result. */
@@ -774,6 +793,135 @@ export class EngineContext {
     this.embCtx?.free();
     this.engine.forget(this);
     this.engine.releaseModel(this.shared);
+  }
+}
+
+/**
+ * A context on a model's vocabulary alone (llama.node's vocab_only): the GGUF header is
+ * read (vocabulary, metadata, chat templates), no weights and no architecture are
+ * needed, so a vocabulary-only file (llama.cpp's ggml-vocab-*.gguf) opens too. It
+ * tokenizes, detokenizes and formats chats; anything that evaluates the model is an
+ * ERR_CONTEXT error (llama.node answers completion() with an empty result instead).
+ */
+export class VocabOnlyContext {
+  onStatus: ((s: BatcherStatus) => void) | undefined;
+  private released = false;
+
+  private constructor(
+    private readonly engine: Engine,
+    readonly vocab: Vocab,
+    readonly info: ContextInfo,
+  ) {}
+
+  static open(engine: Engine, o: EngineModelOptions): VocabOnlyContext {
+    if (!existsSync(o.model)) throw new LlamaError('ERR_MODEL', `model file not found: ${o.model}`);
+    if (!statSync(o.model).isFile()) throw new LlamaError('ERR_MODEL', `model path is not a file: ${o.model}`);
+    const file = openGGUF(o.model);
+    try {
+      const arch = file.getString('general.architecture', 'unknown');
+      const vocab = Vocab.fromGGUF(file);
+      const train = file.getInt(`${arch}.context_length`, 0);
+      const templates = templateTexts(file, vocab);
+      const info: ContextInfo = {
+        systemInfo: systemInfo([], 0),
+        model: {
+          desc: `${arch} (vocab only)`,
+          size: 0,
+          fileSize: file.fileSize,
+          nEmbd: file.getInt(`${arch}.embedding_length`, 0),
+          nParams: 0,
+          nVocab: vocab.nTokens,
+          vocabType: vocab.type,
+          nCtxTrain: train,
+          metadata: metadataStrings(file),
+          arch,
+        },
+        templates: o.chat_template ? { ...templates, override: o.chat_template } : templates,
+        nCtx: o.n_ctx || (train > 0 ? Math.min(DEFAULT_N_CTX, train) : DEFAULT_N_CTX),
+        nBatch: 0,
+        embeddingOnly: false,
+      };
+      return new VocabOnlyContext(engine, vocab, info);
+    } catch (e) {
+      throw asLlamaError(e);
+    } finally {
+      file.close();
+    }
+  }
+
+  private check(): void {
+    if (this.released) throw new LlamaError('ERR_RELEASED', 'the context was released');
+  }
+
+  private noModel(what: string): Promise<never> {
+    try {
+      this.check();
+      throw new LlamaError(
+        'ERR_CONTEXT',
+        `${what} needs the model's weights: this context was loaded with vocab_only (it tokenizes, detokenizes and formats chats)`,
+      );
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  tokenize(text: string, o: TokenizeOptions = {}): number[] {
+    this.check();
+    return tokenizeWith(this.vocab, text, o);
+  }
+
+  pieces(tokens: readonly number[]): string[] {
+    return tokens.map((id) => this.vocab.pieceBytes(id, true));
+  }
+
+  detokenize(tokens: ArrayLike<number>): string {
+    this.check();
+    return detokenizeWith(this.vocab, tokens);
+  }
+
+  completion(_o: LlamaCompletionOptions, _hooks?: UnitHooks, _id?: number): Promise<LlamaCompletionResult> {
+    return this.noModel('completion()');
+  }
+
+  parallelCompletion(_id: number, _o: LlamaCompletionOptions, _hooks?: UnitHooks): Promise<LlamaCompletionResult> {
+    return this.noModel('parallel.completion()');
+  }
+
+  enableParallel(_c: ParallelConfig): Promise<boolean> {
+    return this.noModel('parallel.enable()');
+  }
+
+  disableParallel(): Promise<void> {
+    return this.noModel('parallel.disable()');
+  }
+
+  stopParallel(_id: number): void {}
+
+  parallelStatus(): BatcherStatus {
+    this.check();
+    throw new LlamaError('ERR_CONTEXT', 'parallel mode is not enabled: this context was loaded with vocab_only');
+  }
+
+  slotAction(_action: 'save' | 'restore' | 'erase', _slot: number, _path?: string): Promise<SlotActionResult> {
+    return this.noModel('a slot action');
+  }
+
+  embedding(_text: string | number[], _params?: EmbeddingParams): Promise<{ embedding: Float32Array }> {
+    return this.noModel('embedding()');
+  }
+
+  saveSession(_path: string): Promise<void> {
+    return this.noModel('saveSession()');
+  }
+
+  loadSession(_path: string): Promise<SessionLoadResult> {
+    return this.noModel('loadSession()');
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.engine.forget(this);
   }
 }
 
