@@ -13,20 +13,21 @@
 // repacked tensor (its groups can be used as such), 7 the rounding of f32 activations
 // (vecdot.ts: the grid of ggml-cpu's vec_dot_type for the weight type).
 
-import { extra, qQs, qScale, qStride, qrow, share0, tAddr, tLayout, tNb, tNe, tType, tWord, LAYOUT_K4, LAYOUT_REP4 } from './desc';
-import { readRow } from './rows';
-import { f16ToF32, f32ToF16 } from './math';
-import { ROUND_Q8_1, roundActRow } from './vecdot';
+import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
-import {
-  dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
-  DQ4, tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
-} from './qdot';
 import {
   colsQ5_0x4, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, unpackRowQ4K,
   unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
+import { f16ToF32, f32ToF16 } from './math';
+import {
+  DQ4, 
+  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
+} from './qdot';
+import { readRow } from './rows';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
+import { ROUND_Q8_1, roundActRow } from './vecdot';
+import { dotIQ, dotIQ1, dotIQx4, isIQ, unpackIQ } from './iquant';
 
 const FMT_F32: i32 = 0;
 const FMT_Q32: i32 = 1;
@@ -408,6 +409,22 @@ function mmRows(
         const v = type == T_Q4_K ? dotQ4_K(pa, K >> 8, act, K) : dotQ6_K(pa, K >> 8, act, K);
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
+    } else if (isIQ(type) && c1 - c0 == 1) {
+      // one column: decoded and dotted super-block by super-block (iquant.ts)
+      store<f32>(dstAt(node, m, c0, i2, i3), dotIQ1(type, pa, K >> 8, actRow(node, c0, i2, i3), K, scratch));
+    } else if (isIQ(type)) {
+      // unpacked once for the row, then every column of the chunk (iquant.ts)
+      const k = <usize>K;
+      unpackIQ(type, pa, K >> 8, scratch, scratch + 2 * k + (k >> 3) + (k >> 6));
+      let n = c0;
+      for (; n + 4 <= c1; n += 4) {
+        const v = dotIQx4(scratch, actRow(node, n, i2, i3), actRow(node, n + 1, i2, i3), actRow(node, n + 2, i2, i3), actRow(node, n + 3, i2, i3), K);
+        store<f32>(dstAt(node, m, n, i2, i3), f32x4.extract_lane(v, 0));
+        store<f32>(dstAt(node, m, n + 1, i2, i3), f32x4.extract_lane(v, 1));
+        store<f32>(dstAt(node, m, n + 2, i2, i3), f32x4.extract_lane(v, 2));
+        store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
+      }
+      for (; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotIQ(scratch, actRow(node, n, i2, i3), K));
     } else if ((type == T_F32 || type == T_F16 || type == T_BF16) && plainRows) {
       for (let n = c0; n < c1; n++) {
         const act = actRow(node, n, i2, i3);

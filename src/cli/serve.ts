@@ -44,6 +44,8 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --alias NAME        the model name reported by /v1/models
       --embeddings        serve /v1/embeddings with a generative model too
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
+      --swa-full          sliding-window layers get a full-size KV cache (any cached prefix
+                          stays reusable; more memory)
       --chat-template T   chat template override (Jinja text or a built-in name)
       --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
@@ -125,6 +127,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       threads,
       ...(device ? { devices: [device] } : {}),
       ctxShift: !o['no-context-shift'],
+      ...(o['swa-full'] ? { swaFull: true } : {}),
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
@@ -195,6 +198,7 @@ function parse(argv: string[]) {
       alias: { type: 'string' },
       embeddings: { type: 'boolean' },
       'no-context-shift': { type: 'boolean' },
+      'swa-full': { type: 'boolean' },
       'chat-template': { type: 'string' },
       'slot-save-path': { type: 'string' },
       'log-level': { type: 'string' },

@@ -1,4 +1,5 @@
-// Seeded test-model generator: writes llama / qwen2 / qwen3 / bert GGUF files of any shape
+// Seeded test-model generator: writes llama / qwen2 / qwen3 / bert / gemma2 / gemma3 /
+// gemma-embedding / gemma4 / phi3 / smollm3 GGUF files of any shape
 // with random weights in any file type we can quantize to, with llama-quantize's
 // per-tensor type choices. One tensor at a time is generated, quantized and written, so
 // models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
@@ -9,26 +10,27 @@ import { join } from 'node:path';
 import { canQuantize } from '../ggml/quants/index.js';
 import { type GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
+import { chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 import { CHUNK, chunkCount, fillChunks, tensorByteSize } from './fill.js';
 import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
 import { FillPool } from './pool.js';
 import {
   FILE_TYPES,
   type FileTypeName,
+  isGemma,
   type ModelSpec,
   type PresetOptions,
   presetSpec,
   resolveShape,
   type VocabSpec,
 } from './spec.js';
-import { chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 import { buildVocab } from './vocab.js';
 
+export { allowsQuantization, chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 export { planTensors } from './layout.js';
 export { Rng } from './rng.js';
 export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, PresetOptions, VocabSpec } from './spec.js';
 export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
-export { allowsQuantization, chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 export { buildVocab, TokenType } from './vocab.js';
 
 /**
@@ -72,7 +74,8 @@ export interface GenerateResult {
 }
 
 function defaultVocab(spec: ModelSpec): VocabSpec {
-  const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spec.arch === 'llama' ? 'synthetic-spm' : 'synthetic-bpe';
+  const spm = spec.arch === 'llama' || spec.arch === 'phi3' || isGemma(spec.arch);
+  const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spm ? 'synthetic-spm' : 'synthetic-bpe';
   return { kind, size: spec.shape.nVocab };
 }
 
@@ -99,16 +102,16 @@ export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptio
     ...(arch === 'bert' && vocab.nTypeVocab !== undefined ? { nTypeVocab: vocab.nTypeVocab } : {}),
   });
   const plan = planTensors(arch, shape, vocab.nVocab);
-  const types = chooseTensorTypes(
+  const choice = chooseTensorTypes(
     { arch, nLayer: shape.nLayer, nHead: shape.nHead, nHeadKv: shape.nHeadKv },
     plan,
     spec.fileType,
   );
+  const types = new Map([...choice].map(([name, c]) => [name, c.type]));
+  // the generator has no importance matrix: types that need one cannot be generated
   const missing = [...new Set(types.values())].filter((t) => !canQuantize(t)).map(typeName);
   if (missing.length > 0) {
-    throw new RangeError(
-      `file type ${spec.fileType} needs quantizers llama-ts does not have yet: ${missing.join(', ')}`,
-    );
+    throw new RangeError(`file type ${spec.fileType} needs an importance matrix for ${missing.join(', ')}`);
   }
 
   const layout = spec.layout ?? (spec.fileType === 'F32' ? 'convert' : 'quantize');

@@ -168,6 +168,11 @@ export function gelu(a: Tensor): Tensor {
   return node(newTensor(a.type, a.ne), Op.GELU, [a]);
 }
 
+/** tanh(x) elementwise (ggml_tanh; soft-capping is c·tanh(x/c)). */
+export function tanh(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.TANH, [a]);
+}
+
 /**
  * Copy the values of `a` into `b` (ggml_cpy), converting type (F32↔F16, F32→quantized).
  * Element counts must match; layout may differ (b is often a view into a KV cache).

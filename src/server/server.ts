@@ -89,6 +89,8 @@ export interface ServerOptions {
   ctxShift?: boolean;
   /** A folder for slot saves (llama-server's --slot-save-path): enables POST /slots/:id?action=save|restore|erase, file names confined to it. */
   slotSavePath?: string;
+  /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
+  swaFull?: boolean;
 }
 
 /**
@@ -174,6 +176,7 @@ export class LlamaServer implements GenerationHost {
       n_batch: Math.min(opts.nBatch ?? 512, total),
       n_parallel: generative ? parallel : 1,
       ctx_shift: opts.ctxShift ?? true,
+      ...(opts.swaFull ? { swa_full: true } : {}),
       ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
       ...(opts.devices ? { devices: opts.devices } : {}),
       ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),

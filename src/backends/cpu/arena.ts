@@ -4,6 +4,16 @@
 // first-fit allocator hands out aligned ranges; the memory grows on demand (a shared
 // memory never moves, so views of it stay valid) and never shrinks.
 
+import {
+  GRID_IQ1S,
+  GRID_IQ2S,
+  GRID_IQ2XS,
+  GRID_IQ2XXS,
+  GRID_IQ3S,
+  GRID_IQ3XXS,
+  gridValues,
+  signsOf7,
+} from '../../ggml/quants/iq-grids.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
 
 export const PAGE = 65536;
@@ -17,7 +27,7 @@ export const ARENA_HEADER = PAGE;
 export const CONSTANTS_AT = 1024;
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * 29);
+  const t = new Uint8Array(16 * 31);
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -51,6 +61,30 @@ function constantTable(): Uint8Array {
     dv.setUint8(27 * 16 + k, 1 << (k & 7));
   }
   fill(28, 1, 0x10);
+  fill(29, 4, 0x8fffffff);
+  fill(30, 2, 0x7c00);
+  return t;
+}
+
+/**
+ * The IQ1/IQ2/IQ3 codebooks the kernels read from address 16384 of every arena (see
+ * assembly/iquant.ts, same offsets): 8 bytes per IQ2/IQ1 point (IQ1 signed), 4 per IQ3
+ * point, then the 128 parity-completed sign bytes, then 8 mask bytes per sign byte.
+ */
+export const IQ_TABLES_AT = 16384;
+
+function iqTables(): Uint8Array {
+  const t = new Uint8Array(34048 + 2048);
+  const put = (at: number, v: Int8Array) => t.set(new Uint8Array(v.buffer, v.byteOffset, v.length), at);
+  put(0, gridValues(GRID_IQ2XXS));
+  put(2048, gridValues(GRID_IQ2XS));
+  put(6144, gridValues(GRID_IQ2S));
+  put(14336, gridValues(GRID_IQ1S));
+  put(30720, gridValues(GRID_IQ3XXS));
+  put(31744, gridValues(GRID_IQ3S));
+  for (let i = 0; i < 128; i++) t[33792 + i] = signsOf7(i);
+  // the 8 sign masks (0xff where bit k is set) of every sign byte
+  for (let s = 0; s < 256; s++) for (let k = 0; k < 8; k++) t[34048 + 8 * s + k] = (s >> k) & 1 ? 0xff : 0;
   return t;
 }
 
@@ -77,6 +111,7 @@ export class Arena {
     this.free = [{ offset: ARENA_HEADER, size: this.capacity - ARENA_HEADER }];
     this.view = new Uint8Array(this.memory.buffer);
     this.view.set(constantTable(), CONSTANTS_AT);
+    this.view.set(iqTables(), IQ_TABLES_AT);
   }
 
   /** The whole memory as bytes (refreshed after growth). */

@@ -24,6 +24,15 @@ export const READABLE = new Set<number>([
   GGMLType.Q6_K,
   GGMLType.IQ4_NL,
   GGMLType.IQ4_XS,
+  GGMLType.IQ2_XXS,
+  GGMLType.IQ2_XS,
+  GGMLType.IQ2_S,
+  GGMLType.IQ3_XXS,
+  GGMLType.IQ3_S,
+  GGMLType.IQ1_S,
+  GGMLType.IQ1_M,
+  GGMLType.TQ1_0,
+  GGMLType.TQ2_0,
 ]);
 
 /** Types whose rows the kernels can write from f32 (quantRow). */
@@ -76,6 +85,7 @@ export function cpuSupportsOp(t: Tensor): boolean {
     case Op.NORM:
     case Op.SILU:
     case Op.GELU:
+    case Op.TANH:
       return isFloat(a) && isFloat(t);
     case Op.ROPE:
       return isFloat(a) && isFloat(t) && b.type === I32 && (t.src[2] === undefined || isFloat(t.src[2]));

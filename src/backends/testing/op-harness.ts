@@ -43,6 +43,7 @@ export function rng(seed: number): () => number {
 }
 
 // offsets of the f16 scale fields per block, for random blocks of types with no quantizer
+// (IQ1_M's one scale is spread over the top nibbles of four u16 words)
 const F16_FIELDS: Record<string, number[]> = {
   Q2_K: [80, 82],
   Q3_K: [108],
@@ -51,7 +52,38 @@ const F16_FIELDS: Record<string, number[]> = {
   Q6_K: [208],
   IQ4_NL: [0],
   IQ4_XS: [0],
+  IQ2_XXS: [0],
+  IQ2_XS: [0],
+  IQ2_S: [0],
+  IQ3_XXS: [0],
+  IQ3_S: [0],
+  IQ1_S: [0],
 };
+
+/**
+ * Gives random quantized blocks sane scales (random f16 bits would include NaN and huge
+ * values): scale field j of block b becomes f16(scale(b, j)).
+ */
+export function setBlockScales(type: number, bytes: Uint8Array, scale: (block: number, field: number) => number): void {
+  const tr = traitsOf(type);
+  for (let b = 0; b < bytes.length / tr.typeSize; b++) {
+    if (type === GGMLType.IQ1_M) {
+      const h = f32ToF16(scale(b, 0));
+      for (let i = 0; i < 4; i++) {
+        const p = b * tr.typeSize + 49 + 2 * i;
+        bytes[p] = (bytes[p]! & 0x0f) | (((h >> (4 * i)) & 0xf) << 4);
+      }
+      continue;
+    }
+    const fields = F16_FIELDS[tr.name];
+    if (!fields) throw new Error(`setBlockScales: no scale fields known for ${tr.name}`);
+    fields.forEach((off, j) => {
+      const h = f32ToF16(scale(b, j));
+      bytes[b * tr.typeSize + off] = h & 0xff;
+      bytes[b * tr.typeSize + off + 1] = h >> 8;
+    });
+  }
+}
 
 /** Random data for a contiguous tensor of any supported weight type, values roughly in [-1, 1]. */
 export function randomData(t: Tensor, seed: number): ArrayBufferView {
@@ -72,15 +104,7 @@ export function randomData(t: Tensor, seed: number): ArrayBufferView {
     return bytes;
   }
   const bytes = new Uint8Array(t.nbytes).map(() => Math.floor(r() * 256));
-  const fields = F16_FIELDS[tr.name];
-  if (!fields) throw new Error(`randomData: no generator for ${tr.name}`);
-  for (let b = 0; b < bytes.length / tr.typeSize; b++) {
-    for (const off of fields) {
-      const h = f32ToF16(0.002 + r() * 0.01);
-      bytes[b * tr.typeSize + off] = h & 0xff;
-      bytes[b * tr.typeSize + off + 1] = h >> 8;
-    }
-  }
+  setBlockScales(t.type, bytes, () => 0.002 + r() * 0.01);
   return bytes;
 }
 
@@ -123,6 +147,15 @@ export const WEIGHT_TYPES: readonly number[] = [
   GGMLType.Q6_K,
   GGMLType.IQ4_NL,
   GGMLType.IQ4_XS,
+  GGMLType.IQ2_XXS,
+  GGMLType.IQ2_XS,
+  GGMLType.IQ2_S,
+  GGMLType.IQ3_XXS,
+  GGMLType.IQ3_S,
+  GGMLType.IQ1_S,
+  GGMLType.IQ1_M,
+  GGMLType.TQ1_0,
+  GGMLType.TQ2_0,
 ];
 
 /** The catalogue: every op the models need, over its types and awkward shapes. */
@@ -184,6 +217,7 @@ export function opCases(): OpCase[] {
     ['SCALE', (t) => ops.scale(t, 0.37, 0.1)],
     ['SILU', ops.silu],
     ['GELU', ops.gelu],
+    ['TANH', ops.tanh],
     ['RMS_NORM', (t) => ops.rmsNorm(t, 1e-6)],
     ['NORM', (t) => ops.norm(t, 1e-5)],
   ];
@@ -195,6 +229,15 @@ export function opCases(): OpCase[] {
     add(`${name} transposed view`, () => {
       const a = newTensor(F32, [6, 9]);
       return { out: f(transpose(a)), inputs: [a] };
+    });
+  }
+  // GELU and TANH beyond [-1, 1]: GELU's cut-offs at ±10, tanh's saturation
+  for (const [name, f] of unaries.filter(([n]) => n === 'GELU' || n === 'TANH')) {
+    add(`${name} over -12..12 [64,5]`, () => {
+      const a = newTensor(F32, [64, 5]);
+      const r = rng(77);
+      const x = new Float32Array(64 * 5).map(() => r() * 24 - 12);
+      return { out: f(a), inputs: [[a, x]] };
     });
   }
 
@@ -297,11 +340,13 @@ export function opCases(): OpCase[] {
       5e-4,
     );
   }
-  // the tiled kernel's paths: several key blocks (the last partial), fully masked blocks,
-  // a GQA group of 7 over several tiles (4-row and 1-row kernels), a strided query view
+  // ggml-cpu's two paths: row by row below 64 query rows, tiled from 64 (several key
+  // blocks, the last partial, fully masked blocks, a GQA group of 7 over several tiles:
+  // 4-row and 1-row kernels); a strided query view
   for (const [nQ, past] of [
     [37, 60],
     [1, 90],
+    [70, 20],
   ] as [number, number][]) {
     add(
       `FLASH_ATTN_EXT D 64, heads 14/2, ${nQ} queries, 100 KV positions, causal mask`,
@@ -315,6 +360,30 @@ export function opCases(): OpCase[] {
         const mask = newTensor(F16, [nKV, nQ]);
         const out = ops.flashAttnExt(q, k, v, mask, 0.5);
         return { out, inputs: [q0, k, v, [mask, causalMaskF16(nKV, nQ, past)]] };
+      },
+      5e-4,
+    );
+  }
+  // the split case: one query token against 512+ keys (key chunks merged), F16 and F32
+  // caches, GQA 6/2, a window's mask (keys outside it hidden: whole chunks skipped), a
+  // last partial chunk and block; a soft-capped F16 one
+  for (const [kvt, softcap] of [
+    [F16, 0],
+    [F32, 0],
+    [F16, 30],
+  ] as const) {
+    add(
+      `FLASH_ATTN_EXT split: 1 query, 700 KV positions, heads 6/2, K/V ${tname(kvt)} softcap ${softcap}`,
+      () => {
+        const D = 32;
+        const nKV = 700;
+        const q = newTensor(F32, [D, 1, 6]);
+        const k = newTensor(kvt, [D, nKV, 2]);
+        const v = newTensor(kvt, [D, nKV, 2]);
+        const mask = newTensor(F16, [nKV, 1]);
+        const m = new Uint16Array(nKV);
+        for (let j = 0; j < nKV; j++) m[j] = f32ToF16(j < 300 || j === 512 ? Number.NEGATIVE_INFINITY : 0);
+        return { out: ops.flashAttnExt(q, k, v, mask, 0.3, 0, softcap), inputs: [q, k, v, [mask, m]] };
       },
       5e-4,
     );
