@@ -44,6 +44,8 @@ export interface RequestStatus {
   prompt_ms: number;
   generation_ms: number;
   tokens_per_second: number;
+  /** llama-ts: the slot the request runs in (-1 while queued). */
+  id_slot: number;
 }
 
 export interface BatcherStatus {
@@ -116,7 +118,7 @@ export class Batcher {
 
   status(): BatcherStatus {
     const requests: RequestStatus[] = [];
-    const add = (u: GenerationUnit) => {
+    const add = (u: GenerationUnit, slot: number) => {
       const t = u.elapsed;
       requests.push({
         request_id: u.id,
@@ -127,10 +129,11 @@ export class Batcher {
         prompt_ms: Math.round(t.prompt),
         generation_ms: Math.round(t.generation),
         tokens_per_second: t.generation > 0 ? Math.round((u.tokensGenerated * 1e4) / t.generation) / 10 : 0,
+        id_slot: slot,
       });
     };
-    for (const s of this.slots) if (s.unit) add(s.unit);
-    for (const u of this.queue) add(u);
+    for (const s of this.slots) if (s.unit) add(s.unit, s.seq);
+    for (const u of this.queue) add(u, -1);
     return {
       n_parallel: this.slots.length,
       active_slots: this.nBusy,

@@ -6,6 +6,7 @@
 //                         around the model's FIM tokens (the library builds the prompt)
 //   POST /apply-template  the chat template applied to `messages`: { prompt }
 //   GET  /props           default generation settings, slots, template, special tokens
+//   GET  /slots           each slot: id, n_ctx, is_processing, params, next_token
 //   POST /slots/:id?action=save|restore|erase   a slot's cache to and from a file in
 //                         --slot-save-path (file names only: no folders, no "..")
 import { join } from 'node:path';
@@ -238,6 +239,34 @@ export function props(host: GenerationHost, c: RequestContext): void {
     eos_token: t.eos_token,
     build_info: `llama-ts ${host.version}`,
   });
+}
+
+/** GET /slots: llama-server's slot list (is_processing and the running request's counts from the parallel status). */
+export async function slots(host: GenerationHost, c: RequestContext): Promise<void> {
+  host.requireGenerator();
+  const st = await host.ctx.parallel.fetchStatus();
+  const out = [];
+  for (let id = 0; id < host.parallel; id++) {
+    const r = st.requests.find((q) => q.id_slot === id);
+    out.push({
+      id,
+      id_task: r?.request_id ?? -1,
+      n_ctx: host.nCtxSlot,
+      speculative: false,
+      is_processing: r !== undefined,
+      params: generationSettings({}, host.nCtxSlot),
+      next_token: [
+        {
+          has_next_token: r !== undefined,
+          has_new_line: false,
+          n_remain: -1,
+          n_decoded: r?.tokens_generated ?? 0,
+          stopping_word: '',
+        },
+      ],
+    });
+  }
+  sendJson(c.res, 200, out);
 }
 
 /** A file name in the slot folder: a plain name (no folders, no "..", no control characters). */

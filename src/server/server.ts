@@ -112,6 +112,8 @@ function apiError(e: unknown): unknown {
       return new ApiError(400, e.message, undefined, param);
     }
     if (e.code === 'ERR_BUSY') return new ApiError(503, e.message);
+    // a slot file that is missing, damaged or from another model (llama-server: a 400)
+    if (e.code === 'ERR_SESSION') return new ApiError(400, e.message, undefined, 'filename');
   }
   return e;
 }
@@ -285,6 +287,7 @@ export class LlamaServer implements GenerationHost {
     add('POST', ['/infill'], (c) => native.infill(this, c));
     add('POST', ['/apply-template'], (c) => native.applyTemplate(this, c));
     add('GET', ['/props'], (c) => native.props(this, c));
+    add('GET', ['/slots'], (c) => native.slots(this, c));
     add('POST', ['/slots/:id'], (c) => native.slotAction(this, c, this.opts.slotSavePath));
     add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
