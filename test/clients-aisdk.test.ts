@@ -18,8 +18,8 @@ import type { LlamaServer } from '../src/server/index.js';
 import {
   AddArgs,
   API_KEY,
-  GREEDY,
   Person,
+  REPEATABLE,
   startServer,
   THINKING_HERMES,
   thinking,
@@ -70,7 +70,7 @@ for (const { name, ai, compat, openai } of MAJORS) {
         prompt: 'Once upon a time',
         maxOutputTokens: 12,
         maxRetries: 0,
-        ...extra(GREEDY),
+        ...extra(REPEATABLE),
         temperature: 0,
       };
       const r = await ai.generateText(req);
@@ -159,7 +159,7 @@ for (const { name, ai, compat, openai } of MAJORS) {
         maxOutputTokens: 24,
         temperature: 0,
         maxRetries: 0,
-        ...extra({ ...GREEDY, ...thinking(6) }),
+        ...extra({ ...REPEATABLE, ...thinking(6) }),
       };
       const r = await ai.generateText(req);
       assert.ok((r.reasoningText ?? '').length > 0, 'reasoning');

@@ -16,6 +16,7 @@ import {
   API_KEY,
   GREEDY,
   Person,
+  REPEATABLE,
   startServer,
   THINKING_HERMES,
   thinking,
@@ -51,7 +52,7 @@ const add = tool(async ({ a, b }) => String(a + b), { name: 'add', description: 
 
 describe('@langchain/openai 1.5.8', () => {
   test('invoke and stream', async () => {
-    const m = llm({ maxTokens: 12, modelKwargs: GREEDY });
+    const m = llm({ maxTokens: 12, modelKwargs: REPEATABLE });
     const r = await m.invoke('Once upon a time');
     assert.ok(typeof r.content === 'string' && r.content.length > 0);
     let text = '';
@@ -91,7 +92,7 @@ describe('@langchain/openai 1.5.8', () => {
   }
 
   test('reasoning_content apart from content, streamed and not', async () => {
-    const m = llm({ maxTokens: 24, modelKwargs: { ...GREEDY, ...thinking(6) } });
+    const m = llm({ maxTokens: 24, modelKwargs: { ...REPEATABLE, ...thinking(6) } });
     const r = await m.invoke('Think, then answer.');
     const reasoning = String(r.additional_kwargs.reasoning_content ?? '');
     assert.ok(reasoning.length > 0);
@@ -134,7 +135,7 @@ describe('@langchain/openai 1.5.8', () => {
 
   describe('the Responses API (useResponsesApi)', () => {
     test('invoke and stream', async () => {
-      const m = llm({ useResponsesApi: true, maxTokens: 12, modelKwargs: GREEDY });
+      const m = llm({ useResponsesApi: true, maxTokens: 12, modelKwargs: REPEATABLE });
       const r = await m.invoke('Once upon a time');
       assert.ok(r.text.length > 0);
       let text = '';

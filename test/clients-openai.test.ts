@@ -17,6 +17,9 @@ import {
   API_KEY,
   GREEDY,
   Person,
+  REPEATABLE,
+  RICH_SCHEMA,
+  Rich,
   startServer,
   THINKING_HERMES,
   thinking,
@@ -62,7 +65,12 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
     });
 
     test('chat, and the same reply streamed', async () => {
-      const req = { model: 'm', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 16, ...GREEDY };
+      const req = {
+        model: 'm',
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        max_tokens: 16,
+        ...REPEATABLE,
+      };
       const r = await c.chat.completions.create(req);
       assert.equal(r.choices[0].message.role, 'assistant');
       assert.ok(r.choices[0].message.content.length > 0);
@@ -87,6 +95,53 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
         Person.parse(parsed);
         assert.ok(Number.isInteger(parsed.age));
       }
+    });
+
+    test('JSON schema keywords (formats, pattern, tuples, anyOf/oneOf/allOf, $ref, int64): every reply validates', async () => {
+      const text = JSON.stringify(RICH_SCHEMA);
+      for (const k of [
+        '"$defs"',
+        '"$ref"',
+        '"prefixItems"',
+        '"anyOf"',
+        '"oneOf"',
+        '"allOf"',
+        '"pattern"',
+        '"format"',
+      ]) {
+        assert.ok(text.includes(k), `the schema has ${k}`);
+      }
+      for (const seed of [1, 2, 3]) {
+        const r = await g.chat.completions.create({
+          model: 'm',
+          messages: [{ role: 'user', content: 'An event.' }],
+          response_format: { type: 'json_schema', json_schema: { name: 'rich', schema: RICH_SCHEMA } },
+          max_tokens: 800,
+          seed,
+          temperature: 1,
+        });
+        assert.equal(r.choices[0].finish_reason, 'stop');
+        Rich.parse(JSON.parse(r.choices[0].message.content));
+      }
+    });
+
+    test('a keyword a grammar cannot enforce: a 400 naming it', async () => {
+      await assert.rejects(
+        c.chat.completions.create({
+          model: 'm',
+          messages: [{ role: 'user', content: 'x' }],
+          response_format: {
+            type: 'json_schema',
+            json_schema: { name: 'x', schema: { type: 'array', items: { type: 'integer' }, uniqueItems: true } },
+          },
+          max_tokens: 4,
+        }),
+        (e: InstanceType<typeof OpenAI.BadRequestError>) => {
+          assert.ok(e instanceof OpenAI.BadRequestError);
+          assert.match(e.message, /#\/uniqueItems: 'uniqueItems' is not supported/);
+          return true;
+        },
+      );
     });
 
     for (const [what, choice] of [
@@ -155,7 +210,7 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
         model: 'm',
         messages: [{ role: 'user', content: 'Think, then answer.' }],
         max_tokens: 24,
-        ...GREEDY,
+        ...REPEATABLE,
         ...thinking(6),
       };
       const r = await c.chat.completions.create(req);
@@ -241,7 +296,12 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
     });
 
     test('Responses API: text, stream, tools, JSON schema', async () => {
-      const r = await c.responses.create({ model: 'm', input: 'Once upon a time', max_output_tokens: 12, ...GREEDY });
+      const r = await c.responses.create({
+        model: 'm',
+        input: 'Once upon a time',
+        max_output_tokens: 12,
+        ...REPEATABLE,
+      });
       assert.equal(r.object, 'response');
       assert.ok(r.output_text.length > 0);
       const types: string[] = [];
@@ -250,7 +310,7 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
         model: 'm',
         input: 'Once upon a time',
         max_output_tokens: 12,
-        ...GREEDY,
+        ...REPEATABLE,
         stream: true,
       })) {
         types.push(ev.type);

@@ -69,6 +69,46 @@ export const Person = z.object({
   nick: z.string().max(5).nullable(),
 });
 
+const Point = z.object({ x: z.number().int().min(0).max(99), y: z.number().int().min(0).max(99) });
+
+/**
+ * A schema with the JSON Schema keywords llama.cpp's converter handles, as Zod writes them:
+ * const, formats (date; time and uuid with their patterns), pattern, enum, minItems /
+ * maxItems, prefixItems (a tuple), anyOf (a union), oneOf (a discriminated union), allOf
+ * (two objects, written in by hand), 64-bit integer bounds (.int()), $defs/$ref (a schema
+ * used twice, with `reused: 'ref'`), minLength/maxLength and an optional property.
+ */
+export const Rich = z.object({
+  kind: z.literal('event'),
+  when: z.iso.date(),
+  at: z.iso.time(),
+  id: z.uuid(),
+  code: z.string().regex(/^[A-Z]{3}-[0-9]{2}$/),
+  tags: z
+    .array(z.enum(['a', 'b', 'c']))
+    .min(1)
+    .max(3),
+  pair: z.tuple([z.number().int().min(0).max(9), z.boolean()]),
+  value: z.union([z.number().int().min(-5).max(5), z.string().max(4)]),
+  shape: z.discriminatedUnion('type', [
+    z.object({ type: z.literal('circle'), r: z.number().int().min(1).max(9) }),
+    z.object({ type: z.literal('square'), side: z.number().int().min(1).max(9) }),
+  ]),
+  flags: z.object({ a: z.boolean(), b: z.boolean() }),
+  big: z.int(),
+  from: Point,
+  to: Point,
+  note: z.string().min(2).max(8).optional(),
+});
+export const RICH_SCHEMA = z.toJSONSchema(Rich, { reused: 'ref' }) as { properties: Record<string, unknown> };
+// Zod merges an intersection of objects itself; written as allOf, as other generators do
+RICH_SCHEMA.properties.flags = {
+  allOf: [
+    { type: 'object', properties: { a: { type: 'boolean' } }, required: ['a'] },
+    { type: 'object', properties: { b: { type: 'boolean' } }, required: ['b'] },
+  ],
+};
+
 export const API_KEY = 'sk-local-test';
 
 /** A server on loopback for the client tests: the model, 4 slots of 2048 tokens, CORS, a key, embeddings. */
@@ -87,6 +127,16 @@ export function startServer(opts: Partial<ServerOptions> = {}): Promise<LlamaSer
 
 /** Greedy, no end-of-generation token (a tiny model's replies then always reach max_tokens or a grammar's end). */
 export const GREEDY = { temperature: 0, ignore_eos: true } as const;
+
+/**
+ * Greedy, and every request evaluates its whole prompt (llama-server's cache_prompt:
+ * false): a reply then does not depend on what the slot held before. (ggml-cpu's attention
+ * rounds differently for 64+ query rows at once than for a few rows after a reused prefix,
+ * and llama-ts follows it bit for bit, so with a random tiny model's near-tied logits a
+ * greedy reply can change with the cache.) For comparing a streamed reply with the same
+ * request unstreamed.
+ */
+export const REPEATABLE = { ...GREEDY, cache_prompt: false } as const;
 
 /** Options that make the model reason: the template opens the block, and a budget of `n` tokens closes it. */
 export function thinking(n = 6): Record<string, unknown> {
