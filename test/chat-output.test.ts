@@ -281,7 +281,14 @@ describe('tool-call grammars', () => {
 });
 
 describe('lazy grammars', () => {
-  const vocabPieces = ['<eos>', ...'abcdefghijklmnopqrstuvwxyz <>_/{}":,'.split(''), '<tool_call>', 'hello'];
+  const vocabPieces = [
+    '<eos>',
+    ...'abcdefghijklmnopqrstuvwxyz <>_/{}":,'.split(''),
+    '<tool_call>',
+    'hello',
+    '\xff', // a byte that is no UTF-8
+    '\xc3', // the first byte of a two-byte character
+  ];
   const vocab = {
     nTokens: vocabPieces.length,
     pieceBytes: (id: number) => (id === 0 ? '' : vocabPieces[id]!),
@@ -307,6 +314,20 @@ describe('lazy grammars', () => {
     g.accept(id('{'));
     g.accept(id('a'));
     g.accept(id('}'));
+    assert.ok(g.isComplete());
+  });
+
+  test('bytes that are no UTF-8 before a trigger: the grammar gets the text from the trigger exactly', () => {
+    const g = new GrammarSampler('root ::= "<tool_call>" "x"', vocab).setLazy({
+      patterns: [/<tool_call>/],
+      tokens: [],
+    });
+    for (const p of ['\xff', '\xff', '\xc3', 'a', '\xff']) g.accept(id(p));
+    for (const c of '<tool_call>') g.accept(id(c));
+    assert.ok(!g.awaitingTrigger);
+    // fed "<tool_call>" (not nothing, not a part of it): "x" ends it
+    assert.ok(g.allows(id('x')) && !g.allows(id('<')));
+    g.accept(id('x'));
     assert.ok(g.isComplete());
   });
 

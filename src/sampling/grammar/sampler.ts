@@ -152,7 +152,9 @@ export class GrammarSampler {
   private watch(bytes: string): void {
     this.buffer += bytes;
     if (this.buffer.length > MAX_TRIGGER_BUFFER) this.buffer = this.buffer.slice(-MAX_TRIGGER_BUFFER);
-    const text = Buffer.from(this.buffer, 'latin1').toString('utf8');
+    // (a byte that is no UTF-8 stands for one U+FFFD, so a match's offset maps back to
+    // its byte exactly: re-encoding the text would count 3 bytes for it)
+    const { text, offsets } = decodeWithOffsets(this.buffer);
     let best: number | undefined;
     for (const re of this.lazy!.patterns) {
       re.lastIndex = 0;
@@ -167,8 +169,7 @@ export class GrammarSampler {
       if (best === undefined || at < best) best = at;
     }
     if (best === undefined) return;
-    const start = Buffer.byteLength(text.slice(0, best), 'utf8');
-    const rest = this.buffer.slice(start);
+    const rest = this.buffer.slice(offsets[best]);
     this.waiting = false;
     this.buffer = '';
     this.acceptText(rest);
@@ -232,4 +233,36 @@ export class GrammarSampler {
     g.buffer = this.buffer;
     return g;
   }
+}
+
+/**
+ * A byte string (one char per byte) as text, with the byte offset of each UTF-16 unit
+ * (offsets[text.length] = the byte length): well-formed UTF-8 sequences become their
+ * character, any other byte one U+FFFD.
+ */
+function decodeWithOffsets(bytes: string): { text: string; offsets: number[] } {
+  let text = '';
+  const offsets: number[] = [];
+  const b = (i: number) => bytes.charCodeAt(i);
+  const cont = (i: number) => i < bytes.length && (b(i) & 0xc0) === 0x80;
+  for (let i = 0; i < bytes.length; ) {
+    const c = b(i);
+    let n = 0;
+    let cp = 0;
+    if (c < 0x80) [n, cp] = [1, c];
+    else if (c >= 0xc2 && c < 0xe0 && cont(i + 1)) [n, cp] = [2, ((c & 0x1f) << 6) | (b(i + 1) & 0x3f)];
+    else if (c >= 0xe0 && c < 0xf0 && cont(i + 1) && cont(i + 2)) {
+      cp = ((c & 0x0f) << 12) | ((b(i + 1) & 0x3f) << 6) | (b(i + 2) & 0x3f);
+      if (cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff)) n = 3;
+    } else if (c >= 0xf0 && c < 0xf5 && cont(i + 1) && cont(i + 2) && cont(i + 3)) {
+      cp = ((c & 0x07) << 18) | ((b(i + 1) & 0x3f) << 12) | ((b(i + 2) & 0x3f) << 6) | (b(i + 3) & 0x3f);
+      if (cp >= 0x10000 && cp <= 0x10ffff) n = 4;
+    }
+    const ch = n === 0 ? '\ufffd' : String.fromCodePoint(cp);
+    for (let k = 0; k < ch.length; k++) offsets.push(i);
+    text += ch;
+    i += n === 0 ? 1 : n;
+  }
+  offsets.push(bytes.length);
+  return { text, offsets };
 }
