@@ -4,8 +4,8 @@
 // streamObject and Output.object with Zod `.int()`; tool calls with toolChoice required
 // and a named tool, streamed and not, their input valid against the tool's schema;
 // reasoning (the compatible provider reads reasoning_content); @ai-sdk/openai's default
-// model (the Responses API) for text, streams, tools and JSON schema; embeddings; a
-// wrong key.
+// model (the Responses API) for text, streams, tools and JSON schema; cached input
+// tokens; the over-long-prompt error; embeddings; a wrong key.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import * as openai3 from '@ai-sdk/openai';
@@ -202,6 +202,35 @@ for (const { name, ai, compat, openai } of MAJORS) {
         maxRetries: 0,
       });
       assert.ok(c.text.length > 0);
+    });
+
+    test('usage: cached input tokens on a repeated prompt', async () => {
+      const req = {
+        model: chat,
+        prompt: `An AI SDK story about a cached prompt (${name}).`,
+        maxOutputTokens: 4,
+        temperature: 0,
+        maxRetries: 0,
+      };
+      const a = await ai.generateText(req);
+      const b = await ai.generateText(req);
+      const cached = (r: Any) => r.usage.inputTokenDetails?.cacheReadTokens ?? r.usage.cachedInputTokens;
+      assert.ok(
+        cached(a) < a.usage.inputTokens - 10,
+        'the first shares the template start with earlier requests at most',
+      );
+      assert.equal(cached(b), b.usage.inputTokens - 1);
+    });
+
+    test('a prompt longer than a slot: a 400 APICallError whose body says exceed_context_size_error', async () => {
+      await assert.rejects(
+        ai.generateText({ model: chat, prompt: 'word '.repeat(3000), maxOutputTokens: 1, maxRetries: 0 }),
+        (e: Any) => {
+          assert.equal(e.statusCode, 400, String(e));
+          assert.equal(JSON.parse(e.responseBody).error.type, 'exceed_context_size_error');
+          return true;
+        },
+      );
     });
 
     test('embeddings', async () => {

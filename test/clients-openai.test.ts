@@ -144,6 +144,33 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
       );
     });
 
+    test("grammar with tools: a 400 as llama-server's (the library lets the grammar win, as llama.node)", async () => {
+      await assert.rejects(
+        c.chat.completions.create({
+          model: 'm',
+          messages: ask,
+          tools: [WEATHER_TOOL],
+          max_tokens: 4,
+          grammar: 'root ::= "x"', // a llama-server field
+        }),
+        (e: InstanceType<typeof OpenAI.BadRequestError>) => {
+          assert.ok(e instanceof OpenAI.BadRequestError);
+          assert.equal(e.param, 'grammar');
+          return true;
+        },
+      );
+      // with tool_choice none the grammar applies
+      const r = await c.chat.completions.create({
+        model: 'm',
+        messages: ask,
+        tools: [WEATHER_TOOL],
+        tool_choice: 'none',
+        max_tokens: 4,
+        grammar: 'root ::= "yes" | "no"', // a llama-server field
+      });
+      assert.ok(['yes', 'no'].includes(r.choices[0].message.content));
+    });
+
     for (const [what, choice] of [
       ['required', 'required'],
       ['named (object form)', { type: 'function', function: { name: 'get_weather' } }],

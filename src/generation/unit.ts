@@ -425,16 +425,11 @@ export async function prepareRequest(
       );
     }
   }
-  if (toolUse && userGrammar) {
-    throw new OptionError(
-      o.grammar ? 'grammar' : 'json_schema',
-      o.grammar ?? o.json_schema,
-      "cannot be combined with tools (tool calls have their own grammar); use tool_choice 'none'",
-    );
-  }
   const r = resolveSampling(sampling, vocab, nCtx);
   let grammar: GrammarSampler | undefined;
-  if (toolUse)
+  // the caller's grammar wins over the tool-call grammar (llama.node); calls are still read
+  // from the reply (llama-server refuses the pair: the server checks before this)
+  if (toolUse && !userGrammar)
     grammar = await compileToolConstraint(env, toolUse, toolUse.format === 'generic' ? schema : undefined, signal);
   else {
     grammar = await compileConstraint(env, r, signal);

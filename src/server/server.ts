@@ -438,6 +438,19 @@ export class LlamaServer implements GenerationHost {
     if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) {
       throw new ApiError(400, "'tools' must be an array", undefined, 'tools');
     }
+    // llama-server's rule (the library lets the grammar win instead, as llama.node)
+    if (Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none') {
+      for (const k of ['grammar', 'json_schema']) {
+        if (b[k] !== undefined && b[k] !== null && b[k] !== '') {
+          throw new ApiError(
+            400,
+            `'${k}' cannot be combined with tools (tool calls have their own grammar); use tool_choice 'none'`,
+            undefined,
+            k,
+          );
+        }
+      }
+    }
     const nProbs = oa.chatLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined }, nProbs);
     const n = options.n_cmpl ?? 1;
