@@ -2,9 +2,9 @@
 // completion() is queued at once and returns its request id, a promise of the result and
 // a stop function; up to n_parallel requests run together on the context's batcher (one
 // decode per step for all of them, in the engine worker), the rest wait in its queue.
-import type { BatcherStatus, PromptInfo } from '../generation/index.js';
+import { type BatcherStatus, type PromptInfo, tokenAccumulator } from '../generation/index.js';
 import type { EngineClient, RequestBody } from './client.js';
-import type { ParallelConfig } from './engine.js';
+import type { ParallelConfig, SlotActionResult } from './engine.js';
 import { LlamaError } from './errors.js';
 import { optionError } from './options.js';
 import type { EmbeddingResult, LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from './types.js';
@@ -13,7 +13,7 @@ import type { EmbeddingResult, LlamaCompletionOptions, LlamaCompletionResult, Ll
 export type ParallelStatus = BatcherStatus;
 export type ParallelRequestStatus = BatcherStatus['requests'][number];
 export type ParallelSlotStatus = BatcherStatus['slots'][number];
-export type { ParallelConfig, PromptInfo };
+export type { ParallelConfig, PromptInfo, SlotActionResult };
 
 export type LlamaParallelCompletionOptions = LlamaCompletionOptions;
 
@@ -123,13 +123,14 @@ export class LlamaParallelAPI {
     let requestId = 0;
     let cancel: (e: LlamaError) => void = () => {};
     let callbackError: unknown;
+    const accumulate = tokenAccumulator();
     const req = this.#request<LlamaParallelCompletionResult>(
       { op: 'parallelCompletion', ctx: this.#port.ctx, options: transferable(options), stream: onToken !== undefined },
       (event, value) => {
         if ((event !== 'token' && event !== 'prompt') || callbackError !== undefined) return;
         try {
           if (event === 'prompt') onPrompt?.(requestId, value as PromptInfo);
-          else onToken?.(requestId, value as LlamaCompletionToken);
+          else onToken?.(requestId, accumulate(value as LlamaCompletionToken));
         } catch (e) {
           // a throwing callback ends the request; its promise rejects with the error
           callbackError = e;
@@ -175,6 +176,23 @@ export class LlamaParallelAPI {
     const r = this.#request<EmbeddingResult>({ op: 'embedding', ctx: this.#port.ctx, text, params: params ?? {} });
     r.promise.catch(() => {});
     return { requestId: r.id, promise: r.promise };
+  }
+
+  /**
+   * A slot's cache (llama-server's /slots actions, a llama-ts extension): `save` writes its
+   * tokens and K/V to `path` (the session format), `restore` loads them into the slot,
+   * `erase` empties it. The slot must be idle (else ERR_BUSY).
+   */
+  async slotAction(action: 'save' | 'restore' | 'erase', slot: number, path?: string): Promise<SlotActionResult> {
+    this.#port.check();
+    if (!this.#enabled) throw notEnabled();
+    return this.#request<SlotActionResult>({
+      op: 'slotAction',
+      ctx: this.#port.ctx,
+      action,
+      slot,
+      ...(path !== undefined ? { path } : {}),
+    }).promise;
   }
 
   /** The last status the engine reported (slots, queue, each request's progress). */

@@ -23,6 +23,7 @@ export type Request =
   | { op: 'parallelCompletion'; id: number; ctx: number; options: LlamaCompletionOptions; stream: boolean }
   | { op: 'cancel'; id: number; ctx: number; target: number }
   | { op: 'parallelStatus'; id: number; ctx: number }
+  | { op: 'slotAction'; id: number; ctx: number; action: 'save' | 'restore' | 'erase'; slot: number; path?: string }
   | { op: 'tokenize'; id: number; ctx: number; text: string; options: TokenizeOptions }
   | { op: 'detokenize'; id: number; ctx: number; tokens: number[] }
   | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }

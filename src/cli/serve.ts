@@ -52,6 +52,7 @@ an X-Prefix-Key header for load balancers (docs/replicas.md).
       --swa-full          sliding-window layers get a full-size KV cache (any cached prefix
                           stays reusable; more memory)
       --chat-template T   chat template override (Jinja text or a built-in name)
+      --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
@@ -145,6 +146,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(o.embeddings ? { embeddings: true } : {}),
       ...(o['chat-template'] !== undefined ? { chatTemplate: o['chat-template'] } : {}),
       shutdownTimeout,
+      ...(o['slot-save-path'] !== undefined ? { slotSavePath: o['slot-save-path'] } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;
@@ -225,6 +227,7 @@ function parse(argv: string[]) {
       'no-context-shift': { type: 'boolean' },
       'swa-full': { type: 'boolean' },
       'chat-template': { type: 'string' },
+      'slot-save-path': { type: 'string' },
       'log-level': { type: 'string' },
     } as const),
   });

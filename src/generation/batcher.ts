@@ -10,8 +10,12 @@
 // its row of logits. Between steps the event loop runs (new requests, stops, I/O).
 //
 // The library's completion() is one unit on a batcher of one slot; its parallel API and
-// the server are N units on a batcher of N slots.
+// the server are N units on a batcher of N slots. A unit may ask for one slot (id_slot:
+// it waits for that one, others pass it); a unit with followers (n_cmpl: completions of
+// one prompt) takes a slot for each at once, evaluates the prompt alone, and its cache
+// cells and logits are copied to each follower when its last prompt token is decoded.
 import type { Context } from '../model/index.js';
+import { OptionError } from './errors.js';
 import type { SequenceMemory } from './memory.js';
 import type { GenerationUnit, Sequence } from './unit.js';
 
@@ -43,6 +47,8 @@ export interface RequestStatus {
   prompt_ms: number;
   generation_ms: number;
   tokens_per_second: number;
+  /** llama-ts: the slot the request runs in (-1 while queued). */
+  id_slot: number;
 }
 
 /** One slot: what it runs and what its memory holds (the server's /slots and /metrics). */
@@ -77,6 +83,8 @@ interface Slot extends Sequence {
   unit: GenerationUnit | undefined;
   /** When it last took a unit (the batcher's count of assignments; 0: never). */
   lastUsed: number;
+  /** Held by withSlot (a save or restore): no unit is assigned to it meanwhile. */
+  held?: boolean;
 }
 
 /**
@@ -127,6 +135,11 @@ export function chooseSlot(candidates: readonly SlotCandidate[]): number {
     if (emptier < 0 || (emptier === 0 && c.lastUsed < b.lastUsed)) best = i;
   }
   return best;
+}
+
+/** A slot asked for by a save or restore is running a request. */
+export class SlotBusyError extends Error {
+  override name = 'SlotBusyError';
 }
 
 export class Batcher {
@@ -180,7 +193,7 @@ export class Batcher {
 
   status(): BatcherStatus {
     const requests: RequestStatus[] = [];
-    const add = (u: GenerationUnit) => {
+    const add = (u: GenerationUnit, slot: number) => {
       const t = u.elapsed;
       requests.push({
         request_id: u.id,
@@ -191,10 +204,11 @@ export class Batcher {
         prompt_ms: Math.round(t.prompt),
         generation_ms: Math.round(t.generation),
         tokens_per_second: t.generation > 0 ? Math.round((u.tokensGenerated * 1e4) / t.generation) / 10 : 0,
+        id_slot: slot,
       });
     };
-    for (const s of this.slots) if (s.unit) add(s.unit);
-    for (const u of this.queue) add(u);
+    for (const s of this.slots) if (s.unit) add(s.unit, s.seq);
+    for (const u of this.queue) add(u, -1);
     const slots = this.slots.map((s): SlotStatus => {
       const u = s.unit?.state === 'done' ? undefined : s.unit;
       return {
@@ -235,8 +249,10 @@ export class Batcher {
     const i = this.queue.indexOf(unit);
     if (i >= 0) {
       this.queue.splice(i, 1);
-      unit.stop();
-      unit.checkStop();
+      for (const u of [unit, ...unit.followers]) {
+        u.stop();
+        u.checkStop();
+      }
       this.onChange?.();
       this.notifyIdle();
       return;
@@ -256,6 +272,23 @@ export class Batcher {
       return await fn();
     } finally {
       this.paused--;
+      this.kick();
+    }
+  }
+
+  /**
+   * Runs `fn` on an idle slot (its sequence: a save, restore or erase), holding it so no
+   * unit takes it meanwhile. Throws when the slot does not exist or is busy.
+   */
+  async withSlot<T>(seq: number, fn: (s: Sequence) => T | Promise<T>): Promise<T> {
+    const s = this.slots[seq];
+    if (!s) throw new OptionError('id_slot', seq, `there is no slot ${seq} (slots 0..${this.slots.length - 1})`);
+    if (s.unit || s.held) throw new SlotBusyError(`slot ${seq} is busy`);
+    s.held = true;
+    try {
+      return await fn(s);
+    } finally {
+      s.held = false;
       this.kick();
     }
   }
@@ -290,7 +323,9 @@ export class Batcher {
   /** Stops the loop: queued units fail, running ones end (interrupted). */
   async close(): Promise<void> {
     this.closed = true;
-    for (const u of this.queue.splice(0)) u.fail(new Error('the context was released'));
+    for (const u of this.queue.splice(0)) {
+      for (const x of [u, ...u.followers]) x.fail(new Error('the context was released'));
+    }
     for (const s of this.slots) s.unit?.stop();
     this.kick();
     while (this.nBusy > 0) await new Promise<void>((res) => this.idleWaiters.push(res));
@@ -313,26 +348,76 @@ export class Batcher {
     for (const f of w) f();
   }
 
-  /** Puts queued units into free slots, each where chooseSlot says. */
+  /**
+   * Puts queued units into free slots, in order: each where chooseSlot says, or in the
+   * slot it asked for (id_slot: it waits for that slot, and the units after it may pass
+   * it); a unit with followers (n_cmpl) waits for a free slot for each.
+   */
   private assign(): void {
     if (this.paused > 0) return;
-    while (this.queue.length > 0) {
-      const free = this.slots.filter((s) => !s.unit);
+    for (let qi = 0; qi < this.queue.length; ) {
+      const unit = this.queue[qi]!;
+      if (unit.checkStop()) {
+        this.queue.splice(qi, 1);
+        for (const f of unit.followers) f.checkStop();
+        continue;
+      }
+      const free = this.slots.filter((s) => !s.unit && !s.held);
       if (free.length === 0) return;
-      const unit = this.queue.shift()!;
-      if (unit.checkStop()) continue;
-      const best =
-        free[
-          chooseSlot(
-            free.map((s) => ({ commonPrefix: unit.sharedPrefix(s), cached: s.tokens.length, lastUsed: s.lastUsed })),
-          )
-        ]!;
+      const need = 1 + unit.followers.length;
+      const fail = (e: unknown) => {
+        this.queue.splice(qi, 1);
+        unit.fail(e);
+        for (const f of unit.followers) f.fail(e);
+      };
+      if (need > this.slots.length) {
+        fail(new OptionError('n_cmpl', need, `needs ${need} slots; there are ${this.slots.length}`));
+        continue;
+      }
+      let best: Slot | undefined;
+      const want = unit.request.idSlot;
+      if (want >= 0) {
+        const slot = this.slots[want];
+        if (!slot) {
+          fail(new OptionError('id_slot', want, `there is no slot ${want} (slots 0..${this.slots.length - 1})`));
+          continue;
+        }
+        if (slot.unit || slot.held || free.length < need) {
+          qi++;
+          continue;
+        }
+        best = slot;
+      } else {
+        if (free.length < need) return;
+        best =
+          free[
+            chooseSlot(
+              free.map((s) => ({ commonPrefix: unit.sharedPrefix(s), cached: s.tokens.length, lastUsed: s.lastUsed })),
+            )
+          ];
+      }
+      this.queue.splice(qi, 1);
+      const place = (s: Slot) => ({
+        sequence: s,
+        memory: this.memory,
+        nCtx: this.opts.nCtxSeq,
+        ctxShift: this.opts.ctxShift,
+      });
       try {
-        unit.begin({ sequence: best, memory: this.memory, nCtx: this.opts.nCtxSeq, ctxShift: this.opts.ctxShift });
-        best.unit = unit;
-        best.lastUsed = ++this.assignments;
+        unit.begin(place(best!));
+        best!.unit = unit;
+        best!.lastUsed = ++this.assignments;
       } catch (e) {
         unit.fail(e);
+        for (const f of unit.followers) f.fail(e);
+        continue;
+      }
+      const others = free.filter((s) => s !== best);
+      for (const f of unit.followers) {
+        const s = others.shift()!;
+        f.beginFollower(place(s));
+        s.unit = f;
+        s.lastUsed = ++this.assignments;
       }
     }
   }
@@ -411,7 +496,8 @@ export class Batcher {
     }
     for (const s of this.slots) {
       const u = s.unit;
-      if (u?.state !== 'prompt') continue;
+      // a follower (n_cmpl) evaluates nothing: it copies its leader's prompt
+      if (u?.state !== 'prompt' || u.leader) continue;
       const room = budget - tokens.length;
       if (room <= 0) break;
       const chunk = u.takePrompt(room);
@@ -433,13 +519,31 @@ export class Batcher {
     for (const o of outs) {
       const { slot, unit } = o;
       if (slot.unit !== unit || unit.state === 'done') continue;
+      const logits = this.ctx.getLogits(o.row);
       try {
         if (o.promptDone) unit.promptDone(t1);
-        unit.onLogits(this.ctx.getLogits(o.row));
+        unit.onLogits(logits);
       } catch (e) {
         unit.fail(e);
       }
       if (unit.finished) this.release(slot);
+      if (o.promptDone) this.startFollowers(unit, logits, t1);
+    }
+  }
+
+  /** n_cmpl: the leader's prompt is evaluated: each follower copies its cache and samples from its logits. */
+  private startFollowers(leader: GenerationUnit, logits: Float32Array, t: number): void {
+    for (const f of leader.followers) {
+      const slot = this.slots.find((s) => s.unit === f);
+      if (!slot || f.state !== 'prompt') continue;
+      try {
+        f.copyPrompt(leader);
+        f.promptDone(t);
+        f.onLogits(logits);
+      } catch (e) {
+        f.fail(e);
+      }
+      if (f.finished) this.release(slot);
     }
   }
 }

@@ -9,12 +9,14 @@ import { OptionError } from './errors.js';
 import { checkOptions, resolveSampling } from './options.js';
 import type { LlamaCompletionOptions } from './types.js';
 
+export { tokenAccumulator } from './accumulate.js';
 export {
   Batcher,
   type BatcherOptions,
   type BatcherStats,
   type BatcherStatus,
   type RequestStatus,
+  SlotBusyError,
   type SlotStatus,
 } from './batcher.js';
 export { OptionError, showValue } from './errors.js';
@@ -27,6 +29,7 @@ export {
   type GrammarTrigger,
   type LogitBiasOption,
   MAX_LOOKBACK,
+  namedTool,
   OPTION_BY_NAME,
   OPTIONS,
   type OptionGroup,
@@ -38,6 +41,7 @@ export {
   optionValue,
   resolveSampling,
   responseFormatSchema,
+  type ToolChoice,
 } from './options.js';
 export {
   isPrefixKey,

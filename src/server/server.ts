@@ -5,9 +5,11 @@
 // sampling and stop strings (src/generation). Endpoints on node:http (http.ts), shapes
 // in openai.ts.
 //
-//   GET  /health /v1/health /v1/models /models /metrics /slots
-//   POST /v1/chat/completions /chat/completions /v1/completions /completions
-//        /v1/embeddings /embeddings /tokenize /detokenize
+//   GET  /health /v1/health /v1/models /models /metrics /props /slots
+//   POST /v1/chat/completions /chat/completions /v1/completions (OpenAI's shapes)
+//        /v1/responses (responses.ts) /v1/messages /v1/messages/count_tokens (anthropic.ts)
+//        /completion /completions /infill /apply-template /slots/:id?action= (native.ts:
+//        llama-server's own shapes) /v1/embeddings /embeddings /tokenize /detokenize
 //
 // Life cycle (for running many behind a balancer, docs/replicas.md): listen() opens the
 // port at once and answers 503 ("loading model") until load() is done; shutdown() stops
@@ -16,6 +18,7 @@
 // a 503 a balancer may retry elsewhere). Every generation answer carries X-Prefix-Key
 // (src/generation/prefix-key.ts), which a client sends back with its next turn.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
@@ -27,17 +30,31 @@ import {
   loadModel,
   type ModelInfo,
 } from '../api/index.js';
-import { isHarmonyTemplate, type TemplateLimits } from '../chat/index.js';
+import type { TemplateLimits } from '../chat/index.js';
 import { isPrefixKey, PREFIX_KEY_HEADER } from '../generation/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
-import { ApiError, createHttpServer, errorBody, type RequestContext, type Route, sendJson } from './http.js';
+import * as anthropic from './anthropic.js';
+import { Cancelled, type GenerationHost } from './host.js';
+import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
+import * as native from './native.js';
 import * as oa from './openai.js';
+import * as responses from './responses.js';
+import { SseWriter } from './sse.js';
 
 const log = logger('server');
+
+/** llama-ts's version, from package.json (dist/src/server → the package root). */
+const VERSION = ((): string => {
+  try {
+    return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+})();
 
 export interface ServerOptions {
   /** Path of the GGUF model. */
@@ -80,6 +97,8 @@ export interface ServerOptions {
   ctxShift?: boolean;
   /** Seconds shutdown() lets requests in flight finish before ending them (default 30). */
   shutdownTimeout?: number;
+  /** A folder for slot saves (llama-server's --slot-save-path): enables POST /slots/:id?action=save|restore|erase, file names confined to it. */
+  slotSavePath?: string;
   /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
   swaFull?: boolean;
 }
@@ -94,26 +113,32 @@ interface Running {
   ended: boolean;
 }
 
-/** `?name` or `?name=1|true` (llama-server's query flags, e.g. fail_on_no_slot). */
-function queryFlag(url: URL, name: string): boolean {
-  const v = url.searchParams.get(name);
-  return v !== null && v !== '0' && v.toLowerCase() !== 'false';
-}
-
 const delay = (ms: number) =>
   new Promise<void>((res) => {
     setTimeout(res, ms).unref();
   });
 
-/** A library error as an HTTP error: bad options and requests that do not fit are the client's (400). */
+/**
+ * A library error as an HTTP error: bad options and requests that do not fit are the
+ * client's (400); a prompt longer than a slot is llama-server's exceed_context_size_error.
+ */
 function apiError(e: unknown): unknown {
   if (e instanceof ApiError) return e;
   if (e instanceof LlamaError) {
+    const long = /the prompt is (\d+) tokens; the context holds (\d+)/.exec(e.message);
+    if (e.code === 'ERR_CONTEXT' && long) {
+      return new ApiError(400, e.message, 'exceed_context_size_error', null, {
+        n_prompt_tokens: Number(long[1]),
+        n_ctx: Number(long[2]),
+      });
+    }
     if (e.code === 'ERR_OPTION' || e.code === 'ERR_CONTEXT') {
-      const param = /^([\w.]+) = /.exec(e.message)?.[1] ?? null;
+      const param = /^([\w.[\]]+) = /.exec(e.message)?.[1] ?? null;
       return new ApiError(400, e.message, undefined, param);
     }
     if (e.code === 'ERR_BUSY') return new ApiError(503, e.message);
+    // a slot file that is missing, damaged or from another model (llama-server: a 400)
+    if (e.code === 'ERR_SESSION') return new ApiError(400, e.message, undefined, 'filename');
   }
   return e;
 }
@@ -134,7 +159,7 @@ function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
   }
 }
 
-export class LlamaServer {
+export class LlamaServer implements GenerationHost {
   readonly metrics = new Metrics();
   private http!: Server;
   readonly modelId: string;
@@ -269,7 +294,7 @@ export class LlamaServer {
     return this.stateValue;
   }
 
-  private get ctx(): LlamaContext {
+  get ctx(): LlamaContext {
     if (!this.ctxValue) throw new ApiError(503, 'Loading model');
     return this.ctxValue;
   }
@@ -283,6 +308,18 @@ export class LlamaServer {
   /** Tokens of context per slot (once loaded). */
   get nCtxSlot(): number {
     return this.nCtxSlotValue;
+  }
+
+  get modelPath(): string {
+    return this.opts.model;
+  }
+
+  get version(): string {
+    return VERSION;
+  }
+
+  get templateLimits(): Omit<TemplateLimits, 'shouldStop'> | undefined {
+    return this.opts.templateLimits;
   }
 
   get port(): number {
@@ -382,9 +419,34 @@ export class LlamaServer {
     );
     add('GET', ['/v1/models', '/models'], (c) => this.models(c), true);
     add('GET', ['/metrics'], (c) => this.metricsText(c));
-    add('GET', ['/slots'], (c) => this.slots(c));
     add('POST', ['/v1/chat/completions', '/chat/completions'], (c) => this.chat(c));
-    add('POST', ['/v1/completions', '/completions'], (c) => this.completions(c));
+    add('POST', ['/v1/completions'], (c) => this.completions(c));
+    add('POST', ['/v1/responses', '/responses'], (c) => responses.create(this, c));
+    // Anthropic's Messages API answers errors in its own shape
+    for (const [path, handler] of [
+      ['/v1/messages', (c: RequestContext) => anthropic.messages(this, c)],
+      ['/v1/messages/count_tokens', (c: RequestContext) => anthropic.countTokens(this, c)],
+    ] as const) {
+      r.push({
+        method: 'POST',
+        path,
+        handler: async (c) => {
+          try {
+            await handler(c);
+          } catch (e) {
+            throw apiError(e);
+          }
+        },
+        errorBody: anthropic.errorBody,
+      });
+    }
+    // llama-server's own endpoints, in its shapes
+    add('POST', ['/completion', '/completions'], (c) => native.completion(this, c));
+    add('POST', ['/infill'], (c) => native.infill(this, c));
+    add('POST', ['/apply-template'], (c) => native.applyTemplate(this, c));
+    add('GET', ['/props'], (c) => native.props(this, c));
+    add('GET', ['/slots'], (c) => native.slots(this, c));
+    add('POST', ['/slots/:id'], (c) => native.slotAction(this, c, this.opts.slotSavePath));
     add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
     add('POST', ['/detokenize'], (c) => this.detokenize(c));
@@ -451,29 +513,6 @@ export class LlamaServer {
    * ?fail_on_no_slot, a 503 when every slot is busy. The queue is in /metrics
    * (llamacpp:requests_deferred).
    */
-  private async slots(c: RequestContext): Promise<void> {
-    this.requireGenerator();
-    const st = await this.ctx.parallel.fetchStatus();
-    if (queryFlag(c.url, 'fail_on_no_slot') && st.slots.every((s) => s.is_processing)) {
-      throw new ApiError(503, 'no slot available');
-    }
-    sendJson(
-      c.res,
-      200,
-      st.slots.map((s) => ({
-        id: s.id,
-        id_task: s.request_id,
-        n_ctx: s.n_ctx,
-        speculative: false,
-        is_processing: s.is_processing,
-        state: s.state,
-        n_prompt_tokens: s.n_prompt_tokens,
-        n_cached: s.n_cached,
-        next_token: [{ has_next_token: s.state === 'generating', n_decoded: s.n_decoded }],
-      })),
-    );
-  }
-
   // ---- simple endpoints ----
 
   private models(c: RequestContext): void {
@@ -537,10 +576,14 @@ export class LlamaServer {
 
   // ---- generation ----
 
-  private requireGenerator(): void {
+  requireGenerator(): void {
     if (!this.generative) {
       throw new ApiError(501, `${this.modelInfo.desc} is an embedding model: it serves /v1/embeddings only`);
     }
+  }
+
+  apiError(e: unknown): unknown {
+    return apiError(e);
   }
 
   /**
@@ -550,11 +593,20 @@ export class LlamaServer {
    * as the engine has the prompt, before any text goes out. A request ended by
    * shutdown() resolves (interrupted) when its answer has begun, else is a 503.
    */
-  private async submit(
+  async submit(
     options: LlamaCompletionOptions,
     res: ServerResponse,
     onToken?: (t: LlamaCompletionToken) => void,
   ): Promise<{ done: Promise<LlamaCompletionResult> }> {
+    const n = options.n_cmpl ?? 1;
+    if (n > this.parallel) {
+      throw new ApiError(
+        400,
+        `'n' = ${n}: each choice takes a slot, and the server has ${this.parallel}`,
+        undefined,
+        'n',
+      );
+    }
     if (this.inFlight >= this.parallel + this.maxQueue) {
       this.metrics.rejected++;
       throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
@@ -585,7 +637,7 @@ export class LlamaServer {
       (r) => {
         this.inFlight--;
         this.running.delete(running);
-        this.metrics.onRequestDone(r.timings);
+        for (const x of r.choices ?? [r]) this.metrics.onRequestDone(x.timings);
         if (running.ended && !res.headersSent) {
           res.setHeader('Connection', 'close');
           throw new ApiError(503, 'the server shut down before this request could be answered; retry on another');
@@ -602,9 +654,18 @@ export class LlamaServer {
     return { done };
   }
 
+  /** The request's result, or undefined when the client went away (nothing to answer). */
+  async result(done: Promise<LlamaCompletionResult>): Promise<LlamaCompletionResult | undefined> {
+    try {
+      return await done;
+    } catch (e) {
+      if (e instanceof Cancelled) return undefined;
+      throw e;
+    }
+  }
+
   private async chat(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    oa.checkN(b);
     if (!Array.isArray(b.messages) || b.messages.length === 0) {
       throw new ApiError(400, "'messages' must be a non-empty array", undefined, 'messages');
     }
@@ -612,9 +673,22 @@ export class LlamaServer {
     if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) {
       throw new ApiError(400, "'tools' must be an array", undefined, 'tools');
     }
-    const useTools = Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none';
+    // llama-server's rule (the library lets the grammar win instead, as llama.node)
+    if (Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none') {
+      for (const k of ['grammar', 'json_schema']) {
+        if (b[k] !== undefined && b[k] !== null && b[k] !== '') {
+          throw new ApiError(
+            400,
+            `'${k}' cannot be combined with tools (tool calls have their own grammar); use tool_choice 'none'`,
+            undefined,
+            k,
+          );
+        }
+      }
+    }
     const nProbs = oa.chatLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined }, nProbs);
+    const n = options.n_cmpl ?? 1;
     const stream = b.stream === true;
     const includeUsage =
       typeof b.stream_options === 'object' && (b.stream_options as oa.Body | null)?.include_usage === true;
@@ -622,34 +696,33 @@ export class LlamaServer {
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
     const res = c.res;
-    // the stream opens with its first chunk, so an error before it is a plain HTTP error
+    // the stream opens with its first chunks (each choice's role), so an error before them is a plain HTTP error
     const sse = stream
-      ? new SseWriter(res, () => oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null))
+      ? new SseWriter(res, () =>
+          Array.from({ length: n }, (_, i) =>
+            oa.chatChunk(id, model, created, { role: 'assistant', content: '' }, null, {}, i),
+          ),
+        )
       : undefined;
-    // a harmony reply (gpt-oss) is parsed whole at the end too: its channels carry reasoning and content
-    const harmony = isHarmonyTemplate(this.opts.chatTemplate ?? this.modelInfo.metadata['tokenizer.chat_template']);
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
-        // with tools the reply is parsed whole at the end
-        if (useTools || harmony) return;
         const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
-        sse.send(oa.chatChunk(id, model, created, { content: ev.token }, null, extra));
+        const delta = oa.chatDeltaFields(ev.delta);
+        if (!delta && !ev.logprobs) return;
+        sse.send(oa.chatChunk(id, model, created, delta ?? {}, null, extra, ev.index ?? 0));
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
       try {
         const r = await done;
-        const calls = r.tool_calls ?? [];
-        if ((useTools || harmony) && (r.content || calls.length > 0 || r.reasoning_content)) {
-          const delta: Record<string, unknown> = { content: r.content || null };
-          if (r.reasoning_content !== undefined) delta.reasoning_content = r.reasoning_content;
-          if (calls.length > 0) delta.tool_calls = calls.map((t, index) => ({ index, ...t }));
-          sse.send(oa.chatChunk(id, model, created, delta, null));
-        }
+        const all = r.choices ?? [r];
         const u = oa.usage(r);
-        const final = oa.chatChunk(id, model, created, {}, oa.chatFinishReason(oa.finishReason(r), calls.length > 0));
-        sse.send({ ...(final as object), usage: u, timings: oa.timings(r) });
+        all.forEach((x, i) => {
+          const finish = oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0);
+          const last = oa.chatChunk(id, model, created, {}, finish, {}, i);
+          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
+        });
         if (includeUsage) sse.send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: u });
         sse.done();
       } catch (e) {
@@ -659,47 +732,27 @@ export class LlamaServer {
       }
       return;
     }
-    const r = await this.await(done);
+    const r = await this.result(done);
     if (!r) return;
-    const calls = r.tool_calls ?? [];
-    const message: Record<string, unknown> = { role: 'assistant', content: r.content ?? r.text };
-    if (r.reasoning_content !== undefined) message.reasoning_content = r.reasoning_content;
-    if (calls.length > 0) {
-      message.tool_calls = calls;
-      if (!r.content) message.content = null;
-    }
     sendJson(res, 200, {
       id,
       object: 'chat.completion',
       created,
       model,
       system_fingerprint: oa.SYSTEM_FINGERPRINT,
-      choices: [
-        {
-          index: 0,
-          message,
-          logprobs: r.logprobs ? { content: oa.chatLogprobContent(r.logprobs) } : null,
-          finish_reason: oa.chatFinishReason(oa.finishReason(r), calls.length > 0),
-        },
-      ],
+      choices: (r.choices ?? [r]).map((x, index) => ({
+        index,
+        message: oa.chatMessage(x),
+        logprobs: x.logprobs ? { content: oa.chatLogprobContent(x.logprobs) } : null,
+        finish_reason: oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0),
+      })),
       usage: oa.usage(r),
       timings: oa.timings(r),
     });
   }
 
-  /** The request's result, or undefined when the client went away (nothing to answer). */
-  private async await(done: Promise<LlamaCompletionResult>): Promise<LlamaCompletionResult | undefined> {
-    try {
-      return await done;
-    } catch (e) {
-      if (e instanceof Cancelled) return undefined;
-      throw e;
-    }
-  }
-
   private async completions(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    oa.checkN(b);
     this.requireGenerator();
     const prompt = oa.completionPrompt(b);
     const nProbs = oa.completionLogprobs(b);
@@ -713,23 +766,25 @@ export class LlamaServer {
     const model = this.modelId;
     const res = c.res;
     const sse = stream ? new SseWriter(res) : undefined;
-    let offset = 0;
+    const offsets: number[] = [];
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
+        const i = ev.index ?? 0;
+        const offset = offsets[i] ?? 0;
         const lp = ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
-        offset += ev.token.length;
-        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp));
+        offsets[i] = offset + ev.token.length;
+        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp, i));
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
       try {
         const r = await done;
         const u = oa.usage(r);
-        sse.send({
-          ...(oa.completionChunk(id, model, created, '', oa.finishReason(r)) as object),
-          usage: u,
-          timings: oa.timings(r),
+        const all = r.choices ?? [r];
+        all.forEach((x, i) => {
+          const last = oa.completionChunk(id, model, created, '', oa.finishReason(x), null, i);
+          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
         });
         if (includeUsage) sse.send({ id, object: 'text_completion', created, model, choices: [], usage: u });
         sse.done();
@@ -740,7 +795,7 @@ export class LlamaServer {
       }
       return;
     }
-    const r = await this.await(done);
+    const r = await this.result(done);
     if (!r) return;
     sendJson(res, 200, {
       id,
@@ -748,14 +803,12 @@ export class LlamaServer {
       created,
       model,
       system_fingerprint: oa.SYSTEM_FINGERPRINT,
-      choices: [
-        {
-          text: r.text,
-          index: 0,
-          logprobs: r.logprobs ? oa.completionLogprobObject(r.logprobs) : null,
-          finish_reason: oa.finishReason(r),
-        },
-      ],
+      choices: (r.choices ?? [r]).map((x, index) => ({
+        text: x.text,
+        index,
+        logprobs: x.logprobs ? oa.completionLogprobObject(x.logprobs) : null,
+        finish_reason: oa.finishReason(x),
+      })),
       usage: oa.usage(r),
       timings: oa.timings(r),
       // llama-server's return_tokens: the generated ids
@@ -805,54 +858,9 @@ export class LlamaServer {
   }
 }
 
-/** A request whose client went away. */
-class Cancelled extends Error {}
-
 /** The request's X-Prefix-Key when it has a key's form, else '' (a new key is made). */
 function requestPrefixKey(req: IncomingMessage): string {
   const v = req.headers[PREFIX_KEY_HEADER.toLowerCase()];
   const key = typeof v === 'string' ? v.trim() : '';
   return isPrefixKey(key) ? key : '';
-}
-
-/** Server-sent events: `data: JSON` per chunk, `data: [DONE]` at the end; headers go with the first chunk. */
-class SseWriter {
-  opened = false;
-
-  constructor(
-    private readonly res: ServerResponse,
-    /** The chunk a stream starts with, if any. */
-    private readonly first?: () => unknown,
-  ) {}
-
-  private open(): void {
-    if (this.opened) return;
-    this.opened = true;
-    this.res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
-    this.res.flushHeaders();
-    if (this.first) this.send(this.first());
-  }
-
-  send(obj: unknown): void {
-    this.open();
-    if (!this.res.writable) return;
-    this.res.write(`data: ${JSON.stringify(obj)}\n\n`);
-  }
-
-  done(): void {
-    this.open();
-    if (!this.res.writable) return;
-    this.res.end('data: [DONE]\n\n');
-  }
-
-  fail(e: unknown): void {
-    if (!this.res.writable) return;
-    const err = e instanceof ApiError ? e : new ApiError(500, (e as Error)?.message ?? String(e));
-    this.res.end(`data: ${JSON.stringify(errorBody(err))}\n\n`);
-  }
 }
