@@ -4,8 +4,8 @@
 // answers a message through the model's template or the built-in fallback and leaves on
 // /exit, `serve` answers a chat completion. The files are the shared fixtures
 // ../shared/fixtures/archs/*-Q8_0.gguf (qwen3moe, Mixtral-style llama, gpt-oss, deepseek2)
-// and the generated qwen2moe of test/refs/moe (regenerated from its recorded spec, checked
-// by its SHA-256).
+// and the generated qwen2moe and Gemma 4 with experts of test/refs/moe and
+// test/refs/gemma4-moe (regenerated from their recorded specs, checked by SHA-256).
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -51,15 +51,15 @@ function shared(stem: string, arch: string): Subject {
   };
 }
 
-function generated(name: string, arch: string): Subject {
+function generated(refDir: string, name: string, arch: string): Subject {
   let made: { file: string; cases: RefCase[] } | undefined;
   return {
     arch,
-    label: `${name} (generated, test/refs/moe)`,
+    label: `${name} (generated, test/refs/${refDir})`,
     skip: false,
     load: () => {
       if (made) return made;
-      const ref = JSON.parse(readFileSync(join(REPO_ROOT, 'test/refs/moe', `${name}.ref.json`), 'utf8')) as {
+      const ref = JSON.parse(readFileSync(join(REPO_ROOT, 'test/refs', refDir, `${name}.ref.json`), 'utf8')) as {
         spec: ModelSpec;
         sha256: string;
         cases: RefCase[];
@@ -90,7 +90,8 @@ const SUBJECTS: Subject[] = [
   shared('llama-moe', 'llama'),
   shared('gpt-oss', 'gpt-oss'),
   shared('deepseek2', 'deepseek2'),
-  generated('qwen2moe-Q8_0', 'qwen2moe'),
+  generated('moe', 'qwen2moe-Q8_0', 'qwen2moe'),
+  generated('gemma4-moe', 'gemma4-moe-Q8_0', 'gemma4'),
 ];
 
 for (const s of SUBJECTS) {
