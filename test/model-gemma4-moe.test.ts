@@ -14,10 +14,11 @@
 // near-tie (two experts' probabilities 2e-4 apart) can go the other way and move the
 // logits past the tolerance at a later greedy step; the cpu device computes ggml-cpu's
 // arithmetic and picks llama.cpp's experts. Their greedy figures are printed.
+// A layer with a router but without one of its expert tensors is refused by name.
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -26,7 +27,7 @@ import type { Device } from '../src/backends/index.js';
 import { referenceGgmlCpuDevice } from '../src/backends/reference/index.js';
 import { generateModel, type ModelSpec } from '../src/generator/index.js';
 import { setLogCallback } from '../src/log.js';
-import { Model } from '../src/model/index.js';
+import { Context, Model } from '../src/model/index.js';
 import { type CaseResult, describe, type RefCase, runRefCase, sameBits, withinTolerance } from './helpers/moe-refs.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
@@ -93,3 +94,34 @@ for (const file of readdirSync(REFS).filter((f) => f.endsWith('.ref.json'))) {
     process.stdout.write(`# ${label} (reference kernels): ${exact.map(describe).join('; ')}\n`);
   });
 }
+
+test('gemma4: a layer with a router but without one of its expert norms is refused, naming the tensor', async () => {
+  const ref = JSON.parse(readFileSync(join(REFS, 'gemma4-moe-split-F32.ref.json'), 'utf8')) as { spec: ModelSpec };
+  const good = join(tmp, 'norm-check.gguf');
+  generateModel(ref.spec, good);
+  // the same file with layer 1's pre_ffw_norm_2 renamed (same length: offsets unchanged)
+  const bytes = readFileSync(good);
+  const at = bytes.indexOf('blk.1.pre_ffw_norm_2.weight');
+  assert.ok(at > 0);
+  bytes.write('blk.1.pre_ffw_norm_9.weight', at);
+  const bad = join(tmp, 'norm-missing.gguf');
+  writeFileSync(bad, bytes);
+  setLogCallback(() => {});
+  try {
+    await assert.rejects(async () => {
+      const model = await Model.load(bad, { devices: [cpus[0]] });
+      try {
+        const ctx = new Context(model, { nCtx: 64 });
+        try {
+          await ctx.decode({ tokens: [1, 2, 3] });
+        } finally {
+          ctx.free();
+        }
+      } finally {
+        model.free();
+      }
+    }, /layer 1 has a router but no 'blk\.1\.pre_ffw_norm_2\.weight'/);
+  } finally {
+    setLogCallback(null);
+  }
+});
