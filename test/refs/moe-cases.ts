@@ -1,7 +1,7 @@
 // The generated mixture-of-experts models whose llama.cpp answers are kept in
-// test/refs/moe/ (made by make-moe-refs.ts with node-llama-cpp 3.21.1 through
-// ../shared/tools/ref.mjs): each exercises a routing or attention variant that the shared
-// fixtures do not.
+// test/refs/moe/ (model-moe.test.ts) and test/refs/gemma4-moe/ (model-gemma4-moe.test.ts),
+// made by make-moe-refs.ts with node-llama-cpp 3.21.1 through ../shared/tools/ref.mjs: each
+// exercises a routing or attention variant that the shared fixtures do not.
 
 import { type ModelSpec, presetSpec } from '../../src/generator/index.js';
 
