@@ -312,6 +312,22 @@ function planGemma(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
     add(`${b}ffn_up.weight`, [E, s.nFf], linear(E));
     add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
     add(`${b}post_ffw_norm.weight`, [E], NORM);
+    const ex = g4 ? s.experts : undefined;
+    if (ex) {
+      // the router reads rmsnorm(x)/√E·scale, so weights of std 1 give logits of std ~1
+      add(`${b}ffn_gate_inp.weight`, [E, ex.nExpert], { mean: 0, std: ex.routerStd ?? 1 });
+      add(`${b}ffn_gate_inp.scale`, [E], NORM);
+      if (ex.gateUpFused) add(`${b}ffn_gate_up_exps.weight`, [E, 2 * ex.nFf, ex.nExpert], linear(E));
+      else {
+        add(`${b}ffn_gate_exps.weight`, [E, ex.nFf, ex.nExpert], linear(E));
+        add(`${b}ffn_up_exps.weight`, [E, ex.nFf, ex.nExpert], linear(E));
+      }
+      add(`${b}ffn_down_exps.weight`, [ex.nFf, E, ex.nExpert], linear(ex.nFf));
+      if (ex.downScale) add(`${b}ffn_down_exps.scale`, [ex.nExpert], NORM);
+      add(`${b}pre_ffw_norm_2.weight`, [E], NORM);
+      add(`${b}post_ffw_norm_1.weight`, [E], NORM);
+      add(`${b}post_ffw_norm_2.weight`, [E], NORM);
+    }
     if (nPL > 0) {
       add(`${b}inp_gate.weight`, [E, nPL], linear(E));
       add(`${b}proj.weight`, [nPL, E], linear(nPL));

@@ -22,7 +22,10 @@ export function isGemma(arch: GenArch): boolean {
   return arch === 'gemma2' || arch === 'gemma3' || arch === 'gemma-embedding' || arch === 'gemma4';
 }
 
-/** Architectures whose feed-forward is a mixture of experts (llama: when `experts` is given). */
+/**
+ * Architectures whose feed-forward is a mixture of experts (llama and gemma4: when `experts`
+ * is given; gemma4's experts sit beside its dense feed-forward, as in Gemma 4 26B-A4B).
+ */
 export const MOE_ARCHS: readonly GenArch[] = ['qwen2moe', 'qwen3moe', 'deepseek2', 'gpt-oss'];
 
 /** The experts of a mixture-of-experts model (llama with these is Mixtral-style). */
@@ -42,8 +45,15 @@ export interface ExpertShape {
   weightsNorm?: boolean;
   /** deepseek2: a per-expert selection bias (exp_probs_b). */
   probsBias?: boolean;
-  /** Router weights' standard deviation (default 1/sqrt(nEmbd)); 0 makes every expert tie. */
+  /**
+   * Router weights' standard deviation (default 1/sqrt(nEmbd); gemma4: 1, its router input
+   * is divided by sqrt(nEmbd)); 0 makes every expert tie.
+   */
   routerStd?: number;
+  /** gemma4: one `ffn_gate_up_exps` stack of 2·nFf rows per expert (gate rows first) instead of two. */
+  gateUpFused?: boolean;
+  /** gemma4: a per-expert scale of the down projection's output (`ffn_down_exps.scale`). */
+  downScale?: boolean;
 }
 
 /** DeepSeek-2's latent attention sizes. */
@@ -358,6 +368,42 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
       fullLayersWithoutV: true,
       layerOutputScale: true,
       tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  // Gemma 4 26B-A4B's layer kinds at a tiny size: every layer's feed-forward is a dense
+  // GeGLU (the shared expert) beside routed GeGLU experts, each branch with its own norms;
+  // full layers without attn_v, layer output scales, final soft-cap, no per-layer
+  // embeddings or shared KV.
+  'tiny-gemma4-moe': {
+    arch: 'gemma4',
+    name: 'tiny-gemma4-moe',
+    description:
+      'small gemma4 mixture of experts (26B-A4B-like) for tests: 8 experts of 32 rows, top-2, beside a dense GeGLU of 96; fused gate_up stacks, per-expert down scales',
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 1,
+      nHeadKvSwa: 2,
+      nFf: 96,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      headDim: 32,
+      headDimSwa: 16,
+      ropeDim: 32,
+      ropeDimSwa: 16,
+      slidingWindow: 8,
+      swaPattern: [true, false, true, false],
+      ropeFreqBase: 1e6,
+      finalSoftcap: 30,
+      fullLayersWithoutV: true,
+      layerOutputScale: true,
+      // (26B-A4B ties them; a separate output matrix gives these random weights less repetitive greedy text)
+      tiedEmbeddings: false,
+      // a decisive router (logits of std ~2), as trained ones are: near-ties between experts,
+      // which any rounding difference flips, stay rare
+      experts: { nExpert: 8, nUsed: 2, nFf: 32, routerStd: 2, gateUpFused: true, downScale: true },
     },
     vocabKind: 'synthetic-spm',
   },

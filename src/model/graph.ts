@@ -322,16 +322,21 @@ export class GraphBuilder {
 
   /**
    * Mixture-of-experts feed-forward of x [nEmbd, n] (llama.cpp's build_moe_ffn, with its
-   * names): router probabilities, the top nExpertUsed experts per token (ties ordered as
-   * ggml's argsort), their weights (normalised and scaled as the architecture says), each
-   * token's expert FFNs through MUL_MAT_ID, weighted and summed. Returns [nEmbd, n].
+   * names): router probabilities (from the router's logits, or from logits the architecture
+   * computed), the top nExpertUsed experts per token (ties ordered as ggml's argsort), their
+   * weights (normalised and scaled as the architecture says), each token's expert FFNs
+   * through MUL_MAT_ID (gate and up as two stacks or one fused stack, each optionally scaled
+   * per expert), weighted and summed. Returns [nEmbd, n].
    */
   moeFfn(x: Tensor, f: MoeFfn, il: number): Tensor {
     const nEmbd = x.ne[0];
     const n = x.ne[1];
     const k = f.nExpertUsed;
-    const nExpert = f.gateInp.ne[1];
-    let logits = this.cb(this.mm(f.gateInp, x), 'ffn_moe_logits', il);
+    let logits: Tensor;
+    if (f.logits) logits = f.logits;
+    else if (f.gateInp) logits = this.cb(this.mm(f.gateInp, x), 'ffn_moe_logits', il);
+    else throw new Error('moe: neither a router nor router logits');
+    const nExpert = logits.ne[0];
     if (f.gateInpB) logits = this.cb(ops.add(logits, f.gateInpB), 'ffn_moe_logits_biased', il);
     let probs = logits;
     if (f.gating === 'softmax') probs = ops.softMax(logits);
@@ -342,7 +347,8 @@ export class GraphBuilder {
     const selected = ops.argsortTopK(selection, k); // [k, n]
     this.cb(selected.src[0], 'ffn_moe_argsort', il);
     this.cb(selected, 'ffn_moe_topk', il);
-    let weights = this.cb(ops.getRows(reshape(probs, [1, nExpert, n]), selected), 'ffn_moe_weights', il);
+    const probs3 = reshape(probs, [1, nExpert, n]);
+    let weights = this.cb(ops.getRows(probs3, selected), 'ffn_moe_weights', il);
     if (f.gating === 'softmax_weight') {
       weights = ops.softMax(reshape(weights, [k, n]));
       weights = this.cb(reshape(weights, [1, k, n]), 'ffn_moe_weights_softmax', il);
@@ -360,22 +366,53 @@ export class GraphBuilder {
     }
     if (f.wScale !== 0 && f.wScale !== 1) weights = this.cb(ops.scale(weights, f.wScale), 'ffn_moe_weights_scaled', il);
 
+    // a per-expert scale [nExpert] of a MUL_MAT_ID result [rows, k, n]: llama.cpp repeats it
+    // over the tokens and picks each token's experts' entries; here the repeat is 0·p + s
+    // over the probabilities' shape (finite, so exactly s)
+    let perToken: Tensor | undefined;
+    const scaled = (t: Tensor, s: Tensor | undefined, name: string) => {
+      if (!s) return t;
+      perToken ??= ops.scale(probs3, 0);
+      const picked = ops.getRows(ops.add(perToken, reshape(s, [1, nExpert, 1])), selected); // [1, k, n]
+      return this.cb(ops.mul(t, picked), name, il);
+    };
+
     const cur = reshape(x, [nEmbd, 1, n]);
-    let up = this.cb(ops.mulMatId(f.up, cur, selected), 'ffn_moe_up', il);
-    if (f.upB) up = this.cb(ops.addId(up, f.upB, selected), 'ffn_moe_up_biased', il);
+    let up: Tensor;
+    let gate: Tensor | undefined;
+    if (f.gateUp) {
+      // one stack of [gate rows | up rows] per expert: one MUL_MAT_ID, then two views
+      const gu = scaled(
+        this.cb(ops.mulMatId(f.gateUp, cur, selected), 'ffn_moe_gate_up', il),
+        f.upS,
+        'ffn_moe_gate_up_scaled',
+      );
+      const nFf = gu.ne[0] / 2;
+      gate = this.cb(view(gu, [nFf, k, n], [gu.nb[1], gu.nb[2]], 0), 'ffn_moe_gate', il);
+      up = this.cb(view(gu, [nFf, k, n], [gu.nb[1], gu.nb[2]], nFf * gu.nb[0]), 'ffn_moe_up', il);
+    } else {
+      if (!f.up) throw new Error('moe: no up experts');
+      up = scaled(this.cb(ops.mulMatId(f.up, cur, selected), 'ffn_moe_up', il), f.upS, 'ffn_moe_up_scaled');
+      if (f.upB) up = this.cb(ops.addId(up, f.upB, selected), 'ffn_moe_up_biased', il);
+      if (f.gate) {
+        gate = scaled(this.cb(ops.mulMatId(f.gate, cur, selected), 'ffn_moe_gate', il), f.gateS, 'ffn_moe_gate_scaled');
+        if (f.gateB) gate = this.cb(ops.addId(gate, f.gateB, selected), 'ffn_moe_gate_biased', il);
+      }
+    }
     let act: Tensor;
-    if (f.gate) {
-      let gate = this.cb(ops.mulMatId(f.gate, cur, selected), 'ffn_moe_gate', il);
-      if (f.gateB) gate = this.cb(ops.addId(gate, f.gateB, selected), 'ffn_moe_gate_biased', il);
-      act =
-        f.act === 'swiglu_oai'
-          ? this.cb(ops.swigluOai(gate, up, 1.702, 7), 'ffn_moe_swiglu_oai', il)
-          : this.cb(ops.mul(ops.silu(gate), up), 'ffn_moe_swiglu', il);
+    if (gate) {
+      if (f.act === 'swiglu_oai') act = this.cb(ops.swigluOai(gate, up, 1.702, 7), 'ffn_moe_swiglu_oai', il);
+      else if (f.act === 'gelu') act = this.cb(ops.mul(ops.gelu(gate), up), 'ffn_moe_geglu', il);
+      else act = this.cb(ops.mul(ops.silu(gate), up), 'ffn_moe_swiglu', il);
     } else {
       if (f.act !== 'silu') throw new Error(`moe: ${f.act} needs gate experts`);
       act = this.cb(ops.silu(up), 'ffn_moe_silu', il);
     }
-    let experts = this.cb(ops.mulMatId(f.down, act, selected), 'ffn_moe_down', il); // [nEmbd, k, n]
+    let experts = scaled(
+      this.cb(ops.mulMatId(f.down, act, selected), 'ffn_moe_down', il),
+      f.downS,
+      'ffn_moe_down_scaled',
+    ); // [nEmbd, k, n]
     if (f.downB) experts = this.cb(ops.addId(experts, f.downB, selected), 'ffn_moe_down_biased', il);
     experts = this.cb(ops.mul(experts, weights), 'ffn_moe_weighted', il);
     // the experts' outputs summed in slot order
@@ -451,16 +488,24 @@ export class GraphBuilder {
 /** The weights and routing of one mixture-of-experts feed-forward (llama.cpp's build_moe_ffn). */
 export interface MoeFfn {
   /** Router [nEmbd, nExpert] and its optional bias. */
-  gateInp: Tensor;
+  gateInp?: Tensor;
   gateInpB?: Tensor;
+  /** Router logits [nExpert, n] the architecture computed (Gemma 4's), instead of gateInp·x. */
+  logits?: Tensor;
   /** Expert stacks [nEmbd, nFf, nExpert] (down: [nFf, nEmbd, nExpert]) and per-expert biases [nFf or nEmbd, nExpert]. */
-  up: Tensor;
+  up?: Tensor;
   upB?: Tensor;
   /** Absent: the activation applies to up alone (llama.cpp's has_gate false). */
   gate?: Tensor;
   gateB?: Tensor;
+  /** One stack of gate then up rows [nEmbd, 2·nFf, nExpert], instead of gate and up. */
+  gateUp?: Tensor;
   down: Tensor;
   downB?: Tensor;
+  /** Per-expert output scales [nExpert] of the up (or fused gate_up), gate and down products. */
+  upS?: Tensor;
+  gateS?: Tensor;
+  downS?: Tensor;
   /** Selection bias added to the probabilities for choosing only (DeepSeek-V3's exp_probs_b). */
   probsBias?: Tensor;
   nExpertUsed: number;
@@ -469,8 +514,8 @@ export interface MoeFfn {
   normW: boolean;
   /** Multiply the chosen weights (0 or 1: not). */
   wScale: number;
-  /** 'silu': SwiGLU; 'swiglu_oai': gpt-oss's clamped SwiGLU (alpha 1.702, limit 7). */
-  act: 'silu' | 'swiglu_oai';
+  /** 'silu': SwiGLU; 'gelu': GeGLU; 'swiglu_oai': gpt-oss's clamped SwiGLU (alpha 1.702, limit 7). */
+  act: 'silu' | 'gelu' | 'swiglu_oai';
 }
 
 /**

@@ -1,4 +1,4 @@
-// Regenerates test/refs/moe/*.ref.json: each case's model is generated (seeded) into a
+// Regenerates test/refs/moe/*.ref.json and test/refs/gemma4-moe/*.ref.json: each case's model is generated (seeded) into a
 // temporary folder and evaluated by llama.cpp through ../shared/tools/ref.mjs
 // (node-llama-cpp 3.21.1, installed where bench:vs puts it); @fugood/llama.node 1.7.15
 // (LN_DIR, default /work/oracles/llama-node) adds its own top-10 after each prompt
@@ -93,7 +93,8 @@ function llamaNodeTop10(model: string, cases: { prompt: string; tokens: number[]
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
 const refTool = process.env.REF_TOOL ?? join(repo, '..', 'shared', 'tools', 'ref.mjs');
-const outDir = join(repo, 'test', 'refs', 'moe');
+const refsDir = join(repo, 'test', 'refs');
+const outDir = join(refsDir, 'moe');
 const only = process.argv.slice(2);
 const dir = mkdtempSync(join(tmpdir(), 'moe-refs-'));
 try {
@@ -127,7 +128,7 @@ try {
       c.llama_node_top10 = second[i];
     });
     writeFileSync(
-      join(outDir, `${c.name}.ref.json`),
+      join(refsDir, c.dir ?? 'moe', `${c.name}.ref.json`),
       `${JSON.stringify({ what: c.what, spec: c.spec, sha256, ...ref }, null, 1)}\n`,
     );
     process.stdout.write(`${c.name}: written\n`);

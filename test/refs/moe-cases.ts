@@ -1,13 +1,15 @@
 // The generated mixture-of-experts models whose llama.cpp answers are kept in
-// test/refs/moe/ (made by make-moe-refs.ts with node-llama-cpp 3.21.1 through
-// ../shared/tools/ref.mjs): each exercises a routing or attention variant that the shared
-// fixtures do not.
+// test/refs/moe/ (model-moe.test.ts) and test/refs/gemma4-moe/ (model-gemma4-moe.test.ts),
+// made by make-moe-refs.ts with node-llama-cpp 3.21.1 through ../shared/tools/ref.mjs: each
+// exercises a routing or attention variant that the shared fixtures do not.
 
 import { type ModelSpec, presetSpec } from '../../src/generator/index.js';
 
 export interface MoeRefCase {
-  /** File stem of the reference (test/refs/moe/<name>.ref.json). */
+  /** File stem of the reference (test/refs/<dir>/<name>.ref.json). */
   name: string;
+  /** Folder under test/refs (default 'moe'; 'gemma4-moe': model-gemma4-moe.test.ts's). */
+  dir?: 'moe' | 'gemma4-moe';
   what: string;
   spec: ModelSpec;
 }
@@ -74,5 +76,25 @@ export const MOE_REF_CASES: readonly MoeRefCase[] = [
     name: 'gpt-oss-MXFP4_MOE',
     what: 'gpt-oss as llama-quantize MXFP4_MOE writes it (expert stacks MXFP4, the rest Q8_0): sinks, window 8 on even layers, YaRN x32 from 128',
     spec: variant('tiny-gpt-oss', 'MXFP4_MOE', () => {}),
+  },
+  {
+    name: 'gemma4-moe-F32',
+    dir: 'gemma4-moe',
+    what: 'gemma4 with experts (26B-A4B layers): a dense GeGLU beside 8 GeGLU experts top-2, each between its own norms; router on rmsnorm(h)/√n_embd·scale, softmax renormalised; fused gate_up stacks, per-expert down scales; window 8 on even layers',
+    spec: variant('tiny-gemma4-moe', 'F32', () => {}),
+  },
+  {
+    name: 'gemma4-moe-Q8_0',
+    dir: 'gemma4-moe',
+    what: 'gemma4 with experts in Q8_0 (router, its scale and the per-expert scales F32 as llama-quantize leaves them)',
+    spec: variant('tiny-gemma4-moe', 'Q8_0', () => {}),
+  },
+  {
+    name: 'gemma4-moe-split-F32',
+    dir: 'gemma4-moe',
+    what: 'gemma4 with experts as separate ffn_gate_exps / ffn_up_exps stacks and no per-expert scale',
+    spec: variant('tiny-gemma4-moe', 'F32', (s) => {
+      s.shape.experts = { ...s.shape.experts!, gateUpFused: false, downScale: false };
+    }),
   },
 ];
