@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import {
   type ChatMessage,
+  ChatOutputParser,
   getFormattedChat,
   loadChatTemplates,
-  ReasoningStream,
   splitReasoning,
   type Tool,
 } from '../src/chat/index.js';
@@ -102,7 +102,7 @@ test('a streamed reply splits as the whole one, each piece only extending the la
   ];
   for (const [reply, open] of replies) {
     for (const step of [1, 2, 3, 5]) {
-      const s = new ReasoningStream(open);
+      const s = new ChatOutputParser({ reasoning: true, thinkingForcedOpen: open });
       let prev = { reasoning: '', content: '' };
       for (let n = step; ; n = Math.min(n + step, reply.length)) {
         const r = s.update(reply.slice(0, n));

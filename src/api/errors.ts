@@ -56,6 +56,7 @@ const CODE_BY_NAME: Record<string, LlamaErrorCode> = {
   ContextError: 'ERR_CONTEXT',
   AbortError: 'ABORT_ERR',
   UntrustedBusyError: 'ERR_BUSY',
+  SlotBusyError: 'ERR_BUSY',
 };
 
 /** Any thrown value → the data the main thread rebuilds it from. */

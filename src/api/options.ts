@@ -74,6 +74,7 @@ export interface EngineModelOptions {
   lib_variant: LibVariant;
   template_limits?: LlamaModelOptions['template_limits'];
   grammar_limits?: LlamaModelOptions['grammar_limits'];
+  vocab_only: boolean;
 }
 
 /** A plain object of numbers (the untrusted-work limits). */
@@ -136,6 +137,7 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     lib_variant: enumOption('lib_variant', o.lib_variant, LIB_VARIANTS) ?? 'default',
     template_limits: limitsOption('template_limits', o.template_limits),
     grammar_limits: limitsOption('grammar_limits', o.grammar_limits),
+    vocab_only: boolOption('vocab_only', o.vocab_only, false),
   };
   return out;
 }

@@ -1,6 +1,6 @@
 // What a generation unit takes and gives, in @fugood/llama.node's shapes (the library's
 // public types re-export these). The options come from the one table (options.ts).
-import type { ToolCall } from '../chat/index.js';
+import type { ChatDelta, ToolCall } from '../chat/index.js';
 import type { CompletionProbability as ServerProbability } from '../sampling/index.js';
 import type { CompletionOptionValues } from './options.js';
 
@@ -36,9 +36,9 @@ export interface LlamaCompletionTimings {
 export interface LlamaCompletionResult {
   /** The generated text (stop strings excluded). */
   text: string;
-  /** With messages: the text without tool calls (and without a <think> block). */
+  /** With messages: the reply without its reasoning and tool calls; with a prompt: the text. */
   content?: string;
-  /** With messages, for templates that write <think> blocks (Qwen3.5): the reasoning. */
+  /** With messages: the reasoning apart from the reply (a <think> block with reasoning_format 'auto' / 'deepseek', gpt-oss's analysis channel). */
   reasoning_content?: string;
   /** With tools: the calls parsed from the text. */
   tool_calls?: ToolCall[];
@@ -65,6 +65,8 @@ export interface LlamaCompletionResult {
   /** Later llama.node names of stopped_word / stopped_limit. */
   stopped_words: boolean;
   stopped_limited: boolean;
+  /** The slot (sequence) it ran in (llama-server's id_slot); -1 when it never ran. */
+  id_slot?: number;
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: every generated token (end of generation excluded), llama-server's shape. */
   logprobs?: TokenLogprob[];
@@ -73,18 +75,26 @@ export interface LlamaCompletionResult {
   tokens?: number[];
   /** With `top_logits`: the K highest raw next-token logits after the prompt, [id, logit]. */
   top_logits?: [number, number][];
+  /** With the `prefix_key` option: the prompt's prefix key (for load balancers). */
+  prefix_key?: string;
   timings: LlamaCompletionTimings;
+  /** n_cmpl > 1: every completion of the prompt (the result's own fields are the first's). */
+  choices?: LlamaCompletionResult[];
 }
 
 /** What onToken receives: text in order; concatenated it is the result's `text`. */
 export interface LlamaCompletionToken {
   token: string;
-  /**
-   * With messages, for templates that write <think> blocks: the reply so far without its
-   * reasoning (as llama.node's partial parse; '' while there is none), and the reasoning so far.
-   */
+  /** n_cmpl > 1: which completion this token belongs to. */
+  index?: number;
+  /** With messages: what the reply gained (reasoning, content, tool-call arguments), OpenAI's delta shape. */
+  delta?: ChatDelta;
+  /** With messages (llama.node's): the reply so far, read as content, reasoning and calls. */
   content?: string;
   reasoning_content?: string;
+  tool_calls?: ToolCall[];
+  /** The text so far (llama.node's). */
+  accumulated_text?: string;
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: the tokens this text came from (llama-server's shape). */
   logprobs?: TokenLogprob[];

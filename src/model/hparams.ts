@@ -3,6 +3,7 @@
 
 import { type GGUFFile, isArrayValue } from '../gguf/index.js';
 import { ModelError } from './errors.js';
+import { type ExpertParams, readExpertParams } from './experts.js';
 
 /** How per-token embeddings become one per sequence (llama_pooling_type). */
 export type PoolingType = 'none' | 'mean' | 'cls' | 'last';
@@ -47,6 +48,8 @@ export interface HParams {
   causal: boolean;
   /** The model's pooling for embeddings; 'none' when it does not say. */
   pooling: PoolingType;
+  /** Mixture of experts (null: a dense model). */
+  moe: ExpertParams | null;
 
   // ---- per layer (a GGUF key may hold one value or one per layer: get_key_or_arr) ----
   nHeadArr: number[];
@@ -308,8 +311,6 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     }
   }
   const nHeadKv = nHeadKvArr[0];
-  const nExpert = int('expert_count', 0, 0);
-  if (nExpert > 0) throw bad('expert_count', nExpert, 'experts: mixture-of-experts models are not supported');
   const nEmbdHeadK = int('attention.key_length', Math.floor(nEmbd / nHead), 1);
   const nEmbdHeadV = int('attention.value_length', Math.floor(nEmbd / nHead), 1);
   const nCtxTrain = int('context_length', undefined, 0);
@@ -354,6 +355,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     nVocab,
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
+    moe: readExpertParams(file, arch),
     nHeadArr,
     nHeadKvArr,
     nFfArr,

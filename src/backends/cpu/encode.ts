@@ -70,6 +70,7 @@ function roundingFor(type: number, n: number, q81 = false): number {
     case GGMLType.Q5_1:
     case GGMLType.Q8_0:
     case GGMLType.IQ4_NL:
+    case GGMLType.MXFP4:
       return n % 32 === 0 ? ROUND_Q8_0 : ROUND_NONE;
     case GGMLType.Q2_K:
     case GGMLType.Q3_K:
@@ -166,6 +167,8 @@ interface Plan {
   qRound?: number;
   /** FLASH_ATTN_EXT: the per-thread scratch has room for a whole head's K and V blocks in f32. */
   kvCache?: boolean;
+  /** MUL_MAT_ID: bytes of each thread's scratch the tiles use (the column map follows). */
+  mmScratch?: number;
   /** FLASH_ATTN_EXT: computed row by row (k_flash_attn_row), as ggml-cpu's one-chunk kernel. */
   faRow?: boolean;
   /** FLASH_ATTN_EXT, split case: blocks per key chunk (partials in the shared area, then a merge step). */
@@ -195,6 +198,14 @@ const KERNEL_OF: Partial<Record<Op, KernelName>> = {
   [Op.SOFTPLUS]: 'k_softplus',
   [Op.RELU]: 'k_relu',
   [Op.SQR]: 'k_sqr',
+  [Op.ADD_ID]: 'k_add_id',
+  [Op.ARGSORT]: 'k_argsort',
+  [Op.SWIGLU_OAI]: 'k_swiglu_oai',
+  [Op.SUM_ROWS]: 'k_sum_rows',
+  [Op.DIV]: 'k_div',
+  [Op.SIGMOID]: 'k_sigmoid',
+  [Op.CLAMP]: 'k_clamp',
+  [Op.CONCAT]: 'k_concat',
 };
 
 function plan(n: Tensor): Plan {
@@ -203,7 +214,7 @@ function plan(n: Tensor): Plan {
   const locs = slots.map((t) => (t ? locate(t) : null));
   // the arena the node runs in
   let home = locs[0]!.arena;
-  if ((n.op === Op.MUL_MAT || n.op === Op.GET_ROWS) && locs[1]) home = locs[1].arena;
+  if ((n.op === Op.MUL_MAT || n.op === Op.MUL_MAT_ID || n.op === Op.GET_ROWS) && locs[1]) home = locs[1].arena;
   const staged: number[] = [];
   locs.forEach((l, i) => {
     if (l && l.arena !== home) staged.push(i);
@@ -211,16 +222,18 @@ function plan(n: Tensor): Plan {
   const p: Plan = { node: n, home, kernels: [], slots, locs, params: [], shared: 0, perThread: 0, staged };
   const ne0 = (t: Tensor) => t.ne[0];
   switch (n.op) {
-    case Op.MUL_MAT: {
+    case Op.MUL_MAT:
+    case Op.MUL_MAT_ID: {
       const [a, b] = n.src;
       const K = a.ne[0];
-      const N = b.ne[1];
-      const rows = N * b.ne[2] * b.ne[3];
+      // MUL_MAT_ID: every (slot, token) is a column, nB rows of b per token are prepared
+      const N = n.op === Op.MUL_MAT_ID ? n.ne[1] * n.ne[2] : b.ne[1];
+      const rows = b.ne[1] * b.ne[2] * b.ne[3];
       const floatA = a.type === GGMLType.F32 || a.type === GGMLType.F16 || a.type === GGMLType.BF16;
       let fmt = FMT_F32;
       const round = roundingFor(a.type, K, true);
       if (a.type === GGMLType.Q4_0 || a.type === GGMLType.Q8_0) fmt = FMT_Q32;
-      else if (a.type === GGMLType.Q5_0 && K % 32 === 0) fmt = FMT_Q32;
+      else if ((a.type === GGMLType.Q5_0 || a.type === GGMLType.MXFP4) && K % 32 === 0) fmt = FMT_Q32;
       else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K || INT_DOT_Q8K.has(a.type)) fmt = FMT_Q256;
       else if (b.type === GGMLType.F32 && b.nb[0] === 4 && round === ROUND_NONE && floatA) fmt = FMT_DIRECT;
       const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4 + K / 8, 16) : align(2.5 * K, 16);
@@ -236,10 +249,27 @@ function plan(n: Tensor): Plan {
         p.kernels.push('k_mm_prep');
         p.shared = align(rows * stride);
       }
-      p.kernels.push('k_mm');
       p.perThread = align(K * 4 + 64);
+      if (n.op === Op.MUL_MAT_ID) {
+        // after the tiles' scratch: expert counts and starts, then an address pair per column
+        p.mmScratch = p.perThread;
+        p.perThread += align(8 * n.src[0].ne[2] + 8 * N);
+        p.kernels.push('k_mmid');
+      } else p.kernels.push('k_mm');
       break;
     }
+    case Op.ARGSORT:
+      p.params = [n.params.order];
+      break;
+    case Op.CLAMP:
+      p.params = [n.params.min, n.params.max];
+      break;
+    case Op.SWIGLU_OAI:
+      p.params = [n.params.alpha, n.params.limit];
+      break;
+    case Op.CONCAT:
+      p.params = [n.params.dim];
+      break;
     case Op.SCALE:
       p.params = [n.params.scale, n.params.bias ?? 0];
       break;
@@ -310,7 +340,7 @@ function plan(n: Tensor): Plan {
     default:
       break;
   }
-  if (n.op !== Op.MUL_MAT && !p.faSplit) {
+  if (n.op !== Op.MUL_MAT && n.op !== Op.MUL_MAT_ID && !p.faSplit) {
     const k = p.faRow ? 'k_flash_attn_row' : KERNEL_OF[n.op];
     if (!k) throw new Error(`cpu: no kernel for ${n.op}`);
     p.kernels.push(k);
@@ -336,6 +366,8 @@ function isSmall(p: Plan, kernel: KernelName): boolean {
       return n.src[1].nelements < SMALL;
     case 'k_mm':
       return n.src[0].ne[0] * n.src[0].ne[1] * n.src[1].nelements < 4 * SMALL;
+    case 'k_mmid':
+      return n.src[0].ne[0] * n.nelements < 4 * SMALL;
     case 'k_flash_attn':
     case 'k_flash_attn_row':
       if (p.faSplit) return false;
@@ -463,6 +495,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 5] = p.mm.nc;
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
+      i32[ex + 8] = p.mmScratch ?? 0;
       if (kernels[0] === 'k_mm_prep') {
         actRange = [p.home.index, b.act, b.act + p.shared];
         // the same activations (tensor, format, rounding) as the last product prepared here:

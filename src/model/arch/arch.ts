@@ -22,6 +22,13 @@ export interface Architecture {
   keyRope?(hp: HParams, w: Weights, il: number, nCtx: number): RopeConfig | null;
   /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
   readonly ropeWholeHead?: boolean;
+  /**
+   * Where the rotated part of a cached key row starts (elements; default 0): DeepSeek's
+   * latent keys put the RoPE dimensions after the compressed latent.
+   */
+  keyRopeOffset?(hp: HParams): number;
+  /** V rows are read from the K rows (one latent cache, no V written; see KVCache.vFromK). */
+  readonly vFromK?: boolean;
   /** Adjust or complete the shared hyper-parameters from architecture-specific keys. */
   hparams?(hp: HParams, file: GGUFFile): HParams;
   /** The tensors it reads, with their expected shapes. */

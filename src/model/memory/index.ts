@@ -37,6 +37,8 @@ export interface MemoryParams {
   swaFull: boolean;
   /** Recurrent states kept per sequence at known positions (models with recurrent layers). */
   checkpoints: number;
+  /** V rows are the leading part of the K rows (a latent cache: KVCacheOptions.vFromK). */
+  vFromK?: boolean;
 }
 
 export function createMemory(hp: HParams, p: MemoryParams): AttentionMemory {
@@ -67,7 +69,7 @@ function createAttentionMemory(hp: HParams, p: MemoryParams): AttentionMemory {
     if (il < hp.nLayerKv) own.push(il);
     else reuse.set(il, kvSourceLayer(hp, il));
   }
-  const common = { typeK: p.typeK, typeV: p.typeV, layerBufts: p.layerBufts };
+  const common = { typeK: p.typeK, typeV: p.typeV, layerBufts: p.layerBufts, vFromK: p.vFromK ?? false };
   if (hp.swaType === 'none' || !hp.swaLayers.some((x) => x)) {
     return new KVCache(hp, { ...common, layers: own, reuse, size: p.nCtx, label: 'kv' });
   }

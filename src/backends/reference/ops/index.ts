@@ -4,15 +4,17 @@ import { isViewOp, Op, type Tensor } from '../../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../../ggml/types.js';
 import { readable, writable } from '../access.js';
 import { flashAttnExt } from './attention.js';
-import { cont, cpy } from './copy.js';
-import { add, gelu, mul, scale, silu, tanh } from './elementwise.js';
+import { concat, cont, cpy } from './copy.js';
+import { add, clamp, div, gelu, mul, scale, sigmoid, silu, sumRows, swigluOai, tanh } from './elementwise.js';
+import { addId, mulMatId } from './experts.js';
 import { mulMat } from './matmul.js';
 import { norm, rmsNorm } from './norm.js';
 import type { KernelOptions } from './options.js';
 import { rope } from './rope.js';
 import { getRows, setRows } from './rows.js';
 import { softMax } from './softmax.js';
-import { concat, gatedDeltaNet, l2Norm, relu, sigmoid, softplus, sqr, ssmConv, ssmScan } from './ssm.js';
+import { argsort } from './sort.js';
+import { gatedDeltaNet, l2Norm, relu, softplus, sqr, ssmConv, ssmScan } from './ssm.js';
 
 export type { KernelOptions } from './options.js';
 
@@ -42,7 +44,14 @@ const KERNELS: Partial<Record<Op, Kernel>> = {
   [Op.SOFTPLUS]: softplus,
   [Op.RELU]: relu,
   [Op.SQR]: sqr,
+  [Op.MUL_MAT_ID]: mulMatId,
+  [Op.ADD_ID]: addId,
+  [Op.ARGSORT]: argsort,
+  [Op.SUM_ROWS]: sumRows,
+  [Op.DIV]: div,
   [Op.SIGMOID]: sigmoid,
+  [Op.CLAMP]: clamp,
+  [Op.SWIGLU_OAI]: swigluOai,
   [Op.CONCAT]: concat,
 };
 
@@ -74,7 +83,20 @@ export function referenceSupportsOp(t: Tensor): boolean {
       return readable(a.type) && isFloat(b) && (isPlain(a) || a.hasContiguousRows());
     case Op.ADD:
     case Op.MUL:
+    case Op.DIV:
       return isFloat(a) && isFloat(b) && isFloat(t);
+    case Op.MUL_MAT_ID:
+      return readable(a.type) && isFloat(b) && t.src[2].type === GGMLType.I32 && (isPlain(a) || a.hasContiguousRows());
+    case Op.ADD_ID:
+    case Op.SWIGLU_OAI:
+      return true;
+    case Op.ARGSORT:
+      return a.type === GGMLType.F32;
+    case Op.CONCAT:
+      return isPlain(a) && isPlain(t);
+    case Op.SUM_ROWS:
+    case Op.SIGMOID:
+    case Op.CLAMP:
     case Op.SCALE:
     case Op.RMS_NORM:
     case Op.NORM:
@@ -98,9 +120,6 @@ export function referenceSupportsOp(t: Tensor): boolean {
     case Op.SOFTPLUS:
     case Op.RELU:
     case Op.SQR:
-    case Op.SIGMOID:
-      return isFloat(a) && isFloat(t);
-    case Op.CONCAT:
       return isFloat(a) && isFloat(t);
     case Op.SSM_CONV:
     case Op.SSM_SCAN:

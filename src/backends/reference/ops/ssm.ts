@@ -3,7 +3,6 @@
 // (L2_NORM, SOFTPLUS, RELU, SQR). Straight from the definitions, in double precision.
 
 import type { Tensor } from '../../../ggml/tensor.js';
-import { traitsOf } from '../../../ggml/types.js';
 import { forEachRow, HostView } from '../access.js';
 
 function unary(dst: Tensor, f: (x: number) => number): void {
@@ -140,45 +139,4 @@ export function gatedDeltaNet(dst: Tensor): void {
         for (let i = 0; i < S; i++) out.set(M[j * S + i], oCount + i + S * (j + S * (h + Hv * s)));
     }
   }
-}
-
-// Stand-ins until the moe branch's SIGMOID and CONCAT (with CPU kernels) are merged; the
-// recurrent layers' CPU graphs run them here, once per layer and ubatch, so CONCAT along
-// packed rows (the convolution's input) copies bytes.
-export function sigmoid(dst: Tensor): void {
-  unary(dst, (x) => 1 / (1 + Math.exp(-x)));
-}
-
-export function concat(dst: Tensor): void {
-  const [a, b] = dst.src;
-  const va = new HostView(a);
-  const vb = new HostView(b);
-  const vd = new HostView(dst);
-  const dim = dst.params.dim;
-  const size = traitsOf(dst.type).typeSize;
-  if (dim === 0 && a.type === dst.type && b.type === dst.type && [a, b, dst].every((t) => t.nb[0] === size)) {
-    // along rows of packed elements: each output row is a's row then b's, two byte copies
-    const na = a.ne[0] * size;
-    const nb = b.ne[0] * size;
-    forEachRow(dst.ne, (i1, i2, i3) => {
-      const d = vd.pos(0, i1, i2, i3);
-      const pa = va.pos(0, i1, i2, i3);
-      const pb = vb.pos(0, i1, i2, i3);
-      vd.bytes.set(va.bytes.subarray(pa, pa + na), d);
-      vd.bytes.set(vb.bytes.subarray(pb, pb + nb), d + na);
-    });
-    return;
-  }
-  const i = [0, 0, 0, 0];
-  forEachRow(dst.ne, (i1, i2, i3) => {
-    for (let i0 = 0; i0 < dst.ne[0]; i0++) {
-      i[0] = i0;
-      i[1] = i1;
-      i[2] = i2;
-      i[3] = i3;
-      const fromB = i[dim] >= a.ne[dim];
-      if (fromB) i[dim] -= a.ne[dim];
-      vd.set((fromB ? vb : va).get(i[0], i[1], i[2], i[3]), i0, i1, i2, i3);
-    }
-  });
 }
