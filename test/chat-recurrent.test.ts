@@ -112,8 +112,12 @@ test('a streamed reply splits as the whole one, each piece only extending the la
         prev = cur;
         if (n === reply.length) {
           const whole = splitReasoning(reply, open);
-          // a tail that could still begin the closing tag waits for the whole reply
-          if (!reply.endsWith('</thi')) assert.deepEqual(r, whole, JSON.stringify(reply));
+          // a tail that could still begin the closing tag waits for the reply's end
+          const { tool_calls, ...last } = s.update(reply, true);
+          assert.deepEqual(tool_calls, []);
+          assert.deepEqual(last, whole, JSON.stringify(reply));
+          assert.ok((last.reasoning_content ?? '').startsWith(cur.reasoning), `${JSON.stringify(reply)}: the end`);
+          assert.ok(last.content.startsWith(cur.content), `${JSON.stringify(reply)}: the end`);
           break;
         }
       }
