@@ -61,14 +61,14 @@ function cli(args: string[], input = '') {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** `llama-ts serve` on a free port; resolves with its URL and a stop function (SIGTERM, exit 0). */
+/** `llama-ts serve` on a free port; resolves with its URL once the model is loaded and a stop function (SIGTERM, exit 0). */
 async function serve(args: string[]): Promise<{ url: string; stop: () => Promise<number | null> }> {
   const p = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   const url = await new Promise<string>((resolve, reject) => {
     p.stderr.on('data', (d) => {
       err += d;
-      const m = /listening on (http:\/\/\S+)/.exec(err);
+      const m = /ready on (http:\/\/\S+)/.exec(err);
       if (m) resolve(m[1]!);
     });
     p.on('exit', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
