@@ -295,7 +295,7 @@ test('SSM_SCAN (Mamba-2) equals the quadratic state-space-duality form', async (
   }
 });
 
-test('CONCAT and SIGMOID (the stand-ins the recurrent graphs use until the CPU kernels come) place every element', async () => {
+test('CONCAT (b packed, or a transposed view as convInput joins it) and SIGMOID on the reference device', async () => {
   const ne: [number, number, number][] = [
     [3, 5, 2],
     [4, 5, 2],
