@@ -4,12 +4,12 @@
 // models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { availableParallelism, homedir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { canQuantize } from '../ggml/quants/index.js';
 import { type GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
-import { CHUNK, chunkCount, fillChunks, tensorByteSize } from './fill.js';
+import { defaultCacheDir } from './cache-dir.js';
 import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
 import { FillPool } from './pool.js';
 import {
@@ -24,7 +24,10 @@ import {
 import { chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 import { buildVocab } from './vocab.js';
 
+export { defaultCacheDir } from './cache-dir.js';
+export { tensorBytes } from './fill.js';
 export { planTensors } from './layout.js';
+export { ensureLora, generateLora, LORA_TARGETS, type LoraResult, type LoraSpec } from './lora.js';
 export { Rng } from './rng.js';
 export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, PresetOptions, VocabSpec } from './spec.js';
 export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
@@ -74,14 +77,6 @@ export interface GenerateResult {
 function defaultVocab(spec: ModelSpec): VocabSpec {
   const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spec.arch === 'llama' ? 'synthetic-spm' : 'synthetic-bpe';
   return { kind, size: spec.shape.nVocab };
-}
-
-/** A tensor's bytes: its values (seeded by the model seed and its name) in `type`. */
-export function tensorBytes(seed: number, t: PlannedTensor, type: GGMLType): Uint8Array {
-  const job = { seed, name: t.name, mean: t.init.mean, std: t.init.std, type, n: t.dims.reduce((a, b) => a * b, 1) };
-  const out = new Uint8Array(tensorByteSize(type, job.n));
-  fillChunks(job, out, 0, chunkCount(job.n), new Float32Array(CHUNK));
-  return out;
 }
 
 /** Writes the model `spec` describes to `path` (overwriting it). */
@@ -197,10 +192,6 @@ export function specHash(spec: ModelSpec): string {
     source: source ? { size: source.size, mtimeMs: source.mtimeMs } : null,
   };
   return createHash('sha256').update(JSON.stringify(key)).digest('hex');
-}
-
-export function defaultCacheDir(): string {
-  return process.env.LLAMA_TS_CACHE ?? join(homedir(), '.cache', 'llama-ts', 'models');
 }
 
 export interface EnsureOptions extends GenerateOptions, PresetOptions {}

@@ -19,6 +19,7 @@ import { ContextError } from './errors.js';
 import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
 import { nEmbdK, type PoolingType } from './hparams.js';
 import { CACHE_TYPES, type CacheType, KVCache, MAX_SEQ } from './kv-cache.js';
+import { type ActiveLora, loraKey } from './lora.js';
 import type { Model } from './model.js';
 
 const log = logger('context');
@@ -103,6 +104,9 @@ export class Context {
   private last: { key: string; graph: Graph; inputs: GraphInputs; result: Tensor } | null = null;
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
+  /** LoRA adapters this context applies (setLoras), and their graph cache key. */
+  private activeLoras: readonly ActiveLora[] = [];
+  private activeLoraKey = '';
 
   constructor(
     readonly model: Model,
@@ -255,10 +259,10 @@ export class Context {
     const allRows = this.embeddings && this.pooling !== 'none';
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
-    const key = `${m}:${nOutputs}:${nKV}`;
+    const key = `${m}:${nOutputs}:${nKV}:${this.activeLoraKey}`;
     let last = this.last;
     if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
-      const b = new GraphBuilder(hp, this.model.weights, { nTokens: m, nOutputs, nKV }, this.kv);
+      const b = new GraphBuilder(hp, this.model.weights, { nTokens: m, nOutputs, nKV }, this.kv, this.activeLoras);
       const out = this.model.arch.build(b);
       const result = this.embeddings ? out.embd : out.logits;
       if (!result) throw new ContextError(`${hp.arch} has no logits output`);
@@ -342,6 +346,7 @@ export class Context {
       tensorSet(inp.embdRows, bytes);
       if (inp.tokens) tensorSet(inp.tokens, local);
     } else if (inp.tokens) tensorSet(inp.tokens, tokens);
+    if (inp.loraTokens) tensorSet(inp.loraTokens, tokens);
     if (inp.pos) tensorSet(inp.pos, pos);
     if (inp.kvIdxs) tensorSet(inp.kvIdxs, Int32Array.from(cells));
     if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));
@@ -441,6 +446,31 @@ export class Context {
     const v = this.pooled.get(seq);
     if (!v) throw new ContextError(`no pooled embedding for sequence ${seq} (pooling ${this.pooling})`);
     return v;
+  }
+
+  // ---- adapters ----
+
+  /**
+   * The LoRA adapters this context applies from the next decode on (replacing the previous
+   * set; [] for none), each at its scale; a scale of 0 leaves the adapter out. Adapters
+   * must have been loaded for this context's model. The KV cache is kept: tokens already
+   * evaluated keep what the earlier adapters made of them.
+   */
+  setLoras(loras: readonly ActiveLora[]): void {
+    for (const l of loras) {
+      if (l.adapter.model !== this.model) {
+        throw new ContextError(`LoRA adapter ${l.adapter.path} was loaded for another model than ${this.model.path}`);
+      }
+      if (l.adapter.released) throw new ContextError(`LoRA adapter ${l.adapter.path} has been freed`);
+      if (!Number.isFinite(l.scale)) throw new ContextError(`LoRA scale ${l.scale} is not a finite number`);
+    }
+    this.activeLoras = loras.filter((l) => l.scale !== 0).map((l) => ({ adapter: l.adapter, scale: l.scale }));
+    this.activeLoraKey = loraKey(this.activeLoras);
+  }
+
+  /** The adapters set by setLoras (scale 0 ones left out). */
+  get loras(): readonly ActiveLora[] {
+    return this.activeLoras;
   }
 
   // ---- memory (llama_memory_seq_*) ----

@@ -13,6 +13,7 @@ import { GGMLType, rowSize } from '../ggml/types.js';
 import type { DiskRows } from './disk-rows.js';
 import { type HParams, nEmbdK, nEmbdV } from './hparams.js';
 import type { KVCache } from './kv-cache.js';
+import type { ActiveLora } from './lora.js';
 import type { Weights } from './weights.js';
 
 /** What a graph is built for: one ubatch. */
@@ -38,6 +39,8 @@ export interface GraphInputs {
   embdRows?: Tensor;
   /** Where embdRows' rows come from. */
   embdRowsFrom?: DiskRows;
+  /** Token ids, I32 [n], for a token-embedding LoRA when `tokens` indexes embdRows. */
+  loraTokens?: Tensor;
 }
 
 type InputKey = Exclude<keyof GraphInputs, 'embdRowsFrom'>;
@@ -76,6 +79,8 @@ export class GraphBuilder {
     readonly w: Weights,
     readonly ub: UbatchShape,
     readonly kv: KVCache | null,
+    /** LoRA adapters applied to every product with a weight they adapt (lora.ts). */
+    readonly loras: readonly ActiveLora[] = [],
   ) {
     this.nTokens = ub.nTokens;
   }
@@ -124,7 +129,16 @@ export class GraphBuilder {
     const disk = this.w.rowsOnDisk(tokEmbd);
     if (disk) this.inputs.embdRowsFrom = disk;
     const table = disk ? this.input('embdRows', tokEmbd.type, [tokEmbd.ne[0], this.nTokens], 'inp_embd_rows') : tokEmbd;
-    return this.cb(ops.getRows(table, this.inpTokens), 'embd');
+    let cur = ops.getRows(table, this.inpTokens);
+    // token-embedding adapters: + s·B·A[:, token] (A is read by rows, B is not transposed)
+    for (const l of this.loras) {
+      const lw = l.adapter.weightFor(tokEmbd.name);
+      if (!lw) continue;
+      const ids = disk ? this.input('loraTokens', GGMLType.I32, [this.nTokens], 'inp_tokens_lora') : this.inpTokens;
+      const delta = ops.mulMat(lw.b, ops.getRows(lw.a, ids));
+      cur = ops.add(cur, ops.scale(delta, l.adapter.scaleOf(lw, l.scale)));
+    }
+    return this.cb(cur, 'embd');
   }
 
   /**
@@ -139,13 +153,24 @@ export class GraphBuilder {
 
   // ---- blocks ----
 
+  /** w·x, plus s·B·(A·x) for each active adapter of w (llama.cpp's build_lora_mm). */
   mm(w: Tensor, x: Tensor): Tensor {
-    return ops.mulMat(w, x);
+    let y = ops.mulMat(w, x);
+    // (a token-embedding pair is laid out for reading by rows: it adapts the input only,
+    // also when the output projection reuses the table)
+    if (this.loras.length === 0 || w.name === 'token_embd.weight') return y;
+    for (const l of this.loras) {
+      const lw = l.adapter.weightFor(w.name);
+      if (!lw) continue;
+      const ab = ops.mulMat(lw.b, ops.mulMat(lw.a, x));
+      y = ops.add(y, ops.scale(ab, l.adapter.scaleOf(lw, l.scale)));
+    }
+    return y;
   }
 
-  /** w·x + b when there is a bias. */
+  /** w·x (+ adapters) + b when there is a bias. */
   linear(w: Tensor, b: Tensor | undefined, x: Tensor): Tensor {
-    const y = ops.mulMat(w, x);
+    const y = this.mm(w, x);
     return b ? ops.add(y, b) : y;
   }
 

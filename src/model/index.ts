@@ -6,5 +6,6 @@ export { ContextError, ModelError } from './errors.js';
 export { GraphBuilder, type GraphInputs, type GraphOutputs, type UbatchShape } from './graph.js';
 export { type HParams, type PoolingType, readHParams } from './hparams.js';
 export { CACHE_TYPES, type CacheType, KVCache } from './kv-cache.js';
+export { type ActiveLora, LoraAdapter, type LoraWeight, loraKey } from './lora.js';
 export { defaultDevices, type LoadOptions, Model } from './model.js';
 export { TensorList, type TensorSpec, Weights } from './weights.js';

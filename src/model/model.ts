@@ -4,7 +4,7 @@
 // n_gpu_layers-style split: the last n layers on the first offload device, the rest on
 // the host device) and read their bytes straight from the file into those buffers.
 
-import type { Device, Buffer as DeviceBuffer } from '../backends/impl.js';
+import type { BufferType, Device, Buffer as DeviceBuffer } from '../backends/impl.js';
 import { devicesByType, tensorSet } from '../backends/index.js';
 import { ReferenceDevice, referenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
 import { allocTensors } from '../ggml/alloc.js';
@@ -236,6 +236,14 @@ export class Model {
       for (const r of onDisk.values()) r.close();
       throw e;
     }
+  }
+
+  /**
+   * The buffer type weight `t` lives in (a table left on disk: the host device's), where
+   * tensors that work with it, such as LoRA factors, are placed.
+   */
+  bufferTypeOf(t: Tensor): BufferType {
+    return t.buffer?.bufferType ?? this.devices[this.devices.length - 1].bufferType();
   }
 
   /** Parameters (elements of all weights). */

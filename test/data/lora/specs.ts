@@ -1,0 +1,93 @@
+// The generated models, adapters and scales the LoRA references were made for (read by
+// test/model-lora.test.ts and by make-refs.mjs, which writes one JSON per entry).
+import type { FileTypeName, LoraSpec } from '../../../src/generator/index.js';
+
+export interface LoraRefSpec {
+  name: string;
+  preset: string;
+  type: FileTypeName;
+  /** Allowed difference of top-10 logits relative to the top token. */
+  tolerance: number;
+  adapters: Record<string, LoraSpec>;
+  /** Adapter sets to compare, each [name, scale] pairs ([] = the base model). */
+  combos: [string, number][][];
+  /** Prompts as token ids (BOS first). */
+  prompts: number[][];
+}
+
+const COMBOS: [string, number][][] = [
+  [],
+  [['A', 0.5]],
+  [['A', 1]],
+  [['B', 1]],
+  [
+    ['A', 1],
+    ['B', 0.5],
+  ],
+];
+
+export const LORA_REFS: LoraRefSpec[] = [
+  {
+    name: 'tiny-llama-F32',
+    preset: 'tiny-llama',
+    type: 'F32',
+    tolerance: 0.02,
+    adapters: {
+      A: {
+        targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down', 'output'],
+        rank: 8,
+        alpha: 16,
+        seed: 11,
+      },
+      B: { targets: ['attn_q', 'ffn_down', 'token_embd'], rank: 4, alpha: 0, type: 'F16', seed: 12 },
+    },
+    combos: COMBOS,
+    prompts: [
+      [1, 300, 301, 302, 310, 400, 290, 280],
+      [1, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 500, 501, 502],
+    ],
+  },
+  {
+    name: 'tiny-qwen2-F32',
+    preset: 'tiny-qwen2',
+    type: 'F32',
+    tolerance: 0.02,
+    adapters: {
+      // (tied output: nothing to adapt there)
+      A: {
+        targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'],
+        rank: 8,
+        alpha: 8,
+        seed: 31,
+      },
+      B: { targets: ['attn_v', 'ffn_up'], rank: 4, alpha: 8, type: 'BF16', seed: 32 },
+    },
+    combos: COMBOS,
+    prompts: [
+      [300, 301, 302, 310, 400, 290, 280],
+      [270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 500, 501, 502],
+    ],
+  },
+  {
+    name: 'tiny-llama-Q8_0',
+    preset: 'tiny-llama',
+    type: 'Q8_0',
+    tolerance: 0.1,
+    adapters: {
+      // A's rows (64 wide) are Q8_0; B's (8 wide) fall back to F16
+      A: {
+        targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down', 'output'],
+        rank: 8,
+        alpha: 8,
+        type: 'Q8_0',
+        seed: 21,
+      },
+      B: { targets: ['attn_v', 'ffn_up', 'token_embd'], rank: 4, alpha: 8, seed: 22 },
+    },
+    combos: COMBOS,
+    prompts: [
+      [1, 300, 301, 302, 310, 400, 290, 280],
+      [1, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 500, 501, 502],
+    ],
+  },
+];
