@@ -34,6 +34,10 @@ export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from '.
 export { allowsQuantization, chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 export { buildVocab, TokenType } from './vocab.js';
 
+/** Qwen3-Reranker's rerank prompt, as llama.cpp's converter writes it. */
+export const QWEN3_RERANK_PROMPT =
+  '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
+
 /**
  * Bumped whenever the generator's output for a given spec changes (cache keys include it).
  */
@@ -120,6 +124,7 @@ export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptio
     w.setU32('tokenizer.ggml.token_type_count', shape.nTypeVocab);
   }
   for (const kv of vocab.kv) w.set(kv.key, kv.type, kv.value);
+  if (arch === 'qwen3' && shape.poolingType === 4) w.setString('tokenizer.chat_template.rerank', QWEN3_RERANK_PROMPT);
   if (layout === 'quantize') {
     w.set('general.quantization_version', GGUFValueType.UINT32, 2);
     w.setU32('general.file_type', ft.ftype);

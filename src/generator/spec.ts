@@ -24,7 +24,12 @@ export interface ModelShape {
   normEps?: number;
   /** No output.weight: the output projection reuses token_embd (llama/qwen*). */
   tiedEmbeddings?: boolean;
-  /** bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1. */
+  /**
+   * bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1.
+   * 4 (rank) makes a reranker: bert gets a classification head (cls.weight/bias,
+   * cls.output.weight/bias, one output), qwen3 a Qwen3-Reranker head (cls.output.weight,
+   * labels yes/no) and its rerank prompt.
+   */
   poolingType?: number;
   /** bert: rows of token_types (the `token_type_count`); default 2. */
   nTypeVocab?: number;
@@ -155,6 +160,30 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
     name: 'tiny-qwen3',
     description: 'small qwen3 for tests: q/k RMS norms, head_dim 32 (> nEmbd / nHead), 512-token BPE vocab',
     shape: { nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nVocab: 512, nCtxTrain: 512, headDim: 32 },
+    vocabKind: 'synthetic-bpe',
+  },
+  'tiny-bert-reranker': {
+    arch: 'bert',
+    name: 'tiny-bert-reranker',
+    description: 'small BERT reranker for tests: pooling rank, classification head, 512-token WordPiece vocab',
+    shape: { nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nVocab: 512, nCtxTrain: 128, poolingType: 4 },
+    vocabKind: 'synthetic-wpm',
+  },
+  'tiny-qwen3-reranker': {
+    arch: 'qwen3',
+    name: 'tiny-qwen3-reranker',
+    description: 'small Qwen3-Reranker for tests: yes/no head, the rerank prompt, 512-token BPE vocab',
+    shape: {
+      nEmbd: 64,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 512,
+      headDim: 32,
+      poolingType: 4,
+    },
     vocabKind: 'synthetic-bpe',
   },
   'tiny-bert': {

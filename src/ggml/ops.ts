@@ -168,6 +168,11 @@ export function gelu(a: Tensor): Tensor {
   return node(newTensor(a.type, a.ne), Op.GELU, [a]);
 }
 
+/** tanh, elementwise (ggml_tanh; reranker classification heads). */
+export function tanh(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.TANH, [a]);
+}
+
 /**
  * Copy the values of `a` into `b` (ggml_cpy), converting type (F32↔F16, F32→quantized).
  * Element counts must match; layout may differ (b is often a view into a KV cache).

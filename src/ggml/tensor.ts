@@ -29,6 +29,7 @@ export enum Op {
   SOFT_MAX = 'SOFT_MAX',
   SILU = 'SILU',
   GELU = 'GELU',
+  TANH = 'TANH',
   CPY = 'CPY',
   CONT = 'CONT',
   FLASH_ATTN_EXT = 'FLASH_ATTN_EXT',

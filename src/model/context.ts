@@ -125,6 +125,14 @@ export class Context {
     this.embeddings = params.embeddings ?? !model.arch.usesKVCache;
     this.pooling = params.pooling ?? model.hp.pooling;
     this.keep = params.keepIntermediates ?? false;
+    if (this.embeddings && this.pooling === 'rank') {
+      if (!model.arch.rank) throw new ContextError(`${model.arch.name} models cannot rank (pooling_type rank)`);
+      if (!model.weights.opt('cls.weight') && !model.weights.opt('cls.output.weight')) {
+        throw new ContextError(
+          `${model.path} has no classification head (cls.weight or cls.output.weight): it cannot rank`,
+        );
+      }
+    }
     if (!this.embeddings && !model.arch.usesKVCache) {
       throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
     }
@@ -182,9 +190,13 @@ export class Context {
         throw new ContextError(`decode: sequence id ${s} outside 0..${this.nSeqMax - 1}`);
     }
     const pos = batch.pos ? Int32Array.from(batch.pos) : this.defaultPositions(seqIds);
-    const pooledAll = this.embeddings && this.pooling !== 'none';
+    const rank = this.embeddings && this.pooling === 'rank';
+    const pooledAll = this.embeddings && this.pooling !== 'none' && !rank;
     const wanted = new Uint8Array(n);
+    // rank: the one token per sequence the head reads (its first or last position)
+    const ranked = rank ? this.rankTokens(seqIds, pos) : null;
     if (pooledAll) wanted.fill(1);
+    else if (ranked) for (const i of ranked.values()) wanted[i] = 1;
     else if (batch.logits) for (let i = 0; i < n; i++) wanted[i] = batch.logits[i] ? 1 : 0;
     else wanted[n - 1] = 1;
     if (!this.kv && n > this.nUbatch) {
@@ -219,6 +231,18 @@ export class Context {
       );
     }
     if (pooledAll) this.pool(seqIds);
+    if (ranked) for (const [s, i] of ranked) this.pooled.set(s, this.rowView(i)!.slice());
+  }
+
+  /** For each sequence of the batch, the batch index of the token a rank head reads. */
+  private rankTokens(seqIds: Int32Array, pos: Int32Array): Map<number, number> {
+    const last = this.model.arch.rank?.token === 'last';
+    const pick = new Map<number, number>();
+    seqIds.forEach((s, i) => {
+      const j = pick.get(s);
+      if (j === undefined || (last ? pos[i] >= pos[j] : pos[i] < pos[j])) pick.set(s, i);
+    });
+    return pick;
   }
 
   private defaultPositions(seqIds: Int32Array): Int32Array {
@@ -256,7 +280,7 @@ export class Context {
     }
     const outIdx: number[] = [];
     for (let i = 0; i < m; i++) if (wanted[i]) outIdx.push(i);
-    const allRows = this.embeddings && this.pooling !== 'none';
+    const allRows = this.embeddings && this.pooling !== 'none' && this.pooling !== 'rank';
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
     const key = `${m}:${nOutputs}:${nKV}:${this.activeLoraKey}`;
@@ -264,7 +288,12 @@ export class Context {
     if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
       const b = new GraphBuilder(hp, this.model.weights, { nTokens: m, nOutputs, nKV }, this.kv, this.activeLoras);
       const out = this.model.arch.build(b);
-      const result = this.embeddings ? out.embd : out.logits;
+      const rankHead = this.embeddings && this.pooling === 'rank';
+      const result = rankHead
+        ? b.rankHead(out.embd, this.model.arch.rank!.softmax)
+        : this.embeddings
+          ? out.embd
+          : out.logits;
       if (!result) throw new ContextError(`${hp.arch} has no logits output`);
       if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
       const graph = buildGraph(result);
@@ -441,7 +470,10 @@ export class Context {
     return this.output(i, 'embeddings');
   }
 
-  /** Pooled embedding [nEmbd] of sequence `seq` in the last decode. */
+  /**
+   * Pooled embedding [nEmbd] of sequence `seq` in the last decode; with pooling 'rank',
+   * the classification head's outputs [nClsOut] (a reranker's score first).
+   */
   getEmbeddingsSeq(seq = 0): Float32Array {
     const v = this.pooled.get(seq);
     if (!v) throw new ContextError(`no pooled embedding for sequence ${seq} (pooling ${this.pooling})`);

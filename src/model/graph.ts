@@ -237,6 +237,31 @@ export class GraphBuilder {
     return this.cb(this.linear(wo, bo, cur), 'attn_out', il);
   }
 
+  /**
+   * A reranker's classification head on pooled rows x [nEmbd, nSeq] (llama.cpp's rank
+   * pooling): tanh(cls·x + b) when the model has `cls.weight`, then cls.output·(…) + b
+   * when it has `cls.output.weight`, then an optional softmax. [nClsOut, nSeq].
+   */
+  rankHead(x: Tensor, softmax: boolean): Tensor {
+    const w = this.w;
+    let cur = x;
+    const cls = w.opt('cls.weight');
+    if (cls) {
+      cur = ops.mulMat(cls, cur);
+      const b = w.opt('cls.bias');
+      if (b) cur = ops.add(cur, b);
+      cur = ops.tanh(cur);
+    }
+    const out = w.opt('cls.output.weight');
+    if (out) {
+      cur = ops.mulMat(out, cur);
+      const b = w.opt('cls.output.bias');
+      if (b) cur = ops.add(cur, b);
+    }
+    if (softmax) cur = ops.softMax(cur);
+    return this.cb(cur, 'result_embd_pooled');
+  }
+
   /** SwiGLU feed-forward: down · (silu(gate · x) ⊙ (up · x)). */
   ffnSwiglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number): Tensor {
     const g = this.cb(this.mm(gate, x), 'ffn_gate', il);
@@ -251,6 +276,14 @@ export class GraphBuilder {
     const g = this.cb(ops.gelu(u), 'ffn_gelu', il);
     return this.cb(this.linear(down, downB, g), 'ffn_out', il);
   }
+}
+
+/** The classification head a reranker runs on its pooled rows. */
+export interface RankHead {
+  /** Which token of a sequence it reads: the first (BERT's [CLS]) or the last (Qwen3). */
+  token: 'first' | 'last';
+  /** Softmax over the outputs (Qwen3's yes/no), as llama.cpp's build_pooling. */
+  softmax: boolean;
 }
 
 /** What an architecture's graph produces: hidden states after the final norm, and logits. */

@@ -85,6 +85,8 @@ function abortError(signal: AbortSignal): unknown {
 export class Model {
   /** Milliseconds `load` took. */
   loadMs = 0;
+  /** `tokenizer.chat_template.rerank`: a reranker's prompt, with {query} and {document}. */
+  rerankTemplate: string | undefined;
 
   private constructor(
     readonly path: string,
@@ -226,6 +228,7 @@ export class Model {
         fileTypeName(file, tensors),
         file.getString('general.name', archName),
       );
+      model.rerankTemplate = file.getString('tokenizer.chat_template.rerank', null) ?? undefined;
       log.info(
         `loaded ${file.path}: ${archName}, ${hp.nLayer} layers, ${(model.nParams / 1e6).toFixed(2)}M parameters on ${[...byDevice.keys()].map((d) => d.name).join(', ')}${onDisk.size > 0 ? ` (${[...onDisk.keys()].map((t) => t.name).join(', ')} read from the file by rows)` : ''}`,
       );

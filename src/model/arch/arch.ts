@@ -3,7 +3,7 @@
 // hyper-parameters, and the graph builder for one ubatch.
 
 import type { GGUFFile } from '../../gguf/index.js';
-import type { GraphBuilder, GraphOutputs } from '../graph.js';
+import type { GraphBuilder, GraphOutputs, RankHead } from '../graph.js';
 import type { HParams } from '../hparams.js';
 import type { TensorList } from '../weights.js';
 
@@ -16,6 +16,8 @@ export interface Architecture {
   readonly ropeMode?: number;
   /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
   readonly ropeWholeHead?: boolean;
+  /** How it ranks with pooling_type rank (a classification head); absent: it cannot. */
+  readonly rank?: RankHead;
   /** Adjust or complete the shared hyper-parameters from architecture-specific keys. */
   hparams?(hp: HParams, file: GGUFFile): HParams;
   /** The tensors it reads, with their expected shapes. */

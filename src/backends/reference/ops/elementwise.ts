@@ -1,4 +1,4 @@
-// Elementwise ops: ADD and MUL (b broadcast over a by repetition), SCALE, SILU, GELU.
+// Elementwise ops: ADD and MUL (b broadcast over a by repetition), SCALE, SILU, GELU, TANH.
 
 import type { Tensor } from '../../../ggml/tensor.js';
 import { forEachRow, HostView } from '../access.js';
@@ -49,4 +49,8 @@ const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
 /** GELU, tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
 export function gelu(dst: Tensor): void {
   unary(dst, (x) => 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x))));
+}
+
+export function tanh(dst: Tensor): void {
+  unary(dst, Math.tanh);
 }

@@ -5,7 +5,7 @@ import { GGMLType, traitsOf } from '../../../ggml/types.js';
 import { readable, writable } from '../access.js';
 import { flashAttnExt } from './attention.js';
 import { cont, cpy } from './copy.js';
-import { add, gelu, mul, scale, silu } from './elementwise.js';
+import { add, gelu, mul, scale, silu, tanh } from './elementwise.js';
 import { mulMat } from './matmul.js';
 import { norm, rmsNorm } from './norm.js';
 import { rope } from './rope.js';
@@ -33,6 +33,7 @@ const KERNELS: Partial<Record<Op, Kernel>> = {
   [Op.SOFT_MAX]: softMax,
   [Op.SILU]: silu,
   [Op.GELU]: gelu,
+  [Op.TANH]: tanh,
   [Op.CPY]: cpy,
   [Op.CONT]: cont,
   [Op.FLASH_ATTN_EXT]: flashAttnExt,
@@ -72,6 +73,7 @@ export function referenceSupportsOp(t: Tensor): boolean {
     case Op.NORM:
     case Op.SILU:
     case Op.GELU:
+    case Op.TANH:
       return isFloat(a) && isFloat(t);
     case Op.ROPE:
       return isFloat(a) && isFloat(t);
