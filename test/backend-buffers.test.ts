@@ -2,8 +2,9 @@
 // host buffers, the preferred-host-memory fallback, and weights split across buffers.
 
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { tensorCopy, tensorGet, tensorMemset, tensorSet } from '../src/backends/api.js';
+import { after, test } from 'node:test';
+import { tensorCopy, tensorGet, tensorGetInto, tensorMemset, tensorSet } from '../src/backends/api.js';
+import { cpuDevice } from '../src/backends/cpu/index.js';
 import { PreferredHostBufferType } from '../src/backends/host.js';
 import { referenceDevice } from '../src/backends/reference/index.js';
 import { computeOn } from '../src/backends/testing/compute.js';
@@ -14,6 +15,8 @@ import { quantize } from '../src/ggml/quants/index.js';
 import { newTensor, type Tensor, view } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 import { type LogLevel, setLogCallback } from '../src/log.js';
+
+after(() => cpuDevice.close());
 
 /** Deterministic pseudo-random integers (xorshift32). */
 function rng(seed: number): (n: number) => number {
@@ -166,4 +169,43 @@ test('weights larger than maxSize are split over several buffers and stay usable
   tensorSet(b, new Float32Array([10, 20, 30, 40]));
   const r = await computeOn(referenceDevice, [ops.add(a, b)], []);
   assert.deepEqual(Array.from(r.values[0]), [11, 22, 33, 44]);
+});
+
+test('tensor data transfers check their byte range in one place, for every buffer type', async () => {
+  const bufts = [
+    referenceDevice.bufferType(),
+    cpuDevice.bufferType(),
+    cpuDevice.hostBufferType(),
+    transformReg('T4').devices()[0]!.bufferType(),
+  ];
+  for (const buft of bufts) {
+    // a view: its range is its own, not its source's
+    const root = newTensor(GGMLType.Q8_0, [64, 3]).setName('w');
+    const [buf] = allocTensors([root], buft);
+    const row = view(root, [64], [], 34 * 2).setName('row');
+    const n = root.nbytes;
+    const outside = (what: string, range: string, name = 'w', size = n) =>
+      new RegExp(`${what}: bytes \\[${range}\\) of tensor '${name}' are outside its ${size}$`);
+    assert.throws(
+      () => tensorSet(root, new Uint8Array(4), n - 2),
+      outside('tensorSet', `${n - 2}, ${n + 2}`),
+      buft.name,
+    );
+    assert.throws(() => tensorSet(root, new Uint8Array(1), -1), outside('tensorSet', '-1, 0'), buft.name);
+    assert.throws(() => tensorSet(row, new Uint8Array(35), 34), outside('tensorSet', '34, 69', 'row', 68), buft.name);
+    await assert.rejects(tensorGet(root, 1, n), outside('tensorGet', `1, ${n + 1}`), buft.name);
+    await assert.rejects(tensorGetInto(root, new Uint8Array(8), n - 4), outside('tensorGet', `${n - 4}, ${n + 4}`));
+    assert.throws(() => tensorMemset(root, 0, 0.5, 1), outside('tensorMemset', '0.5, 1.5'), buft.name);
+    // nothing was written by the refused calls; a range at the very end is fine
+    const bytes = randomBytes(rng(3), n);
+    tensorSet(root, bytes);
+    tensorSet(row, bytes.subarray(0, 2), 66);
+    assert.deepEqual(await tensorGet(root, n - 34, 34), bytes.subarray(n - 34));
+    assert.deepEqual(await tensorGet(row, 66, 2), bytes.subarray(0, 2));
+    buf!.free();
+  }
+  assert.throws(
+    () => tensorSet(newTensor(GGMLType.F32, [4]), new Uint8Array(4)),
+    /tensorSet: tensor .* is not allocated/,
+  );
 });

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Backend } from '../src/backends/impl.js';
+import { type Backend, bufferOf } from '../src/backends/impl.js';
 import { ReferenceBackend, ReferenceDevice, ReferenceReg, referenceDevice } from '../src/backends/reference/index.js';
 import { compareDevices, nmse, opCases } from '../src/backends/testing/op-harness.js';
 import type { Graph } from '../src/ggml/graph.js';
@@ -39,7 +39,7 @@ class WrongDevice extends ReferenceDevice {
       await compute(g);
       for (const n of g.nodes) {
         if (n.op !== Op.SILU) continue;
-        const bytes = n.buffer!.hostBytes()!;
+        const bytes = bufferOf(n)!.hostBytes()!;
         const f = new Float32Array(bytes.buffer, bytes.byteOffset + n.offset, n.nelements);
         for (let i = 0; i < f.length; i++) f[i] *= 1.01;
       }

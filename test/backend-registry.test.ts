@@ -96,7 +96,18 @@ test('llama-ts devices --json lists every device with memory, caps and buffer ty
   const ref = list.find((d) => d.name === 'Reference')!;
   assert.equal(ref.type, 'cpu');
   assert.ok(ref.memory.total >= ref.memory.free && ref.memory.free > 0);
-  assert.deepEqual(Object.keys(ref.caps).sort(), ['async', 'bufferFromHostPtr', 'events', 'hostBuffer']);
+  assert.deepEqual(Object.keys(ref.caps).sort(), [
+    'async',
+    'bufferFromHostPtr',
+    'events',
+    'hostBuffer',
+    'oracle',
+    'threads',
+  ]);
+  // what callers ask instead of testing a device's class
+  assert.deepEqual([ref.caps.oracle, ref.caps.threads], [true, false]);
+  const cpu = list.find((d) => d.name === 'CPU')!;
+  assert.deepEqual([cpu.caps.oracle, cpu.caps.threads], [false, true]);
   assert.deepEqual(
     ref.bufferTypes.map((b) => [b.name, b.isHost]),
     [['Reference', true]],

@@ -5,15 +5,24 @@
 // Guards the race behind NaN logits on one-K/V-head models (issue 13): steps that share a
 // phase run on different workers at once, and each node's scratch slots used to be spaced
 // by the node's own need, so SET_ROWS of a narrow V row on worker 1 wrote into ROPE's
-// cos/sin table on worker 0. Whether the two meet depends on timing, hence the repetitions.
+// cos/sin table on worker 0. Whether the two meet depends on timing, hence the repetitions;
+// the first test checks the encoded job itself, which needs no luck.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { encodeGraph } from '../src/backends/cpu/encode.js';
 import { CpuReg } from '../src/backends/cpu/index.js';
+import { F_NO_BARRIER, F_SINGLE, KERNELS, STEP_WORDS } from '../src/backends/cpu/protocol.js';
+import { tensorSet } from '../src/backends/index.js';
 import { type FileTypeName, generateModel, presetSpec } from '../src/generator/index.js';
+import { allocTensors, GraphAllocator } from '../src/ggml/alloc.js';
+import { buildGraph } from '../src/ggml/graph.js';
+import * as ops from '../src/ggml/ops.js';
+import { newTensor } from '../src/ggml/tensor.js';
+import { GGMLType } from '../src/ggml/types.js';
 import { setLogCallback } from '../src/log.js';
 import { Context, Model } from '../src/model/index.js';
 
@@ -40,6 +49,58 @@ after(async () => {
   await device.close();
   setLogCallback(null);
   rmSync(dir, { recursive: true, force: true });
+});
+
+// The same bug without timing: in an encoded job, the scratch a step may use on a worker
+// ([slot, slot + stride), as the kernels address it) is nobody else's in its phase.
+test('steps that share a phase on different workers have disjoint scratch', () => {
+  const buft = device.bufferType();
+  // a layer's independent ROPE (8 heads of 64) and SET_ROWS (one 64-wide V row into the cache)
+  const q = newTensor(GGMLType.F32, [64, 8, 1]).setName('q');
+  const pos = newTensor(GGMLType.I32, [1]).setName('pos');
+  const v = newTensor(GGMLType.F32, [64, 1]).setName('v');
+  const idx = newTensor(GGMLType.I32, [1]).setName('idx');
+  const cache = newTensor(GGMLType.F16, [64, 16]).setName('cache');
+  const [cacheBuf] = allocTensors([cache], buft, 'any');
+  const graph = buildGraph(ops.rope(q, pos, { nDims: 64, mode: 0, freqBase: 10000 }), ops.setRows(cache, v, idx));
+  const alloc = new GraphAllocator([buft]);
+  alloc.allocGraph(graph);
+  tensorSet(idx, new Int32Array([3]));
+  try {
+    const { steps, nsteps } = encodeGraph(graph.nodes, 2, device.arenas);
+    const mem = new Int32Array(device.arenas.arenas[0]!.memory.buffer);
+    // per phase: [worker, first byte, end, kernel] of every step's scratch
+    const phases: [number, number, number, string][][] = [[]];
+    for (let i = 0; i < nsteps; i++) {
+      const [, kernel, rec, flags] = steps.subarray(i * STEP_WORDS, i * STEP_WORDS + 4) as unknown as number[];
+      const name = KERNELS[kernel!]!;
+      const ex = (rec! >>> 2) + 112; // the record's extras: scratch address, then stride (assembly/desc.ts)
+      const [slot, stride] = name.startsWith('k_mm') ? [mem[ex + 3]!, mem[ex + 4]!] : [mem[ex]!, mem[ex + 1]!];
+      const workers = flags! & F_SINGLE ? [flags! >>> 8] : [0, 1];
+      // a single step's record holds its worker's slot; a split step's workers add ith * stride
+      for (const w of workers) {
+        const lo = flags! & F_SINGLE ? slot : slot + w * stride;
+        phases[phases.length - 1]!.push([w, lo, lo + stride, name]);
+      }
+      if ((flags! & F_NO_BARRIER) === 0 && i < nsteps - 1) phases.push([]);
+    }
+    const shared = phases.find((p) => new Set(p.map((x) => x[0])).size > 1);
+    assert.ok(shared, 'ROPE and SET_ROWS share a phase on two workers');
+    for (const p of phases) {
+      for (const a of p) {
+        for (const b of p) {
+          if (a[0] < b[0] && a[1] < b[2] && b[1] < a[2]) {
+            assert.fail(
+              `worker ${a[0]}'s ${a[3]} scratch [${a[1]}, ${a[2]}) overlaps worker ${b[0]}'s ${b[3]} [${b[1]}, ${b[2]})`,
+            );
+          }
+        }
+      }
+    }
+  } finally {
+    alloc.free();
+    cacheBuf!.free();
+  }
 });
 
 /**

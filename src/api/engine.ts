@@ -4,9 +4,7 @@
 // completion at a time (a second is rejected with ERR_BUSY); session loads and saves wait
 // for the running completion; embeddings use their own context.
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { deviceByName, listDevices } from '../backends/api.js';
-import type { Device } from '../backends/impl.js';
-import { ReferenceDevice } from '../backends/reference/index.js';
+import { type Device, deviceByName, listDevices } from '../backends/api.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { type Batch, Context, ContextError, defaultDevices, Model } from '../model/index.js';
@@ -85,7 +83,7 @@ function pickDevices(o: EngineModelOptions): Device[] {
       const d = deviceByName(name);
       if (!d) {
         const known = listDevices()
-          .filter((x) => !(x instanceof ReferenceDevice) || x.name === name)
+          .filter((x) => !x.props().caps.oracle || x.name === name)
           .map((x) => x.name);
         throw optionError('devices', o.devices, `no device '${name}' (available: ${known.join(', ')})`);
       }

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import type { Device } from '../backends/impl.js';
+import type { Device } from '../backends/api.js';
 import { type GGUFFile, GGUFValueType, isArrayValue } from '../gguf/index.js';
 import { nEmbdK, nEmbdV } from '../model/hparams.js';
 import type { Model } from '../model/index.js';

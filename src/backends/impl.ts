@@ -1,42 +1,24 @@
 // What a backend implements (ggml's ggml-backend-impl.h): registry → device → buffer type
-// → buffer, and the backend (an execution stream on a device). Users do not call these
-// directly for common tasks: api.ts wraps them (tensorSet, tensorGet, device lookup).
+// → buffer, and the backend (an execution stream on a device). Only the backend layer
+// imports this file: code above it uses the public API (api.ts, through index.ts), whose
+// types are narrower views of these (no tensor data methods: tensorSet/tensorGet).
 //
 // Contract notes, as ggml's:
 // - Offsets and sizes are bytes; an offset passed to setTensor/getTensor/memsetTensor is
-//   relative to the tensor's first byte (its `offset` in the buffer).
+//   relative to the tensor's first byte (its `offset` in the buffer). The caller has
+//   checked that the range lies inside the tensor (api.ts's tensorSet/tensorGet/
+//   tensorMemset, the one place that checks); implementations need not check again.
 // - A buffer type may keep tensors in its own layout (repacked weights, device formats),
 //   but setTensor/getTensor must round-trip byte-exactly for every sub-range.
 // - Only host buffers (`bufferType.isHost`) expose their bytes.
 
+import type { AllocBuffer, AllocBufferType, BufferUsage } from '../ggml/alloc.js';
 import type { Graph } from '../ggml/graph.js';
 import type { Tensor } from '../ggml/tensor.js';
+import type { DeviceMemory, DeviceProps, DeviceType } from './props.js';
 
-export type DeviceType = 'cpu' | 'gpu' | 'accel';
-
-export interface DeviceMemory {
-  free: number;
-  total: number;
-}
-
-export interface DeviceCaps {
-  /** Asynchronous set/get/copy and compute. */
-  async: boolean;
-  /** The device offers a host buffer type (pinned or otherwise preferred host memory). */
-  hostBuffer: boolean;
-  /** Buffers can wrap existing host memory without a copy. */
-  bufferFromHostPtr: boolean;
-  /** Events (record, wait, synchronize) are supported. */
-  events: boolean;
-}
-
-export interface DeviceProps {
-  name: string;
-  description: string;
-  memory: DeviceMemory;
-  type: DeviceType;
-  caps: DeviceCaps;
-}
+export type { BufferUsage } from '../ggml/alloc.js';
+export type { DeviceCaps, DeviceMemory, DeviceProps, DeviceType } from './props.js';
 
 /** One backend family (ggml_backend_reg): "Reference", "CPU", "WebGPU", "RPC". */
 export interface BackendReg {
@@ -45,9 +27,6 @@ export interface BackendReg {
   /** Optional extras by name (ggml's get_proc_address); undefined when absent. */
   feature?(name: string): unknown;
 }
-
-/** Buffer roles (ggml_backend_buffer_usage). */
-export type BufferUsage = 'any' | 'weights' | 'compute';
 
 export interface Device {
   readonly name: string;
@@ -74,25 +53,16 @@ export interface Device {
   eventSynchronize?(event: BackendEvent): Promise<void>;
 }
 
-export interface BufferType {
-  readonly name: string;
+/** Name, alignment, maxSize, alloc and allocSize as the allocators need them (ggml/alloc.ts). */
+export interface BufferType extends AllocBufferType<Buffer> {
   readonly device: Device;
-  /** Every tensor's offset in a buffer of this type is a multiple of this. */
-  readonly alignment: number;
-  /** Largest single buffer this type can allocate. */
-  readonly maxSize: number;
   readonly isHost: boolean;
   alloc(size: number, usage?: BufferUsage): Buffer;
-  /** Bytes a tensor takes in this buffer type (≥ tensor.nbytes; some layouts pad). */
-  allocSize(t: Tensor): number;
 }
 
-export interface Buffer {
+/** What a tensor's `buffer` is (size, usage, initTensor and free as the allocators need them). */
+export interface Buffer extends AllocBuffer {
   readonly bufferType: BufferType;
-  readonly size: number;
-  usage: BufferUsage;
-  /** Called once a tensor (or view) is placed in this buffer. */
-  initTensor(t: Tensor): void;
   /** Write `data` at byte `offset` of tensor `t` (offset relative to the tensor's start). */
   setTensor(t: Tensor, data: Uint8Array, offset?: number): void;
   /** Read `dst.byteLength` bytes from byte `offset` of tensor `t`. */
@@ -103,9 +73,16 @@ export interface Buffer {
   copyTensor(src: Tensor, dst: Tensor): boolean;
   /** Fill the whole buffer with the byte `value`. */
   clear(value: number): void;
-  free(): void;
   /** The raw bytes (host buffers only; undefined otherwise). */
   hostBytes(): Uint8Array | undefined;
+}
+
+/**
+ * The backend buffer a tensor (or its view source) is placed in, or null. Only the
+ * backend layer's allocators place tensors, so every TensorBuffer is one of these.
+ */
+export function bufferOf(t: Tensor): Buffer | null {
+  return t.buffer as Buffer | null;
 }
 
 export interface BackendEvent {

@@ -22,8 +22,8 @@ import { GraphAllocator } from '../ggml/alloc.js';
 import { Graph } from '../ggml/graph.js';
 import { dupTensor, isViewOp, type Tensor, TensorFlag } from '../ggml/tensor.js';
 import { logger } from '../log.js';
-import { tensorCopy } from './api.js';
-import type { Backend, Buffer } from './impl.js';
+import { type Backend as PublicBackend, tensorCopy } from './api.js';
+import { type Backend, type Buffer, bufferOf } from './impl.js';
 
 const log = logger('sched');
 
@@ -45,18 +45,22 @@ export interface Split {
 }
 
 export class Scheduler {
-  private readonly allocator: GraphAllocator;
+  private readonly allocator: GraphAllocator<Buffer>;
+  /** The backends, in priority order (the host last). */
+  readonly backends: readonly Backend[];
   private readonly manual = new Map<Tensor, number>();
   private assigned = new Map<Tensor, number>();
   private current: { graph: Graph; splits: Split[] } | null = null;
 
-  constructor(readonly backends: readonly Backend[]) {
+  /** Backends in priority order, the host's last (public handles: every backend is a full one). */
+  constructor(backends: readonly PublicBackend[]) {
     if (backends.length === 0) throw new Error('scheduler: no backends');
-    this.allocator = new GraphAllocator(backends.map((b) => b.device.bufferType()));
+    this.backends = backends as readonly Backend[];
+    this.allocator = new GraphAllocator(this.backends.map((b) => b.device.bufferType()));
   }
 
   /** Pin a node (or input) to a backend (ggml_backend_sched_set_tensor_backend). */
-  setTensorBackend(t: Tensor, backend: Backend): void {
+  setTensorBackend(t: Tensor, backend: PublicBackend): void {
     this.manual.set(t, this.indexOf(backend));
   }
 
@@ -120,8 +124,8 @@ export class Scheduler {
     this.allocator.free();
   }
 
-  private indexOf(b: Backend): number {
-    const i = this.backends.indexOf(b);
+  private indexOf(b: PublicBackend): number {
+    const i = this.backends.indexOf(b as Backend);
     if (i < 0) throw new Error(`scheduler: backend ${b.name} is not one of this scheduler's`);
     return i;
   }
@@ -138,7 +142,8 @@ export class Scheduler {
   /** Where a tensor's memory is (or will be); undefined for an input not yet assigned. */
   private locate(t: Tensor): number | undefined {
     if (t.viewSrc) return this.locate(t.viewSrc);
-    if (t.buffer) return this.backendOfBuffer(t.buffer);
+    const buf = bufferOf(t);
+    if (buf) return this.backendOfBuffer(buf);
     return this.assigned.get(t);
   }
 
@@ -165,7 +170,8 @@ export class Scheduler {
       }
     }
     for (const s of n.src) {
-      const isWeight = s.buffer !== null && (s.buffer.usage === 'weights' || s.hasFlag(TensorFlag.WEIGHT));
+      const buf = bufferOf(s);
+      const isWeight = buf !== null && (buf.usage === 'weights' || s.hasFlag(TensorFlag.WEIGHT));
       if (!isWeight) continue;
       const w = this.locate(s)!;
       for (let i = 0; i < w; i++) {
@@ -215,7 +221,8 @@ export class Scheduler {
       }
       n.src.forEach((s, j) => {
         const at = this.locate(s);
-        const usable = at === b && (!s.buffer || this.backends[b].device.supportsBufferType(s.buffer.bufferType));
+        const buf = bufferOf(s);
+        const usable = at === b && (!buf || this.backends[b].device.supportsBufferType(buf.bufferType));
         // CPY's and SET_ROWS' destination is a source only by name: its memory is the result's
         const isOwnDestination = n.viewSrc !== null && (s.viewSrc ?? s) === n.viewSrc;
         if (usable || isOwnDestination) return;

@@ -3,8 +3,7 @@
 // --json, one JSON object instead: prompt and generated token ids, text, timings and,
 // with --top-logits K, the K highest next-token logits after the prompt.
 import { parseArgs } from 'node:util';
-import { deviceByName } from '../backends/api.js';
-import type { Device } from '../backends/impl.js';
+import { type Device, deviceByName } from '../backends/api.js';
 import { GGUFError } from '../gguf/index.js';
 import { Context, ContextError, defaultDevices, Model, ModelError } from '../model/index.js';
 import { createSampler } from '../sampling/index.js';

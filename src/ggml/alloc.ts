@@ -4,10 +4,32 @@
 // buffers, reusing memory once its last consumer has run, and computing in place
 // where the op allows and the source is dead.
 
-import type { Buffer, BufferType, BufferUsage } from '../backends/impl.js';
 import { logger } from '../log.js';
 import type { Graph } from './graph.js';
-import { Op, sameLayout, type Tensor, TensorFlag } from './tensor.js';
+import { Op, sameLayout, type Tensor, type TensorBuffer, TensorFlag } from './tensor.js';
+
+/** Buffer roles (ggml_backend_buffer_usage). */
+export type BufferUsage = 'any' | 'weights' | 'compute';
+
+/** What the allocators need of a buffer: the backend layer's buffers have it. */
+export interface AllocBuffer extends TensorBuffer {
+  usage: BufferUsage;
+  /** Called once a tensor (or view) is placed in this buffer. */
+  initTensor(t: Tensor): void;
+  free(): void;
+}
+
+/** What the allocators need of a buffer type (the backend layer's buffer types have it). */
+export interface AllocBufferType<B extends AllocBuffer = AllocBuffer> {
+  readonly name: string;
+  /** Every tensor's offset in a buffer of this type is a multiple of this. */
+  readonly alignment: number;
+  /** Largest single buffer this type can allocate. */
+  readonly maxSize: number;
+  alloc(size: number, usage?: BufferUsage): B;
+  /** Bytes a tensor takes in this buffer type (≥ tensor.nbytes; some layouts pad). */
+  allocSize(t: Tensor): number;
+}
 
 const log = logger('alloc');
 
@@ -20,7 +42,11 @@ function alignUp(n: number, a: number): number {
  * `maxSize`, else consecutive groups each under it. Returns the buffers; throws when one
  * tensor alone exceeds the limit.
  */
-export function allocTensors(tensors: readonly Tensor[], buft: BufferType, usage: BufferUsage = 'weights'): Buffer[] {
+export function allocTensors<B extends AllocBuffer>(
+  tensors: readonly Tensor[],
+  buft: AllocBufferType<B>,
+  usage: BufferUsage = 'weights',
+): B[] {
   const groups: { ts: Tensor[]; offs: number[]; size: number }[] = [];
   let cur: { ts: Tensor[]; offs: number[]; size: number } = { ts: [], offs: [], size: 0 };
   for (const t of tensors) {
@@ -118,7 +144,7 @@ export interface AllocPlan {
  */
 export function planGraph(
   graph: Graph,
-  bufts: readonly BufferType[],
+  bufts: readonly AllocBufferType[],
   bufferOf: (t: Tensor) => number = () => 0,
 ): AllocPlan {
   const allocs = bufts.map((b) => new DynAllocator(b.alignment));
@@ -198,10 +224,10 @@ export function planGraph(
  * ggml's gallocr: owns one compute buffer per buffer type, grows it when a graph needs
  * more, and places a graph's intermediates in it.
  */
-export class GraphAllocator {
-  readonly buffers: (Buffer | null)[];
+export class GraphAllocator<B extends AllocBuffer = AllocBuffer> {
+  readonly buffers: (B | null)[];
 
-  constructor(readonly bufts: readonly BufferType[]) {
+  constructor(readonly bufts: readonly AllocBufferType<B>[]) {
     this.buffers = bufts.map(() => null);
   }
 

@@ -3,8 +3,16 @@
 // live (a backend buffer plus a byte offset, or the tensor that this one is a view of).
 // A descriptor holds no data itself: building a graph allocates nothing.
 
-import type { Buffer } from '../backends/impl.js';
 import { traitsOf } from './types.js';
+
+/**
+ * The memory a tensor is placed in (ggml's opaque `ggml_backend_buffer`): the backend
+ * layer's buffers are these. ggml only keeps it, with the tensor's byte offset in it.
+ */
+export interface TensorBuffer {
+  /** Bytes in the buffer. */
+  readonly size: number;
+}
 
 export type Shape4 = [number, number, number, number];
 
@@ -66,7 +74,7 @@ export class Tensor {
   viewSrc: Tensor | null = null;
   /** Byte offset of this view inside `viewSrc`. */
   viewOffset = 0;
-  private ownBuffer: Buffer | null = null;
+  private ownBuffer: TensorBuffer | null = null;
   private ownOffset = 0;
 
   constructor(
@@ -76,7 +84,7 @@ export class Tensor {
   ) {}
 
   /** The buffer holding the bytes (a view's is its source's); null until allocated. */
-  get buffer(): Buffer | null {
+  get buffer(): TensorBuffer | null {
     return this.viewSrc ? this.viewSrc.buffer : this.ownBuffer;
   }
 
@@ -86,7 +94,7 @@ export class Tensor {
   }
 
   /** Place a non-view tensor at `offset` in `buffer` (allocators call this). */
-  place(buffer: Buffer | null, offset: number): void {
+  place(buffer: TensorBuffer | null, offset: number): void {
     if (this.viewSrc) throw new Error(`tensor '${this.name}' is a view: it has no memory of its own`);
     this.ownBuffer = buffer;
     this.ownOffset = offset;

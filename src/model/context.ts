@@ -6,10 +6,15 @@
 // tokens the batch asks for.
 
 import { availableParallelism } from 'node:os';
-import { tensorGetF32, tensorSet } from '../backends/api.js';
-import type { Backend, Device } from '../backends/impl.js';
-import { ReferenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
-import { Scheduler } from '../backends/scheduler.js';
+import {
+  type Backend,
+  fallbackDevice,
+  initDeviceBackend,
+  Scheduler,
+  tensorGetF32,
+  tensorGetInto,
+  tensorSet,
+} from '../backends/index.js';
 import { buildGraph, type Graph, levelNodes } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
 import { newTensor, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
@@ -157,8 +162,8 @@ export class Context {
         )
       : null;
     // the model's devices, then the reference kernels for any op none of them has
-    const devices = [...model.devices, referenceGgmlCpuDevice()].filter((d, i, all) => all.indexOf(d) === i);
-    this.backends = devices.map((d) => initBackend(d, this.nThreads));
+    const devices = [...model.devices, fallbackDevice()].filter((d, i, all) => all.indexOf(d) === i);
+    this.backends = devices.map((d) => initDeviceBackend(d, this.nThreads));
     this.sched = new Scheduler(this.backends);
     if (this.kv) {
       log.info(
@@ -330,8 +335,8 @@ export class Context {
     this.outWidth = width;
     const dst = this.outBuf.subarray(nRows * width, (nRows + rows) * width);
     // contiguous F32 rows are read straight into the output array
-    if (result.type === GGMLType.F32 && result.buffer !== null && result.nb[1] === width * 4) {
-      await result.buffer.getTensor(result, new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength), 0);
+    if (result.type === GGMLType.F32 && result.nb[1] === width * 4) {
+      await tensorGetInto(result, dst);
     } else dst.set(await tensorGetF32(result));
     for (let r = 0; r < rows; r++) {
       const i = rowToken(r);
@@ -550,10 +555,6 @@ export class Context {
     this.kv?.dispose();
     for (const b of this.backends) b.free();
   }
-}
-
-function initBackend(d: Device, nThreads: number): Backend {
-  return d instanceof ReferenceDevice ? d.initBackend() : d.initBackend(`threads=${nThreads}`);
 }
 
 /** Scale `v` to unit Euclidean length (llama.cpp's embd_normalize = 2); a zero vector stays. */

@@ -8,7 +8,7 @@
 // another sequence, keep one sequence, add a delta to positions (context shift). Shifted
 // cells' keys are re-rotated (RoPE by the delta) before the next decode.
 
-import type { BufferType, Buffer as DeviceBuffer } from '../backends/impl.js';
+import type { BufferType, Buffer as DeviceBuffer } from '../backends/index.js';
 import { allocTensors } from '../ggml/alloc.js';
 import { newTensor, type Tensor } from '../ggml/tensor.js';
 import { GGMLType } from '../ggml/types.js';

@@ -7,8 +7,7 @@
 // s = scale · alpha / r, or the scale alone when alpha is 0. The token embedding table's
 // pair is stored the other way round (A [r, n_vocab] read by rows, B [r, n_embd]).
 
-import type { BufferType, Buffer as DeviceBuffer } from '../backends/impl.js';
-import { tensorSet } from '../backends/index.js';
+import { type BufferType, type Buffer as DeviceBuffer, tensorSet } from '../backends/index.js';
 import { allocTensors } from '../ggml/alloc.js';
 import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
 import { typeName } from '../ggml/types.js';

@@ -4,9 +4,17 @@
 // n_gpu_layers-style split: the last n layers on the first offload device, the rest on
 // the host device) and read their bytes straight from the file into those buffers.
 
-import type { BufferType, Device, Buffer as DeviceBuffer } from '../backends/impl.js';
-import { devicesByType, tensorSet } from '../backends/index.js';
-import { ReferenceDevice, referenceDevice, referenceGgmlCpuDevice } from '../backends/reference/index.js';
+import {
+  type BufferType,
+  type Device,
+  type Buffer as DeviceBuffer,
+  devicesByType,
+  fallbackDevice,
+  modelDevice,
+  tensorBuffer,
+  tensorHostBytes,
+  tensorSet,
+} from '../backends/index.js';
 import { allocTensors } from '../ggml/alloc.js';
 import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
 import { typeName } from '../ggml/types.js';
@@ -58,14 +66,9 @@ export interface LoadOptions {
   embeddingsOnDisk?: boolean;
 }
 
-/** The registered plain reference device computes exactly; models run on its ggml-cpu twin. */
-function modelDevice(d: Device): Device {
-  return d === referenceDevice ? referenceGgmlCpuDevice() : d;
-}
-
-/** GPUs first, then the best host device. */
+/** GPUs first, then the best host device (an oracle only when there is no other). */
 export function defaultDevices(): Device[] {
-  const host = devicesByType('cpu').find((d) => !(d instanceof ReferenceDevice)) ?? referenceGgmlCpuDevice();
+  const host = devicesByType('cpu').find((d) => !d.props().caps.oracle) ?? fallbackDevice();
   return [...devicesByType('gpu'), ...devicesByType('accel'), host];
 }
 
@@ -246,7 +249,7 @@ export class Model {
    * tensors that work with it, such as LoRA factors, are placed.
    */
   bufferTypeOf(t: Tensor): BufferType {
-    return t.buffer?.bufferType ?? this.devices[this.devices.length - 1].bufferType();
+    return tensorBuffer(t)?.bufferType ?? this.devices[this.devices.length - 1].bufferType();
   }
 
   /** Parameters (elements of all weights). */
@@ -318,9 +321,9 @@ async function readWeights(file: GGUFFile, tensors: Tensor[], opts: LoadOptions)
     for (const t of tensors) {
       if (opts.signal?.aborted) throw abortError(opts.signal);
       const info = file.tensor(t.name)!;
-      const host = t.buffer!.hostBytes();
+      const host = tensorHostBytes(t);
       if (host) {
-        await issue({ read: file.readTensorDataAsync(info, host.subarray(t.offset, t.offset + info.nBytes)), last: t });
+        await issue({ read: file.readTensorDataAsync(info, host.subarray(0, info.nBytes)), last: t });
         continue;
       }
       const chunk = Math.max(1, Math.floor(STAGING_BYTES / t.rowBytes)) * t.rowBytes;

@@ -18,7 +18,7 @@ import {
   parseToolCalls,
   type Tool,
 } from '../api/chat/index.js';
-import type { Device } from '../backends/impl.js';
+import type { Device } from '../backends/api.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { Context, l2Normalize, Model } from '../model/index.js';

@@ -6,6 +6,7 @@ import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
 import type { Graph } from '../../ggml/graph.js';
 import { isViewOp, type Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
+import { tensorGetInto, tensorSet } from '../api.js';
 import type {
   Backend,
   BackendEvent,
@@ -201,7 +202,7 @@ export class CpuDevice implements Device {
       description: this.description,
       memory: this.memory(),
       type: this.type,
-      caps: { async: true, hostBuffer: true, bufferFromHostPtr: false, events: true },
+      caps: { async: true, hostBuffer: true, bufferFromHostPtr: false, events: true, threads: true, oracle: false },
     };
   }
 
@@ -357,11 +358,11 @@ export class CpuBackend implements Backend {
   }
 
   async setTensorAsync(t: Tensor, data: Uint8Array, offset = 0): Promise<void> {
-    t.buffer?.setTensor(t, data, offset);
+    tensorSet(t, data, offset);
   }
 
   async getTensorAsync(t: Tensor, dst: Uint8Array, offset = 0): Promise<void> {
-    await t.buffer?.getTensor(t, dst, offset);
+    await tensorGetInto(t, dst, offset);
   }
 
   async synchronize(): Promise<void> {

@@ -6,6 +6,7 @@ import { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from '../../ggml/fp16.js';
 import { canDequantize, canQuantize, dequantize, quantize } from '../../ggml/quants/index.js';
 import type { Tensor } from '../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../ggml/types.js';
+import { bufferOf } from '../impl.js';
 
 export class HostView {
   readonly bytes: Uint8Array;
@@ -17,7 +18,7 @@ export class HostView {
   readonly quantized: boolean;
 
   constructor(readonly t: Tensor) {
-    const bytes = t.buffer?.hostBytes();
+    const bytes = bufferOf(t)?.hostBytes();
     if (!bytes) throw new Error(`reference backend: tensor ${t} is not in host memory`);
     this.bytes = bytes;
     this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -6,6 +6,7 @@ import { freemem, totalmem } from 'node:os';
 import type { Graph } from '../../ggml/graph.js';
 import type { Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
+import { tensorGetInto, tensorSet } from '../api.js';
 import { HostBufferType } from '../host.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
 import { type KernelOptions, referenceCompute, referenceSupportsOp } from './ops/index.js';
@@ -62,7 +63,7 @@ export class ReferenceDevice implements Device {
       description: this.description,
       memory: this.memory(),
       type: this.type,
-      caps: { async: false, hostBuffer: false, bufferFromHostPtr: false, events: true },
+      caps: { async: false, hostBuffer: false, bufferFromHostPtr: false, events: true, threads: false, oracle: true },
     };
   }
 
@@ -115,11 +116,11 @@ export class ReferenceBackend implements Backend {
   }
 
   async setTensorAsync(t: Tensor, data: Uint8Array, offset = 0): Promise<void> {
-    t.buffer?.setTensor(t, data, offset);
+    tensorSet(t, data, offset);
   }
 
   async getTensorAsync(t: Tensor, dst: Uint8Array, offset = 0): Promise<void> {
-    await t.buffer?.getTensor(t, dst, offset);
+    await tensorGetInto(t, dst, offset);
   }
 
   async synchronize(): Promise<void> {}

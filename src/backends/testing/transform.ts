@@ -63,14 +63,13 @@ export class TransformBuffer implements Buffer {
     return root.offset + (j < 2 ? b * 2 + j : nBlocks * 2 + b * (ts - 2) + (j - 2));
   }
 
-  private check(t: Tensor, offset: number, size: number): number {
-    if (offset < 0 || offset + size > t.nbytes)
-      throw new RangeError(`bytes [${offset}, ${offset + size}) outside ${t}`);
+  /** Buffer address of byte `offset` of `t` (the range was checked by the caller: api.ts). */
+  private at(t: Tensor, offset: number): number {
     return this.o.ignoreOffset ? t.offset : t.offset + offset;
   }
 
   setTensor(t: Tensor, data: Uint8Array, offset = 0): void {
-    const base = this.check(t, offset, data.byteLength);
+    const base = this.at(t, offset);
     for (let k = 0; k < data.byteLength; k++) {
       const p = this.phys(base + k);
       this.raw[p] = data[k] ^ mask(p);
@@ -78,7 +77,7 @@ export class TransformBuffer implements Buffer {
   }
 
   getTensor(t: Tensor, dst: Uint8Array, offset = 0): void {
-    const base = this.check(t, offset, dst.byteLength);
+    const base = this.at(t, offset);
     for (let k = 0; k < dst.byteLength; k++) {
       const p = this.phys(base + k);
       dst[k] = this.raw[p] ^ mask(p);
@@ -158,7 +157,7 @@ export class TransformDevice implements Device {
       description: this.description,
       memory: this.memory(),
       type: this.type,
-      caps: { async: false, hostBuffer: false, bufferFromHostPtr: false, events: false },
+      caps: { async: false, hostBuffer: false, bufferFromHostPtr: false, events: false, threads: false, oracle: false },
     };
   }
 

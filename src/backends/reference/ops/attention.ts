@@ -16,7 +16,7 @@ import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
 import { canRoundFor, roundToVecDotType, vecDotType } from '../vec-dot.js';
-import type { KernelOptions } from './index.js';
+import type { KernelOptions } from './options.js';
 
 const fround = Math.fround;
 

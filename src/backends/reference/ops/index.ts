@@ -8,15 +8,12 @@ import { cont, cpy } from './copy.js';
 import { add, gelu, mul, scale, silu, tanh } from './elementwise.js';
 import { mulMat } from './matmul.js';
 import { norm, rmsNorm } from './norm.js';
+import type { KernelOptions } from './options.js';
 import { rope } from './rope.js';
 import { getRows, setRows } from './rows.js';
 import { softMax } from './softmax.js';
 
-/** How kernels compute (see ReferenceDeviceOptions.numerics). */
-export interface KernelOptions {
-  /** Round matmul activations and attention as ggml-cpu does (vec-dot.ts); default exact. */
-  ggmlCpu?: boolean;
-}
+export type { KernelOptions } from './options.js';
 
 type Kernel = (dst: Tensor, o: KernelOptions) => void;
 

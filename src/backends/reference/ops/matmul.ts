@@ -8,7 +8,7 @@ import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
 import { canRoundFor, q8_1SumCorrection, roundToVecDotType, vecDotType } from '../vec-dot.js';
-import type { KernelOptions } from './index.js';
+import type { KernelOptions } from './options.js';
 
 export function mulMat(dst: Tensor, o: KernelOptions = {}): void {
   const [a, b] = dst.src;
