@@ -37,6 +37,8 @@ export interface ModelShape {
 
 export type VocabSpec =
   | { kind: 'synthetic-spm' | 'synthetic-bpe' | 'synthetic-wpm'; size: number }
+  /** A few tokens (<unk> <s> </s> and single letters, no byte fallback): for statistics over the whole vocabulary. */
+  | { kind: 'toy-spm'; size: number }
   | { kind: 'copy'; from: string };
 
 export interface ModelSpec {
