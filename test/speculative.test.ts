@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import { ensureModel } from '../src/generator/index.js';
 import { setLogCallback } from '../src/log.js';
 import { Context, Model } from '../src/model/index.js';
+import { GrammarSampler } from '../src/sampling/grammar/index.js';
 import {
   DistSampler,
   GreedyStep,
@@ -146,6 +147,38 @@ test('sampling with the match rule: the same seed gives plain decoding’s token
         });
         assert.deepEqual(r.tokens, want, `${d.kind}, prompt ${i}`);
       }
+    }
+  } finally {
+    drafter.free();
+    ctx.free();
+  }
+});
+
+test('under a grammar that copies a passage, target and draft model both follow it: plain decoding’s tokens, every draft accepted', async (t) => {
+  const ctx = new Context(target, { nCtx: 256, nThreads: 2 });
+  const drafter = new DraftModelDrafter(draftModel, { nCtx: 256, nThreads: 2 });
+  // the passage's own tokens, one token literal each: a single path through the grammar
+  const passage = target.vocab.encode('the cat sat on the mat and the dog sat on the log', { addSpecial: false });
+  const gbnf = `root ::= ${passage.map((id) => `<[${id}]>`).join(' ')}`;
+  const grammarChain = () => new SamplerChain([new GreedyStep()], { grammar: new GrammarSampler(gbnf, target.vocab) });
+  try {
+    const prompt = [1, ...target.vocab.encode('copy:', { addSpecial: false }), ...passage, 13];
+    const want = await plain(ctx, prompt, passage.length, grammarChain());
+    assert.deepEqual(want, passage);
+    for (const d of [drafter, new NgramDrafter()]) {
+      const r = await speculativeGenerate(ctx, {
+        prompt,
+        nPredict: passage.length,
+        chain: grammarChain(),
+        drafter: d,
+        nDraft: 6,
+      });
+      assert.deepEqual(r.tokens, want, d.kind);
+      t.diagnostic(
+        `${d.kind}: ${r.stats.accepted}/${r.stats.drafted} drafted tokens accepted, ${r.decodes} decodes for ${r.tokens.length} tokens`,
+      );
+      if (d === drafter) assert.equal(r.stats.accepted, r.stats.drafted);
+      else assert.ok(r.stats.accepted >= r.tokens.length / 2);
     }
   } finally {
     drafter.free();

@@ -7,6 +7,7 @@
 // `pMin`; with `temperature` > 0 it samples among those 10 instead and reports their
 // distribution, so that the verifier can use the standard acceptance rule.
 import { Context, type Model } from '../model/index.js';
+import type { GrammarSampler } from '../sampling/grammar/index.js';
 import { Mt19937 } from '../sampling/index.js';
 import { type Draft, type Drafter, type DraftRequest, SpeculativeError } from './types.js';
 
@@ -63,6 +64,7 @@ export class DraftModelDrafter implements Drafter {
   private readonly nMin: number;
   private readonly temperature: number;
   private readonly rng: Mt19937;
+  private iota = new Int32Array(0);
 
   constructor(
     readonly model: Model,
@@ -152,7 +154,7 @@ export class DraftModelDrafter implements Drafter {
     await flush();
 
     // 2. extend: one token per drafting sequence and decode
-    let drafting = live.map(({ r, i }) => ({ r, i, row: rowOf.get(r.seq)! }));
+    let drafting = live.map(({ r, i }) => ({ r, i, row: rowOf.get(r.seq)!, grammar: r.grammar?.clone() }));
     while (drafting.length > 0) {
       const next: typeof drafting = [];
       const t: number[] = [];
@@ -160,8 +162,9 @@ export class DraftModelDrafter implements Drafter {
       const s: number[] = [];
       for (const d of drafting) {
         const logits = ctx.getLogits(d.row);
-        const pick = this.choose(logits);
+        const pick = this.choose(logits, d.grammar);
         if (!pick) continue;
+        d.grammar?.accept(pick.token);
         const draft = out[d.i];
         draft.tokens.push(pick.token);
         if (pick.probs) {
@@ -187,8 +190,13 @@ export class DraftModelDrafter implements Drafter {
     return out;
   }
 
-  /** The next draft token from a logits row, or null to stop (below pMin). */
-  private choose(logits: Float32Array): { token: number; probs?: Float32Array } | null {
+  /** The next draft token from a logits row (within the grammar), or null to stop (below pMin). */
+  private choose(logits: Float32Array, grammar?: GrammarSampler): { token: number; probs?: Float32Array } | null {
+    if (grammar) {
+      if (this.iota.length !== logits.length) this.iota = Int32Array.from(logits.keys());
+      logits = logits.slice();
+      grammar.apply({ ids: this.iota, logits, n: logits.length });
+    }
     // the top 10, best first (ties: lower id first)
     const top: number[] = [];
     for (let i = 0; i < logits.length; i++) {
@@ -200,6 +208,7 @@ export class DraftModelDrafter implements Drafter {
     }
     const temp = this.temperature > 0 ? this.temperature : 1;
     const max = logits[top[0]];
+    if (max === Number.NEGATIVE_INFINITY) return null;
     const w = top.map((i) => Math.exp((logits[i] - max) / temp));
     const sum = w.reduce((a, b) => a + b, 0);
     if (this.temperature <= 0) {

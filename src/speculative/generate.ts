@@ -57,7 +57,7 @@ export async function speculativeGenerate(ctx: Context, o: SpeculativeGenerateOp
     const history = [...o.prompt, ...out];
     const draft =
       o.drafter && room > 0
-        ? (await o.drafter.draft([{ seq, tokens: history, nMax: Math.min(nDraft, room) }]))[0]
+        ? (await o.drafter.draft([{ seq, tokens: history, nMax: Math.min(nDraft, room), grammar: o.chain.grammar }]))[0]
         : { tokens: [] };
     if (draft.tokens.length > room) draft.tokens.length = room;
     const batch = [last, ...draft.tokens];

@@ -1,6 +1,7 @@
 // What drafters and the verifier share. A drafter proposes tokens that may follow a
 // sequence; the target model evaluates them in one batch after the sequence's last token;
 // the verifier keeps the longest prefix the target agrees with, plus one token of its own.
+import type { GrammarSampler } from '../sampling/grammar/index.js';
 
 /** One sequence asking for a draft. */
 export interface DraftRequest {
@@ -10,6 +11,11 @@ export interface DraftRequest {
   tokens: readonly number[];
   /** Tokens to propose at most (0: none). */
   nMax: number;
+  /**
+   * The target's grammar in its state after `tokens` (the drafter works on a copy): a
+   * drafter that can keeps its proposals within it.
+   */
+  grammar?: GrammarSampler;
 }
 
 /** Proposed continuation of one sequence. */
