@@ -216,6 +216,27 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
     },
     vocabKind: 'synthetic-bpe',
   },
+  // Qwen/Qwen2.5-1.5B config.json: hidden 1536, 28 layers, 12 heads, 2 KV heads,
+  // intermediate 8960, vocab 151936, rope_theta 1e6, rms_norm_eps 1e-6, tied (1.54B).
+  // The speculative-decoding benchmark's target (qwen2.5-0.5b drafts for it: same vocabulary).
+  'qwen2.5-1.5b': {
+    arch: 'qwen2',
+    name: 'Qwen2.5-1.5B (random weights)',
+    description: "Qwen2.5-1.5B's shape: 1536 wide, 28 layers, 12/2 heads, n_ff 8960, vocab 151936, tied",
+    shape: {
+      nEmbd: 1536,
+      nLayer: 28,
+      nHead: 12,
+      nHeadKv: 2,
+      nFf: 8960,
+      nVocab: 151936,
+      nCtxTrain: 32768,
+      ropeFreqBase: 1e6,
+      normEps: 1e-6,
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-bpe',
+  },
   // The shape the speed references in ../shared/notes/wasm-simd.md were measured on: Qwen2.5-0.5B
   // with an untied output matrix and the tokenizer's 151669 tokens (630M parameters).
   'qwen2.5-0.5b-630m': {

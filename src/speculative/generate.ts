@@ -13,6 +13,9 @@ export interface SpeculativeRun {
   stats: SpeculativeStats;
   /** Target decodes for generated tokens (the prompt's not counted). */
   decodes: number;
+  /** Milliseconds evaluating the prompt (and choosing the first token), and generating the rest. */
+  promptMs: number;
+  generationMs: number;
 }
 
 export interface SpeculativeGenerateOptions {
@@ -36,7 +39,8 @@ export async function speculativeGenerate(ctx: Context, o: SpeculativeGenerateOp
   const nDraft = o.nDraft ?? 16;
   const stats = newStats();
   const out: number[] = [];
-  if (o.nPredict <= 0 || o.prompt.length === 0) return { tokens: out, stats, decodes: 0 };
+  if (o.nPredict <= 0 || o.prompt.length === 0) return { tokens: out, stats, decodes: 0, promptMs: 0, generationMs: 0 };
+  const t0 = performance.now();
   ctx.seqRm(seq, -1, -1);
   for (let i = 0; i < o.prompt.length; i += ctx.nBatch) {
     const chunk = o.prompt.slice(i, i + ctx.nBatch);
@@ -50,6 +54,7 @@ export async function speculativeGenerate(ctx: Context, o: SpeculativeGenerateOp
   let last = o.chain.sample(ctx.getLogits(-1));
   out.push(last);
   let decodes = 0;
+  const t1 = performance.now();
   const done = () => out.length >= o.nPredict || (o.isEnd?.(last) ?? false);
   while (!done()) {
     const pos = o.prompt.length + out.length - 1;
@@ -84,5 +89,5 @@ export async function speculativeGenerate(ctx: Context, o: SpeculativeGenerateOp
     // keep `last` and the accepted drafted tokens; the rejected ones leave the cache
     ctx.seqRm(seq, pos + 1 + r.accepted, -1);
   }
-  return { tokens: out, stats, decodes };
+  return { tokens: out, stats, decodes, promptMs: t1 - t0, generationMs: performance.now() - t1 };
 }
