@@ -22,8 +22,8 @@ import { GreedyStep, SamplerChain } from '../src/sampling/index.js';
 import {
   acceptanceRate,
   checkDraftCompatible,
-  DraftModelDrafter,
   type Drafter,
+  DraftModelDrafter,
   NgramDrafter,
   ReplayDrafter,
   type SpeculativeRun,
