@@ -144,7 +144,7 @@ describe('Llama-3.1-Instruct template', () => {
     );
   });
 
-  test('two tool calls in one turn: the template raises, the built-in llama3 format is used', () => {
+  test('two tool calls in one turn: the template raises, and that is an error (no fallback)', () => {
     const two: ChatMessage[] = [
       { role: 'user', content: 'Hi' },
       {
@@ -157,16 +157,18 @@ describe('Llama-3.1-Instruct template', () => {
       () => t.render(two, { strict: true }),
       /raised an exception: This model only supports single tool-calls/,
     );
-    const { value, logs } = captureLog(() => t.apply(two));
-    assert.equal(value.format, 'llama3');
-    assert.match(value.fallbackReason ?? '', /single tool-calls/);
-    assert.equal(
-      value.prompt,
-      '<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
-    );
-    assert.equal(logs.length, 1);
-    assert.equal(logs[0]!.level, 'warn');
-    assert.equal(logs[0]!.source, 'chat');
+    // as llama-server: the template refuses the conversation, so the request fails
+    const { value, logs } = captureLog(() => {
+      try {
+        return t.apply(two);
+      } catch (e) {
+        return e;
+      }
+    });
+    assert.ok(value instanceof ChatTemplateError, 'apply throws');
+    assert.equal(value.kind, 'raise');
+    assert.match(value.message, /single tool-calls/);
+    assert.equal(logs.length, 0, 'nothing is logged: the caller gets the error');
   });
 });
 
@@ -199,18 +201,21 @@ describe('Mistral-Nemo-Instruct-2407 template', () => {
     );
   });
 
-  test('roles out of order: the template raises; the fallback keeps the conversation', () => {
+  test('roles out of order: the template raises; apply reports it instead of falling back', () => {
     const bad: ChatMessage[] = [
       { role: 'user', content: 'a' },
       { role: 'user', content: 'b' },
     ];
     assert.throws(
       () => t.renderJinja(bad),
-      (e: unknown) => e instanceof ChatTemplateError && /alternate/.test(e.message),
+      (e: unknown) => e instanceof ChatTemplateError && e.kind === 'raise' && /alternate/.test(e.message),
     );
-    const { value } = captureLog(() => t.apply(bad));
-    assert.equal(value.format, 'mistral-v3-tekken');
-    assert.equal(value.prompt, '[INST]a[/INST]b[/INST]');
+    assert.throws(
+      () => t.apply(bad),
+      (e: unknown) => e instanceof ChatTemplateError && e.kind === 'raise' && /alternate/.test(e.message),
+    );
+    // the built-in format is still there for callers that want it
+    assert.equal(t.renderBuiltin(bad), '[INST]a[/INST]b[/INST]');
   });
 });
 

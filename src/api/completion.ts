@@ -14,8 +14,9 @@ import {
   rawProbabilities,
   StopStringMatcher,
 } from '../sampling/index.js';
+import { compileSamplingGrammar, formatChatOnWorker } from '../untrusted/index.js';
 import type { Vocab } from '../vocab/index.js';
-import { type ChatTemplates, getFormattedChat, parseChatOutput } from './chat/index.js';
+import { type ChatTemplates, parseChatOutput } from './chat/index.js';
 import { LlamaError } from './errors.js';
 import { boolOption, intOption, optionError } from './options.js';
 import type {
@@ -104,6 +105,54 @@ function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
 
+/** How often a stop request is looked for while a template or grammar is worked on (ms). */
+const STOP_POLL_MS = 20;
+
+/**
+ * Runs `fn` with an AbortSignal raised when `shouldStop()` turns true (polled), for work
+ * on the untrusted-work worker; undefined when it was stopped.
+ */
+async function stoppable<T>(
+  shouldStop: () => boolean,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T | undefined> {
+  const ac = new AbortController();
+  if (shouldStop()) return undefined;
+  const timer = setInterval(() => {
+    if (shouldStop()) ac.abort();
+  }, STOP_POLL_MS);
+  try {
+    return await fn(ac.signal);
+  } catch (e) {
+    if (ac.signal.aborted) return undefined;
+    throw e;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The result of a completion stopped before its prompt was evaluated. */
+function stoppedEarly(chatFormat: number): LlamaCompletionResult {
+  const zero = { prompt_n: 0, prompt_ms: 0, prompt_per_token_ms: 0, prompt_per_second: 0 };
+  return {
+    text: '',
+    chat_format: chatFormat,
+    tokens_predicted: 0,
+    tokens_evaluated: 0,
+    tokens_cached: 0,
+    truncated: false,
+    stopped_eos: false,
+    stopped_word: false,
+    stopped_limit: false,
+    stopping_word: '',
+    context_full: false,
+    interrupted: true,
+    stopped_words: false,
+    stopped_limited: false,
+    timings: { ...zero, predicted_n: 0, predicted_ms: 0, predicted_per_token_ms: 0, predicted_per_second: 0 },
+  };
+}
+
 export async function runCompletion(
   st: CompletionState,
   o: LlamaCompletionOptions,
@@ -125,14 +174,25 @@ export async function runCompletion(
     if (o.tools !== undefined && o.tools !== null && !Array.isArray(o.tools)) {
       throw optionError('tools', o.tools, 'must be an array of tools');
     }
-    const fmt = getFormattedChat(st.templates(), o.messages, o.chat_template, {
-      jinja: boolOption('jinja', o.jinja, true),
-      tools: o.tools,
-      parallel_tool_calls: o.parallel_tool_calls,
-      tool_choice: o.tool_choice,
-      enable_thinking: o.enable_thinking,
-      chat_template_kwargs: o.chat_template_kwargs,
-    });
+    // the template renders on the untrusted-work worker (bounded; a stop request ends it)
+    const messages = o.messages;
+    const fmt = await stoppable(shouldStop, (signal) =>
+      formatChatOnWorker(
+        st.templates(),
+        messages,
+        o.chat_template,
+        {
+          jinja: boolOption('jinja', o.jinja, true),
+          tools: o.tools,
+          parallel_tool_calls: o.parallel_tool_calls,
+          tool_choice: o.tool_choice,
+          enable_thinking: o.enable_thinking,
+          chat_template_kwargs: o.chat_template_kwargs,
+        },
+        { signal },
+      ),
+    );
+    if (!fmt) return stoppedEarly(0);
     prompt = fmt.prompt;
     chatFormat = fmt.chat_format ?? 0;
     for (const s of fmt.additional_stops ?? []) if (s !== '' && !stops.includes(s)) stops.push(s);
@@ -152,7 +212,12 @@ export async function runCompletion(
     sampling.json_schema = schema;
   }
   sampling.n_ctx = ctx.nCtx;
-  const chain = createSamplingChain(sampling, vocab);
+  // a grammar or JSON schema compiles on the untrusted-work worker too
+  const compiled = await stoppable(shouldStop, async (signal) => ({
+    grammar: await compileSamplingGrammar(sampling, { signal }),
+  }));
+  if (!compiled) return stoppedEarly(chatFormat);
+  const chain = createSamplingChain(sampling, vocab, compiled.grammar);
   const nProbs = chain.params.n_probs;
   const postProbs = chain.params.post_sampling_probs;
   const matcher = stops.length > 0 ? new StopStringMatcher(stops) : undefined;

@@ -52,6 +52,7 @@ const CODE_BY_NAME: Record<string, LlamaErrorCode> = {
   VocabError: 'ERR_MODEL',
   ContextError: 'ERR_CONTEXT',
   AbortError: 'ABORT_ERR',
+  UntrustedBusyError: 'ERR_BUSY',
 };
 
 /** Any thrown value → the data the main thread rebuilds it from. */

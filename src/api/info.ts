@@ -151,7 +151,14 @@ export function templatesFromTexts(t: TemplateTexts): ChatTemplates {
 /** llama.node's minja caps for a template (from its text and probe renders). */
 export function templateCaps(t: ChatTemplate): TemplateCapsInfo {
   const src = t.source ?? '';
-  const caps = t.source !== undefined ? t.capabilities() : undefined;
+  let caps: ReturnType<ChatTemplate['capabilities']> | undefined;
+  try {
+    // on the caller's thread (getModelInfo is synchronous): a short budget, and a template
+    // that exceeds it just reports no capabilities
+    caps = t.source !== undefined ? t.capabilities({ timeMs: 1000 }) : undefined;
+  } catch {
+    caps = undefined;
+  }
   return {
     tools: /\btools\b/.test(src),
     toolCalls: /\btool_calls\b/.test(src),

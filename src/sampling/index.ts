@@ -28,6 +28,7 @@ export {
   buildSteps,
   createSamplingChain,
   DEFAULT_SAMPLERS,
+  grammarSource,
   type LogitBiasOption,
   type ResolvedSamplingParams,
   resolveSamplingParams,

@@ -11,7 +11,13 @@ import { SamplerChain } from './chain.js';
 import { DistSampler } from './dist.js';
 import { type DryOptions, DrySampler, type DryVocab, dryBreakersFromStrings } from './dry.js';
 import { SamplingError } from './errors.js';
-import { GrammarSampler, type GrammarVocab } from './grammar/index.js';
+import {
+  type CompiledGrammar,
+  compileGrammar,
+  GrammarSampler,
+  type GrammarSource,
+  type GrammarVocab,
+} from './grammar/index.js';
 import { type LogitBias, LogitBiasSampler } from './logit-bias.js';
 import { MinPSampler } from './min-p.js';
 import { MirostatSampler } from './mirostat.js';
@@ -376,19 +382,7 @@ export function resolveSamplingParams(params: SamplingParams = {}, vocab?: Sampl
   let dryBase = number('dry_base', p.dry_base, d.dry_base);
   if (dryBase < 1) dryBase = d.dry_base;
 
-  const grammar = p.grammar ?? '';
-  if (typeof grammar !== 'string') throw new SamplingError('grammar', grammar, 'must be GBNF text');
-  const schema = p.json_schema ?? undefined;
-  if (schema !== undefined && grammar !== '') {
-    throw new SamplingError('json_schema', schema, 'either json_schema or grammar can be given, not both');
-  }
-  if (boolean('grammar_lazy', p.grammar_lazy, false)) {
-    throw new SamplingError(
-      'grammar_lazy',
-      p.grammar_lazy,
-      'lazy grammars (triggered by words or tokens) are not supported',
-    );
-  }
+  const { grammar, schema } = grammarOptions(p);
 
   const bias = logitBias(p.logit_bias, vocab);
   const ignoreEos = boolean('ignore_eos', p.ignore_eos, d.ignore_eos);
@@ -437,16 +431,46 @@ export function resolveSamplingParams(params: SamplingParams = {}, vocab?: Sampl
   };
 }
 
-function grammarSampler(r: ResolvedSamplingParams, vocab: SamplingVocab | undefined): GrammarSampler | undefined {
-  const option = r.grammar !== '' ? 'grammar' : 'json_schema';
-  const value = r.grammar !== '' ? r.grammar : r.json_schema;
-  if (r.grammar === '' && r.json_schema === undefined) return undefined;
+function grammarOptions(p: SamplingParams): { grammar: string; schema: unknown } {
+  const grammar = p.grammar ?? '';
+  if (typeof grammar !== 'string') throw new SamplingError('grammar', grammar, 'must be GBNF text');
+  const schema = p.json_schema ?? undefined;
+  if (schema !== undefined && grammar !== '') {
+    throw new SamplingError('json_schema', schema, 'either json_schema or grammar can be given, not both');
+  }
+  if (boolean('grammar_lazy', p.grammar_lazy, false)) {
+    throw new SamplingError(
+      'grammar_lazy',
+      p.grammar_lazy,
+      'lazy grammars (triggered by words or tokens) are not supported',
+    );
+  }
+  return { grammar, schema };
+}
+
+/**
+ * The grammar or JSON schema options ask for, as compileGrammar takes it (undefined:
+ * none). Throws SamplingError for bad grammar options; checks nothing else.
+ */
+export function grammarSource(p: SamplingParams | ResolvedSamplingParams): GrammarSource | undefined {
+  const { grammar, schema } = grammarOptions(p as SamplingParams);
+  if (grammar !== '') return { grammar };
+  if (schema !== undefined) return { jsonSchema: schema };
+  return undefined;
+}
+
+function grammarSampler(
+  r: ResolvedSamplingParams,
+  vocab: SamplingVocab | undefined,
+  compiled: CompiledGrammar | undefined,
+): GrammarSampler | undefined {
+  const source = grammarSource(r);
+  if (!source) return undefined;
+  const option = 'grammar' in source ? 'grammar' : 'json_schema';
+  const value = 'grammar' in source ? source.grammar : source.jsonSchema;
   if (!vocab) throw new SamplingError(option, value, 'a grammar needs a vocabulary');
   try {
-    if (r.grammar !== '') return new GrammarSampler(r.grammar, vocab);
-    let schema = r.json_schema;
-    if (typeof schema === 'string') schema = JSON.parse(schema);
-    return GrammarSampler.fromJsonSchema(schema, vocab);
+    return GrammarSampler.fromCompiled(compiled ?? compileGrammar(source), vocab);
   } catch (e) {
     throw new SamplingError(option, value, (e as Error).message, { cause: e });
   }
@@ -537,10 +561,17 @@ export class SamplingChain extends SamplerChain {
 /**
  * A sampling chain from llama.node-style options, with llama.cpp's defaults and order.
  * `vocab` is needed for grammars, JSON schemas, DRY, ignore_eos and text in logit_bias.
- * Throws SamplingError for a bad option.
+ * `compiled`: the options' grammar or JSON schema already compiled (compileGrammar on the
+ * untrusted-work worker, see grammarSource); without it they are compiled here, on this
+ * thread. Throws SamplingError for a bad option (a grammar no token sequence can satisfy
+ * included).
  */
-export function createSamplingChain(params: SamplingParams = {}, vocab?: SamplingVocab): SamplingChain {
+export function createSamplingChain(
+  params: SamplingParams = {},
+  vocab?: SamplingVocab,
+  compiled?: CompiledGrammar,
+): SamplingChain {
   const r = resolveSamplingParams(params, vocab);
-  const grammar = grammarSampler(r, vocab);
+  const grammar = grammarSampler(r, vocab, compiled);
   return new SamplingChain(r, buildSteps(r, vocab), grammar);
 }

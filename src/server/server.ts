@@ -12,17 +12,20 @@ import {
   ChatMessageError,
   ChatTemplateError,
   type ChatTemplates,
-  getFormattedChat,
+  type FormattedChatResult,
   loadChatTemplates,
   parseChatOutput,
   parseToolCalls,
+  type TemplateLimits,
   type Tool,
 } from '../api/chat/index.js';
 import type { Device } from '../backends/api.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { Context, l2Normalize, Model } from '../model/index.js';
+import type { GrammarLimits } from '../sampling/grammar/index.js';
 import { createSamplingChain, type SamplerChain, SamplingError } from '../sampling/index.js';
+import { compileSamplingGrammar, formatChatOnWorker, UntrustedBusyError } from '../untrusted/index.js';
 import { ApiError, createHttpServer, errorBody, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
 import * as oa from './openai.js';
@@ -71,13 +74,33 @@ export interface ServerOptions {
   embeddings?: boolean;
   /** Chat template override (Jinja text or a built-in name). */
   chatTemplate?: string;
+  /** Bounds on rendering the chat template (TemplateLimits: 5 s, 16 Mi characters, 100,000 items by default); beyond them: 400. */
+  templateLimits?: Omit<TemplateLimits, 'shouldStop'>;
+  /** Bounds on compiling a request's grammar or JSON schema (GrammarLimits, and timeMs: 10 s by default); beyond them: 400. */
+  grammarLimits?: GrammarLimits & { timeMs?: number };
 }
 
 function chatError(e: unknown): never {
   if (e instanceof ChatMessageError || e instanceof ChatTemplateError || e instanceof SamplingError) {
     throw new ApiError(400, e.message);
   }
+  if (e instanceof UntrustedBusyError) throw new ApiError(503, `the server is busy: ${e.message}`);
   throw e;
+}
+
+/** Thrown when the client went away while its request was being prepared: nothing to answer. */
+class ClientGone extends Error {}
+
+/**
+ * An AbortSignal that fires when the client disconnects before the response ends (it
+ * cancels template rendering and grammar compilation on the untrusted-work worker).
+ */
+function disconnectSignal(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort(new ClientGone('the client disconnected'));
+  });
+  return ac.signal;
 }
 
 export class LlamaServer {
@@ -288,12 +311,19 @@ export class LlamaServer {
     return this.scheduler;
   }
 
-  private sampler(b: oa.Body, nProbs: number): SamplerChain {
+  /** The request's sampling chain; its grammar or JSON schema is compiled on the untrusted-work worker. */
+  private async sampler(b: oa.Body, nProbs: number, signal: AbortSignal): Promise<SamplerChain> {
     const params = oa.samplingParams(b, this.nCtxSlot);
     if (nProbs > 0) params.n_probs = nProbs;
     delete params.post_sampling_probs;
     try {
-      return createSamplingChain(params, this.model.vocab);
+      const { timeMs, ...limits } = this.opts.grammarLimits ?? {};
+      const compiled = await compileSamplingGrammar(params, {
+        signal,
+        limits,
+        ...(timeMs !== undefined ? { timeMs } : {}),
+      });
+      return createSamplingChain(params, this.model.vocab, compiled);
     } catch (e) {
       chatError(e);
     }
@@ -345,19 +375,28 @@ export class LlamaServer {
       throw new ApiError(400, "'tools' must be an array", undefined, 'tools');
     }
     const useTools = tools !== undefined && b.tool_choice !== 'none';
-    let formatted: ReturnType<typeof getFormattedChat>;
+    const signal = disconnectSignal(c.res);
+    let formatted: FormattedChatResult;
     try {
-      formatted = getFormattedChat(this.templates!, b.messages as ChatMessage[], undefined, {
-        jinja: true,
-        ...(useTools ? { tools } : {}),
-        ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
-        ...(typeof b.parallel_tool_calls === 'boolean' ? { parallel_tool_calls: b.parallel_tool_calls } : {}),
-        ...(typeof b.chat_template_kwargs === 'object' && b.chat_template_kwargs !== null
-          ? { chat_template_kwargs: b.chat_template_kwargs as Record<string, unknown> }
-          : {}),
-        add_generation_prompt: true,
-      });
+      formatted = await formatChatOnWorker(
+        this.templates!,
+        b.messages as ChatMessage[],
+        undefined,
+        {
+          jinja: true,
+          ...(useTools ? { tools } : {}),
+          ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
+          ...(typeof b.parallel_tool_calls === 'boolean' ? { parallel_tool_calls: b.parallel_tool_calls } : {}),
+          ...(typeof b.chat_template_kwargs === 'object' && b.chat_template_kwargs !== null
+            ? { chat_template_kwargs: b.chat_template_kwargs as Record<string, unknown> }
+            : {}),
+          add_generation_prompt: true,
+          ...(this.opts.templateLimits ? { limits: this.opts.templateLimits } : {}),
+        },
+        { signal },
+      );
     } catch (e) {
+      if (signal.aborted) return;
       chatError(e);
     }
     const nProbs = oa.chatLogprobs(b);
@@ -369,7 +408,13 @@ export class LlamaServer {
     const id = oa.newId('chatcmpl');
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
-    const sampler = this.sampler(b, nProbs);
+    let sampler: SamplerChain;
+    try {
+      sampler = await this.sampler(b, nProbs, signal);
+    } catch (e) {
+      if (signal.aborted) return;
+      throw e;
+    }
     const parse = (text: string) => {
       if (!useTools) return { content: text, tool_calls: [] };
       const fmt = formatted.chat_format ?? 0;
@@ -471,7 +516,14 @@ export class LlamaServer {
     const id = oa.newId('cmpl');
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
-    const sampler = this.sampler(b, nProbs);
+    const signal = disconnectSignal(c.res);
+    let sampler: SamplerChain;
+    try {
+      sampler = await this.sampler(b, nProbs, signal);
+    } catch (e) {
+      if (signal.aborted) return;
+      throw e;
+    }
     const res = c.res;
     const sse = stream ? new SseWriter(res) : undefined;
     let offset = 0;

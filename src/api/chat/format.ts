@@ -6,7 +6,14 @@ import type { GGUFFile } from '../../gguf/index.js';
 import { logger } from '../../log.js';
 import type { Vocab } from '../../vocab/index.js';
 import { extractMedia } from './messages.js';
-import { ChatTemplate, specialTokenTexts } from './template.js';
+import {
+  ChatTemplate,
+  type JinjaRenderer,
+  type RenderOptions,
+  type RenderResult,
+  specialTokenTexts,
+  type TemplateLimits,
+} from './template.js';
 import { type ParsedToolCalls, type ParseToolCallsOptions, parseToolCalls, type ToolCallFormat } from './tool-calls.js';
 import type { ChatMessage, Tool } from './types.js';
 
@@ -61,6 +68,8 @@ export interface GetFormattedChatParams {
   add_generation_prompt?: boolean;
   now?: string | number;
   chat_template_kwargs?: Record<string, unknown>;
+  /** Bounds on the template's render (default: DEFAULT_TEMPLATE_LIMITS). */
+  limits?: TemplateLimits;
 }
 
 export interface FormattedChatResult {
@@ -78,16 +87,25 @@ export interface FormattedChatResult {
   additional_stops?: string[];
 }
 
-/**
- * Formats a conversation the way llama.node's `LlamaContext.getFormattedChat(messages,
- * template?, params?)` does. Messages take `content` (or its alias `text`).
- */
-export function getFormattedChat(
+/** What getFormattedChat decides before rendering: a finished built-in result, or a Jinja render to do. */
+type ChatPlan =
+  | { done: FormattedChatResult }
+  | {
+      done?: undefined;
+      tmpl: ChatTemplate;
+      chat: ChatMessage[];
+      opts: RenderOptions;
+      tools: Tool[] | undefined;
+      has_media: boolean;
+      media_paths: string[] | undefined;
+    };
+
+function planFormattedChat(
   templates: ChatTemplates,
   messages: readonly ChatMessage[],
-  template?: string,
-  params: GetFormattedChatParams = {},
-): FormattedChatResult {
+  template: string | undefined,
+  params: GetFormattedChatParams,
+): ChatPlan {
   const { messages: chat, has_media, media_paths } = extractMedia(messages);
   const useJinja = isJinjaSupported(templates) && (params.jinja ?? true);
   const tools = params.tools && params.tools.length > 0 ? params.tools : undefined;
@@ -103,21 +121,29 @@ export function getFormattedChat(
       // llama.cpp refuses a template it cannot recognize without Jinja; rendering it is better
       log.warn(`${tmpl.label} matches no built-in format; rendering it with Jinja`);
     } else {
-      return { type: 'llama-chat', prompt: tmpl.renderBuiltin(chat, addGenerationPrompt), has_media, media_paths };
+      return {
+        done: { type: 'llama-chat', prompt: tmpl.renderBuiltin(chat, addGenerationPrompt), has_media, media_paths },
+      };
     }
   }
 
   const context: Record<string, unknown> = { enable_thinking: params.enable_thinking ?? true };
   if (params.chat_template_kwargs) Object.assign(context, params.chat_template_kwargs);
-  const res = tmpl.apply(chat, {
+  const opts: RenderOptions = {
     addGenerationPrompt,
     ...(tools ? { tools } : {}),
     ...(params.now !== undefined ? { now: params.now } : {}),
     context,
-  });
-  if (res.format !== 'jinja') return { type: 'llama-chat', prompt: res.prompt, has_media, media_paths };
+    ...(params.limits ? { limits: params.limits } : {}),
+  };
+  return { tmpl, chat, opts, tools, has_media, media_paths };
+}
+
+function finishFormattedChat(plan: Exclude<ChatPlan, { done: FormattedChatResult }>, res: RenderResult) {
+  const { tmpl, tools, has_media, media_paths } = plan;
+  if (res.format !== 'jinja') return { type: 'llama-chat' as const, prompt: res.prompt, has_media, media_paths };
   const toolFormat = tools ? tmpl.toolCallFormat : undefined;
-  return {
+  const out: FormattedChatResult = {
     type: 'jinja',
     prompt: res.prompt,
     has_media,
@@ -130,6 +156,39 @@ export function getFormattedChat(
     preserved_tokens: toolFormat === 'hermes' ? ['<tool_call>', '</tool_call>'] : [],
     additional_stops: [],
   };
+  return out;
+}
+
+/**
+ * Formats a conversation the way llama.node's `LlamaContext.getFormattedChat(messages,
+ * template?, params?)` does. Messages take `content` (or its alias `text`). The template
+ * renders on this thread, within `params.limits`.
+ */
+export function getFormattedChat(
+  templates: ChatTemplates,
+  messages: readonly ChatMessage[],
+  template?: string,
+  params: GetFormattedChatParams = {},
+): FormattedChatResult {
+  const plan = planFormattedChat(templates, messages, template, params);
+  if (plan.done) return plan.done;
+  return finishFormattedChat(plan, plan.tmpl.apply(plan.chat, plan.opts));
+}
+
+/**
+ * getFormattedChat with the Jinja render done by `render` (src/untrusted renders it in
+ * its worker, bounded and abortable).
+ */
+export async function formatChat(
+  templates: ChatTemplates,
+  messages: readonly ChatMessage[],
+  template: string | undefined,
+  params: GetFormattedChatParams,
+  render: JinjaRenderer,
+): Promise<FormattedChatResult> {
+  const plan = planFormattedChat(templates, messages, template, params);
+  if (plan.done) return plan.done;
+  return finishFormattedChat(plan, await plan.tmpl.applyWith(plan.chat, plan.opts, render));
 }
 
 /**

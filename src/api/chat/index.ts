@@ -6,6 +6,7 @@ export {
   type ChatTemplates,
   chatFormatOf,
   type FormattedChatResult,
+  formatChat,
   type GetFormattedChatParams,
   getFormattedChat,
   isJinjaSupported,
@@ -25,12 +26,16 @@ export { strftime } from './strftime.js';
 export {
   ChatTemplate,
   ChatTemplateError,
+  type ChatTemplateErrorKind,
   type ChatTemplateOptions,
   chatTemplateNames,
+  DEFAULT_TEMPLATE_LIMITS,
+  type JinjaRenderer,
   type RenderOptions,
   type RenderResult,
   specialTokenTexts,
   type TemplateCaps,
+  type TemplateLimits,
 } from './template.js';
 export {
   detectToolCallFormat,

@@ -7,6 +7,14 @@
 // first render, a few probe renders find what the template can take (llama.cpp's minja does
 // the same): a system turn (if not, system text is merged into the next user turn), string
 // content (if not, typed parts are kept), tool-call arguments as objects or as JSON text.
+//
+// A template is untrusted code (it comes with the model file): every render runs under a
+// budget (TemplateLimits: time, evaluation steps, the longest string and list it may build,
+// a stop flag), checked as the interpreter goes, so a template can neither loop for ever
+// nor build a value large enough to crash the process (V8 aborts the whole process, worker
+// threads included, when an array outgrows its maximum size). Rendering off the caller's
+// thread, and killing a render, is src/untrusted's job; this file only keeps each render
+// bounded.
 import { Environment, Interpreter, Template } from '@huggingface/jinja';
 import type { GGUFFile } from '../../gguf/index.js';
 import { logger } from '../../log.js';
@@ -19,10 +27,52 @@ import type { ChatMessage, ChatMessagePart, Tool } from './types.js';
 
 const log = logger('chat');
 
-/** The template is missing, does not parse, or failed while rendering (raise_exception included). */
+/**
+ * Why a template could not be used: 'missing' (no Jinja text), 'parse' (does not parse),
+ * 'render' (failed while rendering: something the interpreter cannot do), 'raise' (the
+ * template called raise_exception: it refuses the input), 'limit' (it exceeded a limit of
+ * TemplateLimits, or was stopped).
+ */
+export type ChatTemplateErrorKind = 'missing' | 'parse' | 'render' | 'raise' | 'limit';
+
+/** The template is missing, does not parse, failed, refused the input, or hit a limit (`kind` says which). */
 export class ChatTemplateError extends Error {
   override name = 'ChatTemplateError';
+  constructor(
+    message: string,
+    readonly kind: ChatTemplateErrorKind = 'render',
+  ) {
+    super(message);
+  }
 }
+
+/**
+ * Bounds on one render (the probe renders before a template's first use count in it).
+ * Every bound is checked while the template runs; exceeding one is a ChatTemplateError of
+ * kind 'limit' naming the bound.
+ */
+export interface TemplateLimits {
+  /** Wall-clock time, in ms. Default 5000. */
+  timeMs?: number;
+  /** Expressions and statements evaluated. Default 50,000,000. */
+  maxSteps?: number;
+  /** Longest string the template may build, its output included, in UTF-16 units. Default 16 Mi. */
+  maxOutputChars?: number;
+  /** Longest list it may build or iterate (range() included). Default 100,000. */
+  maxItems?: number;
+  /** Polled while rendering; true stops the render (a 'limit' error saying it was stopped). */
+  shouldStop?: () => boolean;
+}
+
+export const DEFAULT_TEMPLATE_LIMITS = {
+  timeMs: 5000,
+  maxSteps: 50_000_000,
+  maxOutputChars: 16 * 1024 * 1024,
+  maxItems: 100_000,
+} as const;
+
+/** indent and tojson widths above this are refused (a width repeats on every line). */
+const MAX_INDENT = 1024;
 
 /** What `raise_exception(...)` throws inside a template, told apart from engine errors. */
 class TemplateRaised extends Error {}
@@ -45,6 +95,8 @@ export interface RenderOptions {
   now?: Date | number | string;
   /** Throw ChatTemplateError instead of falling back to the built-in format. */
   strict?: boolean;
+  /** Bounds on the render (defaults: DEFAULT_TEMPLATE_LIMITS). */
+  limits?: TemplateLimits;
 }
 
 export interface RenderResult {
@@ -55,6 +107,13 @@ export interface RenderResult {
   fallbackReason?: string;
 }
 
+/** Renders a template's Jinja text (ChatTemplate.renderJinja's contract), possibly elsewhere. */
+export type JinjaRenderer = (
+  template: ChatTemplate,
+  messages: readonly ChatMessage[],
+  opts: RenderOptions,
+) => Promise<string>;
+
 /** What probe renders found out about a template. */
 export interface TemplateCaps {
   systemRole: boolean;
@@ -64,20 +123,142 @@ export interface TemplateCaps {
 
 const PROBE = '<__llama_ts_probe__>';
 
-/** Python's range(). */
-function range(start: number, stop?: number, step = 1): number[] {
-  if (stop === undefined) [start, stop] = [0, start];
-  if (step === 0) throw new Error('range() step must not be zero');
-  const out: number[] = [];
-  for (let i = start; step > 0 ? i < stop : i > stop; i += step) out.push(i);
-  return out;
+/** A render's remaining allowance (shared by the probe renders and the render itself). */
+class Budget {
+  steps = 0;
+  readonly deadline: number;
+  readonly timeMs: number;
+  readonly maxSteps: number;
+  readonly maxOutputChars: number;
+  readonly maxItems: number;
+  readonly shouldStop: (() => boolean) | undefined;
+
+  constructor(
+    limits: TemplateLimits,
+    readonly label: string,
+  ) {
+    this.timeMs = limits.timeMs ?? DEFAULT_TEMPLATE_LIMITS.timeMs;
+    this.maxSteps = limits.maxSteps ?? DEFAULT_TEMPLATE_LIMITS.maxSteps;
+    this.maxOutputChars = limits.maxOutputChars ?? DEFAULT_TEMPLATE_LIMITS.maxOutputChars;
+    this.maxItems = limits.maxItems ?? DEFAULT_TEMPLATE_LIMITS.maxItems;
+    this.shouldStop = limits.shouldStop;
+    this.deadline = performance.now() + this.timeMs;
+  }
+
+  exceeded(what: string): ChatTemplateError {
+    return new ChatTemplateError(`${this.label} ${what}`, 'limit');
+  }
+
+  /** Called per evaluation; checks the clock and the stop flag every 1024 steps. */
+  step(): void {
+    if (++this.steps > this.maxSteps)
+      throw this.exceeded(`took more than ${this.maxSteps} evaluation steps (maxSteps)`);
+    if ((this.steps & 1023) === 0) {
+      if (performance.now() > this.deadline)
+        throw this.exceeded(`took longer than ${this.timeMs} ms to render (timeMs)`);
+      if (this.shouldStop?.()) throw this.exceeded('rendering was stopped');
+    }
+  }
+
+  checkItems(n: number): void {
+    if (n > this.maxItems) throw this.exceeded(`built a list of more than ${this.maxItems} items (maxItems)`);
+  }
+
+  checkChars(n: number): void {
+    if (n > this.maxOutputChars) {
+      throw this.exceeded(`built a string of more than ${this.maxOutputChars} characters (maxOutputChars)`);
+    }
+  }
+}
+
+/** Python's range(), refusing more than the budget's items before making any. */
+function boundedRange(budget: Budget) {
+  return (start: number, stop?: number, step = 1): number[] => {
+    if (stop === undefined) [start, stop] = [0, start];
+    if (![start, stop, step].every(Number.isFinite)) throw new Error('range() arguments must be finite numbers');
+    if (step === 0) throw new Error('range() step must not be zero');
+    const n = Math.max(0, Math.ceil((stop - start) / step));
+    budget.checkItems(n);
+    const out: number[] = new Array(n);
+    for (let k = 0; k < n; k++) out[k] = start + k * step;
+    return out;
+  };
+}
+
+/** A runtime value as the interpreter holds it (its classes are not exported). */
+interface Value {
+  type: string;
+  value: unknown;
+}
+
+/** The interpreter methods bounded here (private in its typings, so patched per instance). */
+interface InterpreterInternals {
+  evaluate(node: unknown, env: unknown): Value;
+  evaluateBlock(statements: unknown, env: unknown): Value;
+  applyFilter(operand: Value, filter: { type: string; callee?: { type: string; value?: string } }, env: unknown): Value;
+  evaluateArguments(args: unknown, env: unknown): [Value[], Map<string, Value>];
 }
 
 /**
- * Runs a parsed template with `vars` over Jinja's constants and range(). (Template.render
- * declares its own raise_exception and strftime_now, which cannot then be replaced.)
+ * An Interpreter whose every evaluation spends from `budget`: each value it produces is
+ * checked against the string and list bounds, and indent/tojson widths are capped (they
+ * multiply: a width is repeated on every line).
  */
-function run(program: Template, vars: Record<string, unknown>): string {
+function boundedInterpreter(env: Environment, budget: Budget): Interpreter {
+  const it = new Interpreter(env);
+  const inner = it as unknown as InterpreterInternals;
+  const evaluate = inner.evaluate.bind(inner);
+  const evaluateBlock = inner.evaluateBlock.bind(inner);
+  const applyFilter = inner.applyFilter.bind(inner);
+  const evaluateArguments = inner.evaluateArguments.bind(inner);
+  let widthArgs = false;
+  inner.evaluate = (node, e) => {
+    budget.step();
+    const v = evaluate(node, e);
+    if (v.type === 'StringValue') budget.checkChars((v.value as string).length);
+    else if (v.type === 'ArrayValue' || v.type === 'TupleValue') budget.checkItems((v.value as unknown[]).length);
+    return v;
+  };
+  // a loop runs its body through evaluateBlock, once per item, even when the body is empty
+  inner.evaluateBlock = (statements, e) => {
+    budget.step();
+    const v = evaluateBlock(statements, e);
+    budget.checkChars((v.value as string).length);
+    return v;
+  };
+  inner.applyFilter = (operand, filter, e) => {
+    const name = filter.type === 'CallExpression' ? filter.callee?.value : undefined;
+    const saved = widthArgs;
+    widthArgs = name === 'indent' || name === 'tojson';
+    try {
+      return applyFilter(operand, filter, e);
+    } finally {
+      widthArgs = saved;
+    }
+  };
+  inner.evaluateArguments = (args, e) => {
+    const check = widthArgs;
+    widthArgs = false;
+    const r = evaluateArguments(args, e);
+    widthArgs = check;
+    if (check) {
+      for (const v of [...r[0], ...r[1].values()]) {
+        if (v.type === 'IntegerValue' && Math.abs(v.value as number) > MAX_INDENT) {
+          throw budget.exceeded(`asked for an indent of ${v.value as number} (at most ${MAX_INDENT})`);
+        }
+      }
+    }
+    return r;
+  };
+  return it;
+}
+
+/**
+ * Runs a parsed template with `vars` over Jinja's constants and range(), within `budget`.
+ * (Template.render declares its own raise_exception and strftime_now, which cannot then be
+ * replaced.)
+ */
+function run(program: Template, vars: Record<string, unknown>, budget: Budget): string {
   const env = new Environment();
   const all: Record<string, unknown> = {
     true: true,
@@ -86,11 +267,11 @@ function run(program: Template, vars: Record<string, unknown>): string {
     True: true,
     False: false,
     None: null,
-    range,
+    range: boundedRange(budget),
     ...vars,
   };
   for (const [k, v] of Object.entries(all)) env.set(k, v);
-  const out = new Interpreter(env).run(program.parsed) as unknown as { value: unknown };
+  const out = boundedInterpreter(env, budget).run(program.parsed) as unknown as { value: unknown };
   return String(out.value);
 }
 
@@ -142,14 +323,15 @@ export class ChatTemplate {
   readonly label: string;
   /** How this model writes tool calls, read from the template text. */
   readonly toolCallFormat: ToolCallFormat;
-  private readonly program: Template | undefined;
-  private readonly parseError: string | undefined;
+  private program: Template | undefined;
+  private parseError: string | undefined;
   private caps: TemplateCaps | undefined;
   private warned = false;
 
   /**
    * `template`: Jinja text, a built-in format name ('chatml', 'llama3', …), or undefined/''
-   * for a model without one (then chatml, llama.cpp's default).
+   * for a model without one (then chatml, llama.cpp's default). The text is parsed on first
+   * use, so a template made on one thread and rendered on another is parsed only there.
    */
   constructor(template: string | undefined, opts: ChatTemplateOptions = {}) {
     const text = template === undefined || template.trim() === '' ? undefined : template;
@@ -162,13 +344,22 @@ export class ChatTemplate {
     this.eosToken = opts.eosToken ?? '';
     this.label = opts.label ?? 'chat template';
     this.toolCallFormat = detectToolCallFormat(this.source);
-    if (this.source !== undefined) {
+  }
+
+  /** The parsed program; throws ChatTemplateError ('missing' or 'parse'). */
+  private parsed(): Template {
+    if (this.source === undefined) {
+      throw new ChatTemplateError(`${this.label}: no Jinja template (built-in format '${this.builtin}')`, 'missing');
+    }
+    if (!this.program && this.parseError === undefined) {
       try {
         this.program = new Template(this.source);
       } catch (e) {
         this.parseError = errorText(e);
       }
     }
+    if (!this.program) throw new ChatTemplateError(`${this.label} does not parse: ${this.parseError}`, 'parse');
+    return this.program;
   }
 
   /**
@@ -187,24 +378,38 @@ export class ChatTemplate {
     return this.source !== undefined;
   }
 
-  /** The probe results (computed once). */
-  capabilities(): TemplateCaps {
+  /** The probe results (computed once; within `limits`, a ChatTemplateError of kind 'limit' beyond them). */
+  capabilities(limits: TemplateLimits = {}): TemplateCaps {
+    return this.probe(new Budget(limits, this.label));
+  }
+
+  private probe(budget: Budget): TemplateCaps {
     if (this.caps) return this.caps;
-    const program = this.program;
+    let program: Template | undefined;
+    try {
+      program = this.parsed();
+    } catch {
+      program = undefined;
+    }
     const probe = (messages: unknown[]): string => {
       if (!program) return '';
       try {
-        return run(program, {
-          messages,
-          add_generation_prompt: false,
-          bos_token: '',
-          eos_token: '',
-          raise_exception: (m: unknown) => {
-            throw new TemplateRaised(String(m));
+        return run(
+          program,
+          {
+            messages,
+            add_generation_prompt: false,
+            bos_token: '',
+            eos_token: '',
+            raise_exception: (m: unknown) => {
+              throw new TemplateRaised(String(m));
+            },
+            strftime_now: (f: unknown) => strftime(new Date(2024, 0, 1), String(f)),
           },
-          strftime_now: (f: unknown) => strftime(new Date(2024, 0, 1), String(f)),
-        });
-      } catch {
+          budget,
+        );
+      } catch (e) {
+        if (e instanceof ChatTemplateError && e.kind === 'limit') throw e;
         return '';
       }
     };
@@ -230,13 +435,14 @@ export class ChatTemplate {
     return this.caps;
   }
 
-  /** Renders the Jinja template; throws ChatTemplateError naming the problem. */
+  /**
+   * Renders the Jinja template (within `opts.limits`); throws ChatTemplateError naming the
+   * problem, its `kind` saying which.
+   */
   renderJinja(messages: readonly ChatMessage[], opts: RenderOptions = {}): string {
-    if (this.source === undefined) {
-      throw new ChatTemplateError(`${this.label}: no Jinja template (built-in format '${this.builtin}')`);
-    }
-    if (!this.program) throw new ChatTemplateError(`${this.label} does not parse: ${this.parseError}`);
-    const caps = this.capabilities();
+    const program = this.parsed();
+    const budget = new Budget(opts.limits ?? {}, this.label);
+    const caps = this.probe(budget);
     let msgs = templateMessages(messages, { typedContent: caps.typedContent, objectArguments: caps.objectArguments });
     if (!caps.systemRole && msgs.some((m) => m.role === 'system')) msgs = mergeSystemTurns(msgs);
     const date = toDate(opts.now);
@@ -253,35 +459,52 @@ export class ChatTemplate {
     if (opts.tools && opts.tools.length > 0) ctx.tools = opts.tools;
     if (opts.context) Object.assign(ctx, opts.context);
     try {
-      return run(this.program, ctx);
+      return run(program, ctx, budget);
     } catch (e) {
-      if (e instanceof TemplateRaised) throw new ChatTemplateError(`${this.label} raised an exception: ${e.message}`);
-      throw new ChatTemplateError(`${this.label} failed to render: ${errorText(e)}`);
+      if (e instanceof ChatTemplateError) throw e;
+      if (e instanceof TemplateRaised) {
+        throw new ChatTemplateError(`${this.label} raised an exception: ${e.message}`, 'raise');
+      }
+      throw new ChatTemplateError(`${this.label} failed to render: ${errorText(e)}`, 'render');
     }
   }
 
   /**
    * The prompt for a conversation: the Jinja template when it renders, else the built-in
-   * format (with one warning per template saying why).
+   * format. A template that does not parse or that the interpreter fails on falls back
+   * (one warning per template saying why); one that raises (refusing the conversation,
+   * as llama-server reports it) or exceeds a limit is an error.
    */
   apply(messages: readonly ChatMessage[], opts: RenderOptions = {}): RenderResult {
-    let fallbackReason: string | undefined;
-    if (this.source !== undefined) {
-      try {
-        return { prompt: this.renderJinja(messages, opts), format: 'jinja' };
-      } catch (e) {
-        if (opts.strict || !(e instanceof ChatTemplateError)) throw e;
-        fallbackReason = e.message;
-        const note = `${e.message}; using the built-in '${this.builtin}' format instead`;
-        if (this.warned) log.debug(note);
-        else log.warn(note);
-        this.warned = true;
-      }
+    if (this.source === undefined) return this.builtinResult(messages, opts);
+    try {
+      return { prompt: this.renderJinja(messages, opts), format: 'jinja' };
+    } catch (e) {
+      return this.fallBack(e, messages, opts);
     }
-    const prompt = this.renderBuiltin(messages, opts.addGenerationPrompt ?? true);
-    return fallbackReason === undefined
-      ? { prompt, format: this.builtin }
-      : { prompt, format: this.builtin, fallbackReason };
+  }
+
+  /** `apply` with the Jinja render done by `render` (on another thread: see src/untrusted). */
+  async applyWith(messages: readonly ChatMessage[], opts: RenderOptions, render: JinjaRenderer): Promise<RenderResult> {
+    if (this.source === undefined) return this.builtinResult(messages, opts);
+    try {
+      return { prompt: await render(this, messages, opts), format: 'jinja' };
+    } catch (e) {
+      return this.fallBack(e, messages, opts);
+    }
+  }
+
+  private builtinResult(messages: readonly ChatMessage[], opts: RenderOptions): RenderResult {
+    return { prompt: this.renderBuiltin(messages, opts.addGenerationPrompt ?? true), format: this.builtin };
+  }
+
+  private fallBack(e: unknown, messages: readonly ChatMessage[], opts: RenderOptions): RenderResult {
+    if (opts.strict || !(e instanceof ChatTemplateError) || e.kind === 'raise' || e.kind === 'limit') throw e;
+    const note = `${e.message}; using the built-in '${this.builtin}' format instead`;
+    if (this.warned) log.debug(note);
+    else log.warn(note);
+    this.warned = true;
+    return { ...this.builtinResult(messages, opts), fallbackReason: e.message };
   }
 
   /** `apply(...).prompt`. */

@@ -2,6 +2,15 @@
 // the token filter over a vocabulary, the grammar sampler, JSON Schema to GBNF.
 export { JSON_ARRAY_GBNF, JSON_GBNF, JSON_VALUE_GBNF } from './builtin.js';
 export {
+  type CompiledGrammar,
+  compileGrammar,
+  DEFAULT_GRAMMAR_LIMITS,
+  type GrammarLimits,
+  type GrammarSource,
+  resolveTokenRefs,
+} from './compile.js';
+export {
+  convertJsonSchema,
   gbnfLiteral,
   integerRange,
   type JsonSchemaOptions,
@@ -9,11 +18,19 @@ export {
   SchemaError,
   SPACE_RULE,
 } from './json-schema.js';
-export { DEAD, GrammarEngine, GrammarMatcher } from './matcher.js';
-export { type ParseOptions, parseGrammar, type TokenResolver } from './parser.js';
+export { DEAD, GrammarEngine, GrammarMatcher, MAX_STACK_ENTRIES } from './matcher.js';
+export {
+  MAX_GROUP_NESTING,
+  type ParseOptions,
+  parseGrammar,
+  parseGrammarDeferred,
+  type TokenRef,
+  type TokenResolver,
+} from './parser.js';
 export type { Ranges } from './ranges.js';
 export { RegexError, regexToGbnf } from './regex.js';
-export { checkGrammar, El, type Element, Grammar, GrammarError } from './rules.js';
+export { checkFlatGrammar, checkGrammar, El, type Element, type FlatGrammar, Grammar, GrammarError } from './rules.js';
 export { GrammarSampler, type GrammarSamplerOptions, MaskCache, type TokenCandidates } from './sampler.js';
+export { checkSatisfiable } from './satisfiable.js';
 export { acceptToken, allowedTokens, type GrammarVocab, isTokenAllowed, TokenIndex } from './token-index.js';
 export { type Decoded, decodeUtf8, NO_PARTIAL, type PartialUtf8, partialRange, stringToBytes } from './utf8.js';

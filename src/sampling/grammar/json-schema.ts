@@ -1,7 +1,9 @@
 // JSON Schema to GBNF, with the rules and output shape of llama.cpp's
 // json-schema-to-grammar: one rule per schema node (named after its path: `root`,
 // `name-kv`, `items-item`, `ref-defs-Thing`, ...), shared primitive rules (`string`,
-// `number`, `value`, ...), and llama.cpp's `space` rule between tokens.
+// `number`, `value`, ...), and llama.cpp's `space` rule between tokens. Objects with
+// optional properties differ in shape, not in language (see buildObject), so that the
+// grammar stays linear to build and to match.
 //
 // Supported: type (one or a list), const, enum, properties (in order) with required and
 // optional ones, additionalProperties (absent or false: no others; true or a schema),
@@ -123,6 +125,17 @@ export function gbnfLiteral(text: string): string {
  * the JSON texts the converter can guarantee valid. Throws SchemaError.
  */
 export function jsonSchemaToGrammar(schema: unknown, opts: JsonSchemaOptions = {}): string {
+  const text = convertJsonSchema(schema, opts);
+  try {
+    parseGrammar(text);
+  } catch (e) {
+    throw unusableGrammar(e);
+  }
+  return text;
+}
+
+/** jsonSchemaToGrammar without parsing the result (for callers that parse it themselves: see unusableGrammar). */
+export function convertJsonSchema(schema: unknown, opts: JsonSchemaOptions = {}): string {
   if (typeof schema === 'string') {
     try {
       schema = JSON.parse(schema);
@@ -132,19 +145,25 @@ export function jsonSchemaToGrammar(schema: unknown, opts: JsonSchemaOptions = {
   }
   const c = new Converter(schema as Json, opts);
   c.visit(schema as Json, '', '#');
-  const text = c.format();
-  try {
-    parseGrammar(text);
-  } catch (e) {
-    if (e instanceof GrammarError) throw new SchemaError('#', `the schema gives an unusable grammar: ${e.message}`);
-    throw e;
-  }
-  return text;
+  return c.format();
 }
+
+/** A parse error of a converted schema, as the schema's error. */
+export function unusableGrammar(e: unknown): unknown {
+  return e instanceof GrammarError ? new SchemaError('#', `the schema gives an unusable grammar: ${e.message}`) : e;
+}
+
+/** Schemas nested deeper than this are refused (the converter recurses once per level). */
+const MAX_NESTING = 256;
 
 class Converter {
   private readonly rules = new Map<string, string>([['space', SPACE_RULE]]);
   private readonly resolving = new Set<string>();
+  /** Per base name: the first i with `${base}${i}` possibly free (names are never removed). */
+  private readonly probe = new Map<string, number>();
+  /** `${base}\0${body}` → the smallest i whose rule `${base}${i}` has that body. */
+  private readonly sameBody = new Map<string, number>();
+  private depth = 0;
 
   constructor(
     private readonly top: Json,
@@ -156,20 +175,38 @@ class Converter {
     return ['root', ...names].map((n) => `${n} ::= ${this.rules.get(n)}\n`).join('');
   }
 
+  /**
+   * A rule named after `name` with this body: `name` itself when free or holding the same
+   * body, else llama.cpp's choice, the first `name0`, `name1`, … that is free or holds the
+   * same body. Found without trying each suffix in turn (hostile schemas give thousands of
+   * properties whose names clean to the same rule name).
+   */
   private addRule(name: string, body: string): string {
     const base = name.replace(/[^a-zA-Z0-9-]+/g, '-') || 'rule';
     const existing = this.rules.get(base);
     if (existing === undefined || existing === body) {
-      this.rules.set(base, body);
+      if (existing === undefined) this.setRule(base, body);
       return base;
     }
-    for (let i = 0; ; i++) {
-      const key = `${base}${i}`;
-      const e = this.rules.get(key);
-      if (e === undefined || e === body) {
-        this.rules.set(key, body);
-        return key;
-      }
+    let free = this.probe.get(base) ?? 0;
+    while (this.rules.has(`${base}${free}`)) free++;
+    this.probe.set(base, free);
+    const same = this.sameBody.get(`${base}\0${body}`);
+    if (same !== undefined && same < free) return `${base}${same}`;
+    const key = `${base}${free}`;
+    this.setRule(key, body);
+    return key;
+  }
+
+  private setRule(key: string, body: string): void {
+    this.rules.set(key, body);
+    // index the key under every (base, number) it can be read as: 'a10' is a + 10 and a1 + 0
+    for (let d = key.length - 1; d >= 0 && key.charCodeAt(d) >= 0x30 && key.charCodeAt(d) <= 0x39; d--) {
+      if (key.charCodeAt(d) === 0x30 && d < key.length - 1) continue; // no leading zeros
+      const k = `${key.slice(0, d)}\0${body}`;
+      const i = Number(key.slice(d));
+      const prev = this.sameBody.get(k);
+      if (prev === undefined || i < prev) this.sameBody.set(k, i);
     }
   }
 
@@ -201,6 +238,17 @@ class Converter {
   }
 
   visit(schema: Json, name: string, ptr: string): string {
+    if (this.depth >= MAX_NESTING)
+      throw new SchemaError(ptr, `the schema is nested more than ${MAX_NESTING} levels deep`);
+    this.depth++;
+    try {
+      return this.visitNode(schema, name, ptr);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private visitNode(schema: Json, name: string, ptr: string): string {
     if (schema === true) schema = {};
     if (schema === false) throw new SchemaError(ptr, 'the schema `false` matches nothing');
     if (!isObject(schema)) throw new SchemaError(ptr, 'a schema must be an object or a boolean');
@@ -247,6 +295,8 @@ class Converter {
       return this.addRule(ruleName, this.objectRule(s, name, ptr));
     }
     if ((type === undefined || type === 'object' || type === 'string') && 'allOf' in s) {
+      const merged = this.mergedAllOf(s, ptr);
+      if (merged) return this.visit(merged, name, ptr);
       return this.addRule(ruleName, this.allOfRule(s, name, ptr));
     }
     if ((type === undefined || type === 'array') && ('items' in s || 'prefixItems' in s)) {
@@ -343,6 +393,54 @@ class Converter {
     return this.buildObject(entries, required, name, s.additionalProperties, childPointer(ptr, 'additionalProperties'));
   }
 
+  /**
+   * allOf's types must agree: a value cannot be a string and an integer (llama.cpp turns
+   * such a schema into `{}`). When no part has properties, enums or references, the parts'
+   * keywords are merged into one schema (undefined otherwise: objects are merged by
+   * allOfRule). Throws SchemaError for parts that cannot all hold.
+   */
+  private mergedAllOf(s: Schema, ptr: string): Schema | undefined {
+    const parts = this.list(s, 'allOf', ptr);
+    let types = typeSet(s.type);
+    parts.forEach((p, i) => {
+      let part = p;
+      if (isObject(p) && typeof p.$ref === 'string') {
+        this.resolveRef(p.$ref, childPointer(ptr, 'allOf', i, '$ref'));
+        part = this.lookup(p.$ref);
+      }
+      if (!isObject(part)) return;
+      const t = typeSet(part.type);
+      if (t) types = types ? intersectTypes(types, t) : t;
+    });
+    if (types && types.size === 0) {
+      const named = parts.map((p) => (isObject(p) && p.type !== undefined ? JSON.stringify(p.type) : 'any'));
+      throw new SchemaError(
+        childPointer(ptr, 'allOf'),
+        `no value can have every type the schemas require (${named.join(', ')}): the schema matches nothing`,
+      );
+    }
+    const plain = parts.every(
+      (p) => isObject(p) && !['properties', 'enum', 'const', '$ref', 'anyOf', 'oneOf', 'allOf'].some((k) => k in p),
+    );
+    if (!plain || types?.has('object')) return undefined;
+    const merged: Schema = {};
+    const take = (k: string, v: Json, at: string) => {
+      if (k in merged && JSON.stringify(merged[k]) !== JSON.stringify(v)) {
+        throw new SchemaError(
+          at,
+          `allOf: '${k}' differs between the schemas (merging different values is not supported)`,
+        );
+      }
+      merged[k] = v;
+    };
+    for (const [k, v] of Object.entries(s)) if (k !== 'allOf' && k !== 'type') take(k, v, childPointer(ptr, k));
+    parts.forEach((p, i) => {
+      for (const [k, v] of Object.entries(p as Schema)) if (k !== 'type') take(k, v, childPointer(ptr, 'allOf', i, k));
+    });
+    if (types) merged.type = types.size === 1 ? [...types][0]! : [...types];
+    return merged;
+  }
+
   private allOfRule(s: Schema, name: string, ptr: string): string {
     const required = new Set<string>();
     const props: [string, Json, string][] = [];
@@ -376,6 +474,12 @@ class Converter {
     if (enumCounts.size > 0) {
       const common = [...enumCounts].filter(([, n]) => n === parts.length).map(([lit]) => lit);
       if (common.length > 0) return `(${common.join(' | ')}) space`;
+      if (props.length === 0) {
+        throw new SchemaError(
+          childPointer(ptr, 'allOf'),
+          'the enums have no value in common: the schema matches nothing',
+        );
+      }
     }
     return this.buildObject(props, required, name, undefined, ptr);
   }
@@ -391,7 +495,8 @@ class Converter {
 
   /**
    * `{` required properties in order, then the optional ones in order, each either present
-   * or skipped, then (with additionalProperties) any number of other keys `}`.
+   * or skipped, then (with additionalProperties) any number of other keys `}`. Rule count
+   * and text are linear in the number of properties.
    */
   private buildObject(
     props: readonly (readonly [string, Json, string])[],
@@ -432,18 +537,27 @@ class Converter {
     let rule = '"{" space ';
     rule += req.map((p) => kv.get(p)!).join(' "," space ');
     if (opt.length > 0) {
-      // every choice of which optional property comes first; those after it chain as `( "," kv )?`
-      const chain = (ks: string[], firstOptional: boolean): string => {
-        const k = ks[0]!;
+      // The optional properties, in order, each present or not: `<k>-from` chooses the next
+      // one present from k on, `<k>-rest` is what may follow k:
+      //   <k>-from ::= kv(k) <k>-rest | <k+1>-from      <k>-rest ::= ( "," space <k+1>-from )?
+      // (the last: kv(k), or for other keys kv(*) ( "," space kv(*) )*). llama.cpp writes the
+      // same language as one alternative per first property present, each chaining
+      // `( "," space kv )?` per later property: linear too once each chain is built once
+      // (llama.cpp rebuilds them per alternative: cubic), but then whitespace after a comma
+      // runs inside every later property's alternative, and a matcher state holds one stack
+      // per property for each whitespace character; here the choice is made at the key.
+      const name = (k: string, what: string) => sub(`${k === ANY ? 'additional' : k || 'empty'}-${what}`);
+      let from = '';
+      for (let i = opt.length - 1; i >= 0; i--) {
+        const k = opt[i]!;
         const kvRule = kv.get(k)!;
-        const comma = `( "," space ${kvRule} )`;
-        let res = firstOptional ? comma + (k === ANY ? '*' : '?') : kvRule + (k === ANY ? ` ${comma}*` : '');
-        if (ks.length > 1)
-          res += ` ${this.addRule(sub(`${k === ANY ? '*' : k || 'empty'}-rest`), chain(ks.slice(1), true))}`;
-        return res;
-      };
-      const alts = opt.map((_, i) => chain(opt.slice(i), false));
-      rule += req.length > 0 ? ` ( "," space ( ${alts.join(' | ')} ) )?` : `( ${alts.join(' | ')} )?`;
+        let body: string;
+        if (k === ANY) body = `${kvRule} ( "," space ${kvRule} )*`;
+        else if (i === opt.length - 1) body = kvRule;
+        else body = `${kvRule} ${this.addRule(name(k, 'rest'), `( "," space ${from} )?`)} | ${from}`;
+        from = this.addRule(name(k, 'from'), body);
+      }
+      rule += req.length > 0 ? ` ( "," space ${from} )?` : `${from}?`;
     }
     return `${rule} "}" space`;
   }
@@ -469,19 +583,28 @@ class Converter {
     }
     const char = this.addPrimitive('char', PRIMITIVES.char!);
     const classChar = (c: string) => (/[\\\]\-^"]/.test(c) ? `\\${c}` : c);
-    // strings that continue from this node without spelling a name
-    const visit = (node: Node): string => {
+    // strings that continue from a node without spelling a name, children first (with an
+    // explicit stack: names may be long)
+    const done = new Map<Node, string>();
+    const todo: [Node, boolean][] = [[root, false]];
+    while (todo.length > 0) {
+      const [node, expanded] = todo.pop()!;
+      if (!expanded) {
+        todo.push([node, true]);
+        for (const child of node.children.values()) todo.push([child, false]);
+        continue;
+      }
       const alts: string[] = [];
       for (const [c, child] of node.children) {
-        const rest = visit(child);
-        alts.push(`[${classChar(c)}] (${rest})${child.end ? '' : '?'}`);
+        alts.push(`[${classChar(c)}] (${done.get(child)!})${child.end ? '' : '?'}`);
+        done.delete(child);
       }
       const others = [...node.children.keys()].map(classChar).join('');
       alts.push(`[^"\\\\\\x7F\\x00-\\x1F${others}] ${char}*`);
-      return alts.join(' | ');
-    };
+      done.set(node, alts.join(' | '));
+    }
     // at the root: the empty string is a valid key unless it is a name
-    const body = visit(root);
+    const body = done.get(root)!;
     return `"\\"" ( ${body} )${root.end ? '' : '?'} "\\"" space`;
   }
 
@@ -556,6 +679,20 @@ class Converter {
     }
     return [min, max];
   }
+}
+
+/** A `type` keyword as a set of type names (undefined when absent or not a type). */
+function typeSet(t: Json | undefined): Set<string> | undefined {
+  if (typeof t === 'string') return new Set([t]);
+  if (Array.isArray(t) && t.every((x) => typeof x === 'string')) return new Set(t as string[]);
+  return undefined;
+}
+
+/** Types both sets allow (an integer is also a number). */
+function intersectTypes(a: Set<string>, b: Set<string>): Set<string> {
+  const out = new Set([...a].filter((t) => b.has(t)));
+  if ((a.has('integer') && b.has('number')) || (a.has('number') && b.has('integer'))) out.add('integer');
+  return out;
 }
 
 // ---- integer ranges as digit patterns ----

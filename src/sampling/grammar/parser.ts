@@ -14,6 +14,8 @@ import { checkGrammar, El, type Element, Grammar, GrammarError } from './rules.j
 
 /** Repetitions (and their product when nested) are capped, as in llama.cpp. */
 const MAX_REPETITION = 2000;
+/** Groups nested deeper than this are refused (the parser recurses once per level). */
+export const MAX_GROUP_NESTING = 1000;
 
 /** What the parser needs to turn `<token text>` into an id. */
 export interface TokenResolver {
@@ -27,9 +29,25 @@ export interface ParseOptions {
   vocab?: TokenResolver;
 }
 
+/** A `<text>` token reference left for later (parseGrammarDeferred): where it was written. */
+export interface TokenRef {
+  text: string;
+  line: number;
+  column: number;
+}
+
 /** Parse GBNF text. Throws GrammarError (line:column: reason) on bad syntax, an undefined rule, a missing root or left recursion. */
 export function parseGrammar(text: string, opts: ParseOptions = {}): Grammar {
   return new Parser(text, opts.vocab).parse(opts.root ?? 'root');
+}
+
+/**
+ * Parse GBNF text without a vocabulary: each `<text>` token element gets the value -1 - k,
+ * k indexing `tokens`, for `resolveTokenRefs` to replace where the vocabulary is.
+ */
+export function parseGrammarDeferred(text: string, root = 'root'): { grammar: Grammar; tokens: TokenRef[] } {
+  const p = new Parser(text, undefined, []);
+  return { grammar: p.parse(root), tokens: p.deferred! };
 }
 
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
@@ -42,11 +60,16 @@ class Parser {
   private readonly rules: (Element[] | undefined)[] = [];
   private readonly defined: number[] = []; // text index of each rule's definition
   private readonly firstRef: number[] = []; // text index of each symbol's first reference
+  private nGenerated = 0; // rules made by groups and repetitions (see `sequence`)
+  private depth = 0; // groups open
+  private lastPos = { at: 0, line: 1, col: 1 }; // lineCol's memo
   private readonly n: number;
 
   constructor(
     private readonly src: string,
     private readonly vocab: TokenResolver | undefined,
+    /** Token references kept as text (see parseGrammarDeferred). */
+    readonly deferred?: TokenRef[],
   ) {
     this.n = src.length;
   }
@@ -61,33 +84,29 @@ class Parser {
     }
     const root = this.ids.get(rootName);
     if (root === undefined) throw new GrammarError(`grammar does not contain a '${rootName}' rule`, 1, 1);
-    const g = new Grammar(
-      this.rules as Element[][],
-      this.names,
-      root,
-      this.defined.map((at) => this.lineCol(at)),
-    );
+    // positions are worked out only for a message (one scan each): computing every rule's
+    // up front made parsing quadratic in the number of rules
+    const g = new Grammar(this.rules as Element[][], this.names, root, (r) => this.lineCol(this.defined[r] ?? 0));
     checkGrammar(g);
     return g;
   }
 
   // ---- errors and positions ----
 
+  /** [line, column] of text index `at`, scanning on from the last position asked when it is before `at`. */
   private lineCol(at: number): [number, number] {
-    let line = 1;
-    let lineStart = 0;
-    for (let k = 0; k < at && k < this.n; k++) {
-      const c = this.src.charCodeAt(k);
-      if (c === 0x0a || (c === 0x0d && this.src.charCodeAt(k + 1) !== 0x0a)) {
+    at = Math.min(at, this.n);
+    let { at: k, line, col } = this.lastPos;
+    if (at < k) [k, line, col] = [0, 1, 1];
+    const s = this.src;
+    for (; k < at; k++) {
+      const c = s.charCodeAt(k);
+      if (c === 0x0a || (c === 0x0d && s.charCodeAt(k + 1) !== 0x0a)) {
         line++;
-        lineStart = k + 1;
-      }
+        col = 1;
+      } else if (c < 0xdc00 || c > 0xdfff || col === 1) col++; // count code points, not UTF-16 units
     }
-    let col = 1;
-    for (let k = lineStart; k < at && k < this.n; k++) {
-      const c = this.src.charCodeAt(k);
-      if (c < 0xdc00 || c > 0xdfff || k === lineStart) col++; // count code points, not UTF-16 units
-    }
+    this.lastPos = { at, line, col };
     return [line, col];
   }
 
@@ -120,6 +139,7 @@ class Parser {
 
   private generated(base: string, at: number): number {
     const id = this.names.length;
+    this.nGenerated++;
     const name = `${base}_${id}`;
     this.ids.set(name, id);
     this.names.push(name);
@@ -220,6 +240,11 @@ class Parser {
     if (i >= this.n) throw this.error("expecting '>' to close the token", start);
     i++;
     const text = s.slice(start, i);
+    if (this.deferred) {
+      const [line, column] = this.lineCol(start);
+      this.deferred.push({ text, line, column });
+      return [-this.deferred.length, i];
+    }
     if (!this.vocab) throw this.error(`token ${text} needs a vocabulary to resolve (or use <[id]>)`, start);
     const ids = this.vocab.encode(text, { addSpecial: false, parseSpecial: true });
     if (ids.length !== 1) throw this.error(`${text} is not a single token (it tokenizes to ${ids.length})`, start);
@@ -351,10 +376,18 @@ class Parser {
       } else if (c === 0x28) {
         // ( group )
         i = this.space(i + 1, true);
-        const before = this.names.length;
+        // llama.cpp counts every symbol first seen inside the group, referenced ones too,
+        // so whether a grammar parses depends on the order its rules are written in (a
+        // group of 1,000 alternatives referring to rules defined below it was refused);
+        // only the rules the group generates are counted here
+        const before = this.nGenerated;
         const sub = this.generated(ruleName, at);
+        if (++this.depth > MAX_GROUP_NESTING) {
+          throw this.error(`groups nested more than ${MAX_GROUP_NESTING} levels deep`, at);
+        }
         i = this.alternates(i, ruleName, sub, true);
-        nPrevRules = Math.max(1, this.names.length - before);
+        this.depth--;
+        nPrevRules = Math.max(1, this.nGenerated - before);
         lastSymStart = rule.length;
         rule.push({ type: El.RULE_REF, value: sub });
         if (s.charCodeAt(i) !== 0x29)

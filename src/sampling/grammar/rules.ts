@@ -4,6 +4,9 @@
 // (upper bound of a range) elements. `checkGrammar` rejects what the matcher cannot run:
 // references to undefined rules and left recursion (a rule that can reach itself without
 // consuming a character would make the pushdown expansion loop forever).
+//
+// `FlatGrammar` is the same grammar as typed arrays: what the matcher runs, and what a
+// grammar compiled on another thread crosses to the sampler's thread as (structured clone).
 
 export const El = {
   END: 0,
@@ -36,20 +39,72 @@ export class GrammarError extends Error {
   }
 }
 
+/** A grammar as flat arrays: every rule's elements one after another. */
+export interface FlatGrammar {
+  /** Element types and values; each rule ends with END. */
+  readonly types: Uint8Array;
+  readonly values: Int32Array;
+  /** First element of each rule; ruleStart[nRules] = types.length. */
+  readonly ruleStart: Int32Array;
+  /** Symbol name of each rule. */
+  readonly names: readonly string[];
+  readonly root: number;
+}
+
 /** A parsed grammar: rules by id (symbol names alongside), and the start rule. */
 export class Grammar {
+  private flatForm: FlatGrammar | undefined;
+
   constructor(
     /** Elements of each rule, END-terminated. */
     readonly rules: readonly (readonly Element[])[],
     /** Symbol name of each rule id (generated ones are `name_N`). */
     readonly names: readonly string[],
     readonly root: number,
-    /** Where each rule was defined (for messages): [line, column]. */
-    readonly positions: readonly (readonly [number, number])[] = [],
+    /** Where rule r was defined (for messages): [line, column], or [0, 0] when unknown. */
+    readonly where: (rule: number) => readonly [number, number] = () => [0, 0],
   ) {}
 
   ruleId(name: string): number {
     return this.names.indexOf(name);
+  }
+
+  /** The grammar as flat arrays (made once). */
+  flat(): FlatGrammar {
+    if (!this.flatForm) {
+      let total = 0;
+      for (const r of this.rules) total += r.length;
+      const types = new Uint8Array(total);
+      const values = new Int32Array(total);
+      const ruleStart = new Int32Array(this.rules.length + 1);
+      let p = 0;
+      for (let r = 0; r < this.rules.length; r++) {
+        ruleStart[r] = p;
+        for (const e of this.rules[r]!) {
+          types[p] = e.type;
+          values[p] = e.value;
+          p++;
+        }
+      }
+      ruleStart[this.rules.length] = p;
+      this.flatForm = { types, values, ruleStart, names: this.names, root: this.root };
+    }
+    return this.flatForm;
+  }
+
+  /** A Grammar from flat arrays (checked to be well formed: GrammarError if not). */
+  static fromFlat(f: FlatGrammar): Grammar {
+    checkFlatGrammar(f);
+    const rules: Element[][] = [];
+    for (let r = 0; r + 1 < f.ruleStart.length; r++) {
+      const rule: Element[] = [];
+      for (let p = f.ruleStart[r]!; p < f.ruleStart[r + 1]!; p++)
+        rule.push({ type: f.types[p] as El, value: f.values[p]! });
+      rules.push(rule);
+    }
+    const g = new Grammar(rules, f.names, f.root);
+    g.flatForm = f;
+    return g;
   }
 
   /** The rules in GBNF text, one per line (generated rules included), as llama.cpp prints them. */
@@ -117,71 +172,152 @@ export function isEndOfSequence(type: El): boolean {
   return type === El.END || type === El.ALT;
 }
 
-/** Checks a grammar can be run: every referenced rule defined, a root, no left recursion. */
-export function checkGrammar(g: Grammar): void {
-  const n = g.rules.length;
-  const where = (r: number): [number, number] => (g.positions[r] as [number, number] | undefined) ?? [0, 0];
-  if (g.root < 0 || g.root >= n || g.rules[g.root]!.length === 0) {
-    throw new GrammarError(`grammar does not contain a '${g.names[g.root] ?? 'root'}' rule`, 1, 1);
+/**
+ * Checks that flat arrays form a grammar the matcher can walk: lengths agree, every rule
+ * ends with END (and holds no other), class elements follow a character element, rule
+ * references and the root are rule ids. (Grammars that crossed from another thread.)
+ */
+export function checkFlatGrammar(f: FlatGrammar): void {
+  const bad = (why: string) => new GrammarError(`malformed compiled grammar: ${why}`);
+  const { types, values, ruleStart, names } = f;
+  if (!(types instanceof Uint8Array) || !(values instanceof Int32Array) || !(ruleStart instanceof Int32Array)) {
+    throw bad('expected typed arrays');
+  }
+  const n = ruleStart.length - 1;
+  if (n < 1 || values.length !== types.length || ruleStart[0] !== 0 || ruleStart[n] !== types.length) {
+    throw bad('rule offsets do not match the elements');
+  }
+  if (!Array.isArray(names) || names.length !== n) throw bad('one name per rule expected');
+  if (!Number.isInteger(f.root) || f.root < 0 || f.root >= n) throw bad(`root ${f.root} is not a rule`);
+  for (let r = 0; r < n; r++) {
+    const a = ruleStart[r]!;
+    const b = ruleStart[r + 1]!;
+    if (b <= a || types[b - 1] !== El.END) throw bad(`rule ${r} does not end with END`);
+    for (let p = a; p < b; p++) {
+      const t = types[p]!;
+      if (t > El.TOKEN_NOT || (t === El.END && p !== b - 1)) throw bad(`element ${p} has type ${t}`);
+      if (t === El.RULE_REF && (values[p]! < 0 || values[p]! >= n))
+        throw bad(`element ${p} refers to rule ${values[p]}`);
+      if (t === El.CHAR_RNG_UPPER || t === El.CHAR_ALT) {
+        const prev = p > a ? types[p - 1]! : -1;
+        if (prev !== El.CHAR && prev !== El.CHAR_NOT && prev !== El.CHAR_ALT && prev !== El.CHAR_RNG_UPPER) {
+          throw bad(`element ${p} continues no character class`);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Checks a grammar can be run: every referenced rule defined, a root, no left recursion.
+ * Linear in the grammar's size (a worklist for nullable rules, an explicit stack for the
+ * depth-first search), so long rule chains cost no more than short ones.
+ */
+export function checkGrammar(grammar: Grammar | FlatGrammar): void {
+  const g = grammar instanceof Grammar ? grammar.flat() : grammar;
+  const { types, values, ruleStart, names } = g;
+  const n = ruleStart.length - 1;
+  const where = (r: number): [number, number] =>
+    grammar instanceof Grammar ? ([...grammar.where(r)] as [number, number]) : [0, 0];
+  const empty = (r: number) => ruleStart[r + 1]! === ruleStart[r]!;
+  if (g.root < 0 || g.root >= n || empty(g.root)) {
+    throw new GrammarError(`grammar does not contain a '${names[g.root] ?? 'root'}' rule`, 1, 1);
   }
   for (let r = 0; r < n; r++) {
-    for (const e of g.rules[r]!) {
-      if (e.type === El.RULE_REF && (e.value >= n || g.rules[e.value]!.length === 0)) {
-        throw new GrammarError(`undefined rule '${g.names[e.value] ?? e.value}'`, ...where(r));
+    for (let p = ruleStart[r]!; p < ruleStart[r + 1]!; p++) {
+      if (types[p] === El.RULE_REF && (values[p]! >= n || empty(values[p]!))) {
+        throw new GrammarError(`undefined rule '${names[values[p]!] ?? values[p]}'`, ...where(r));
       }
     }
   }
-  // nullable rules (may match the empty string), to a fixed point
-  const nullable = new Uint8Array(n);
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let r = 0; r < n; r++) {
-      if (nullable[r]) continue;
-      let altNullable = true;
-      let ruleNullable = false;
-      for (const e of g.rules[r]!) {
-        if (isEndOfSequence(e.type)) {
-          if (altNullable) {
-            ruleNullable = true;
-            break;
-          }
-          altNullable = true;
-        } else if (e.type !== El.RULE_REF || !nullable[e.value]) altNullable = false;
-      }
-      if (ruleNullable) {
-        nullable[r] = 1;
-        changed = true;
-      }
-    }
-  }
+  const nullable = nullableRules(g);
   // left edges: r -> x when x may start an alternative of r (after nullable refs only)
-  const edges: number[][] = [];
+  const edgeStart = new Int32Array(n + 1);
+  const edgeList: number[] = [];
   for (let r = 0; r < n; r++) {
-    const out: number[] = [];
+    edgeStart[r] = edgeList.length;
     let atStart = true;
-    for (const e of g.rules[r]!) {
-      if (isEndOfSequence(e.type)) atStart = true;
+    for (let p = ruleStart[r]!; p < ruleStart[r + 1]!; p++) {
+      const t = types[p]! as El;
+      if (isEndOfSequence(t)) atStart = true;
       else if (!atStart) continue;
-      else if (e.type === El.RULE_REF) {
-        out.push(e.value);
-        if (!nullable[e.value]) atStart = false;
+      else if (t === El.RULE_REF) {
+        edgeList.push(values[p]!);
+        if (!nullable[values[p]!]) atStart = false;
       } else atStart = false;
     }
-    edges.push(out);
   }
+  edgeStart[n] = edgeList.length;
   const state = new Uint8Array(n); // 0 new, 1 on path, 2 done
-  const visit = (r: number): void => {
-    state[r] = 1;
-    for (const x of edges[r]!) {
+  const stack: number[] = []; // rules on the path, and for each the next edge to follow
+  const next: number[] = [];
+  for (let start = 0; start < n; start++) {
+    if (state[start] !== 0) continue;
+    state[start] = 1;
+    stack.push(start);
+    next.push(edgeStart[start]!);
+    while (stack.length > 0) {
+      const top = stack.length - 1;
+      const r = stack[top]!;
+      const k = next[top]!;
+      if (k === edgeStart[r + 1]) {
+        state[r] = 2;
+        stack.pop();
+        next.pop();
+        continue;
+      }
+      next[top] = k + 1;
+      const x = edgeList[k]!;
       if (state[x] === 1) {
         throw new GrammarError(
-          `left recursion: rule '${g.names[x]}' can reach itself without consuming input`,
+          `left recursion: rule '${names[x]}' can reach itself without consuming input`,
           ...where(x),
         );
       }
-      if (state[x] === 0) visit(x);
+      if (state[x] === 0) {
+        state[x] = 1;
+        stack.push(x);
+        next.push(edgeStart[x]!);
+      }
     }
-    state[r] = 2;
-  };
-  for (let r = 0; r < n; r++) if (state[r] === 0) visit(r);
+  }
+}
+
+/** Rules that may match the empty string: each alternative waits on the refs it still needs. */
+function nullableRules(g: FlatGrammar): Uint8Array {
+  const { types, values, ruleStart } = g;
+  const n = ruleStart.length - 1;
+  const nullable = new Uint8Array(n);
+  // alternatives made only of rule refs: count the refs not yet known nullable
+  const altRule: number[] = [];
+  const altMissing: number[] = [];
+  const waiting: number[][] = Array.from({ length: n }, () => []); // ref -> alternatives using it
+  const ready: number[] = [];
+  for (let r = 0; r < n; r++) {
+    let refs: number[] = [];
+    let onlyRefs = true;
+    for (let p = ruleStart[r]!; p < ruleStart[r + 1]!; p++) {
+      const t = types[p]! as El;
+      if (isEndOfSequence(t)) {
+        if (onlyRefs) {
+          const alt = altRule.length;
+          altRule.push(r);
+          altMissing.push(refs.length);
+          for (const x of refs) waiting[x]!.push(alt);
+          if (refs.length === 0) ready.push(r);
+        }
+        refs = [];
+        onlyRefs = true;
+        if (t === El.END) break;
+      } else if (t === El.RULE_REF) refs.push(values[p]!);
+      else onlyRefs = false;
+    }
+  }
+  while (ready.length > 0) {
+    const r = ready.pop()!;
+    if (nullable[r]) continue;
+    nullable[r] = 1;
+    for (const alt of waiting[r]!) if (--altMissing[alt]! === 0) ready.push(altRule[alt]!);
+  }
+  return nullable;
 }

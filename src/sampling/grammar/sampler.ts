@@ -8,10 +8,12 @@
 // Large candidate lists (the whole vocabulary) are filtered by one pass over the token
 // trie; short ones (after top-k) token by token. Filters of recent states are kept, as
 // many steps revisit a state (the inside of a string, say).
+import { type CompiledGrammar, resolveTokenRefs } from './compile.js';
 import { type JsonSchemaOptions, jsonSchemaToGrammar } from './json-schema.js';
 import { GrammarMatcher } from './matcher.js';
 import { type ParseOptions, parseGrammar, type TokenResolver } from './parser.js';
-import { type Grammar, GrammarError } from './rules.js';
+import { type FlatGrammar, type Grammar, GrammarError } from './rules.js';
+import { checkSatisfiable } from './satisfiable.js';
 import { acceptToken, allowedTokens, type GrammarVocab, isTokenAllowed, TokenIndex } from './token-index.js';
 
 /** Candidate tokens and their logits; the first n entries are used. */
@@ -52,13 +54,19 @@ export interface GrammarSamplerOptions extends Omit<ParseOptions, 'vocab'> {}
 
 export class GrammarSampler {
   readonly name = 'grammar';
-  readonly grammar: Grammar;
+  readonly grammar: Grammar | FlatGrammar;
   readonly vocab: GrammarVocab;
   readonly matcher: GrammarMatcher;
-  private readonly masks: MaskCache;
+  /** Whole-vocabulary filters of recent states (shared by clones). */
+  readonly masks: MaskCache;
 
-  /** A grammar (parsed, or GBNF text) over a vocabulary. Throws GrammarError for bad GBNF. */
-  constructor(grammar: Grammar | string, vocab: GrammarVocab, opts: GrammarSamplerOptions = {}, shared?: MaskCache) {
+  /** A grammar (parsed, flat, or GBNF text) over a vocabulary. Throws GrammarError for bad GBNF. */
+  constructor(
+    grammar: Grammar | FlatGrammar | string,
+    vocab: GrammarVocab,
+    opts: GrammarSamplerOptions = {},
+    shared?: MaskCache,
+  ) {
     if (typeof grammar === 'string') {
       const resolver = 'encode' in vocab ? (vocab as unknown as TokenResolver) : undefined;
       grammar = parseGrammar(grammar, { ...opts, vocab: resolver });
@@ -67,6 +75,18 @@ export class GrammarSampler {
     this.vocab = vocab;
     this.matcher = new GrammarMatcher(grammar);
     this.masks = shared ?? new MaskCache(TokenIndex.for(vocab));
+  }
+
+  /**
+   * A sampler for a grammar compiled elsewhere (compile.ts, on the untrusted-work worker):
+   * `<text>` tokens resolved with `vocab`, then checked satisfiable with its tokens
+   * (satisfiable.ts). Throws GrammarError.
+   */
+  static fromCompiled(compiled: CompiledGrammar, vocab: GrammarVocab): GrammarSampler {
+    const resolver = 'encode' in vocab ? (vocab as unknown as TokenResolver) : undefined;
+    const s = new GrammarSampler(resolveTokenRefs(compiled, resolver), vocab);
+    checkSatisfiable(s);
+    return s;
   }
 
   /** A sampler for JSON documents valid against a JSON Schema (see json-schema.ts). Throws SchemaError. */
