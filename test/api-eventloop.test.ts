@@ -6,14 +6,10 @@ import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { test } from 'node:test';
 import { loadModel } from '../src/index.js';
-import { missingShared, sharedPath } from './helpers/shared.js';
+import { tinyLlama, tinyQwen2 } from './helpers/models.js';
 
-const STORIES = sharedPath('models/stories260K.gguf');
-const BIGGER = sharedPath('fixtures/rand-llama-Q4_K_M.gguf');
-
-test('event-loop delay p99 < 30 ms while loading and generating (n_threads 1)', {
-  skip: STORIES && BIGGER ? false : missingShared('models/stories260K.gguf, fixtures/rand-llama-Q4_K_M.gguf'),
-}, async () => {
+test('event-loop delay p99 < 30 ms while loading and generating (n_threads 1)', async () => {
+  const models = [tinyLlama(), tinyQwen2()];
   const h = monitorEventLoopDelay({ resolution: 1 });
   let maxGap = 0;
   let last = performance.now();
@@ -26,7 +22,7 @@ test('event-loop delay p99 < 30 ms while loading and generating (n_threads 1)', 
   const t0 = performance.now();
   let tokens = 0;
   let pieces = 0;
-  for (const model of [STORIES!, BIGGER!]) {
+  for (const model of models) {
     const ctx = await loadModel({ model, n_threads: 1, n_ctx: 256 });
     const r = await ctx.completion(
       { prompt: 'Once upon a time', n_predict: 64, temperature: 0.8, seed: 1, ignore_eos: true },

@@ -1,4 +1,4 @@
-// Grammar-constrained completion through the API, on stories260K: with a GBNF grammar no
+// Grammar-constrained completion through the API, on a generated llama: with a GBNF grammar no
 // streamed token ever leaves the grammar (each piece checked by an independent matcher
 // as it arrives, 20 seeds) and each output completes the grammar (then only
 // end-of-generation is allowed, so it stops with stopped_eos); with bounded JSON schemas
@@ -7,10 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type LlamaContext, loadModel } from '../src/index.js';
 import { GrammarMatcher, jsonSchemaToGrammar, parseGrammar } from '../src/sampling/grammar/index.js';
-import { missingShared, sharedPath } from './helpers/shared.js';
+import { tinyLlama } from './helpers/models.js';
 
-const STORIES = sharedPath('models/stories260K.gguf');
-const skip = STORIES ? false : missingShared('models/stories260K.gguf');
+const MODEL = tinyLlama();
 const PROMPT = 'Once upon a time';
 
 const GRAMMAR = `
@@ -46,10 +45,10 @@ function validate(v: unknown): string | undefined {
   return undefined;
 }
 
-describe('grammar-constrained completion', { skip }, () => {
+describe('grammar-constrained completion', () => {
   let ctx: LlamaContext;
   before(async () => {
-    ctx = await loadModel({ model: STORIES!, n_threads: 1, n_ctx: 1024 });
+    ctx = await loadModel({ model: MODEL, n_threads: 1, n_ctx: 512 });
   });
   after(() => ctx?.release());
 

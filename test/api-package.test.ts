@@ -4,26 +4,40 @@
 // engine worker never keeps the process alive). The .d.cts types check with tsc.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { missingShared, REPO_ROOT, sharedPath } from './helpers/shared.js';
+import { Engine } from '../src/api/engine.js';
+import { checkModelOptions } from '../src/api/options.js';
+import { tinyLlama } from './helpers/models.js';
+import { REPO_ROOT } from './helpers/shared.js';
 
-const STORIES = sharedPath('models/stories260K.gguf');
+const MODEL = tinyLlama();
 
-function node(args: string[]) {
+/** The text the children must print: the same completion in this process (the in-process engine). */
+async function expectedText(): Promise<string> {
+  const engine = new Engine();
+  try {
+    const ec = await engine.createContext(checkModelOptions({ model: MODEL, n_threads: 1, n_ctx: 64 }));
+    return (await ec.completion({ prompt: 'Once upon a time', n_predict: 6, temperature: 0 })).text;
+  } finally {
+    await engine.close();
+  }
+}
+
+function node(args: string[], timeout = 30000) {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 30000 });
+  const r = spawnSync(process.execPath, args, { cwd: REPO_ROOT, encoding: 'utf8', timeout });
   return { ...r, ms: performance.now() - t0 };
 }
 
-describe('entry points', { skip: STORIES ? false : missingShared('models/stories260K.gguf') }, () => {
+describe('entry points', () => {
   const body = (lib: string) => `
-    const ctx = await ${lib}.loadModel({ model: ${JSON.stringify(STORIES)}, n_threads: 1, n_ctx: 64 });
+    const ctx = await ${lib}.loadModel({ model: ${JSON.stringify(MODEL)}, n_threads: 1, n_ctx: 64 });
     const r = await ctx.completion({ prompt: 'Once upon a time', n_predict: 6, temperature: 0 });
     console.log(JSON.stringify({ text: r.text, info: ctx.getSystemInfo().startsWith('llama-ts') }));`;
 
-  test('require() (CommonJS): loadModel, completion, release; the process exits', () => {
+  test('require() (CommonJS): loadModel, completion, release; the process exits', async () => {
     const r = node([
       '-e',
       `const llama = require('llama-ts');
@@ -34,14 +48,14 @@ describe('entry points', { skip: STORIES ? false : missingShared('models/stories
     ]);
     assert.equal(r.status, 0, r.stderr);
     const [json, kinds] = r.stdout.trim().split('\n');
-    assert.deepEqual(JSON.parse(json!), { text: ', there was a little g', info: true });
+    assert.deepEqual(JSON.parse(json!), { text: await expectedText(), info: true });
     assert.equal(kinds, 'function function');
   });
 
-  test('import (ES module); a context never released does not keep the process alive', () => {
+  test('import (ES module); a context never released does not keep the process alive', async () => {
     const r = node(['--input-type=module', '-e', `import * as llama from 'llama-ts'; ${body('llama')}`]);
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout.trim()), { text: ', there was a little g', info: true });
+    assert.deepEqual(JSON.parse(r.stdout.trim()), { text: await expectedText(), info: true });
     assert.ok(r.ms < 20000, `${r.ms} ms`);
   });
 
@@ -64,29 +78,57 @@ describe('entry points', { skip: STORIES ? false : missingShared('models/stories
          const r: llama.LlamaCompletionResult = await ctx.completion({ prompt: 'hi', stop: ['\\n'] }, (t) => void t.token);
          const e: llama.EmbeddingResult = await ctx.embedding('x', { embd_normalize: -1 });
          const chat: string = ctx.getFormattedChat([{ role: 'user', text: 'hi' }]);
-         return r.text + e.embedding.length + chat + ctx.getModelInfo().desc;
+         const on: boolean = await ctx.parallel.enable({ n_parallel: 2 });
+         const q = await ctx.parallel.completion({ prompt: 'hi', seed: 1 }, (id: number, t) => void (id + t.token));
+         const pr: llama.LlamaParallelCompletionResult = await q.promise;
+         const st: llama.ParallelStatus = ctx.parallel.getStatus();
+         return r.text + e.embedding.length + chat + ctx.getModelInfo().desc + on + pr.requestId + st.n_parallel;
        }
        void main;`,
     );
     try {
       const tsc = join(REPO_ROOT, 'node_modules/typescript/bin/tsc');
-      const r = node([
-        tsc,
-        '--noEmit',
-        '--strict',
-        '--module',
-        'nodenext',
-        '--moduleResolution',
-        'nodenext',
-        '--types',
-        'node',
-        '--skipLibCheck',
-        'false',
-        file,
-      ]);
+      const r = node(
+        [
+          tsc,
+          '--noEmit',
+          '--strict',
+          '--module',
+          'nodenext',
+          '--moduleResolution',
+          'nodenext',
+          '--types',
+          'node',
+          '--skipLibCheck',
+          'false',
+          file,
+        ],
+        180000,
+      );
       assert.equal(r.status, 0, r.stdout + r.stderr);
     } finally {
       rmSync(file, { force: true });
     }
   });
+});
+
+test('the published files leave out test-only code (the model generator, the op harness, the test buffer types)', () => {
+  const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 60000,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const files = (JSON.parse(r.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+  assert.ok(files.includes('dist/src/index.js'), 'the entry point is published');
+  assert.ok(files.includes('dist/src/backends/cpu/device.js'), 'the cpu device is published');
+  const testOnly = files.filter(
+    (f) => f.startsWith('dist/src/generator/') || f.startsWith('dist/src/backends/testing/'),
+  );
+  assert.deepEqual(testOnly, []);
+  // nothing published imports what was left out
+  for (const f of files.filter((p) => p.endsWith('.js'))) {
+    const text = readFileSync(join(REPO_ROOT, f), 'utf8');
+    assert.doesNotMatch(text, /from '[./]*(generator|backends\/testing|testing)\//, f);
+  }
 });

@@ -4,13 +4,7 @@
 // llama_chat_apply_template) and once by rendering the template with Jinja.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  applyBuiltin,
-  BUILTIN_FORMATS,
-  ChatTemplate,
-  detectBuiltin,
-  type PlainMessage,
-} from '../src/api/chat/index.js';
+import { applyBuiltin, BUILTIN_FORMATS, ChatTemplate, detectBuiltin, type PlainMessage } from '../src/chat/index.js';
 import { setLogCallback } from '../src/log.js';
 
 const CONVERSATION: PlainMessage[] = [

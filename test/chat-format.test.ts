@@ -11,7 +11,7 @@ import {
   loadChatTemplates,
   MEDIA_MARKER,
   type Tool,
-} from '../src/api/chat/index.js';
+} from '../src/chat/index.js';
 import { openGGUF } from '../src/gguf/index.js';
 import { setLogCallback } from '../src/log.js';
 import { QWEN25 } from './chat-fixtures.js';

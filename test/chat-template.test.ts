@@ -4,7 +4,7 @@
 // files; and the fallback to the detected built-in format when a template fails.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { type ChatMessage, ChatTemplate, ChatTemplateError, type Tool } from '../src/api/chat/index.js';
+import { type ChatMessage, ChatTemplate, ChatTemplateError, type Tool } from '../src/chat/index.js';
 import { openGGUF } from '../src/gguf/index.js';
 import { type LogLevel, setLogCallback } from '../src/log.js';
 import { loadVocab } from '../src/vocab/index.js';

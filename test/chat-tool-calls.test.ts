@@ -10,7 +10,7 @@ import {
   randomToolCallId,
   scanJson,
   type ToolCall,
-} from '../src/api/chat/index.js';
+} from '../src/chat/index.js';
 import { LLAMA31, MISTRAL_NEMO, QWEN25 } from './chat-fixtures.js';
 
 function ids(): () => string {

@@ -10,7 +10,7 @@ import {
   type GrammarVocab,
   isTokenAllowed,
 } from '../src/sampling/grammar/index.js';
-import { seededRandom } from '../src/sampling/temperature.js';
+import { seededRandom } from './helpers/random.js';
 
 export interface GenerateOptions {
   maxSteps: number;

@@ -14,9 +14,9 @@ import {
   parseGrammar,
   SchemaError,
 } from '../src/sampling/grammar/index.js';
-import { seededRandom } from '../src/sampling/temperature.js';
 import { loadVocab, type Vocab } from '../src/vocab/index.js';
 import { completes, generate } from './grammar-generate.js';
+import { seededRandom } from './helpers/random.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { GrammarMatcher, parseGrammar } from '../src/sampling/grammar/index.js';
-import { seededRandom } from '../src/sampling/temperature.js';
+import { seededRandom } from './helpers/random.js';
 
 function matcher(gbnf: string): GrammarMatcher {
   return new GrammarMatcher(parseGrammar(gbnf));

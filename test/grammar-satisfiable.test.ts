@@ -4,8 +4,9 @@
 // JSON schemas, allOf parts that cannot all hold.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { createSamplingChain } from '../src/generation/index.js';
 import { GrammarMatcher, jsonSchemaToGrammar, parseGrammar, SchemaError } from '../src/sampling/grammar/index.js';
-import { createSamplingChain, SamplingError, type SamplingVocab } from '../src/sampling/index.js';
+import { SamplingError, type SamplingVocab } from '../src/sampling/index.js';
 import { loadVocab } from '../src/vocab/index.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 

@@ -107,7 +107,7 @@ test('run: errors are one line on stderr with exit code 1; bad usage exits 2', (
   assert.match(arch.stderr, /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert\n$/);
   const long = cli(['run', '-m', llama, '-p', 'one two three four five six seven eight', '-c', '4']);
   assert.equal(long.code, 1);
-  assert.match(long.stderr, /the prompt is \d+ tokens, longer than the context allows \(4 tokens\)/);
+  assert.match(long.stderr, /the prompt is \d+ tokens; the context holds 4 \(raise n_ctx/);
   assert.equal(long.stdout, '');
   assert.equal(cli(['run', '-m', llama]).code, 2);
   assert.equal(cli(['run', '-p', 'x']).code, 2);

@@ -262,7 +262,7 @@ describe('server: generation', () => {
       client.chat.completions.create({
         model: server.modelId,
         messages: [{ role: 'user', content: 'x' }],
-        temperature: -1,
+        temperature: 'hot' as unknown as number,
       }),
       OpenAI.BadRequestError,
     );
@@ -374,7 +374,7 @@ describe('server: embeddings', () => {
     assert.equal(r.object, 'list');
     assert.equal(r.data.length, 2);
     const [a, b] = r.data.map((d) => d.embedding);
-    assert.equal(a!.length, server.model.hp.nEmbd);
+    assert.equal(a!.length, server.modelInfo.nEmbd);
     const norm = Math.hypot(...a!);
     assert.ok(Math.abs(norm - 1) < 1e-4, `norm ${norm}`);
     assert.notDeepEqual(a, b);

@@ -5,7 +5,7 @@
 // and a grammar compiled there samples exactly as one compiled in-process.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { ChatTemplate, ChatTemplateError } from '../src/api/chat/index.js';
+import { ChatTemplate, ChatTemplateError } from '../src/chat/index.js';
 import { setLogCallback } from '../src/log.js';
 import {
   GrammarError,

@@ -2,6 +2,7 @@
 // first request and terminated when the last context is released. The worker is ref'd
 // only while a request is in flight, so an idle context never keeps the process alive.
 import type { Worker } from 'node:worker_threads';
+import type { BatcherStatus } from '../generation/index.js';
 import { getLogCallback } from '../log.js';
 import { startWorker } from '../worker.js';
 import { deserializeError, LlamaError } from './errors.js';
@@ -26,6 +27,14 @@ export class EngineClient {
   /** Contexts loaded or loading. */
   private live = 0;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Status listeners by context id (parallel mode). */
+  private readonly statusListeners = new Map<number, (s: BatcherStatus) => void>();
+
+  /** Receives a context's parallel status as the worker sends it (undefined: stop). */
+  onStatus(ctx: number, fn: ((s: BatcherStatus) => void) | undefined): void {
+    if (fn) this.statusListeners.set(ctx, fn);
+    else this.statusListeners.delete(ctx);
+  }
 
   private start(): Worker {
     const url = new URL('./worker.js', import.meta.url);
@@ -54,6 +63,10 @@ export class EngineClient {
     if ('log' in r) {
       const [level, message, source] = r.log;
       getLogCallback()(level, message, source);
+      return;
+    }
+    if ('status' in r) {
+      this.statusListeners.get(r.status)?.(r.value);
       return;
     }
     const p = this.pending.get(r.id);

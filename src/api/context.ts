@@ -7,12 +7,13 @@ import {
   type FormattedChatResult,
   type GetFormattedChatParams,
   getFormattedChat,
-} from './chat/index.js';
+} from '../chat/index.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import { templateCaps, templatesFromTexts } from './info.js';
 import { optionError } from './options.js';
+import { LlamaParallelAPI } from './parallel.js';
 import type {
   EmbeddingParams,
   EmbeddingResult,
@@ -21,6 +22,7 @@ import type {
   LlamaCompletionToken,
   ModelInfo,
   SessionLoadResult,
+  TokenizeOptions,
   TokenizeResult,
 } from './types.js';
 
@@ -42,6 +44,8 @@ export class LlamaContext {
   #current = 0;
   #released = false;
   #releasing: Promise<void> | undefined;
+  /** llama.node 1.x's parallel decoding: enable({ n_parallel }), then completion() queues requests. */
+  readonly parallel: LlamaParallelAPI;
 
   /** @internal Use loadModel(). */
   constructor(client: EngineClient, id: number, info: ContextInfo, stop: SharedArrayBuffer) {
@@ -49,6 +53,7 @@ export class LlamaContext {
     this.#id = id;
     this.#info = info;
     this.#stop = new Int32Array(stop);
+    this.parallel = new LlamaParallelAPI({ client, ctx: id, check: () => this.#check() });
   }
 
   #check(): void {
@@ -107,6 +112,10 @@ export class LlamaContext {
         isChatTemplateSupported: llamaChat || t.default.hasJinja,
         is_hybrid: false,
         is_recurrent: false,
+        nVocab: m.nVocab,
+        vocabType: m.vocabType,
+        nCtxTrain: m.nCtxTrain,
+        fileSize: m.fileSize,
       };
     }
     return structuredClone(this.#modelInfo);
@@ -209,11 +218,31 @@ export class LlamaContext {
     if (this.#current !== 0) Atomics.store(this.#stop, 0, this.#current);
   }
 
-  /** Token ids of a text (no BOS/EOS added, special tokens not parsed), as llama.node. */
-  async tokenize(text: string): Promise<TokenizeResult> {
+  /**
+   * Token ids of a text: as llama.node, no BOS/EOS added and special tokens not parsed;
+   * `options` (a llama-ts extension) can ask for both, and for each token's text.
+   */
+  async tokenize(text: string, options: TokenizeOptions | string[] = {}): Promise<TokenizeResult> {
     this.#check();
-    const tokens = await this.#request<Int32Array>({ op: 'tokenize', ctx: this.#id, text }).promise;
-    return { tokens, has_media: false };
+    // llama.node's second argument is a list of media paths
+    if (Array.isArray(options)) {
+      if (options.length > 0) throw optionError('media_paths', options, 'media is not supported');
+      options = {};
+    }
+    const r = await this.#request<{ tokens: Int32Array; pieces?: string[] }>({
+      op: 'tokenize',
+      ctx: this.#id,
+      text,
+      options: options ?? {},
+    }).promise;
+    const out: TokenizeResult = { tokens: r.tokens, has_media: false };
+    if (r.pieces) {
+      out.pieces = r.pieces.map((bytes) => {
+        const t = Buffer.from(bytes, 'latin1').toString('utf8');
+        return Buffer.from(t, 'utf8').toString('latin1') === bytes ? t : Array.from(bytes, (c) => c.charCodeAt(0));
+      });
+    }
+    return out;
   }
 
   /** Text of token ids (special tokens rendered). */
@@ -230,7 +259,7 @@ export class LlamaContext {
    * generative models) and normalized by `embd_normalize` (default 2 = L2; -1 = none,
    * as llama.node 0.3.3 returned it).
    */
-  async embedding(text: string, params: EmbeddingParams = {}): Promise<EmbeddingResult> {
+  async embedding(text: string | number[], params: EmbeddingParams = {}): Promise<EmbeddingResult> {
     this.#check();
     return this.#request<EmbeddingResult>({ op: 'embedding', ctx: this.#id, text, params: params ?? {} }).promise;
   }
@@ -255,6 +284,7 @@ export class LlamaContext {
     if (!this.#releasing) {
       this.stopCompletion();
       this.#released = true;
+      this.#client.onStatus(this.#id, undefined);
       this.#releasing = this.#request<void>({ op: 'release', ctx: this.#id })
         .promise.catch(() => {})
         .then(() => this.#client.closed());

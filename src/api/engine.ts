@@ -1,15 +1,27 @@
 // The engine: models and contexts, on whichever thread runs it (the engine worker, or the
 // caller's thread in tests). Models are cached by file and device choice and reference-
-// counted, so several contexts on one model share its weights. A context runs one
-// completion at a time (a second is rejected with ERR_BUSY); session loads and saves wait
-// for the running completion; embeddings use their own context.
+// counted, so several contexts on one model share its weights. Each context generates
+// through one batcher (src/generation): completion() is one unit on it (a second while
+// one runs is rejected with ERR_BUSY); in parallel mode N units share it. Session loads
+// and saves wait until no unit runs; embeddings use their own context.
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { type Device, deviceByName, listDevices } from '../backends/api.js';
+import type { ChatTemplates } from '../chat/index.js';
+import {
+  Batcher,
+  type BatcherStatus,
+  contextMemory,
+  GenerationUnit,
+  interruptedResult,
+  type LlamaCompletionOptions,
+  type LlamaCompletionResult,
+  type PreparedRequest,
+  prepareRequest,
+  type UnitHooks,
+} from '../generation/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
-import { type Batch, Context, ContextError, defaultDevices, Model } from '../model/index.js';
-import type { ChatTemplates } from './chat/index.js';
-import { type CompletionHooks, type CompletionState, runCompletion } from './completion.js';
+import { Context, ContextError, defaultDevices, MAX_SEQ, Model } from '../model/index.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import {
@@ -22,34 +34,39 @@ import {
   templatesFromTexts,
   templateTexts,
 } from './info.js';
-import { type EngineModelOptions, optionError } from './options.js';
+import { boolOption, type EngineModelOptions, intOption, optionError } from './options.js';
 import { loadSession, saveSession } from './session.js';
-import type {
-  EmbeddingParams,
-  LlamaCompletionOptions,
-  LlamaCompletionResult,
-  PoolingTypeOption,
-  SessionLoadResult,
-} from './types.js';
+import type { EmbeddingParams, PoolingTypeOption, SessionLoadResult, TokenizeOptions } from './types.js';
 
 const log = logger('api');
 
 /** Default context size (llama.node's), capped by the model's training context. */
 const DEFAULT_N_CTX = 512;
 
+/** The most sequences one context decodes together (parallel mode's n_parallel). */
+export const MAX_PARALLEL = MAX_SEQ;
+
 /** What the main thread learns about a new context. */
 export interface ContextInfo {
   systemInfo: string;
   model: {
     desc: string;
+    /** Bytes of weights. */
     size: number;
+    /** Bytes of the GGUF file. */
+    fileSize: number;
     nEmbd: number;
     nParams: number;
+    nVocab: number;
+    vocabType: string;
+    nCtxTrain: number;
     metadata: Record<string, string>;
     arch: string;
   };
   templates: TemplateTexts;
   nCtx: number;
+  /** Tokens per decode, at most. */
+  nBatch: number;
   /** The model is an encoder (embeddings only: no completion, no sessions). */
   embeddingOnly: boolean;
 }
@@ -218,18 +235,44 @@ export class Engine {
   }
 }
 
-export class EngineContext implements CompletionState {
+/** A parallel request in flight: its unit (to stop it). */
+interface ParallelRequest {
+  unit: GenerationUnit | undefined;
+  stopped: boolean;
+  /** Ends its preparation (template rendering, grammar compilation). */
+  prepare: AbortController;
+}
+
+/** How often a completion's stop flag is looked at while its template or grammar is worked on (ms). */
+const STOP_POLL_MS = 20;
+
+export interface ParallelConfig {
+  /** Requests decoded together (slots); each gets n_ctx / n_parallel tokens. Default 2, at most 32. */
+  n_parallel?: number;
+  /** Tokens per decode step, at most (prompt chunks and generated tokens). Default: the context's n_batch. */
+  n_batch?: number;
+}
+
+export class EngineContext {
   readonly ctx: Context;
-  tokens: number[] = [];
-  readonly ctxShift: boolean;
   readonly info: ContextInfo;
+  /** The generation loop over this context's sequences (none for encoders). */
+  private readonly batcher: Batcher | undefined;
+  private readonly nCtxTrain: number;
+  private readonly ctxShift: boolean;
+  /** Parallel mode: its slot count, 0 when off. */
+  private nParallel = 0;
+  private readonly requests = new Map<number, ParallelRequest>();
   private embCtx: Context | undefined;
   private chat: ChatTemplates | undefined;
-  private lock: Promise<unknown> = Promise.resolve();
   private completing = false;
   private released = false;
   private readonly embdNormalize: number;
   private readonly pooling: PoolingTypeOption | undefined;
+  /** Called when the parallel status changes (the worker forwards it). */
+  onStatus: ((s: BatcherStatus) => void) | undefined;
+  private readonly templateLimits: EngineModelOptions['template_limits'];
+  private readonly grammarLimits: EngineModelOptions['grammar_limits'];
 
   constructor(
     private readonly engine: Engine,
@@ -239,14 +282,24 @@ export class EngineContext implements CompletionState {
     const model = shared.model;
     const hp = model.hp;
     const train = hp.nCtxTrain;
+    this.nCtxTrain = train > 0 ? train : Number.POSITIVE_INFINITY;
+    const seqs = o.n_parallel ?? 1;
     let nCtx: number;
     if (o.n_ctx === undefined) nCtx = train > 0 ? Math.min(DEFAULT_N_CTX, train) : DEFAULT_N_CTX;
-    else if (o.n_ctx === 0) nCtx = train > 0 ? train : DEFAULT_N_CTX;
+    else if (o.n_ctx === 0) nCtx = train > 0 ? train * seqs : DEFAULT_N_CTX;
     else nCtx = o.n_ctx;
-    if (train > 0 && nCtx > train) {
-      throw optionError('n_ctx', o.n_ctx, `must be at most ${train}, the context ${model.name} was trained with`);
+    if (train > 0 && nCtx > train * seqs) {
+      throw optionError(
+        'n_ctx',
+        o.n_ctx,
+        seqs > 1
+          ? `must be at most ${train * seqs}: ${seqs} sequences (n_parallel) of ${train} tokens, the context ${model.name} was trained with`
+          : `must be at most ${train}, the context ${model.name} was trained with (or raise n_parallel to share more among sequences)`,
+      );
     }
     this.ctxShift = o.ctx_shift;
+    this.templateLimits = o.template_limits;
+    this.grammarLimits = o.grammar_limits;
     this.embdNormalize = o.embd_normalize;
     this.pooling = o.pooling_type;
     const encoder = !model.arch.usesKVCache;
@@ -257,6 +310,8 @@ export class EngineContext implements CompletionState {
         nCtx,
         nBatch,
         nUbatch,
+        // sequence ids cost nothing until used: any parallel.enable() up to the most
+        nSeqMax: MAX_PARALLEL,
         ...(o.n_threads ? { nThreads: o.n_threads } : {}),
         typeK: o.cache_type_k,
         typeV: o.cache_type_v,
@@ -266,18 +321,34 @@ export class EngineContext implements CompletionState {
       if (e instanceof ContextError) throw new LlamaError('ERR_OPTION', e.message);
       throw e;
     }
+    if (!encoder) {
+      this.batcher = new Batcher(this.ctx, contextMemory(this.ctx), (fn) => this.engine.compute(fn), {
+        slots: 1,
+        nCtxSeq: Math.min(nCtx, this.nCtxTrain),
+        nBatch,
+        ctxShift: this.ctxShift,
+      });
+      this.batcher.onChange = () => {
+        if (this.nParallel > 0) this.onStatus?.(this.batcher!.status());
+      };
+    }
     this.info = {
       systemInfo: systemInfo(model.devices, this.ctx.nThreads),
       model: {
         desc: model.describe(),
         size: model.nBytes,
+        fileSize: model.fileSize,
         nEmbd: hp.nEmbd,
         nParams: model.nParams,
+        nVocab: model.vocab.nTokens,
+        vocabType: model.vocab.type,
+        nCtxTrain: train,
         metadata: shared.metadata,
         arch: hp.arch,
       },
       templates: o.chat_template ? { ...shared.templates, override: o.chat_template } : shared.templates,
       nCtx,
+      nBatch,
       embeddingOnly: encoder,
     };
   }
@@ -290,8 +361,9 @@ export class EngineContext implements CompletionState {
     return this.shared.model;
   }
 
-  decode(batch: Batch): Promise<void> {
-    return this.engine.compute(() => this.ctx.decode(batch));
+  /** The tokens sequence 0 holds (what a session saves). */
+  get tokens(): readonly number[] {
+    return this.batcher?.sequence(0).tokens ?? [];
   }
 
   templates(): ChatTemplates {
@@ -303,20 +375,30 @@ export class EngineContext implements CompletionState {
     if (this.released) throw new LlamaError('ERR_RELEASED', 'the context was released');
   }
 
-  /** Runs `fn` after every earlier exclusive operation. */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lock.then(() => {
-      this.check();
-      return fn();
-    });
-    this.lock = run.catch(() => {});
-    return run;
+  private generator(): Batcher {
+    this.check();
+    if (!this.batcher) {
+      throw new LlamaError(
+        'ERR_CONTEXT',
+        `${this.info.model.arch} is an embedding model: it does not generate text (use embedding())`,
+      );
+    }
+    return this.batcher;
   }
 
-  tokenize(text: string): number[] {
+  tokenize(text: string, o: TokenizeOptions = {}): number[] {
     this.check();
     if (typeof text !== 'string') throw optionError('text', text, 'must be a string');
-    return this.vocab.encode(text, { addSpecial: false, parseSpecial: false });
+    if (o === null || typeof o !== 'object') throw optionError('options', o, 'must be an object');
+    return this.vocab.encode(text, {
+      addSpecial: boolOption('add_special', o.add_special, false),
+      parseSpecial: boolOption('parse_special', o.parse_special, false),
+    });
+  }
+
+  /** Each token's text as bytes (a byte string: one char per byte). */
+  pieces(tokens: readonly number[]): string[] {
+    return tokens.map((id) => this.vocab.pieceBytes(id, true));
   }
 
   detokenize(tokens: ArrayLike<number>): string {
@@ -329,47 +411,174 @@ export class EngineContext implements CompletionState {
     return this.vocab.decode(ids, { renderSpecial: true });
   }
 
-  /** A completion; rejects with ERR_BUSY while another runs on this context. */
-  completion(o: LlamaCompletionOptions, hooks: CompletionHooks = {}): Promise<LlamaCompletionResult> {
+  /** Runs one request as a unit of the batcher; resolves with its result. */
+  private async generate(
+    b: Batcher,
+    o: LlamaCompletionOptions,
+    hooks: UnitHooks,
+    id?: number,
+    onUnit?: (u: GenerationUnit) => void,
+    prepare = new AbortController(),
+  ): Promise<LlamaCompletionResult> {
+    // the untrusted work (template, grammar) ends on a stop request or release()
+    this.preparing.add(prepare);
+    const poll = hooks.shouldStop
+      ? setInterval(() => {
+          if (hooks.shouldStop!()) prepare.abort();
+        }, STOP_POLL_MS)
+      : undefined;
     try {
-      this.check();
-      if (this.info.embeddingOnly) {
-        throw new LlamaError(
-          'ERR_CONTEXT',
-          `${this.info.model.arch} is an embedding model: it does not generate text (use embedding())`,
+      if (hooks.shouldStop?.()) prepare.abort();
+      let prepared: PreparedRequest;
+      try {
+        prepared = await prepareRequest(
+          {
+            vocab: this.vocab,
+            templates: () => this.templates(),
+            ...(this.templateLimits ? { templateLimits: this.templateLimits } : {}),
+            ...(this.grammarLimits ? { grammarLimits: this.grammarLimits } : {}),
+          },
+          o,
+          { nCtx: b.options.nCtxSeq, ctxShift: b.options.ctxShift },
+          prepare.signal,
         );
+      } catch (e) {
+        if (prepare.signal.aborted) return interruptedResult();
+        throw e;
+      } finally {
+        clearInterval(poll);
+        this.preparing.delete(prepare);
       }
+      this.check();
+      const unit = new GenerationUnit(prepared, this.vocab, hooks, id);
+      onUnit?.(unit);
+      b.submit(unit);
+      return await unit.done;
+    } catch (e) {
+      throw asLlamaError(e);
+    }
+  }
+
+  /** Requests being prepared, to end at release(). */
+  private readonly preparing = new Set<AbortController>();
+
+  /** A completion; rejects with ERR_BUSY while another runs on this context. */
+  completion(o: LlamaCompletionOptions, hooks: UnitHooks = {}, id?: number): Promise<LlamaCompletionResult> {
+    let b: Batcher;
+    try {
+      b = this.generator();
       if (this.completing) {
         throw new LlamaError(
           'ERR_BUSY',
-          'a completion is already running on this context; await it (or call stopCompletion()) before starting another, or use another context on the same model',
+          'a completion is already running on this context; await it (or call stopCompletion()) before starting another, use ctx.parallel, or use another context on the same model',
         );
       }
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
     this.completing = true;
-    return this.exclusive(async () => {
-      try {
-        return await runCompletion(this, o, hooks);
-      } catch (e) {
-        if (!(e instanceof LlamaError && e.code === 'ERR_OPTION')) {
-          // the cache may not match `tokens` any more: start the next completion afresh
-          this.ctx.clearMemory();
-          this.tokens = [];
-        }
-        throw asLlamaError(e);
-      } finally {
-        this.completing = false;
-      }
+    return this.inOrder(() => this.generate(b, o, hooks, id)).finally(() => {
+      this.completing = false;
     });
   }
 
-  /** The (pooled, normalized) embedding of a text. */
-  embedding(text: string, params: EmbeddingParams = {}): Promise<{ embedding: Float32Array }> {
+  /** completion() and session operations run in the order they were asked for. */
+  private order: Promise<unknown> = Promise.resolve();
+
+  private inOrder<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.order.then(fn);
+    this.order = run.catch(() => {});
+    return run;
+  }
+
+  // ---- parallel mode (llama.node's ctx.parallel) ----
+
+  /** Turns parallel mode on (or changes it): n_parallel slots share the context. */
+  async enableParallel(c: ParallelConfig): Promise<boolean> {
+    const b = this.generator();
+    const n = intOption('n_parallel', c.n_parallel, 2, 1);
+    if (n > MAX_PARALLEL) throw optionError('n_parallel', n, `must be at most ${MAX_PARALLEL}`);
+    const nBatch = intOption('n_batch', c.n_batch, this.info.nBatch, 1);
+    const nCtxSeq = Math.min(Math.floor(this.ctx.nCtx / n), this.nCtxTrain);
+    if (nCtxSeq < 8) {
+      throw optionError(
+        'n_parallel',
+        n,
+        `leaves ${nCtxSeq} tokens of context per slot (n_ctx ${this.ctx.nCtx}); raise n_ctx`,
+      );
+    }
+    await b.exclusive(() => {
+      b.configure({ slots: n, nCtxSeq, nBatch: Math.min(nBatch, this.ctx.nBatch) });
+      this.nParallel = n;
+    });
+    this.onStatus?.(b.status());
+    return true;
+  }
+
+  /** Back to one sequence: requests still queued or running are stopped. */
+  async disableParallel(): Promise<void> {
+    const b = this.generator();
+    for (const r of this.requests.values()) {
+      r.stopped = true;
+      if (r.unit) b.cancel(r.unit);
+    }
+    await b.exclusive(() => {
+      b.configure({ slots: 1, nCtxSeq: Math.min(this.ctx.nCtx, this.nCtxTrain), nBatch: this.info.nBatch });
+      this.nParallel = 0;
+    });
+  }
+
+  get parallelEnabled(): boolean {
+    return this.nParallel > 0;
+  }
+
+  /** A request of the parallel API; `id` names it for stopParallel(). */
+  parallelCompletion(id: number, o: LlamaCompletionOptions, hooks: UnitHooks = {}): Promise<LlamaCompletionResult> {
+    let b: Batcher;
+    try {
+      b = this.generator();
+      if (this.nParallel === 0)
+        throw new LlamaError('ERR_CONTEXT', 'parallel mode is not enabled: call parallel.enable() first');
+    } catch (e) {
+      return Promise.reject(asLlamaError(e));
+    }
+    const r: ParallelRequest = { unit: undefined, stopped: false, prepare: new AbortController() };
+    this.requests.set(id, r);
+    return this.generate(
+      b,
+      o,
+      hooks,
+      id,
+      (u) => {
+        r.unit = u;
+        if (r.stopped) u.stop();
+      },
+      r.prepare,
+    ).finally(() => this.requests.delete(id));
+  }
+
+  /** Stops a parallel request (queued: it leaves the queue; running: at its next step). */
+  stopParallel(id: number): void {
+    const r = this.requests.get(id);
+    if (!r) return;
+    r.stopped = true;
+    r.prepare.abort();
+    if (r.unit) this.batcher?.cancel(r.unit);
+  }
+
+  parallelStatus(): BatcherStatus {
+    return this.generator().status();
+  }
+
+  // ---- embeddings ----
+
+  /** The (pooled, normalized) embedding of a text (or of token ids). */
+  embedding(text: string | number[], params: EmbeddingParams = {}): Promise<{ embedding: Float32Array }> {
     try {
       this.check();
-      if (typeof text !== 'string') throw optionError('text', text, 'must be a string');
+      if (typeof text !== 'string' && !Array.isArray(text)) {
+        throw optionError('text', text, 'must be a string (or an array of token ids)');
+      }
       if (params !== null && typeof params !== 'object') throw optionError('params', params, 'must be an object');
     } catch (e) {
       return Promise.reject(asLlamaError(e));
@@ -377,23 +586,28 @@ export class EngineContext implements CompletionState {
     const norm = params?.embd_normalize ?? this.embdNormalize;
     const run = async () => {
       const mode = checkNormalize(norm);
-      const ectx = this.embeddingContext();
-      const tokens = this.vocab.encode(text, { addSpecial: true, parseSpecial: true });
+      const tokens =
+        typeof text === 'string' ? this.vocab.encode(text, { addSpecial: true, parseSpecial: true }) : [...text];
       if (tokens.length === 0) throw optionError('text', text, 'has no tokens');
+      const n = this.vocab.nTokens;
+      for (const t of tokens) {
+        if (!Number.isInteger(t) || t < 0 || t >= n) throw optionError('text', t, `token ids must be 0..${n - 1}`);
+      }
+      const ectx = this.embeddingContext();
       if (tokens.length > ectx.nBatch) {
         throw new LlamaError(
           'ERR_CONTEXT',
           `the text is ${tokens.length} tokens; embeddings take at most ${ectx.nBatch} (raise n_ctx)`,
         );
       }
-      ectx.clearMemory();
-      await this.engine.compute(() => ectx.decode({ tokens }));
-      const v = ectx.pooling === 'none' ? ectx.getEmbeddings(-1) : ectx.getEmbeddingsSeq(0);
-      return { embedding: normalizeEmbedding(v, mode) };
+      return this.engine.compute(async () => {
+        ectx.clearMemory();
+        await ectx.decode({ tokens });
+        const v = ectx.pooling === 'none' ? ectx.getEmbeddings(-1) : ectx.getEmbeddingsSeq(0);
+        return { embedding: normalizeEmbedding(v, mode) };
+      });
     };
-    // an encoder's only context is the embedding one; a generative model's is separate
-    const p = this.info.embeddingOnly ? this.exclusive(run) : this.embeddingQueue(run);
-    return p.catch((e) => {
+    return this.embeddingQueue(run).catch((e) => {
       throw asLlamaError(e);
     });
   }
@@ -416,9 +630,10 @@ export class EngineContext implements CompletionState {
       const model = this.shared.model;
       let pooling = this.pooling ?? model.hp.pooling;
       if (pooling === 'none' && this.pooling === undefined) pooling = 'mean';
+      const n = Math.min(this.ctx.nCtx, this.nCtxTrain);
       this.embCtx = new Context(model, {
-        nCtx: this.ctx.nCtx,
-        nBatch: this.ctx.nCtx,
+        nCtx: n,
+        nBatch: n,
         nUbatch: this.ctx.nUbatch,
         nThreads: this.ctx.nThreads,
         embeddings: true,
@@ -428,46 +643,62 @@ export class EngineContext implements CompletionState {
     return this.embCtx;
   }
 
+  // ---- sessions (sequence 0) ----
+
   saveSession(path: string): Promise<void> {
+    let b: Batcher;
     try {
-      this.check();
+      b = this.generator();
       if (typeof path !== 'string' || path === '') throw optionError('path', path, 'must be a file path');
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
-    return this.exclusive(() =>
-      this.engine.compute(() => saveSession(path, this.ctx, this.tokens, this.shared.identity)),
+    return this.inOrder(() =>
+      b.exclusive(() =>
+        this.engine.compute(() => saveSession(path, this.ctx, b.sequence(0).tokens, this.shared.identity)),
+      ),
     ).catch((e) => {
       throw asLlamaError(e);
     });
   }
 
   loadSession(path: string): Promise<SessionLoadResult> {
+    let b: Batcher;
     try {
-      this.check();
+      b = this.generator();
       if (typeof path !== 'string' || path === '') throw optionError('path', path, 'must be a file path');
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
-    return this.exclusive(async () => {
-      try {
-        this.tokens = await this.engine.compute(() => loadSession(path, this.ctx, this.shared.identity));
-      } catch (e) {
-        this.tokens = [];
-        this.ctx.clearMemory();
-        throw e;
-      }
-      return { tokens_loaded: this.tokens.length, prompt: this.vocab.decode(this.tokens, { renderSpecial: true }) };
-    }).catch((e) => {
+    return this.inOrder(() =>
+      b.exclusive(async () => {
+        const seq = b.sequence(0);
+        try {
+          // a session holds sequence 0 alone: the other slots' caches go
+          const tokens = await this.engine.compute(() => loadSession(path, this.ctx, this.shared.identity));
+          b.forgetAll();
+          seq.tokens = tokens;
+        } catch (e) {
+          this.ctx.clearMemory();
+          b.forgetAll();
+          throw e;
+        }
+        return {
+          tokens_loaded: seq.tokens.length,
+          prompt: this.vocab.decode(seq.tokens, { renderSpecial: true }),
+        };
+      }),
+    ).catch((e) => {
       throw asLlamaError(e);
     });
   }
 
-  /** Frees the context once running operations end (call stop first to end a completion early). */
+  /** Frees the context once running operations end (running completions are stopped). */
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    await this.lock;
+    for (const ac of this.preparing) ac.abort();
+    await this.batcher?.close();
     await this.embLock;
     this.ctx.free();
     this.embCtx?.free();

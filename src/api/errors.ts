@@ -9,6 +9,8 @@ export type LlamaErrorCode =
   | 'ERR_MODEL'
   /** A completion is already running on this context. */
   | 'ERR_BUSY'
+  /** A request was cancelled before it ended (a parallel request's stop()). */
+  | 'ERR_CANCELLED'
   /** The context was released. */
   | 'ERR_RELEASED'
   /** A session file is unreadable or belongs to another model. */
@@ -41,6 +43,7 @@ export interface SerializedError {
 }
 
 const CODE_BY_NAME: Record<string, LlamaErrorCode> = {
+  OptionError: 'ERR_OPTION',
   SamplingError: 'ERR_OPTION',
   GrammarError: 'ERR_OPTION',
   SchemaError: 'ERR_OPTION',

@@ -10,6 +10,14 @@ import type { GGUFModelInfo, LlamaModelOptions } from './types.js';
 export { LlamaContext } from './context.js';
 export { Engine, EngineContext } from './engine.js';
 export { LlamaError, type LlamaErrorCode } from './errors.js';
+export {
+  LlamaParallelAPI,
+  type LlamaParallelCompletionOptions,
+  type LlamaParallelCompletionResult,
+  type ParallelConfig,
+  type ParallelRequestStatus,
+  type ParallelStatus,
+} from './parallel.js';
 export { SESSION_VERSION } from './session.js';
 export type * from './types.js';
 

@@ -5,11 +5,11 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Device } from '../backends/api.js';
+import { ChatTemplate, type ChatTemplates, specialTokenTexts } from '../chat/index.js';
 import { type GGUFFile, GGUFValueType, isArrayValue } from '../gguf/index.js';
 import { nEmbdK, nEmbdV } from '../model/hparams.js';
 import type { Model } from '../model/index.js';
 import type { Vocab } from '../vocab/index.js';
-import { ChatTemplate, type ChatTemplates, specialTokenTexts } from './chat/index.js';
 import type { TemplateCapsInfo } from './types.js';
 
 /** The package version (package.json beside dist/). */

@@ -1,6 +1,7 @@
 // Option checks for the library API: every bad value is a LlamaError ('ERR_OPTION') that
 // names the option, the value and what was expected. Sampling options are checked by
 // src/sampling (SamplingError, mapped to the same code).
+import { MAX_SEQ } from '../model/kv-cache.js';
 import { LlamaError } from './errors.js';
 import type { CacheTypeOption, LibVariant, LlamaModelOptions, PoolingTypeOption } from './types.js';
 
@@ -61,6 +62,7 @@ export interface EngineModelOptions {
   n_ctx?: number;
   n_batch?: number;
   n_ubatch?: number;
+  n_parallel?: number;
   n_threads?: number;
   n_gpu_layers?: number;
   devices?: string[];
@@ -69,6 +71,18 @@ export interface EngineModelOptions {
   ctx_shift: boolean;
   chat_template?: string;
   lib_variant: LibVariant;
+  template_limits?: LlamaModelOptions['template_limits'];
+  grammar_limits?: LlamaModelOptions['grammar_limits'];
+}
+
+/** A plain object of numbers (the untrusted-work limits). */
+function limitsOption<T>(name: string, v: unknown): T | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw optionError(name, v, 'must be an object of limits');
+  for (const [k, x] of Object.entries(v)) {
+    if (typeof x !== 'number' || !(x > 0)) throw optionError(`${name}.${k}`, x, 'must be a number > 0');
+  }
+  return { ...(v as T) };
 }
 
 const IGNORED = ['use_mlock', 'use_mmap', 'flash_attn'];
@@ -94,6 +108,9 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     devices = [...o.devices];
   }
   const threads = intOption('n_threads', o.n_threads, undefined, -1);
+  if (o.n_parallel !== undefined && o.n_parallel !== null && o.n_parallel > MAX_SEQ) {
+    throw optionError('n_parallel', o.n_parallel, `must be at most ${MAX_SEQ}`);
+  }
   const normalize = intOption('embd_normalize', o.embd_normalize, 2, -1);
   const out: EngineModelOptions = {
     model: o.model,
@@ -104,6 +121,7 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     n_ctx: intOption('n_ctx', o.n_ctx, undefined, 0),
     n_batch: intOption('n_batch', o.n_batch, undefined, 1),
     n_ubatch: intOption('n_ubatch', o.n_ubatch, undefined, 1),
+    n_parallel: intOption('n_parallel', o.n_parallel, undefined, 1),
     // ≤ 0: the default, as llama.cpp's -1
     n_threads: threads !== undefined && threads > 0 ? threads : undefined,
     // -1: all layers
@@ -114,6 +132,8 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     ctx_shift: boolOption('ctx_shift', o.ctx_shift, true),
     chat_template: stringOption('chat_template', o.chat_template),
     lib_variant: enumOption('lib_variant', o.lib_variant, LIB_VARIANTS) ?? 'default',
+    template_limits: limitsOption('template_limits', o.template_limits),
+    grammar_limits: limitsOption('grammar_limits', o.grammar_limits),
   };
   return out;
 }

@@ -1,20 +1,30 @@
 // Messages between the main thread (LlamaContext proxies) and the engine worker. Every
 // request carries an id; the worker answers with events (load progress, tokens, log
 // lines) and one final reply. A context is named by the id of the request that loaded it.
-// Stop requests do not travel as messages: each context shares an Int32 with the worker
-// (the id of the completion to stop), polled before every token step.
+// A completion's stop does not travel as a message: each context shares an Int32 with the
+// worker (the id of the completion to stop), polled before every token step. Parallel
+// requests stop by message ('cancel'), read between steps. In parallel mode the worker
+// also sends each context's status (slots, queue, counters) as it changes.
+
+import type { BatcherStatus } from '../generation/index.js';
 import type { LogLevel } from '../log.js';
+import type { ParallelConfig } from './engine.js';
 import type { SerializedError } from './errors.js';
 import type { EngineModelOptions } from './options.js';
-import type { EmbeddingParams, LlamaCompletionOptions } from './types.js';
+import type { EmbeddingParams, LlamaCompletionOptions, TokenizeOptions } from './types.js';
 
 export type Request =
   | { op: 'load'; id: number; options: EngineModelOptions; stop: SharedArrayBuffer; progress: boolean }
   | { op: 'abort'; id: number; target: number }
   | { op: 'completion'; id: number; ctx: number; options: LlamaCompletionOptions; stream: boolean }
-  | { op: 'tokenize'; id: number; ctx: number; text: string }
+  | { op: 'parallelEnable'; id: number; ctx: number; config: ParallelConfig }
+  | { op: 'parallelDisable'; id: number; ctx: number }
+  | { op: 'parallelCompletion'; id: number; ctx: number; options: LlamaCompletionOptions; stream: boolean }
+  | { op: 'cancel'; id: number; ctx: number; target: number }
+  | { op: 'parallelStatus'; id: number; ctx: number }
+  | { op: 'tokenize'; id: number; ctx: number; text: string; options: TokenizeOptions }
   | { op: 'detokenize'; id: number; ctx: number; tokens: number[] }
-  | { op: 'embedding'; id: number; ctx: number; text: string; params: EmbeddingParams }
+  | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }
   | { op: 'saveSession'; id: number; ctx: number; path: string }
   | { op: 'loadSession'; id: number; ctx: number; path: string }
   | { op: 'release'; id: number; ctx: number }
@@ -24,4 +34,5 @@ export type Reply =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: SerializedError }
   | { id: number; event: 'progress' | 'token'; value: unknown }
-  | { log: [LogLevel, string, string] };
+  | { log: [LogLevel, string, string] }
+  | { status: number; value: BatcherStatus };

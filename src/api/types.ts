@@ -1,9 +1,10 @@
 // The library API's public types, in @fugood/llama.node's shapes (0.3.3, plus what later
 // versions made standard). Field names are llama.node's (snake_case options and results,
 // camelCase model info) so code written for it type-checks against llama-ts.
-import type { ChatMessage, FormattedChatResult, GetFormattedChatParams, Tool, ToolCall } from './chat/index.js';
+import type { FormattedChatResult, GetFormattedChatParams, TemplateLimits } from '../chat/index.js';
+import type { GrammarLimits } from '../sampling/grammar/index.js';
 
-export type { ChatMessage, ChatMessagePart, FormattedChatResult, Tool, ToolCall } from './chat/index.js';
+export type { ChatMessage, ChatMessagePart, FormattedChatResult, Tool, ToolCall } from '../chat/index.js';
 
 /** llama.node's native-library variants; llama-ts maps them onto its backend registry. */
 export type LibVariant = 'default' | 'vulkan' | 'cuda' | 'snapdragon';
@@ -27,6 +28,12 @@ export interface LlamaModelOptions {
   n_batch?: number;
   /** Most tokens per graph evaluation. Default min(512, n_batch). */
   n_ubatch?: number;
+  /**
+   * Sequences that share the context (llama.node's n_parallel): n_ctx may then be up to
+   * this many times the training context. Default 1. `parallel.enable()` takes up to 32
+   * in any case; each of its slots gets n_ctx / n_parallel tokens.
+   */
+  n_parallel?: number;
   /** Kernel threads. Default min(4, cores). */
   n_threads?: number;
   /** Layers on the first offload device (when one is registered). Default all. */
@@ -39,6 +46,14 @@ export interface LlamaModelOptions {
   ctx_shift?: boolean;
   /** Chat template (Jinja text or a built-in format name) replacing the model's. */
   chat_template?: string;
+  /**
+   * llama-ts: bounds on rendering a chat template (time, output characters, list items;
+   * TemplateLimits' defaults: 5 s, 16 Mi characters, 100,000 items) and on compiling a
+   * grammar or JSON schema (GrammarLimits, timeMs default 10 s). Both run on a bounded,
+   * terminable worker; beyond a bound the completion fails with ERR_OPTION naming it.
+   */
+  template_limits?: Omit<TemplateLimits, 'shouldStop'>;
+  grammar_limits?: GrammarLimits & { timeMs?: number };
   /** Accepted for compatibility; weights are always read into memory (no effect). */
   use_mlock?: boolean;
   /** Accepted for compatibility; weights are always read into memory (no effect). */
@@ -56,157 +71,33 @@ export interface LlamaModelOptions {
 /** @deprecated llama.node's name for the options with lib_variant. */
 export type LlamaModelOptionsExtended = LlamaModelOptions;
 
-export interface CompletionResponseFormat {
-  type: 'text' | 'json_object' | 'json_schema';
-  json_schema?: { strict?: boolean; schema?: Record<string, unknown>; name?: string };
-  /** For 'json_object': an optional schema. */
-  schema?: Record<string, unknown>;
-}
-
-export interface LlamaCompletionOptions {
-  /** A raw prompt (tokenized with BOS, special tokens parsed). Either this or `messages`. */
-  prompt?: string;
-  /** A conversation, formatted with the model's chat template. Messages take `content` (or `text`). */
-  messages?: ChatMessage[];
-  /** Use the Jinja chat template (default true when the model has one). */
-  jinja?: boolean;
-  chat_template?: string;
-  tools?: Tool[];
-  parallel_tool_calls?: boolean;
-  tool_choice?: string;
-  enable_thinking?: boolean;
-  chat_template_kwargs?: Record<string, unknown>;
-  /** Constrain the output to JSON ('json_object') or a JSON Schema ('json_schema'). */
-  response_format?: CompletionResponseFormat;
-
-  /** Tokens to generate; -1 (default): until end of text or a full context. */
-  n_predict?: number;
-  /** Alias of n_predict (OpenAI name). */
-  max_tokens?: number;
-  /** Accepted for compatibility (no effect). */
-  max_length?: number;
-  /** Prompt tokens kept when the context shifts (-1: all of the prompt). Default 0 (+ BOS). */
-  n_keep?: number;
-  /** Generation ends before any of these strings; they never reach the streamed text. */
-  stop?: string[];
-  /** Keep generating past end-of-generation tokens. */
-  ignore_eos?: boolean;
-  /** Top-N token probabilities per generated token (`completion_probabilities`). */
-  n_probs?: number;
-  post_sampling_probs?: boolean;
-  /** Stops generation (the result has `interrupted: true`), like stopCompletion(). */
-  signal?: AbortSignal;
-
-  // sampling (llama.cpp's names and defaults)
-  temperature?: number;
-  dynatemp_range?: number;
-  dynatemp_exponent?: number;
-  top_k?: number;
-  top_p?: number;
-  min_p?: number;
-  typical_p?: number;
-  typ_p?: number;
-  top_n_sigma?: number;
-  xtc_probability?: number;
-  xtc_threshold?: number;
-  mirostat?: number;
-  mirostat_tau?: number;
-  mirostat_eta?: number;
-  penalty_last_n?: number;
-  penalty_repeat?: number;
-  penalty_freq?: number;
-  penalty_present?: number;
-  repeat_last_n?: number;
-  repeat_penalty?: number;
-  frequency_penalty?: number;
-  presence_penalty?: number;
-  dry_multiplier?: number;
-  dry_base?: number;
-  dry_allowed_length?: number;
-  dry_penalty_last_n?: number;
-  dry_sequence_breakers?: string[];
-  seed?: number;
-  logit_bias?: [number | string, number | boolean][] | Record<string, number | boolean>;
-  min_keep?: number;
-  samplers?: string[] | string;
-  /** GBNF grammar. */
-  grammar?: string;
-  /** JSON Schema (object or JSON text). */
-  json_schema?: unknown;
-  /** Lazy grammars are not supported: true is an error. */
-  grammar_lazy?: boolean;
-  /** Accepted for compatibility (lazy-grammar triggers; unused). */
-  grammar_triggers?: { type?: number; value?: string; word?: string; token?: number; at_start?: boolean }[];
-  /** Accepted for compatibility (unused). */
-  preserved_tokens?: string[];
-}
-
-/** One token's probabilities (llama.node's shape). */
-export interface TokenProbability {
-  tok_str: string;
-  prob: number;
-}
-
-/** A generated piece of text with the top-N candidates at its position. */
-export interface CompletionProbability {
-  content: string;
-  probs: TokenProbability[];
-}
-
-export interface LlamaCompletionTimings {
-  prompt_n: number;
-  prompt_ms: number;
-  prompt_per_token_ms: number;
-  prompt_per_second: number;
-  predicted_n: number;
-  predicted_ms: number;
-  predicted_per_token_ms: number;
-  predicted_per_second: number;
-}
-
-export interface LlamaCompletionResult {
-  /** The generated text (stop strings excluded). */
-  text: string;
-  /** With messages: the text without tool calls. */
-  content?: string;
-  /** With tools: the calls parsed from the text. */
-  tool_calls?: ToolCall[];
-  /** The chat format the reply was parsed with (0: content only). */
-  chat_format: number;
-  /** Tokens sampled (an end-of-generation token counts). */
-  tokens_predicted: number;
-  /** Prompt tokens (after truncation). */
-  tokens_evaluated: number;
-  /** Prompt tokens reused from the cache (not evaluated again). */
-  tokens_cached: number;
-  /** The prompt did not fit the context and was cut. */
-  truncated: boolean;
-  stopped_eos: boolean;
-  /** A stop string ended generation (`stopping_word`). */
-  stopped_word: boolean;
-  /** n_predict (or the context, with n_predict -1) ended generation. */
-  stopped_limit: boolean;
-  stopping_word: string;
-  /** The context filled up and could not shift. */
-  context_full: boolean;
-  /** stopCompletion() or the signal ended generation. */
-  interrupted: boolean;
-  /** Later llama.node names of stopped_word / stopped_limit. */
-  stopped_words: boolean;
-  stopped_limited: boolean;
-  completion_probabilities?: CompletionProbability[];
-  timings: LlamaCompletionTimings;
-}
-
-/** What onToken receives: text in order; concatenated it is the result's `text`. */
-export interface LlamaCompletionToken {
-  token: string;
-  completion_probabilities?: CompletionProbability[];
-}
+export type {
+  CompletionOptionValues,
+  CompletionProbability,
+  CompletionResponseFormat,
+  LlamaCompletionOptions,
+  LlamaCompletionResult,
+  LlamaCompletionTimings,
+  LlamaCompletionToken,
+  TokenLogprob,
+  TokenProbability,
+} from '../generation/index.js';
 
 export interface TokenizeResult {
   tokens: Int32Array;
   has_media: boolean;
+  /** With `with_pieces`: each token's text, or its bytes when they are not valid UTF-8 (llama-server's /tokenize). */
+  pieces?: (string | number[])[];
+}
+
+/** tokenize()'s options (a llama-ts extension; llama.node's tokenize adds and parses no special tokens). */
+export interface TokenizeOptions {
+  /** Add BOS/EOS as the model does. Default false. */
+  add_special?: boolean;
+  /** Parse special-token text (e.g. `<|im_start|>`). Default false. */
+  parse_special?: boolean;
+  /** Also return each token's text. Default false. */
+  with_pieces?: boolean;
 }
 
 export interface EmbeddingParams {
@@ -243,6 +134,11 @@ export interface ModelInfo {
   isChatTemplateSupported: boolean;
   is_hybrid: boolean;
   is_recurrent: boolean;
+  /** llama-ts: tokens in the vocabulary, its kind (spm, bpe, wpm, …), the training context, the GGUF file's bytes. */
+  nVocab: number;
+  vocabType: string;
+  nCtxTrain: number;
+  fileSize: number;
 }
 
 /** loadLlamaModelInfo(path): the GGUF header's scalar metadata. */

@@ -45,6 +45,7 @@ async function handle(m: Request): Promise<unknown> {
             : {}),
         });
         contexts.set(m.id, { ec, stop: new Int32Array(m.stop) });
+        ec.onStatus = (value) => post({ status: m.id, value });
         return ec.info;
       } finally {
         loads.delete(m.id);
@@ -55,13 +56,39 @@ async function handle(m: Request): Promise<unknown> {
       return undefined;
     case 'completion': {
       const { ec, stop } = context(m.ctx);
-      return ec.completion(m.options, {
-        shouldStop: () => Atomics.load(stop, 0) === m.id,
-        ...(m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {}),
-      });
+      return ec.completion(
+        m.options,
+        {
+          shouldStop: () => Atomics.load(stop, 0) === m.id,
+          ...(m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {}),
+        },
+        m.id,
+      );
     }
-    case 'tokenize':
-      return Int32Array.from(context(m.ctx).ec.tokenize(m.text));
+    case 'parallelEnable':
+      return context(m.ctx).ec.enableParallel(m.config);
+    case 'parallelDisable':
+      return context(m.ctx).ec.disableParallel();
+    case 'parallelCompletion': {
+      const { ec } = context(m.ctx);
+      const r = await ec.parallelCompletion(
+        m.id,
+        m.options,
+        m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {},
+      );
+      // as llama.node's parallel results: the timings also say how much of the prompt was cached
+      return { ...r, requestId: m.id, timings: { ...r.timings, cache_n: r.tokens_cached } };
+    }
+    case 'cancel':
+      contexts.get(m.ctx)?.ec.stopParallel(m.target);
+      return undefined;
+    case 'parallelStatus':
+      return context(m.ctx).ec.parallelStatus();
+    case 'tokenize': {
+      const ec = context(m.ctx).ec;
+      const tokens = ec.tokenize(m.text, m.options);
+      return { tokens: Int32Array.from(tokens), ...(m.options.with_pieces ? { pieces: ec.pieces(tokens) } : {}) };
+    }
     case 'detokenize':
       return context(m.ctx).ec.detokenize(m.tokens);
     case 'embedding':

@@ -4,8 +4,17 @@
 // shows the mean and standard deviation of tokens per second.
 import { parseArgs } from 'node:util';
 import { Context, Model } from '../model/index.js';
-import { seededRandom } from '../sampling/index.js';
-import { intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+import { Mt19937 } from '../sampling/index.js';
+import {
+  commandOptions,
+  intOption,
+  pickDevices,
+  reportError,
+  SHARED_HELP,
+  threadsOption,
+  UsageError,
+  usageError,
+} from './options.js';
 
 const HELP = `usage: llama-ts bench -m MODEL.gguf [options]
 
@@ -14,7 +23,7 @@ Measure prompt processing (ppN) and text generation (tgN) speed, like llama-benc
   -m, --model FILE        the GGUF model
   -p, --n-prompt N        prompt tokens (default 512; 0 skips the test)
   -n, --n-gen N           generated tokens (default 128; 0 skips the test)
-  -t, --threads N         threads (default 2)
+${SHARED_HELP.threads}
   -r, --repetitions N     runs of each test after a warm-up run (default 3)
   -b, --batch-size N      tokens per ubatch for ppN (default 512)
   -o, --output FORMAT     md (default) or json
@@ -61,7 +70,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
     if (!o.model) throw new UsageError('a model is required (-m MODEL.gguf)');
     nPrompt = intOption('-p', o['n-prompt'], 512);
     nGen = intOption('-n', o['n-gen'], 128);
-    threads = intOption('-t', o.threads, 2, 1);
+    threads = threadsOption(o.threads);
     reps = intOption('-r', o.repetitions, 3, 1);
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     if (o.output !== undefined && o.output !== 'md' && o.output !== 'json') {
@@ -75,9 +84,9 @@ export async function benchCommand(argv: string[]): Promise<number> {
     const devices = pickDevices(o.device);
     model = await Model.load(o.model, { devices });
     const m = model;
-    const random = seededRandom(42);
+    const rng = new Mt19937(42);
     const randomTokens = (n: number) => {
-      const t = Array.from({ length: n }, () => Math.floor(random() * m.hp.nVocab));
+      const t = Array.from({ length: n }, () => Math.floor(rng.nextDouble() * m.hp.nVocab));
       if (m.vocab.bos >= 0) t[0] = m.vocab.bos;
       return t;
     };
@@ -162,16 +171,11 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      model: { type: 'string', short: 'm' },
+    options: commandOptions(['model', 'threads', 'batch-size', 'device', 'help'], {
       'n-prompt': { type: 'string', short: 'p' },
       'n-gen': { type: 'string', short: 'n' },
-      threads: { type: 'string', short: 't' },
       repetitions: { type: 'string', short: 'r' },
-      'batch-size': { type: 'string', short: 'b' },
       output: { type: 'string', short: 'o' },
-      device: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
   });
 }

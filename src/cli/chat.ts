@@ -8,7 +8,7 @@ import { loadModel } from '../api/index.js';
 import type { ChatMessage } from '../api/types.js';
 import { resolveModelArg } from '../download/index.js';
 import { openGGUF } from '../gguf/index.js';
-import { intOption, UsageError } from './run.js';
+import { commandOptions, intOption, normalizeArgv, SHARED_HELP, threadsOption, UsageError } from './options.js';
 
 const HELP = `usage: llama-ts chat [-m FILE.gguf | -hf REPO[:QUANT]] [options]
 
@@ -22,30 +22,23 @@ default model (Qwen2.5-0.5B-Instruct Q4_K_M) is downloaded on first use.
   -s, --system TEXT       a system message at the start of the conversation
   -n, --n-predict N       most tokens per reply (default 512; -1 until the model stops)
   -c, --ctx-size N        context size (default: the model's, at most 4096)
-  -t, --threads N         kernel threads (default: cores)
+${SHARED_HELP.threads}
   --temp T                temperature (default 0.8; 0 is greedy)
   --seed S                sampling seed (default random)
   --chat-template NAME    a built-in template name or Jinja text replacing the model's
 `;
 
 function options(argv: string[]) {
-  // node's parseArgs wants long names for multi-letter flags; llama.cpp spells -hf with one dash.
-  const args = argv.map((a) => (a === '-hf' ? '--hf-repo' : a));
+  const args = normalizeArgv(argv);
   return parseArgs({
     args,
-    options: {
-      model: { type: 'string', short: 'm' },
-      'hf-repo': { type: 'string' },
-      'cache-dir': { type: 'string' },
+    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'help'], {
       system: { type: 'string', short: 's' },
       'n-predict': { type: 'string', short: 'n' },
-      'ctx-size': { type: 'string', short: 'c' },
-      threads: { type: 'string', short: 't' },
       temp: { type: 'string' },
       seed: { type: 'string' },
       'chat-template': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
     strict: true,
   }).values;
 }
@@ -64,7 +57,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
   let o: ReturnType<typeof options>;
   let nPredict: number;
   let nCtx: number;
-  let threads: number | undefined;
+  let threads: number;
   let temperature: number;
   let seed: number | undefined;
   try {
@@ -75,7 +68,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     }
     nPredict = intOption('--n-predict', o['n-predict'], 512, -1);
     nCtx = intOption('--ctx-size', o['ctx-size'], 0);
-    threads = o.threads === undefined ? undefined : intOption('--threads', o.threads, 0, 1);
+    threads = threadsOption(o.threads);
     temperature = o.temp === undefined ? 0.8 : Number(o.temp);
     if (!Number.isFinite(temperature)) throw new UsageError(`--temp must be a number, got '${o.temp}'`);
     seed = o.seed === undefined ? undefined : intOption('--seed', o.seed, 0);
@@ -95,7 +88,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     ctx = await loadModel({
       model,
       n_ctx: nCtx || defaultContext(model, 4096),
-      ...(threads !== undefined ? { n_threads: threads } : {}),
+      n_threads: threads,
       ...(o['chat-template'] !== undefined ? { chat_template: o['chat-template'] } : {}),
     });
   } catch (e) {

@@ -3,7 +3,17 @@
 // with pooling 'none' one array per token.
 import { parseArgs } from 'node:util';
 import { Context, l2Normalize, Model, type PoolingType } from '../model/index.js';
-import { CliError, intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+import {
+  CliError,
+  commandOptions,
+  intOption,
+  pickDevices,
+  reportError,
+  SHARED_HELP,
+  threadsOption,
+  UsageError,
+  usageError,
+} from './options.js';
 
 const HELP = `usage: llama-ts embed -m MODEL.gguf -p TEXT [options]
 
@@ -13,7 +23,7 @@ Print the embedding of a text as JSON (an array; one array per token with --pool
   -p, --prompt TEXT       the text
       --pooling TYPE      mean, cls, last or none (default: the model's)
       --no-normalize      do not L2-normalise (default: normalise, as llama.cpp)
-  -t, --threads N         threads (default 2)
+${SHARED_HELP.threads}
   -c, --ctx-size N        context size in tokens (default: the model's, at most 4096)
       --device NAME       compute device (default: the fastest)
   -h, --help              show this help
@@ -38,7 +48,7 @@ export async function embedCommand(argv: string[]): Promise<number> {
     if (o.pooling !== undefined && !POOLINGS.has(o.pooling)) {
       throw new UsageError(`--pooling must be mean, cls, last or none, got '${o.pooling}'`);
     }
-    threads = intOption('-t', o.threads, 2, 1);
+    threads = threadsOption(o.threads);
     nCtx = o['ctx-size'] === undefined ? undefined : intOption('-c', o['ctx-size'], 0, 1);
   } catch (e) {
     return usageError('embed', HELP, (e as Error).message);
@@ -76,15 +86,10 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      model: { type: 'string', short: 'm' },
+    options: commandOptions(['model', 'threads', 'ctx-size', 'device', 'help'], {
       prompt: { type: 'string', short: 'p' },
       pooling: { type: 'string' },
       'no-normalize': { type: 'boolean' },
-      threads: { type: 'string', short: 't' },
-      'ctx-size': { type: 'string', short: 'c' },
-      device: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
   });
 }

@@ -2,7 +2,7 @@
 // checked, safe when two processes pull the same file); prints the local path.
 import { parseArgs } from 'node:util';
 import { DownloadError, parseHfPath, pull, resolveHfRepo, ttyProgress } from '../download/index.js';
-import { UsageError, usageError } from './run.js';
+import { UsageError, usageError } from './options.js';
 
 const HELP = `usage: llama-ts pull <owner>/<repo>/<file>.gguf | hf://<owner>/<repo>/<file>.gguf | -hf <owner>/<repo>[:QUANT]
 

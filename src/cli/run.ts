@@ -1,77 +1,66 @@
-// `llama-ts run`: generate text from a prompt. Only the generated text goes to stdout;
-// logs and the closing timings (load, prompt and generation speed) go to stderr. With
-// --json, one JSON object instead: prompt and generated token ids, text, timings and,
-// with --top-logits K, the K highest next-token logits after the prompt.
+// `llama-ts run`: generate text from a prompt, through the library API (loadModel →
+// completion: the same loop, options and random numbers as the library and the server,
+// so `--seed S` gives the text completion({ seed: S }) gives). Only the generated text
+// goes to stdout; logs and the closing timings (load, prompt and generation speed) go to
+// stderr. With --json, one JSON object instead: prompt and generated token ids, text,
+// timings and, with --top-logits K, the K highest next-token logits after the prompt.
+// Sampling flags are llama.cpp's, read from the option table (src/generation/options.ts).
 import { parseArgs } from 'node:util';
-import { type Device, deviceByName } from '../backends/api.js';
-import { GGUFError } from '../gguf/index.js';
-import { Context, ContextError, defaultDevices, Model, ModelError } from '../model/index.js';
-import { createSampler } from '../sampling/index.js';
-import { VocabError } from '../vocab/index.js';
+import type { LlamaContext } from '../api/context.js';
+import { loadModel } from '../api/index.js';
+import { checkValue, OPTIONS, type OptionSpec } from '../generation/index.js';
+import { openGGUF } from '../gguf/index.js';
+import {
+  commandOptions,
+  deviceOption,
+  intOption,
+  normalizeArgv,
+  reportError,
+  SHARED_HELP,
+  threadsOption,
+  UsageError,
+  usageError,
+} from './options.js';
 import { processEscapes } from './tokenize.js';
+
+/** Table rows `run` takes as llama.cpp flags: sampling, grammar, --keep. */
+const FLAG_ROWS: readonly OptionSpec[] = (OPTIONS as readonly OptionSpec[]).filter(
+  (s) => s.llamaCpp !== undefined && (s.group === 'sampling' || s.group === 'grammar' || s.name === 'n_keep'),
+);
+
+function flagName(s: OptionSpec): string {
+  return s.llamaCpp!.slice(2);
+}
+
+function flagHelp(): string {
+  return FLAG_ROWS.map((s) => {
+    const d = s.default === undefined ? '' : ` (default ${JSON.stringify(s.default)})`;
+    const arg = s.kind === 'boolean' ? '' : s.kind === 'strings' ? ' V…' : ' V';
+    return `      ${`${s.llamaCpp}${arg}`.padEnd(26)} ${s.doc}${d}`;
+  }).join('\n');
+}
 
 const HELP = `usage: llama-ts run -m MODEL.gguf -p PROMPT [options]
 
 Generate text from a prompt: the text on stdout, timings on stderr.
 
-  -m, --model FILE        the GGUF model (or hf://OWNER/REPO/FILE.gguf, downloaded once)
-  -hf, --hf-repo R[:Q]    a Hugging Face repository's GGUF for quant Q (default Q4_K_M)
-      --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
+${SHARED_HELP.model}
+${SHARED_HELP['hf-repo']}
+${SHARED_HELP['cache-dir']}
   -p, --prompt TEXT       the prompt (escapes such as \\n are processed)
   -n, --n-predict N       tokens to generate (default 128; stops early at end of text)
-      --temp T            temperature (default 0.8; 0 = greedy)
-      --seed S            sampling seed (default: random)
-  -t, --threads N         threads (default 2)
-  -c, --ctx-size N        context size in tokens (default: the model's, at most 4096)
-  -b, --batch-size N      tokens per decode call (default 512)
-      --device NAME       compute device (see 'llama-ts devices'; default: the fastest)
+${SHARED_HELP.threads}
+${SHARED_HELP['ctx-size']} (default: the model's, at most 4096)
+${SHARED_HELP['batch-size']}
+${SHARED_HELP.device}
       --json              print one JSON object: prompt_tokens, generated_tokens, text,
                           timings
       --top-logits K      with --json: the K highest next-token [id, logit] after the prompt
-  -h, --help              show this help
+${SHARED_HELP.help}
+
+Sampling (llama.cpp's flags; --temp 0 is greedy, --seed makes a run repeatable):
+${flagHelp()}
 `;
-
-/** Prints a one-line error for the failures a user can cause; returns the exit code. */
-export function reportError(command: string, e: unknown): number {
-  if (
-    e instanceof GGUFError ||
-    e instanceof ModelError ||
-    e instanceof VocabError ||
-    e instanceof ContextError ||
-    e instanceof CliError ||
-    (e as Error)?.name === 'DownloadError'
-  ) {
-    process.stderr.write(`llama-ts ${command}: ${(e as Error).message}\n`);
-    return 1;
-  }
-  throw e;
-}
-
-/** A failure with a message meant for the user (exit code 1). */
-export class CliError extends Error {}
-
-export function usageError(command: string, help: string, message: string): number {
-  process.stderr.write(`llama-ts ${command}: ${message}\n\n${help}`);
-  return 2;
-}
-
-/** A non-negative integer option, or a usage error message. */
-export function intOption(name: string, v: string | undefined, fallback: number, min = 0): number {
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer ≥ ${min}, got '${v}'`);
-  return n;
-}
-
-export class UsageError extends Error {}
-
-/** The devices to run on: --device NAME, else the default (GPUs, then the fastest CPU device). */
-export function pickDevices(name: string | undefined): Device[] {
-  if (name === undefined) return defaultDevices();
-  const d = deviceByName(name);
-  if (!d) throw new UsageError(`no device '${name}' (see 'llama-ts devices')`);
-  return [d];
-}
 
 interface Timings {
   load_ms: number;
@@ -83,23 +72,51 @@ interface Timings {
   generation_tokens_per_s: number;
 }
 
-function rate(n: number, ms: number): number {
-  return ms > 0 ? (n * 1000) / ms : 0;
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+/** The sampling options the flags give, checked by the option table (a bad one names its flag). */
+function samplingFlags(values: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const s of FLAG_ROWS) {
+    const raw = values[flagName(s)];
+    if (raw === undefined) continue;
+    let v: unknown = raw;
+    if (s.kind === 'number' || s.kind === 'integer' || s.kind === 'enum') {
+      v = (raw as string).trim() === '' ? Number.NaN : Number(raw);
+    } else if (s.kind === 'strings') {
+      v = raw;
+    } else if (s.name === 'samplers') {
+      v = (raw as string).includes(';') ? (raw as string).split(';') : raw;
+    }
+    checkValue(s, v, s.llamaCpp);
+    out[s.name] = v;
+  }
+  return out;
+}
+
+/** The model's training context, capped: the default context size. */
+function defaultContext(path: string, cap: number): number {
+  const f = openGGUF(path);
+  try {
+    return Math.min(cap, f.getInt(`${f.architecture}.context_length`, cap) || cap);
+  } finally {
+    f.close();
+  }
 }
 
 export async function runCommand(argv: string[]): Promise<number> {
-  argv = argv.map((a) => (a === '-hf' ? '--hf-repo' : a));
-  let args: ReturnType<typeof parse>;
   let o: ReturnType<typeof parse>['values'];
   let nPredict: number;
   let threads: number;
   let nCtx: number | undefined;
   let nBatch: number;
   let topLogits: number;
-  let temp: number;
-  let seed: number;
+  let device: string | undefined;
+  let sampling: Record<string, unknown>;
   try {
-    args = parse(argv);
+    const args = parse(normalizeArgv(argv));
     o = args.values;
     if (o.help) {
       process.stdout.write(HELP);
@@ -109,110 +126,67 @@ export async function runCommand(argv: string[]): Promise<number> {
     if (!o.model && !o['hf-repo']) throw new UsageError('a model is required (-m MODEL.gguf or -hf REPO[:QUANT])');
     if (o.prompt === undefined) throw new UsageError('a prompt is required (-p TEXT)');
     nPredict = intOption('-n', o['n-predict'], 128);
-    threads = intOption('-t', o.threads, 2, 1);
+    threads = threadsOption(o.threads);
     nCtx = o['ctx-size'] === undefined ? undefined : intOption('-c', o['ctx-size'], 0, 1);
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     topLogits = intOption('--top-logits', o['top-logits'], 0);
-    temp = o.temp === undefined ? 0.8 : Number(o.temp);
-    if (!Number.isFinite(temp)) throw new UsageError(`--temp must be a number, got '${o.temp}'`);
-    seed = o.seed === undefined ? (Math.random() * 2 ** 32) >>> 0 : intOption('--seed', o.seed, 0);
-  } catch (e) {
-    return usageError('run', HELP, (e as Error).message);
-  }
-  let devices: Device[];
-  try {
-    devices = pickDevices(o.device);
+    device = deviceOption(o.device);
+    sampling = samplingFlags(o as Record<string, unknown>);
   } catch (e) {
     return usageError('run', HELP, (e as Error).message);
   }
 
-  let model: Model | undefined;
-  let ctx: Context | undefined;
+  let ctx: LlamaContext | undefined;
   try {
     const { resolveModelArg } = await import('../download/index.js');
-    model = await Model.load(
-      await resolveModelArg({ model: o.model, hfRepo: o['hf-repo'], cacheDir: o['cache-dir'] }),
-      {
-        devices,
-      },
-    );
-    if (!model.arch.usesKVCache) {
-      throw new CliError(`${model.arch.name} is an embedding model, it does not generate text: use 'llama-ts embed'`);
-    }
-    const vocab = model.vocab;
-    const promptText = Buffer.from(processEscapes(Buffer.from(o.prompt, 'utf8'))).toString('utf8');
-    const prompt = vocab.encode(promptText, { addSpecial: true, parseSpecial: true });
-    const ctxSize = nCtx ?? Math.min(model.hp.nCtxTrain || 4096, 4096);
-    if (prompt.length === 0) throw new CliError('the prompt is empty');
-    if (prompt.length >= ctxSize) {
-      throw new CliError(
-        `the prompt is ${prompt.length} tokens, longer than the context allows (${ctxSize} tokens); raise -c`,
-      );
-    }
-    ctx = new Context(model, { nCtx: ctxSize, nBatch: Math.min(nBatch, ctxSize), nThreads: threads });
-    const sampler = createSampler({ temperature: temp, seed });
-
-    // prompt
+    const path = await resolveModelArg({ model: o.model, hfRepo: o['hf-repo'], cacheDir: o['cache-dir'] });
+    const ctxSize = nCtx ?? defaultContext(path, 4096);
     const t0 = performance.now();
-    for (let i = 0; i < prompt.length; i += ctx.nBatch) {
-      await ctx.decode({ tokens: prompt.slice(i, i + ctx.nBatch) });
-    }
-    const promptMs = performance.now() - t0;
-    let logits = ctx.getLogits(-1);
-    const top = topLogits > 0 ? topK(logits, topLogits) : undefined;
-
-    // generation
-    const out: number[] = [];
-    const stream = vocab.streamDecoder();
-    let text = '';
-    let nPast = prompt.length;
-    const nKeep = vocab.addBos ? 1 : 0;
-    let genMs = 0;
-    let nEval = 0;
-    for (let i = 0; i < nPredict; i++) {
-      const id = sampler.sample(logits);
-      if (vocab.isEog(id)) break;
-      out.push(id);
-      const piece = stream.push(id);
-      text += piece;
-      if (!o.json && piece) process.stdout.write(piece);
-      if (i === nPredict - 1) break;
-      if (nPast >= ctx.nCtx) {
-        // context shift: drop half of what follows the kept prefix, slide the rest down
-        const nDiscard = Math.max(1, Math.floor((nPast - nKeep) / 2));
-        ctx.seqRm(0, nKeep, nKeep + nDiscard);
-        ctx.seqAdd(0, nKeep + nDiscard, nPast, -nDiscard);
-        nPast -= nDiscard;
-      }
-      const t1 = performance.now();
-      await ctx.decode({ tokens: [id] });
-      genMs += performance.now() - t1;
-      nEval++;
-      nPast++;
-      logits = ctx.getLogits(-1);
-    }
-    const rest = stream.flush();
-    text += rest;
-    if (!o.json && rest) process.stdout.write(rest);
-
+    ctx = await loadModel({
+      model: path,
+      n_ctx: ctxSize,
+      n_batch: Math.min(nBatch, ctxSize),
+      n_threads: threads,
+      ...(device ? { devices: [device] } : {}),
+    });
+    const loadMs = performance.now() - t0;
+    const prompt = Buffer.from(processEscapes(Buffer.from(o.prompt, 'utf8'))).toString('utf8');
+    const r = await ctx.completion(
+      {
+        ...sampling,
+        prompt,
+        n_predict: nPredict,
+        // as llama-cli: a prompt longer than the context is an error, not cut
+        truncate_prompt: false,
+        return_tokens: true,
+        ...(topLogits > 0 ? { top_logits: topLogits } : {}),
+      },
+      o.json ? undefined : (t) => process.stdout.write(t.token),
+    );
+    const t = r.timings;
     const timings: Timings = {
-      load_ms: round(model.loadMs),
-      prompt_tokens: prompt.length,
-      prompt_ms: round(promptMs),
-      prompt_tokens_per_s: round(rate(prompt.length, promptMs)),
-      generated_tokens: out.length,
-      generation_ms: round(genMs),
-      generation_tokens_per_s: round(rate(nEval, genMs)),
+      load_ms: round(loadMs),
+      prompt_tokens: r.tokens_evaluated,
+      prompt_ms: round(t.prompt_ms),
+      prompt_tokens_per_s: round(t.prompt_per_second),
+      generated_tokens: r.tokens!.length,
+      generation_ms: round(t.predicted_ms),
+      generation_tokens_per_s: round(t.predicted_per_second),
     };
     if (o.json) {
-      const result: Record<string, unknown> = { prompt_tokens: prompt, generated_tokens: out, text, timings };
-      if (top) result.top_logits = top;
+      const result: Record<string, unknown> = {
+        prompt_tokens: r.prompt_tokens,
+        generated_tokens: r.tokens,
+        text: r.text,
+        timings,
+      };
+      if (r.top_logits) result.top_logits = r.top_logits;
       process.stdout.write(`${JSON.stringify(result)}\n`);
     } else {
       process.stdout.write('\n');
       process.stderr.write(
-        `llama-ts run: load ${timings.load_ms} ms | prompt ${prompt.length} tokens in ${timings.prompt_ms} ms ` +
-          `(${timings.prompt_tokens_per_s} t/s) | generation ${nEval} tokens in ${timings.generation_ms} ms ` +
+        `llama-ts run: load ${timings.load_ms} ms | prompt ${timings.prompt_tokens} tokens in ${timings.prompt_ms} ms ` +
+          `(${timings.prompt_tokens_per_s} t/s) | generation ${t.predicted_n} tokens in ${timings.generation_ms} ms ` +
           `(${timings.generation_tokens_per_s} t/s)\n`,
       );
     }
@@ -220,42 +194,29 @@ export async function runCommand(argv: string[]): Promise<number> {
   } catch (e) {
     return reportError('run', e);
   } finally {
-    ctx?.free();
-    model?.free();
+    await ctx?.release();
   }
 }
 
-function round(x: number): number {
-  return Math.round(x * 100) / 100;
-}
-
-/** The k highest [id, logit] pairs, highest first. */
-export function topK(logits: Float32Array, k: number): [number, number][] {
-  const ids = Array.from(logits.keys());
-  ids.sort((a, b) => logits[b] - logits[a] || a - b);
-  return ids.slice(0, k).map((id) => [id, logits[id]]);
-}
-
 function parse(argv: string[]) {
+  const flags: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
+  for (const s of FLAG_ROWS) {
+    // a list (--dry-sequence-breaker) is given once per item, as llama.cpp takes it
+    flags[flagName(s)] =
+      s.kind === 'boolean' ? { type: 'boolean' } : { type: 'string', multiple: s.kind === 'strings' };
+  }
   return parseArgs({
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      model: { type: 'string', short: 'm' },
-      'hf-repo': { type: 'string' },
-      'cache-dir': { type: 'string' },
-      prompt: { type: 'string', short: 'p' },
-      'n-predict': { type: 'string', short: 'n' },
-      temp: { type: 'string' },
-      seed: { type: 'string' },
-      threads: { type: 'string', short: 't' },
-      'ctx-size': { type: 'string', short: 'c' },
-      'batch-size': { type: 'string', short: 'b' },
-      device: { type: 'string' },
-      json: { type: 'boolean' },
-      'top-logits': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: commandOptions(
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'batch-size', 'device', 'json', 'help'],
+      {
+        ...flags,
+        prompt: { type: 'string', short: 'p' },
+        'n-predict': { type: 'string', short: 'n' },
+        'top-logits': { type: 'string' },
+      } as const,
+    ),
   });
 }

@@ -4,7 +4,17 @@ import { parseArgs } from 'node:util';
 import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer } from '../server/index.js';
-import { intOption, pickDevices, reportError, UsageError, usageError } from './run.js';
+import {
+  commandOptions,
+  DEFAULT_THREADS,
+  deviceOption,
+  intOption,
+  normalizeArgv,
+  reportError,
+  threadsOption,
+  UsageError,
+  usageError,
+} from './options.js';
 
 const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 
@@ -20,7 +30,7 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
   -c, --ctx-size N        total context in tokens, shared by the slots (default 4096 per slot,
                           at most the model's training context per slot)
   -b, --batch-size N      tokens per decode call (default 512)
-  -t, --threads N         threads (default 2)
+  -t, --threads N         kernel threads (default ${DEFAULT_THREADS}: the cores, at most 4)
       --device NAME       compute device (see 'llama-ts devices')
       --api-key KEY       require 'Authorization: Bearer KEY' (env LLAMA_API_KEY)
       --cors ORIGIN       allow cross-origin requests from ORIGIN ('*' for any); off by default
@@ -33,6 +43,7 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --max-connections N open connections at most (default 512); beyond: 503, closed
       --alias NAME        the model name reported by /v1/models
       --embeddings        serve /v1/embeddings with a generative model too
+      --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
       --chat-template T   chat template override (Jinja text or a built-in name)
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
@@ -43,7 +54,7 @@ const RANK: Record<string, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 export async function serveCommand(argv: string[]): Promise<number> {
   // llama.cpp's two-letter short options
-  argv = argv.map((a) => (a === '-hf' ? '--hf-repo' : a === '-np' ? '--parallel' : a));
+  argv = normalizeArgv(argv);
   let o: ReturnType<typeof parse>['values'];
   let port: number;
   let parallel: number;
@@ -69,7 +80,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     parallel = intOption('--parallel', o.parallel, 4, 1);
     if (parallel > 32) throw new UsageError('--parallel must be ≤ 32');
     nCtx = o['ctx-size'] === undefined ? undefined : intOption('-c', o['ctx-size'], 0, 1);
-    threads = intOption('-t', o.threads, 2, 1);
+    threads = threadsOption(o.threads);
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     maxQueue = intOption('--queue', o.queue, 64, 0);
     maxBody = intOption('--max-body', o['max-body'], 10 * 1024 * 1024, 1024);
@@ -96,7 +107,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   });
   let server: LlamaServer | undefined;
   try {
-    const devices = pickDevices(o.device);
+    const device = deviceOption(o.device);
     const model = await resolveModelArg({
       model: o.model,
       hfRepo: o['hf-repo'],
@@ -111,7 +122,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(nCtx !== undefined ? { nCtx } : {}),
       nBatch,
       threads,
-      devices,
+      ...(device ? { devices: [device] } : {}),
+      ctxShift: !o['no-context-shift'],
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
@@ -167,16 +179,10 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: {
-      model: { type: 'string', short: 'm' },
-      'hf-repo': { type: 'string' },
+    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'help'], {
       host: { type: 'string' },
       port: { type: 'string' },
       parallel: { type: 'string' },
-      'ctx-size': { type: 'string', short: 'c' },
-      'batch-size': { type: 'string', short: 'b' },
-      threads: { type: 'string', short: 't' },
-      device: { type: 'string' },
       'api-key': { type: 'string' },
       cors: { type: 'string' },
       queue: { type: 'string' },
@@ -186,10 +192,9 @@ function parse(argv: string[]) {
       'max-connections': { type: 'string' },
       alias: { type: 'string' },
       embeddings: { type: 'boolean' },
+      'no-context-shift': { type: 'boolean' },
       'chat-template': { type: 'string' },
-      'cache-dir': { type: 'string' },
       'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    } as const),
   });
 }

@@ -5,7 +5,7 @@ export { type Batch, Context, type ContextParams, type Intermediate, l2Normalize
 export { ContextError, ModelError } from './errors.js';
 export { GraphBuilder, type GraphInputs, type GraphOutputs, type RankHead, type UbatchShape } from './graph.js';
 export { type HParams, type PoolingType, readHParams } from './hparams.js';
-export { CACHE_TYPES, type CacheType, KVCache } from './kv-cache.js';
+export { CACHE_TYPES, type CacheType, KVCache, MAX_SEQ } from './kv-cache.js';
 export { type ActiveLora, LoraAdapter, type LoraWeight, loraKey } from './lora.js';
 export { defaultDevices, type LoadOptions, Model } from './model.js';
 export { rerankScore, rerankTokens } from './rerank.js';

@@ -8,12 +8,11 @@
 //   const id = chain.choose(logits);   // pick
 //   chain.accept(id);                  // then tell every step (penalties, DRY, grammar…)
 //
-// `sample(logits)` does both, so the chain also works as a plain `Sampler`.
+// `sample(logits)` does both.
 import { Candidates } from './candidates.js';
 import { SamplingError } from './errors.js';
 import type { GrammarSampler } from './grammar/index.js';
 import { DEFAULT_SEED } from './rng.js';
-import type { Sampler } from './sampler.js';
 import type { SamplingStep } from './step.js';
 
 export interface SamplerChainOptions {
@@ -23,7 +22,7 @@ export interface SamplerChainOptions {
   grammarFirst?: boolean;
 }
 
-export class SamplerChain implements Sampler {
+export class SamplerChain {
   readonly name = 'chain';
   readonly steps: SamplingStep[];
   grammar: GrammarSampler | undefined;
@@ -80,7 +79,7 @@ export class SamplerChain implements Sampler {
     for (const step of this.steps) step.accept?.(token);
   }
 
-  /** Choose and accept (llama_sampler_sample): the `Sampler` interface. */
+  /** Choose and accept (llama_sampler_sample). */
   sample(logits: Float32Array): number {
     const id = this.choose(logits);
     this.accept(id);

@@ -1,23 +1,14 @@
-// Greedy sampling: the highest logit (the lowest id among equal ones). `GreedySampler`
-// works on a raw logits row; `GreedyStep` is the same choice as a chain's last step
-// (llama.cpp's `greedy`: the first of equal candidates).
+// Greedy sampling: the highest logit (the lowest id among equal ones). `argmax` works on a
+// raw logits row; `GreedyStep` is the same choice as a chain's last step (llama.cpp's
+// `greedy`: the first of equal candidates).
 
 import type { Candidates } from './candidates.js';
-import type { Sampler } from './sampler.js';
 import type { SamplingStep } from './step.js';
 
 export function argmax(logits: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
   return best;
-}
-
-export class GreedySampler implements Sampler {
-  readonly name = 'greedy';
-
-  sample(logits: Float32Array): number {
-    return argmax(logits);
-  }
 }
 
 export class GreedyStep implements SamplingStep {

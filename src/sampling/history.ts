@@ -6,9 +6,9 @@ export class TokenHistory {
   private first = 0;
   private count = 0;
 
-  /** capacity: a count, or Infinity (grows without bound). */
+  /** capacity: a count, or Infinity (grows without bound). Memory grows with use, never ahead of it. */
   constructor(readonly capacity: number) {
-    this.data = new Int32Array(Number.isFinite(capacity) ? capacity : 256);
+    this.data = new Int32Array(Math.min(capacity, 256));
   }
 
   get size(): number {
@@ -18,9 +18,10 @@ export class TokenHistory {
   /** Append a token; returns the token pushed out of a full buffer, or -1. */
   push(token: number): number {
     if (this.capacity === 0) return -1;
-    if (!Number.isFinite(this.capacity)) {
+    if (this.count < this.capacity) {
+      // not full yet: tokens sit at 0 … count-1 (first is 0)
       if (this.count === this.data.length) {
-        const grown = new Int32Array(this.data.length * 2);
+        const grown = new Int32Array(Math.min(this.data.length * 2, this.capacity));
         grown.set(this.data);
         this.data = grown;
       }
@@ -28,15 +29,9 @@ export class TokenHistory {
       return -1;
     }
     const cap = this.data.length;
-    let evicted = -1;
-    if (this.count === cap) {
-      evicted = this.data[this.first]!;
-      this.data[this.first] = token;
-      this.first = (this.first + 1) % cap;
-    } else {
-      this.data[(this.first + this.count) % cap] = token;
-      this.count++;
-    }
+    const evicted = this.data[this.first]!;
+    this.data[this.first] = token;
+    this.first = (this.first + 1) % cap;
     return evicted;
   }
 

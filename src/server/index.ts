@@ -1,5 +1,4 @@
-// The OpenAI-compatible HTTP server (llama-server's endpoints and continuous batching).
+// The OpenAI-compatible HTTP server (llama-server's endpoints), a client of the library's parallel API.
 export { ApiError, createHttpServer, keyMatches } from './http.js';
 export { Metrics } from './metrics.js';
 export { LlamaServer, type ServerOptions } from './server.js';
-export { QueueFullError, SlotScheduler, Task, type TaskParams, type TaskResult } from './slots.js';

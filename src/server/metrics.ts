@@ -1,26 +1,40 @@
 // Server counters, exposed on GET /metrics in Prometheus' text format with llama-server's
 // metric names (`llamacpp:*`) plus the HTTP-level ones this server adds (`llamats:*`).
-import type { TaskTimings } from './slots.js';
+// Request timings are added as requests end; decode counts and slot use are read from the
+// engine's parallel status at scrape time.
+
+/** A finished request's timings (the completion result's). */
+export interface RequestTimings {
+  prompt_n: number;
+  prompt_ms: number;
+  predicted_n: number;
+  predicted_ms: number;
+}
+
+/** What the engine reports at scrape time. */
+export interface EngineCounters {
+  /** Requests in a slot. */
+  processing: number;
+  /** Requests waiting for one. */
+  deferred: number;
+  slots: number;
+  /** Decode calls and the tokens in them. */
+  nDecode: number;
+  nTokens: number;
+}
 
 export class Metrics {
   promptTokens = 0;
   promptMs = 0;
   predictedTokens = 0;
   predictedMs = 0;
-  nDecode = 0;
-  nBatchTokens = 0;
   requests = 0;
   rejected = 0;
   cancelled = 0;
   errors = 0;
   readonly started = Date.now();
 
-  onDecode(nPrompt: number, nGen: number, _ms: number): void {
-    this.nDecode++;
-    this.nBatchTokens += nPrompt + nGen;
-  }
-
-  onTaskDone(t: TaskTimings): void {
+  onRequestDone(t: RequestTimings): void {
     this.promptTokens += t.prompt_n;
     this.promptMs += t.prompt_ms;
     this.predictedTokens += t.predicted_n;
@@ -31,15 +45,15 @@ export class Metrics {
     this.cancelled++;
   }
 
-  /** Prometheus exposition text; `processing` and `deferred` are read at scrape time. */
-  render(processing: number, deferred: number, slots: number): string {
+  /** Prometheus exposition text. */
+  render(e: EngineCounters): string {
     const rows: [string, 'counter' | 'gauge', string, number][] = [
       ['llamacpp:prompt_tokens_total', 'counter', 'Number of prompt tokens processed.', this.promptTokens],
       ['llamacpp:prompt_seconds_total', 'counter', 'Prompt process time.', this.promptMs / 1000],
       ['llamacpp:tokens_predicted_total', 'counter', 'Number of generation tokens processed.', this.predictedTokens],
       ['llamacpp:tokens_predicted_seconds_total', 'counter', 'Predict process time.', this.predictedMs / 1000],
-      ['llamacpp:n_decode_total', 'counter', 'Total number of llama_decode() calls.', this.nDecode],
-      ['llamacpp:n_tokens_max', 'counter', 'Tokens evaluated in all decode calls.', this.nBatchTokens],
+      ['llamacpp:n_decode_total', 'counter', 'Total number of llama_decode() calls.', e.nDecode],
+      ['llamacpp:n_tokens_max', 'counter', 'Tokens evaluated in all decode calls.', e.nTokens],
       [
         'llamacpp:prompt_tokens_seconds',
         'gauge',
@@ -52,9 +66,9 @@ export class Metrics {
         'Average generation throughput in tokens/s (per slot).',
         this.predictedMs > 0 ? (this.predictedTokens * 1000) / this.predictedMs : 0,
       ],
-      ['llamacpp:requests_processing', 'gauge', 'Number of requests processing.', processing],
-      ['llamacpp:requests_deferred', 'gauge', 'Number of requests deferred.', deferred],
-      ['llamats:slots', 'gauge', 'Number of slots.', slots],
+      ['llamacpp:requests_processing', 'gauge', 'Number of requests processing.', e.processing],
+      ['llamacpp:requests_deferred', 'gauge', 'Number of requests deferred.', e.deferred],
+      ['llamats:slots', 'gauge', 'Number of slots.', e.slots],
       ['llamats:http_requests_total', 'counter', 'HTTP requests received.', this.requests],
       ['llamats:requests_rejected_total', 'counter', 'Requests rejected because the queue was full.', this.rejected],
       ['llamats:requests_cancelled_total', 'counter', 'Requests whose client went away.', this.cancelled],

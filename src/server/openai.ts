@@ -1,11 +1,11 @@
-// OpenAI-compatible request checking and response shapes, as OpenAI's API and llama-server
-// produce them: chat.completion(.chunk), text_completion, embeddings lists, logprobs, usage.
+// OpenAI-compatible requests and response shapes, as OpenAI's API and llama-server produce
+// them: chat.completion(.chunk), text_completion, embeddings lists, logprobs, usage. The
+// generation options come from the option table (src/generation/options.ts), which knows
+// every field's OpenAI and llama-server names, range and size.
 import { randomBytes } from 'node:crypto';
-import type { ProbabilityRow, SamplingParams } from '../sampling/index.js';
-import { completionProbabilities } from '../sampling/index.js';
-import type { Vocab } from '../vocab/index.js';
+import type { LlamaCompletionOptions, LlamaCompletionResult, TokenLogprob } from '../api/index.js';
+import { OptionError, optionsFromRequest, showValue } from '../generation/index.js';
 import { ApiError } from './http.js';
-import type { FinishReason, TaskResult } from './slots.js';
 
 export type Body = Record<string, unknown>;
 
@@ -24,7 +24,7 @@ function num(b: Body, key: string, min = -Infinity, max = Infinity): number | un
   const v = b[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
-    throw new ApiError(400, `'${key}' must be a number in [${min}, ${max}], got ${JSON.stringify(v)}`, undefined, key);
+    throw new ApiError(400, `'${key}' must be a number in [${min}, ${max}], got ${showValue(v)}`, undefined, key);
   }
   return v;
 }
@@ -35,114 +35,38 @@ function int(b: Body, key: string, min = -Infinity, max = Infinity): number | un
   return v;
 }
 
-/** `stop`: a string or up to 16 strings. */
-export function stopStrings(b: Body): string[] {
-  const s = b.stop;
-  if (s === undefined || s === null) return [];
-  const list = typeof s === 'string' ? [s] : s;
-  if (!Array.isArray(list) || !list.every((x) => typeof x === 'string') || list.length > 16) {
-    throw new ApiError(400, "'stop' must be a string or an array of at most 16 strings", undefined, 'stop');
-  }
-  return list.filter((x) => x.length > 0);
-}
-
-/** max_tokens / max_completion_tokens / n_predict; -1: until the slot's context is full. */
-export function nPredict(b: Body): number {
-  const v = int(b, 'max_completion_tokens', -1) ?? int(b, 'max_tokens', -1) ?? int(b, 'n_predict', -1);
-  return v ?? -1;
-}
-
 export function checkN(b: Body): void {
   const n = int(b, 'n', 1);
   if (n !== undefined && n !== 1)
     throw new ApiError(400, "only one choice per request is supported ('n': 1)", undefined, 'n');
 }
 
-/** OpenAI's logit_bias ({"token id": -100..100}) and llama-server's forms pass through to the chain. */
-function logitBias(b: Body): SamplingParams['logit_bias'] | undefined {
-  const v = b.logit_bias;
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'object')
-    throw new ApiError(400, "'logit_bias' must be an object or an array", undefined, 'logit_bias');
-  if (!Array.isArray(v)) {
-    for (const [k, x] of Object.entries(v)) {
-      if (typeof x === 'number' && (x < -100 || x > 100) && /^\d+$/.test(k)) {
-        throw new ApiError(400, `'logit_bias' values must be in [-100, 100]`, undefined, 'logit_bias');
-      }
-    }
-  }
-  return v as SamplingParams['logit_bias'];
+/** An option error (from the option table) as a 400 naming the field. */
+export function optionApiError(e: unknown): never {
+  if (e instanceof OptionError) throw new ApiError(400, e.message, undefined, e.option);
+  throw e;
 }
 
-const PASS_THROUGH = [
-  'top_k',
-  'min_p',
-  'typical_p',
-  'typ_p',
-  'top_n_sigma',
-  'xtc_probability',
-  'xtc_threshold',
-  'repeat_last_n',
-  'repeat_penalty',
-  'dry_multiplier',
-  'dry_base',
-  'dry_allowed_length',
-  'dry_penalty_last_n',
-  'dry_sequence_breakers',
-  'mirostat',
-  'mirostat_tau',
-  'mirostat_eta',
-  'dynatemp_range',
-  'dynatemp_exponent',
-  'ignore_eos',
-  'grammar',
-  'min_keep',
-  'samplers',
-  'post_sampling_probs',
-] as const;
-
-/** Sampling options of a request (OpenAI names, plus llama-server's extras). */
-export function samplingParams(b: Body, nCtx: number): SamplingParams {
-  const p: SamplingParams = { n_ctx: nCtx };
-  const t = num(b, 'temperature', 0, 2e9);
-  if (t !== undefined) p.temperature = t;
-  const topP = num(b, 'top_p', 0, 1);
-  if (topP !== undefined) p.top_p = topP;
-  const fp = num(b, 'frequency_penalty', -2, 2);
-  if (fp !== undefined) p.frequency_penalty = fp;
-  const pp = num(b, 'presence_penalty', -2, 2);
-  if (pp !== undefined) p.presence_penalty = pp;
-  const seed = int(b, 'seed');
-  if (seed !== undefined) p.seed = seed < 0 ? -1 : seed >>> 0;
-  const bias = logitBias(b);
-  if (bias !== undefined) p.logit_bias = bias;
-  for (const k of PASS_THROUGH) {
-    if (b[k] !== undefined && b[k] !== null) (p as Record<string, unknown>)[k] = b[k];
+/**
+ * The library's completion options for a request: every field the option table maps
+ * (OpenAI's names, then llama-server's), checked there, plus the log-probability form
+ * the OpenAI shapes need when `nProbs` ≥ 0.
+ */
+export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptions {
+  let o: Record<string, unknown>;
+  try {
+    o = optionsFromRequest(b);
+  } catch (e) {
+    optionApiError(e);
   }
-  if (b.json_schema !== undefined && b.json_schema !== null) p.json_schema = b.json_schema;
-  const rf = b.response_format;
-  if (rf !== undefined && rf !== null) {
-    if (typeof rf !== 'object')
-      throw new ApiError(400, "'response_format' must be an object", undefined, 'response_format');
-    const f = rf as Body;
-    if (f.type === 'json_object') p.json_schema = f.schema ?? { type: 'object' };
-    else if (f.type === 'json_schema') {
-      const js = f.json_schema as Body | undefined;
-      const schema = js?.schema ?? f.schema;
-      if (schema === undefined) {
-        throw new ApiError(400, "'response_format.json_schema.schema' is required", undefined, 'response_format');
-      }
-      p.json_schema = schema;
-    } else if (f.type !== 'text') {
-      throw new ApiError(
-        400,
-        `'response_format.type' must be 'text', 'json_object' or 'json_schema'`,
-        undefined,
-        'response_format',
-      );
-    }
+  delete o.n_probs;
+  // llama-server refuses a prompt longer than a slot's context (the library would cut it)
+  o.truncate_prompt = false;
+  if (nProbs >= 0) {
+    o.logprobs = true;
+    o.n_probs = nProbs;
   }
-  return p;
+  return o as LlamaCompletionOptions;
 }
 
 /** Number of top probabilities per token a chat request asks for (logprobs/top_logprobs), or -1 for none. */
@@ -171,18 +95,26 @@ export interface Usage {
   total_tokens: number;
 }
 
-export function usage(r: TaskResult): Usage {
-  return {
-    prompt_tokens: r.promptTokens,
-    completion_tokens: r.tokens.length,
-    total_tokens: r.promptTokens + r.tokens.length,
-  };
+/** Tokens generated, the end-of-generation token left out (as `logprobs` lists them). */
+function completionTokens(r: LlamaCompletionResult): number {
+  return r.tokens_predicted - (r.stopped_eos ? 1 : 0);
 }
 
-export function timings(r: TaskResult): Record<string, number> {
+export function usage(r: LlamaCompletionResult): Usage {
+  const n = completionTokens(r);
+  return { prompt_tokens: r.tokens_evaluated, completion_tokens: n, total_tokens: r.tokens_evaluated + n };
+}
+
+export type FinishReason = 'stop' | 'length';
+
+export function finishReason(r: LlamaCompletionResult): FinishReason {
+  return r.stopped_eos || r.stopped_word ? 'stop' : 'length';
+}
+
+export function timings(r: LlamaCompletionResult): Record<string, number> {
   const t = r.timings;
   return {
-    cache_n: t.cache_n,
+    cache_n: r.tokens_cached,
     prompt_n: t.prompt_n,
     prompt_ms: t.prompt_ms,
     prompt_per_second: t.prompt_ms > 0 ? (t.prompt_n * 1000) / t.prompt_ms : 0,
@@ -193,8 +125,8 @@ export function timings(r: TaskResult): Record<string, number> {
 }
 
 /** Chat logprobs content entries (OpenAI's shape; llama-server's extra `id`). */
-export function chatLogprobContent(vocab: Vocab, rows: readonly ProbabilityRow[]): unknown[] {
-  return completionProbabilities(rows, (id) => vocab.pieceBytes(id, false)).map((e) => ({
+export function chatLogprobContent(entries: readonly TokenLogprob[]): unknown[] {
+  return entries.map((e) => ({
     id: e.id,
     token: e.token,
     bytes: e.bytes,
@@ -204,8 +136,7 @@ export function chatLogprobContent(vocab: Vocab, rows: readonly ProbabilityRow[]
 }
 
 /** Legacy completions logprobs: tokens, token_logprobs, top_logprobs (token → logprob), text_offset. */
-export function completionLogprobObject(vocab: Vocab, rows: readonly ProbabilityRow[], textOffset0 = 0): unknown {
-  const entries = completionProbabilities(rows, (id) => vocab.pieceBytes(id, false));
+export function completionLogprobObject(entries: readonly TokenLogprob[], textOffset0 = 0): unknown {
   const offsets: number[] = [];
   let off = textOffset0;
   for (const e of entries) {

@@ -1,5 +1,9 @@
-// The OpenAI-compatible server (llama-server's endpoints): one model, one context shared
-// by N slots (slots.ts), endpoints on node:http (http.ts), shapes in openai.ts.
+// The OpenAI-compatible server (llama-server's endpoints): HTTP and JSON on this thread,
+// the model in the library's engine worker. The server is a client of the library's
+// parallel API (ctx.parallel): each request is a unit of the context's batcher, so its N
+// slots are N units decoded together, with the library's prefix reuse, context shift,
+// sampling and stop strings (src/generation). Endpoints on node:http (http.ts), shapes
+// in openai.ts.
 //
 //   GET  /health /v1/health /v1/models /models /metrics
 //   POST /v1/chat/completions /chat/completions /v1/completions /completions
@@ -8,39 +12,24 @@ import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
-  type ChatMessage,
-  ChatMessageError,
-  ChatTemplateError,
-  type ChatTemplates,
-  type FormattedChatResult,
-  loadChatTemplates,
-  parseChatOutput,
-  parseToolCalls,
-  type TemplateLimits,
-  type Tool,
-} from '../api/chat/index.js';
-import type { Device } from '../backends/api.js';
+  type LlamaCompletionOptions,
+  type LlamaCompletionResult,
+  type LlamaCompletionToken,
+  type LlamaContext,
+  LlamaError,
+  loadModel,
+  type ModelInfo,
+} from '../api/index.js';
+import type { TemplateLimits } from '../chat/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
-import { Context, l2Normalize, Model } from '../model/index.js';
+import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
-import { createSamplingChain, type SamplerChain, SamplingError } from '../sampling/index.js';
-import { compileSamplingGrammar, formatChatOnWorker, UntrustedBusyError } from '../untrusted/index.js';
 import { ApiError, createHttpServer, errorBody, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
 import * as oa from './openai.js';
-import { QueueFullError, SlotScheduler, type Task, type TaskParams, type TokenEvent } from './slots.js';
 
 const log = logger('server');
-
-// Evaluations of different contexts must not interleave on the cpu device: every decode
-// of every server in this process runs through one chain.
-let evalChain: Promise<unknown> = Promise.resolve();
-function exclusive<T>(fn: () => Promise<T>): Promise<T> {
-  const run = evalChain.then(fn, fn);
-  evalChain = run.catch(() => {});
-  return run;
-}
 
 export interface ServerOptions {
   /** Path of the GGUF model. */
@@ -48,13 +37,14 @@ export interface ServerOptions {
   host?: string;
   /** 0: any free port. Default 8080. */
   port?: number;
-  /** Slots (sequences decoded together). Default 4. */
+  /** Slots (requests decoded together). Default 4. */
   parallel?: number;
   /** Total context in tokens, shared by the slots (each gets nCtx / parallel). Default: 4096 × parallel, at most the model's training context × parallel. */
   nCtx?: number;
   nBatch?: number;
   threads?: number;
-  devices?: Device[];
+  /** Devices by name (see `llama-ts devices`); default: the fastest. */
+  devices?: string[];
   apiKey?: string;
   /** CORS origin ('*' or one); off by default. */
   cors?: string;
@@ -78,126 +68,115 @@ export interface ServerOptions {
   templateLimits?: Omit<TemplateLimits, 'shouldStop'>;
   /** Bounds on compiling a request's grammar or JSON schema (GrammarLimits, and timeMs: 10 s by default); beyond them: 400. */
   grammarLimits?: GrammarLimits & { timeMs?: number };
+  /** Shift a slot's context when it fills, as the library does (a prompt longer than a slot is refused, as llama-server's). Default true. */
+  ctxShift?: boolean;
 }
 
-function chatError(e: unknown): never {
-  if (e instanceof ChatMessageError || e instanceof ChatTemplateError || e instanceof SamplingError) {
-    throw new ApiError(400, e.message);
+/** A library error as an HTTP error: bad options and requests that do not fit are the client's (400). */
+function apiError(e: unknown): unknown {
+  if (e instanceof ApiError) return e;
+  if (e instanceof LlamaError) {
+    if (e.code === 'ERR_OPTION' || e.code === 'ERR_CONTEXT') {
+      const param = /^([\w.]+) = /.exec(e.message)?.[1] ?? null;
+      return new ApiError(400, e.message, undefined, param);
+    }
+    if (e.code === 'ERR_BUSY') return new ApiError(503, e.message);
   }
-  if (e instanceof UntrustedBusyError) throw new ApiError(503, `the server is busy: ${e.message}`);
-  throw e;
+  return e;
 }
 
-/** Thrown when the client went away while its request was being prepared: nothing to answer. */
-class ClientGone extends Error {}
-
-/**
- * An AbortSignal that fires when the client disconnects before the response ends (it
- * cancels template rendering and grammar compilation on the untrusted-work worker).
- */
-function disconnectSignal(res: ServerResponse): AbortSignal {
-  const ac = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) ac.abort(new ClientGone('the client disconnected'));
-  });
-  return ac.signal;
+/** From the GGUF header: the training context (0 when it does not say) and whether the model generates. */
+function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
+  const f = openGGUF(path);
+  try {
+    const arch = f.architecture;
+    // an unsupported architecture is left for loadModel to report (ERR_MODEL)
+    let generative = true;
+    try {
+      generative = architecture(arch, path).usesKVCache;
+    } catch {}
+    return { nCtxTrain: f.getInt(`${arch}.context_length`, 0), generative };
+  } finally {
+    f.close();
+  }
 }
 
 export class LlamaServer {
   readonly metrics = new Metrics();
   private http!: Server;
-  private scheduler: SlotScheduler | undefined;
-  private ctx: Context | undefined;
-  private embCtx: Context | undefined;
-  private embQueue: Promise<unknown> = Promise.resolve();
-  private templates: ChatTemplates | undefined;
   readonly modelId: string;
   readonly created = Math.floor(Date.now() / 1000);
+  /** The model as the engine describes it. */
+  readonly modelInfo: ModelInfo;
   readonly nCtxSlot: number;
   readonly parallel: number;
+  private readonly maxQueue: number;
+  /** Generation requests sent to the engine and not yet answered. */
+  private inFlight = 0;
   private closing = false;
 
   private constructor(
-    readonly model: Model,
+    private readonly ctx: LlamaContext,
     readonly opts: ServerOptions,
+    private readonly generative: boolean,
+    nCtxSlot: number,
   ) {
     this.modelId = opts.alias ?? basename(opts.model);
     this.parallel = opts.parallel ?? 4;
-    const train = model.hp.nCtxTrain || 4096;
-    const total = opts.nCtx ?? Math.min(train, 4096) * this.parallel;
-    this.nCtxSlot = Math.floor(total / this.parallel);
-    if (this.nCtxSlot < 8) throw new Error(`a context of ${total} tokens is too small for ${this.parallel} slots`);
-    const threads = opts.threads ?? 2;
-    if (model.arch.usesKVCache) {
-      this.ctx = new Context(model, {
-        nCtx: total,
-        nBatch: Math.min(opts.nBatch ?? 512, total),
-        nSeqMax: this.parallel,
-        nThreads: threads,
-      });
-      this.scheduler = new SlotScheduler(this.ctx, model.vocab, {
-        parallel: this.parallel,
-        nCtxSlot: this.nCtxSlot,
-        maxQueue: opts.maxQueue ?? 64,
-        metrics: this.metrics,
-        exclusive,
-      });
-      const f = openGGUF(opts.model);
-      try {
-        this.templates = loadChatTemplates(
-          f,
-          opts.chatTemplate !== undefined
-            ? { vocab: model.vocab, override: opts.chatTemplate }
-            : { vocab: model.vocab },
-        );
-      } finally {
-        f.close();
-      }
-    }
-    if (!model.arch.usesKVCache || opts.embeddings) {
-      const n = Math.min(train, 8192);
-      const pooling = model.hp.pooling === 'none' ? 'mean' : model.hp.pooling;
-      this.embCtx = new Context(model, {
-        nCtx: n,
-        nBatch: n,
-        nUbatch: n,
-        nThreads: threads,
-        embeddings: true,
-        pooling,
-      });
-    }
+    this.maxQueue = opts.maxQueue ?? 64;
+    this.nCtxSlot = nCtxSlot;
+    this.modelInfo = ctx.getModelInfo();
   }
 
-  /** Loads the model and listens; resolves once the port is open. */
+  /** Loads the model (in the engine worker) and listens; resolves once the port is open. */
   static async start(opts: ServerOptions): Promise<LlamaServer> {
     if (opts.apiKey !== undefined && opts.apiKey.trim() === '') {
       throw new Error('the API key must not be empty (leave it out to serve without a key)');
     }
-    const model = await Model.load(opts.model, opts.devices ? { devices: opts.devices } : {});
+    const parallel = opts.parallel ?? 4;
+    const { nCtxTrain, generative } = modelFacts(opts.model);
+    const train = nCtxTrain || 4096;
+    const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
+    const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
+    if (generative && nCtxSlot < 8) throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
+    const ctx = await loadModel({
+      model: opts.model,
+      n_ctx: total,
+      n_batch: Math.min(opts.nBatch ?? 512, total),
+      n_parallel: generative ? parallel : 1,
+      ctx_shift: opts.ctxShift ?? true,
+      ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
+      ...(opts.devices ? { devices: opts.devices } : {}),
+      ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
+      // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
+      ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
+      ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
+    });
     let s: LlamaServer;
     try {
-      s = new LlamaServer(model, opts);
+      if (generative) await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
+      s = new LlamaServer(ctx, opts, generative, nCtxSlot);
+      s.http = createHttpServer(s.routes(), {
+        apiKey: opts.apiKey,
+        cors: opts.cors,
+        maxBodyBytes: opts.maxBodyBytes ?? 10 * 1024 * 1024,
+        maxPendingBodyBytes: opts.maxPendingBodyBytes,
+        timeout: opts.timeout,
+        maxConnections: opts.maxConnections,
+        onRequest: () => s.metrics.requests++,
+        onErrorStatus: () => s.metrics.errors++,
+      });
+      await new Promise<void>((resolve, reject) => {
+        s.http.once('error', reject);
+        s.http.listen(opts.port ?? 8080, opts.host ?? '127.0.0.1', () => {
+          s.http.off('error', reject);
+          resolve();
+        });
+      });
     } catch (e) {
-      model.free();
+      await ctx.release();
       throw e;
     }
-    s.http = createHttpServer(s.routes(), {
-      apiKey: opts.apiKey,
-      cors: opts.cors,
-      maxBodyBytes: opts.maxBodyBytes ?? 10 * 1024 * 1024,
-      maxPendingBodyBytes: opts.maxPendingBodyBytes,
-      timeout: opts.timeout,
-      maxConnections: opts.maxConnections,
-      onRequest: () => s.metrics.requests++,
-      onErrorStatus: () => s.metrics.errors++,
-    });
-    await new Promise<void>((resolve, reject) => {
-      s.http.once('error', reject);
-      s.http.listen(opts.port ?? 8080, opts.host ?? '127.0.0.1', () => {
-        s.http.off('error', reject);
-        resolve();
-      });
-    });
     log.info(`listening on ${s.url} (${s.parallel} slots of ${s.nCtxSlot} tokens, model ${s.modelId})`);
     return s;
   }
@@ -217,18 +196,21 @@ export class LlamaServer {
     this.closing = true;
     const closed = new Promise<void>((res) => this.http.close(() => res()));
     this.http.closeAllConnections();
-    await this.scheduler?.close();
+    await this.ctx.release();
     await closed;
-    await this.embQueue.catch(() => {});
-    this.ctx?.free();
-    this.embCtx?.free();
-    this.model.free();
   }
 
   private routes(): Route[] {
     const r: Route[] = [];
     const add = (method: 'GET' | 'POST', paths: string[], handler: Route['handler'], pub = false) => {
-      for (const path of paths) r.push({ method, path, handler, public: pub });
+      const wrapped: Route['handler'] = async (c) => {
+        try {
+          await handler(c);
+        } catch (e) {
+          throw apiError(e);
+        }
+      };
+      for (const path of paths) r.push({ method, path, handler: wrapped, public: pub });
     };
     add('GET', ['/health', '/v1/health'], (c) => sendJson(c.res, 200, { status: 'ok' }), true);
     add('GET', ['/v1/models', '/models'], (c) => this.models(c), true);
@@ -244,7 +226,7 @@ export class LlamaServer {
   // ---- simple endpoints ----
 
   private models(c: RequestContext): void {
-    const m = this.model;
+    const m = this.modelInfo;
     sendJson(c.res, 200, {
       object: 'list',
       data: [
@@ -254,10 +236,10 @@ export class LlamaServer {
           created: this.created,
           owned_by: 'llama-ts',
           meta: {
-            vocab_type: m.vocab.type,
-            n_vocab: m.vocab.nTokens,
-            n_ctx_train: m.hp.nCtxTrain,
-            n_embd: m.hp.nEmbd,
+            vocab_type: m.vocabType,
+            n_vocab: m.nVocab,
+            n_ctx_train: m.nCtxTrain,
+            n_embd: m.nEmbd,
             n_params: m.nParams,
             size: m.fileSize,
           },
@@ -266,101 +248,90 @@ export class LlamaServer {
     });
   }
 
-  private metricsText(c: RequestContext): void {
-    const text = this.metrics.render(this.scheduler?.nBusy ?? 0, this.scheduler?.queue.length ?? 0, this.parallel);
+  private async metricsText(c: RequestContext): Promise<void> {
+    const st = this.generative ? await this.ctx.parallel.fetchStatus() : undefined;
+    const text = this.metrics.render({
+      processing: st?.active_slots ?? 0,
+      deferred: st?.queued_requests ?? 0,
+      slots: this.parallel,
+      nDecode: st?.n_decode_total ?? 0,
+      nTokens: st?.n_tokens_total ?? 0,
+    });
     c.res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' });
     c.res.end(text);
   }
 
-  private tokenize(c: RequestContext): void {
+  private async tokenize(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
     if (typeof b.content !== 'string') throw new ApiError(400, "'content' must be a string", undefined, 'content');
-    const v = this.model.vocab;
-    const tokens = v.encode(b.content, { addSpecial: b.add_special === true, parseSpecial: b.parse_special !== false });
-    if (b.with_pieces === true) {
-      const pieces = tokens.map((id) => {
-        const bytes = v.pieceBytes(id, true);
-        const text = Buffer.from(bytes, 'latin1').toString('utf8');
-        const valid = Buffer.from(text, 'utf8').toString('latin1') === bytes;
-        return { id, piece: valid ? text : Array.from(bytes, (ch) => ch.charCodeAt(0)) };
-      });
-      sendJson(c.res, 200, { tokens: pieces });
-    } else sendJson(c.res, 200, { tokens });
+    const withPieces = b.with_pieces === true;
+    const r = await this.ctx.tokenize(b.content, {
+      add_special: b.add_special === true,
+      parse_special: b.parse_special !== false,
+      with_pieces: withPieces,
+    });
+    const tokens = Array.from(r.tokens);
+    if (withPieces) sendJson(c.res, 200, { tokens: tokens.map((id, i) => ({ id, piece: r.pieces![i] })) });
+    else sendJson(c.res, 200, { tokens });
   }
 
-  private detokenize(c: RequestContext): void {
+  private async detokenize(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    const tokens = this.checkTokens(b.tokens, 'tokens');
-    sendJson(c.res, 200, { content: this.model.vocab.decode(tokens) });
-  }
-
-  private checkTokens(v: unknown, name: string): number[] {
-    const n = this.model.vocab.nTokens;
-    if (!Array.isArray(v) || !v.every((x) => Number.isInteger(x) && x >= 0 && x < n)) {
-      throw new ApiError(400, `'${name}' must be an array of token ids in [0, ${n})`, undefined, name);
-    }
-    return v as number[];
+    if (!Array.isArray(b.tokens))
+      throw new ApiError(400, "'tokens' must be an array of token ids", undefined, 'tokens');
+    sendJson(c.res, 200, { content: await this.ctx.detokenize(b.tokens as number[]) });
   }
 
   // ---- generation ----
 
-  private requireGenerator(): SlotScheduler {
-    if (!this.scheduler) {
-      throw new ApiError(501, `${this.model.arch.name} is an embedding model: it serves /v1/embeddings only`);
-    }
-    return this.scheduler;
-  }
-
-  /** The request's sampling chain; its grammar or JSON schema is compiled on the untrusted-work worker. */
-  private async sampler(b: oa.Body, nProbs: number, signal: AbortSignal): Promise<SamplerChain> {
-    const params = oa.samplingParams(b, this.nCtxSlot);
-    if (nProbs > 0) params.n_probs = nProbs;
-    delete params.post_sampling_probs;
-    try {
-      const { timeMs, ...limits } = this.opts.grammarLimits ?? {};
-      const compiled = await compileSamplingGrammar(params, {
-        signal,
-        limits,
-        ...(timeMs !== undefined ? { timeMs } : {}),
-      });
-      return createSamplingChain(params, this.model.vocab, compiled);
-    } catch (e) {
-      chatError(e);
+  private requireGenerator(): void {
+    if (!this.generative) {
+      throw new ApiError(501, `${this.modelInfo.desc} is an embedding model: it serves /v1/embeddings only`);
     }
   }
 
-  private submit(params: TaskParams, res: ServerResponse): Task {
-    const sched = this.requireGenerator();
-    if (params.prompt.length === 0) throw new ApiError(400, 'the prompt is empty');
-    if (params.prompt.length >= this.nCtxSlot) {
-      throw new ApiError(
-        400,
-        `the request exceeds the available context size: the prompt is ${params.prompt.length} tokens, a slot holds ${this.nCtxSlot}`,
-      );
+  /**
+   * Sends a request to the engine. Requests beyond the slots and the queue get a 503 at
+   * once; a client that goes away stops its request.
+   */
+  private async submit(
+    options: LlamaCompletionOptions,
+    res: ServerResponse,
+    onToken?: (t: LlamaCompletionToken) => void,
+  ): Promise<{ done: Promise<LlamaCompletionResult> }> {
+    if (this.inFlight >= this.parallel + this.maxQueue) {
+      this.metrics.rejected++;
+      throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
     }
-    let task: Task;
+    this.inFlight++;
+    let req: Awaited<ReturnType<LlamaContext['parallel']['completion']>>;
     try {
-      task = sched.submit(params);
+      req = await this.ctx.parallel.completion(options, onToken && ((_id, t) => onToken(t)));
     } catch (e) {
-      if (e instanceof QueueFullError) {
-        this.metrics.rejected++;
-        throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
-      }
+      this.inFlight--;
       throw e;
     }
-    // the client went away (socket closed before the answer ended): drop the task at once
+    let cancelled = false;
+    // the client went away (socket closed before the answer ended): stop the request at once
     res.on('close', () => {
-      if (!res.writableFinished) task.cancel();
+      if (res.writableFinished) return;
+      cancelled = true;
+      this.metrics.cancelled++;
+      req.stop();
     });
-    return task;
-  }
-
-  private encodePrompt(text: string): number[] {
-    const v = this.model.vocab;
-    const t = v.encode(text, { addSpecial: true, parseSpecial: true });
-    // a template that writes the BOS text itself: keep one
-    if (t.length > 1 && v.addBos && t[0] === t[1] && t[0] === v.bos) t.shift();
-    return t;
+    const done = req.promise.then(
+      (r) => {
+        this.inFlight--;
+        this.metrics.onRequestDone(r.timings);
+        return r;
+      },
+      (e) => {
+        this.inFlight--;
+        throw cancelled ? new Cancelled() : e;
+      },
+    );
+    done.catch(() => {});
+    return { done };
   }
 
   private async chat(c: RequestContext): Promise<void> {
@@ -370,108 +341,60 @@ export class LlamaServer {
       throw new ApiError(400, "'messages' must be a non-empty array", undefined, 'messages');
     }
     this.requireGenerator();
-    const tools = Array.isArray(b.tools) && b.tools.length > 0 ? (b.tools as Tool[]) : undefined;
     if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) {
       throw new ApiError(400, "'tools' must be an array", undefined, 'tools');
     }
-    const useTools = tools !== undefined && b.tool_choice !== 'none';
-    const signal = disconnectSignal(c.res);
-    let formatted: FormattedChatResult;
-    try {
-      formatted = await formatChatOnWorker(
-        this.templates!,
-        b.messages as ChatMessage[],
-        undefined,
-        {
-          jinja: true,
-          ...(useTools ? { tools } : {}),
-          ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
-          ...(typeof b.parallel_tool_calls === 'boolean' ? { parallel_tool_calls: b.parallel_tool_calls } : {}),
-          ...(typeof b.chat_template_kwargs === 'object' && b.chat_template_kwargs !== null
-            ? { chat_template_kwargs: b.chat_template_kwargs as Record<string, unknown> }
-            : {}),
-          add_generation_prompt: true,
-          ...(this.opts.templateLimits ? { limits: this.opts.templateLimits } : {}),
-        },
-        { signal },
-      );
-    } catch (e) {
-      if (signal.aborted) return;
-      chatError(e);
-    }
+    const useTools = Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none';
     const nProbs = oa.chatLogprobs(b);
-    const stop = [...oa.stopStrings(b), ...(formatted.additional_stops ?? [])];
-    const prompt = this.encodePrompt(formatted.prompt);
+    const options = oa.generationOptions({ ...b, prompt: undefined }, nProbs);
     const stream = b.stream === true;
     const includeUsage =
       typeof b.stream_options === 'object' && (b.stream_options as oa.Body | null)?.include_usage === true;
     const id = oa.newId('chatcmpl');
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
-    let sampler: SamplerChain;
-    try {
-      sampler = await this.sampler(b, nProbs, signal);
-    } catch (e) {
-      if (signal.aborted) return;
-      throw e;
-    }
-    const parse = (text: string) => {
-      if (!useTools) return { content: text, tool_calls: [] };
-      const fmt = formatted.chat_format ?? 0;
-      return fmt !== 0 ? parseChatOutput(text, fmt) : parseToolCalls(text, 'generic');
-    };
     const res = c.res;
-    const sse = stream ? new SseWriter(res) : undefined;
+    // the stream opens with its first chunk, so an error before it is a plain HTTP error
+    const sse = stream
+      ? new SseWriter(res, () => oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null))
+      : undefined;
     const onToken =
       sse &&
-      ((ev: TokenEvent) => {
+      ((ev: LlamaCompletionToken) => {
         // with tools the reply is parsed whole at the end
         if (useTools) return;
-        const extra =
-          nProbs >= 0 && ev.probs ? { logprobs: { content: oa.chatLogprobContent(this.model.vocab, [ev.probs]) } } : {};
-        if (ev.text || ev.probs) sse.send(oa.chatChunk(id, model, created, { content: ev.text }, null, extra));
+        const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
+        sse.send(oa.chatChunk(id, model, created, { content: ev.token }, null, extra));
       });
-    const task = this.submit(
-      {
-        prompt,
-        nPredict: oa.nPredict(b),
-        sampler,
-        stop,
-        nProbs,
-        postSamplingProbs: b.post_sampling_probs === true,
-        ...(onToken ? { onToken } : {}),
-      },
-      res,
-    );
+    const { done } = await this.submit(options, res, onToken);
     if (sse) {
-      sse.open();
-      sse.send(oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null));
       try {
-        const r = await task.done;
-        const parsed = parse(r.text);
-        const calls = parsed.tool_calls;
-        if (useTools && (parsed.content || calls.length > 0)) {
-          const delta: Record<string, unknown> = { content: parsed.content || null };
+        const r = await done;
+        const calls = r.tool_calls ?? [];
+        if (useTools && (r.content || calls.length > 0)) {
+          const delta: Record<string, unknown> = { content: r.content || null };
           if (calls.length > 0) delta.tool_calls = calls.map((t, index) => ({ index, ...t }));
           sse.send(oa.chatChunk(id, model, created, delta, null));
         }
         const u = oa.usage(r);
-        const final = oa.chatChunk(id, model, created, {}, oa.chatFinishReason(r.finishReason, calls.length > 0));
+        const final = oa.chatChunk(id, model, created, {}, oa.chatFinishReason(oa.finishReason(r), calls.length > 0));
         sse.send({ ...(final as object), usage: u, timings: oa.timings(r) });
         if (includeUsage) sse.send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: u });
         sse.done();
       } catch (e) {
-        sse.fail(e);
+        if (e instanceof Cancelled) return;
+        if (!sse.opened) throw e;
+        sse.fail(apiError(e));
       }
       return;
     }
-    const r = await this.await(task);
+    const r = await this.await(done);
     if (!r) return;
-    const parsed = parse(r.text);
-    const message: Record<string, unknown> = { role: 'assistant', content: parsed.content };
-    if (parsed.tool_calls.length > 0) {
-      message.tool_calls = parsed.tool_calls;
-      if (!parsed.content) message.content = null;
+    const calls = r.tool_calls ?? [];
+    const message: Record<string, unknown> = { role: 'assistant', content: r.content ?? r.text };
+    if (calls.length > 0) {
+      message.tool_calls = calls;
+      if (!r.content) message.content = null;
     }
     sendJson(res, 200, {
       id,
@@ -483,8 +406,8 @@ export class LlamaServer {
         {
           index: 0,
           message,
-          logprobs: nProbs >= 0 ? { content: oa.chatLogprobContent(this.model.vocab, r.probs) } : null,
-          finish_reason: oa.chatFinishReason(r.finishReason, parsed.tool_calls.length > 0),
+          logprobs: r.logprobs ? { content: oa.chatLogprobContent(r.logprobs) } : null,
+          finish_reason: oa.chatFinishReason(oa.finishReason(r), calls.length > 0),
         },
       ],
       usage: oa.usage(r),
@@ -492,12 +415,12 @@ export class LlamaServer {
     });
   }
 
-  /** The task's result, or undefined when the client went away (nothing to answer). */
-  private async await(task: Task) {
+  /** The request's result, or undefined when the client went away (nothing to answer). */
+  private async await(done: Promise<LlamaCompletionResult>): Promise<LlamaCompletionResult | undefined> {
     try {
-      return await task.done;
+      return await done;
     } catch (e) {
-      if (task.cancelled) return undefined;
+      if (e instanceof Cancelled) return undefined;
       throw e;
     }
   }
@@ -506,65 +429,46 @@ export class LlamaServer {
     const b = oa.asObject(c.body);
     oa.checkN(b);
     this.requireGenerator();
-    const p = oa.completionPrompt(b);
-    const prompt = typeof p === 'string' ? this.encodePrompt(p) : this.checkTokens(p, 'prompt');
+    const prompt = oa.completionPrompt(b);
     const nProbs = oa.completionLogprobs(b);
-    const stop = oa.stopStrings(b);
+    const options = oa.generationOptions({ ...b, prompt: undefined, messages: undefined }, nProbs);
+    options.prompt = prompt;
     const stream = b.stream === true;
     const includeUsage =
       typeof b.stream_options === 'object' && (b.stream_options as oa.Body | null)?.include_usage === true;
     const id = oa.newId('cmpl');
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
-    const signal = disconnectSignal(c.res);
-    let sampler: SamplerChain;
-    try {
-      sampler = await this.sampler(b, nProbs, signal);
-    } catch (e) {
-      if (signal.aborted) return;
-      throw e;
-    }
     const res = c.res;
     const sse = stream ? new SseWriter(res) : undefined;
     let offset = 0;
     const onToken =
       sse &&
-      ((ev: TokenEvent) => {
-        if (!ev.text && !ev.probs) return;
-        const lp = nProbs >= 0 && ev.probs ? oa.completionLogprobObject(this.model.vocab, [ev.probs], offset) : null;
-        offset += ev.text.length;
-        sse.send(oa.completionChunk(id, model, created, ev.text, null, lp));
+      ((ev: LlamaCompletionToken) => {
+        const lp = ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
+        offset += ev.token.length;
+        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp));
       });
-    const task = this.submit(
-      {
-        prompt,
-        nPredict: oa.nPredict(b),
-        sampler,
-        stop,
-        nProbs,
-        postSamplingProbs: b.post_sampling_probs === true,
-        ...(onToken ? { onToken } : {}),
-      },
-      res,
-    );
+    const { done } = await this.submit(options, res, onToken);
     if (sse) {
-      sse.open();
       try {
-        const r = await task.done;
+        const r = await done;
         const u = oa.usage(r);
         sse.send({
-          ...(oa.completionChunk(id, model, created, '', r.finishReason) as object),
+          ...(oa.completionChunk(id, model, created, '', oa.finishReason(r)) as object),
           usage: u,
           timings: oa.timings(r),
         });
         if (includeUsage) sse.send({ id, object: 'text_completion', created, model, choices: [], usage: u });
         sse.done();
       } catch (e) {
-        sse.fail(e);
+        if (e instanceof Cancelled) return;
+        if (!sse.opened) throw e;
+        sse.fail(apiError(e));
       }
       return;
     }
-    const r = await this.await(task);
+    const r = await this.await(done);
     if (!r) return;
     sendJson(res, 200, {
       id,
@@ -576,12 +480,14 @@ export class LlamaServer {
         {
           text: r.text,
           index: 0,
-          logprobs: nProbs >= 0 ? oa.completionLogprobObject(this.model.vocab, r.probs) : null,
-          finish_reason: r.finishReason,
+          logprobs: r.logprobs ? oa.completionLogprobObject(r.logprobs) : null,
+          finish_reason: oa.finishReason(r),
         },
       ],
       usage: oa.usage(r),
       timings: oa.timings(r),
+      // llama-server's return_tokens: the generated ids
+      ...(r.tokens ? { tokens: r.tokens } : {}),
     });
   }
 
@@ -589,8 +495,7 @@ export class LlamaServer {
 
   private async embeddings(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    const ctx = this.embCtx;
-    if (!ctx) {
+    if (this.generative && !this.opts.embeddings) {
       throw new ApiError(
         501,
         'this server does not serve embeddings: start it with --embeddings or an embedding model',
@@ -601,40 +506,20 @@ export class LlamaServer {
     if (format !== 'float' && format !== 'base64') {
       throw new ApiError(400, "'encoding_format' must be 'float' or 'base64'", undefined, 'encoding_format');
     }
-    const v = this.model.vocab;
-    const lists = inputs.map((x) =>
-      typeof x === 'string' ? v.encode(x, { addSpecial: true, parseSpecial: true }) : this.checkTokens(x, 'input'),
-    );
-    for (const t of lists) {
-      if (t.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
-      if (t.length > ctx.nUbatch) {
-        throw new ApiError(400, `an input is ${t.length} tokens; at most ${ctx.nUbatch} fit`, undefined, 'input');
-      }
-    }
-    // one embedding context, one input at a time
-    const job = this.embQueue.then(async () => {
-      const out: Float32Array[] = [];
-      for (const tokens of lists) {
-        if (c.res.destroyed) throw new Error('cancelled');
-        out.push(
-          await exclusive(async () => {
-            ctx.clearMemory();
-            await ctx.decode({ tokens, logits: tokens.map(() => true) });
-            return l2Normalize(ctx.getEmbeddingsSeq(0));
-          }),
-        );
-      }
-      return out;
-    });
-    this.embQueue = job.catch(() => {});
-    let vectors: Float32Array[];
-    try {
-      vectors = await job;
-    } catch (e) {
+    // one input at a time, in order, on the context's embedding sequence
+    const vectors: Float32Array[] = [];
+    let n = 0;
+    for (const x of inputs) {
       if (c.res.destroyed) return;
-      throw e;
+      if (Array.isArray(x) && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
+      if (typeof x === 'string' && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
+      const { embedding } = await this.ctx.embedding(x, { embd_normalize: 2 });
+      vectors.push(embedding);
+      n +=
+        typeof x === 'string'
+          ? (await this.ctx.tokenize(x, { add_special: true, parse_special: true })).tokens.length
+          : x.length;
     }
-    const n = lists.reduce((s, t) => s + t.length, 0);
     sendJson(c.res, 200, {
       object: 'list',
       model: this.modelId,
@@ -648,11 +533,22 @@ export class LlamaServer {
   }
 }
 
-/** Server-sent events: `data: JSON` per chunk, `data: [DONE]` at the end. */
-class SseWriter {
-  constructor(private readonly res: ServerResponse) {}
+/** A request whose client went away. */
+class Cancelled extends Error {}
 
-  open(): void {
+/** Server-sent events: `data: JSON` per chunk, `data: [DONE]` at the end; headers go with the first chunk. */
+class SseWriter {
+  opened = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    /** The chunk a stream starts with, if any. */
+    private readonly first?: () => unknown,
+  ) {}
+
+  private open(): void {
+    if (this.opened) return;
+    this.opened = true;
     this.res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache',
@@ -660,14 +556,17 @@ class SseWriter {
       'X-Accel-Buffering': 'no',
     });
     this.res.flushHeaders();
+    if (this.first) this.send(this.first());
   }
 
   send(obj: unknown): void {
+    this.open();
     if (!this.res.writable) return;
     this.res.write(`data: ${JSON.stringify(obj)}\n\n`);
   }
 
   done(): void {
+    this.open();
     if (!this.res.writable) return;
     this.res.end('data: [DONE]\n\n');
   }

@@ -16,9 +16,9 @@
 // templates run on a bounded interpreter (template.ts) and grammars have size limits
 // (compile.ts). The worker adds what bounds cannot: another thread, and a kill switch.
 import type { Worker } from 'node:worker_threads';
-import { ChatMessageError } from '../api/chat/messages.js';
-import { type ChatTemplate, ChatTemplateError, type RenderOptions } from '../api/chat/template.js';
-import type { ChatMessage } from '../api/chat/types.js';
+import { ChatMessageError } from '../chat/messages.js';
+import { type ChatTemplate, ChatTemplateError, type RenderOptions } from '../chat/template.js';
+import type { ChatMessage } from '../chat/types.js';
 import { getLogCallback } from '../log.js';
 import type { CompiledGrammar, GrammarLimits, GrammarSource } from '../sampling/grammar/compile.js';
 import { SchemaError } from '../sampling/grammar/json-schema.js';

@@ -2,13 +2,13 @@
 // compilation in one bounded, terminable worker (client.ts). Each thread that asks gets
 // one shared UntrustedWorker (`untrustedWorker()`); the library's engine and the server
 // both go through it.
-import type { ChatTemplates, FormattedChatResult, GetFormattedChatParams } from '../api/chat/format.js';
-import { formatChat } from '../api/chat/format.js';
-import type { JinjaRenderer } from '../api/chat/template.js';
-import type { ChatMessage } from '../api/chat/types.js';
+import type { ChatTemplates, FormattedChatResult, GetFormattedChatParams } from '../chat/format.js';
+import { formatChat } from '../chat/format.js';
+import type { JinjaRenderer } from '../chat/template.js';
+import type { ChatMessage } from '../chat/types.js';
 import { SamplingError } from '../sampling/errors.js';
 import type { CompiledGrammar, GrammarLimits } from '../sampling/grammar/compile.js';
-import { grammarSource, type SamplingParams } from '../sampling/params.js';
+import { type GrammarOptions, grammarSource } from '../sampling/params.js';
 import { type JobOptions, UntrustedWorker } from './client.js';
 
 export {
@@ -51,7 +51,7 @@ export function formatChatOnWorker(
  * naming the option (AbortError and UntrustedBusyError pass through).
  */
 export async function compileSamplingGrammar(
-  params: SamplingParams,
+  params: GrammarOptions,
   job: JobOptions & { worker?: UntrustedWorker; limits?: GrammarLimits; timeMs?: number } = {},
 ): Promise<CompiledGrammar | undefined> {
   const source = grammarSource(params);

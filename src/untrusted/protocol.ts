@@ -1,8 +1,8 @@
 // Messages between an UntrustedWorker (client.ts) and its worker thread (worker.ts). One
 // job runs at a time; the client cancels the running job by storing its id in a shared
 // Int32 the worker polls while rendering, and terminates the worker when it does not stop.
-import type { RenderOptions } from '../api/chat/template.js';
-import type { ChatMessage } from '../api/chat/types.js';
+import type { RenderOptions } from '../chat/template.js';
+import type { ChatMessage } from '../chat/types.js';
 import type { LogLevel } from '../log.js';
 import type { GrammarLimits, GrammarSource } from '../sampling/grammar/compile.js';
 

@@ -4,7 +4,7 @@
 // its limits (TemplateLimits) or when the client raises the cancel flag; the client
 // terminates this thread when a job overruns anyway.
 import { parentPort, workerData } from 'node:worker_threads';
-import { ChatTemplate, ChatTemplateError } from '../api/chat/template.js';
+import { ChatTemplate, ChatTemplateError } from '../chat/template.js';
 import { setLogCallback } from '../log.js';
 import { compileGrammar } from '../sampling/grammar/compile.js';
 import { SchemaError } from '../sampling/grammar/json-schema.js';

@@ -2,9 +2,9 @@
 // template ('jinja', with tools) or the built-in format ('llama-chat'). A model without a
 // template is never Jinja-capable: it gets chatml through the built-in path, whatever
 // `jinja` says (llama.node's snapshot for its template-less test model shows exactly that).
-import type { GGUFFile } from '../../gguf/index.js';
-import { logger } from '../../log.js';
-import type { Vocab } from '../../vocab/index.js';
+import type { GGUFFile } from '../gguf/index.js';
+import { logger } from '../log.js';
+import type { Vocab } from '../vocab/index.js';
 import { extractMedia } from './messages.js';
 import {
   ChatTemplate,

@@ -16,9 +16,9 @@
 // thread, and killing a render, is src/untrusted's job; this file only keeps each render
 // bounded.
 import { Environment, Interpreter, Template } from '@huggingface/jinja';
-import type { GGUFFile } from '../../gguf/index.js';
-import { logger } from '../../log.js';
-import type { Vocab } from '../../vocab/index.js';
+import type { GGUFFile } from '../gguf/index.js';
+import { logger } from '../log.js';
+import type { Vocab } from '../vocab/index.js';
 import { applyBuiltin, type BuiltinFormat, detectBuiltin, isBuiltinFormat } from './builtin.js';
 import { joinTextParts, plainMessages, templateMessages } from './messages.js';
 import { strftime, toDate } from './strftime.js';

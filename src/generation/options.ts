@@ -1,0 +1,1005 @@
+// The one table of completion and sampling options. Each row gives an option's name (the
+// library's, llama.node's), its type, its range or size, its default, and what llama.cpp,
+// OpenAI and llama-server call it. Everything else derives from it:
+//   - the library's option types (`CompletionOptionValues`, in types.ts),
+//   - the runtime checks and their messages (`checkOptions`: OptionError naming the
+//     option and the value, before anything is allocated),
+//   - the sampling chain's settings (`resolveSampling`),
+//   - the server's request mapping (`optionsFromRequest`: OpenAI and llama-server names),
+//   - the CLI's sampling flags (`llamaCpp`: llama.cpp's flag names),
+//   - the option reference in README.md.
+// Sizes are bounded so no request can make the engine allocate without limit (a history
+// of 1e9 tokens, a million sampler letters).
+import type { ChatMessage, Tool } from '../chat/index.js';
+import {
+  DEFAULT_SAMPLERS,
+  DEFAULT_SEED,
+  eogTokens,
+  type LogitBias,
+  type ResolvedSamplingParams,
+  SAMPLER_LETTERS,
+  SAMPLER_NAMES,
+  type SamplerName,
+  SamplingError,
+  type SamplingVocab,
+} from '../sampling/index.js';
+import { OptionError } from './errors.js';
+
+export type OptionKind = 'number' | 'integer' | 'boolean' | 'string' | 'strings' | 'enum' | 'object' | 'custom';
+
+/** The surface an option belongs to. */
+export type OptionGroup = 'prompt' | 'chat' | 'generation' | 'sampling' | 'grammar' | 'output';
+
+export interface OptionSpec {
+  /** The library's name (llama.node's). */
+  readonly name: string;
+  /** Other names the library accepts for it (the first given wins). */
+  readonly aliases?: readonly string[];
+  readonly kind: OptionKind;
+  readonly group: OptionGroup;
+  /** Inclusive bounds of numbers. */
+  readonly min?: number;
+  readonly max?: number;
+  /** Numbers must be above this (exclusive bound). */
+  readonly above?: number;
+  /** Most characters of a string, or most items of an array or keys of an object. */
+  readonly size?: number;
+  /** Most characters of each string of a list. */
+  readonly itemSize?: number;
+  /** The range or size in words, for rows whose kind does not say it (custom checks). */
+  readonly sizeDoc?: string;
+  /** The values an enum takes. */
+  readonly values?: readonly (string | number)[];
+  /** The default (undefined: none, or computed: see `doc`). */
+  readonly default?: unknown;
+  /** llama.cpp's command-line flag (common/arg.cpp), also `llama-ts run`'s. */
+  readonly llamaCpp?: string;
+  /** OpenAI's request field(s) for it (the server maps them). */
+  readonly openai?: readonly string[];
+  /** llama-server's request field for it (the server maps it). */
+  readonly server?: string;
+  /** Not accepted over HTTP (callbacks, signals, library-only switches). */
+  readonly libraryOnly?: boolean;
+  /** A llama-ts extension (neither llama.node nor llama-server has it). */
+  readonly extension?: boolean;
+  readonly doc: string;
+  /** Checks beyond kind and range (shapes of composite values). */
+  readonly check?: (value: unknown, name: string) => void;
+}
+
+/** A row that also carries its TypeScript type (T) and alias names (A), for the derived types. */
+export interface TypedSpec<N extends string, T, A extends string> extends OptionSpec {
+  readonly name: N;
+  readonly __type?: T;
+  readonly __alias?: A;
+}
+
+function row<T>() {
+  return <const N extends string, const A extends readonly string[] = []>(
+    name: N,
+    spec: Omit<OptionSpec, 'name' | 'aliases'> & { aliases?: A },
+  ): TypedSpec<N, T, A[number]> => ({ name, ...spec }) as TypedSpec<N, T, A[number]>;
+}
+
+const I32_MAX = 2147483647;
+/** Token histories (penalties, DRY) look back at most this far. */
+export const MAX_LOOKBACK = 1 << 20;
+
+function fail(name: string, value: unknown, reason: string): never {
+  throw new OptionError(name, value, reason);
+}
+
+function checkStringList(v: unknown, name: string, size: number, itemSize: number, allowString: boolean): void {
+  const list = allowString && typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) {
+    fail(name, v, allowString ? 'must be a string or an array of strings' : 'must be an array of strings');
+  }
+  if (list.length > size) fail(name, v, `must have at most ${size} items (got ${list.length})`);
+  for (const s of list) {
+    if (s.length > itemSize) fail(name, v, `each string must be at most ${itemSize} characters (one has ${s.length})`);
+  }
+}
+
+// ---- composite checks ----
+
+const MAX_BIAS = 100;
+
+function checkBiasValue(name: string, option: unknown, b: unknown): void {
+  if (b === false || b === -Infinity) return;
+  if (typeof b !== 'number' || !Number.isFinite(b) || b < -MAX_BIAS || b > MAX_BIAS) {
+    fail(name, option, `bias ${String(b)} must be a number in [-${MAX_BIAS}, ${MAX_BIAS}] or false (ban)`);
+  }
+}
+
+function checkBiasKey(name: string, option: unknown, k: unknown): void {
+  if (typeof k === 'number') {
+    if (!Number.isInteger(k) || k < 0 || k > I32_MAX) fail(name, option, `token ${k} is not a token id`);
+  } else if (typeof k === 'string') {
+    if (k.length > 256) fail(name, option, 'a text key must be at most 256 characters');
+  } else fail(name, option, 'entries must be [token id or text, bias] pairs');
+}
+
+const LOGIT_BIAS_SIZE = 65536;
+
+function checkLogitBias(v: unknown, name: string): void {
+  if (Array.isArray(v)) {
+    if (v.length > LOGIT_BIAS_SIZE) fail(name, v, `must have at most ${LOGIT_BIAS_SIZE} entries (got ${v.length})`);
+    for (const el of v) {
+      if (!Array.isArray(el) || el.length !== 2) fail(name, v, 'entries must be [token id or text, bias] pairs');
+      checkBiasKey(name, v, el[0]);
+      checkBiasValue(name, v, el[1]);
+    }
+    return;
+  }
+  if (typeof v === 'object' && v !== null) {
+    const entries = Object.entries(v as Record<string, unknown>);
+    if (entries.length > LOGIT_BIAS_SIZE) {
+      fail(name, v, `must have at most ${LOGIT_BIAS_SIZE} entries (got ${entries.length})`);
+    }
+    for (const [k, b] of entries) {
+      checkBiasKey(name, v, k);
+      checkBiasValue(name, v, b);
+    }
+    return;
+  }
+  fail(name, v, 'must be an array of [token, bias] pairs or an object');
+}
+
+function checkSamplers(v: unknown, name: string): void {
+  if (typeof v === 'string') {
+    if (v.length > 64) fail(name, v, `must be at most 64 letters (got ${v.length})`);
+    for (const ch of v) if (!SAMPLER_LETTERS[ch]) fail(name, v, `unknown sampler letter '${ch}' (known: edskypmxt)`);
+    return;
+  }
+  if (!Array.isArray(v)) fail(name, v, 'must be an array of sampler names or a string of letters');
+  if (v.length > 64) fail(name, v, `must have at most 64 names (got ${v.length})`);
+  for (const s of v) {
+    if (typeof s !== 'string' || !SAMPLER_NAMES[s]) {
+      fail(name, v, `unknown sampler ${JSON.stringify(s)} (known: ${DEFAULT_SAMPLERS.join(', ')})`);
+    }
+  }
+}
+
+function checkPrompt(v: unknown, name: string): void {
+  if (typeof v === 'string') {
+    if (v.length > 1 << 26) fail(name, v, `must be at most ${1 << 26} characters`);
+    return;
+  }
+  if (Array.isArray(v)) {
+    if (v.length > 1 << 20) fail(name, v, `must have at most ${1 << 20} token ids`);
+    if (!v.every((t) => Number.isInteger(t) && t >= 0 && t <= I32_MAX)) fail(name, v, 'token ids must be integers ≥ 0');
+    return;
+  }
+  fail(name, v, 'a completion needs a prompt (string, or token ids) or messages (array)');
+}
+
+function checkArray(size: number, what: string) {
+  return (v: unknown, name: string) => {
+    if (!Array.isArray(v)) fail(name, v, `must be an array of ${what}`);
+    if (v.length > size) fail(name, v, `must have at most ${size} items (got ${v.length})`);
+  };
+}
+
+function checkResponseFormat(v: unknown, name: string): void {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(name, v, "must be an object with a 'type'");
+  const t = (v as { type?: unknown }).type;
+  if (t !== 'text' && t !== 'json_object' && t !== 'json_schema') {
+    fail(`${name}.type`, t, "must be 'text', 'json_object' or 'json_schema'");
+  }
+}
+
+function checkSchema(v: unknown, name: string): void {
+  if (typeof v === 'string') {
+    if (v.length > 1 << 20) fail(name, v, `must be at most ${1 << 20} characters of JSON`);
+    return;
+  }
+  if (typeof v !== 'object' && typeof v !== 'boolean') fail(name, v, 'must be a JSON Schema (object or JSON text)');
+}
+
+function checkSignal(v: unknown, name: string): void {
+  if (!(v instanceof AbortSignal)) fail(name, v, 'must be an AbortSignal');
+}
+
+/** The grammar's lazy triggers (accepted for llama.node compatibility; lazy grammars are refused). */
+export interface GrammarTrigger {
+  type?: number;
+  value?: string;
+  word?: string;
+  token?: number;
+  at_start?: boolean;
+}
+
+/** response_format: plain text, any JSON object, or JSON following a schema. */
+export interface CompletionResponseFormat {
+  type: 'text' | 'json_object' | 'json_schema';
+  json_schema?: { strict?: boolean; schema?: Record<string, unknown>; name?: string };
+  /** For 'json_object': an optional schema. */
+  schema?: Record<string, unknown>;
+}
+
+export type LogitBiasOption = [number | string, number | boolean][] | Record<string, number | boolean>;
+
+// ---- the table ----
+
+export const OPTIONS = [
+  // prompt and chat
+  row<string | number[]>()('prompt', {
+    sizeDoc: 'text of ≤ 2^26 chars, or ≤ 2^20 token ids',
+    kind: 'custom',
+    group: 'prompt',
+    check: checkPrompt,
+    llamaCpp: '--prompt',
+    openai: ['prompt'],
+    server: 'prompt',
+    size: 1 << 26,
+    doc: 'The prompt: text (tokenized with BOS, special tokens parsed) or token ids (a llama-server form). Either this or `messages`.',
+  }),
+  row<ChatMessage[]>()('messages', {
+    sizeDoc: '≤ 100000 messages',
+    kind: 'custom',
+    group: 'chat',
+    check: checkArray(100000, 'chat messages'),
+    size: 100000,
+    openai: ['messages'],
+    server: 'messages',
+    doc: "A conversation, formatted with the model's chat template. Messages take `content` (or `text`).",
+  }),
+  row<boolean>()('jinja', {
+    kind: 'boolean',
+    group: 'chat',
+    default: true,
+    libraryOnly: true,
+    doc: 'Use the Jinja chat template (when the model has one).',
+  }),
+  row<string>()('chat_template', {
+    kind: 'string',
+    group: 'chat',
+    size: 1 << 20,
+    libraryOnly: true,
+    llamaCpp: '--chat-template',
+    doc: "A chat template (Jinja text or a built-in format name) replacing the context's for this completion.",
+  }),
+  row<Tool[]>()('tools', {
+    sizeDoc: '≤ 1000 tools',
+    kind: 'custom',
+    group: 'chat',
+    check: checkArray(1000, 'tools'),
+    size: 1000,
+    openai: ['tools'],
+    server: 'tools',
+    doc: 'Tools the model may call (OpenAI function tools); the reply is parsed into `tool_calls`.',
+  }),
+  row<boolean>()('parallel_tool_calls', {
+    kind: 'boolean',
+    group: 'chat',
+    openai: ['parallel_tool_calls'],
+    server: 'parallel_tool_calls',
+    doc: 'Allow several tool calls in one reply (templates that support it).',
+  }),
+  row<string>()('tool_choice', {
+    kind: 'enum',
+    group: 'chat',
+    values: ['auto', 'none', 'required'],
+    openai: ['tool_choice'],
+    server: 'tool_choice',
+    doc: "'none' offers no tools; 'auto' (default) and 'required' are passed to the template.",
+  }),
+  row<boolean>()('enable_thinking', {
+    kind: 'boolean',
+    group: 'chat',
+    server: 'enable_thinking',
+    doc: 'Passed to templates that have a thinking switch.',
+  }),
+  row<Record<string, unknown>>()('chat_template_kwargs', {
+    kind: 'object',
+    group: 'chat',
+    size: 256,
+    server: 'chat_template_kwargs',
+    doc: 'Extra variables for the chat template.',
+  }),
+  row<CompletionResponseFormat>()('response_format', {
+    sizeDoc: "object with type 'text', 'json_object' or 'json_schema'",
+    kind: 'custom',
+    group: 'grammar',
+    check: checkResponseFormat,
+    openai: ['response_format'],
+    server: 'response_format',
+    doc: "Constrain the output to JSON ('json_object') or a JSON Schema ('json_schema').",
+  }),
+
+  // generation
+  row<number>()('n_predict', {
+    kind: 'integer',
+    group: 'generation',
+    aliases: ['max_tokens'],
+    min: -1,
+    max: I32_MAX,
+    default: -1,
+    llamaCpp: '--n-predict',
+    openai: ['max_completion_tokens', 'max_tokens'],
+    server: 'n_predict',
+    doc: 'Tokens to generate; -1: until end of text or a full context.',
+  }),
+  row<number>()('max_length', {
+    kind: 'integer',
+    group: 'generation',
+    min: -1,
+    max: I32_MAX,
+    libraryOnly: true,
+    doc: 'Accepted for llama.node compatibility (no effect).',
+  }),
+  row<number>()('n_keep', {
+    kind: 'integer',
+    group: 'generation',
+    min: -1,
+    max: I32_MAX,
+    default: 0,
+    llamaCpp: '--keep',
+    server: 'n_keep',
+    doc: 'Prompt tokens kept when the context shifts or a prompt is cut (-1: all of the prompt); BOS is always kept.',
+  }),
+  row<string[]>()('stop', {
+    kind: 'strings',
+    group: 'generation',
+    size: 64,
+    itemSize: 4096,
+    default: [],
+    openai: ['stop'],
+    server: 'stop',
+    doc: 'Generation ends before any of these strings (a string or an array); they never reach the streamed text.',
+  }),
+  row<boolean>()('truncate_prompt', {
+    kind: 'boolean',
+    group: 'generation',
+    extension: true,
+    libraryOnly: true,
+    doc: "Cut a prompt longer than the context in the middle (keeping n_keep), as llama.node does; false refuses it (ERR_CONTEXT), as llama-server and llama-cli do. Default: the context's ctx_shift.",
+  }),
+  row<boolean>()('ignore_eos', {
+    kind: 'boolean',
+    group: 'sampling',
+    default: false,
+    llamaCpp: '--ignore-eos',
+    server: 'ignore_eos',
+    doc: 'Keep generating past end-of-generation tokens (they are banned).',
+  }),
+  row<AbortSignal>()('signal', {
+    sizeDoc: 'an AbortSignal',
+    kind: 'custom',
+    group: 'generation',
+    check: checkSignal,
+    libraryOnly: true,
+    doc: 'Stops generation (the result has `interrupted: true`), like stopCompletion().',
+  }),
+
+  // output
+  row<number>()('n_probs', {
+    kind: 'integer',
+    group: 'output',
+    min: 0,
+    max: 100,
+    default: 0,
+    server: 'n_probs',
+    doc: 'Top-N token probabilities per generated token (`completion_probabilities`).',
+  }),
+  row<boolean>()('post_sampling_probs', {
+    kind: 'boolean',
+    group: 'output',
+    default: false,
+    server: 'post_sampling_probs',
+    doc: "Probabilities from the chain's final candidates instead of the raw distribution.",
+  }),
+  row<boolean>()('logprobs', {
+    kind: 'boolean',
+    group: 'output',
+    default: false,
+    extension: true,
+    libraryOnly: true,
+    doc: "Report every generated token with its log-probability and n_probs alternatives in llama-server's shape (`{id, token, bytes, logprob, top_logprobs}`), in events and as the result's `logprobs`.",
+  }),
+  row<boolean>()('return_tokens', {
+    kind: 'boolean',
+    group: 'output',
+    default: false,
+    server: 'return_tokens',
+    doc: 'The result also holds the evaluated prompt (`prompt_tokens`) and the generated token ids (`tokens`).',
+  }),
+  row<number>()('top_logits', {
+    kind: 'integer',
+    group: 'output',
+    min: 0,
+    max: 1000,
+    default: 0,
+    extension: true,
+    libraryOnly: true,
+    doc: 'The result also holds the K highest raw next-token logits after the prompt (`top_logits`: [id, logit] pairs).',
+  }),
+
+  // sampling (llama.cpp's common_params_sampling)
+  row<number>()('temperature', {
+    kind: 'number',
+    group: 'sampling',
+    min: -1e6,
+    max: 1e6,
+    default: 0.8,
+    llamaCpp: '--temp',
+    openai: ['temperature'],
+    server: 'temperature',
+    doc: 'Temperature; ≤ 0: greedy.',
+  }),
+  row<number>()('dynatemp_range', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1e6,
+    default: 0,
+    llamaCpp: '--dynatemp-range',
+    server: 'dynatemp_range',
+    doc: 'Dynamic temperature: ± this range around `temperature`, by entropy; 0: off.',
+  }),
+  row<number>()('dynatemp_exponent', {
+    kind: 'number',
+    group: 'sampling',
+    min: -1e6,
+    max: 1e6,
+    default: 1,
+    llamaCpp: '--dynatemp-exp',
+    server: 'dynatemp_exponent',
+    doc: 'Dynamic temperature exponent.',
+  }),
+  row<number>()('top_k', {
+    kind: 'integer',
+    group: 'sampling',
+    min: -1,
+    max: I32_MAX,
+    default: 40,
+    llamaCpp: '--top-k',
+    server: 'top_k',
+    doc: 'Keep the K most likely tokens; ≤ 0: off.',
+  }),
+  row<number>()('top_p', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1,
+    default: 0.95,
+    llamaCpp: '--top-p',
+    openai: ['top_p'],
+    server: 'top_p',
+    doc: 'Nucleus sampling; 1: off.',
+  }),
+  row<number>()('min_p', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1,
+    default: 0.05,
+    llamaCpp: '--min-p',
+    server: 'min_p',
+    doc: "Drop tokens below this fraction of the best one's probability; 0: off.",
+  }),
+  row<number>()('typical_p', {
+    kind: 'number',
+    group: 'sampling',
+    aliases: ['typ_p'],
+    min: 0,
+    max: 1,
+    default: 1,
+    llamaCpp: '--typical',
+    server: 'typical_p',
+    doc: 'Locally typical sampling; 1: off.',
+  }),
+  row<number>()('top_n_sigma', {
+    kind: 'number',
+    group: 'sampling',
+    min: -1e6,
+    max: 1e6,
+    default: -1,
+    llamaCpp: '--top-nsigma',
+    server: 'top_n_sigma',
+    doc: 'Keep tokens within N standard deviations of the best logit; ≤ 0: off.',
+  }),
+  row<number>()('xtc_probability', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1,
+    default: 0,
+    llamaCpp: '--xtc-probability',
+    server: 'xtc_probability',
+    doc: 'Chance that XTC removes the top tokens; 0: off.',
+  }),
+  row<number>()('xtc_threshold', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1,
+    default: 0.1,
+    llamaCpp: '--xtc-threshold',
+    server: 'xtc_threshold',
+    doc: 'XTC removes tokens above this probability (but the last); above 0.5: off.',
+  }),
+  row<number>()('penalty_last_n', {
+    kind: 'integer',
+    group: 'sampling',
+    aliases: ['repeat_last_n'],
+    min: -1,
+    max: MAX_LOOKBACK,
+    default: 64,
+    llamaCpp: '--repeat-last-n',
+    server: 'repeat_last_n',
+    doc: 'Tokens the penalties look back over; 0: off; -1: the context size.',
+  }),
+  row<number>()('penalty_repeat', {
+    kind: 'number',
+    group: 'sampling',
+    aliases: ['repeat_penalty'],
+    above: 0,
+    max: 1e6,
+    default: 1,
+    llamaCpp: '--repeat-penalty',
+    server: 'repeat_penalty',
+    doc: 'Repetition penalty; 1: off.',
+  }),
+  row<number>()('penalty_freq', {
+    kind: 'number',
+    group: 'sampling',
+    aliases: ['frequency_penalty'],
+    min: -100,
+    max: 100,
+    default: 0,
+    llamaCpp: '--frequency-penalty',
+    openai: ['frequency_penalty'],
+    server: 'frequency_penalty',
+    doc: 'Frequency penalty; 0: off.',
+  }),
+  row<number>()('penalty_present', {
+    kind: 'number',
+    group: 'sampling',
+    aliases: ['presence_penalty'],
+    min: -100,
+    max: 100,
+    default: 0,
+    llamaCpp: '--presence-penalty',
+    openai: ['presence_penalty'],
+    server: 'presence_penalty',
+    doc: 'Presence penalty; 0: off.',
+  }),
+  row<number>()('dry_multiplier', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1e6,
+    default: 0,
+    llamaCpp: '--dry-multiplier',
+    server: 'dry_multiplier',
+    doc: 'DRY repetition penalty strength; 0: off.',
+  }),
+  row<number>()('dry_base', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1e6,
+    default: 1.75,
+    llamaCpp: '--dry-base',
+    server: 'dry_base',
+    doc: "DRY base (values below 1 fall back to 1.75, as llama-server's).",
+  }),
+  row<number>()('dry_allowed_length', {
+    kind: 'integer',
+    group: 'sampling',
+    min: 0,
+    max: MAX_LOOKBACK,
+    default: 2,
+    llamaCpp: '--dry-allowed-length',
+    server: 'dry_allowed_length',
+    doc: 'Repeats up to this length are not penalized by DRY.',
+  }),
+  row<number>()('dry_penalty_last_n', {
+    kind: 'integer',
+    group: 'sampling',
+    min: -1,
+    max: MAX_LOOKBACK,
+    default: -1,
+    llamaCpp: '--dry-penalty-last-n',
+    server: 'dry_penalty_last_n',
+    doc: 'Tokens DRY looks back over; 0: off; -1: the context size.',
+  }),
+  row<string[]>()('dry_sequence_breakers', {
+    kind: 'strings',
+    group: 'sampling',
+    size: 64,
+    itemSize: 256,
+    default: ['\n', ':', '"', '*'],
+    llamaCpp: '--dry-sequence-breaker',
+    server: 'dry_sequence_breakers',
+    doc: 'Texts that end a DRY repeat (a non-empty array).',
+    check: (v, name) => {
+      if ((v as unknown[]).length === 0) fail(name, v, 'must be a non-empty array of strings');
+    },
+  }),
+  row<number>()('mirostat', {
+    kind: 'enum',
+    group: 'sampling',
+    values: [0, 1, 2],
+    default: 0,
+    llamaCpp: '--mirostat',
+    server: 'mirostat',
+    doc: 'Mirostat: 0 off, 1 or 2 (replaces the chain after temperature).',
+  }),
+  row<number>()('mirostat_tau', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1e6,
+    default: 5,
+    llamaCpp: '--mirostat-ent',
+    server: 'mirostat_tau',
+    doc: 'Mirostat target entropy.',
+  }),
+  row<number>()('mirostat_eta', {
+    kind: 'number',
+    group: 'sampling',
+    min: 0,
+    max: 1e6,
+    default: 0.1,
+    llamaCpp: '--mirostat-lr',
+    server: 'mirostat_eta',
+    doc: 'Mirostat learning rate.',
+  }),
+  row<number>()('seed', {
+    kind: 'integer',
+    group: 'sampling',
+    min: -1,
+    max: 0xffffffff,
+    default: -1,
+    llamaCpp: '--seed',
+    openai: ['seed'],
+    server: 'seed',
+    doc: 'Sampling seed, an unsigned 32-bit number; -1 (or 4294967295): random.',
+  }),
+  row<LogitBiasOption>()('logit_bias', {
+    sizeDoc: '≤ 65536 entries; bias in [-100, 100], false or -Infinity; text keys ≤ 256 chars',
+    kind: 'custom',
+    group: 'sampling',
+    check: checkLogitBias,
+    size: LOGIT_BIAS_SIZE,
+    openai: ['logit_bias'],
+    server: 'logit_bias',
+    doc: `[token id or text, bias] pairs or { "id" | "text": bias }: biases in [-${MAX_BIAS}, ${MAX_BIAS}], false (or -Infinity) bans.`,
+  }),
+  row<number>()('min_keep', {
+    kind: 'integer',
+    group: 'sampling',
+    min: 0,
+    max: I32_MAX,
+    default: 0,
+    llamaCpp: '--min-keep',
+    server: 'min_keep',
+    doc: 'Tokens the truncating samplers always keep.',
+  }),
+  row<string[] | string>()('samplers', {
+    sizeDoc: '≤ 64 names, or ≤ 64 letters',
+    kind: 'custom',
+    group: 'sampling',
+    check: checkSamplers,
+    size: 64,
+    default: [...DEFAULT_SAMPLERS],
+    llamaCpp: '--samplers',
+    server: 'samplers',
+    doc: "Step order: names, or llama.cpp's letters (edskypmxt).",
+  }),
+
+  // grammars
+  row<string>()('grammar', {
+    kind: 'string',
+    group: 'grammar',
+    size: 1 << 20,
+    default: '',
+    llamaCpp: '--grammar',
+    server: 'grammar',
+    doc: 'A GBNF grammar the output must follow.',
+  }),
+  row<unknown>()('json_schema', {
+    sizeDoc: 'object, or ≤ 2^20 chars of JSON',
+    kind: 'custom',
+    group: 'grammar',
+    check: checkSchema,
+    llamaCpp: '--json-schema',
+    server: 'json_schema',
+    doc: 'A JSON Schema (object or JSON text) the output must follow.',
+  }),
+  row<boolean>()('grammar_lazy', {
+    kind: 'boolean',
+    group: 'grammar',
+    default: false,
+    server: 'grammar_lazy',
+    doc: 'Lazy grammars (started by triggers) are not supported: true is an error.',
+  }),
+  row<GrammarTrigger[]>()('grammar_triggers', {
+    sizeDoc: '≤ 1000 triggers',
+    kind: 'custom',
+    group: 'grammar',
+    check: checkArray(1000, 'triggers'),
+    size: 1000,
+    libraryOnly: true,
+    doc: 'Accepted for llama.node compatibility (unused).',
+  }),
+  row<string[]>()('preserved_tokens', {
+    kind: 'strings',
+    group: 'grammar',
+    size: 1000,
+    itemSize: 256,
+    libraryOnly: true,
+    doc: 'Accepted for llama.node compatibility (unused).',
+  }),
+] as const;
+
+type Row = (typeof OPTIONS)[number];
+
+/** The option values the table describes, by library name and alias (all optional). */
+export type CompletionOptionValues = { [S in Row as S['name']]?: NonNullable<S['__type']> } & {
+  [S in Row as NonNullable<S['__alias']>]?: NonNullable<S['__type']>;
+};
+
+export type OptionName = Row['name'];
+
+export const OPTION_BY_NAME: ReadonlyMap<string, OptionSpec> = new Map(OPTIONS.map((s) => [s.name, s]));
+
+function rangeText(s: OptionSpec): string {
+  const lo = s.above !== undefined ? `(${s.above}` : s.min !== undefined ? `[${s.min}` : '(-Infinity';
+  const hi = s.max !== undefined ? `${s.max}]` : 'Infinity)';
+  return `${lo}, ${hi}`;
+}
+
+/** Checks one value against its row; `name` is the name the caller used. Throws OptionError. */
+export function checkValue(s: OptionSpec, value: unknown, name = s.name): void {
+  if (value === undefined || value === null) return;
+  switch (s.kind) {
+    case 'number':
+    case 'integer': {
+      const what = s.kind === 'integer' ? 'an integer' : 'a number';
+      if (typeof value !== 'number' || Number.isNaN(value)) fail(name, value, `must be ${what} in ${rangeText(s)}`);
+      if (!Number.isFinite(value)) fail(name, value, `must be a finite number in ${rangeText(s)}`);
+      if (s.kind === 'integer' && !Number.isInteger(value)) fail(name, value, `must be an integer in ${rangeText(s)}`);
+      if ((s.min !== undefined && value < s.min) || (s.max !== undefined && value > s.max)) {
+        fail(name, value, `must be ${what} in ${rangeText(s)}`);
+      }
+      if (s.above !== undefined && !(value > s.above)) fail(name, value, `must be ${what} in ${rangeText(s)}`);
+      break;
+    }
+    case 'boolean':
+      if (typeof value !== 'boolean') fail(name, value, 'must be true or false');
+      break;
+    case 'string':
+      if (typeof value !== 'string') fail(name, value, 'must be a string');
+      if (s.size !== undefined && value.length > s.size) {
+        fail(name, value, `must be at most ${s.size} characters (got ${value.length})`);
+      }
+      break;
+    case 'strings':
+      checkStringList(value, name, s.size ?? 1024, s.itemSize ?? 4096, s.name === 'stop');
+      break;
+    case 'enum':
+      if (!s.values!.includes(value as string | number)) {
+        fail(name, value, `must be one of ${s.values!.map((x) => JSON.stringify(x)).join(', ')}`);
+      }
+      break;
+    case 'object':
+      if (typeof value !== 'object' || Array.isArray(value)) fail(name, value, 'must be an object');
+      if (s.size !== undefined && Object.keys(value).length > s.size) {
+        fail(name, value, `must have at most ${s.size} keys`);
+      }
+      break;
+    case 'custom':
+      break;
+  }
+  s.check?.(value, name);
+}
+
+/** The value of an option under its name or an alias (the first given), with the name used. */
+export function optionValue(o: Readonly<Record<string, unknown>>, s: OptionSpec): [string, unknown] {
+  const v = o[s.name];
+  if (v !== undefined && v !== null) return [s.name, v];
+  for (const a of s.aliases ?? []) {
+    const x = o[a];
+    if (x !== undefined && x !== null) return [a, x];
+  }
+  return [s.name, undefined];
+}
+
+/** Checks every option the table knows (others are ignored, as llama.node ignores them). Throws OptionError. */
+export function checkOptions(o: unknown): asserts o is CompletionOptionValues {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) fail('options', o, 'must be an object');
+  const r = o as Record<string, unknown>;
+  for (const s of OPTIONS) {
+    const [name, v] = optionValue(r, s);
+    checkValue(s, v, name);
+  }
+}
+
+/** An option's value (after checkOptions), or its default. */
+export function get<T>(o: Readonly<Record<string, unknown>>, name: OptionName): T {
+  const s = OPTION_BY_NAME.get(name)!;
+  const [, v] = optionValue(o, s);
+  return (v === undefined ? s.default : v) as T;
+}
+
+// ---- sampling settings ----
+
+function samplerOrder(v: string | readonly string[]): SamplerName[] {
+  if (typeof v === 'string') return Array.from(v, (ch) => SAMPLER_LETTERS[ch]!);
+  return v.map((n) => SAMPLER_NAMES[n]!);
+}
+
+function logitBiasEntries(v: LogitBiasOption | undefined, vocab: SamplingVocab | undefined): LogitBias[] {
+  if (v === undefined) return [];
+  const out: LogitBias[] = [];
+  const add = (key: number | string, b: number | boolean) => {
+    const bias = b === false ? -Infinity : (b as number);
+    if (typeof key === 'number') {
+      if (vocab && key >= vocab.nTokens) {
+        throw new OptionError('logit_bias', v, `token ${key} is not a token id (0..${vocab.nTokens - 1})`);
+      }
+      out.push({ token: key, bias });
+      return;
+    }
+    if (!vocab) throw new OptionError('logit_bias', v, 'biasing text needs a vocabulary');
+    for (const token of vocab.encode(key, { addSpecial: false, parseSpecial: false })) out.push({ token, bias });
+  };
+  if (Array.isArray(v)) for (const [k, b] of v) add(k, b);
+  else for (const [k, b] of Object.entries(v)) add(/^\s*[+-]?\d+$/.test(k) ? Number(k) : k, b);
+  return out;
+}
+
+/**
+ * The sampling chain's settings from checked options (checkOptions first), with the
+ * table's defaults. `vocab` resolves text in logit_bias and ignore_eos's tokens; `nCtx`
+ * is what -1 means for penalty_last_n and dry_penalty_last_n.
+ */
+export function resolveSampling(
+  o: Readonly<Record<string, unknown>>,
+  vocab?: SamplingVocab,
+  nCtx?: number,
+): ResolvedSamplingParams {
+  const g = <T>(n: OptionName) => get<T>(o, n);
+  const grammar = g<string>('grammar');
+  const schema = g<unknown>('json_schema');
+  if (schema !== undefined && grammar !== '') {
+    throw new OptionError('json_schema', schema, 'either json_schema or grammar can be given, not both');
+  }
+  if (g<boolean>('grammar_lazy')) {
+    throw new OptionError('grammar_lazy', true, 'lazy grammars (triggered by words or tokens) are not supported');
+  }
+  const bias = logitBiasEntries(g<LogitBiasOption | undefined>('logit_bias'), vocab);
+  const ignoreEos = g<boolean>('ignore_eos');
+  if (ignoreEos) {
+    if (!vocab) throw new OptionError('ignore_eos', true, 'needs a vocabulary (to know the end-of-generation tokens)');
+    for (const token of eogTokens(vocab)) bias.push({ token, bias: -Infinity });
+  }
+  const dryBase = g<number>('dry_base');
+  const seed = g<number>('seed');
+  return {
+    temperature: g('temperature'),
+    dynatemp_range: g('dynatemp_range'),
+    dynatemp_exponent: g('dynatemp_exponent'),
+    top_k: g('top_k'),
+    top_p: g('top_p'),
+    min_p: g('min_p'),
+    typical_p: g('typical_p'),
+    top_n_sigma: g('top_n_sigma'),
+    xtc_probability: g('xtc_probability'),
+    xtc_threshold: g('xtc_threshold'),
+    penalty_last_n: g('penalty_last_n'),
+    penalty_repeat: g('penalty_repeat'),
+    penalty_freq: g('penalty_freq'),
+    penalty_present: g('penalty_present'),
+    dry_multiplier: g('dry_multiplier'),
+    dry_base: dryBase < 1 ? 1.75 : dryBase,
+    dry_allowed_length: g('dry_allowed_length'),
+    dry_penalty_last_n: g('dry_penalty_last_n'),
+    dry_sequence_breakers: [...g<string[]>('dry_sequence_breakers')],
+    mirostat: g<0 | 1 | 2>('mirostat'),
+    mirostat_tau: g('mirostat_tau'),
+    mirostat_eta: g('mirostat_eta'),
+    seed: seed < 0 ? DEFAULT_SEED : seed >>> 0,
+    logit_bias: bias,
+    ignore_eos: ignoreEos,
+    grammar,
+    json_schema: schema,
+    n_probs: g('n_probs'),
+    post_sampling_probs: g('post_sampling_probs'),
+    min_keep: g('min_keep'),
+    samplers: samplerOrder(g<string | string[]>('samplers')),
+    n_ctx: nCtx,
+  };
+}
+
+/** The JSON Schema a response_format asks for, or undefined for plain text (after checkOptions). */
+export function responseFormatSchema(rf: CompletionResponseFormat | undefined): unknown {
+  if (rf === undefined || rf === null) return undefined;
+  switch (rf.type) {
+    case 'text':
+      return undefined;
+    case 'json_object':
+      return rf.schema ?? {};
+    case 'json_schema': {
+      const s = rf.json_schema?.schema ?? rf.schema;
+      if (s === undefined || s === null) {
+        throw new OptionError('response_format', rf, 'json_schema.schema is required');
+      }
+      return s;
+    }
+  }
+}
+
+// ---- the server's names ----
+
+/**
+ * A request body's options under their library names: every row's llama-server and
+ * OpenAI fields (the first present wins; library-only rows are not read). Fields the
+ * table does not know are left out. Values are checked: OptionError names the field as
+ * the client spelled it.
+ */
+export function optionsFromRequest(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const s of OPTIONS as readonly OptionSpec[]) {
+    if (s.libraryOnly) continue;
+    const names = [...(s.openai ?? []), ...(s.server ? [s.server] : [])];
+    for (const n of names) {
+      const v = body[n];
+      if (v === undefined || v === null) continue;
+      checkValue(s, v, n);
+      out[s.name] = v;
+      break;
+    }
+  }
+  return out;
+}
+
+/** Is this a sampling error (a bad option value found while building the chain)? */
+export function isOptionFailure(e: unknown): e is OptionError | SamplingError {
+  return e instanceof OptionError || e instanceof SamplingError;
+}
+
+// ---- the reference in README.md ----
+
+function rangeCell(s: OptionSpec): string {
+  switch (s.kind) {
+    case 'number':
+    case 'integer':
+      return `${s.kind === 'integer' ? 'integer ' : ''}${rangeText(s)}`;
+    case 'boolean':
+      return 'true / false';
+    case 'enum':
+      return s.values!.map((v) => JSON.stringify(v)).join(', ');
+    case 'string':
+      return `≤ ${s.size} chars`;
+    case 'strings':
+      return `≤ ${s.size} strings of ≤ ${s.itemSize} chars`;
+    case 'object':
+      return `object, ≤ ${s.size} keys`;
+    case 'custom':
+      return s.sizeDoc ?? '';
+  }
+}
+
+/** The option table as README.md shows it (a test keeps the two the same). */
+export function optionsMarkdown(): string {
+  const esc = (t: string) => t.replace(/\|/g, '\\|');
+  const lines = [
+    '| option (aliases) | range / size | default | llama.cpp | OpenAI / llama-server | what it does |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const s of OPTIONS as readonly OptionSpec[]) {
+    const name = `\`${s.name}\`${s.aliases?.length ? ` (${s.aliases.map((a) => `\`${a}\``).join(', ')})` : ''}`;
+    const def = s.default === undefined ? '' : `\`${JSON.stringify(s.default)}\``;
+    const http = s.libraryOnly
+      ? 'library only'
+      : [...new Set([...(s.openai ?? []), ...(s.server ? [s.server] : [])])].map((n) => `\`${n}\``).join(', ');
+    const flag = s.llamaCpp ? `\`${s.llamaCpp}\`` : '';
+    const doc = `${s.extension ? '(llama-ts) ' : ''}${s.doc}`;
+    lines.push(`| ${name} | ${esc(rangeCell(s))} | ${esc(def)} | ${flag} | ${http} | ${esc(doc)} |`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,83 @@
+// What a generation unit takes and gives, in @fugood/llama.node's shapes (the library's
+// public types re-export these). The options come from the one table (options.ts).
+import type { ToolCall } from '../chat/index.js';
+import type { CompletionProbability as ServerProbability } from '../sampling/index.js';
+import type { CompletionOptionValues } from './options.js';
+
+/** Completion options: every row of the option table, by its library name and aliases. */
+export type LlamaCompletionOptions = CompletionOptionValues;
+
+/** One token's probability (llama.node's shape). */
+export interface TokenProbability {
+  tok_str: string;
+  prob: number;
+}
+
+/** A generated piece of text with the top-N candidates at its position (llama.node's shape). */
+export interface CompletionProbability {
+  content: string;
+  probs: TokenProbability[];
+}
+
+/** A token's log-probability and alternatives in llama-server's (and OpenAI's) shape. */
+export type TokenLogprob = ServerProbability;
+
+export interface LlamaCompletionTimings {
+  prompt_n: number;
+  prompt_ms: number;
+  prompt_per_token_ms: number;
+  prompt_per_second: number;
+  predicted_n: number;
+  predicted_ms: number;
+  predicted_per_token_ms: number;
+  predicted_per_second: number;
+}
+
+export interface LlamaCompletionResult {
+  /** The generated text (stop strings excluded). */
+  text: string;
+  /** With messages: the text without tool calls. */
+  content?: string;
+  /** With tools: the calls parsed from the text. */
+  tool_calls?: ToolCall[];
+  /** The chat format the reply was parsed with (0: content only). */
+  chat_format: number;
+  /** Tokens sampled (an end-of-generation token counts). */
+  tokens_predicted: number;
+  /** Prompt tokens (after truncation). */
+  tokens_evaluated: number;
+  /** Prompt tokens reused from the cache (not evaluated again). */
+  tokens_cached: number;
+  /** The prompt did not fit the context and was cut. */
+  truncated: boolean;
+  stopped_eos: boolean;
+  /** A stop string ended generation (`stopping_word`). */
+  stopped_word: boolean;
+  /** n_predict (or the context, with n_predict -1) ended generation. */
+  stopped_limit: boolean;
+  stopping_word: string;
+  /** The context filled up and could not shift. */
+  context_full: boolean;
+  /** stopCompletion(), the signal or a parallel request's stop() ended generation. */
+  interrupted: boolean;
+  /** Later llama.node names of stopped_word / stopped_limit. */
+  stopped_words: boolean;
+  stopped_limited: boolean;
+  completion_probabilities?: CompletionProbability[];
+  /** With `logprobs`: every generated token (end of generation excluded), llama-server's shape. */
+  logprobs?: TokenLogprob[];
+  /** With `return_tokens`: the prompt as evaluated (after truncation) and the generated ids. */
+  prompt_tokens?: number[];
+  tokens?: number[];
+  /** With `top_logits`: the K highest raw next-token logits after the prompt, [id, logit]. */
+  top_logits?: [number, number][];
+  timings: LlamaCompletionTimings;
+}
+
+/** What onToken receives: text in order; concatenated it is the result's `text`. */
+export interface LlamaCompletionToken {
+  token: string;
+  completion_probabilities?: CompletionProbability[];
+  /** With `logprobs`: the tokens this text came from (llama-server's shape). */
+  logprobs?: TokenLogprob[];
+}
