@@ -18,7 +18,10 @@ export {
   checkValue,
   type GrammarTrigger,
   type LogitBiasOption,
+  type LoraScale,
+  MAX_DRAFT,
   MAX_LOOKBACK,
+  MAX_LORA,
   OPTION_BY_NAME,
   OPTIONS,
   type OptionGroup,
@@ -45,6 +48,7 @@ export {
   topLogits,
   type UnitEnvironment,
   type UnitHooks,
+  type UnitSettings,
   type UnitState,
 } from './unit.js';
 

@@ -5,9 +5,10 @@
 // sampling and stop strings (src/generation). Endpoints on node:http (http.ts), shapes
 // in openai.ts.
 //
-//   GET  /health /v1/health /v1/models /models /metrics
+//   GET  /health /v1/health /v1/models /models /metrics /lora-adapters
 //   POST /v1/chat/completions /chat/completions /v1/completions /completions
-//        /v1/embeddings /embeddings /tokenize /detokenize
+//        /v1/embeddings /embeddings /tokenize /detokenize /lora-adapters
+//        /v1/rerank /rerank /v1/reranking /reranking
 import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
@@ -30,6 +31,9 @@ import { Metrics } from './metrics.js';
 import * as oa from './openai.js';
 
 const log = logger('server');
+
+/** Documents one /v1/rerank request may hold. */
+const MAX_RERANK_DOCUMENTS = 10000;
 
 export interface ServerOptions {
   /** Path of the GGUF model. */
@@ -70,6 +74,16 @@ export interface ServerOptions {
   grammarLimits?: GrammarLimits & { timeMs?: number };
   /** Shift a slot's context when it fills, as the library does (a prompt longer than a slot is refused, as llama-server's). Default true. */
   ctxShift?: boolean;
+  /** LoRA adapters applied to every request (unless it names its own scales: `lora: [{ id, scale }]`). */
+  lora?: { path: string; scaled: number }[];
+  /** Speculative decoding: a draft model, or n-gram lookup ('ngram'), and llama-server's draft settings. */
+  modelDraft?: string;
+  specType?: 'draft' | 'ngram';
+  draftMax?: number;
+  draftMin?: number;
+  draftPMin?: number;
+  /** Serve /v1/rerank (llama-server's --reranking); a model whose pooling_type is rank serves it anyway. */
+  reranking?: boolean;
 }
 
 /** A library error as an HTTP error: bad options and requests that do not fit are the client's (400). */
@@ -85,8 +99,8 @@ function apiError(e: unknown): unknown {
   return e;
 }
 
-/** From the GGUF header: the training context (0 when it does not say) and whether the model generates. */
-function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
+/** From the GGUF header: the training context (0 when it does not say), whether the model generates, whether it ranks. */
+function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ranks: boolean } {
   const f = openGGUF(path);
   try {
     const arch = f.architecture;
@@ -95,7 +109,11 @@ function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
     try {
       generative = architecture(arch, path).usesKVCache;
     } catch {}
-    return { nCtxTrain: f.getInt(`${arch}.context_length`, 0), generative };
+    return {
+      nCtxTrain: f.getInt(`${arch}.context_length`, 0),
+      generative,
+      ranks: f.getInt(`${arch}.pooling_type`, -1) === 4,
+    };
   } finally {
     f.close();
   }
@@ -120,6 +138,8 @@ export class LlamaServer {
     readonly opts: ServerOptions,
     private readonly generative: boolean,
     nCtxSlot: number,
+    /** /v1/rerank is served. */
+    readonly reranking: boolean,
   ) {
     this.modelId = opts.alias ?? basename(opts.model);
     this.parallel = opts.parallel ?? 4;
@@ -134,7 +154,7 @@ export class LlamaServer {
       throw new Error('the API key must not be empty (leave it out to serve without a key)');
     }
     const parallel = opts.parallel ?? 4;
-    const { nCtxTrain, generative } = modelFacts(opts.model);
+    const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
     const train = nCtxTrain || 4096;
     const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
     const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
@@ -151,11 +171,20 @@ export class LlamaServer {
       // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
       ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
       ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
+      ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
+      ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
+      ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
+      ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
+      ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
+      ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
+      ...(ranks ? { pooling_type: 'rank' as const } : {}),
     });
     let s: LlamaServer;
     try {
+      // --reranking with a model that cannot rank fails here, not on the first request
+      if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
       if (generative) await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
-      s = new LlamaServer(ctx, opts, generative, nCtxSlot);
+      s = new LlamaServer(ctx, opts, generative, nCtxSlot, ranks || opts.reranking === true);
       s.http = createHttpServer(s.routes(), {
         apiKey: opts.apiKey,
         cors: opts.cors,
@@ -220,7 +249,93 @@ export class LlamaServer {
     add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
     add('POST', ['/detokenize'], (c) => this.detokenize(c));
+    add('POST', ['/v1/rerank', '/rerank', '/v1/reranking', '/reranking'], (c) => this.rerank(c));
+    add('GET', ['/lora-adapters'], (c) => this.loraAdapters(c));
+    add('POST', ['/lora-adapters'], (c) => this.setLoraAdapters(c));
     return r;
+  }
+
+  // ---- LoRA adapters (llama-server's /lora-adapters) ----
+
+  private loraAdapters(c: RequestContext): void {
+    sendJson(
+      c.res,
+      200,
+      this.ctx.getLoadedLoraAdapters().map((a, id) => ({ id, path: a.path, scale: a.scaled })),
+    );
+  }
+
+  /** [{ id, scale }]: the adapters' scales from now on (adapters left out: 0), as llama-server. */
+  private async setLoraAdapters(c: RequestContext): Promise<void> {
+    const loaded = this.ctx.getLoadedLoraAdapters();
+    const body = c.body;
+    if (!Array.isArray(body)) throw new ApiError(400, 'the body must be an array of { id, scale }', undefined, 'lora');
+    const scales = new Map<number, number>();
+    for (const e of body) {
+      const id = (e as { id?: unknown } | null)?.id;
+      const scale = (e as { scale?: unknown } | null)?.scale;
+      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= loaded.length) {
+        throw new ApiError(
+          400,
+          `no LoRA adapter ${JSON.stringify(id)} (the server has ${loaded.length})`,
+          undefined,
+          'id',
+        );
+      }
+      if (typeof scale !== 'number' || !Number.isFinite(scale)) {
+        throw new ApiError(400, `the scale of adapter ${id} must be a number`, undefined, 'scale');
+      }
+      scales.set(id, scale);
+    }
+    await this.ctx.applyLoraAdapters(loaded.map((a, id) => ({ path: a.path, scaled: scales.get(id) ?? 0 })));
+    sendJson(c.res, 200, { success: true });
+  }
+
+  // ---- reranking (llama-server's /v1/rerank: Jina's shape) ----
+
+  private async rerank(c: RequestContext): Promise<void> {
+    if (!this.reranking) {
+      throw new ApiError(
+        501,
+        'this server does not serve reranking: start it with a reranker model (pooling_type rank) or --reranking',
+      );
+    }
+    const b = oa.asObject(c.body);
+    if (typeof b.query !== 'string') throw new ApiError(400, "'query' must be a string", undefined, 'query');
+    const raw = b.documents ?? b.texts;
+    if (!Array.isArray(raw) || raw.length === 0) {
+      throw new ApiError(400, "'documents' must be a non-empty array of strings", undefined, 'documents');
+    }
+    if (raw.length > MAX_RERANK_DOCUMENTS) {
+      throw new ApiError(400, `'documents' may hold at most ${MAX_RERANK_DOCUMENTS} documents`, undefined, 'documents');
+    }
+    const documents = raw.map((d, i) => {
+      const text = typeof d === 'string' ? d : (d as { text?: unknown } | null)?.text;
+      if (typeof text !== 'string') {
+        throw new ApiError(400, `documents[${i}] must be a string (or { text })`, undefined, 'documents');
+      }
+      return text;
+    });
+    let topN = documents.length;
+    if (b.top_n !== undefined && b.top_n !== null) {
+      if (typeof b.top_n !== 'number' || !Number.isInteger(b.top_n) || b.top_n < 0) {
+        throw new ApiError(400, "'top_n' must be an integer ≥ 0", undefined, 'top_n');
+      }
+      topN = Math.min(topN, b.top_n);
+    }
+    const withText = b.return_documents === true || b.return_text === true;
+    const ranked = await this.ctx.rerank(b.query, documents);
+    const n = ranked.reduce((a, r) => a + (r.n_tokens ?? 0), 0);
+    sendJson(c.res, 200, {
+      model: this.modelId,
+      object: 'list',
+      usage: { prompt_tokens: n, total_tokens: n },
+      results: ranked.slice(0, topN).map((r) => ({
+        index: r.index,
+        relevance_score: r.score,
+        ...(withText ? { document: { text: r.document } } : {}),
+      })),
+    });
   }
 
   // ---- simple endpoints ----
@@ -256,6 +371,8 @@ export class LlamaServer {
       slots: this.parallel,
       nDecode: st?.n_decode_total ?? 0,
       nTokens: st?.n_tokens_total ?? 0,
+      nDrafted: st?.n_draft_total ?? 0,
+      nAccepted: st?.n_draft_accepted_total ?? 0,
     });
     c.res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' });
     c.res.end(text);

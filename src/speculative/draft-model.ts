@@ -44,7 +44,7 @@ export function checkDraftCompatible(target: Model, draft: Model): void {
 export interface DraftModelOptions {
   /** Sequences (target slots). Default 1. */
   nSeq?: number;
-  /** Draft context size per sequence (default: the model's training context, at most 4096). */
+  /** Draft context size, all sequences together (default: the model's training context, at most 4096, per sequence). */
   nCtx?: number;
   nThreads?: number;
   /** Greedy drafts stop at a token whose probability among the top 10 is below this. Default 0. */
@@ -76,7 +76,7 @@ export class DraftModelDrafter implements Drafter {
     this.temperature = opts.temperature ?? 0;
     if (!(this.pMin >= 0 && this.pMin <= 1)) throw new SpeculativeError(`draft p-min ${this.pMin} is not within 0..1`);
     this.rng = new Mt19937(opts.seed ?? 1);
-    const nCtx = (opts.nCtx ?? Math.min(4096, model.hp.nCtxTrain || 4096)) * nSeq;
+    const nCtx = opts.nCtx ?? Math.min(4096, model.hp.nCtxTrain || 4096) * nSeq;
     this.ctx = new Context(model, {
       nCtx,
       nSeqMax: nSeq,
@@ -107,9 +107,9 @@ export class DraftModelDrafter implements Drafter {
       let lcp = 0;
       while (lcp < held.length && lcp < r.tokens.length && held[lcp] === r.tokens[lcp]) lcp++;
       lcp = Math.min(lcp, r.tokens.length - 1);
-      if (r.tokens.length > ctx.nCtx / this.cached.length) {
+      if (r.tokens.length + r.nMax > ctx.nCtx) {
         throw new SpeculativeError(
-          `draft: sequence ${r.seq} has ${r.tokens.length} tokens, more than the draft context holds`,
+          `draft: sequence ${r.seq} has ${r.tokens.length} tokens, more than the draft context (${ctx.nCtx}) holds with a draft`,
         );
       }
       ctx.seqRm(r.seq, lcp, -1);
@@ -162,7 +162,7 @@ export class DraftModelDrafter implements Drafter {
       const s: number[] = [];
       for (const d of drafting) {
         const logits = ctx.getLogits(d.row);
-        const pick = this.choose(logits, d.grammar);
+        const pick = this.choose(logits, d.grammar, d.r.pMin ?? this.pMin);
         if (!pick) continue;
         d.grammar?.accept(pick.token);
         const draft = out[d.i];
@@ -181,8 +181,8 @@ export class DraftModelDrafter implements Drafter {
       if (t.length > 0) await ctx.decode({ tokens: t, pos: p, seqIds: s, logits: t.map(() => true) });
       drafting = next;
     }
-    for (const d of out) {
-      if (d.tokens.length < this.nMin) {
+    for (const [i, d] of out.entries()) {
+      if (d.tokens.length < (requests[i].nMin ?? this.nMin)) {
         d.tokens = [];
         delete d.probs;
       }
@@ -191,7 +191,11 @@ export class DraftModelDrafter implements Drafter {
   }
 
   /** The next draft token from a logits row (within the grammar), or null to stop (below pMin). */
-  private choose(logits: Float32Array, grammar?: GrammarSampler): { token: number; probs?: Float32Array } | null {
+  private choose(
+    logits: Float32Array,
+    grammar: GrammarSampler | undefined,
+    pMin: number,
+  ): { token: number; probs?: Float32Array } | null {
     if (grammar) {
       if (this.iota.length !== logits.length) this.iota = Int32Array.from(logits.keys());
       logits = logits.slice();
@@ -212,7 +216,7 @@ export class DraftModelDrafter implements Drafter {
     const w = top.map((i) => Math.exp((logits[i] - max) / temp));
     const sum = w.reduce((a, b) => a + b, 0);
     if (this.temperature <= 0) {
-      if (w[0] / sum < this.pMin) return null;
+      if (w[0] / sum < pMin) return null;
       return { token: top[0] };
     }
     const probs = new Float32Array(logits.length);

@@ -26,7 +26,10 @@ export class NgramDrafter implements Drafter {
   }
 
   async draft(requests: readonly DraftRequest[]): Promise<Draft[]> {
-    return requests.map((r) => ({ tokens: lookup(r.tokens, r.nMax, this.nMin, this.nMax) }));
+    return requests.map((r) => {
+      const tokens = lookup(r.tokens, r.nMax, this.nMin, this.nMax);
+      return { tokens: tokens.length < (r.nMin ?? 0) ? [] : tokens };
+    });
   }
 }
 

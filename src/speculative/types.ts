@@ -11,6 +11,10 @@ export interface DraftRequest {
   tokens: readonly number[];
   /** Tokens to propose at most (0: none). */
   nMax: number;
+  /** Drafts shorter than this are dropped (a draft model's default: its own nMin). */
+  nMin?: number;
+  /** A draft model's greedy drafts end at a token below this probability (default: its own pMin). */
+  pMin?: number;
   /**
    * The target's grammar in its state after `tokens` (the drafter works on a copy): a
    * drafter that can keeps its proposals within it.
