@@ -487,6 +487,7 @@ export class EngineContext {
       this.info.loras = next.map((a) => ({ path: a.path, scaled: a.scaled }));
       // contexts without units apply them at their next decode
       this.embCtx?.setLoras(this.defaultLoras());
+      this.rankCtx?.setLoras(this.defaultLoras());
       if (!this.batcher) this.ctx.setLoras(this.defaultLoras());
     };
     // (units that run keep the adapters they started with until they end)
