@@ -22,6 +22,9 @@ import type { GenerationUnit, Sequence } from './unit.js';
 
 const log = logger('batcher');
 
+/** Steps one adapter set may run in a row while units with another set wait. */
+const LORA_TURN = 8;
+
 export interface BatcherOptions {
   /** Slots (sequence ids 0 … n-1). */
   slots: number;
@@ -86,6 +89,7 @@ export class Batcher {
   /** The adapters the context applies now (their key), and the slot whose set went last. */
   private loraSet = '';
   private loraTurn = 0;
+  private loraSteps = 0;
   /** Called after every step and every change of a unit's state. */
   onChange: (() => void) | undefined;
 
@@ -316,21 +320,29 @@ export class Batcher {
     s.unit = undefined;
   }
 
-  /** The adapter set this step serves: the only one in use, or else the next slot's in turn. */
+  /**
+   * The adapter set this step serves (its first unit): the set the context applies now,
+   * unless units with another set wait and the current one has had LORA_TURN steps in a
+   * row; sets then take turns in slot order.
+   */
   private pickLoraSet(): GenerationUnit | undefined {
     const n = this.slots.length;
-    let first: GenerationUnit | undefined;
+    let current: GenerationUnit | undefined;
+    let other: GenerationUnit | undefined;
+    let otherSlot = 0;
     for (let k = 0; k < n; k++) {
       const i = (this.loraTurn + k) % n;
       const u = this.slots[i]!.unit;
       if (!u || (u.state !== 'generating' && u.state !== 'prompt')) continue;
-      if (u.loraKey === this.loraSet) return u;
-      if (!first) {
-        first = u;
-        this.loraTurn = (i + 1) % n;
+      if (u.loraKey === this.loraSet) current ??= u;
+      else if (!other) {
+        other = u;
+        otherSlot = i;
       }
     }
-    return first;
+    if (current && (!other || this.loraSteps < LORA_TURN)) return current;
+    if (other) this.loraTurn = (otherSlot + 1) % n;
+    return other ?? current;
   }
 
   private async step(): Promise<void> {
@@ -424,7 +436,9 @@ export class Batcher {
     if (key !== this.loraSet) {
       this.ctx.setLoras(lead.loras);
       this.loraSet = key;
+      this.loraSteps = 0;
     }
+    this.loraSteps++;
     await this.compute(() => this.ctx.decode({ tokens, pos, seqIds, logits }));
     const t1 = performance.now();
     this.stats.nDecode++;
