@@ -9,12 +9,12 @@
 //
 //   npm run bench:soak [-- -m MODEL.gguf] [--clients 64] [--seconds 60] [--queue 72]
 //       [--hostile 8] [--kinds slow,disconnect,oversized,grammar] [--scale 1]
-//       [--warmup 10] [-t THREADS] [--log FILE] [--json]
+//       [--warmup 60] [-t THREADS] [--log FILE] [--json]
 //
 // Default model: ../shared/models/stories260K.gguf, else a generated tiny llama. --scale
 // multiplies the hostile sizes (GBNF rules, schema properties, option lengths). The start
-// RSS is taken after --warmup seconds of the same well-formed load, so that the growth
-// measures what the run keeps, not what serving 64 clients needs.
+// RSS is taken after --warmup seconds of the same mix (hostile requests included), so that
+// the growth measures what the run keeps (a leak), not what serving it needs.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -34,7 +34,7 @@ const { values: o } = parseArgs({
     hostile: { type: 'string', default: '8' },
     // which hostile kinds, in turn: slow (bodies), disconnect, oversized, grammar
     kinds: { type: 'string', default: 'slow,disconnect,oversized,grammar' },
-    warmup: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '60' },
     // the server's stderr, to read after the run
     log: { type: 'string' },
     scale: { type: 'string', default: '1' },
@@ -439,18 +439,37 @@ const load0 = loadavg();
 const srv = await startServer(model);
 const pid = srv.proc.pid!;
 try {
-  // warm-up: the same well-formed load, so the start RSS includes what steady serving allocates
-  const warmDeadline = performance.now() + Number(o.warmup) * 1000;
-  await Promise.all(Array.from({ length: CLIENTS }, (_, w) => wellFormedClient(srv.url, w, warmDeadline)));
+  const byName: Record<string, (h: number, deadline: number) => Promise<void>> = {
+    slow: (h, d) => slowBody(srv.port, h, d),
+    disconnect: (h, d) => disconnect(srv.url, h, d),
+    oversized: (h, d) => badRequests(srv.url, 'oversized', oversized, h, d),
+    grammar: (h, d) => badRequests(srv.url, 'grammar', grammars, h, d),
+  };
+  const kinds = o.kinds.split(',').map((k) => {
+    const f = byName[k];
+    if (!f) throw new Error(`--kinds: no kind '${k}' (slow, disconnect, oversized, grammar)`);
+    return f;
+  });
+  const mix = (deadline: number): Promise<void>[] => {
+    const tasks: Promise<void>[] = [];
+    for (let w = 0; w < CLIENTS; w++) tasks.push(wellFormedClient(srv.url, w, deadline));
+    for (let h = 0; h < HOSTILE; h++) tasks.push(kinds[h % kinds.length]!(Math.floor(h / kinds.length), deadline));
+    return tasks;
+  };
+  // warm-up: the same mix, hostile requests included, so the start RSS includes what
+  // steady serving allocates (the untrusted-work worker, grammar caches, the heap's
+  // high-water mark) and the growth measures what the run keeps
+  await Promise.all(mix(performance.now() + Number(o.warmup) * 1000));
   const warmServed = wellFormed.served;
   wellFormed.served = 0;
   wellFormed.tokens = 0;
+  hostile.clear();
   if (wellFormed.failures.size > 0) {
     process.stderr.write(`warm-up failures: ${[...wellFormed.failures].join(', ')}\n`);
     wellFormed.failures.clear();
     wellFormed.firstFailures.length = 0;
   }
-  await sleep(1000);
+  await sleep(2000);
   const rssStart = rss(pid);
   let rssPeak = rssStart;
   const sampler = setInterval(() => {
@@ -463,21 +482,8 @@ try {
 
   const t0 = performance.now();
   const deadline = t0 + SECONDS * 1000;
-  const tasks: Promise<void>[] = [];
-  for (let w = 0; w < CLIENTS; w++) tasks.push(wellFormedClient(srv.url, w, deadline));
+  const tasks = mix(deadline);
   tasks.push(healthProbe(srv.url, deadline));
-  const byName: Record<string, (h: number) => Promise<void>> = {
-    slow: (h) => slowBody(srv.port, h, deadline),
-    disconnect: (h) => disconnect(srv.url, h, deadline),
-    oversized: (h) => badRequests(srv.url, 'oversized', oversized, h, deadline),
-    grammar: (h) => badRequests(srv.url, 'grammar', grammars, h, deadline),
-  };
-  const kinds = o.kinds.split(',').map((k) => {
-    const f = byName[k];
-    if (!f) throw new Error(`--kinds: no kind '${k}' (slow, disconnect, oversized, grammar)`);
-    return f;
-  });
-  for (let h = 0; h < HOSTILE; h++) tasks.push(kinds[h % kinds.length]!(Math.floor(h / kinds.length)));
   await Promise.all(tasks);
   const elapsed = (performance.now() - t0) / 1000;
   clearInterval(sampler);

@@ -85,7 +85,7 @@ export class GrammarSampler {
   static fromCompiled(compiled: CompiledGrammar, vocab: GrammarVocab): GrammarSampler {
     const resolver = 'encode' in vocab ? (vocab as unknown as TokenResolver) : undefined;
     const s = new GrammarSampler(resolveTokenRefs(compiled, resolver), vocab);
-    checkSatisfiable(s);
+    checkSatisfiable(s.index, s.matcher, (m) => s.masks.get(m));
     return s;
   }
 

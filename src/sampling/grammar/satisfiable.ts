@@ -10,7 +10,6 @@
 // filter: the same pass sampling does, kept in the sampler's cache for it).
 import { GrammarMatcher } from './matcher.js';
 import { El, type FlatGrammar, GrammarError, isEndOfSequence } from './rules.js';
-import type { GrammarSampler } from './sampler.js';
 import type { TokenIndex } from './token-index.js';
 
 const CP_END = 0x110000;
@@ -57,10 +56,17 @@ function formatClass(ranges: Int32Array): string {
   return `[${s}${ranges.length > 16 ? '…' : ''}]`;
 }
 
-/** Throws GrammarError when no sequence of the sampler's vocabulary tokens can satisfy its grammar. */
-export function checkSatisfiable(sampler: GrammarSampler): void {
-  const index = sampler.index;
-  const g: FlatGrammar = sampler.matcher.engine.grammar;
+/**
+ * Throws GrammarError when no sequence of the vocabulary's tokens (`index`) can satisfy
+ * the grammar `matcher` follows. `filter` gives the tokens a state allows (the sampler's
+ * cached whole-vocabulary filter, so its first step reuses this one).
+ */
+export function checkSatisfiable(
+  index: TokenIndex,
+  matcher: GrammarMatcher,
+  filter: (m: GrammarMatcher) => Uint8Array,
+): void {
+  const g: FlatGrammar = matcher.engine.grammar;
   const spellable = alphabet(index);
   const { types, values, ruleStart, names } = g;
   const nRules = ruleStart.length - 1;
@@ -73,7 +79,7 @@ export function checkSatisfiable(sampler: GrammarSampler): void {
     const k = id >= 0 && id < index.nTokens ? index.kind[id]! : 0;
     return k === 1 || k === 3 || k === 4;
   };
-  const engine = sampler.matcher.engine;
+  const engine = matcher.engine;
   const classLive = new Int8Array(engine.classCount).fill(-1); // -1 not yet known
   const dead: string[] = [];
   const live = (p: number): boolean => {
@@ -138,7 +144,7 @@ export function checkSatisfiable(sampler: GrammarSampler): void {
   // some token (or the end, when the grammar accepts the empty text) must be allowed first
   const m = new GrammarMatcher(engine);
   if (m.isComplete()) return;
-  const mask = sampler.masks.get(m);
+  const mask = filter(m);
   for (let t = 0; t < mask.length; t++) if (mask[t]) return;
   throw new GrammarError("no token of this model's vocabulary can begin text the grammar accepts");
 }
