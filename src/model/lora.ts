@@ -14,9 +14,17 @@ import { typeName } from '../ggml/types.js';
 import { type GGUFFile, type GGUFTensorInfo, openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { ModelError } from './errors.js';
-import type { Model } from './model.js';
 
 const log = logger('lora');
+
+/** What an adapter needs of the model it adapts (Model has it; no import of model.ts). */
+export interface AdaptableModel {
+  readonly path: string;
+  readonly arch: { readonly name: string };
+  readonly weights: { opt(name: string): Tensor | undefined };
+  /** Where tensors that work with weight `t` go. */
+  bufferTypeOf(t: Tensor): BufferType;
+}
 
 /** One adapted weight: the pair of low-rank factors. */
 export interface LoraWeight {
@@ -43,7 +51,7 @@ export class LoraAdapter {
 
   private constructor(
     readonly path: string,
-    readonly model: Model,
+    readonly model: AdaptableModel,
     /** adapter.lora.alpha (0: the user's scale is used as is). */
     readonly alpha: number,
     /** Adapted base weight name → its factors. */
@@ -58,7 +66,7 @@ export class LoraAdapter {
    * architecture whose every pair fits a weight of the model, and loads its tensors onto
    * the devices of the weights they adapt. Throws ModelError naming file and problem.
    */
-  static async load(model: Model, path: string, opts: { signal?: AbortSignal } = {}): Promise<LoraAdapter> {
+  static async load(model: AdaptableModel, path: string, opts: { signal?: AbortSignal } = {}): Promise<LoraAdapter> {
     opts.signal?.throwIfAborted();
     const file = openGGUF(path);
     try {
@@ -68,7 +76,7 @@ export class LoraAdapter {
     }
   }
 
-  private static async fromFile(model: Model, file: GGUFFile, signal?: AbortSignal): Promise<LoraAdapter> {
+  private static async fromFile(model: AdaptableModel, file: GGUFFile, signal?: AbortSignal): Promise<LoraAdapter> {
     const where = file.path;
     const generalType = file.getString('general.type', '');
     if (generalType !== 'adapter') {
