@@ -9,6 +9,7 @@ import {
 } from './types';
 import { qQs, qScale, qStride, qrow } from './desc';
 import { dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
+import { dequantIQ, isIQ } from './iquant';
 
 /** The IQ4_NL codebook as one vector (a constant, not a data segment). */
 @inline function iq4Table(): v128 {
@@ -330,6 +331,10 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       dequantIQ4_XS(src, n >> 8, dst);
       return;
     default:
+      if (isIQ(type)) {
+        dequantIQ(type, src, n, dst);
+        return;
+      }
       unreachable();
   }
 }

@@ -8,3 +8,4 @@ export { k_flash_attn } from './attention';
 export { k_mm, k_mm_prep } from './matmul';
 export { k_read_bw } from './bench';
 export { repack4, repackQ4K, repackQ5_0, repackQ6K } from './repack';
+export { kqInit, kqQ2_K, kqQ3_K, kqQ4_K, kqQ5_K, kqQ6_K } from './kquantize';

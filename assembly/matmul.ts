@@ -27,6 +27,7 @@ import {
   unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
+import { dotIQ, dotIQ1, dotIQx4, isIQ, unpackIQ } from './iquant';
 
 const FMT_F32: i32 = 0;
 const FMT_Q32: i32 = 1;
@@ -408,6 +409,22 @@ function mmRows(
         const v = type == T_Q4_K ? dotQ4_K(pa, K >> 8, act, K) : dotQ6_K(pa, K >> 8, act, K);
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
+    } else if (isIQ(type) && c1 - c0 == 1) {
+      // one column: decoded and dotted super-block by super-block (iquant.ts)
+      store<f32>(dstAt(node, m, c0, i2, i3), dotIQ1(type, pa, K >> 8, actRow(node, c0, i2, i3), K, scratch));
+    } else if (isIQ(type)) {
+      // unpacked once for the row, then every column of the chunk (iquant.ts)
+      const k = <usize>K;
+      unpackIQ(type, pa, K >> 8, scratch, scratch + 2 * k + (k >> 3) + (k >> 6));
+      let n = c0;
+      for (; n + 4 <= c1; n += 4) {
+        const v = dotIQx4(scratch, actRow(node, n, i2, i3), actRow(node, n + 1, i2, i3), actRow(node, n + 2, i2, i3), actRow(node, n + 3, i2, i3), K);
+        store<f32>(dstAt(node, m, n, i2, i3), f32x4.extract_lane(v, 0));
+        store<f32>(dstAt(node, m, n + 1, i2, i3), f32x4.extract_lane(v, 1));
+        store<f32>(dstAt(node, m, n + 2, i2, i3), f32x4.extract_lane(v, 2));
+        store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
+      }
+      for (; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotIQ(scratch, actRow(node, n, i2, i3), K));
     } else if ((type == T_F32 || type == T_F16 || type == T_BF16) && plainRows) {
       for (let n = c0; n < c1; n++) {
         const act = actRow(node, n, i2, i3);

@@ -12,13 +12,22 @@ export const T_Q3_K: i32 = 11;
 export const T_Q4_K: i32 = 12;
 export const T_Q5_K: i32 = 13;
 export const T_Q6_K: i32 = 14;
+export const T_IQ2_XXS: i32 = 16;
+export const T_IQ2_XS: i32 = 17;
+export const T_IQ3_XXS: i32 = 18;
+export const T_IQ1_S: i32 = 19;
 export const T_IQ4_NL: i32 = 20;
+export const T_IQ3_S: i32 = 21;
+export const T_IQ2_S: i32 = 22;
 export const T_IQ4_XS: i32 = 23;
 export const T_I8: i32 = 24;
 export const T_I16: i32 = 25;
 export const T_I32: i32 = 26;
 export const T_I64: i32 = 27;
+export const T_IQ1_M: i32 = 29;
 export const T_BF16: i32 = 30;
+export const T_TQ1_0: i32 = 34;
+export const T_TQ2_0: i32 = 35;
 
 /** Elements per block. */
 export function blockSize(t: i32): i32 {
@@ -36,6 +45,15 @@ export function blockSize(t: i32): i32 {
     case T_Q5_K:
     case T_Q6_K:
     case T_IQ4_XS:
+    case T_IQ2_XXS:
+    case T_IQ2_XS:
+    case T_IQ2_S:
+    case T_IQ3_XXS:
+    case T_IQ3_S:
+    case T_IQ1_S:
+    case T_IQ1_M:
+    case T_TQ1_0:
+    case T_TQ2_0:
       return 256;
     default:
       return 1;
@@ -80,6 +98,24 @@ export function typeSize(t: i32): i32 {
       return 18;
     case T_IQ4_XS:
       return 136;
+    case T_IQ2_XXS:
+      return 66;
+    case T_IQ2_XS:
+      return 74;
+    case T_IQ2_S:
+      return 82;
+    case T_IQ3_XXS:
+      return 98;
+    case T_IQ3_S:
+      return 110;
+    case T_IQ1_S:
+      return 50;
+    case T_IQ1_M:
+      return 56;
+    case T_TQ1_0:
+      return 54;
+    case T_TQ2_0:
+      return 66;
     default:
       return 0;
   }

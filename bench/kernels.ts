@@ -11,6 +11,7 @@
 import { tensorSet } from '../src/backends/api.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
 import type { Backend } from '../src/backends/impl.js';
+import { setBlockScales } from '../src/backends/testing/op-harness.js';
 import { GraphAllocator } from '../src/ggml/alloc.js';
 import { f32ToF16 } from '../src/ggml/fp16.js';
 import { buildGraph } from '../src/ggml/graph.js';
@@ -47,8 +48,22 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)];
 }
 
-/** f16 fields (byte offsets within a block) that must hold sane scales. */
-const SCALES: Record<string, number[]> = { Q4_0: [0], Q8_0: [0], Q5_0: [0], Q4_K: [0, 2], Q6_K: [208] };
+/** f16 fields (byte offsets within a block) that must hold sane scales (IQ1_M: setBlockScales). */
+const SCALES: Record<string, number[]> = {
+  Q4_0: [0],
+  Q8_0: [0],
+  Q5_0: [0],
+  Q4_K: [0, 2],
+  Q6_K: [208],
+  IQ2_XXS: [0],
+  IQ2_XS: [0],
+  IQ2_S: [0],
+  IQ3_XXS: [0],
+  IQ3_S: [0],
+  IQ1_S: [0],
+  TQ1_0: [52],
+  TQ2_0: [64],
+};
 
 /** Plausible weight bytes for `rows` rows of K elements (finite floats, small scales). */
 function weightBytes(type: number, K: number, rows: number): Uint8Array {
@@ -67,6 +82,10 @@ function weightBytes(type: number, K: number, rows: number): Uint8Array {
   const bytes = new Uint8Array(rowSize(type, K) * rows);
   for (let i = 0; i < bytes.length; i++) bytes[i] = (r() * 256) | 0;
   const ts = traitsOf(type).typeSize;
+  if (type === GGMLType.IQ1_M) {
+    setBlockScales(type, bytes, () => 0.001 + r() * 0.01);
+    return bytes;
+  }
   for (let b = 0; b < bytes.length / ts; b++) {
     for (const off of SCALES[name]) {
       const h = f32ToF16(0.001 + r() * 0.01);
@@ -149,9 +168,16 @@ async function bandwidth(nth: number): Promise<number> {
   return bytes / median(times) / 1e9;
 }
 
-const MATVEC_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K'] as const;
-const MATMUL_TYPES = ['F32', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K'] as const;
-const TARGETS: Record<string, number> = { Q4_0: 0.65, Q8_0: 0.75, Q4_K: 0.5, Q6_K: 0.5 };
+const IQ = ['IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ3_XXS', 'IQ3_S', 'IQ1_S', 'IQ1_M', 'TQ1_0', 'TQ2_0'] as const;
+const MATVEC_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', ...IQ] as const;
+const MATMUL_TYPES = ['F32', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', ...IQ] as const;
+const TARGETS: Record<string, number> = {
+  Q4_0: 0.65,
+  Q8_0: 0.75,
+  Q4_K: 0.5,
+  Q6_K: 0.5,
+  ...Object.fromEntries(IQ.map((t) => [t, 0.4])),
+};
 
 const result = {
   bandwidth_gbs: {} as Record<string, number>,

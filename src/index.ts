@@ -19,10 +19,19 @@ export {
   type SamplingParams,
 } from './generation/index.js';
 export { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from './ggml/fp16.js';
-export { canDequantize, canQuantize, dequantize, quantize } from './ggml/quants/index.js';
+export {
+  canDequantize,
+  canQuantize,
+  canQuantizeRows,
+  dequantize,
+  quantize,
+  quantizeRows,
+  requiresImatrix,
+} from './ggml/quants/index.js';
 export { allTypes, GGMLType, QK_K, rowSize, type TypeTraits, typeByName, typeName, typeTraits } from './ggml/types.js';
 export * from './gguf/index.js';
 export { type LogCallback, type LogLevel, setLogCallback } from './log.js';
+export * from './quantize/index.js';
 export { GrammarError, GrammarSampler, jsonSchemaToGrammar, SchemaError } from './sampling/grammar/index.js';
 export { SamplingError, StopStringMatcher } from './sampling/index.js';
 export { loadVocab, StreamDecoder, Vocab, VocabError } from './vocab/index.js';

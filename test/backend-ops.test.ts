@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { referenceDevice } from '../src/backends/reference/index.js';
 import { computeOn, type Inputs } from '../src/backends/testing/compute.js';
-import { WEIGHT_TYPES } from '../src/backends/testing/op-harness.js';
+import { setBlockScales, WEIGHT_TYPES } from '../src/backends/testing/op-harness.js';
 import { f16ToF32, f32ToF16 } from '../src/ggml/fp16.js';
 import * as ops from '../src/ggml/ops.js';
 import { canQuantize, dequantize, quantize } from '../src/ggml/quants/index.js';
 import { newTensor, permute, reshape, type Tensor, transpose, view } from '../src/ggml/tensor.js';
-import { GGMLType, rowSize, traitsOf } from '../src/ggml/types.js';
+import { GGMLType, rowSize } from '../src/ggml/types.js';
 
 const { F32, F16, I32, I64 } = GGMLType;
 
@@ -87,21 +87,8 @@ test('MUL_MAT with transposed and permuted (non-contiguous) operands', async () 
   assert.deepEqual(r2, [3, 11, -1, -1]);
 });
 
-// Byte offsets of the f16 scale fields in one block of each type, so that random block
-// bytes can be given sane scales (random f16 bits would include NaN and huge values).
-const F16_FIELDS: Record<string, number[]> = {
-  Q2_K: [80, 82],
-  Q3_K: [108],
-  Q4_K: [0, 2],
-  Q5_K: [0, 2],
-  Q6_K: [208],
-  IQ4_NL: [0],
-  IQ4_XS: [0],
-};
-
 /** Weights of `type` for M rows of K: quantized from floats when a quantizer exists, else random blocks. */
 function weightBytes(type: number, K: number, M: number, seed: number): Uint8Array {
-  const tr = traitsOf(type);
   const bytes = new Uint8Array(rowSize(type, K) * M);
   if (canQuantize(type)) {
     const w = new Float32Array(K * M).map((_, i) => Math.sin(i * 0.37 + seed) * 2);
@@ -113,15 +100,7 @@ function weightBytes(type: number, K: number, M: number, seed: number): Uint8Arr
     s = (s * 1103515245 + 12345) % 2147483648;
     bytes[i] = s >>> 16;
   }
-  const fields = F16_FIELDS[tr.name];
-  assert.ok(fields, `no f16 field table for ${tr.name}`);
-  for (let b = 0; b < bytes.length / tr.typeSize; b++) {
-    fields.forEach((off, j) => {
-      const h = f32ToF16((j === 0 ? 0.01 : 0.005) * (1 + (b % 3)));
-      bytes[b * tr.typeSize + off] = h & 0xff;
-      bytes[b * tr.typeSize + off + 1] = h >> 8;
-    });
-  }
+  setBlockScales(type, bytes, (b, j) => (j === 0 ? 0.01 : 0.005) * (1 + (b % 3)));
   return bytes;
 }
 

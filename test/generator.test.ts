@@ -99,7 +99,7 @@ test('per-tensor types match llama-quantize in every shared fixture', {
         fileType,
       );
       const want = f.tensors.map((t) => `${t.name} ${typeName(t.type)}`);
-      const got = f.tensors.map((t) => `${t.name} ${typeName(chosen.get(t.name) ?? -1)}`);
+      const got = f.tensors.map((t) => `${t.name} ${typeName(chosen.get(t.name)?.type ?? -1)}`);
       assert.deepEqual(got, want, file);
       assert.equal(f.getNumber('general.file_type'), FILE_TYPES[fileType].ftype, `${file}: general.file_type`);
     });
@@ -187,14 +187,14 @@ test('row lengths that are not a multiple of 256 fall back as llama-quantize doe
   // 64-wide rows: Q4_K → Q5_0, Q6_K (output) → Q8_0; ffn_down rows of 128 likewise.
   const plan = planTensors('llama', resolveShape('llama', presetSpec('tiny-llama', 'Q4_K_M').shape), 512);
   const types = chooseTensorTypes({ arch: 'llama', nLayer: 2, nHead: 4, nHeadKv: 2 }, plan, 'Q4_K_M');
-  assert.equal(types.get('output.weight'), GGMLType.Q8_0);
-  assert.equal(types.get('token_embd.weight'), GGMLType.Q5_0);
-  assert.equal(types.get('blk.0.attn_q.weight'), GGMLType.Q5_0);
-  assert.equal(types.get('blk.1.attn_v.weight'), GGMLType.Q8_0); // Q6_K by use_more_bits, then the fallback
+  assert.equal(types.get('output.weight')?.type, GGMLType.Q8_0);
+  assert.equal(types.get('token_embd.weight')?.type, GGMLType.Q5_0);
+  assert.equal(types.get('blk.0.attn_q.weight')?.type, GGMLType.Q5_0);
+  assert.equal(types.get('blk.1.attn_v.weight')?.type, GGMLType.Q8_0); // Q6_K by use_more_bits, then the fallback
   const q2 = chooseTensorTypes({ arch: 'llama', nLayer: 2, nHead: 4, nHeadKv: 2 }, plan, 'Q2_K');
-  assert.equal(q2.get('blk.0.ffn_gate.weight'), GGMLType.Q4_0);
+  assert.equal(q2.get('blk.0.ffn_gate.weight')?.type, GGMLType.Q4_0);
   const xs = chooseTensorTypes({ arch: 'llama', nLayer: 2, nHead: 4, nHeadKv: 2 }, plan, 'IQ4_XS');
-  assert.equal(xs.get('blk.0.ffn_gate.weight'), GGMLType.IQ4_NL);
+  assert.equal(xs.get('blk.0.ffn_gate.weight')?.type, GGMLType.IQ4_NL);
 });
 
 /** Per-layer types of the preset's blocks for `fileType`, as "tensor: types by layer". */
@@ -211,7 +211,7 @@ function presetTypes(preset: string, fileType: FileTypeName): Map<string, string
     const m = /^blk\.(\d+)\.(.*)$/.exec(name);
     const key = m ? (m[2] as string) : name;
     const list = out.get(key) ?? [];
-    list[m ? Number(m[1]) : 0] = typeName(t);
+    list[m ? Number(m[1]) : 0] = typeName(t.type);
     out.set(key, list);
   }
   return out;

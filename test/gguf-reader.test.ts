@@ -98,12 +98,14 @@ describe('GGUF reader on our own sample', () => {
   test('unsupported tensor types are named at load', () => {
     const w = new GGUFWriter();
     w.setString('general.architecture', 'llama');
-    w.addTensor('blk.0.attn_q.weight', GGMLType.IQ2_XXS, [256, 2], new Uint8Array(132));
-    const g = parseGGUF(w.toBytes(), 'iq2.gguf');
+    w.addTensor('blk.0.attn_q.weight', GGMLType.MXFP4, [256, 2], new Uint8Array(272));
+    w.addTensor('blk.0.attn_k.weight', GGMLType.IQ2_XXS, [256, 2], new Uint8Array(132));
+    const g = parseGGUF(w.toBytes(), 'mxfp4.gguf');
     assert.throws(
       () => g.assertSupportedType('blk.0.attn_q.weight'),
-      /tensor blk\.0\.attn_q\.weight has type IQ2_XXS, which llama-ts does not support yet/,
+      /tensor blk\.0\.attn_q\.weight has type MXFP4, which llama-ts does not support yet/,
     );
+    g.assertSupportedType('blk.0.attn_k.weight');
   });
 
   test('custom alignment is honoured and written as general.alignment', () => {

@@ -470,8 +470,8 @@ test('loading errors name the file, the architecture or the tensor', async () =>
   await assert.rejects(Model.load(missing), /missing tensor 'blk\.1\.ffn_up\.weight'/);
   const shape = rewrite(paths.llama, join(dir, 'shape.gguf'), { dims: ['blk.0.attn_k.weight', [64, 64]] });
   await assert.rejects(Model.load(shape), /tensor 'blk\.0\.attn_k\.weight' has shape \[64, 64\], expected \[64, 32\]/);
-  const type = rewrite(paths.wide, join(dir, 'type.gguf'), { type: ['blk.0.attn_q.weight', GGMLType.IQ2_XXS] });
-  await assert.rejects(Model.load(type), /blk\.0\.attn_q\.weight has type IQ2_XXS, which llama-ts does not support/);
+  const type = rewrite(paths.wide, join(dir, 'type.gguf'), { type: ['blk.0.attn_q.weight', GGMLType.MXFP4] });
+  await assert.rejects(Model.load(type), /blk\.0\.attn_q\.weight has type MXFP4, which llama-ts does not support/);
 });
 
 test('tied embeddings: without output.weight the output reuses token_embd', async () => {

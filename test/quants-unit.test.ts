@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bf16ToF32, f16Table, f16ToF32, f32ToBF16, f32ToF16 } from '../src/ggml/fp16.js';
 import { nearestInt, roundf } from '../src/ggml/quants/codec.js';
-import { canDequantize, canQuantize, dequantize, quantize } from '../src/ggml/quants/index.js';
+import { canDequantize, canQuantize, canQuantizeRows, dequantize, quantize } from '../src/ggml/quants/index.js';
 import { GGMLType, QK_K, rowSize } from '../src/ggml/types.js';
 
 const f32 = new Float32Array(1);
@@ -204,13 +204,17 @@ test('Q5_0: the fifth bit goes to qh, element j at bit j', () => {
 test('dispatch: capabilities and argument checks', () => {
   for (const t of [0, 1, 30, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 20, 23]) assert.ok(canDequantize(t), `deq ${t}`);
   for (const t of [0, 1, 30, 2, 3, 6, 7, 8, 9, 15]) assert.ok(canQuantize(t), `q ${t}`);
-  assert.equal(canDequantize(GGMLType.IQ2_XXS), false);
+  for (const t of [16, 17, 18, 19, 21, 22, 29, 34, 35]) assert.ok(canDequantize(t), `deq ${t}`);
+  assert.equal(canDequantize(GGMLType.MXFP4), false);
   assert.equal(canQuantize(999), false);
+  // IQ2_XXS quantizes only with an importance matrix: rows, not plain blocks
+  assert.equal(canQuantize(GGMLType.IQ2_XXS), false);
+  assert.equal(canQuantizeRows(GGMLType.IQ2_XXS), true);
   const dst = new Float32Array(64);
   assert.throws(() => dequantize(GGMLType.Q4_0, new Uint8Array(18), dst, 33), RangeError);
   assert.throws(() => dequantize(GGMLType.Q4_0, new Uint8Array(18), dst, 64), /need 36 bytes/);
   assert.throws(() => dequantize(GGMLType.Q4_0, new Uint8Array(36), new Float32Array(32), 64), RangeError);
-  assert.throws(() => dequantize(GGMLType.IQ2_XXS, new Uint8Array(66), dst, 256), /no dequantizer/);
+  assert.throws(() => dequantize(GGMLType.MXFP4, new Uint8Array(34), dst, 64), /no dequantizer/);
   assert.throws(() => quantize(GGMLType.Q8_0, new Float32Array(32), new Uint8Array(33), 32), RangeError);
   assert.throws(() => quantize(GGMLType.Q8_0, new Float32Array(32), new Uint8Array(34), -32), RangeError);
   // n = 0 is a no-op

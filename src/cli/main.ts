@@ -46,6 +46,14 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'list compute devices: type, memory, caps, buffer types (--json)',
     load: async () => (await import('./devices.js')).devicesCommand,
   },
+  quantize: {
+    summary: 'quantize a model as llama-quantize does (IN.gguf OUT.gguf TYPE; --imatrix FILE)',
+    load: async () => (await import('./quantize.js')).quantizeCommand,
+  },
+  imatrix: {
+    summary: 'compute an importance matrix from a text, as llama-imatrix does (-m MODEL -f TEXT -o OUT.gguf)',
+    load: async () => (await import('./imatrix.js')).imatrixCommand,
+  },
   inspect: {
     summary: 'show a GGUF file: architecture, hyper-parameters, tokenizer, tensors',
     load: async () => (await import('./inspect.js')).inspectCommand,

@@ -3,8 +3,11 @@
 // independent, so any split of the work (threads, ranges) gives the same bytes.
 import { quantizerOf } from '../ggml/quants/index.js';
 import { GGMLType, traitsOf, typeName } from '../ggml/types.js';
+import { useWasmQuantizers } from '../quantize/wasm-quantizers.js';
 import type { PlannedTensor } from './layout.js';
 import { mixSeed, Rng } from './rng.js';
+
+useWasmQuantizers();
 
 /** Elements per seeded stream: a multiple of every block size (32, 256). */
 export const CHUNK = 1 << 16;

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { canQuantize } from '../ggml/quants/index.js';
 import { type GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
+import { chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 import { defaultCacheDir } from './cache-dir.js';
 import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
 import { FillPool } from './pool.js';
@@ -21,9 +22,9 @@ import {
   resolveShape,
   type VocabSpec,
 } from './spec.js';
-import { chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 import { buildVocab } from './vocab.js';
 
+export { allowsQuantization, chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
 export { defaultCacheDir } from './cache-dir.js';
 export { tensorBytes } from './fill.js';
 export { planTensors } from './layout.js';
@@ -31,7 +32,6 @@ export { ensureLora, generateLora, LORA_TARGETS, type LoraResult, type LoraSpec 
 export { Rng } from './rng.js';
 export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, PresetOptions, VocabSpec } from './spec.js';
 export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
-export { allowsQuantization, chooseTensorTypes, quantizeOrder } from './tensor-types.js';
 export { buildVocab, TokenType } from './vocab.js';
 
 /** Qwen3-Reranker's rerank prompt, as llama.cpp's converter writes it. */
@@ -98,16 +98,16 @@ export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptio
     ...(arch === 'bert' && vocab.nTypeVocab !== undefined ? { nTypeVocab: vocab.nTypeVocab } : {}),
   });
   const plan = planTensors(arch, shape, vocab.nVocab);
-  const types = chooseTensorTypes(
+  const choice = chooseTensorTypes(
     { arch, nLayer: shape.nLayer, nHead: shape.nHead, nHeadKv: shape.nHeadKv },
     plan,
     spec.fileType,
   );
+  const types = new Map([...choice].map(([name, c]) => [name, c.type]));
+  // the generator has no importance matrix: types that need one cannot be generated
   const missing = [...new Set(types.values())].filter((t) => !canQuantize(t)).map(typeName);
   if (missing.length > 0) {
-    throw new RangeError(
-      `file type ${spec.fileType} needs quantizers llama-ts does not have yet: ${missing.join(', ')}`,
-    );
+    throw new RangeError(`file type ${spec.fileType} needs an importance matrix for ${missing.join(', ')}`);
   }
 
   const layout = spec.layout ?? (spec.fileType === 'F32' ? 'convert' : 'quantize');

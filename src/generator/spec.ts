@@ -1,5 +1,5 @@
 // What a generated model is: architecture, shape, file type, vocabulary and seed.
-import { GGMLType } from '../ggml/types.js';
+import type { FileTypeName } from '../quantize/ftypes.js';
 
 export type GenArch = 'llama' | 'qwen2' | 'qwen3' | 'bert';
 
@@ -59,34 +59,8 @@ export interface ModelSpec {
   layout?: 'convert' | 'quantize';
 }
 
-/** llama.cpp's file types (llama_ftype) that the generator can write. */
-export const FILE_TYPES = {
-  F32: { ftype: 0, base: GGMLType.F32 },
-  F16: { ftype: 1, base: GGMLType.F16 },
-  Q4_0: { ftype: 2, base: GGMLType.Q4_0 },
-  Q4_1: { ftype: 3, base: GGMLType.Q4_1 },
-  Q8_0: { ftype: 7, base: GGMLType.Q8_0 },
-  Q5_0: { ftype: 8, base: GGMLType.Q5_0 },
-  Q5_1: { ftype: 9, base: GGMLType.Q5_1 },
-  Q2_K: { ftype: 10, base: GGMLType.Q2_K },
-  Q3_K_S: { ftype: 11, base: GGMLType.Q3_K },
-  Q3_K_M: { ftype: 12, base: GGMLType.Q3_K },
-  Q3_K_L: { ftype: 13, base: GGMLType.Q3_K },
-  Q4_K_S: { ftype: 14, base: GGMLType.Q4_K },
-  Q4_K_M: { ftype: 15, base: GGMLType.Q4_K },
-  Q5_K_S: { ftype: 16, base: GGMLType.Q5_K },
-  Q5_K_M: { ftype: 17, base: GGMLType.Q5_K },
-  Q6_K: { ftype: 18, base: GGMLType.Q6_K },
-  IQ4_NL: { ftype: 25, base: GGMLType.IQ4_NL },
-  IQ4_XS: { ftype: 30, base: GGMLType.IQ4_XS },
-  BF16: { ftype: 32, base: GGMLType.BF16 },
-} as const satisfies Record<string, { ftype: number; base: GGMLType }>;
-
-export type FileTypeName = keyof typeof FILE_TYPES;
-
-export function isFileTypeName(s: string): s is FileTypeName {
-  return Object.hasOwn(FILE_TYPES, s);
-}
+export type { FileTypeName } from '../quantize/ftypes.js';
+export { FILE_TYPES, isFileTypeName } from '../quantize/ftypes.js';
 
 /** Every field of a shape filled in with its default for `arch`. */
 export type ResolvedShape = Required<ModelShape>;

@@ -195,6 +195,12 @@ export class GGUFWriter {
     return this;
   }
 
+  /** Remove a key (no-op when absent). */
+  delete(key: string): this {
+    this.kv.delete(key);
+    return this;
+  }
+
   setString(key: string, v: string) {
     return this.set(key, GGUFValueType.STRING, v);
   }

@@ -17,7 +17,7 @@ import {
 } from '../backends/index.js';
 import { buildGraph, type Graph, levelNodes } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
-import { newTensor, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
+import { newTensor, Op, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
 import { logger } from '../log.js';
 import { ContextError } from './errors.js';
@@ -52,6 +52,12 @@ export interface ContextParams {
    * `intermediates`: a debugging aid for comparing with llama.cpp's dumps. Slower.
    */
   keepIntermediates?: boolean;
+  /**
+   * Called after each graph evaluation with the F32 input of every matrix product by a
+   * model weight (what llama.cpp's cb_eval shows llama-imatrix): the weight's name, the
+   * input's values (rows of ne[0]) and its shape.
+   */
+  onMatMulInput?: (weight: string, input: Float32Array, ne: readonly number[]) => void;
 }
 
 /** A named intermediate tensor of the last decode (keepIntermediates). */
@@ -106,7 +112,15 @@ export class Context {
    * token rebuilds nothing while the attended cells stay within the same 256-cell block.
    */
   private keepNamed: Tensor[] = [];
-  private last: { key: string; graph: Graph; inputs: GraphInputs; result: Tensor } | null = null;
+  private last: {
+    key: string;
+    graph: Graph;
+    inputs: GraphInputs;
+    result: Tensor;
+    /** (weight, its matrix product's input) pairs for onMatMulInput. */
+    observed: [Tensor, Tensor][];
+  } | null = null;
+  private readonly onMatMulInput: ContextParams['onMatMulInput'];
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
   /** LoRA adapters this context applies (setLoras), and their graph cache key. */
@@ -130,6 +144,7 @@ export class Context {
     this.embeddings = params.embeddings ?? !model.arch.usesKVCache;
     this.pooling = params.pooling ?? model.hp.pooling;
     this.keep = params.keepIntermediates ?? false;
+    this.onMatMulInput = params.onMatMulInput;
     if (this.embeddings && this.pooling === 'rank') {
       if (!model.arch.rank) throw new ContextError(`${model.arch.name} models cannot rank (pooling_type rank)`);
       if (!model.weights.opt('cls.weight') && !model.weights.opt('cls.output.weight')) {
@@ -303,16 +318,38 @@ export class Context {
       if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
       const graph = buildGraph(result);
       levelNodes(graph);
+      // the inputs of the weights' products are kept (not reused) until read after compute
+      const observed: [Tensor, Tensor][] = [];
+      if (this.onMatMulInput) {
+        const weights = new Set(this.model.weights.all());
+        for (const t of graph.nodes) {
+          if (t.op !== Op.MUL_MAT || !weights.has(t.src[0]!) || t.src[1]!.type !== GGMLType.F32) continue;
+          // a view (the attention output reshaped) owns no memory: keep what it views too
+          for (let v: Tensor | null | undefined = t.src[1]; v; v = v.viewSrc) v.setFlag(TensorFlag.OUTPUT);
+          observed.push([t.src[0]!, t.src[1]!]);
+        }
+      }
       for (const t of this.model.weights.diskTensors()) {
         if (graph.leafs.includes(t)) throw new ContextError(`'${t.name}' is left on disk but the graph reads it whole`);
       }
       this.sched.allocGraph(graph);
-      last = this.last = { key, graph, inputs: b.inputs, result };
+      last = this.last = { key, graph, inputs: b.inputs, result, observed };
       if (this.keep) this.keepNamed = b.named;
     }
     const { graph, result } = last;
     this.setInputs(last.inputs, tokens, pos, seq, cells, outIdx.length > 0 ? outIdx : [m - 1]);
     await this.sched.graphCompute(graph);
+    if (this.onMatMulInput && last.observed.length) {
+      const read = new Map<Tensor, Float32Array>(); // q, k and v share their input
+      for (const [w, x] of last.observed) {
+        let v = read.get(x);
+        if (!v) {
+          v = await tensorGetF32(x);
+          read.set(x, v);
+        }
+        this.onMatMulInput(w.name, v, x.ne);
+      }
+    }
 
     if (this.keep) {
       const order = new Map(graph.nodes.map((t, i) => [t, i]));

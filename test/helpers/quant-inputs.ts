@@ -71,3 +71,48 @@ export function edgeCaseRows(seed: number): Float32Array {
   }
   return Float32Array.from(blocks.flat());
 }
+
+/**
+ * `nb` blocks of random bytes of a type with `typeSize`-byte blocks, for dequantizer
+ * conformance. When `scaleOff` is given, the f16 scale there is finite: any exponent
+ * when b % 4 == 0, a subnormal when b % 7 == 1, an ordinary one otherwise (random bits
+ * elsewhere, so no NaN whose payload engines may treat differently).
+ */
+export function randomBlocks(typeSize: number, nb: number, seed: number, scaleOff?: number): Uint8Array {
+  const rand = prng(seed);
+  const byte = () => Math.floor(rand() * 256);
+  const bytes = new Uint8Array(nb * typeSize);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = byte();
+  if (scaleOff !== undefined) {
+    for (let b = 0; b < nb; b++) {
+      let h = ((byte() << 8) | byte()) & 0x7fff;
+      if (b % 4 === 0) h = h >= 0x7c00 ? h - 0x0400 : h;
+      else if (b % 7 === 1) h &= 0x3ff;
+      else h = (0x2000 + (h & 0xfff)) & 0x7fff;
+      h |= (byte() & 1) << 15;
+      bytes[b * typeSize + scaleOff] = h & 0xff;
+      bytes[b * typeSize + scaleOff + 1] = h >>> 8;
+    }
+  }
+  return bytes;
+}
+
+/** A positive importance matrix row of n entries (0.01 .. 10, mostly small), float32. */
+export function randomImatrix(n: number, seed: number): Float32Array {
+  const rand = prng(seed);
+  return Float32Array.from({ length: n }, () => {
+    const r = rand();
+    return 0.01 + r * r * 10;
+  });
+}
+
+/** `n` words of simple English drawn with prng(seed): a text for importance-matrix runs. */
+export function storyText(n: number, seed: number): string {
+  const words = (
+    'once upon a time there was a little girl named lily she liked to play with her toys in the park ' +
+    'one day she saw a big dog the dog was very friendly and they became best friends they played ' +
+    'together every day and had lots of fun'
+  ).split(' ');
+  const rand = prng(seed);
+  return Array.from({ length: n }, () => words[Math.floor(rand() * words.length)]).join(' ');
+}

@@ -4,6 +4,16 @@
 // first-fit allocator hands out aligned ranges; the memory grows on demand (a shared
 // memory never moves, so views of it stay valid) and never shrinks.
 
+import {
+  GRID_IQ1S,
+  GRID_IQ2S,
+  GRID_IQ2XS,
+  GRID_IQ2XXS,
+  GRID_IQ3S,
+  GRID_IQ3XXS,
+  gridValues,
+  signsOf7,
+} from '../../ggml/quants/iq-grids.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
 
 export const PAGE = 65536;
@@ -54,6 +64,28 @@ function constantTable(): Uint8Array {
   return t;
 }
 
+/**
+ * The IQ1/IQ2/IQ3 codebooks the kernels read from address 16384 of every arena (see
+ * assembly/iquant.ts, same offsets): 8 bytes per IQ2/IQ1 point (IQ1 signed), 4 per IQ3
+ * point, then the 128 parity-completed sign bytes, then 8 mask bytes per sign byte.
+ */
+export const IQ_TABLES_AT = 16384;
+
+function iqTables(): Uint8Array {
+  const t = new Uint8Array(34048 + 2048);
+  const put = (at: number, v: Int8Array) => t.set(new Uint8Array(v.buffer, v.byteOffset, v.length), at);
+  put(0, gridValues(GRID_IQ2XXS));
+  put(2048, gridValues(GRID_IQ2XS));
+  put(6144, gridValues(GRID_IQ2S));
+  put(14336, gridValues(GRID_IQ1S));
+  put(30720, gridValues(GRID_IQ3XXS));
+  put(31744, gridValues(GRID_IQ3S));
+  for (let i = 0; i < 128; i++) t[33792 + i] = signsOf7(i);
+  // the 8 sign masks (0xff where bit k is set) of every sign byte
+  for (let s = 0; s < 256; s++) for (let k = 0; k < 8; k++) t[34048 + 8 * s + k] = (s >> k) & 1 ? 0xff : 0;
+  return t;
+}
+
 function alignUp(n: number, a: number): number {
   return Math.ceil(n / a) * a;
 }
@@ -77,6 +109,7 @@ export class Arena {
     this.free = [{ offset: ARENA_HEADER, size: this.capacity - ARENA_HEADER }];
     this.view = new Uint8Array(this.memory.buffer);
     this.view.set(constantTable(), CONSTANTS_AT);
+    this.view.set(iqTables(), IQ_TABLES_AT);
   }
 
   /** The whole memory as bytes (refreshed after growth). */

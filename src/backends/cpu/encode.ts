@@ -71,10 +71,33 @@ function roundingFor(type: number, n: number, q81 = false): number {
     case GGMLType.Q6_K:
     case GGMLType.IQ4_XS:
       return n % 256 === 0 ? ROUND_Q8_K : ROUND_NONE;
+    case GGMLType.IQ2_XXS:
+    case GGMLType.IQ2_XS:
+    case GGMLType.IQ2_S:
+    case GGMLType.IQ3_XXS:
+    case GGMLType.IQ3_S:
+    case GGMLType.IQ1_S:
+    case GGMLType.IQ1_M:
+    case GGMLType.TQ1_0:
+    case GGMLType.TQ2_0:
+      return ROUND_Q8_K;
     default:
       return ROUND_NONE;
   }
 }
+
+/** Codebook and ternary types: rows unpacked to int8 and dotted against Q8_K activations (assembly/iquant.ts). */
+const INT_DOT_Q8K = new Set<number>([
+  GGMLType.IQ2_XXS,
+  GGMLType.IQ2_XS,
+  GGMLType.IQ2_S,
+  GGMLType.IQ3_XXS,
+  GGMLType.IQ3_S,
+  GGMLType.IQ1_S,
+  GGMLType.IQ1_M,
+  GGMLType.TQ1_0,
+  GGMLType.TQ2_0,
+]);
 
 const FMT_F32 = 0;
 const FMT_Q32 = 1;
@@ -168,7 +191,7 @@ function plan(n: Tensor): Plan {
       const round = roundingFor(a.type, K, true);
       if (a.type === GGMLType.Q4_0 || a.type === GGMLType.Q8_0) fmt = FMT_Q32;
       else if (a.type === GGMLType.Q5_0 && K % 32 === 0) fmt = FMT_Q32;
-      else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K) fmt = FMT_Q256;
+      else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K || INT_DOT_Q8K.has(a.type)) fmt = FMT_Q256;
       else if (b.type === GGMLType.F32 && b.nb[0] === 4 && round === ROUND_NONE && floatA) fmt = FMT_DIRECT;
       const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4 + K / 8, 16) : align(2.5 * K, 16);
       const nc = Math.max(1, Math.min(N, Math.floor(262144 / stride)));

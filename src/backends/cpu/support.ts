@@ -24,6 +24,15 @@ export const READABLE = new Set<number>([
   GGMLType.Q6_K,
   GGMLType.IQ4_NL,
   GGMLType.IQ4_XS,
+  GGMLType.IQ2_XXS,
+  GGMLType.IQ2_XS,
+  GGMLType.IQ2_S,
+  GGMLType.IQ3_XXS,
+  GGMLType.IQ3_S,
+  GGMLType.IQ1_S,
+  GGMLType.IQ1_M,
+  GGMLType.TQ1_0,
+  GGMLType.TQ2_0,
 ]);
 
 /** Types whose rows the kernels can write from f32 (quantRow). */

@@ -1,11 +1,12 @@
 // ggml-cpu's "vec_dot_type": before a dot product with a row of weights of type W, the
 // CPU backend converts the other operand (activations) to the type W's dot kernel takes:
 // F16 weights dot F16 activations, BF16 with BF16, Q4_0/Q5_0/Q8_0/IQ4_NL with Q8_0,
-// Q4_1/Q5_1 with Q8_1, the K-quants and IQ4_XS with Q8_K. The reference kernels emulate
-// that rounding (so their results match llama.cpp's to float accuracy): the activation
-// row is converted and read back as floats, then dotted in double precision with the
-// dequantized weights. Q8_0 and Q8_1 use the x86 AVX path's arithmetic (scale 127/amax,
-// round half to even); Q8_K uses ggml's reference quantizer, as every x86 build does.
+// Q4_1/Q5_1 with Q8_1, the K-quants, IQ4_XS and the IQ1/IQ2/IQ3 and ternary types with
+// Q8_K. The reference kernels emulate that rounding (so their results match llama.cpp's
+// to float accuracy): the activation row is converted and read back as floats, then
+// dotted in double precision with the dequantized weights. Q8_0 and Q8_1 use the x86 AVX
+// path's arithmetic (scale 127/amax, round half to even); Q8_K uses ggml's reference
+// quantizer, as every x86 build does.
 
 import { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from '../../ggml/fp16.js';
 import { dequantize, quantize } from '../../ggml/quants/index.js';
@@ -34,6 +35,15 @@ export function vecDotType(type: number): number {
     case GGMLType.Q5_K:
     case GGMLType.Q6_K:
     case GGMLType.IQ4_XS:
+    case GGMLType.IQ2_XXS:
+    case GGMLType.IQ2_XS:
+    case GGMLType.IQ2_S:
+    case GGMLType.IQ3_XXS:
+    case GGMLType.IQ3_S:
+    case GGMLType.IQ1_S:
+    case GGMLType.IQ1_M:
+    case GGMLType.TQ1_0:
+    case GGMLType.TQ2_0:
       return GGMLType.Q8_K;
     default:
       return GGMLType.F32;

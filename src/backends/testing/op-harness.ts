@@ -43,6 +43,7 @@ export function rng(seed: number): () => number {
 }
 
 // offsets of the f16 scale fields per block, for random blocks of types with no quantizer
+// (IQ1_M's one scale is spread over the top nibbles of four u16 words)
 const F16_FIELDS: Record<string, number[]> = {
   Q2_K: [80, 82],
   Q3_K: [108],
@@ -51,7 +52,38 @@ const F16_FIELDS: Record<string, number[]> = {
   Q6_K: [208],
   IQ4_NL: [0],
   IQ4_XS: [0],
+  IQ2_XXS: [0],
+  IQ2_XS: [0],
+  IQ2_S: [0],
+  IQ3_XXS: [0],
+  IQ3_S: [0],
+  IQ1_S: [0],
 };
+
+/**
+ * Gives random quantized blocks sane scales (random f16 bits would include NaN and huge
+ * values): scale field j of block b becomes f16(scale(b, j)).
+ */
+export function setBlockScales(type: number, bytes: Uint8Array, scale: (block: number, field: number) => number): void {
+  const tr = traitsOf(type);
+  for (let b = 0; b < bytes.length / tr.typeSize; b++) {
+    if (type === GGMLType.IQ1_M) {
+      const h = f32ToF16(scale(b, 0));
+      for (let i = 0; i < 4; i++) {
+        const p = b * tr.typeSize + 49 + 2 * i;
+        bytes[p] = (bytes[p]! & 0x0f) | (((h >> (4 * i)) & 0xf) << 4);
+      }
+      continue;
+    }
+    const fields = F16_FIELDS[tr.name];
+    if (!fields) throw new Error(`setBlockScales: no scale fields known for ${tr.name}`);
+    fields.forEach((off, j) => {
+      const h = f32ToF16(scale(b, j));
+      bytes[b * tr.typeSize + off] = h & 0xff;
+      bytes[b * tr.typeSize + off + 1] = h >> 8;
+    });
+  }
+}
 
 /** Random data for a contiguous tensor of any supported weight type, values roughly in [-1, 1]. */
 export function randomData(t: Tensor, seed: number): ArrayBufferView {
@@ -72,15 +104,7 @@ export function randomData(t: Tensor, seed: number): ArrayBufferView {
     return bytes;
   }
   const bytes = new Uint8Array(t.nbytes).map(() => Math.floor(r() * 256));
-  const fields = F16_FIELDS[tr.name];
-  if (!fields) throw new Error(`randomData: no generator for ${tr.name}`);
-  for (let b = 0; b < bytes.length / tr.typeSize; b++) {
-    for (const off of fields) {
-      const h = f32ToF16(0.002 + r() * 0.01);
-      bytes[b * tr.typeSize + off] = h & 0xff;
-      bytes[b * tr.typeSize + off + 1] = h >> 8;
-    }
-  }
+  setBlockScales(t.type, bytes, () => 0.002 + r() * 0.01);
   return bytes;
 }
 
@@ -123,6 +147,15 @@ export const WEIGHT_TYPES: readonly number[] = [
   GGMLType.Q6_K,
   GGMLType.IQ4_NL,
   GGMLType.IQ4_XS,
+  GGMLType.IQ2_XXS,
+  GGMLType.IQ2_XS,
+  GGMLType.IQ2_S,
+  GGMLType.IQ3_XXS,
+  GGMLType.IQ3_S,
+  GGMLType.IQ1_S,
+  GGMLType.IQ1_M,
+  GGMLType.TQ1_0,
+  GGMLType.TQ2_0,
 ];
 
 /** The catalogue: every op the models need, over its types and awkward shapes. */

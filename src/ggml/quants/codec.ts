@@ -10,9 +10,25 @@ export type DequantizeFn = (src: Uint8Array, srcOff: number, dst: Float32Array, 
 /** Encodes `nb` blocks of floats at src[srcOff] into bytes at dst[dstOff]. */
 export type QuantizeFn = (src: Float32Array, srcOff: number, dst: Uint8Array, dstOff: number, nb: number) => void;
 
+/**
+ * Quantizes one row of `n` floats at src[srcOff..] into dst[dstOff..] as ggml's
+ * quantize_<type> does (ggml_quantize_chunk for one row), with the row's importance
+ * weights (`qw`: one per column, from qw[0]) or without (null).
+ */
+export type RowQuantizeFn = (
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  n: number,
+  qw: Float32Array | null,
+) => void;
+
 export interface RowCodec {
   dequantize?: DequantizeFn;
   quantize?: QuantizeFn;
+  /** ggml's quantize_<type>, importance matrix path included (else `quantize` per row). */
+  quantizeRow?: RowQuantizeFn;
 }
 
 const fround = Math.fround;

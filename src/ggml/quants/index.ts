@@ -5,9 +5,18 @@
 // their arguments once and then call a per-type function over whole blocks.
 
 import { GGMLType, traitsOf, typeName } from '../types.js';
-import type { DequantizeFn, QuantizeFn, RowCodec } from './codec.js';
+import type { DequantizeFn, QuantizeFn, RowCodec, RowQuantizeFn } from './codec.js';
 import { dequantizeBF16, dequantizeF16, dequantizeF32, quantizeBF16, quantizeF16, quantizeF32 } from './float.js';
 import { dequantizeIQ4_NL, dequantizeIQ4_XS } from './iq-dequant.js';
+import {
+  dequantizeIQ1_M,
+  dequantizeIQ1_S,
+  dequantizeIQ2_S,
+  dequantizeIQ2_XS,
+  dequantizeIQ2_XXS,
+  dequantizeIQ3_S,
+  dequantizeIQ3_XXS,
+} from './iq-lowbit-dequant.js';
 import {
   dequantizeQ2_K,
   dequantizeQ3_K,
@@ -29,12 +38,36 @@ import {
   quantizeQ5_1,
   quantizeQ8_0,
   quantizeQ8_1,
+  quantizeRowQ4_0,
+  quantizeRowQ4_1,
+  quantizeRowQ5_0,
+  quantizeRowQ5_1,
 } from './legacy.js';
 import { quantizeQ8_K } from './q8k.js';
-import { quantizeIQ4_NL, quantizeIQ4_XS } from './quantize-iq.js';
-import { quantizeQ2_K, quantizeQ3_K, quantizeQ4_K, quantizeQ5_K, quantizeQ6_K } from './quantize-k.js';
+import { quantizeIQ4_NL, quantizeIQ4_NLWeighted, quantizeIQ4_XS, quantizeIQ4_XSWeighted } from './quantize-iq.js';
+import { quantizeIQ1_MBlocks, quantizeIQ1_SWeighted } from './quantize-iq1.js';
+import {
+  quantizeIQ2_SBlocks,
+  quantizeIQ2_XSWeighted,
+  quantizeIQ2_XXSWeighted,
+  quantizeIQ3_SBlocks,
+  quantizeIQ3_XXSBlocks,
+} from './quantize-iq2.js';
+import {
+  quantizeQ2_K,
+  quantizeQ2_KWeighted,
+  quantizeQ3_K,
+  quantizeQ3_KWeighted,
+  quantizeQ4_K,
+  quantizeQ4_KWeighted,
+  quantizeQ5_K,
+  quantizeQ5_KWeighted,
+  quantizeQ6_K,
+  quantizeQ6_KWeighted,
+} from './quantize-k.js';
+import { dequantizeTQ1_0, dequantizeTQ2_0, quantizeTQ1_0, quantizeTQ2_0 } from './ternary.js';
 
-export type { DequantizeFn, QuantizeFn, RowCodec } from './codec.js';
+export type { DequantizeFn, QuantizeFn, RowCodec, RowQuantizeFn } from './codec.js';
 
 const CODECS = new Map<number, RowCodec>();
 
@@ -48,6 +81,43 @@ export function registerDequantizer(type: number, fn: DequantizeFn): void {
 export function registerQuantizer(type: number, fn: QuantizeFn): void {
   traitsOf(type);
   CODECS.set(type, { ...CODECS.get(type), quantize: fn });
+}
+
+/** Sets (or replaces) the row quantizer of `type` (ggml's quantize_<type>, imatrix path included). */
+export function registerRowQuantizer(type: number, fn: RowQuantizeFn): void {
+  traitsOf(type);
+  CODECS.set(type, { ...CODECS.get(type), quantizeRow: fn });
+}
+
+/** A block quantizer taking quant weights (qw[qwOff + blockSize·b ..] for block b). */
+type WeightedBlocksFn = (
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+) => void;
+
+/**
+ * The importance-matrix quantizer of a type whose blocks are quantized independently
+ * (without an imatrix, quantizeRows uses the type's block quantizer).
+ */
+function blockwise(type: GGMLType, weighted: WeightedBlocksFn): RowQuantizeFn {
+  const bs = traitsOf(type).blockSize;
+  return (src, so, dst, o, n, qw) => {
+    if (!qw) throw new RangeError(`quantize ${typeName(type)}: no importance matrix given`);
+    weighted(src, so, dst, o, n / bs, qw, 0);
+  };
+}
+
+/** The block quantizer of a type that searches with weights x²-derived when it has no imatrix. */
+function unweighted(
+  fn: (s: Float32Array, so: number, d: Uint8Array, o: number, nb: number, qw: null, qo: number) => void,
+) {
+  const q: QuantizeFn = (src, srcOff, dst, dstOff, nb) => fn(src, srcOff, dst, dstOff, nb, null, 0);
+  return q;
 }
 
 // ---- the table ----------------------------------------------------------------------
@@ -69,6 +139,15 @@ registerDequantizer(GGMLType.Q6_K, dequantizeQ6_K);
 registerDequantizer(GGMLType.Q8_K, dequantizeQ8_K);
 registerDequantizer(GGMLType.IQ4_NL, dequantizeIQ4_NL);
 registerDequantizer(GGMLType.IQ4_XS, dequantizeIQ4_XS);
+registerDequantizer(GGMLType.IQ2_XXS, dequantizeIQ2_XXS);
+registerDequantizer(GGMLType.IQ2_XS, dequantizeIQ2_XS);
+registerDequantizer(GGMLType.IQ2_S, dequantizeIQ2_S);
+registerDequantizer(GGMLType.IQ3_XXS, dequantizeIQ3_XXS);
+registerDequantizer(GGMLType.IQ3_S, dequantizeIQ3_S);
+registerDequantizer(GGMLType.IQ1_S, dequantizeIQ1_S);
+registerDequantizer(GGMLType.IQ1_M, dequantizeIQ1_M);
+registerDequantizer(GGMLType.TQ1_0, dequantizeTQ1_0);
+registerDequantizer(GGMLType.TQ2_0, dequantizeTQ2_0);
 
 // Reference quantizers (byte-exact with ggml's quantize_row_*_ref).
 registerQuantizer(GGMLType.F32, quantizeF32);
@@ -91,6 +170,34 @@ registerQuantizer(GGMLType.Q5_K, quantizeQ5_K);
 registerQuantizer(GGMLType.Q6_K, quantizeQ6_K);
 registerQuantizer(GGMLType.IQ4_NL, quantizeIQ4_NL);
 registerQuantizer(GGMLType.IQ4_XS, quantizeIQ4_XS);
+registerQuantizer(GGMLType.TQ1_0, quantizeTQ1_0);
+registerQuantizer(GGMLType.TQ2_0, quantizeTQ2_0);
+registerQuantizer(GGMLType.IQ2_S, unweighted(quantizeIQ2_SBlocks));
+registerQuantizer(GGMLType.IQ3_XXS, unweighted(quantizeIQ3_XXSBlocks));
+registerQuantizer(GGMLType.IQ3_S, unweighted(quantizeIQ3_SBlocks));
+registerQuantizer(GGMLType.IQ1_M, unweighted(quantizeIQ1_MBlocks));
+
+// ggml's importance-matrix paths (types absent here quantize as above with or without
+// one, as ggml ignores it for them; without one every type quantizes as above). IQ2_XXS,
+// IQ2_XS and IQ1_S cannot quantize without one (ggml_quantize_requires_imatrix).
+registerRowQuantizer(GGMLType.Q4_0, quantizeRowQ4_0);
+registerRowQuantizer(GGMLType.Q4_1, quantizeRowQ4_1);
+registerRowQuantizer(GGMLType.Q5_0, quantizeRowQ5_0);
+registerRowQuantizer(GGMLType.Q5_1, quantizeRowQ5_1);
+registerRowQuantizer(GGMLType.Q2_K, blockwise(GGMLType.Q2_K, quantizeQ2_KWeighted));
+registerRowQuantizer(GGMLType.Q3_K, blockwise(GGMLType.Q3_K, quantizeQ3_KWeighted));
+registerRowQuantizer(GGMLType.Q4_K, blockwise(GGMLType.Q4_K, quantizeQ4_KWeighted));
+registerRowQuantizer(GGMLType.Q5_K, blockwise(GGMLType.Q5_K, quantizeQ5_KWeighted));
+registerRowQuantizer(GGMLType.Q6_K, blockwise(GGMLType.Q6_K, quantizeQ6_KWeighted));
+registerRowQuantizer(GGMLType.IQ4_NL, blockwise(GGMLType.IQ4_NL, quantizeIQ4_NLWeighted));
+registerRowQuantizer(GGMLType.IQ4_XS, blockwise(GGMLType.IQ4_XS, quantizeIQ4_XSWeighted));
+registerRowQuantizer(GGMLType.IQ2_XXS, blockwise(GGMLType.IQ2_XXS, quantizeIQ2_XXSWeighted));
+registerRowQuantizer(GGMLType.IQ2_XS, blockwise(GGMLType.IQ2_XS, quantizeIQ2_XSWeighted));
+registerRowQuantizer(GGMLType.IQ2_S, blockwise(GGMLType.IQ2_S, quantizeIQ2_SBlocks));
+registerRowQuantizer(GGMLType.IQ3_XXS, blockwise(GGMLType.IQ3_XXS, quantizeIQ3_XXSBlocks));
+registerRowQuantizer(GGMLType.IQ3_S, blockwise(GGMLType.IQ3_S, quantizeIQ3_SBlocks));
+registerRowQuantizer(GGMLType.IQ1_S, blockwise(GGMLType.IQ1_S, quantizeIQ1_SWeighted));
+registerRowQuantizer(GGMLType.IQ1_M, blockwise(GGMLType.IQ1_M, quantizeIQ1_MBlocks));
 // ---- end of the table ---------------------------------------------------------------
 
 export function canDequantize(type: number): boolean {
@@ -99,6 +206,17 @@ export function canDequantize(type: number): boolean {
 
 export function canQuantize(type: number): boolean {
   return CODECS.get(type)?.quantize !== undefined;
+}
+
+/** Whether ggml can quantize rows to `type` (with an importance matrix where it needs one). */
+export function canQuantizeRows(type: number): boolean {
+  const c = CODECS.get(type);
+  return c?.quantizeRow !== undefined || c?.quantize !== undefined;
+}
+
+/** Whether ggml refuses to quantize `type` without an importance matrix (ggml_quantize_requires_imatrix). */
+export function requiresImatrix(type: number): boolean {
+  return type === GGMLType.IQ2_XXS || type === GGMLType.IQ2_XS || type === GGMLType.IQ1_S;
 }
 
 /** The raw per-block dequantizer of `type` (no validation), for hot loops. */
@@ -145,4 +263,47 @@ export function quantize(type: number, src: Float32Array, dst: Uint8Array, n: nu
     throw new RangeError(`quantize ${typeName(type)}: ${n} elements need ${bytes} bytes, dst has ${dst.length}`);
   }
   fn(src, 0, dst, 0, nb);
+}
+
+/**
+ * ggml_quantize_chunk: quantizes `nrows` rows of `nPerRow` floats (src[0..)) into `dst`,
+ * with an importance matrix (`imatrix`: one weight per column, used for every row) or
+ * without (null). Types without an importance-matrix path ignore it, as ggml does.
+ */
+export function quantizeRows(
+  type: number,
+  src: Float32Array,
+  dst: Uint8Array,
+  nrows: number,
+  nPerRow: number,
+  imatrix: Float32Array | null = null,
+): void {
+  const c = CODECS.get(type);
+  if (!c?.quantizeRow && !c?.quantize) throw new RangeError(`quantize: no quantizer for type ${typeName(type)}`);
+  if (!imatrix && (requiresImatrix(type) || !c.quantize)) {
+    throw new RangeError(`quantize ${typeName(type)}: this type needs an importance matrix`);
+  }
+  const { nb, typeSize } = blocksOf(type, nPerRow, 'quantize');
+  const rowBytes = nb * typeSize;
+  if (!Number.isSafeInteger(nrows) || nrows < 0) throw new RangeError(`quantize: nrows = ${nrows} is not a count`);
+  if (src.length < nrows * nPerRow) {
+    throw new RangeError(`quantize ${typeName(type)}: src holds ${src.length} < ${nrows * nPerRow} elements`);
+  }
+  if (dst.length < nrows * rowBytes) {
+    throw new RangeError(
+      `quantize ${typeName(type)}: ${nrows} rows need ${nrows * rowBytes} bytes, dst has ${dst.length}`,
+    );
+  }
+  if (imatrix && imatrix.length < nPerRow) {
+    throw new RangeError(
+      `quantize ${typeName(type)}: the importance matrix has ${imatrix.length} < ${nPerRow} entries`,
+    );
+  }
+  const row = imatrix ? c.quantizeRow : undefined;
+  // without an imatrix every row quantizes block by block: all rows in one call
+  if (!row) {
+    c.quantize!(src, 0, dst, 0, nb * nrows);
+    return;
+  }
+  for (let r = 0; r < nrows; r++) row(src, r * nPerRow, dst, r * rowBytes, nPerRow, imatrix);
 }

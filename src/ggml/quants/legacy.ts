@@ -15,7 +15,8 @@
 // (int8_t)(v) truncates toward zero, roundf rounds half away from zero.
 
 import { f16Table, f32ToF16 } from '../fp16.js';
-import { roundf } from './codec.js';
+import { type RowQuantizeFn, roundf } from './codec.js';
+import { makeQkx3Quants, makeQxQuants, qkxMin } from './quant-search.js';
 
 const fround = Math.fround;
 const FLT_MAX = 3.4028234663852886e38;
@@ -110,6 +111,16 @@ function putU32(dst: Uint8Array, o: number, v: number): void {
   dst[o + 3] = (v >>> 24) & 0xff;
 }
 
+/**
+ * C's (int8_t)(v) for a float on x86-64: truncation to int32 (cvttss2si, which gives
+ * INT32_MIN for NaN, infinities and values beyond int32) keeping the low 8 bits, signed.
+ * A zero-scale block makes 1/d infinite, so this decides its quants.
+ */
+function toInt8(v: number): number {
+  const t = Math.abs(v) < 2147483648 ? Math.trunc(v) : -2147483648;
+  return (t << 24) >> 24;
+}
+
 /** The element of largest magnitude, sign kept (the first one on ties). */
 function signedAbsMax(src: Float32Array, x: number): number {
   let amax = 0;
@@ -132,9 +143,10 @@ export function quantizeQ4_0(src: Float32Array, srcOff: number, dst: Uint8Array,
     for (let j = 0; j < 16; j++) {
       const x0 = fround(src[x + j]! * id);
       const x1 = fround(src[x + 16 + j]! * id);
-      const q0 = Math.min(15, Math.trunc(fround(x0 + 8.5)));
-      const q1 = Math.min(15, Math.trunc(fround(x1 + 8.5)));
-      dst[o + 2 + j] = (q0 & 0x0f) | ((q1 & 0x0f) << 4);
+      const q0 = Math.min(15, toInt8(fround(x0 + 8.5)));
+      const q1 = Math.min(15, toInt8(fround(x1 + 8.5)));
+      // C ors the whole uint8 values: a wrapped quant's high bits land in the byte
+      dst[o + 2 + j] = (q0 & 0xff) | (q1 << 4);
     }
   }
 }
@@ -155,9 +167,9 @@ export function quantizeQ4_1(src: Float32Array, srcOff: number, dst: Uint8Array,
     for (let j = 0; j < 16; j++) {
       const x0 = fround(fround(src[x + j]! - min) * id);
       const x1 = fround(fround(src[x + 16 + j]! - min) * id);
-      const q0 = Math.min(15, Math.trunc(fround(x0 + 0.5)));
-      const q1 = Math.min(15, Math.trunc(fround(x1 + 0.5)));
-      dst[o + 4 + j] = (q0 & 0x0f) | ((q1 & 0x0f) << 4);
+      const q0 = Math.min(15, toInt8(fround(x0 + 0.5)));
+      const q1 = Math.min(15, toInt8(fround(x1 + 0.5)));
+      dst[o + 4 + j] = (q0 & 0xff) | (q1 << 4);
     }
   }
 }
@@ -171,8 +183,8 @@ export function quantizeQ5_0(src: Float32Array, srcOff: number, dst: Uint8Array,
     for (let j = 0; j < 16; j++) {
       const x0 = fround(src[x + j]! * id);
       const x1 = fround(src[x + 16 + j]! * id);
-      const q0 = Math.min(31, Math.trunc(fround(x0 + 16.5)));
-      const q1 = Math.min(31, Math.trunc(fround(x1 + 16.5)));
+      const q0 = Math.min(31, toInt8(fround(x0 + 16.5))) & 0xff;
+      const q1 = Math.min(31, toInt8(fround(x1 + 16.5))) & 0xff;
       dst[o + 6 + j] = (q0 & 0x0f) | ((q1 & 0x0f) << 4);
       qh |= ((q0 & 0x10) >>> 4) << j;
       qh |= ((q1 & 0x10) >>> 4) << (j + 16);
@@ -199,8 +211,8 @@ export function quantizeQ5_1(src: Float32Array, srcOff: number, dst: Uint8Array,
       const x0 = fround(fround(src[x + j]! - min) * id);
       const x1 = fround(fround(src[x + 16 + j]! - min) * id);
       // no clamp here in ggml: (uint8_t)(x + 0.5f) never exceeds 31 for finite input
-      const q0 = Math.trunc(fround(x0 + 0.5));
-      const q1 = Math.trunc(fround(x1 + 0.5));
+      const q0 = toInt8(fround(x0 + 0.5)) & 0xff;
+      const q1 = toInt8(fround(x1 + 0.5)) & 0xff;
       dst[o + 8 + j] = (q0 & 0x0f) | ((q1 & 0x0f) << 4);
       qh |= ((q0 & 0x10) >>> 4) << j;
       qh |= ((q1 & 0x10) >>> 4) << (j + 16);
@@ -241,3 +253,89 @@ export function quantizeQ8_1(src: Float32Array, srcOff: number, dst: Uint8Array,
     putF16(dst, o + 2, fround(sum * d));
   }
 }
+
+// ---- with an importance matrix ---------------------------------------------------
+//
+// quantize_row_q{4,5}_{0,1}_impl: with quant weights, every block's scale (and min) is
+// searched by make_qx_quants / make_qkx3_quants, each value weighted by
+// qw · sqrt(sigma2 + x²), sigma2 the mean square of the whole row.
+
+const wt = new Float32Array(32);
+const Lq = new Uint8Array(32);
+const Laux = new Uint8Array(32);
+
+/** The row's mean square, in float. */
+function rowSigma2(src: Float32Array, xo: number, n: number): number {
+  let sum = 0;
+  for (let j = 0; j < n; j++) sum = fround(sum + fround(src[xo + j]! * src[xo + j]!));
+  return fround(sum / n);
+}
+
+function blockWeights(src: Float32Array, xo: number, qw: Float32Array, qo: number, sigma2: number): void {
+  for (let j = 0; j < 32; j++) {
+    const x = src[xo + j]!;
+    wt[j] = fround(qw[qo + j]! * fround(Math.sqrt(fround(sigma2 + fround(x * x)))));
+  }
+}
+
+/** Nibbles j and j+16 of 32 values into 16 bytes; bit 4 of each (when hi) into a u32 at qhOff. */
+function pack32(L: Uint8Array, dst: Uint8Array, qs: number, qhOff: number): void {
+  let qh = 0;
+  for (let j = 0; j < 16; j++) {
+    const l0 = L[j]!;
+    const l1 = L[j + 16]!;
+    dst[qs + j] = (l0 & 0x0f) | ((l1 & 0x0f) << 4);
+    qh |= ((l0 & 0x10) >>> 4) << j;
+    qh |= ((l1 & 0x10) >>> 4) << (j + 16);
+  }
+  if (qhOff >= 0) putU32(dst, qhOff, qh);
+}
+
+function symmetricRow(
+  nmax: number,
+  bytes: number,
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  n: number,
+  qw: Float32Array,
+): void {
+  const sigma2 = rowSigma2(src, srcOff, n);
+  for (let b = 0, x = srcOff, o = dstOff; b < n / 32; b++, x += 32, o += bytes) {
+    blockWeights(src, x, qw, b * 32, sigma2);
+    putF16(dst, o, makeQxQuants(32, nmax, src, x, Lq, 0, wt, 0));
+    if (nmax === 8) pack32(Lq, dst, o + 2, -1);
+    else pack32(Lq, dst, o + 6, o + 2);
+  }
+}
+
+function offsetRow(
+  nmax: number,
+  bytes: number,
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  n: number,
+  qw: Float32Array,
+): void {
+  const sigma2 = rowSigma2(src, srcOff, n);
+  for (let b = 0, x = srcOff, o = dstOff; b < n / 32; b++, x += 32, o += bytes) {
+    blockWeights(src, x, qw, b * 32, sigma2);
+    putF16(dst, o, makeQkx3Quants(32, nmax, src, x, wt, Lq, 0, Laux));
+    putF16(dst, o + 2, -qkxMin);
+    if (nmax === 15) pack32(Lq, dst, o + 4, -1);
+    else pack32(Lq, dst, o + 8, o + 4);
+  }
+}
+
+/** quantize_q4_0 for one row: the reference without quant weights. */
+export const quantizeRowQ4_0: RowQuantizeFn = (src, so, dst, o, n, qw) =>
+  qw ? symmetricRow(8, 18, src, so, dst, o, n, qw) : quantizeQ4_0(src, so, dst, o, n / 32);
+export const quantizeRowQ5_0: RowQuantizeFn = (src, so, dst, o, n, qw) =>
+  qw ? symmetricRow(16, 22, src, so, dst, o, n, qw) : quantizeQ5_0(src, so, dst, o, n / 32);
+export const quantizeRowQ4_1: RowQuantizeFn = (src, so, dst, o, n, qw) =>
+  qw ? offsetRow(15, 20, src, so, dst, o, n, qw) : quantizeQ4_1(src, so, dst, o, n / 32);
+export const quantizeRowQ5_1: RowQuantizeFn = (src, so, dst, o, n, qw) =>
+  qw ? offsetRow(31, 24, src, so, dst, o, n, qw) : quantizeQ5_1(src, so, dst, o, n / 32);

@@ -15,7 +15,7 @@
 
 import { f32ToF16 } from '../fp16.js';
 import type { QuantizeFn } from './codec.js';
-import { nearestInt } from './quantize-k.js';
+import { nearestInt } from './quant-search.js';
 
 const fr = Math.fround;
 
@@ -73,11 +73,11 @@ function putF16(dst: Uint8Array, off: number, x: number): void {
 }
 
 /**
- * The per-block part of quantize_row_iq4_nl_impl (null quant weights, ntry 7): best
- * scale for the 32 values at x[xo..], with indices into KVALUES_IQ4NL left in L[lo..].
- * Returns the scale (0 for an all-zero block).
+ * The per-block part of quantize_row_iq4_nl_impl (ntry 7): best scale for the 32 values
+ * at x[xo..] under weights `wt` (null: x²), with indices into KVALUES_IQ4NL left in
+ * L[lo..]. Returns the scale (0 for an all-zero block).
  */
-function blockScale(x: Float32Array, xo: number, L: Uint8Array, lo: number): number {
+function blockScale(x: Float32Array, xo: number, L: Uint8Array, lo: number, wt: Float32Array | null): number {
   const bs = 32;
   let amax = 0;
   let max = 0;
@@ -102,7 +102,7 @@ function blockScale(x: Float32Array, xo: number, L: Uint8Array, lo: number): num
     const l = bestIndex(fr(id * xj));
     L[lo + j] = l;
     const q = KVALUES_IQ4NL[l]!;
-    const w = fr(xj * xj);
+    const w = wt ? wt[j]! : fr(xj * xj);
     const wq = fr(w * q);
     sumqx = fr(sumqx + fr(wq * xj));
     sumq2 = fr(sumq2 + fr(wq * q));
@@ -117,7 +117,7 @@ function blockScale(x: Float32Array, xo: number, L: Uint8Array, lo: number): num
     for (let j = 0; j < bs; j++) {
       const xj = x[xo + j]!;
       const q = KVALUES_IQ4NL[bestIndex(fr(id * xj))]!;
-      const w = fr(xj * xj);
+      const w = wt ? wt[j]! : fr(xj * xj);
       const wq = fr(w * q);
       sumqx = fr(sumqx + fr(wq * xj));
       sumq2 = fr(sumq2 + fr(wq * q));
@@ -139,18 +139,65 @@ const L = new Uint8Array(QK_K);
 const scales = new Float32Array(8);
 
 /** quantize_iq4_nl without quant weights, over `nb` blocks: one f16 scale per 32 values, 4-bit level indices. */
-export const quantizeIQ4_NL: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
+export const quantizeIQ4_NL: QuantizeFn = (src, srcOff, dst, dstOff, nb) =>
+  iq4NL(src, srcOff, dst, dstOff, nb, null, 0);
+
+/** quantize_iq4_nl with the quant weights qw[qwOff + 32·b ..] of block b. */
+export function quantizeIQ4_NLWeighted(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+): void {
+  iq4NL(src, srcOff, dst, dstOff, nb, qw, qwOff);
+}
+
+const weight = new Float32Array(32);
+
+/**
+ * The quant weights of quantize_row_iq4_nl_impl for the 32 values at xo: qw · sqrt(sigma2
+ * + x²), sigma2 twice the mean square of the super-block [so, so + sbs). Null without qw.
+ */
+function iq4Weights(
+  src: Float32Array,
+  so: number,
+  sbs: number,
+  xo: number,
+  qw: Float32Array | null,
+  qo: number,
+): Float32Array | null {
+  if (!qw) return null;
+  let sigma2 = 0;
+  for (let j = 0; j < sbs; j++) sigma2 = fr(sigma2 + fr(src[so + j]! * src[so + j]!));
+  sigma2 = fr(sigma2 * fr(2 / sbs));
+  for (let j = 0; j < 32; j++)
+    weight[j] = fr(qw[qo + j]! * fr(Math.sqrt(fr(sigma2 + fr(src[xo + j]! * src[xo + j]!)))));
+  return weight;
+}
+
+function iq4NL(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array | null,
+  qwOff: number,
+): void {
   for (let ib = 0; ib < nb; ib++) {
     const xo = srcOff + ib * QK4_NL;
     const yo = dstOff + ib * 18;
-    const d = blockScale(src, xo, L, 0);
+    const d = blockScale(src, xo, L, 0, iq4Weights(src, xo, QK4_NL, xo, qw, qwOff + ib * QK4_NL));
     putF16(dst, yo, d);
     // final pass (ntry > 0): requantize with the unrounded float scale
     const id = d !== 0 ? fr(1 / d) : 0;
     for (let j = 0; j < QK4_NL; j++) L[j] = bestIndex(fr(id * src[xo + j]!));
     pack32(L, 0, dst, yo + 2);
   }
-};
+}
 
 /** IQ4_NL of src[0..n), n a multiple of 32, into dst (18 bytes per 32 values). */
 export function quantizeIQ4NL(src: Float32Array, dst: Uint8Array, n: number): void {
@@ -158,14 +205,39 @@ export function quantizeIQ4NL(src: Float32Array, dst: Uint8Array, n: number): vo
 }
 
 /** quantize_iq4_xs without quant weights, over `nb` blocks: f16 super-scale, 6-bit signed scale per 32, 4-bit level indices. */
-export const quantizeIQ4_XS: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
+export const quantizeIQ4_XS: QuantizeFn = (src, srcOff, dst, dstOff, nb) =>
+  iq4XS(src, srcOff, dst, dstOff, nb, null, 0);
+
+/** quantize_iq4_xs with the quant weights qw[qwOff + 256·b ..] of block b. */
+export function quantizeIQ4_XSWeighted(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+): void {
+  iq4XS(src, srcOff, dst, dstOff, nb, qw, qwOff);
+}
+
+function iq4XS(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array | null,
+  qwOff: number,
+): void {
   for (let ibl = 0; ibl < nb; ibl++) {
     const xo = srcOff + ibl * QK_K;
     const yo = dstOff + ibl * 136;
     let maxScale = 0;
     let amaxScale = 0;
     for (let ib = 0; ib < 8; ib++) {
-      const s = blockScale(src, xo + 32 * ib, L, 32 * ib);
+      const wt = iq4Weights(src, xo, QK_K, xo + 32 * ib, qw, qwOff + ibl * QK_K + 32 * ib);
+      const s = blockScale(src, xo + 32 * ib, L, 32 * ib, wt);
       scales[ib] = s;
       const as = Math.abs(s);
       if (as > amaxScale) {
@@ -195,7 +267,7 @@ export const quantizeIQ4_XS: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
     dst[yo + 3] = scalesH >>> 8;
     for (let i = 0; i < 8; i++) pack32(L, 32 * i, dst, yo + 8 + 16 * i);
   }
-};
+}
 
 /** IQ4_XS of src[0..n), n a multiple of 256, into dst (136 bytes per 256 values). */
 export function quantizeIQ4XS(src: Float32Array, dst: Uint8Array, n: number): void {

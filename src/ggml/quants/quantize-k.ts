@@ -19,27 +19,22 @@
 
 import { f16ToF32, f32ToF16 } from '../fp16.js';
 import type { QuantizeFn } from './codec.js';
+import {
+  clamp,
+  F0_1,
+  GROUP_MAX_EPS,
+  makeQ3Quants,
+  makeQkx2Quants,
+  makeQkx3Quants,
+  makeQpQuants,
+  makeQxQuants,
+  nearestInt,
+  qkxMin,
+} from './quant-search.js';
 
 const fr = Math.fround;
 
 const QK_K = 256;
-/** Below this absolute maximum a group counts as all zero. */
-const GROUP_MAX_EPS = fr(1e-15);
-const F0_1 = fr(0.1);
-
-const nbScratch = new Float32Array(1);
-const nbBits = new Int32Array(nbScratch.buffer);
-
-/**
- * ggml's nearest_int: the float32 sum with 1.5*2^23 rounds to an integer (ties to even),
- * which is then read back from the mantissa bits. Done on the bits, as C does, so that
- * out-of-range inputs (C only asserts in debug builds) give the same garbage.
- * `v` must be a float32 value.
- */
-export function nearestInt(v: number): number {
-  nbScratch[0] = v + 12582912;
-  return (nbBits[0]! & 0x007fffff) - 0x00400000;
-}
 
 /** Writes `x` (a float) as a little-endian f16 and returns the value read back from it. */
 function putF16(dst: Uint8Array, off: number, x: number): number {
@@ -47,220 +42,6 @@ function putF16(dst: Uint8Array, off: number, x: number): number {
   dst[off] = h & 0xff;
   dst[off + 1] = h >>> 8;
   return f16ToF32(h);
-}
-
-function clamp(v: number, lo: number, hi: number): number {
-  return Math.max(lo, Math.min(hi, v));
-}
-
-/**
- * make_qx_quants with rmse_type 1 and no importance weights (w = x*x): symmetric
- * quantization of x[xo..xo+n) to [-nmax, nmax-1] (stored +nmax in L[lo..]); tries 18
- * scales around nmax/max and keeps the best weighted least-squares fit. Returns the scale.
- */
-function makeQxQuants(n: number, nmax: number, x: Float32Array, xo: number, L: Uint8Array, lo: number): number {
-  let max = 0;
-  let amax = 0;
-  for (let i = 0; i < n; i++) {
-    const ax = Math.abs(x[xo + i]!);
-    if (ax > amax) {
-      amax = ax;
-      max = x[xo + i]!;
-    }
-  }
-  if (amax < GROUP_MAX_EPS) {
-    L.fill(0, lo, lo + n);
-    return 0;
-  }
-  let iscale = fr(-nmax / max);
-  let sumlx = 0;
-  let suml2 = 0;
-  for (let i = 0; i < n; i++) {
-    const xi = x[xo + i]!;
-    const l = clamp(nearestInt(fr(iscale * xi)), -nmax, nmax - 1);
-    L[lo + i] = l + nmax;
-    const w = fr(xi * xi);
-    sumlx = fr(sumlx + fr(fr(w * xi) * l));
-    suml2 = fr(suml2 + fr(fr(w * l) * l));
-  }
-  let scale = suml2 !== 0 ? fr(sumlx / suml2) : 0;
-  let best = fr(scale * sumlx);
-  for (let is = -9; is <= 9; is++) {
-    if (is === 0) continue;
-    iscale = fr(-fr(nmax + fr(F0_1 * is)) / max);
-    sumlx = 0;
-    suml2 = 0;
-    for (let i = 0; i < n; i++) {
-      const xi = x[xo + i]!;
-      const l = clamp(nearestInt(fr(iscale * xi)), -nmax, nmax - 1);
-      const w = fr(xi * xi);
-      sumlx = fr(sumlx + fr(fr(w * xi) * l));
-      suml2 = fr(suml2 + fr(fr(w * l) * l));
-    }
-    if (suml2 > 0 && fr(sumlx * sumlx) > fr(best * suml2)) {
-      for (let i = 0; i < n; i++) {
-        L[lo + i] = nmax + clamp(nearestInt(fr(iscale * x[xo + i]!)), -nmax, nmax - 1);
-      }
-      scale = fr(sumlx / suml2);
-      best = fr(scale * sumlx);
-    }
-  }
-  return scale;
-}
-
-/**
- * make_q3_quants with do_rmse: symmetric quantization to [-nmax, nmax-1] refined by up
- * to 5 passes of coordinate descent on the x*x-weighted error; L gets values +nmax.
- */
-function makeQ3Quants(n: number, nmax: number, x: Float32Array, xo: number, L: Int8Array, lo: number): number {
-  let max = 0;
-  let amax = 0;
-  for (let i = 0; i < n; i++) {
-    const ax = Math.abs(x[xo + i]!);
-    if (ax > amax) {
-      amax = ax;
-      max = x[xo + i]!;
-    }
-  }
-  if (amax < GROUP_MAX_EPS) {
-    L.fill(0, lo, lo + n);
-    return 0;
-  }
-  const iscale = fr(-nmax / max);
-  let sumlx = 0;
-  let suml2 = 0;
-  for (let i = 0; i < n; i++) {
-    const xi = x[xo + i]!;
-    const l = clamp(nearestInt(fr(iscale * xi)), -nmax, nmax - 1);
-    L[lo + i] = l;
-    const w = fr(xi * xi);
-    sumlx = fr(sumlx + fr(fr(w * xi) * l));
-    suml2 = fr(suml2 + fr(fr(w * l) * l));
-  }
-  for (let itry = 0; itry < 5; itry++) {
-    let nChanged = 0;
-    for (let i = 0; i < n; i++) {
-      const xi = x[xo + i]!;
-      const w = fr(xi * xi);
-      const li = L[lo + i]!;
-      let slx = fr(sumlx - fr(fr(w * xi) * li));
-      if (slx > 0) {
-        let sl2 = fr(suml2 - fr(fr(w * li) * li));
-        const newL = clamp(nearestInt(fr(fr(xi * sl2) / slx)), -nmax, nmax - 1);
-        if (newL !== li) {
-          slx = fr(slx + fr(fr(w * xi) * newL));
-          sl2 = fr(sl2 + fr(fr(w * newL) * newL));
-          if (sl2 > 0 && fr(fr(slx * slx) * suml2) > fr(fr(sumlx * sumlx) * sl2)) {
-            L[lo + i] = newL;
-            sumlx = slx;
-            suml2 = sl2;
-            nChanged++;
-          }
-        }
-      }
-    }
-    if (nChanged === 0) break;
-  }
-  for (let i = 0; i < n; i++) L[lo + i] = L[lo + i]! + nmax;
-  return suml2 > 0 ? fr(sumlx / suml2) : 0;
-}
-
-/** Second result of makeQkx2Quants: the (positive) min to subtract, C's `*the_min`. */
-let qkx2Min = 0;
-
-/**
- * make_qkx2_quants: asymmetric quantization x ~ scale*L + min to [0, nmax] with given
- * weights; scans nstep+1 candidate scales (rmin + rdelta*is + nmax over the range) and
- * keeps the weighted least-squares (scale, min) with the lowest error (abs when useMad).
- * Returns the scale; the min (negated, >= 0) is left in qkx2Min.
- */
-function makeQkx2Quants(
-  n: number,
-  nmax: number,
-  x: Float32Array,
-  xo: number,
-  weights: Float32Array,
-  L: Uint8Array,
-  lo: number,
-  Laux: Uint8Array,
-  rmin: number,
-  rdelta: number,
-  nstep: number,
-  useMad: boolean,
-): number {
-  let min = x[xo]!;
-  let max = x[xo]!;
-  let sumW = weights[0]!;
-  let sumX = fr(sumW * x[xo]!);
-  for (let i = 1; i < n; i++) {
-    const xi = x[xo + i]!;
-    if (xi < min) min = xi;
-    if (xi > max) max = xi;
-    const w = weights[i]!;
-    sumW = fr(sumW + w);
-    sumX = fr(sumX + fr(w * xi));
-  }
-  if (min > 0) min = 0;
-  if (max === min) {
-    L.fill(0, lo, lo + n);
-    qkx2Min = -min;
-    return 0;
-  }
-  let iscale = fr(nmax / fr(max - min));
-  let scale = fr(1 / iscale);
-  let bestError = 0;
-  for (let i = 0; i < n; i++) {
-    const xi = x[xo + i]!;
-    const l = clamp(nearestInt(fr(iscale * fr(xi - min))), 0, nmax);
-    L[lo + i] = l;
-    let diff = fr(fr(fr(scale * l) + min) - xi);
-    diff = useMad ? Math.abs(diff) : fr(diff * diff);
-    bestError = fr(bestError + fr(weights[i]! * diff));
-  }
-  if (nstep < 1) {
-    qkx2Min = -min;
-    return scale;
-  }
-  for (let is = 0; is <= nstep; is++) {
-    // min moves to the best fit found so far, and both the range and the offsets follow it
-    iscale = fr(fr(fr(rmin + fr(rdelta * is)) + nmax) / fr(max - min));
-    let sumL = 0;
-    let sumL2 = 0;
-    let sumXL = 0;
-    for (let i = 0; i < n; i++) {
-      const xi = x[xo + i]!;
-      const l = clamp(nearestInt(fr(iscale * fr(xi - min))), 0, nmax);
-      Laux[i] = l;
-      const w = weights[i]!;
-      const wl = fr(w * l);
-      sumL = fr(sumL + wl);
-      sumL2 = fr(sumL2 + fr(wl * l));
-      sumXL = fr(sumXL + fr(wl * xi));
-    }
-    const D = fr(fr(sumW * sumL2) - fr(sumL * sumL));
-    if (D > 0) {
-      let thisScale = fr(fr(fr(sumW * sumXL) - fr(sumX * sumL)) / D);
-      let thisMin = fr(fr(fr(sumL2 * sumX) - fr(sumL * sumXL)) / D);
-      if (thisMin > 0) {
-        thisMin = 0;
-        thisScale = fr(sumXL / sumL2);
-      }
-      let curError = 0;
-      for (let i = 0; i < n; i++) {
-        let diff = fr(fr(fr(thisScale * Laux[i]!) + thisMin) - x[xo + i]!);
-        diff = useMad ? Math.abs(diff) : fr(diff * diff);
-        curError = fr(curError + fr(weights[i]! * diff));
-      }
-      if (curError < bestError) {
-        for (let i = 0; i < n; i++) L[lo + i] = Laux[i]!;
-        bestError = curError;
-        scale = thisScale;
-        min = thisMin;
-      }
-    }
-  }
-  qkx2Min = -min;
-  return scale;
 }
 
 /** Packs 4 groups of 32 two-bit values (L[j+l], +32, +64, +96) into qs bytes, per 128 values. */
@@ -309,7 +90,7 @@ export const quantizeQ2_K: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
       for (let l = 0; l < 16; l++) weights[l] = Math.abs(src[xo + 16 * j + l]!);
       const s = makeQkx2Quants(16, 3, src, xo + 16 * j, weights, L, 16 * j, Laux, -0.5, F0_1, 15, true);
       scales[j] = s;
-      mins[j] = qkx2Min;
+      mins[j] = qkxMin;
       if (s > maxScale) maxScale = s;
       if (mins[j]! > maxMin) maxMin = mins[j]!;
     }
@@ -437,7 +218,7 @@ function quantizeScaleMin32(
     for (let l = 0; l < 32; l++) weights[l] = fr(avX + Math.abs(src[go + l]!));
     const s = makeQkx2Quants(32, nmax, src, go, weights, L, 32 * j, Laux, rmin, F0_1, nstep, false);
     scales[j] = s;
-    mins[j] = qkx2Min;
+    mins[j] = qkxMin;
     if (s > maxScale) maxScale = s;
     if (mins[j]! > maxMin) maxMin = mins[j]!;
   }
@@ -459,21 +240,35 @@ function quantizeScaleMin32(
   }
   const d = putF16(dst, yo, fr(maxScale / 63));
   const dmin = putF16(dst, yo + 2, fr(maxMin / 63));
-  for (let j = 0; j < 8; j++) {
-    let sc: number;
-    let m: number;
-    if (j < 4) {
-      sc = dst[so + j]! & 63;
-      m = dst[so + j + 4]! & 63;
-    } else {
-      sc = (dst[so + j + 4]! & 0xf) | ((dst[so + j - 4]! >> 6) << 4);
-      m = (dst[so + j + 4]! >> 4) | ((dst[so + j]! >> 6) << 4);
-    }
-    const dl = fr(d * sc);
-    if (dl === 0) continue;
-    const ml = fr(dmin * m);
-    for (let ii = 0; ii < 32; ii++) {
-      L[32 * j + ii] = clamp(nearestInt(fr(fr(src[xo + 32 * j + ii]! + ml) / dl)), 0, nmax);
+  requantizeScaleMin32(src, xo, dst, so, d, dmin, nmax, L);
+}
+
+/** Q4_K qs: for each 64 values, byte l holds value l (low nibble) and l+32 (high nibble). */
+function packQ4K(L: Uint8Array, dst: Uint8Array, yo: number): void {
+  for (let j = 0; j < QK_K; j += 64) {
+    const q = yo + 16 + j / 2;
+    for (let l = 0; l < 32; l++) dst[q + l] = L[j + l]! | (L[j + l + 32]! << 4);
+  }
+}
+
+/** Q5_K qs and qh: low nibbles as in Q4_K; bit 4 of value n+j -> qh[j] bit 2k, of n+j+32 -> bit 2k+1. */
+function packQ5K(L: Uint8Array, dst: Uint8Array, yo: number): void {
+  const qh = yo + 16;
+  dst.fill(0, qh, qh + 32);
+  for (let n64 = 0, k = 0; n64 < QK_K; n64 += 64, k++) {
+    const ql = yo + 48 + n64 / 2;
+    for (let j = 0; j < 32; j++) {
+      let l1 = L[n64 + j]!;
+      let l2 = L[n64 + j + 32]!;
+      if (l1 > 15) {
+        l1 -= 16;
+        dst[qh + j] |= 1 << (2 * k);
+      }
+      if (l2 > 15) {
+        l2 -= 16;
+        dst[qh + j] |= 2 << (2 * k);
+      }
+      dst[ql + j] = l1 | (l2 << 4);
     }
   }
 }
@@ -484,11 +279,7 @@ export const quantizeQ4_K: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
   for (let i = 0; i < nb; i++) {
     const yo = dstOff + i * 144;
     quantizeScaleMin32(src, srcOff + i * QK_K, dst, yo, 15, -1, 20, L);
-    // qs: for each 64 values, byte l holds value l (low nibble) and l+32 (high nibble)
-    for (let j = 0; j < QK_K; j += 64) {
-      const q = yo + 16 + j / 2;
-      for (let l = 0; l < 32; l++) dst[q + l] = L[j + l]! | (L[j + l + 32]! << 4);
-    }
+    packQ4K(L, dst, yo);
   }
 };
 
@@ -503,25 +294,7 @@ export const quantizeQ5_K: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
   for (let i = 0; i < nb; i++) {
     const yo = dstOff + i * 176;
     quantizeScaleMin32(src, srcOff + i * QK_K, dst, yo, 31, -0.5, 15, L);
-    const qh = yo + 16;
-    dst.fill(0, qh, qh + 32);
-    // per 64 values: low nibbles as in Q4_K; bit 4 of value n+j -> qh[j] bit 2k, of n+j+32 -> bit 2k+1
-    for (let n64 = 0, k = 0; n64 < QK_K; n64 += 64, k++) {
-      const ql = yo + 48 + n64 / 2;
-      for (let j = 0; j < 32; j++) {
-        let l1 = L[n64 + j]!;
-        let l2 = L[n64 + j + 32]!;
-        if (l1 > 15) {
-          l1 -= 16;
-          dst[qh + j] |= 1 << (2 * k);
-        }
-        if (l2 > 15) {
-          l2 -= 16;
-          dst[qh + j] |= 2 << (2 * k);
-        }
-        dst[ql + j] = l1 | (l2 << 4);
-      }
-    }
+    packQ5K(L, dst, yo);
   }
 };
 
@@ -533,7 +306,18 @@ export function quantizeQ5K(src: Float32Array, dst: Uint8Array, n: number): void
 // ---------------------------------------------------------------- Q6_K
 
 /** quantize_row_q6_K_ref over `nb` blocks: 16 groups of 16, 6-bit values (ql nibble + qh 2 bits), int8 scales. */
-export const quantizeQ6_K: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
+export const quantizeQ6_K: QuantizeFn = (src, srcOff, dst, dstOff, nb) => q6K(src, srcOff, dst, dstOff, nb, null, 0);
+
+/** Q6_K blocks, the groups' scales searched by make_qx_quants weighted by qw (null: x²). */
+function q6K(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array | null,
+  qwOff: number,
+): void {
   const L = Lu;
   for (let i = 0; i < nb; i++) {
     const xo = srcOff + i * QK_K;
@@ -541,7 +325,7 @@ export const quantizeQ6_K: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
     let maxScale = 0;
     let maxAbsScale = 0;
     for (let ib = 0; ib < 16; ib++) {
-      const s = makeQxQuants(16, 32, src, xo + 16 * ib, L, 16 * ib);
+      const s = makeQxQuants(16, 32, src, xo + 16 * ib, L, 16 * ib, qw, qwOff + i * QK_K + 16 * ib);
       scales[ib] = s;
       const as = Math.abs(s);
       if (as > maxAbsScale) {
@@ -581,9 +365,254 @@ export const quantizeQ6_K: QuantizeFn = (src, srcOff, dst, dstOff, nb) => {
       }
     }
   }
-};
+}
 
 /** Q6_K of src[0..n), n a multiple of 256, into dst (210 bytes per 256 values). */
 export function quantizeQ6K(src: Float32Array, dst: Uint8Array, n: number): void {
   wholeRow('Q6_K', quantizeQ6_K, 210, src, dst, n);
+}
+
+// ---------------------------------------------------------------- with an importance matrix
+//
+// quantize_row_qN_K_impl: what ggml_quantize_chunk runs when given quant weights `qw` (the
+// imatrix entries of the row's columns; block b reads qw[qwOff + 256·b ..]). Each value
+// is weighted by qw · sqrt(sigma2 + x²) (Q6_K: qw alone), sigma2 the block's mean square
+// (times 2 except for Q2_K); scales and mins are then quantized by make_qp_quants
+// weighted by their group's summed weights.
+
+const weights16 = new Float32Array(16);
+const sw = new Float32Array(16);
+const Ls = new Uint8Array(16);
+const Lm = new Uint8Array(16);
+const Lsi = new Int8Array(16);
+
+/** Σ x² over the block at xo, in float, times `mul`, over 256. */
+function blockSigma2(src: Float32Array, xo: number, mul: number): number {
+  let sumx2 = 0;
+  for (let j = 0; j < QK_K; j++) sumx2 = fr(sumx2 + fr(src[xo + j]! * src[xo + j]!));
+  return fr(fr(mul * sumx2) / QK_K);
+}
+
+/** w[l] = qw[qo + l] · sqrt(sigma2 + x²) for n values at xo; returns their float sum. */
+function imatrixWeights(
+  src: Float32Array,
+  xo: number,
+  qw: Float32Array,
+  qo: number,
+  sigma2: number,
+  w: Float32Array,
+  n: number,
+): number {
+  let sum = 0;
+  for (let l = 0; l < n; l++) {
+    const x = src[xo + l]!;
+    w[l] = fr(qw[qo + l]! * fr(Math.sqrt(fr(sigma2 + fr(x * x)))));
+    sum = fr(sum + w[l]!);
+  }
+  return sum;
+}
+
+/** quantize_row_q2_K_impl over `nb` blocks. */
+export function quantizeQ2_KWeighted(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+): void {
+  const L = Lu;
+  for (let i = 0; i < nb; i++) {
+    const xo = srcOff + i * QK_K;
+    const yo = dstOff + i * 84;
+    const sigma2 = blockSigma2(src, xo, 1);
+    for (let j = 0; j < 16; j++) {
+      sw[j] = imatrixWeights(src, xo + 16 * j, qw, qwOff + i * QK_K + 16 * j, sigma2, weights16, 16);
+      scales[j] = makeQkx3Quants(16, 3, src, xo + 16 * j, weights16, L, 16 * j, Laux);
+      mins[j] = qkxMin;
+    }
+    const dm = putF16(dst, yo + 80, makeQpQuants(16, 15, scales, 0, Ls, 0, sw, 0));
+    const mm = putF16(dst, yo + 82, makeQpQuants(16, 15, mins, 0, Lm, 0, sw, 0));
+    for (let j = 0; j < 16; j++) dst[yo + j] = Ls[j]! | (Lm[j]! << 4);
+    for (let j = 0; j < 16; j++) {
+      const d = fr(dm * (dst[yo + j]! & 0xf));
+      if (d === 0) continue;
+      const m = fr(mm * (dst[yo + j]! >> 4));
+      for (let ii = 0; ii < 16; ii++) {
+        L[16 * j + ii] = clamp(nearestInt(fr(fr(src[xo + 16 * j + ii]! + m) / d)), 0, 3);
+      }
+    }
+    pack2bit(L, dst, yo + 16);
+  }
+}
+
+/** quantize_row_q3_K_impl over `nb` blocks. */
+export function quantizeQ3_KWeighted(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+): void {
+  const L = Li;
+  for (let i = 0; i < nb; i++) {
+    const xo = srcOff + i * QK_K;
+    const yo = dstOff + i * 110;
+    const so = yo + 96;
+    const sigma2 = blockSigma2(src, xo, 2);
+    for (let j = 0; j < 16; j++) {
+      sw[j] = imatrixWeights(src, xo + 16 * j, qw, qwOff + i * QK_K + 16 * j, sigma2, weights16, 16);
+      scales[j] = makeQxQuants(16, 4, src, xo + 16 * j, L, 16 * j, weights16, 0);
+    }
+    dst.fill(0, so, so + 12);
+    const dBlock = makeQxQuants(16, 32, scales, 0, Lsi, 0, sw, 0);
+    for (let j = 0; j < 16; j++) {
+      const l = Lsi[j]!;
+      if (j < 8) dst[so + j] = l & 0xf;
+      else dst[so + j - 8] |= (l & 0xf) << 4;
+      dst[so + 8 + (j % 4)] |= (l >> 4) << (2 * (j >> 2));
+    }
+    const d = putF16(dst, yo + 108, dBlock);
+    for (let j = 0; j < 16; j++) {
+      const lo4 = j < 8 ? dst[so + j]! & 0xf : dst[so + j - 8]! >> 4;
+      const sc = (lo4 | (((dst[so + 8 + (j % 4)]! >> (2 * (j >> 2))) & 3) << 4)) - 32;
+      const dl = fr(d * sc);
+      if (dl === 0) continue;
+      for (let ii = 0; ii < 16; ii++) {
+        L[16 * j + ii] = clamp(nearestInt(fr(src[xo + 16 * j + ii]! / dl)), -4, 3) + 4;
+      }
+    }
+    dst.fill(0, yo, yo + 32);
+    for (let j = 0; j < QK_K; j++) {
+      if (L[j]! > 3) {
+        dst[yo + (j & 31)] |= 1 << (j >> 5);
+        L[j] = L[j]! - 4;
+      }
+    }
+    pack2bit(L, dst, yo + 32);
+  }
+}
+
+/**
+ * Shared body of quantize_row_q4_K_impl and quantize_row_q5_K_impl: 8 groups of 32 with
+ * scale and min searched by make_qkx3_quants, their 6-bit codes by make_qp_quants (Q5_K
+ * caps them at 63, Q4_K lets a wrapped code through as C does). Leaves the values in L.
+ */
+function scaleMin32Weighted(
+  src: Float32Array,
+  xo: number,
+  dst: Uint8Array,
+  yo: number,
+  nmax: number,
+  cap: boolean,
+  qw: Float32Array,
+  qo: number,
+  L: Uint8Array,
+): void {
+  const sigma2 = blockSigma2(src, xo, 2);
+  for (let j = 0; j < 8; j++) {
+    sw[j] = imatrixWeights(src, xo + 32 * j, qw, qo + 32 * j, sigma2, weights, 32);
+    scales[j] = makeQkx3Quants(32, nmax, src, xo + 32 * j, weights, L, 32 * j, Laux);
+    mins[j] = qkxMin;
+  }
+  const dBlock = makeQpQuants(8, 63, scales, 0, Ls, 0, sw, 0);
+  const mBlock = makeQpQuants(8, 63, mins, 0, Lm, 0, sw, 0);
+  const so = yo + 4;
+  for (let j = 0; j < 8; j++) {
+    const ls = cap ? Math.min(63, Ls[j]!) : Ls[j]!;
+    const lm = cap ? Math.min(63, Lm[j]!) : Lm[j]!;
+    if (j < 4) {
+      dst[so + j] = ls;
+      dst[so + j + 4] = lm;
+    } else {
+      dst[so + j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
+      dst[so + j - 4] |= (ls >> 4) << 6;
+      dst[so + j] |= (lm >> 4) << 6;
+    }
+  }
+  const d = putF16(dst, yo, dBlock);
+  const dmin = putF16(dst, yo + 2, mBlock);
+  requantizeScaleMin32(src, xo, dst, so, d, dmin, nmax, L);
+}
+
+/** Values of the 8 groups of 32 against the scales and mins as stored (K-quant 6-bit codes at so). */
+function requantizeScaleMin32(
+  src: Float32Array,
+  xo: number,
+  dst: Uint8Array,
+  so: number,
+  d: number,
+  dmin: number,
+  nmax: number,
+  L: Uint8Array,
+): void {
+  for (let j = 0; j < 8; j++) {
+    let sc: number;
+    let m: number;
+    if (j < 4) {
+      sc = dst[so + j]! & 63;
+      m = dst[so + j + 4]! & 63;
+    } else {
+      sc = (dst[so + j + 4]! & 0xf) | ((dst[so + j - 4]! >> 6) << 4);
+      m = (dst[so + j + 4]! >> 4) | ((dst[so + j]! >> 6) << 4);
+    }
+    const dl = fr(d * sc);
+    if (dl === 0) continue;
+    const ml = fr(dmin * m);
+    for (let ii = 0; ii < 32; ii++) {
+      L[32 * j + ii] = clamp(nearestInt(fr(fr(src[xo + 32 * j + ii]! + ml) / dl)), 0, nmax);
+    }
+  }
+}
+
+/** quantize_row_q4_K_impl over `nb` blocks. */
+export function quantizeQ4_KWeighted(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+): void {
+  const L = Lu;
+  for (let i = 0; i < nb; i++) {
+    const yo = dstOff + i * 144;
+    scaleMin32Weighted(src, srcOff + i * QK_K, dst, yo, 15, false, qw, qwOff + i * QK_K, L);
+    packQ4K(L, dst, yo);
+  }
+}
+
+/** quantize_row_q5_K_impl over `nb` blocks. */
+export function quantizeQ5_KWeighted(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+): void {
+  const L = Lu;
+  for (let i = 0; i < nb; i++) {
+    const yo = dstOff + i * 176;
+    scaleMin32Weighted(src, srcOff + i * QK_K, dst, yo, 31, true, qw, qwOff + i * QK_K, L);
+    packQ5K(L, dst, yo);
+  }
+}
+
+/** quantize_row_q6_K_impl over `nb` blocks: the reference algorithm with make_qx_quants weighted by qw itself. */
+export function quantizeQ6_KWeighted(
+  src: Float32Array,
+  srcOff: number,
+  dst: Uint8Array,
+  dstOff: number,
+  nb: number,
+  qw: Float32Array,
+  qwOff: number,
+): void {
+  q6K(src, srcOff, dst, dstOff, nb, qw, qwOff);
 }
