@@ -1,7 +1,7 @@
 // Element access by type, for kernels that work on any float layout.
 
 import { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from './math';
-import { T_BF16, T_F16, T_F32, T_I16, T_I32, T_I64, T_I8 } from './types';
+import { T_BF16, T_F16, T_F32, T_I8, T_I16, T_I32, T_I64 } from './types';
 
 @inline export function ldf(p: usize, t: i32): f32 {
   if (t == T_F32) return load<f32>(p);

@@ -15,14 +15,21 @@
 // unmasked key for a row leaves that row as it is (rescale 1, weights 0: only a -0 sum
 // could turn +0), and one-row tiles (decoding) run the same code. The reference device's ggml-cpu numerics (src/backends/reference/ops/
 // attention.ts) describe this arithmetic.
+//
+// Split (one query token against many keys, ggml-cpu's split-KV case): the keys are cut
+// into fixed chunks of extra 5 blocks; a unit is a tile (the GQA group) and one chunk, run
+// as above from an empty state, and leaves its rows' max, sum and unnormalized V sum at
+// extra 4 (per head and chunk: M, S, 0, 0, then V4 floats). k_flash_attn_merge then folds
+// each head's chunks in order (ggml_flash_attn_ext_reduce_partials) and divides by the sum.
+// The chunks do not depend on the thread count, so neither do the results.
 
-import { extra, param, tAddr, tNb, tNe, tType } from './desc';
-import { f16x4, roundF16x4 } from './consts';
-import { tanh64 } from './math';
-import { ROUND_F16, roundActRow } from './vecdot';
-import { readRow } from './rows';
 import { ldf } from './access';
+import { f16x4, roundF16x4, widenF16Row } from './consts';
+import { extra, param, tAddr, tNb, tNe, tType } from './desc';
+import { tanh64 } from './math';
+import { readRow } from './rows';
 import { T_F16 } from './types';
+import { ROUND_F16, roundActRow } from './vecdot';
 
 /** Keys per block. Fixed: results depend on the block boundaries. */
 const B: i32 = 32;
@@ -71,11 +78,6 @@ const RMAX: i32 = 32;
 // kv  blocks of B keys: K transposed (D4 x B f32) then V (B x V4 f32); one block, or with
 //     extra 3 the whole head (ceil(nKV / B) blocks), converted once per head
 
-/** n (a multiple of 4) f16 values at h to f32 at x (exact). */
-@inline function widenF16(h: usize, x: usize, n: i32): void {
-  for (let i = 0; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
-}
-
 /** Widen keys [j0, j0+B) of the K/V head to f32 at blk: K transposed, then V; zeros past nKV. */
 function convertBlock(
   node: usize,
@@ -104,7 +106,7 @@ function convertBlock(
       const j = j0 + k4 + i;
       if (j < nKV) {
         if (kF16) {
-          widenF16(kBase + <usize>j * tNb(node, 2, 1), row, D);
+          widenF16Row(kBase + <usize>j * tNb(node, 2, 1), row, D);
         } else {
           readRow(node, 2, j, ik2, ik3, row);
           for (let d = D; d < D4; d++) store<f32>(row + (<usize>d << 2), 0);
@@ -136,7 +138,7 @@ function convertBlock(
     const row = vb + ((<usize>k * V4) << 2);
     const j = j0 + k;
     if (j < nKV && vF16) {
-      widenF16(vBase + <usize>j * tNb(node, 3, 1), row, Dv);
+      widenF16Row(vBase + <usize>j * tNb(node, 3, 1), row, Dv);
     } else if (j < nKV) {
       readRow(node, 3, j, iv2, iv3, row);
       for (let d = Dv; d < V4; d++) store<f32>(row + (<usize>d << 2), 0);
@@ -434,6 +436,11 @@ function maskKind(pm: usize, nb0: usize, tm: i32, j0: i32, j1: i32): i32 {
   return vis ? (zero ? 1 : 2) : 0;
 }
 
+/** Bytes of one partial (head, chunk): M, S, two unused floats, then the V sum. */
+@inline function partBytes(V4: i32): usize {
+  return (<usize>V4 + 4) << 2;
+}
+
 export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const D = tNe(node, 1, 0);
   const nQ = tNe(node, 1, 1);
@@ -460,7 +467,11 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   const Tt = RMAX / G;
   const nTiles = (nQ + Tt - 1) / Tt;
   const nChunks = nHead / G;
-  const units = ne3 * nChunks * nTiles;
+  // split: key chunks of kcb blocks, each a unit of its own
+  const part = <usize>extra(node, 4);
+  const kcb = part != 0 ? extra(node, 5) : nBlk;
+  const nKC = part != 0 ? (nBlk + kcb - 1) / kcb : 1;
+  const units = ne3 * nChunks * nTiles * nKC;
 
   const base = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
   const qt = base;
@@ -483,8 +494,9 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   // units in (ne3, head chunk, token tile) order, dealt round-robin: neighbouring tiles
   // (the causal mask makes later ones longer) alternate between threads
   for (let u = ith; u < units; u += nth) {
-    const tile = u % nTiles;
-    const rest = u / nTiles;
+    const kc = u % nKC;
+    const tile = (u / nKC) % nTiles;
+    const rest = u / nKC / nTiles;
     const h0 = (rest % nChunks) * G;
     const iq3 = rest / nChunks;
     const t0 = tile * Tt;
@@ -523,7 +535,8 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       );
     }
     memory.fill(acc, 0, (<usize>R * V4) << 2);
-    for (let jb = 0; jb < nBlk; jb++) {
+    const jbEnd = min(nBlk, (kc + 1) * kcb);
+    for (let jb = kc * kcb; jb < jbEnd; jb++) {
       const j0 = jb * B;
       const j1 = min(j0 + B, nKV);
       // rows with a visible key in this block (rows of one token share a mask row when
@@ -635,6 +648,16 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       for (; r + 2 <= R; r += 2) accum2(sp + ((<usize>r * B) << 2), acc + ((<usize>r * V4) << 2), st + (<usize>r << 4), vb, V4);
       for (; r < R; r++) accum1From(sp + ((<usize>r * B) << 2), acc + ((<usize>r * V4) << 2), st + (<usize>r << 4), vb, V4, 0);
     }
+    if (part != 0) {
+      // the chunk's partial per row (head h0 + r: nQ = ne3 = 1)
+      for (let r = 0; r < R; r++) {
+        const pp = part + <usize>((h0 + r) * nKC + kc) * partBytes(V4);
+        store<f32>(pp, load<f32>(st + (<usize>r << 4)));
+        store<f32>(pp, load<f32>(st + (<usize>r << 4), 4), 4);
+        memory.copy(pp + 16, acc + ((<usize>r * V4) << 2), <usize>V4 << 2);
+      }
+      continue;
+    }
     for (let r = 0; r < R; r++) {
       const S = load<f32>(st + (<usize>r << 4), 4);
       const inv: f32 = S > 0 ? <f32>1 / S : 0;
@@ -643,5 +666,51 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       const nb0 = tNb(node, 0, 0);
       for (let d = 0; d < Dv; d++) store<f32>(pd + <usize>d * nb0, load<f32>(pa + (<usize>d << 2)) * inv);
     }
+  }
+}
+
+/**
+ * The split case's second step: per head, its chunks' partials folded in chunk order (a
+ * chunk with nothing visible, S = 0, skipped), then divided by the sum.
+ */
+export function k_flash_attn_merge(node: usize, ith: i32, nth: i32): void {
+  const nHead = tNe(node, 1, 2);
+  const nKV = tNe(node, 2, 1);
+  const Dv = tNe(node, 3, 0);
+  const V4 = ceil4(Dv);
+  const nBlk = (nKV + B - 1) / B;
+  const part = <usize>extra(node, 4);
+  const kcb = extra(node, 5);
+  const nKC = (nBlk + kcb - 1) / kcb;
+  const nb0 = tNb(node, 0, 0);
+  for (let h = ith; h < nHead; h += nth) {
+    const acc = part + <usize>(h * nKC) * partBytes(V4);
+    // the first chunk with something visible is the start (scale 0 for nothing, exactly)
+    let M: f32 = -Infinity;
+    let S: f32 = 0;
+    let first = true;
+    for (let kc = 0; kc < nKC; kc++) {
+      const pp = part + <usize>(h * nKC + kc) * partBytes(V4);
+      const Mc = load<f32>(pp);
+      const Sc = load<f32>(pp, 4);
+      if (Sc == 0) continue;
+      const Mn = max(M, Mc);
+      const so = f32x4.extract_lane(expNeg4(f32x4.splat(M - Mn)), 0);
+      const sn = f32x4.extract_lane(expNeg4(f32x4.splat(Mc - Mn)), 0);
+      const o4 = f32x4.splat(so);
+      const n4 = f32x4.splat(sn);
+      for (let d = 0; d < V4; d += 4) {
+        const pa = acc + 16 + (<usize>d << 2);
+        const pc = pp + 16 + (<usize>d << 2);
+        const prev = first ? f32x4.splat(0) : v128.load(pa);
+        v128.store(pa, f32x4.add(f32x4.mul(prev, o4), f32x4.mul(v128.load(pc), n4)));
+      }
+      S = S * so + Sc * sn;
+      M = Mn;
+      first = false;
+    }
+    const inv: f32 = S > 0 ? <f32>1 / S : 0;
+    const pd = tAddr(node, 0) + <usize>h * tNb(node, 0, 1);
+    for (let d = 0; d < Dv; d++) store<f32>(pd + <usize>d * nb0, first ? 0 : load<f32>(acc + 16 + (<usize>d << 2)) * inv);
   }
 }

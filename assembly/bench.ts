@@ -13,11 +13,11 @@ export function k_read_bw(node: usize, ith: i32, nth: i32): void {
   let a2 = i32x4.splat(0);
   let a3 = i32x4.splat(0);
   for (let b = b0; b < b1; b++) {
-    const p = base + (<usize>b << 6);
+    const p = base + ((<usize>b) << 6);
     a0 = i32x4.add(a0, v128.load(p));
     a1 = i32x4.add(a1, v128.load(p, 16));
     a2 = i32x4.add(a2, v128.load(p, 32));
     a3 = i32x4.add(a3, v128.load(p, 48));
   }
-  v128.store(<usize>extra(node, 2) + (<usize>ith << 4), i32x4.add(i32x4.add(a0, a1), i32x4.add(a2, a3)));
+  v128.store(<usize>extra(node, 2) + ((<usize>ith) << 4), i32x4.add(i32x4.add(a0, a1), i32x4.add(a2, a3)));
 }

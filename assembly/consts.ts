@@ -62,6 +62,39 @@ const BASE: usize = 1024;
   return v128.load(BASE + 144 + (<usize>j << 4));
 }
 
+/** 0x8fffffff in every i32 lane. */
+@inline export function C_8FFF(): v128 {
+  return v128.load(BASE, 464);
+}
+/** 0x7c00 (an f16's exponent bits) in every i16 lane. */
+@inline export function C_EXP16(): v128 {
+  return v128.load(BASE, 480);
+}
+
+/**
+ * n (a multiple of 4) f16 values at h to f32 at x, exactly. Eight at a time: each
+ * sign-extended, shifted to f32's mantissa and exponent place, bits 28-30 (copies of the
+ * sign) cleared, times 2^112 (which also makes subnormals exact); a group holding an
+ * infinity or NaN goes through f16x4.
+ */
+@inline export function widenF16Row(h: usize, x: usize, n: i32): void {
+  let i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v = v128.load(h + (<usize>i << 1));
+    const o = x + (<usize>i << 2);
+    if (v128.any_true(i16x8.eq(v128.and(v, C_EXP16()), C_EXP16()))) {
+      v128.store(o, f16x4(i32x4.extend_low_i16x8_u(v)));
+      v128.store(o, f16x4(i32x4.extend_high_i16x8_u(v)), 16);
+      continue;
+    }
+    const lo = v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v), 13), C_8FFF());
+    const hi = v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(v), 13), C_8FFF());
+    v128.store(o, f32x4.mul(lo, C_P112()));
+    v128.store(o, f32x4.mul(hi, C_P112()), 16);
+  }
+  for (; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
+}
+
 /** f16 (low 16 bits of each i32 lane) to f32, using the constant table. */
 @inline export function f16x4(h: v128): v128 {
   const em = v128.and(h, C_7FFF());

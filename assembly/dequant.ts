@@ -2,13 +2,13 @@
 // addressed through (scale pointer, quant pointer, block stride) so that the same code
 // reads ggml's layout and the 4-row interleaved one.
 
+import { qQs, qrow, qScale, qStride } from './desc';
+import { dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
 import { bf16ToF32, f16ToF32, f16x4ToF32 } from './math';
 import {
   T_BF16, T_F16, T_F32, T_I32, T_IQ4_NL, T_IQ4_XS, T_Q2_K, T_Q3_K, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q5_1, T_Q5_K,
   T_Q6_K, T_Q8_0,
 } from './types';
-import { qQs, qScale, qStride, qrow } from './desc';
-import { dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
 import { dequantIQ, isIQ } from './iquant';
 
 /** The IQ4_NL codebook as one vector (a constant, not a data segment). */

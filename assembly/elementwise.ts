@@ -1,9 +1,10 @@
-// ADD, MUL (b broadcast over a), SCALE, SILU, GELU, RMS_NORM, NORM, SOFT_MAX. Work is
+// ADD, MUL (b broadcast over a), SCALE, SILU, GELU, TANH, RMS_NORM, NORM, SOFT_MAX. Work is
 // split by rows of the result; each has an all-F32 fast path and a generic one.
 
 import { ldf, stf } from './access';
-import { param, extra, share0, tAddr, tNb, tNe, tRows, tType } from './desc';
-import { expf4, exp64, tanh64 } from './math';
+import { roundF16x4 } from './consts';
+import { extra, param, share0, tAddr, tNb, tNe, tRows, tType } from './desc';
+import { exp64, expf4, f16ToF32, f32ToF16, tanh64, tanhf4 } from './math';
 import { T_F32 } from './types';
 
 // row coordinates, set by rowAt
@@ -87,6 +88,7 @@ export function k_mul(node: usize, ith: i32, nth: i32): void {
 const U_SCALE: i32 = 0;
 const U_SILU: i32 = 1;
 const U_GELU: i32 = 2;
+const U_TANH: i32 = 3;
 
 const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
 
@@ -116,16 +118,54 @@ function unary(node: usize, ith: i32, nth: i32, kind: i32): void {
         const e = expf4(f32x4.neg(x));
         v128.store(pd + o, f32x4.div(x, f32x4.add(f32x4.splat(1), e)));
       }
+    } else if (fast && kind == U_GELU) {
+      for (; i + 4 <= ne0; i += 4) {
+        const o = <usize>i << 2;
+        v128.store(pd + o, geluF16x4(v128.load(pa + o)));
+      }
+    } else if (fast && kind == U_TANH) {
+      for (; i + 4 <= ne0; i += 4) {
+        const o = <usize>i << 2;
+        v128.store(pd + o, tanhf4(v128.load(pa + o)));
+      }
     }
     for (; i < ne0; i++) {
       const x = <f64>ldf(pa + <usize>i * na0, ta);
       let y: f64;
       if (kind == U_SCALE) y = s * x + b;
       else if (kind == U_SILU) y = x / (1 + exp64(-x));
-      else y = 0.5 * x * (1 + tanh64(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x)));
+      else if (kind == U_TANH) y = tanh64(x);
+      else y = geluF16(x);
       stf(pd + <usize>i * nd0, td, <f32>y);
     }
   }
+}
+
+/**
+ * ggml-cpu's GELU (GGML_GELU_FP16): 0 below -10, x above 10, otherwise the tanh
+ * approximation of the f16-rounded input, rounded to f16 (its lookup table's entries).
+ */
+@inline function geluF16(x: f64): f64 {
+  if (x <= -10) return 0;
+  if (x >= 10) return x;
+  const h = <f64>f16ToF32(f32ToF16(<f32>x));
+  const g = 0.5 * h * (1 + tanh64(SQRT_2_OVER_PI * h * (1 + 0.044715 * h * h)));
+  return <f64>f16ToF32(f32ToF16(<f32>g));
+}
+
+/**
+ * geluF16 on four f32: 0.5·h·(1 + tanh y) as h / (1 + e^-2y), which loses nothing where
+ * tanh y nears -1, so the f16 result matches geluF16's but for rare rounding ties.
+ */
+@inline function geluF16x4(x: v128): v128 {
+  const h = roundF16x4(x);
+  const c = f32x4.mul(f32x4.splat(<f32>(-2 * SQRT_2_OVER_PI)), h);
+  const y2 = f32x4.mul(c, f32x4.add(f32x4.splat(1), f32x4.mul(f32x4.mul(f32x4.splat(<f32>0.044715), h), h)));
+  const g = roundF16x4(f32x4.div(h, f32x4.add(f32x4.splat(1), expf4(y2))));
+  // x <= -10: 0; x >= 10: x
+  const lo = f32x4.le(x, f32x4.splat(-10));
+  const hi = f32x4.ge(x, f32x4.splat(10));
+  return v128.bitselect(x, v128.andnot(g, lo), hi);
 }
 
 export function k_scale(node: usize, ith: i32, nth: i32): void {
@@ -138,6 +178,10 @@ export function k_silu(node: usize, ith: i32, nth: i32): void {
 
 export function k_gelu(node: usize, ith: i32, nth: i32): void {
   unary(node, ith, nth, U_GELU);
+}
+
+export function k_tanh(node: usize, ith: i32, nth: i32): void {
+  unary(node, ith, nth, U_TANH);
 }
 
 /** RMS_NORM (centre = false) and NORM (centre = true), sums in double. */

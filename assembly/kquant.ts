@@ -19,9 +19,9 @@
 // decode with a few vector ops into bytes whose order suits a per-row multiply.
 // Relaxed-SIMD build only (the host uses this layout only with that build).
 
-import { C_BIT8, C_M10, C_M30, C_M4, C_ONES16, C_QH_HI, C_QH_LO, f16x4 } from './consts';
-import { hsum } from './dot';
+import { C_BIT8, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, f16x4 } from './consts';
 import { LAYOUT_K4, tAddr, tLayout, tWord } from './desc';
+import { hsum } from './dot';
 import { f16ToF32 } from './math';
 
 export const K4_SB: usize = 576;

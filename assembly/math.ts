@@ -111,7 +111,7 @@ export function exp64(x: f64): f64 {
 /** e^x for four f32 lanes (relative error about 2e-7); exactly 0 below -87.3. */
 @inline export function expf4(x: v128): v128 {
   const tiny = f32x4.lt(x, f32x4.splat(-87.3));
-  let xc = f32x4.max(f32x4.min(x, f32x4.splat(88.3)), f32x4.splat(-87.3));
+  const xc = f32x4.max(f32x4.min(x, f32x4.splat(88.3)), f32x4.splat(-87.3));
   const n = f32x4.nearest(f32x4.mul(xc, f32x4.splat(1.4426950408889634)));
   let r = f32x4.sub(xc, f32x4.mul(n, f32x4.splat(0.693145751953125)));
   r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(1.428606765330187e-6)));
@@ -126,6 +126,26 @@ export function exp64(x: f64): f64 {
   const e = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
   const y = f32x4.mul(p, e);
   return v128.andnot(y, tiny);
+}
+
+/**
+ * tanh of four f32 (Cephes' tanhf: an odd polynomial below 0.625, 1 - 2/(e^2|x| + 1)
+ * above; a few ulp, as tanhf).
+ */
+@inline export function tanhf4(x: v128): v128 {
+  const a = f32x4.abs(x);
+  const s = f32x4.mul(x, x);
+  let p = f32x4.splat(-5.70498872745e-3);
+  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(2.06390887954e-2));
+  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(-5.37397155531e-2));
+  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(1.33314422036e-1));
+  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(-3.33332819422e-1));
+  const small = f32x4.add(f32x4.mul(f32x4.mul(p, s), x), x);
+  // e^2a overflows to inf above ~44: 2/(inf + 1) = 0, tanh = 1
+  const e = expf4(f32x4.add(a, a));
+  const big = f32x4.sub(f32x4.splat(1), f32x4.div(f32x4.splat(2), f32x4.add(e, f32x4.splat(1))));
+  const signed = v128.or(big, v128.and(x, i32x4.splat(0x80000000)));
+  return v128.bitselect(small, signed, f32x4.lt(a, f32x4.splat(0.625)));
 }
 
 // ---- sin, cos, tanh (double precision) ------------------------------------------------

@@ -13,20 +13,20 @@
 // repacked tensor (its groups can be used as such), 7 the rounding of f32 activations
 // (vecdot.ts: the grid of ggml-cpu's vec_dot_type for the weight type).
 
-import { extra, qQs, qScale, qStride, qrow, share0, tAddr, tLayout, tNb, tNe, tType, tWord, LAYOUT_K4, LAYOUT_REP4 } from './desc';
-import { readRow } from './rows';
-import { f16ToF32, f32ToF16 } from './math';
-import { ROUND_Q8_1, roundActRow } from './vecdot';
+import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
-import {
-  dotQ4_0, dotQ4_K, dotQ5_0, dotQ4_Kx4, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,
-  DQ4, tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
-} from './qdot';
 import {
   colsQ5_0x4, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, unpackRowQ4K,
   unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
+import { f16ToF32, f32ToF16 } from './math';
+import {
+  DQ4, 
+  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
+} from './qdot';
+import { readRow } from './rows';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
+import { ROUND_Q8_1, roundActRow } from './vecdot';
 import { dotIQ, dotIQ1, dotIQx4, isIQ, unpackIQ } from './iquant';
 
 const FMT_F32: i32 = 0;

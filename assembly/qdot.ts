@@ -10,9 +10,9 @@
 // corrected with the activation sums. Strict build: weights split into int16 lanes and
 // i32x4.dot_i16x8_s against the permuted int16 activations.
 
-import { C_BIT8, C_LANE16, C_M10, C_M30, C_M4, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, f16x4 } from './consts';
-import { f16ToF32 } from './math';
+import { C_BIT8, C_LANE16, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, f16x4 } from './consts';
 import { hsum, madd } from './dot';
+import { f16ToF32 } from './math';
 
 @inline function rdot(a: v128, w: v128): v128 {
   return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);

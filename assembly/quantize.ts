@@ -1,9 +1,9 @@
 // Row quantizers from f32 (ggml's reference quantizers, byte for byte) for the types a
 // graph may write: F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (KV caches, CPY, SET_ROWS).
 
+import { qQs, qrow, qScale, qStride } from './desc';
 import { f32ToBF16, f32ToF16 } from './math';
 import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_Q8_0 } from './types';
-import { qQs, qScale, qStride, qrow } from './desc';
 
 const FLT_MAX: f32 = 3.4028234663852886e38;
 

@@ -11,7 +11,7 @@ export function repack4(src: usize, dst: usize, nb: i32, ts: i32, rowBytes: i32)
     const c = dst + <usize>b * 4 * <usize>ts;
     for (let j = 0; j < 4; j++) {
       const p = src + <usize>j * <usize>rowBytes + <usize>b * <usize>ts;
-      store<u16>(c + (<usize>j << 1), load<u16>(p));
+      store<u16>(c + ((<usize>j) << 1), load<u16>(p));
       const o = c + 8 + <usize>j * q;
       v128.store(o, v128.load(p + 2));
       if (q == 32) v128.store(o + 16, v128.load(p + 18));

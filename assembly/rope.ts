@@ -35,10 +35,10 @@ export function k_rope(node: usize, ith: i32, nth: i32): void {
   for (let t = t0; t < t1; t++) {
     const i2 = t % ne2;
     const i3 = t / ne2;
-    const position = <f64>load<i32>(posp + (<usize>i2 << 2));
+    const position = <f64>load<i32>(posp + ((<usize>i2) << 2));
     for (let i = 0; i < half; i++) {
       let extrap = position * exp64(((-2.0 * i) / nDims) * lnBase);
-      if (hasFF) extrap /= <f64>ldf(ffp + (<usize>i * tNb(node, 3, 0)), ffType);
+      if (hasFF) extrap /= <f64>ldf(ffp + <usize>i * tNb(node, 3, 0), ffType);
       const interp = freqScale * extrap;
       let theta = interp;
       if (extFactor != 0) {
@@ -47,15 +47,17 @@ export function k_rope(node: usize, ith: i32, nth: i32): void {
         theta = interp * (1 - mix) + extrap * mix;
       }
       sincos64(theta);
-      store<f64>(cache + (<usize>i << 4), cosOut * mscale);
-      store<f64>(cache + (<usize>i << 4), sinOut * mscale, 8);
+      store<f64>(cache + ((<usize>i) << 4), cosOut * mscale);
+      store<f64>(cache + ((<usize>i) << 4), sinOut * mscale, 8);
     }
     for (let i1 = 0; i1 < ne1; i1++) {
-      const pa = tAddr(node, 1) + <usize>i1 * tNb(node, 1, 1) + <usize>i2 * tNb(node, 1, 2) + <usize>i3 * tNb(node, 1, 3);
-      const pd = tAddr(node, 0) + <usize>i1 * tNb(node, 0, 1) + <usize>i2 * tNb(node, 0, 2) + <usize>i3 * tNb(node, 0, 3);
+      const pa =
+        tAddr(node, 1) + <usize>i1 * tNb(node, 1, 1) + <usize>i2 * tNb(node, 1, 2) + <usize>i3 * tNb(node, 1, 3);
+      const pd =
+        tAddr(node, 0) + <usize>i1 * tNb(node, 0, 1) + <usize>i2 * tNb(node, 0, 2) + <usize>i3 * tNb(node, 0, 3);
       for (let i = 0; i < half; i++) {
-        const c = load<f64>(cache + (<usize>i << 4));
-        const s = load<f64>(cache + (<usize>i << 4), 8);
+        const c = load<f64>(cache + ((<usize>i) << 4));
+        const s = load<f64>(cache + ((<usize>i) << 4), 8);
         const j0 = neox ? i : 2 * i;
         const j1 = neox ? i + half : 2 * i + 1;
         const x0 = <f64>ldf(pa + <usize>j0 * na0, ta);

@@ -3,8 +3,8 @@
 // element k of the destination, any layouts, converting types).
 
 import { ldf, ldIndex, stf } from './access';
-import { extra, share0, tAddr, tNb, tNe, tType } from './desc';
 import { dequantRow } from './dequant';
+import { extra, share0, tAddr, tNb, tNe, tType } from './desc';
 import { quantRow } from './quantize';
 import { blockSize, T_F32, typeSize } from './types';
 

@@ -22,7 +22,7 @@ export const ROUND_Q8_1: i32 = 5;
 
 function absMaxScalar(x: usize, n: i32): f32 {
   let m: f32 = 0;
-  for (let j = 0; j < n; j++) m = max(m, Mathf.abs(load<f32>(x + (<usize>j << 2))));
+  for (let j = 0; j < n; j++) m = max(m, Mathf.abs(load<f32>(x + ((<usize>j) << 2))));
   return m;
 }
 
@@ -30,31 +30,31 @@ function absMaxScalar(x: usize, n: i32): f32 {
 export function roundActRow(kind: i32, x: usize, n: i32): void {
   if (kind == ROUND_F16) {
     for (let i = 0; i < n; i++) {
-      const p = x + (<usize>i << 2);
+      const p = x + ((<usize>i) << 2);
       store<f32>(p, f16ToF32(f32ToF16(load<f32>(p))));
     }
   } else if (kind == ROUND_BF16) {
     for (let i = 0; i < n; i++) {
-      const p = x + (<usize>i << 2);
+      const p = x + ((<usize>i) << 2);
       store<f32>(p, bf16ToF32(f32ToBF16(load<f32>(p))));
     }
   } else if (kind == ROUND_Q8_0 || kind == ROUND_Q8_K || kind == ROUND_Q8_1) {
     const bs = kind == ROUND_Q8_K ? 256 : 32;
     for (let b = 0; b + bs <= n; b += bs) {
-      const xb = x + (<usize>b << 2);
+      const xb = x + ((<usize>b) << 2);
       const amax = absMaxScalar(xb, bs);
       const id: f32 = amax != 0 ? <f32>127 / amax : 0;
       const raw: f32 = amax / 127;
       const d: f32 = kind == ROUND_Q8_K ? (amax != 0 ? <f32>1 / id : 0) : f16ToF32(f32ToF16(raw));
       let sum: f32 = 0;
       for (let j = 0; j < bs; j++) {
-        const p = xb + (<usize>j << 2);
+        const p = xb + ((<usize>j) << 2);
         const q = nearest<f32>(load<f32>(p) * id);
         sum += q;
         store<f32>(p, q * d);
       }
       if (kind == ROUND_Q8_1) {
-        store<f32>(x + (<usize>n << 2) + (<usize>(b >> 5) << 2), f16ToF32(f32ToF16(raw * sum)) - d * sum);
+        store<f32>(x + ((<usize>n) << 2) + ((<usize>(b >> 5)) << 2), f16ToF32(f32ToF16(raw * sum)) - d * sum);
       }
     }
   }

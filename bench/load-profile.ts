@@ -60,7 +60,7 @@ t1 = performance.now();
 for (const t of randomTokens(128, nVocab, 43)) await ctx.decode({ tokens: [t] });
 const tg = (128 * 1000) / (performance.now() - t1);
 report('tg128');
-const kv = (ctx.kv?.bytes ?? 0) / MiB;
+const kv = (ctx.memory?.bytes ?? 0) / MiB;
 const file = model.fileSize / MiB;
 const peak = process.resourceUsage().maxRSS / 1024;
 process.stdout.write(

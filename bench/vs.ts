@@ -1,14 +1,20 @@
 // llama.ts against native llama.cpp (node-llama-cpp's prebuilt binaries) on the same
 // generated models, same thread count, alternating runs (not a test):
 //   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
-// For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's, in Q4_0, Q8_0 and
-// Q4_K_M) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
+//                    [--long | --no-long]
+// For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's in Q4_0, Q8_0 and
+// Q4_K_M; Gemma-3-1B's and Phi-4-mini's in Q4_0 and Q4_K_M) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
 // (so load time and peak RSS are per engine; the model file is read once before each, so
 // both start with it in the page cache), in alternating order: load, a short warm-up,
 // pp512 (one 512-token batch) and tg128 (128 single-token decodes from an empty context).
 // The table shows medians, the llama.ts / node-llama-cpp ratios, and the tg bound implied
 // by the machine's read bandwidth (bytes read per token: every weight but the token
 // embedding table, of which one row is read).
+// Long context (when the plan holds gemma-3-1b Q4_0, or with --long; --no-long skips it):
+// gemma-3-1b Q4_0's KV memory at a 32k context (llama.ts: the memory's buffers;
+// node-llama-cpp: the sum of llama.cpp's "llama_kv_cache: size = X MiB" log lines, at
+// LlamaLogLevel.info), and tg64 at a 4,096-token context against tg64 from an empty one,
+// both engines, one run each.
 // node-llama-cpp@3.21.1 is installed on first use into ~/.cache/llama-ts/oracles (or
 // LLAMA_TS_ORACLES), never into the repository; models come from the generator's cache.
 
@@ -76,6 +82,16 @@ function median(xs: number[]): number {
 
 // ---- children: one engine, one model, one measurement ----
 
+interface LongResult {
+  kv32k_mb: number;
+  tg_empty: number;
+  tg_4096: number;
+}
+
+const LONG_CTX = 32768;
+const LONG_FILL = 4096;
+const LONG_TG = 64;
+
 interface ChildArgs {
   path: string;
   threads: number;
@@ -101,10 +117,83 @@ async function childLlamaTs({ path, threads, nVocab, bos }: ChildArgs): Promise<
   t1 = performance.now();
   for (const t of gen) await ctx.decode({ tokens: [t] });
   const tg = (TG * 1000) / (performance.now() - t1);
-  const kv_mb = (ctx.kv?.bytes ?? 0) / 2 ** 20;
+  const kv_mb = (ctx.memory?.bytes ?? 0) / 2 ** 20;
   const file_mb = model.fileSize / 2 ** 20;
   ctx.free();
   return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb, kv_mb };
+}
+
+async function childLlamaTsLong({ path, threads, nVocab, bos }: ChildArgs): Promise<LongResult> {
+  const { Model, Context } = await import('../src/model/index.js');
+  const model = await Model.load(path);
+  const big = new Context(model, { nCtx: LONG_CTX, nBatch: PP, nUbatch: PP, nThreads: threads });
+  const kv32k_mb = (big.memory?.bytes ?? 0) / 2 ** 20;
+  big.free();
+  const ctx = new Context(model, { nCtx: LONG_FILL + LONG_TG, nBatch: PP, nUbatch: PP, nThreads: threads });
+  await ctx.decode({ tokens: randomTokens(16, nVocab, 7, bos) });
+  for (const t of randomTokens(4, nVocab, 8, -1)) await ctx.decode({ tokens: [t] });
+  ctx.clearMemory();
+  const gen = randomTokens(LONG_TG, nVocab, 43, -1);
+  const tg = async () => {
+    const t1 = performance.now();
+    for (const t of gen) await ctx.decode({ tokens: [t] });
+    return (LONG_TG * 1000) / (performance.now() - t1);
+  };
+  await ctx.decode({ tokens: [bos >= 0 ? bos : 0] });
+  const tg_empty = await tg();
+  ctx.clearMemory();
+  const fill = randomTokens(LONG_FILL, nVocab, 44, bos);
+  for (let i = 0; i < fill.length; i += PP) await ctx.decode({ tokens: fill.slice(i, i + PP) });
+  const tg_4096 = await tg();
+  ctx.free();
+  return { kv32k_mb, tg_empty, tg_4096 };
+}
+
+async function childNodeLlamaCppLong({ path, threads, nVocab, bos }: ChildArgs): Promise<LongResult> {
+  // biome-ignore lint/suspicious/noExplicitAny: the oracle is loaded from outside the repository, untyped
+  const nlc: any = await import(pathToFileURL(ensureOracle()).href);
+  const log: string[] = [];
+  const llama = await nlc.getLlama({
+    gpu: false,
+    build: 'never',
+    logLevel: nlc.LlamaLogLevel.info,
+    logger: (_level: unknown, message: string) => log.push(message),
+  });
+  const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+  log.length = 0;
+  const big = await model.createContext({
+    contextSize: LONG_CTX,
+    batchSize: PP,
+    threads: { ideal: threads, min: threads },
+    sequences: 1,
+  });
+  let kv32k_mb = 0;
+  for (const m of log.join('\n').matchAll(/llama_kv_cache: size = +([\d.]+) MiB/g)) kv32k_mb += Number(m[1]);
+  await big.dispose();
+  const context = await model.createContext({
+    contextSize: LONG_FILL + LONG_TG,
+    batchSize: PP,
+    threads: { ideal: threads, min: threads },
+    sequences: 1,
+  });
+  const seq = context.getSequence();
+  await seq.evaluateWithoutGeneratingNewTokens(randomTokens(16, nVocab, 7, bos));
+  for (const t of randomTokens(4, nVocab, 8, -1)) await seq.evaluateWithoutGeneratingNewTokens([t]);
+  await seq.clearHistory();
+  const gen = randomTokens(LONG_TG, nVocab, 43, -1);
+  const tg = async () => {
+    const t1 = performance.now();
+    for (const t of gen) await seq.evaluateWithoutGeneratingNewTokens([t]);
+    return (LONG_TG * 1000) / (performance.now() - t1);
+  };
+  await seq.evaluateWithoutGeneratingNewTokens([bos >= 0 ? bos : 0]);
+  const tg_empty = await tg();
+  await seq.clearHistory();
+  await seq.evaluateWithoutGeneratingNewTokens(randomTokens(LONG_FILL, nVocab, 44, bos));
+  const tg_4096 = await tg();
+  await context.dispose();
+  await model.dispose();
+  return { kv32k_mb, tg_empty, tg_4096 };
 }
 
 async function childNodeLlamaCpp({ path, threads, nVocab, bos }: ChildArgs): Promise<ChildResult> {
@@ -158,7 +247,7 @@ function warmPageCache(path: string): void {
   }
 }
 
-function runChild(engine: string, a: ChildArgs): Promise<ChildResult> {
+function runChild<R = ChildResult>(engine: string, a: ChildArgs): Promise<R> {
   const { path, threads } = a;
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [fileURLToPath(import.meta.url), '--child', engine, JSON.stringify(a)], {
@@ -173,7 +262,7 @@ function runChild(engine: string, a: ChildArgs): Promise<ChildResult> {
     p.on('close', (code) => {
       const line = out.trim().split('\n').pop() ?? '';
       if (code !== 0 || !line.startsWith('{')) reject(new Error(`${engine} on ${path}: exit ${code}: ${out}`));
-      else resolve(JSON.parse(line) as ChildResult);
+      else resolve(JSON.parse(line) as R);
     });
   });
 }
@@ -223,8 +312,18 @@ async function main(): Promise<void> {
   const json = argv.includes('--json');
   const threads = Number(opt('threads', '2'));
   const reps = Number(opt('reps', '3'));
-  const presets = opt('presets', 'qwen2.5-0.5b-630m,tinyllama-1.1b').split(',');
-  const types = opt('types', 'Q4_0,Q8_0,Q4_K_M').split(',');
+  const plan: Array<[string, string[]]> = [
+    ['qwen2.5-0.5b-630m', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+    ['tinyllama-1.1b', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+    ['gemma-3-1b', ['Q4_0', 'Q4_K_M']],
+    ['phi-4-mini', ['Q4_0', 'Q4_K_M']],
+  ];
+  const presets = opt('presets', plan.map((p) => p[0]).join(',')).split(',');
+  const typesOpt = argv.some((a) => a.startsWith('--types=')) ? opt('types', '').split(',') : undefined;
+  const typesOf = (preset: string) => typesOpt ?? plan.find((p) => p[0] === preset)?.[1] ?? ['Q4_0', 'Q8_0', 'Q4_K_M'];
+  const long =
+    !argv.includes('--no-long') &&
+    (argv.includes('--long') || (presets.includes('gemma-3-1b') && typesOf('gemma-3-1b').includes('Q4_0')));
   const say = (s: string) => {
     if (!json) process.stdout.write(`${s}\n`);
   };
@@ -238,7 +337,7 @@ async function main(): Promise<void> {
   const rows: Array<EngineRow | { model: string; type: string; engine: 'bound'; tg128: number }> = [];
   const table: string[][] = [];
   for (const preset of presets) {
-    for (const type of types) {
+    for (const type of typesOf(preset)) {
       if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
       process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
       const path = ensureModel(preset, type);
@@ -282,8 +381,20 @@ async function main(): Promise<void> {
       process.stderr.write(`bench:vs: ${table[table.length - 1].join(' | ')}\n`);
     }
   }
+  let longRows: Record<string, LongResult> | undefined;
+  if (long) {
+    const path = ensureModel('gemma-3-1b', 'Q4_0');
+    const facts = await modelFacts(path);
+    const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
+    longRows = {};
+    for (const engine of ['llama.ts', 'node-llama-cpp']) {
+      process.stderr.write(`bench:vs: gemma-3-1b Q4_0 long context: ${engine}\n`);
+      warmPageCache(path);
+      longRows[engine] = await runChild<LongResult>(`${engine}-long`, args);
+    }
+  }
   if (json) {
-    process.stdout.write(`${JSON.stringify(rows)}\n`);
+    process.stdout.write(`${JSON.stringify(longRows ? [...rows, { long: longRows }] : rows)}\n`);
     return;
   }
   say('');
@@ -292,6 +403,19 @@ async function main(): Promise<void> {
   );
   say('|---|---|---|---|---|---|---|');
   for (const r of table) say(`| ${r.join(' | ')} |`);
+  if (longRows) {
+    const a = longRows['llama.ts'];
+    const b = longRows['node-llama-cpp'];
+    say('');
+    say(`gemma-3-1b Q4_0, ${LONG_TG} generated tokens (llama.ts / node-llama-cpp):`);
+    say(
+      `| KV MiB at ${LONG_CTX} ctx | ${a.kv32k_mb.toFixed(1)} / ${b.kv32k_mb.toFixed(1)} = ${(a.kv32k_mb / b.kv32k_mb).toFixed(2)}x |`,
+    );
+    say(`| tg empty t/s | ${a.tg_empty.toFixed(1)} / ${b.tg_empty.toFixed(1)} |`);
+    say(
+      `| tg at ${LONG_FILL} t/s | ${a.tg_4096.toFixed(1)} / ${b.tg_4096.toFixed(1)}; ${(a.tg_4096 / a.tg_empty).toFixed(2)}x / ${(b.tg_4096 / b.tg_empty).toFixed(2)}x of empty |`,
+    );
+  }
   say(
     `load average at the end: ${loadavg()
       .map((x) => x.toFixed(2))
@@ -301,8 +425,13 @@ async function main(): Promise<void> {
 
 if (argv[0] === '--child') {
   const [, engine, args] = argv;
-  const run = engine === 'llama.ts' ? childLlamaTs : childNodeLlamaCpp;
-  run(JSON.parse(args) as ChildArgs).then(
+  const children: Record<string, (a: ChildArgs) => Promise<unknown>> = {
+    'llama.ts': childLlamaTs,
+    'node-llama-cpp': childNodeLlamaCpp,
+    'llama.ts-long': childLlamaTsLong,
+    'node-llama-cpp-long': childNodeLlamaCppLong,
+  };
+  children[engine](JSON.parse(args) as ChildArgs).then(
     (r) => {
       process.stdout.write(`${JSON.stringify(r)}\n`);
       process.exit(0);

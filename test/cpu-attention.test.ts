@@ -1,8 +1,11 @@
 // Flash attention on the CPU device at model sizes (head dim 64 and 128, GQA groups of 7
 // and 8, several key blocks, causal masks with a past, K/V laid out as the KV cache), beyond
-// the harness's: against the reference with ggml-cpu numerics (which describes the tiled
-// kernel) and the exact one; and batch independence: a query row gives the same bits alone
-// (decoding) as in a batch, whatever the other rows and the number of KV cells.
+// the harness's: against the reference with ggml-cpu numerics (which describes both the
+// tiled kernel, 64 query rows and more, and the row-by-row one) and the exact one; and batch
+// independence below 64 rows: a query row gives the same bits alone (decoding) as in a
+// batch, whatever the other rows and the number of KV cells, below 512 cells. From 512
+// cells a token decoded alone takes ggml-cpu's split-KV case (key chunks merged, tiled
+// arithmetic): the same bits at any thread count.
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
@@ -18,8 +21,9 @@ import { GGMLType } from '../src/ggml/types.js';
 
 const strict = new CpuReg('CPU-strict').addDevice({ name: 'CPU-strict', variant: 'strict' });
 const three = new CpuReg('CPU-3').addDevice({ name: 'CPU-3', threads: 3 });
+const one = new CpuReg('CPU-1').addDevice({ name: 'CPU-1', threads: 1 });
 after(async () => {
-  await Promise.all([cpuDevice.close(), strict.close(), three.close()]);
+  await Promise.all([cpuDevice.close(), strict.close(), three.close(), one.close()]);
 });
 
 interface Shape {
@@ -117,7 +121,7 @@ test('cpu flash attention: a query row gives the same bits alone as in a batch',
   for (const [name, s] of SHAPES.slice(0, 2)) {
     const nQ = 45;
     const past = 200;
-    const d = data(s, nQ, 512);
+    const d = data(s, nQ, 511);
     for (const dev of [cpuDevice, strict, three]) {
       const batch = await attend(
         dev,
@@ -126,20 +130,43 @@ test('cpu flash attention: a query row gives the same bits alone as in a batch',
         d.k,
         d.v,
         Array.from({ length: nQ }, (_, i) => i),
-        512,
+        511,
         past,
       );
       const width = s.D * s.nHead;
       for (const r of [0, 1, 6, 7, 31, 44]) {
         const want = batch.subarray(r * width, (r + 1) * width);
         // alone, with the same cells and with only the first 256 (the mask hides the rest)
-        for (const nKV of [512, 256]) {
+        for (const nKV of [511, 256]) {
           const one = await attend(dev, s, d.q, d.k, d.v, [r], nKV, past);
           assert.deepEqual(one, want, `${name} ${dev.name} row ${r} alone, ${nKV} cells`);
         }
         // in another batch, with other neighbours
-        const pair = await attend(dev, s, d.q, d.k, d.v, [r, (r + 17) % nQ], 512, past);
+        const pair = await attend(dev, s, d.q, d.k, d.v, [r, (r + 17) % nQ], 511, past);
         assert.deepEqual(pair.subarray(0, width), want, `${name} ${dev.name} row ${r} with another row`);
+      }
+    }
+  }
+});
+
+test('cpu flash attention: one token against 1000 cells (split case), against the reference, same bits at 1, 2 and 3 threads', async () => {
+  for (const [name, s] of SHAPES) {
+    const nKV = 1000;
+    const d = data(s, 1, nKV);
+    for (const past of [999, 600, 100]) {
+      const ggml = await attend(referenceGgmlCpuDevice(), s, d.q, d.k, d.v, [0], nKV, past);
+      const exact = await attend(referenceDevice, s, d.q, d.k, d.v, [0], nKV, past);
+      let first: Float32Array | null = null;
+      for (const dev of [one, cpuDevice, three, strict]) {
+        const got = await attend(dev, s, d.q, d.k, d.v, [0], nKV, past);
+        const e = nmse(got, ggml);
+        assert.ok(e <= 1e-7, `${name} ${dev.name} past ${past} vs ggml-cpu numerics: NMSE ${e}`);
+        const x = nmse(got, exact);
+        assert.ok(x <= 5e-4, `${name} ${dev.name} past ${past} vs exact: NMSE ${x}`);
+        if (dev !== strict) {
+          if (first) assert.deepEqual(got, first, `${name} ${dev.name} past ${past}: same bits as 1 thread`);
+          else first = got;
+        }
       }
     }
   }

@@ -4,7 +4,8 @@
 // - Against the exact (double precision) reference: matrix products with non-F32
 //   weights see activations rounded to ggml-cpu's vec_dot_type (Q8_0, Q8_1, Q8_K, F16,
 //   BF16) as llama.cpp's do, and flash attention its query rows: NMSE up to 5e-4
-//   (test-backend-ops' bound); everything else keeps the harness's 1e-7.
+//   (test-backend-ops' bound); GELU reads ggml-cpu's f16 table (input and result rounded
+//   to f16): up to 1e-5; everything else keeps the harness's 1e-7.
 // - Against the reference with ggml-cpu numerics (the same rounding): every case within
 //   1e-7, i.e. the kernels compute what llama.cpp's CPU backend computes (flash attention:
 //   what the cpu device's tiled kernel computes, see the reference's attention.ts).
@@ -21,7 +22,9 @@ function cases(exact: boolean): OpCase[] {
   const all = opCases();
   // with ggml-cpu numerics every case, flash attention's included, is held to 1e-7
   if (!exact) return all.map((c) => ({ ...c, maxNmse: 1e-7 }));
-  return all.map((c) => (ROUNDED_MATMUL.test(c.name) ? { ...c, maxNmse: 5e-4 } : c));
+  return all.map((c) =>
+    ROUNDED_MATMUL.test(c.name) ? { ...c, maxNmse: 5e-4 } : c.name.startsWith('GELU') ? { ...c, maxNmse: 1e-5 } : c,
+  );
 }
 
 const strict = new CpuReg('CPU-strict').addDevice({ name: 'CPU-strict', variant: 'strict' });

@@ -208,7 +208,7 @@ test('context shift as llama-ts run does it: drop a range, slide the rest down',
     c.seqRm(0, 1, 5);
     c.seqAdd(0, 5, 10, -4);
     assert.equal(c.seqPosMax(0), 5);
-    assert.equal(c.kv?.used, 6);
+    assert.equal(c.memory?.caches[0].used, 6);
     await c.decode({ tokens: [5, 6, 7, 8, 9, 10] });
     assert.equal(c.seqPosMax(0), 11);
     assert.ok(c.getLogits(-1).every(Number.isFinite));

@@ -1,8 +1,9 @@
 // Token embeddings left in the model file (LoadOptions.embeddingsOnDisk): the rows a
 // batch needs are read on demand, giving the same bits as the table in memory, on the CPU
 // device and on the reference kernels; the CPU device's size threshold picks the default;
-// a tied table stays in memory; a file changed in place after loading fails clearly, a
-// deleted one keeps working (the file stays open).
+// a tied table stays in memory; Gemma 4's per-layer table (read by the same token ids)
+// goes to disk with or without token_embd; a file changed in place after loading fails
+// clearly, a deleted one keeps working (the file stays open).
 
 import assert from 'node:assert/strict';
 import { closeSync, copyFileSync, mkdtempSync, openSync, rmSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
@@ -28,10 +29,15 @@ before(() => {
     ['llamaQ4', 'tiny-llama', 'Q4_0'],
     ['llamaF32', 'tiny-llama', 'F32'],
     ['qwen2', 'tiny-qwen2', 'Q8_0'],
+    ['gemma4', 'tiny-gemma4', 'Q8_0'],
   ] as const) {
     paths[name] = join(dir, `${name}.gguf`);
     generateModel(presetSpec(preset, type), paths[name]);
   }
+  const untied = presetSpec('tiny-gemma4', 'Q8_0');
+  untied.shape = { ...untied.shape, tiedEmbeddings: false };
+  paths.gemma4Untied = join(dir, 'gemma4-untied.gguf');
+  generateModel(untied, paths.gemma4Untied);
 });
 after(() => setLogCallback(null));
 
@@ -141,3 +147,27 @@ test('a model file changed after loading fails clearly; a deleted one keeps work
     m2.free();
   }
 });
+
+for (const name of ['gemma4', 'gemma4Untied']) {
+  test(`${name}: per_layer_token_embd${name === 'gemma4' ? '' : ' and token_embd'} read from the file give the same bits`, async () => {
+    const mem = await load(paths[name], { devices: [cpuDevice], embeddingsOnDisk: false });
+    const disk = await load(paths[name], { devices: [cpuDevice], embeddingsOnDisk: true });
+    try {
+      const pl = (m: Model) => m.weights.get('per_layer_token_embd.weight');
+      assert.notEqual(pl(mem).buffer, null);
+      assert.equal(pl(disk).buffer, null);
+      assert.ok(disk.weights.rowsOnDisk(pl(disk)));
+      // token_embd goes to disk only when the output is untied
+      assert.equal(disk.weights.get('token_embd.weight').buffer === null, name === 'gemma4Untied');
+      const a = await run(mem);
+      const b = await run(disk);
+      for (let i = 0; i < PROMPT.length; i++) {
+        assert.deepEqual(b.batch[i], a.batch[i], `token ${i}: batch`);
+        assert.deepEqual(b.single[i], a.single[i], `token ${i}: alone`);
+      }
+    } finally {
+      mem.free();
+      disk.free();
+    }
+  });
+}

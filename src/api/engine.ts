@@ -356,10 +356,13 @@ export class EngineContext {
         nBatch,
         nUbatch,
         // sequence ids cost nothing until used: any parallel.enable() up to the most
+        // (a sliding-window cache is sized for n_parallel sequences, and grows if asked)
         nSeqMax: MAX_PARALLEL,
+        nSeqWindow: seqs,
         ...(o.n_threads ? { nThreads: o.n_threads } : {}),
         typeK: o.cache_type_k,
         typeV: o.cache_type_v,
+        swaFull: o.swa_full,
         ...(encoder ? { embeddings: true, ...(o.pooling_type ? { pooling: o.pooling_type } : {}) } : {}),
       });
     } catch (e) {
@@ -776,6 +779,8 @@ export class EngineContext {
       );
     }
     await b.exclusive(() => {
+      // a sliding-window cache sized for fewer sequences is rebuilt: nothing stays cached
+      if (this.ctx.reserveSequences(n)) b.forgetAll();
       b.configure({ slots: n, nCtxSeq, nBatch: Math.min(nBatch, this.ctx.nBatch) });
       this.nParallel = n;
     });

@@ -119,6 +119,9 @@ export interface TemplateTexts {
   override?: string;
   bosToken: string;
   eosToken: string;
+  /** The vocabulary adds BOS / EOS itself (a template's leading BOS / trailing EOS text is cut). */
+  addBos: boolean;
+  addEos: boolean;
 }
 
 export function templateTexts(file: GGUFFile, vocab: Vocab, override?: string): TemplateTexts {
@@ -133,7 +136,7 @@ export function templateTexts(file: GGUFFile, vocab: Vocab, override?: string): 
 
 /** ChatTemplates from texts (as loadChatTemplates builds them from the file). */
 export function templatesFromTexts(t: TemplateTexts): ChatTemplates {
-  const special = { bosToken: t.bosToken, eosToken: t.eosToken };
+  const special = { bosToken: t.bosToken, eosToken: t.eosToken, addBos: t.addBos, addEos: t.addEos };
   if (t.override !== undefined)
     return { default: new ChatTemplate(t.override, { ...special, label: 'chat template' }) };
   const out: ChatTemplates = {

@@ -2,7 +2,7 @@
 // names the option, the value and what was expected. Sampling options are checked by
 // src/sampling (SamplingError, mapped to the same code).
 import { MAX_DRAFT, MAX_LORA } from '../generation/index.js';
-import { MAX_SEQ } from '../model/kv-cache.js';
+import { MAX_SEQ } from '../model/index.js';
 import { LlamaError } from './errors.js';
 import type { CacheTypeOption, LibVariant, LlamaModelOptions, PoolingTypeOption } from './types.js';
 
@@ -70,6 +70,7 @@ export interface EngineModelOptions {
   cache_type_k: CacheTypeOption;
   cache_type_v: CacheTypeOption;
   ctx_shift: boolean;
+  swa_full: boolean;
   chat_template?: string;
   lib_variant: LibVariant;
   template_limits?: LlamaModelOptions['template_limits'];
@@ -165,6 +166,7 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     cache_type_k: enumOption('cache_type_k', o.cache_type_k, CACHE_TYPES) ?? 'f16',
     cache_type_v: enumOption('cache_type_v', o.cache_type_v, CACHE_TYPES) ?? 'f16',
     ctx_shift: boolOption('ctx_shift', o.ctx_shift, true),
+    swa_full: boolOption('swa_full', o.swa_full, false),
     chat_template: stringOption('chat_template', o.chat_template),
     lib_variant: enumOption('lib_variant', o.lib_variant, LIB_VARIANTS) ?? 'default',
     template_limits: limitsOption('template_limits', o.template_limits),

@@ -1,23 +1,26 @@
-// Session files: a context's tokens and its KV cache, so a conversation can continue in
-// another context (or process) without evaluating its prompt again.
+// Session files: a context's tokens and its memory (KV caches), so a conversation can
+// continue in another context (or process) without evaluating its prompt again.
 //
 //   "LLTSSESS" | u32 version | u32 header length | header JSON | padding to 4 bytes
-//   | i32 tokens[n] | i32 positions[n] | i32 pending shifts[n]
-//   | per layer: K rows [n × rowBytesK], V rows [n × rowBytesV]
+//   | i32 tokens[n]
+//   | the memory's state of sequence 0 (Memory.stateWrite), per cache: i32 positions[c],
+//     i32 pending shifts[c], per layer: K rows [c × row bytes], V rows [c × row bytes]
+//     (one cache of n cells; with sliding-window layers a second of the window's newest)
 //   | SHA-256 of everything before it (32 bytes; version 2)
 //
 // The header names the model (architecture, sizes, file size, SHA-256 of the GGUF header
-// and tensor table) and the cache types; loading into another model, or a context with
-// other cache types or too small for the tokens, fails with a LlamaError ('ERR_SESSION'),
-// as does a file whose checksum, header fields, tokens or positions do not hold up: a
-// flipped bit would otherwise load silently and continue from a garbled cache.
+// and tensor table), the cache types, the memory's layout and its cells per cache; loading
+// into another model, or a context with other cache types or too small for the tokens,
+// fails with a LlamaError ('ERR_SESSION'), as does a file whose checksum, header fields,
+// tokens or positions do not hold up: a flipped bit would otherwise load silently and
+// continue from a garbled cache. A window cache keeps only its newest cells, so a session
+// loads into a context whose window cache has another size.
 //
 // Saving writes a new file beside the target (O_EXCL) and renames it over the target,
 // which must be a regular file if it exists: renaming over a device node or a FIFO would
 // replace it (as root, /dev/full became a regular file).
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, open, realpath, rename, unlink } from 'node:fs/promises';
-import { tensorGet, tensorSet } from '../backends/api.js';
 import type { Context } from '../model/index.js';
 import { LlamaError } from './errors.js';
 import { identityDiff, type ModelIdentity } from './info.js';
@@ -37,30 +40,15 @@ interface SessionHeader {
   nLayer: number;
   rowBytesK: number;
   rowBytesV: number;
+  /** Memory.stateLayout(): the state loads only into a memory with the same. */
+  memory: unknown;
+  /** Cells of the saved sequence per cache (Memory.stateCells). */
+  cells: number[];
   created: string;
 }
 
 function sessionError(path: string, message: string): LlamaError {
   return new LlamaError('ERR_SESSION', `session file ${path}: ${message}`);
-}
-
-/** Cells of sequence 0 in position order. */
-function sequenceCells(ctx: Context): number[] {
-  const kv = ctx.kv!;
-  const cells: number[] = [];
-  for (let i = 0; i < kv.size; i++) if (kv.pos[i]! >= 0 && kv.seqs[i]! & 1) cells.push(i);
-  return cells.sort((a, b) => kv.pos[a]! - kv.pos[b]!);
-}
-
-/** Runs of consecutive cell indices: [first, count]. */
-function runs(cells: readonly number[]): [number, number][] {
-  const out: [number, number][] = [];
-  for (const c of cells) {
-    const last = out[out.length - 1];
-    if (last && last[0] + last[1] === c) last[1]++;
-    else out.push([c, 1]);
-  }
-  return out;
 }
 
 export async function saveSession(
@@ -69,26 +57,28 @@ export async function saveSession(
   tokens: readonly number[],
   identity: ModelIdentity,
 ): Promise<void> {
-  const kv = ctx.kv;
-  if (!kv) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: there is no session to save`);
-  const cells = sequenceCells(ctx);
-  if (cells.length !== tokens.length) {
+  const memory = ctx.memory;
+  if (!memory) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: there is no session to save`);
+  const cells = memory.stateCells(0);
+  if (cells[0] !== tokens.length || memory.seqPosMax(0) + 1 !== tokens.length) {
     throw new LlamaError(
       'ERR_INTERNAL',
-      `the cache holds ${cells.length} cells for ${tokens.length} tokens; cannot save a consistent session`,
+      `the cache holds ${cells[0]} cells for ${tokens.length} tokens; cannot save a consistent session`,
     );
   }
-  const n = cells.length;
-  const rowBytesK = kv.k[0]?.nb[1] ?? 0;
-  const rowBytesV = kv.v[0]?.nb[1] ?? 0;
+  const n = tokens.length;
+  const cache = memory.caches[0];
+  const layer0 = cache.layerIds[0] ?? 0;
   const header: SessionHeader = {
     model: identity,
-    typeK: kv.typeK,
-    typeV: kv.typeV,
+    typeK: cache.typeK,
+    typeV: cache.typeV,
     nTokens: n,
-    nLayer: kv.k.length,
-    rowBytesK,
-    rowBytesV,
+    nLayer: ctx.model.hp.nLayer,
+    rowBytesK: cache.layerIds.length > 0 ? cache.k(layer0).nb[1] : 0,
+    rowBytesV: cache.layerIds.length > 0 ? cache.v(layer0).nb[1] : 0,
+    memory: memory.stateLayout(),
+    cells,
     created: new Date().toISOString(),
   };
   const json = Buffer.from(JSON.stringify(header), 'utf8');
@@ -98,12 +88,6 @@ export async function saveSession(
   head.writeUInt32LE(SESSION_VERSION, 8);
   head.writeUInt32LE(json.length, 12);
   json.copy(head, 16);
-  const ints = new Int32Array(3 * n);
-  cells.forEach((c, i) => {
-    ints[i] = tokens[i]!;
-    ints[n + i] = kv.pos[c]!;
-    ints[2 * n + i] = kv.shift[c]!;
-  });
 
   const target = await replaceableTarget(path);
   const tmp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -120,16 +104,8 @@ export async function saveSession(
       await fh.write(b);
     };
     await put(head);
-    await put(new Uint8Array(ints.buffer));
-    const parts = runs(cells);
-    for (let il = 0; il < kv.k.length; il++) {
-      for (const [t, rowBytes] of [
-        [kv.k[il]!, rowBytesK],
-        [kv.v[il]!, rowBytesV],
-      ] as const) {
-        for (const [first, count] of parts) await put(await tensorGet(t, first * rowBytes, count * rowBytes));
-      }
-    }
+    await put(new Uint8Array(Int32Array.from(tokens).buffer));
+    await memory.stateWrite(0, put);
     await fh.write(hash.digest());
     await fh.close();
     await rename(tmp, target);
@@ -224,13 +200,17 @@ function checkHeader(path: string, h: unknown): SessionHeader {
   for (const k of ['nTokens', 'nLayer', 'rowBytesK', 'rowBytesV'] as const) {
     if (!isCount(o[k])) throw bad(`${k} is ${JSON.stringify(o[k])}, expected a count`);
   }
+  if (!Array.isArray(o.cells) || !o.cells.every(isCount))
+    throw bad(`cells is ${JSON.stringify(o.cells)}, expected counts`);
   return h as SessionHeader;
 }
 
 /** Restores tokens and cache from a session file into `ctx` (cleared first); returns the tokens. */
 export async function loadSession(path: string, ctx: Context, identity: ModelIdentity): Promise<number[]> {
-  const kv = ctx.kv;
-  if (!kv) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: sessions need a generative model`);
+  const memory = ctx.memory;
+  if (!memory)
+    throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: sessions need a generative model`);
+  const cache = memory.caches[0];
   let fh: Awaited<ReturnType<typeof open>>;
   try {
     fh = await open(path, 'r');
@@ -265,69 +245,72 @@ export async function loadSession(path: string, ctx: Context, identity: ModelIde
         `saved with another model ('${header.model.name}', ${header.model.arch}) than this one ('${identity.name}', ${identity.arch}): ${diff.join('; ')}`,
       );
     }
-    if (header.typeK !== kv.typeK || header.typeV !== kv.typeV) {
+    if (header.typeK !== cache.typeK || header.typeV !== cache.typeV) {
       throw sessionError(
         path,
-        `cache types K ${header.typeK} / V ${header.typeV} differ from this context's (K ${kv.typeK} / V ${kv.typeV})`,
+        `cache types K ${header.typeK} / V ${header.typeV} differ from this context's (K ${cache.typeK} / V ${cache.typeV})`,
       );
     }
     const n = header.nTokens;
-    if (n > kv.size) throw sessionError(path, `${n} tokens do not fit this context (n_ctx ${kv.size})`);
-    const rowBytesK = kv.k[0]?.nb[1] ?? 0;
-    const rowBytesV = kv.v[0]?.nb[1] ?? 0;
-    if (header.nLayer !== kv.k.length || header.rowBytesK !== rowBytesK || header.rowBytesV !== rowBytesV) {
+    if (n > ctx.nCtx) throw sessionError(path, `${n} tokens do not fit this context (n_ctx ${ctx.nCtx})`);
+    if (JSON.stringify(header.memory) !== JSON.stringify(memory.stateLayout()) || header.cells[0] !== n) {
       throw sessionError(path, 'cache layout differs from this context');
     }
     await r.read((4 - (r.at % 4)) % 4); // padding
-    const expected = r.at + 12 * n + header.nLayer * n * (rowBytesK + rowBytesV) + CHECKSUM_BYTES;
-    if (r.size !== expected) {
-      throw sessionError(path, `size ${r.size} bytes, expected ${expected} (truncated or corrupt)`);
-    }
-    const intBytes = await r.read(12 * n);
-    const ints = new Int32Array(intBytes.buffer, intBytes.byteOffset, 3 * n);
-    // what the completion loop relies on: token i is a token of this vocabulary at
-    // position i; a pending shift (a context shift not yet applied to K) only ever moved
-    // the token back, from the position its keys were rotated for
+    const tokenBytes = await r.read(4 * n);
+    const tokens = new Int32Array(tokenBytes.buffer, tokenBytes.byteOffset, n);
     for (let i = 0; i < n; i++) {
-      const token = ints[i]!;
-      const pos = ints[n + i]!;
-      const shift = ints[2 * n + i]!;
+      const token = tokens[i]!;
       if (token < 0 || token >= identity.nVocab) {
         throw sessionError(path, `token ${i} is ${token}, outside the vocabulary (0 to ${identity.nVocab - 1})`);
       }
-      if (pos !== i) throw sessionError(path, `token ${i} is at position ${pos}; a session's positions run 0, 1, 2, …`);
-      if (shift > 0 || pos - shift > 0x7fffffff) {
-        throw sessionError(
-          path,
-          `token ${i} has a pending shift of ${shift}; shifts move tokens back (≤ 0) within int32`,
-        );
-      }
     }
+    // what the completion loop relies on: token i is at position i (a window cache holds the
+    // newest positions, up to n - 1); a pending shift (a context shift not yet applied to K)
+    // only ever moved the token back, from the position its keys were rotated for
+    const check = (c: number, pos: Int32Array, shift: Int32Array): void => {
+      const first = n - pos.length;
+      for (let j = 0; j < pos.length; j++) {
+        const i = first + j;
+        if (pos[j] !== i) {
+          throw sessionError(path, `token ${i} is at position ${pos[j]}; a session's positions run 0, 1, 2, …`);
+        }
+        if (shift[j]! > 0 || pos[j]! - shift[j]! > 0x7fffffff) {
+          throw sessionError(
+            path,
+            `token ${i} has a pending shift of ${shift[j]}; shifts move tokens back (≤ 0) within int32`,
+          );
+        }
+      }
+      if (c > 0 && pos.length > n) throw sessionError(path, `cache ${c} holds ${pos.length} cells for ${n} tokens`);
+    };
 
     ctx.clearMemory();
-    for (let il = 0; il < kv.k.length; il++) {
-      const k = await r.read(n * rowBytesK);
-      const v = await r.read(n * rowBytesV);
-      if (n > 0) {
-        tensorSet(kv.k[il]!, k, 0);
-        tensorSet(kv.v[il]!, v, 0);
-      }
+    try {
+      await memory.stateRead(
+        0,
+        async (bytes) => {
+          const b = await r.read(bytes);
+          return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+        },
+        header.cells,
+        check,
+      );
+    } catch (e) {
+      ctx.clearMemory();
+      if (e instanceof LlamaError) throw e;
+      throw sessionError(path, (e as Error).message);
+    }
+    if (r.at + CHECKSUM_BYTES !== r.size) {
+      ctx.clearMemory();
+      throw sessionError(path, `size ${r.size} bytes, expected ${r.at + CHECKSUM_BYTES} (truncated or corrupt)`);
     }
     const sum = await r.read(CHECKSUM_BYTES, false);
     if (!sum.equals(r.digest())) {
       ctx.clearMemory();
       throw sessionError(path, 'checksum mismatch: the file was changed or damaged after it was saved');
     }
-    const cells = Array.from({ length: n }, (_, i) => i);
-    kv.store(cells, ints.subarray(n, 2 * n), new Int32Array(n));
-    for (let i = 0; i < n; i++) {
-      const s = ints[2 * n + i]!;
-      if (s !== 0) {
-        kv.shift[i] = s;
-        kv.hasShift = true;
-      }
-    }
-    return Array.from(ints.subarray(0, n));
+    return Array.from(tokens);
   } finally {
     await fh.close();
   }

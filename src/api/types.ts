@@ -44,6 +44,12 @@ export interface LlamaModelOptions {
   cache_type_v?: CacheTypeOption;
   /** Shift the context when generation fills it (keeping n_keep tokens). Default true. */
   ctx_shift?: boolean;
+  /**
+   * Models with sliding-window layers (Gemma 2/3/4, …): a full-size KV cache for those
+   * layers too, so any cached prefix stays reusable, at the memory cost of a full cache
+   * (llama.cpp's swa_full). Default false: a ring of n_parallel × window + n_ubatch cells.
+   */
+  swa_full?: boolean;
   /** Chat template (Jinja text or a built-in format name) replacing the model's. */
   chat_template?: string;
   /**

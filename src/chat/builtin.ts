@@ -22,6 +22,7 @@ export const BUILTIN_FORMATS = [
   'zephyr',
   'monarch',
   'gemma',
+  'gemma4',
   'orion',
   'openchat',
   'vicuna',
@@ -100,6 +101,8 @@ export function detectBuiltin(tmpl: string): BuiltinFormat | undefined {
   if (has('<|user|>') && has('<|endoftext|>')) return 'zephyr';
   if (has("bos_token + message['role']")) return 'monarch';
   if (has('<start_of_turn>')) return 'gemma';
+  // (not one of llama.cpp's formats: its fallback for Gemma 4 templates)
+  if (has("'<|turn>'") || has('<|turn>model')) return 'gemma4';
   if (has("'\\n\\nAssistant: ' + eos_token")) return 'orion';
   if (has('GPT4 Correct ')) return 'openchat';
   if (has('USER: ') && has('ASSISTANT: ')) return has('SYSTEM: ') ? 'vicuna-orca' : 'vicuna';
@@ -217,6 +220,13 @@ function byRole(
     return add ? out + assistant : out;
   };
 }
+
+/** Gemma 4: <|turn>role … <turn|> turns (a system turn of its own), the assistant as `model`. */
+const gemma4: Formatter = (chat, add) => {
+  let out = '';
+  for (const m of chat) out += `<|turn>${m.role === 'assistant' ? 'model' : m.role}\n${trim(m.content)}<turn|>\n`;
+  return add ? `${out}<|turn>model\n` : out;
+};
 
 const gemma: Formatter = (chat, add) => {
   // Gemma has no system turn: system text opens the next user turn.
@@ -343,6 +353,7 @@ const FORMATTERS: Record<BuiltinFormat, Formatter> = {
   zephyr: perMessage((r) => `<|${r}|>\n`, '<|endoftext|>\n', '<|assistant|>\n'),
   monarch,
   gemma,
+  gemma4,
   orion,
   openchat,
   vicuna: byRole({ system: ['', '\n\n'], user: ['USER: ', '\n'], assistant: ['ASSISTANT: ', '</s>\n'] }, 'ASSISTANT:'),

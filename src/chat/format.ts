@@ -111,8 +111,10 @@ function planFormattedChat(
   const tools = params.tools && params.tools.length > 0 ? params.tools : undefined;
   const base = templates.default;
   let tmpl: ChatTemplate;
-  if (template) tmpl = new ChatTemplate(template, { bosToken: base.bosToken, eosToken: base.eosToken });
-  else if (tools && templates.toolUse?.hasJinja) tmpl = templates.toolUse;
+  if (template) {
+    const { bosToken, eosToken, addBos, addEos } = base;
+    tmpl = new ChatTemplate(template, { bosToken, eosToken, addBos, addEos });
+  } else if (tools && templates.toolUse?.hasJinja) tmpl = templates.toolUse;
   else tmpl = base;
   const addGenerationPrompt = params.add_generation_prompt ?? true;
 

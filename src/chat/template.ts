@@ -80,6 +80,12 @@ class TemplateRaised extends Error {}
 export interface ChatTemplateOptions {
   bosToken?: string;
   eosToken?: string;
+  /**
+   * The vocabulary adds BOS (EOS) when tokenizing: a leading BOS text (trailing EOS text)
+   * the template writes is cut from the prompt, as llama.cpp does, so it is not doubled.
+   */
+  addBos?: boolean;
+  addEos?: boolean;
   /** Names the template in messages (default "chat template"). */
   label?: string;
 }
@@ -197,7 +203,10 @@ interface InterpreterInternals {
   evaluateBlock(statements: unknown, env: unknown): Value;
   applyFilter(operand: Value, filter: { type: string; callee?: { type: string; value?: string } }, env: unknown): Value;
   evaluateArguments(args: unknown, env: unknown): [Value[], Map<string, Value>];
+  evaluateFor(node: unknown, env: unknown): Value;
 }
+
+type ForNode = { iterable: { type: string; lhs?: unknown } };
 
 /**
  * An Interpreter whose every evaluation spends from `budget`: each value it produces is
@@ -211,6 +220,7 @@ function boundedInterpreter(env: Environment, budget: Budget): Interpreter {
   const evaluateBlock = inner.evaluateBlock.bind(inner);
   const applyFilter = inner.applyFilter.bind(inner);
   const evaluateArguments = inner.evaluateArguments.bind(inner);
+  const evaluateFor = inner.evaluateFor.bind(inner);
   let widthArgs = false;
   inner.evaluate = (node, e) => {
     budget.step();
@@ -250,6 +260,18 @@ function boundedInterpreter(env: Environment, budget: Budget): Interpreter {
     }
     return r;
   };
+  // a for loop over an undefined value runs zero times (Jinja and llama.cpp's engine
+  // iterate an undefined as empty; Phi-4-mini's template loops over `message.tool_calls`
+  // whatever the message)
+  inner.evaluateFor = (node, e) => {
+    const n = node as ForNode;
+    const target = n.iterable.type === 'SelectExpression' ? n.iterable.lhs : n.iterable;
+    if (inner.evaluate(target, new Environment(e as Environment)).type !== 'UndefinedValue')
+      return evaluateFor(node, e);
+    const empty = { type: 'ArrayLiteral', value: [] };
+    const iterable = n.iterable.type === 'SelectExpression' ? { ...n.iterable, lhs: empty } : empty;
+    return evaluateFor({ ...(node as object), iterable }, e);
+  };
   return it;
 }
 
@@ -273,6 +295,58 @@ function run(program: Template, vars: Record<string, unknown>, budget: Budget): 
   for (const [k, v] of Object.entries(all)) env.set(k, v);
   const out = boundedInterpreter(env, budget).run(program.parsed) as unknown as { value: unknown };
   return String(out.value);
+}
+
+/**
+ * llama.cpp's Gemma 4 rewrite: an assistant turn with tool calls, the `tool` messages after
+ * it and a final assistant answer become one assistant message with `tool_calls`,
+ * `tool_responses` ({name, response}: the result parsed as JSON when it is JSON) and
+ * `content`.
+ */
+function gemma4ToolResponses(messages: Record<string, unknown>[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  const calls = (m: Record<string, unknown> | undefined) =>
+    Array.isArray(m?.tool_calls) ? (m.tool_calls as Record<string, unknown>[]) : [];
+  for (let i = 0; i < messages.length; ) {
+    const m = messages[i];
+    if (m.role !== 'assistant' || calls(m).length === 0) {
+      out.push(m);
+      i++;
+      continue;
+    }
+    const toolCalls = calls(m);
+    const responses: { name: string; response: unknown }[] = [];
+    i++;
+    for (; i < messages.length && messages[i].role === 'tool'; i++) {
+      const t = messages[i];
+      let response: unknown = t.content;
+      if (typeof response === 'string') {
+        try {
+          response = JSON.parse(response);
+        } catch {
+          // not JSON: the text as it is
+        }
+      }
+      const fn = toolCalls[responses.length]?.function as { name?: unknown } | undefined;
+      const name = typeof fn?.name === 'string' && fn.name !== '' ? fn.name : String(t.tool_call_id ?? '');
+      responses.push({ name, response });
+    }
+    const msg: Record<string, unknown> = { role: 'assistant', tool_calls: toolCalls };
+    if (responses.length > 0) msg.tool_responses = responses;
+    const next = messages[i];
+    const text = next?.content;
+    if (
+      next?.role === 'assistant' &&
+      calls(next).length === 0 &&
+      ((typeof text === 'string' && text !== '') || (Array.isArray(text) && text.length > 0))
+    ) {
+      msg.content = text;
+      i++;
+    }
+    if (typeof m.reasoning_content === 'string') msg.reasoning_content = m.reasoning_content;
+    out.push(msg);
+  }
+  return out;
 }
 
 function errorText(e: unknown): string {
@@ -320,6 +394,8 @@ export class ChatTemplate {
   readonly builtinDetected: boolean;
   readonly bosToken: string;
   readonly eosToken: string;
+  readonly addBos: boolean;
+  readonly addEos: boolean;
   readonly label: string;
   /** How this model writes tool calls, read from the template text. */
   readonly toolCallFormat: ToolCallFormat;
@@ -327,6 +403,12 @@ export class ChatTemplate {
   private parseError: string | undefined;
   private caps: TemplateCaps | undefined;
   private warned = false;
+  /**
+   * Gemma 4's first templates take tool results as a `tool_responses` field of the model's
+   * turn, not as `tool` messages; llama.cpp rewrites the messages for them (templates
+   * from before the "OpenAI Chat Completions" comment), and so does this.
+   */
+  private readonly gemma4ToolTurns: boolean;
 
   /**
    * `template`: Jinja text, a built-in format name ('chatml', 'llama3', …), or undefined/''
@@ -342,8 +424,12 @@ export class ChatTemplate {
     this.builtinDetected = detected !== undefined;
     this.bosToken = opts.bosToken ?? '';
     this.eosToken = opts.eosToken ?? '';
+    this.addBos = opts.addBos ?? false;
+    this.addEos = opts.addEos ?? false;
     this.label = opts.label ?? 'chat template';
     this.toolCallFormat = detectToolCallFormat(this.source);
+    const src = this.source ?? '';
+    this.gemma4ToolTurns = src.includes("'<|tool_call>call:'") && !src.includes('{#- OpenAI Chat Completions:');
   }
 
   /** The parsed program; throws ChatTemplateError ('missing' or 'parse'). */
@@ -424,7 +510,8 @@ export class ChatTemplate {
     ];
     const shown = `"code": "print('${PROBE}')"`;
     const asText = probe(call(`{"code": "print('${PROBE}')"}`)).includes(shown);
-    const asObject = probe(call({ code: `print('${PROBE}')` })).includes(shown);
+    // (a template that reads the object's value shows it in any form: JSON, Gemma 4's key:value)
+    const asObject = probe(call({ code: `print('${PROBE}')` })).includes(PROBE);
     const stringContent = probe([{ role: 'user', content: PROBE }]).includes(PROBE);
     const typed = probe([{ role: 'user', content: [{ type: 'text', text: PROBE }] }]).includes(PROBE);
     this.caps = {
@@ -445,6 +532,7 @@ export class ChatTemplate {
     const caps = this.probe(budget);
     let msgs = templateMessages(messages, { typedContent: caps.typedContent, objectArguments: caps.objectArguments });
     if (!caps.systemRole && msgs.some((m) => m.role === 'system')) msgs = mergeSystemTurns(msgs);
+    if (this.gemma4ToolTurns) msgs = gemma4ToolResponses(msgs);
     const date = toDate(opts.now);
     const ctx: Record<string, unknown> = {
       messages: msgs,
@@ -459,7 +547,13 @@ export class ChatTemplate {
     if (opts.tools && opts.tools.length > 0) ctx.tools = opts.tools;
     if (opts.context) Object.assign(ctx, opts.context);
     try {
-      return run(program, ctx, budget);
+      let out = run(program, ctx, budget);
+      // the tokenizer adds these itself (llama.cpp's common_chat_template_direct_apply)
+      if (this.addBos && this.bosToken !== '' && out.startsWith(this.bosToken)) out = out.slice(this.bosToken.length);
+      if (this.addEos && this.eosToken !== '' && out.endsWith(this.eosToken)) {
+        out = out.slice(0, out.length - this.eosToken.length);
+      }
+      return out;
     } catch (e) {
       if (e instanceof ChatTemplateError) throw e;
       if (e instanceof TemplateRaised) {
@@ -522,17 +616,27 @@ export class ChatTemplate {
  * BOS and EOS as template text: the vocabulary's pieces (llama.cpp renders them with
  * special tokens shown), or the token list's entries; '' when a file has no such token.
  */
-export function specialTokenTexts(file: GGUFFile, vocab?: Vocab): { bosToken: string; eosToken: string } {
+export function specialTokenTexts(
+  file: GGUFFile,
+  vocab?: Vocab,
+): { bosToken: string; eosToken: string; addBos: boolean; addEos: boolean } {
   if (vocab) {
     const piece = (id: number) => (id >= 0 && id < vocab.nTokens ? vocab.tokenToPiece(id, true) : '');
-    return { bosToken: piece(vocab.bos), eosToken: piece(vocab.eos) };
+    return { bosToken: piece(vocab.bos), eosToken: piece(vocab.eos), addBos: vocab.addBos, addEos: vocab.addEos };
   }
   const tokens = file.getStringArray('tokenizer.ggml.tokens', [] as string[]);
   const text = (key: string) => {
     const id = file.getInt(key, -1);
     return id >= 0 && id < tokens.length ? tokens[id]! : '';
   };
-  return { bosToken: text('tokenizer.ggml.bos_token_id'), eosToken: text('tokenizer.ggml.eos_token_id') };
+  // without the vocabulary: its explicit flags, else SentencePiece's defaults (BOS, no EOS)
+  const spm = file.getString('tokenizer.ggml.model', '') === 'llama';
+  return {
+    bosToken: text('tokenizer.ggml.bos_token_id'),
+    eosToken: text('tokenizer.ggml.eos_token_id'),
+    addBos: file.getBool('tokenizer.ggml.add_bos_token', spm),
+    addEos: file.getBool('tokenizer.ggml.add_eos_token', false),
+  };
 }
 
 /** The names of a file's extra templates (`tokenizer.chat_template.<name>`, e.g. tool_use). */

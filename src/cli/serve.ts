@@ -50,6 +50,8 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --embeddings        serve /v1/embeddings with a generative model too
       --reranking, --rerank  serve /v1/rerank (a model with pooling_type rank does anyway)
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
+      --swa-full          sliding-window layers get a full-size KV cache (any cached prefix
+                          stays reusable; more memory)
       --chat-template T   chat template override (Jinja text or a built-in name)
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
@@ -135,6 +137,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       threads,
       ...(device ? { devices: [device] } : {}),
       ctxShift: !o['no-context-shift'],
+      ...(o['swa-full'] ? { swaFull: true } : {}),
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
@@ -211,6 +214,7 @@ function parse(argv: string[]) {
       alias: { type: 'string' },
       embeddings: { type: 'boolean' },
       'no-context-shift': { type: 'boolean' },
+      'swa-full': { type: 'boolean' },
       'chat-template': { type: 'string' },
       'log-level': { type: 'string' },
       reranking: { type: 'boolean' },

@@ -32,12 +32,15 @@ export interface SequenceMemory {
   clear(): void;
 }
 
-/** The memory of a context with a KV cache: any prefix can be kept, positions can shift. */
+/**
+ * The memory of a context, as its memory answers: a KV cache keeps any prefix and shifts;
+ * with sliding-window layers a prefix is kept only while the window's cells before it are
+ * still there.
+ */
 export function contextMemory(ctx: Context): SequenceMemory {
   return {
-    // a model without RoPE (e.g. ALiBi) could shift too; every generative architecture here ropes
-    canShift: ctx.kv !== null,
-    reusablePrefix: (_seq, n) => n,
+    canShift: ctx.canShift,
+    reusablePrefix: (seq, n) => ctx.reusablePrefix(seq, n),
     remove: (seq, p0, p1) => ctx.seqRm(seq, p0, p1),
     shift: (seq, p0, p1, delta) => ctx.seqAdd(seq, p0, p1, delta),
     copy: (src, dst, p0, p1) => ctx.seqCp(src, dst, p0, p1),

@@ -1,4 +1,5 @@
-// Seeded test-model generator: writes llama / qwen2 / qwen3 / bert GGUF files of any shape
+// Seeded test-model generator: writes llama / qwen2 / qwen3 / bert / gemma2 / gemma3 /
+// gemma-embedding / gemma4 / phi3 / smollm3 GGUF files of any shape
 // with random weights in any file type we can quantize to, with llama-quantize's
 // per-tensor type choices. One tensor at a time is generated, quantized and written, so
 // models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
@@ -16,6 +17,7 @@ import { FillPool } from './pool.js';
 import {
   FILE_TYPES,
   type FileTypeName,
+  isGemma,
   type ModelSpec,
   type PresetOptions,
   presetSpec,
@@ -79,7 +81,8 @@ export interface GenerateResult {
 }
 
 function defaultVocab(spec: ModelSpec): VocabSpec {
-  const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spec.arch === 'llama' ? 'synthetic-spm' : 'synthetic-bpe';
+  const spm = spec.arch === 'llama' || spec.arch === 'phi3' || isGemma(spec.arch);
+  const kind = spec.arch === 'bert' ? 'synthetic-wpm' : spm ? 'synthetic-spm' : 'synthetic-bpe';
   return { kind, size: spec.shape.nVocab };
 }
 

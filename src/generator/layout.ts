@@ -1,7 +1,8 @@
 // The tensors and hyper-parameter keys of each architecture, named and shaped as
 // llama.cpp's converters write them (and its model loader expects them).
 import { GGUFValueType } from '../gguf/index.js';
-import type { GenArch, ResolvedShape } from './spec.js';
+import { swaPattern } from '../model/hparams.js';
+import { type GenArch, isGemma, type ResolvedShape } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
 /** How a tensor's values are drawn: normal(mean, std). */
@@ -24,6 +25,8 @@ const linear = (fanIn: number): TensorInit => ({ mean: 0, std: 1 / Math.sqrt(fan
 
 /** Tensors of a model in converter order (token embeddings, blocks in module order, head). */
 export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTensor[] {
+  if (isGemma(arch)) return planGemma(arch, s, nVocab);
+  if (arch === 'phi3') return planPhi3(s, nVocab);
   const out: PlannedTensor[] = [];
   const add = (name: string, dims: number[], init: TensorInit) => out.push({ name, dims, init });
   const E = s.nEmbd;
@@ -64,7 +67,7 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
     return out;
   }
 
-  // Decoder-only (llama, qwen2, qwen3). A tied embedding doubles as the output projection,
+  // Decoder-only (llama, qwen2, qwen3, smollm3). A tied embedding doubles as the output projection,
   // so it gets a scale that keeps logits moderate (std ~ nEmbd^0.25) instead of std 1.
   add('token_embd.weight', [E, nVocab], { mean: 0, std: s.tiedEmbeddings ? E ** -0.25 : 1 });
   for (let l = 0; l < s.nLayer; l++) {
@@ -103,8 +106,18 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     u32('block_count', s.nLayer),
     u32('feed_forward_length', s.nFf),
     u32('attention.head_count', s.nHead),
-    u32('attention.head_count_kv', s.nHeadKv),
   ];
+  if (arch === 'gemma4') {
+    // one KV head count per layer (sliding-window and full layers differ)
+    const swa = swaLayersOf(arch, s);
+    kv.push({
+      key: `${arch}.attention.head_count_kv`,
+      type: GGUFValueType.ARRAY,
+      value: { itemType: GGUFValueType.UINT32, items: Uint32Array.from(swa, (w) => (w ? s.nHeadKvSwa : s.nHeadKv)) },
+    });
+  } else {
+    kv.push(u32('attention.head_count_kv', s.nHeadKv));
+  }
   if (arch === 'bert') {
     kv.push(f32('attention.layer_norm_epsilon', s.normEps));
     kv.push({ key: 'bert.attention.causal', type: GGUFValueType.BOOL, value: false });
@@ -122,11 +135,152 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));
   kv.push(f32('rope.freq_base', s.ropeFreqBase));
   kv.push(u32('rope.dimension_count', s.ropeDim));
-  // Qwen3 configs give head_dim explicitly (and the converter writes it); other models
-  // need it only when it is not n_embd / n_head.
-  if (arch === 'qwen3' || s.headDim !== s.nEmbd / s.nHead) {
+  // Qwen3 and Gemma configs give head_dim explicitly (and the converter writes it); other
+  // models need it only when it is not n_embd / n_head.
+  if (arch === 'qwen3' || isGemma(arch) || s.headDim !== s.nEmbd / s.nHead) {
     kv.push(u32('attention.key_length', s.headDim));
     kv.push(u32('attention.value_length', s.headDim));
   }
+  if (isGemma(arch)) kv.push(...gemmaKeys(arch, s, u32, f32));
+  if (arch === 'phi3') {
+    if (s.longRope.nCtxOrig > 0) {
+      kv.push(u32('rope.scaling.original_context_length', s.longRope.nCtxOrig));
+      kv.push(f32('rope.scaling.attn_factor', s.longRope.attnFactor));
+    }
+    if (s.slidingWindow > 0) kv.push(u32('attention.sliding_window', s.slidingWindow));
+  }
   return kv;
+}
+
+// ---- gemma2 / gemma3 / gemma-embedding / gemma4 ----------------------------------
+
+/** Which layers slide (the `attention.sliding_window_pattern` the file gets). */
+export function swaLayersOf(arch: GenArch, s: ResolvedShape): boolean[] {
+  if (Array.isArray(s.swaPattern)) return s.swaPattern;
+  const period = s.swaPattern || (arch === 'gemma2' ? 2 : 6);
+  return swaPattern(s.nLayer, period);
+}
+
+function gemmaKeys(
+  arch: GenArch,
+  s: ResolvedShape,
+  u32: (k: string, v: number) => VocabKV,
+  f32: (k: string, v: number) => VocabKV,
+): VocabKV[] {
+  const kv: VocabKV[] = [];
+  if (s.slidingWindow > 0) kv.push(u32('attention.sliding_window', s.slidingWindow));
+  if (arch === 'gemma4') {
+    kv.push(u32('attention.key_length_swa', s.headDimSwa));
+    kv.push(u32('attention.value_length_swa', s.headDimSwa));
+    kv.push(u32('rope.dimension_count_swa', s.ropeDimSwa));
+    kv.push({
+      key: `${arch}.attention.sliding_window_pattern`,
+      type: GGUFValueType.ARRAY,
+      value: { itemType: GGUFValueType.BOOL, items: swaLayersOf(arch, s) },
+    });
+    kv.push(f32('rope.freq_base_swa', s.ropeFreqBaseSwa));
+    kv.push(u32('attention.shared_kv_layers', s.sharedKvLayers));
+    kv.push(u32('embedding_length_per_layer_input', s.embdPerLayer));
+  } else if (arch !== 'gemma2' && s.slidingWindow > 0) {
+    kv.push(
+      u32('attention.sliding_window_pattern', typeof s.swaPattern === 'number' && s.swaPattern > 0 ? s.swaPattern : 6),
+    );
+    kv.push(f32('rope.freq_base_swa', s.ropeFreqBaseSwa));
+  }
+  if (arch === 'gemma2') kv.push(f32('attn_logit_softcapping', s.attnSoftcap || 50));
+  if (arch === 'gemma2' || s.finalSoftcap > 0) kv.push(f32('final_logit_softcapping', s.finalSoftcap || 30));
+  if (arch === 'gemma-embedding') {
+    kv.push({ key: `${arch}.attention.causal`, type: GGUFValueType.BOOL, value: false });
+    kv.push(u32('pooling_type', s.poolingType));
+    if (s.denseDim > 0) {
+      kv.push(u32('dense_2_feat_in', s.nEmbd));
+      kv.push(u32('dense_2_feat_out', s.denseDim));
+      kv.push(u32('dense_3_feat_in', s.denseDim));
+      kv.push(u32('dense_3_feat_out', s.nEmbd));
+    }
+  }
+  return kv;
+}
+
+function planGemma(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTensor[] {
+  const out: PlannedTensor[] = [];
+  const add = (name: string, dims: number[], init: TensorInit) => out.push({ name, dims, init });
+  const E = s.nEmbd;
+  const L = s.nLayer;
+  const swa = swaLayersOf(arch, s);
+  const nPL = arch === 'gemma4' ? s.embdPerLayer : 0;
+  const tied = s.tiedEmbeddings;
+  // embeddings are scaled by √n_embd (the norms absorb it); a tied table of std n_embd^-0.25
+  // gives logits of std ~n_embd^0.25, as for the llama family
+  add('token_embd.weight', [E, nVocab], { mean: 0, std: tied ? E ** -0.25 : 1 / Math.sqrt(E) });
+  if (nPL > 0) {
+    add('per_layer_token_embd.weight', [nPL * L, nVocab], { mean: 0, std: 1 / Math.sqrt(nPL) });
+    add('per_layer_model_proj.weight', [E, nPL * L], linear(E));
+    add('per_layer_proj_norm.weight', [nPL], NORM);
+  }
+  if (arch === 'gemma4' && swa.some((w) => !w)) add('rope_freqs.weight', [s.headDim / 2], { mean: 1, std: 0.1 });
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    const g4 = arch === 'gemma4';
+    const hd = g4 && swa[l] ? s.headDimSwa : s.headDim;
+    const nKv = g4 && swa[l] ? s.nHeadKvSwa : s.nHeadKv;
+    const ownKv = !g4 || l < L - s.sharedKvLayers;
+    add(`${b}attn_norm.weight`, [E], NORM);
+    add(`${b}attn_q.weight`, [E, hd * s.nHead], linear(E));
+    if (ownKv) add(`${b}attn_k.weight`, [E, hd * nKv], linear(E));
+    if (ownKv && !(g4 && !swa[l] && s.fullLayersWithoutV)) add(`${b}attn_v.weight`, [E, hd * nKv], linear(E));
+    add(`${b}attn_output.weight`, [hd * s.nHead, E], linear(hd * s.nHead));
+    if (arch !== 'gemma2') {
+      const qk = { mean: s.qkNormScale, std: 0.1 * s.qkNormScale };
+      add(`${b}attn_q_norm.weight`, [hd], qk);
+      if (ownKv) add(`${b}attn_k_norm.weight`, [hd], qk);
+    }
+    add(`${b}post_attention_norm.weight`, [E], NORM);
+    if (g4 && s.layerOutputScale) add(`${b}layer_output_scale.weight`, [1], { mean: 0.8, std: 0.1 });
+    add(`${b}ffn_norm.weight`, [E], NORM);
+    add(`${b}ffn_gate.weight`, [E, s.nFf], linear(E));
+    add(`${b}ffn_up.weight`, [E, s.nFf], linear(E));
+    add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
+    add(`${b}post_ffw_norm.weight`, [E], NORM);
+    if (nPL > 0) {
+      add(`${b}inp_gate.weight`, [E, nPL], linear(E));
+      add(`${b}proj.weight`, [nPL, E], linear(nPL));
+      add(`${b}post_norm.weight`, [E], NORM);
+    }
+  }
+  add('output_norm.weight', [E], NORM);
+  if (arch === 'gemma-embedding' && s.denseDim > 0) {
+    add('dense_2.weight', [E, s.denseDim], linear(E));
+    add('dense_3.weight', [s.denseDim, E], linear(s.denseDim));
+  }
+  if (!tied) add('output.weight', [E, nVocab], linear(E));
+  return out;
+}
+
+// ---- phi3 --------------------------------------------------------------------------
+
+function planPhi3(s: ResolvedShape, nVocab: number): PlannedTensor[] {
+  const out: PlannedTensor[] = [];
+  const add = (name: string, dims: number[], init: TensorInit) => out.push({ name, dims, init });
+  const E = s.nEmbd;
+  const q = s.nHead * s.headDim;
+  const kv = s.nHeadKv * s.headDim;
+  add('token_embd.weight', [E, nVocab], { mean: 0, std: s.tiedEmbeddings ? E ** -0.25 : 1 });
+  if (s.longRope.nCtxOrig > 0) {
+    // LongRoPE divides each pair's frequency by a factor: near 1 for the short set, up to tens for the long one
+    add('rope_factors_long.weight', [s.ropeDim / 2], { mean: 8, std: 3 });
+    add('rope_factors_short.weight', [s.ropeDim / 2], { mean: 1.05, std: 0.03 });
+  }
+  for (let l = 0; l < s.nLayer; l++) {
+    const b = `blk.${l}.`;
+    add(`${b}attn_norm.weight`, [E], NORM);
+    add(`${b}attn_qkv.weight`, [E, q + 2 * kv], linear(E));
+    add(`${b}attn_output.weight`, [q, E], linear(q));
+    add(`${b}ffn_norm.weight`, [E], NORM);
+    add(`${b}ffn_up.weight`, [E, 2 * s.nFf], linear(E));
+    add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
+  }
+  add('output_norm.weight', [E], NORM);
+  if (!s.tiedEmbeddings) add('output.weight', [E, nVocab], linear(E));
+  return out;
 }

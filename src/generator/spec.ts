@@ -1,7 +1,22 @@
 // What a generated model is: architecture, shape, file type, vocabulary and seed.
 import type { FileTypeName } from '../quantize/ftypes.js';
 
-export type GenArch = 'llama' | 'qwen2' | 'qwen3' | 'bert';
+export type GenArch =
+  | 'llama'
+  | 'qwen2'
+  | 'qwen3'
+  | 'bert'
+  | 'gemma2'
+  | 'gemma3'
+  | 'gemma-embedding'
+  | 'gemma4'
+  | 'phi3'
+  | 'smollm3';
+
+/** Gemma-family architectures (GeGLU, sandwich norms, embeddings scaled by √n_embd, tied output). */
+export function isGemma(arch: GenArch): boolean {
+  return arch === 'gemma2' || arch === 'gemma3' || arch === 'gemma-embedding' || arch === 'gemma4';
+}
 
 export interface ModelShape {
   nEmbd: number;
@@ -33,6 +48,38 @@ export interface ModelShape {
   poolingType?: number;
   /** bert: rows of token_types (the `token_type_count`); default 2. */
   nTypeVocab?: number;
+
+  // ---- sliding-window architectures (gemma*, phi3) ----
+  /** `attention.sliding_window` (0: none; gemma2 and gemma4 need one). */
+  slidingWindow?: number;
+  /** `attention.sliding_window_pattern`: a period (gemma2/3/embedding) or one bool per layer (gemma4). */
+  swaPattern?: number | boolean[];
+  /** `rope.freq_base_swa`. */
+  ropeFreqBaseSwa?: number;
+  /** gemma2: `attn_logit_softcapping` and `final_logit_softcapping` (gemma3/4: final only, 0 = none). */
+  attnSoftcap?: number;
+  finalSoftcap?: number;
+  /** gemma4: head size, rotated dims and KV heads of sliding-window layers (the others: headDim, ropeDim, nHeadKv). */
+  headDimSwa?: number;
+  ropeDimSwa?: number;
+  nHeadKvSwa?: number;
+  /** gemma4: the last n layers read an earlier layer's KV (`attention.shared_kv_layers`). */
+  sharedKvLayers?: number;
+  /** gemma4: per-layer embedding width (`embedding_length_per_layer_input`, 0: none). */
+  embdPerLayer?: number;
+  /** gemma4: full-attention layers without `attn_v` (V is K's projection). */
+  fullLayersWithoutV?: boolean;
+  /** gemma4: a `layer_output_scale` per layer. */
+  layerOutputScale?: boolean;
+  /** phi3: LongRoPE factor tensors and `rope.scaling.original_context_length` / `attn_factor`. */
+  longRope?: { nCtxOrig: number; attnFactor: number };
+  /** gemma-embedding: width of the dense projections after pooling (0: none). */
+  denseDim?: number;
+  /**
+   * gemma3/4 and gemma-embedding: mean of the q/k norm weights (default 1). Larger values
+   * sharpen attention, so that which keys a window keeps shows in the logits.
+   */
+  qkNormScale?: number;
 }
 
 export type VocabSpec =
@@ -77,11 +124,28 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     nCtxTrain: s.nCtxTrain,
     headDim,
     ropeDim: s.ropeDim ?? headDim,
-    ropeFreqBase: s.ropeFreqBase ?? (arch === 'llama' ? 10000 : 1e6),
-    normEps: s.normEps ?? (arch === 'bert' ? 1e-12 : 1e-5),
-    tiedEmbeddings: arch === 'bert' ? true : (s.tiedEmbeddings ?? false),
+    ropeFreqBase: s.ropeFreqBase ?? (arch === 'qwen2' || arch === 'qwen3' ? 1e6 : 10000),
+    normEps: s.normEps ?? (arch === 'bert' ? 1e-12 : isGemma(arch) ? 1e-6 : 1e-5),
+    // Gemma 2 and EmbeddingGemma always reuse token_embd for the output (embeddings: none)
+    tiedEmbeddings:
+      arch === 'bert' || arch === 'gemma2' || arch === 'gemma-embedding' ? true : (s.tiedEmbeddings ?? false),
     poolingType: s.poolingType ?? 1,
     nTypeVocab: s.nTypeVocab ?? 2,
+    slidingWindow: s.slidingWindow ?? 0,
+    swaPattern: s.swaPattern ?? 0,
+    ropeFreqBaseSwa: s.ropeFreqBaseSwa ?? 10000,
+    attnSoftcap: s.attnSoftcap ?? 0,
+    finalSoftcap: s.finalSoftcap ?? 0,
+    headDimSwa: s.headDimSwa ?? headDim,
+    ropeDimSwa: s.ropeDimSwa ?? s.headDimSwa ?? s.ropeDim ?? headDim,
+    nHeadKvSwa: s.nHeadKvSwa ?? s.nHeadKv ?? s.nHead,
+    sharedKvLayers: s.sharedKvLayers ?? 0,
+    embdPerLayer: s.embdPerLayer ?? 0,
+    fullLayersWithoutV: s.fullLayersWithoutV ?? false,
+    layerOutputScale: s.layerOutputScale ?? false,
+    longRope: s.longRope ?? { nCtxOrig: 0, attnFactor: 1 },
+    denseDim: s.denseDim ?? 0,
+    qkNormScale: s.qkNormScale ?? 1,
   };
   const pos = (v: number, what: string) => {
     if (!Number.isSafeInteger(v) || v <= 0)
@@ -103,6 +167,16 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
   }
   if (arch === 'bert' && r.nHeadKv !== r.nHead)
     throw new RangeError('model shape: bert has no grouped-query attention');
+  if (r.nHead % r.nHeadKvSwa !== 0)
+    throw new RangeError(`model shape: nHead ${r.nHead} is not a multiple of nHeadKvSwa ${r.nHeadKvSwa}`);
+  if ((arch === 'gemma2' || arch === 'gemma4' || arch === 'gemma-embedding') && r.slidingWindow <= 0)
+    throw new RangeError(`model shape: ${arch} needs slidingWindow`);
+  if (Array.isArray(r.swaPattern) && r.swaPattern.length !== r.nLayer)
+    throw new RangeError(`model shape: swaPattern has ${r.swaPattern.length} entries for ${r.nLayer} layers`);
+  if (r.sharedKvLayers < 0 || (r.sharedKvLayers > 0 && r.nLayer - r.sharedKvLayers < 2))
+    throw new RangeError(
+      `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
+    );
   return r;
 }
 
@@ -168,6 +242,160 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
     description: 'small BERT embedding model for tests: mean pooling, 512-token WordPiece vocab',
     shape: { nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nVocab: 512, nCtxTrain: 128 },
     vocabKind: 'synthetic-wpm',
+  },
+  'tiny-gemma2': {
+    arch: 'gemma2',
+    name: 'tiny-gemma2',
+    description: 'small gemma2 for tests: window 8 on every other layer, soft-capping, 512-token SPM vocab',
+    shape: { nEmbd: 64, nLayer: 4, nHead: 4, nHeadKv: 2, nFf: 128, nVocab: 512, nCtxTrain: 2048, slidingWindow: 8 },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-gemma3': {
+    arch: 'gemma3',
+    name: 'tiny-gemma3',
+    description: 'small gemma3 for tests: 5 sliding-window layers (window 8) to 1 global, one KV head, tied',
+    shape: {
+      nEmbd: 64,
+      nLayer: 6,
+      nHead: 4,
+      nHeadKv: 1,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      headDim: 32,
+      slidingWindow: 8,
+      swaPattern: 6,
+      ropeFreqBase: 1e6,
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-gemma-embedding': {
+    arch: 'gemma-embedding',
+    name: 'tiny-gemma-embedding',
+    description: 'small EmbeddingGemma for tests: symmetric window 8 on 3 of 4 layers, mean pooling, dense 64→96→64',
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 1,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      headDim: 32,
+      slidingWindow: 8,
+      swaPattern: 4,
+      ropeFreqBase: 1e6,
+      poolingType: 1,
+      denseDim: 96,
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-gemma4': {
+    arch: 'gemma4',
+    name: 'tiny-gemma4',
+    description:
+      'small gemma4 (E2B-like) for tests: per-layer embeddings, 2 shared-KV layers, full layers without attn_v, layer output scales',
+    shape: {
+      nEmbd: 64,
+      nLayer: 6,
+      nHead: 4,
+      nHeadKv: 1,
+      nHeadKvSwa: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      headDim: 32,
+      headDimSwa: 16,
+      ropeDim: 32,
+      ropeDimSwa: 16,
+      slidingWindow: 8,
+      swaPattern: [true, false, true, false, true, false],
+      ropeFreqBase: 1e6,
+      finalSoftcap: 30,
+      sharedKvLayers: 2,
+      embdPerLayer: 32,
+      fullLayersWithoutV: true,
+      layerOutputScale: true,
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-phi3': {
+    arch: 'phi3',
+    // (a general.name with "phi3" or "phi-3" makes llama.cpp look up Phi-3's special tokens)
+    name: 'tiny-phi',
+    description:
+      'small phi3 for tests: LongRoPE factors (original context 512), partial rotary 3/4, a sliding window key',
+    shape: {
+      nEmbd: 128,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 160,
+      nVocab: 512,
+      nCtxTrain: 4096,
+      ropeDim: 24,
+      longRope: { nCtxOrig: 512, attnFactor: 1.19 },
+      slidingWindow: 16,
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-smollm3': {
+    arch: 'smollm3',
+    name: 'tiny-smollm3',
+    description: 'small smollm3 for tests: NoPE on every 4th layer, 512-token BPE vocab',
+    shape: { nEmbd: 64, nLayer: 4, nHead: 4, nHeadKv: 2, nFf: 128, nVocab: 512, nCtxTrain: 2048, ropeFreqBase: 5e6 },
+    vocabKind: 'synthetic-bpe',
+  },
+  // google/gemma-3-1b-it config.json: hidden 1152, 26 layers, 4 heads, 1 KV head, head_dim
+  // 256, intermediate 6912, vocab 262144, sliding_window 512 (pattern 6), rope_theta 1e6 /
+  // rope_local_base_freq 1e4, rms_norm_eps 1e-6, max_position_embeddings 32768, tied.
+  'gemma-3-1b': {
+    arch: 'gemma3',
+    name: 'Gemma-3-1B (random weights)',
+    description: "Gemma 3 1B's shape: 1152 wide, 26 layers, 4/1 heads of 256, n_ff 6912, window 512, vocab 262144",
+    shape: {
+      nEmbd: 1152,
+      nLayer: 26,
+      nHead: 4,
+      nHeadKv: 1,
+      nFf: 6912,
+      nVocab: 262144,
+      nCtxTrain: 32768,
+      headDim: 256,
+      slidingWindow: 512,
+      swaPattern: 6,
+      ropeFreqBase: 1e6,
+      ropeFreqBaseSwa: 1e4,
+      normEps: 1e-6,
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  // microsoft/Phi-4-mini-instruct config.json: hidden 3072, 32 layers, 24 heads, 8 KV heads,
+  // intermediate 8192, vocab 200064, partial_rotary_factor 0.75 (96 of 128 dims), rope_theta
+  // 1e4, LongRoPE (original 4096 of 131072 positions), rms_norm_eps 1e-5, tied.
+  'phi-4-mini': {
+    arch: 'phi3',
+    name: 'Phi-4-mini (random weights)',
+    description: "Phi-4-mini's shape: 3072 wide, 32 layers, 24/8 heads, n_ff 8192, partial rotary 0.75, vocab 200064",
+    shape: {
+      nEmbd: 3072,
+      nLayer: 32,
+      nHead: 24,
+      nHeadKv: 8,
+      nFf: 8192,
+      nVocab: 200064,
+      nCtxTrain: 131072,
+      ropeDim: 96,
+      ropeFreqBase: 10000,
+      normEps: 1e-5,
+      longRope: { nCtxOrig: 4096, attnFactor: 1.1902380714238083 },
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-bpe',
   },
   // Qwen/Qwen2.5-0.5B config.json: hidden 896, 24 layers, 14 heads, 2 KV heads,
   // intermediate 4864, vocab 151936, max_position_embeddings 32768, rope_theta 1e6,

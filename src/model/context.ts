@@ -1,9 +1,9 @@
-// A context: the state of evaluating a model (llama_context). It owns the KV cache and a
-// scheduler over the model's devices, and evaluates batches of tokens: `decode(batch)`
-// splits a batch into ubatches, builds the architecture's graph for each (a fresh graph
-// per ubatch: the scheduler rewrites sources), fills the inputs (token ids, positions,
-// the KQ mask, the cache rows written) and keeps the logits (or embeddings) of the
-// tokens the batch asks for.
+// A context: the state of evaluating a model (llama_context). It owns the memory (KV
+// caches, see memory/) and a scheduler over the model's devices, and evaluates batches of
+// tokens: `decode(batch)` splits a batch into ubatches, builds the architecture's graph
+// for each (a fresh graph per ubatch: the scheduler rewrites sources), fills the inputs
+// (token ids, positions, the KQ masks, the cache rows written) and keeps the logits (or
+// embeddings) of the tokens the batch asks for.
 
 import { availableParallelism } from 'node:os';
 import {
@@ -22,9 +22,17 @@ import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
 import { logger } from '../log.js';
 import { ContextError } from './errors.js';
 import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
-import { nEmbdK, type PoolingType } from './hparams.js';
-import { CACHE_TYPES, type CacheType, KVCache, MAX_SEQ } from './kv-cache.js';
+import { headCountKv, headDimK, headDimV, maskedBySwa, type PoolingType, ropeDims } from './hparams.js';
 import { type ActiveLora, loraKey } from './lora.js';
+import {
+  type AttentionMemory,
+  CACHE_TYPES,
+  type CacheType,
+  createMemory,
+  type KVCache,
+  MAX_SEQ,
+  type UbatchSeqs,
+} from './memory/index.js';
 import type { Model } from './model.js';
 
 const log = logger('context');
@@ -43,10 +51,20 @@ export interface ContextParams {
   typeV?: CacheType;
   /** Distinct sequence ids (0 .. nSeqMax-1). Default 1, at most 32. */
   nSeqMax?: number;
+  /**
+   * Sequences decoded together that a sliding-window cache is sized for (W cells each).
+   * Default nSeqMax; `reserveSequences` raises it.
+   */
+  nSeqWindow?: number;
   /** Output embeddings (hidden states after the final norm) instead of logits. */
   embeddings?: boolean;
   /** Pooling of embeddings per sequence. Default: the model's (`{arch}.pooling_type`). */
   pooling?: PoolingType;
+  /**
+   * Sliding-window layers keep a full-size cache too (llama.cpp's swa_full): no cell is
+   * ever overwritten, so any cached prefix stays reusable. Default false.
+   */
+  swaFull?: boolean;
   /**
    * Keep every named intermediate of the last decode (`attn_norm-0`, `Qcur-0`, ...) for
    * `intermediates`: a debugging aid for comparing with llama.cpp's dumps. Slower.
@@ -90,8 +108,8 @@ export class Context {
   readonly nSeqMax: number;
   readonly embeddings: boolean;
   readonly pooling: PoolingType;
-  /** Null for encoders (no cache: each batch attends within itself). */
-  readonly kv: KVCache | null;
+  /** The KV caches; null for encoders (no cache: each batch attends within itself). */
+  readonly memory: AttentionMemory | null;
   private readonly backends: Backend[];
   private readonly sched: Scheduler;
   /**
@@ -156,35 +174,35 @@ export class Context {
     if (!this.embeddings && !model.arch.usesKVCache) {
       throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
     }
-    for (const [what, type, width] of [
-      ['K', params.typeK, hp.nEmbdHeadK],
-      ['V', params.typeV, hp.nEmbdHeadV],
-    ] as const) {
-      const block = traitsOf(CACHE_TYPES[type ?? 'f16']).blockSize;
-      if (width % block !== 0) {
-        throw new ContextError(
-          `a ${type} ${what} cache needs a head size divisible by ${block}; the head size is ${width}`,
-        );
+    for (let il = 0; il < hp.nLayer; il++) {
+      for (const [what, type, width] of [
+        ['K', params.typeK, headDimK(hp, il)],
+        ['V', params.typeV, headDimV(hp, il)],
+      ] as const) {
+        const block = traitsOf(CACHE_TYPES[type ?? 'f16']).blockSize;
+        if (width % block !== 0) {
+          throw new ContextError(
+            `a ${type} ${what} cache needs a head size divisible by ${block}; the head size is ${width}`,
+          );
+        }
       }
     }
-    this.kv = model.arch.usesKVCache
-      ? new KVCache(
-          hp,
-          this.nCtx,
-          params.typeK ?? 'f16',
-          params.typeV ?? 'f16',
-          model.layerDevices.map((d) => d.bufferType()),
-        )
+    this.memory = model.arch.usesKVCache
+      ? createMemory(hp, {
+          nCtx: this.nCtx,
+          nSeqMax: Math.min(this.nSeqMax, Math.max(1, params.nSeqWindow ?? this.nSeqMax)),
+          nUbatch: this.nUbatch,
+          typeK: params.typeK ?? 'f16',
+          typeV: params.typeV ?? 'f16',
+          layerBufts: model.layerDevices.map((d) => d.bufferType()),
+          swaFull: params.swaFull ?? false,
+        })
       : null;
     // the model's devices, then the reference kernels for any op none of them has
     const devices = [...model.devices, fallbackDevice()].filter((d, i, all) => all.indexOf(d) === i);
     this.backends = devices.map((d) => initDeviceBackend(d, this.nThreads));
     this.sched = new Scheduler(this.backends);
-    if (this.kv) {
-      log.info(
-        `KV cache: ${this.nCtx} cells, K ${this.kv.typeK}, V ${this.kv.typeV}, ${(this.kv.bytes / 1048576).toFixed(2)} MiB`,
-      );
-    }
+    if (this.memory) log.info(`KV cache: ${this.memory.describe()}`);
   }
 
   // ---- evaluation ----
@@ -219,15 +237,20 @@ export class Context {
     else if (ranked) for (const i of ranked.values()) wanted[i] = 1;
     else if (batch.logits) for (let i = 0; i < n; i++) wanted[i] = batch.logits[i] ? 1 : 0;
     else wanted[n - 1] = 1;
-    if (!this.kv && n > this.nUbatch) {
+    if (!this.memory && n > this.nUbatch) {
       throw new ContextError(`decode: an encoder's batch must fit in one ubatch (${n} > n_ubatch ${this.nUbatch})`);
     }
-    if (this.kv) {
-      const free = this.kv.size - this.kv.used;
-      if (n > free) {
-        throw new ContextError(`decode: the KV cache is full (${n} tokens, ${free} of ${this.nCtx} cells free)`);
+    if (this.memory) {
+      const ubs: UbatchSeqs[] = [];
+      for (let s = 0; s < n; s += this.nUbatch) {
+        const e = Math.min(n, s + this.nUbatch);
+        ubs.push({ pos: pos.subarray(s, e), seq: seqIds.subarray(s, e) });
       }
-      if (this.kv.hasShift) await this.applyShift();
+      if (!this.memory.fits(ubs)) {
+        const caches = this.memory.caches.map((c) => `${c.label} ${c.size - c.used}/${c.size}`).join(', ');
+        throw new ContextError(`decode: the KV cache is full (${n} tokens; free cells: ${caches})`);
+      }
+      for (const c of this.memory.caches) if (c.hasShift) await this.applyShift(c);
     }
 
     this.outputs.clear();
@@ -250,7 +273,7 @@ export class Context {
         n,
       );
     }
-    if (pooledAll) this.pool(seqIds);
+    if (pooledAll) await this.pool(seqIds);
     if (ranked) for (const [s, i] of ranked) this.pooled.set(s, this.rowView(i)!.slice());
   }
 
@@ -269,7 +292,7 @@ export class Context {
     const next = new Map<number, number>();
     const pos = new Int32Array(seqIds.length);
     seqIds.forEach((s, i) => {
-      const p = next.get(s) ?? (this.kv ? this.kv.seqPosMax(s) + 1 : 0);
+      const p = next.get(s) ?? (this.memory ? this.memory.seqPosMax(s) + 1 : 0);
       pos[i] = p;
       next.set(s, p + 1);
     });
@@ -287,26 +310,37 @@ export class Context {
   ): Promise<number> {
     const m = tokens.length;
     const hp = this.model.hp;
-    let cells: number[] = [];
-    let nKV = m;
-    if (this.kv) {
-      const slots = this.kv.findSlots(m);
-      if (!slots) throw new ContextError(`decode: no room in the KV cache for ${m} tokens`);
-      cells = slots;
-      this.kv.store(cells, pos, seq);
-      // as llama.cpp, attend to a multiple of 256 cells (masked beyond the extent), so the
-      // graph's shape, and with it the graph, stays the same from one token to the next
-      nKV = Math.min(this.kv.size, Math.max(256, Math.ceil(this.kv.extent / 256) * 256));
+    const ub: UbatchSeqs = { pos, seq };
+    // per cache: the cells written and the cells attended (a multiple of 256, masked beyond
+    // the extent, so the graph's shape, and with it the graph, stays the same from one
+    // token to the next); encoders: per mask group (full, sliding window), the ubatch
+    const cells: number[][] = [];
+    let nKV: number[] = hp.swaLayers.some((x) => x) ? [m, m] : [m];
+    if (this.memory) {
+      nKV = [];
+      for (const c of this.memory.caches) {
+        const slots = c.findSlots(ub);
+        if (!slots) throw new ContextError(`decode: no room in the ${c.label} KV cache for ${m} tokens`);
+        c.store(slots, ub);
+        cells.push(slots);
+      }
+      for (const c of this.memory.caches) nKV.push(c.attended());
     }
     const outIdx: number[] = [];
     for (let i = 0; i < m; i++) if (wanted[i]) outIdx.push(i);
     const allRows = this.embeddings && this.pooling !== 'none' && this.pooling !== 'rank';
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
-    const key = `${m}:${nOutputs}:${nKV}:${this.activeLoraKey}`;
+    const key = `${m}:${nOutputs}:${nKV.join(',')}:${this.activeLoraKey}`;
     let last = this.last;
     if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
-      const b = new GraphBuilder(hp, this.model.weights, { nTokens: m, nOutputs, nKV }, this.kv, this.activeLoras);
+      const b = new GraphBuilder(
+        hp,
+        this.model.weights,
+        { nTokens: m, nOutputs, nKV, nCtx: this.nCtx },
+        this.memory,
+        this.activeLoras,
+      );
       const out = this.model.arch.build(b);
       const rankHead = this.embeddings && this.pooling === 'rank';
       const result = rankHead
@@ -394,13 +428,14 @@ export class Context {
     tokens: Int32Array,
     pos: Int32Array,
     seq: Int32Array,
-    cells: number[],
+    cells: number[][],
     outIds: number[],
   ): void {
     const m = tokens.length;
-    const causal = this.model.hp.causal;
-    if (inp.embdRows && inp.embdRowsFrom) {
-      // distinct ids, in first-seen order, read from the file; tokens index them
+    const hp = this.model.hp;
+    const causal = hp.causal;
+    if (inp.diskRows && inp.rowIds) {
+      // distinct ids, in first-seen order, read from the file; rowIds index them
       const first = new Map<number, number>();
       const local = new Int32Array(m);
       for (let i = 0; i < m; i++) {
@@ -411,52 +446,71 @@ export class Context {
         }
         local[i] = k;
       }
-      const src = inp.embdRowsFrom;
-      const bytes = new Uint8Array(first.size * src.rowBytes);
-      src.read([...first.keys()], bytes);
-      tensorSet(inp.embdRows, bytes);
-      if (inp.tokens) tensorSet(inp.tokens, local);
-    } else if (inp.tokens) tensorSet(inp.tokens, tokens);
-    if (inp.loraTokens) tensorSet(inp.loraTokens, tokens);
+      const ids = [...first.keys()];
+      for (const { t, from } of inp.diskRows) {
+        const bytes = new Uint8Array(first.size * from.rowBytes);
+        from.read(ids, bytes);
+        tensorSet(t, bytes, 0);
+      }
+      tensorSet(inp.rowIds, local);
+    }
+    if (inp.tokens) tensorSet(inp.tokens, tokens);
     if (inp.pos) tensorSet(inp.pos, pos);
-    if (inp.kvIdxs) tensorSet(inp.kvIdxs, Int32Array.from(cells));
+    inp.kvIdxs?.forEach((t, c) => {
+      if (t) tensorSet(t, Int32Array.from(cells[c]));
+    });
     if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));
-    if (inp.mask) {
-      const nKV = inp.mask.ne[0];
-      const NEG_INF = 0xfc00; // f16 -inf
-      const mask = new Uint16Array(nKV * m).fill(NEG_INF);
-      const kv = this.kv;
-      for (let i = 0; i < m; i++) {
-        const row = i * nKV;
-        for (let j = 0; j < nKV; j++) {
-          const ok = kv ? kv.visible(j, seq[i], pos[i], causal) : seq[j] === seq[i] && (!causal || pos[j] <= pos[i]);
-          if (ok) mask[row + j] = 0;
+    inp.masks?.forEach((t, c) => {
+      if (!t) return;
+      const nKV = t.ne[0];
+      const mask = new Uint16Array(nKV * m);
+      if (this.memory) this.memory.caches[c].fillMask(mask, nKV, { pos, seq }, causal);
+      else {
+        // within the ubatch; group 1 is the sliding-window layers'
+        mask.fill(0xfc00); // f16 -inf
+        for (let i = 0; i < m; i++) {
+          for (let j = 0; j < m; j++) {
+            if (seq[j] !== seq[i] || (causal && pos[j] > pos[i])) continue;
+            if (c === 1 && maskedBySwa(hp.swaType, hp.nSwa, pos[j], pos[i])) continue;
+            mask[i * nKV + j] = 0;
+          }
         }
       }
-      tensorSet(inp.mask, mask);
-    }
+      tensorSet(t, mask);
+    });
   }
 
-  /** Re-rotate the keys of shifted cells by their position deltas (llama.cpp's K-shift). */
-  private async applyShift(): Promise<void> {
-    const kv = this.kv!;
+  /**
+   * Re-rotate the keys of a cache's shifted cells by their position deltas (llama.cpp's
+   * K-shift), each layer with its own RoPE (base, dimensions, factors); layers without
+   * RoPE (SmolLM3's NoPE layers) keep their keys.
+   */
+  private async applyShift(kv: KVCache): Promise<void> {
     const hp = this.model.hp;
-    const mode = this.model.arch.ropeMode;
-    if (mode !== undefined) {
-      const deltas = newTensor(GGMLType.I32, [kv.size], 'inp_k_shift').setFlag(TensorFlag.INPUT);
-      const opts = ropeOptions(hp, { mode, freqFactors: this.model.weights.opt('rope_freqs.weight') });
-      const outs: Tensor[] = [];
-      for (let il = 0; il < hp.nLayer; il++) {
-        const k = kv.k[il];
-        const k3 = view(
-          k,
-          [hp.nEmbdHeadK, hp.nHeadKv, kv.size],
-          [rowSize(k.type, hp.nEmbdHeadK), rowSize(k.type, nEmbdK(hp))],
-          0,
-        );
-        const f = ops.cpy(k3, newTensor(GGMLType.F32, [hp.nEmbdHeadK, hp.nHeadKv, kv.size]));
-        outs.push(ops.cpy(ops.rope(f, deltas, opts), k3));
-      }
+    const arch = this.model.arch;
+    const deltas = newTensor(GGMLType.I32, [kv.size], 'inp_k_shift').setFlag(TensorFlag.INPUT);
+    const outs: Tensor[] = [];
+    for (const il of kv.layerIds) {
+      const cfg = arch.keyRope
+        ? arch.keyRope(hp, this.model.weights, il, this.nCtx)
+        : arch.ropeMode === undefined
+          ? null
+          : { mode: arch.ropeMode, freqFactors: this.model.weights.opt('rope_freqs.weight') };
+      if (!cfg) continue;
+      const k = kv.k(il);
+      const hd = headDimK(hp, il);
+      const nh = headCountKv(hp, il);
+      // the rotated dimensions only; the rest of each head passes through
+      const nRot = ropeDims(hp, il);
+      const k3 = view(k, [nRot, nh, kv.size], [rowSize(k.type, hd), k.nb[1]], 0);
+      const f = ops.cpy(k3, newTensor(GGMLType.F32, [nRot, nh, kv.size]));
+      // a pure rotation: no magnitude correction (LongRoPE's attn factor, YaRN's mscale),
+      // which the keys already carry (llama.cpp applies it again on every shift)
+      const o = ropeOptions(hp, cfg, il);
+      const yarnScale = o.extFactor ? 1 + 0.1 * Math.log(1 / (o.freqScale ?? 1)) : 1;
+      outs.push(ops.cpy(ops.rope(f, deltas, { ...o, attnFactor: 1 / yarnScale }), k3));
+    }
+    if (outs.length > 0) {
       const graph = buildGraph(...outs);
       this.sched.allocGraph(graph);
       tensorSet(deltas, kv.shift);
@@ -466,7 +520,7 @@ export class Context {
     kv.hasShift = false;
   }
 
-  private pool(seqIds: Int32Array): void {
+  private async pool(seqIds: Int32Array): Promise<void> {
     const groups = new Map<number, number[]>();
     seqIds.forEach((s, i) => {
       if (!groups.has(s)) groups.set(s, []);
@@ -485,6 +539,31 @@ export class Context {
       }
       this.pooled.set(s, v);
     }
+    await this.poolHead();
+  }
+
+  /** The architecture's layers after pooling (EmbeddingGemma's dense projections), on every pooled vector. */
+  private async poolHead(): Promise<void> {
+    const head = this.model.arch.pooledHead;
+    if (!head || this.pooled.size === 0) return;
+    const seqs = [...this.pooled.keys()];
+    const width = this.model.hp.nEmbd;
+    const inp = newTensor(GGMLType.F32, [width, seqs.length], 'inp_embd_pooled').setFlag(TensorFlag.INPUT);
+    const out = head(this.model.weights, inp);
+    if (!out) return;
+    const graph = buildGraph(out);
+    this.sched.allocGraph(graph);
+    const data = new Float32Array(width * seqs.length);
+    seqs.forEach((s, i) => {
+      data.set(this.pooled.get(s)!, i * width);
+    });
+    tensorSet(inp, data);
+    await this.sched.graphCompute(graph);
+    const res = await tensorGetF32(out);
+    const w = out.ne[0];
+    seqs.forEach((s, i) => {
+      this.pooled.set(s, res.slice(i * w, (i + 1) * w));
+    });
   }
 
   // ---- outputs ----
@@ -549,9 +628,9 @@ export class Context {
 
   // ---- memory (llama_memory_seq_*) ----
 
-  private cache(): KVCache {
-    if (!this.kv) throw new ContextError(`${this.model.hp.arch} has no KV cache`);
-    return this.kv;
+  private cache(): AttentionMemory {
+    if (!this.memory) throw new ContextError(`${this.model.hp.arch} has no KV cache`);
+    return this.memory;
   }
 
   /** Remove positions [p0, p1) of `seq` (all sequences for seq < 0; p < 0: open end). */
@@ -573,15 +652,40 @@ export class Context {
   }
 
   seqPosMax(seq = 0): number {
-    return this.kv ? this.kv.seqPosMax(seq) : -1;
+    return this.memory ? this.memory.seqPosMax(seq) : -1;
   }
 
   seqPosMin(seq = 0): number {
-    return this.kv ? this.kv.seqPosMin(seq) : -1;
+    return this.memory ? this.memory.seqPosMin(seq) : -1;
+  }
+
+  /** Whether the memory can shift positions (context shift). */
+  get canShift(): boolean {
+    return this.memory?.canShift ?? false;
+  }
+
+  /**
+   * How many of the first `n` cached positions of `seq` a continuation can keep (see
+   * Memory.reusablePrefix): n, fewer when fewer are cached, or 0 when a sliding window
+   * has already dropped cells the continuation would read.
+   */
+  reusablePrefix(seq: number, n: number): number {
+    return this.memory ? this.memory.reusablePrefix(seq, n) : 0;
   }
 
   clearMemory(): void {
-    this.kv?.clear();
+    this.memory?.clear();
+  }
+
+  /**
+   * Makes the memory ready for `n` sequences decoded together (a sliding-window cache
+   * holds W cells per sequence). True when it was rebuilt larger and everything cached is
+   * gone.
+   */
+  reserveSequences(n: number): boolean {
+    if (!this.memory?.reserveSequences(n)) return false;
+    this.last = null;
+    return true;
   }
 
   free(): void {
@@ -589,7 +693,7 @@ export class Context {
     this.outRow.clear();
     this.outputs.clear();
     this.sched.free();
-    this.kv?.dispose();
+    this.memory?.dispose();
     for (const b of this.backends) b.free();
   }
 }

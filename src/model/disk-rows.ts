@@ -1,7 +1,8 @@
 // A weight whose rows are read from the model file when needed instead of being held in
-// memory. Only the token embedding table qualifies: the graph reads it with GET_ROWS
-// alone, a batch needs at most n_ubatch of its rows, and on a large vocabulary it is a
-// big share of a small model (76 MB of the 630M Qwen2.5 in Q4_0). The file stays open
+// memory. Token embedding tables qualify: the graph reads them with GET_ROWS alone, a
+// batch needs at most n_ubatch of their rows, and on a large vocabulary they are a big
+// share of a small model (76 MB of the 630M Qwen2.5 in Q4_0; Gemma 4 E2B's per-layer
+// table, 262,144 rows of 35 × 256, is most of its file). The file stays open
 // (deleting or renaming it does not matter), and every read first checks that it has not
 // been changed in place since loading, failing clearly rather than returning other bytes.
 

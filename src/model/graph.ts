@@ -1,8 +1,10 @@
 // The shared blocks every architecture's graph is built from (llama.cpp's llm_graph_context):
-// the ubatch's inputs (token ids, positions, KQ mask, KV-cache row indices, output rows),
+// the ubatch's inputs (token ids, positions, KQ masks, KV-cache row indices, output rows),
 // norms, RoPE, attention over the KV cache, feed-forward blocks, and `cb` naming every
 // intermediate as llama.cpp does (`attn_norm-0`, `Qcur-0`, `ffn_out-1`, `result_output`)
 // so that a tensor-by-tensor comparison with llama.cpp's dumps is a lookup by name.
+// With sliding-window layers there are two masks and two sets of cache rows (full and
+// sliding window); each layer's attention picks its own.
 //
 // Shapes follow ggml: [ne0, ne1, ...], ne0 fastest; a batch of n tokens of width E is
 // [E, n].
@@ -11,9 +13,19 @@ import * as ops from '../ggml/ops.js';
 import { newTensor, permute, reshape, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize } from '../ggml/types.js';
 import type { DiskRows } from './disk-rows.js';
-import { type HParams, nEmbdK, nEmbdV } from './hparams.js';
-import type { KVCache } from './kv-cache.js';
+import {
+  type HParams,
+  headCount,
+  headCountKv,
+  headDimK,
+  headDimV,
+  isSwa,
+  ropeDims,
+  ropeFreqBase,
+  ropeFreqScale,
+} from './hparams.js';
 import type { ActiveLora } from './lora.js';
+import type { AttentionMemory } from './memory/index.js';
 import type { Weights } from './weights.js';
 
 /** What a graph is built for: one ubatch. */
@@ -21,29 +33,35 @@ export interface UbatchShape {
   nTokens: number;
   /** Rows to output (after the last layer); null: every token (pooled embeddings). */
   nOutputs: number | null;
-  /** KV cells attention reads (cells [0, nKV) of the cache); nTokens without a cache. */
-  nKV: number;
+  /**
+   * KV cells attention reads per cache of the memory (cells [0, nKV[c]) of cache c);
+   * without a memory, per mask group (0 full, 1 sliding window): nTokens.
+   */
+  nKV: readonly number[];
+  /** Cells of context per sequence (picks Phi-3's LongRoPE factors). */
+  nCtx: number;
 }
 
 /** The graph inputs a context fills before compute (only those the graph uses exist). */
 export interface GraphInputs {
   tokens?: Tensor;
   pos?: Tensor;
-  mask?: Tensor;
-  kvIdxs?: Tensor;
+  /** KQ masks by cache (or by mask group without a memory). */
+  masks?: Tensor[];
+  /** Cache rows each cache's new K/V go to. */
+  kvIdxs?: Tensor[];
   outIds?: Tensor;
   /**
-   * The rows of a token embedding table left on disk that this ubatch uses, in the
-   * table's type [nEmbd, n]; `tokens` then holds each token's row in it.
+   * Per table left on disk (a token embedding table), the rows this ubatch uses, in the
+   * table's type [ne0, n], and where they come from: the ubatch's distinct token ids in
+   * first-seen order, which `rowIds` indexes.
    */
-  embdRows?: Tensor;
-  /** Where embdRows' rows come from. */
-  embdRowsFrom?: DiskRows;
-  /** Token ids, I32 [n], for a token-embedding LoRA when `tokens` indexes embdRows. */
-  loraTokens?: Tensor;
+  diskRows?: { t: Tensor; from: DiskRows }[];
+  /** Each token's row in the diskRows inputs, I32 [n]. */
+  rowIds?: Tensor;
 }
 
-type InputKey = Exclude<keyof GraphInputs, 'embdRowsFrom'>;
+type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs'>;
 
 /** RoPE settings an architecture passes (mode) on top of the hyper-parameters. */
 export interface RopeConfig {
@@ -51,17 +69,17 @@ export interface RopeConfig {
   freqFactors?: Tensor;
 }
 
-/** ggml_rope_ext's options for a model (also used to re-rotate shifted cache cells). */
-export function ropeOptions(hp: HParams, cfg: RopeConfig): ops.RopeOptions {
+/** ggml_rope_ext's options for layer il (also used to re-rotate shifted cache cells). */
+export function ropeOptions(hp: HParams, cfg: RopeConfig, il: number): ops.RopeOptions {
   const yarn = hp.ropeScaling === 'yarn';
   return {
-    nDims: hp.nRot,
+    nDims: ropeDims(hp, il),
     mode: cfg.mode,
-    freqBase: hp.ropeFreqBase,
-    freqScale: hp.ropeFreqScale,
+    freqBase: ropeFreqBase(hp, il),
+    freqScale: ropeFreqScale(hp, il),
     nCtxOrig: hp.nCtxOrig,
     extFactor: yarn ? 1 : 0,
-    attnFactor: 1,
+    attnFactor: hp.ropeAttnFactor,
     betaFast: 32,
     betaSlow: 1,
     freqFactors: cfg.freqFactors,
@@ -73,12 +91,14 @@ export class GraphBuilder {
   /** Every named intermediate, in creation order (for dumps and debugging). */
   readonly named: Tensor[] = [];
   readonly nTokens: number;
+  /** The last write into each cache tensor, so a layer reading another's K/V runs after it. */
+  private readonly stored = new Map<Tensor, Tensor>();
 
   constructor(
     readonly hp: HParams,
     readonly w: Weights,
     readonly ub: UbatchShape,
-    readonly kv: KVCache | null,
+    readonly memory: AttentionMemory | null,
     /** LoRA adapters applied to every product with a weight they adapt (lora.ts). */
     readonly loras: readonly ActiveLora[] = [],
   ) {
@@ -113,32 +133,57 @@ export class GraphBuilder {
     return this.input('pos', GGMLType.I32, [this.nTokens], 'inp_pos');
   }
 
-  /** KQ mask, F16 [nKV, n]: 0 where token i may attend to cell j, -inf elsewhere. */
-  get inpMask(): Tensor {
-    return this.input('mask', GGMLType.F16, [this.ub.nKV, this.nTokens], 'attn_inp_kq_mask');
+  /**
+   * KQ mask of cache c (without a memory: mask group c, 0 full, 1 sliding window), F16
+   * [nKV, n]: 0 where token i may attend to cell j, -inf elsewhere.
+   */
+  inpMask(c: number): Tensor {
+    this.inputs.masks ??= [];
+    const masks = this.inputs.masks;
+    const name = c === 0 ? 'attn_inp_kq_mask' : 'attn_inp_kq_mask_swa';
+    masks[c] ??= newTensor(GGMLType.F16, [this.ub.nKV[c], this.nTokens], name).setFlag(TensorFlag.INPUT);
+    return masks[c];
   }
 
-  /** The KV-cache rows this ubatch's tokens are written to, I32 [n]. */
-  get inpKvIdxs(): Tensor {
-    return this.input('kvIdxs', GGMLType.I32, [this.nTokens], 'inp_kv_idxs');
+  /** The rows of cache c this ubatch's tokens are written to, I32 [n]. */
+  inpKvIdxs(c: number): Tensor {
+    this.inputs.kvIdxs ??= [];
+    const idxs = this.inputs.kvIdxs;
+    const name = c === 0 ? 'inp_kv_idxs' : 'inp_kv_idxs_swa';
+    idxs[c] ??= newTensor(GGMLType.I32, [this.nTokens], name).setFlag(TensorFlag.INPUT);
+    return idxs[c];
   }
 
   /** Token embeddings of the ubatch: F32 [nEmbd, n]. */
   inpEmbd(tokEmbd: Tensor): Tensor {
-    // a table left on disk: GET_ROWS from the ubatch's rows, read into an input (same bits)
-    const disk = this.w.rowsOnDisk(tokEmbd);
-    if (disk) this.inputs.embdRowsFrom = disk;
-    const table = disk ? this.input('embdRows', tokEmbd.type, [tokEmbd.ne[0], this.nTokens], 'inp_embd_rows') : tokEmbd;
-    let cur = ops.getRows(table, this.inpTokens);
+    let cur = this.tokenRows(tokEmbd);
     // token-embedding adapters: + s·B·A[:, token] (A is read by rows, B is not transposed)
     for (const l of this.loras) {
       const lw = l.adapter.weightFor(tokEmbd.name);
       if (!lw) continue;
-      const ids = disk ? this.input('loraTokens', GGMLType.I32, [this.nTokens], 'inp_tokens_lora') : this.inpTokens;
-      const delta = ops.mulMat(lw.b, ops.getRows(lw.a, ids));
+      const delta = ops.mulMat(lw.b, ops.getRows(lw.a, this.inpTokens));
       cur = ops.add(cur, ops.scale(delta, l.adapter.scaleOf(lw, l.scale)));
     }
     return this.cb(cur, 'embd');
+  }
+
+  /**
+   * The rows of a table indexed by token id (an embedding table) for the ubatch's tokens,
+   * F32 [ne0, n]. A table left on disk: GET_ROWS from the ubatch's rows, read into an
+   * input (the same bits).
+   */
+  tokenRows(table: Tensor): Tensor {
+    const disk = this.w.rowsOnDisk(table);
+    if (!disk) return ops.getRows(table, this.inpTokens);
+    this.inputs.diskRows ??= [];
+    const list = this.inputs.diskRows;
+    let e = list.find((x) => x.from === disk);
+    if (!e) {
+      const name = list.length === 0 ? 'inp_embd_rows' : `inp_embd_rows_${list.length}`;
+      e = { t: newTensor(table.type, [table.ne[0], this.nTokens], name).setFlag(TensorFlag.INPUT), from: disk };
+      list.push(e);
+    }
+    return ops.getRows(e.t, this.input('rowIds', GGMLType.I32, [this.nTokens], 'inp_row_ids'));
   }
 
   /**
@@ -174,10 +219,15 @@ export class GraphBuilder {
     return b ? ops.add(y, b) : y;
   }
 
-  /** RMSNorm then scale: x / rms(x) · w. Names `norm-il`, then `name-il`. */
-  rmsNorm(x: Tensor, w: Tensor, name: string, il = -1): Tensor {
-    const n = this.cb(ops.rmsNorm(x, this.hp.normRmsEps), 'norm', il);
-    return this.cb(ops.mul(n, w), name, il);
+  /** RMSNorm then scale: x / rms(x) · w (no w: the norm alone). Names `norm-il`, then `name-il`. */
+  rmsNorm(x: Tensor, w: Tensor | undefined, name: string, il = -1): Tensor {
+    const n = this.cb(ops.rmsNorm(x, this.hp.normRmsEps), w ? 'norm' : name, il);
+    return w ? this.cb(ops.mul(n, w), name, il) : n;
+  }
+
+  /** c·tanh(x/c): soft-capping (Gemma's final logits). */
+  softcap(x: Tensor, c: number): Tensor {
+    return ops.scale(ops.tanh(ops.scale(x, 1 / c)), c);
   }
 
   /** LayerNorm: (x - mean) / std · w + b. */
@@ -187,53 +237,68 @@ export class GraphBuilder {
     return this.cb(ops.add(s, b), name, il);
   }
 
-  /** Rotary embedding of x [headDim, nHeads, n] at the ubatch positions. */
-  rope(x: Tensor, cfg: RopeConfig): Tensor {
-    return ops.rope(x, this.inpPos, ropeOptions(this.hp, cfg));
+  /** Rotary embedding of layer il's x [headDim, nHeads, n] at the ubatch positions. */
+  rope(x: Tensor, cfg: RopeConfig, il: number): Tensor {
+    return ops.rope(x, this.inpPos, ropeOptions(this.hp, cfg, il));
   }
 
   /**
    * Multi-head attention of layer il (llama.cpp's build_attn with flash attention):
-   * q [hdK, nHead, n], k [hdK, nHeadKv, n], v [hdV, nHeadKv, n]. With a KV cache, k and v
-   * are first written to the cache rows of this ubatch and attention reads cells
-   * [0, nKV); without one (encoders) it reads this ubatch's k and v, cast to F16 as
-   * llama.cpp does. Returns the output projection wo·attn (+ bo), [nEmbd, n].
+   * q [hdK, nHead, n], k [hdK, nHeadKv, n], v [hdV, nHeadKv, n] (dims 0-1 of v may be a
+   * view with a row stride). With a memory, k and v are first written to the layer's cache
+   * rows for this ubatch and attention reads cells [0, nKV) of its cache; a layer that
+   * shares another's K/V passes k = v = null and reads that cache. Without a memory
+   * (encoders) it reads this ubatch's k and v, cast to F16 as llama.cpp does. Scores are
+   * q·k·kqScale (default 1/√hdK), soft-capped when the model says so; sliding-window
+   * layers use the sliding-window mask. Returns wo·attn (+ bo), [nEmbd, n].
    */
-  attention(il: number, q: Tensor, k: Tensor, v: Tensor, wo: Tensor, bo?: Tensor): Tensor {
+  attention(
+    il: number,
+    q: Tensor,
+    k: Tensor | null,
+    v: Tensor | null,
+    wo: Tensor,
+    bo?: Tensor,
+    kqScale = 1 / Math.sqrt(headDimK(this.hp, il)),
+  ): Tensor {
     const hp = this.hp;
     const n = this.nTokens;
+    const hdK = headDimK(hp, il);
+    const hdV = headDimV(hp, il);
+    const nHeadKv = headCountKv(hp, il);
     let kAll: Tensor;
     let vAll: Tensor;
-    if (this.kv) {
-      const kc = this.kv.k[il];
-      const vc = this.kv.v[il];
-      const kStore = ops.setRows(kc, reshape(k, [nEmbdK(hp), n]), this.inpKvIdxs).setName(`${kc.name} (view)`);
-      const vStore = ops.setRows(vc, reshape(v, [nEmbdV(hp), n]), this.inpKvIdxs).setName(`${vc.name} (view)`);
-      const nKV = this.ub.nKV;
-      kAll = view(
-        kStore,
-        [hp.nEmbdHeadK, hp.nHeadKv, nKV],
-        [rowSize(kc.type, hp.nEmbdHeadK), rowSize(kc.type, nEmbdK(hp))],
-        0,
-      );
-      vAll = view(
-        vStore,
-        [hp.nEmbdHeadV, hp.nHeadKv, nKV],
-        [rowSize(vc.type, hp.nEmbdHeadV), rowSize(vc.type, nEmbdV(hp))],
-        0,
-      );
+    let mask: Tensor;
+    if (this.memory) {
+      const lk = this.memory.layer(il);
+      if (!lk) throw new Error(`graph: layer ${il} has no KV cache`);
+      let kc = this.stored.get(lk.k) ?? lk.k;
+      let vc = this.stored.get(lk.v) ?? lk.v;
+      if (lk.writes) {
+        if (!k || !v) throw new Error(`graph: layer ${il} keeps its own K/V but got none`);
+        const idxs = this.inpKvIdxs(lk.cache);
+        kc = ops.setRows(kc, rows2d(k), idxs).setName(`${lk.k.name} (view)`);
+        vc = ops.setRows(vc, rows2d(v), idxs).setName(`${lk.v.name} (view)`);
+        this.stored.set(lk.k, kc);
+        this.stored.set(lk.v, vc);
+      }
+      const nKV = this.ub.nKV[lk.cache];
+      kAll = view(kc, [hdK, nHeadKv, nKV], [rowSize(kc.type, hdK), kc.nb[1]], 0);
+      vAll = view(vc, [hdV, nHeadKv, nKV], [rowSize(vc.type, hdV), vc.nb[1]], 0);
       kAll = permute(kAll, [0, 2, 1, 3]);
       vAll = permute(vAll, [0, 2, 1, 3]);
+      mask = this.inpMask(lk.cache);
     } else {
+      if (!k || !v) throw new Error(`graph: layer ${il} needs K and V without a cache`);
       const kp = permute(k, [0, 2, 1, 3]);
       const vp = permute(v, [0, 2, 1, 3]);
       kAll = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
       vAll = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
+      mask = this.inpMask(isSwa(hp, il) ? 1 : 0);
     }
     const qp = permute(q, [0, 2, 1, 3]);
-    const scale = 1 / Math.sqrt(hp.nEmbdHeadK);
-    const fa = this.cb(ops.flashAttnExt(qp, kAll, vAll, this.inpMask, scale), '__fattn__', il);
-    const cur = this.cb(reshape(fa, [hp.nEmbdHeadV * hp.nHead, n]), 'kqv_out', il);
+    const fa = this.cb(ops.flashAttnExt(qp, kAll, vAll, mask, kqScale, 0, hp.attnSoftcap), '__fattn__', il);
+    const cur = this.cb(reshape(fa, [hdV * headCount(hp, il), n]), 'kqv_out', il);
     return this.cb(this.linear(wo, bo, cur), 'attn_out', il);
   }
 
@@ -270,12 +335,77 @@ export class GraphBuilder {
     return this.cb(this.mm(down, s), 'ffn_out', il);
   }
 
+  /**
+   * GeGLU feed-forward (llama.cpp's LLM_FFN_GELU with a parallel gate, ggml_geglu_split):
+   * down · (gelu(gate · x) ⊙ (up · x)).
+   */
+  ffnGeglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number): Tensor {
+    const g = this.cb(this.mm(gate, x), 'ffn_gate', il);
+    const u = this.cb(this.mm(up, x), 'ffn_up', il);
+    const s = this.cb(ops.mul(ops.gelu(g), u), 'ffn_geglu', il);
+    return this.cb(this.mm(down, s), 'ffn_out', il);
+  }
+
+  /**
+   * SwiGLU with one fused gate+up projection (Phi-3's `ffn_up` of 2·n_ff rows): the first
+   * half of each row is the gate, the second the up part (ggml_swiglu of one tensor).
+   */
+  ffnSwigluFused(x: Tensor, gateUp: Tensor, down: Tensor, il: number): Tensor {
+    const gu = this.cb(this.mm(gateUp, x), 'ffn_up', il);
+    const nFf = gu.ne[0] / 2;
+    const g = view(gu, [nFf, gu.ne[1]], [gu.nb[1]], 0);
+    const u = view(gu, [nFf, gu.ne[1]], [gu.nb[1]], nFf * gu.nb[0]);
+    const s = this.cb(ops.mul(ops.silu(g), u), 'ffn_swiglu', il);
+    return this.cb(this.mm(down, s), 'ffn_out', il);
+  }
+
+  /**
+   * One fused q/k/v projection (llama.cpp's build_qkv with wqkv): q [hd, nHead, n],
+   * k and v [hd, nHeadKv, n] as views of the rows of wqkv·x (+ bias).
+   */
+  qkvFused(w: Tensor, b: Tensor | undefined, x: Tensor, il: number): { q: Tensor; k: Tensor; v: Tensor } {
+    const hp = this.hp;
+    const hd = headDimK(hp, il);
+    const nh = headCount(hp, il);
+    const nkv = headCountKv(hp, il);
+    const qkv = this.cb(this.linear(w, b, x), 'wqkv', il);
+    const n = qkv.ne[1];
+    const e = qkv.nb[0];
+    const part = (heads: number, at: number) => view(qkv, [hd, heads, n], [hd * e, qkv.nb[1]], at * e);
+    return { q: part(nh, 0), k: part(nkv, nh * hd), v: part(nkv, (nh + nkv) * hd) };
+  }
+
+  /**
+   * The output head: final RMSNorm (`result_norm`), the output projection (`output.weight`,
+   * or the token embeddings when tied) and, when the model says so, soft-capped logits
+   * (`result_output`).
+   */
+  outputHead(x: Tensor): GraphOutputs {
+    const w = this.w;
+    const embd = this.rmsNorm(x, w.get('output_norm.weight'), 'result_norm');
+    const out = w.opt('output.weight') ?? w.get('token_embd.weight');
+    let logits = this.mm(out, embd);
+    if (this.hp.finalSoftcap) logits = this.softcap(logits, this.hp.finalSoftcap);
+    return { embd, logits: this.cb(logits, 'result_output') };
+  }
+
   /** GELU feed-forward with biases: down · gelu(up · x + bu) + bd. */
   ffnGelu(x: Tensor, up: Tensor, upB: Tensor | undefined, down: Tensor, downB: Tensor | undefined, il: number): Tensor {
     const u = this.cb(this.linear(up, upB, x), 'ffn_up_b', il);
     const g = this.cb(ops.gelu(u), 'ffn_gelu', il);
     return this.cb(this.linear(down, downB, g), 'ffn_out', il);
   }
+}
+
+/**
+ * A [hd, heads, n] tensor as rows of hd·heads (a reshape, or a 2-D view when the token
+ * rows have a stride, as a fused qkv projection's V).
+ */
+function rows2d(t: Tensor): Tensor {
+  const w = t.ne[0] * t.ne[1];
+  if (t.isContiguous()) return reshape(t, [w, t.ne[2]]);
+  if (t.nb[1] !== t.ne[0] * t.nb[0]) throw new Error(`graph: cannot merge the first two dims of ${t}`);
+  return view(t, [w, t.ne[2]], [t.nb[2]], 0);
 }
 
 /** The classification head a reranker runs on its pooled rows. */

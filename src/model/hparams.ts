@@ -1,7 +1,7 @@
 // Hyper-parameters of a model, read from its GGUF metadata (`{arch}.*` keys) with
 // llama.cpp's defaults for keys a file may omit.
 
-import type { GGUFFile } from '../gguf/index.js';
+import { type GGUFFile, isArrayValue } from '../gguf/index.js';
 import { ModelError } from './errors.js';
 
 /**
@@ -13,7 +13,14 @@ export type PoolingType = 'none' | 'mean' | 'cls' | 'last' | 'rank';
 /** GGUF `{arch}.pooling_type` values. */
 const POOLING_BY_ID: Record<number, PoolingType> = { 0: 'none', 1: 'mean', 2: 'cls', 3: 'last', 4: 'rank' };
 
-export type RopeScaling = 'none' | 'linear' | 'yarn';
+export type RopeScaling = 'none' | 'linear' | 'yarn' | 'longrope';
+
+/**
+ * How a sliding-window layer masks (llama_swa_type): 'standard' hides keys W or more
+ * positions behind the query, 'chunked' keys before the query's chunk of W, 'symmetric'
+ * keys more than W/2 away on either side (bidirectional encoders).
+ */
+export type SwaType = 'none' | 'standard' | 'chunked' | 'symmetric';
 
 export interface HParams {
   arch: string;
@@ -45,14 +52,161 @@ export interface HParams {
   pooling: PoolingType;
   /** Outputs of a classification head (`classifier.output_labels`' length, default 1). */
   nClsOut: number;
+
+  // ---- per layer (a GGUF key may hold one value or one per layer: get_key_or_arr) ----
+  nHeadArr: number[];
+  nHeadKvArr: number[];
+  nFfArr: number[];
+
+  // ---- sliding-window attention ----
+  swaType: SwaType;
+  /** Window size W in tokens (0 without sliding-window layers). */
+  nSwa: number;
+  /** Whether layer il attends through the window (all false without). */
+  swaLayers: boolean[];
+  /** Head sizes and rotated dimensions of sliding-window layers (default: the full layers'). */
+  nEmbdHeadKSwa: number;
+  nEmbdHeadVSwa: number;
+  nRotSwa: number;
+  /** RoPE base and scale of sliding-window layers (llama.cpp's defaults: 10000, 1). */
+  ropeFreqBaseSwa: number;
+  ropeFreqScaleSwa: number;
+
+  // ---- extras some architectures set ----
+  /** tanh soft-capping of attention scores (c·tanh(s/c)); 0: none. */
+  attnSoftcap: number;
+  /** tanh soft-capping of the output logits; 0: none. */
+  finalSoftcap: number;
+  /**
+   * Layers [0, nLayerKv) keep their own K/V; later layers read the cache of the last
+   * earlier layer of the same kind (Gemma 3n/4's shared KV). Default nLayer.
+   */
+  nLayerKv: number;
+  /** `rope.scaling.attn_factor` (LongRoPE's magnitude correction), default 1. */
+  ropeAttnFactor: number;
+  /** Width of Gemma 3n/4's per-layer token embeddings (0: none). */
+  nEmbdPerLayer: number;
 }
 
-export function nEmbdK(hp: HParams): number {
-  return hp.nEmbdHeadK * hp.nHeadKv;
+export function isSwa(hp: HParams, il: number): boolean {
+  return hp.swaLayers[il] === true;
 }
 
-export function nEmbdV(hp: HParams): number {
-  return hp.nEmbdHeadV * hp.nHeadKv;
+export function headCount(hp: HParams, il: number): number {
+  return hp.nHeadArr[il];
+}
+
+export function headCountKv(hp: HParams, il: number): number {
+  return hp.nHeadKvArr[il];
+}
+
+export function ffLength(hp: HParams, il: number): number {
+  return hp.nFfArr[il];
+}
+
+/** Key size per head of layer il. */
+export function headDimK(hp: HParams, il: number): number {
+  return isSwa(hp, il) ? hp.nEmbdHeadKSwa : hp.nEmbdHeadK;
+}
+
+export function headDimV(hp: HParams, il: number): number {
+  return isSwa(hp, il) ? hp.nEmbdHeadVSwa : hp.nEmbdHeadV;
+}
+
+/** Rotated dimensions per head of layer il. */
+export function ropeDims(hp: HParams, il: number): number {
+  return isSwa(hp, il) ? hp.nRotSwa : hp.nRot;
+}
+
+export function ropeFreqBase(hp: HParams, il: number): number {
+  return isSwa(hp, il) ? hp.ropeFreqBaseSwa : hp.ropeFreqBase;
+}
+
+export function ropeFreqScale(hp: HParams, il: number): number {
+  return isSwa(hp, il) ? hp.ropeFreqScaleSwa : hp.ropeFreqScale;
+}
+
+/** The layer whose K/V cache layer il reads (itself unless it shares an earlier layer's). */
+export function kvSourceLayer(hp: HParams, il: number): number {
+  if (il < hp.nLayerKv) return il;
+  // llama.cpp's reuse rule: the last two KV layers are one sliding-window and one full layer
+  return hp.nLayerKv - (isSwa(hp, il) ? 2 : 1);
+}
+
+/**
+ * llama.cpp's set_swa_pattern: with period n, every n-th layer is full and the others
+ * slide (the last of each group of n is full; `denseFirst`: the first); n = 0: all slide.
+ */
+export function swaPattern(nLayer: number, period: number, denseFirst = false): boolean[] {
+  return Array.from({ length: nLayer }, (_, il) =>
+    denseFirst ? period === 0 || il % period !== 0 : period === 0 || il % period < period - 1,
+  );
+}
+
+/** Whether a key at position p0 is hidden from a query at p1 by the window (llama_hparams::is_masked_swa). */
+export function maskedBySwa(type: SwaType, nSwa: number, p0: number, p1: number): boolean {
+  switch (type) {
+    case 'standard':
+      return p1 - p0 >= nSwa;
+    case 'chunked':
+      return p0 < Math.floor(p1 / nSwa) * nSwa;
+    case 'symmetric': {
+      const half = Math.floor(nSwa / 2);
+      const d = p1 - p0;
+      return d < -half || d > half;
+    }
+    default:
+      return false;
+  }
+}
+
+/** K row width (all KV heads) of layer il (default: layer 0). */
+export function nEmbdK(hp: HParams, il = 0): number {
+  return headDimK(hp, il) * headCountKv(hp, il);
+}
+
+/** V row width of layer il (default: layer 0). */
+export function nEmbdV(hp: HParams, il = 0): number {
+  return headDimV(hp, il) * headCountKv(hp, il);
+}
+
+/**
+ * A key that holds one number for all layers or an array of one per layer (llama.cpp's
+ * get_key_or_arr); an array of another length is an error naming the key.
+ */
+export function readPerLayer(file: GGUFFile, key: string, nLayer: number, fallback: number | undefined): number[] {
+  const kv = file.get(key);
+  if (kv && isArrayValue(kv.value)) {
+    const items = Array.from(kv.value.items as ArrayLike<unknown>);
+    if (items.length !== nLayer) {
+      throw new ModelError(`${file.path}: '${key}' has ${items.length} values; expected one per layer (${nLayer})`);
+    }
+    return items.map((x, il) => {
+      const n = typeof x === 'bigint' ? Number(x) : x;
+      if (typeof n !== 'number' || !Number.isFinite(n)) {
+        throw new ModelError(`${file.path}: '${key}'[${il}] is not a number`);
+      }
+      return n;
+    });
+  }
+  const v = fallback === undefined ? file.getNumber(key) : file.getNumber(key, fallback);
+  return new Array<number>(nLayer).fill(v);
+}
+
+/**
+ * `attention.sliding_window_pattern`: a period (every n-th layer full, as set_swa_pattern)
+ * or one bool per layer (true: sliding window). Absent: the period `defaultPeriod`.
+ */
+export function readSwaPattern(file: GGUFFile, key: string, nLayer: number, defaultPeriod: number): boolean[] {
+  const kv = file.get(key);
+  if (kv && isArrayValue(kv.value)) {
+    const items = Array.from(kv.value.items as ArrayLike<unknown>);
+    if (items.length !== nLayer) {
+      throw new ModelError(`${file.path}: '${key}' has ${items.length} values; expected one per layer (${nLayer})`);
+    }
+    return items.map((x) => x === true || (typeof x === 'number' && x !== 0));
+  }
+  return swaPattern(nLayer, file.getNumber(key, defaultPeriod));
 }
 
 /** llama.cpp's LLAMA_MAX_LAYERS. */
@@ -84,28 +238,47 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     if (!Number.isFinite(v) || v < 0) throw bad(k, v, 'must be a finite number ≥ 0');
     return v;
   };
+  /** A count per layer (one value or one per layer), each an integer ≥ min. */
+  const perLayer = (k: string, fallback: number | undefined, min: number): number[] => {
+    const vs = readPerLayer(file, key(k), nLayer, fallback);
+    for (const v of vs) if (!Number.isInteger(v) || v < min) throw bad(k, v, `is not an integer ≥ ${min}`);
+    return vs;
+  };
   const nEmbd = int('embedding_length', undefined, 1);
-  const nHead = int('attention.head_count', undefined, 1);
-  if (nEmbd % nHead !== 0) {
-    throw new ModelError(`${file.path}: head count ${nHead} does not divide embedding length ${nEmbd}`);
-  }
-  const nHeadKv = int('attention.head_count_kv', nHead, 1);
-  if (nHead % nHeadKv !== 0) {
-    throw new ModelError(`${file.path}: KV head count ${nHeadKv} does not divide head count ${nHead}`);
-  }
-  const nExpert = int('expert_count', 0, 0);
-  if (nExpert > 0) throw bad('expert_count', nExpert, 'experts: mixture-of-experts models are not supported');
   const nLayer = int('block_count', undefined, 1);
   if (nLayer > MAX_LAYERS) throw bad('block_count', nLayer, `is more than ${MAX_LAYERS} layers`);
-  const nEmbdHeadK = int('attention.key_length', nEmbd / nHead, 1);
-  const nEmbdHeadV = int('attention.value_length', nEmbd / nHead, 1);
+  const nHeadArr = perLayer('attention.head_count', undefined, 1);
+  const nHeadKvArr = file.has(key('attention.head_count_kv'))
+    ? perLayer('attention.head_count_kv', undefined, 1)
+    : nHeadArr.slice();
+  const nFfArr = perLayer('feed_forward_length', 0, 0);
+  const nHead = nHeadArr[0];
+  // a head size given by the file need not divide the embedding length (Gemma)
+  const explicitHeadSize = file.has(key('attention.key_length')) && file.has(key('attention.value_length'));
+  if (!explicitHeadSize && nEmbd % nHead !== 0) {
+    throw new ModelError(`${file.path}: head count ${nHead} does not divide embedding length ${nEmbd}`);
+  }
+  for (let il = 0; il < nLayer; il++) {
+    if (nHeadArr[il] % nHeadKvArr[il] !== 0) {
+      throw new ModelError(
+        `${file.path}: layer ${il}: KV head count ${nHeadKvArr[il]} does not divide head count ${nHeadArr[il]}`,
+      );
+    }
+  }
+  const nHeadKv = nHeadKvArr[0];
+  const nExpert = int('expert_count', 0, 0);
+  if (nExpert > 0) throw bad('expert_count', nExpert, 'experts: mixture-of-experts models are not supported');
+  const nEmbdHeadK = int('attention.key_length', Math.floor(nEmbd / nHead), 1);
+  const nEmbdHeadV = int('attention.value_length', Math.floor(nEmbd / nHead), 1);
   const nCtxTrain = int('context_length', undefined, 0);
 
   let ropeScaling: RopeScaling = 'none';
   const scalingName = file.getString(key('rope.scaling.type'), 'none');
-  if (scalingName === 'linear' || scalingName === 'yarn') ropeScaling = scalingName;
+  if (scalingName === 'linear' || scalingName === 'yarn' || scalingName === 'longrope') ropeScaling = scalingName;
   else if (scalingName !== 'none') {
-    throw new ModelError(`${file.path}: rope scaling '${scalingName}' is not supported; supported: none, linear, yarn`);
+    throw new ModelError(
+      `${file.path}: rope scaling '${scalingName}' is not supported; supported: none, linear, yarn, longrope`,
+    );
   }
   const factorKey = file.has(key('rope.scaling.factor')) ? 'rope.scaling.factor' : 'rope.scale_linear';
   const factor = num(factorKey, 0);
@@ -117,17 +290,19 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
   if (nVocab === 0) nVocab = file.getStringArray('tokenizer.ggml.tokens', []).length;
 
   const poolingId = num('pooling_type', -1);
+  const nRot = int('rope.dimension_count', nEmbdHeadK, 0);
+  const nEmbdHeadKSwa = int('attention.key_length_swa', nEmbdHeadK, 1);
   return {
     arch,
     nCtxTrain,
     nEmbd,
     nLayer,
-    nFf: int('feed_forward_length', 0, 0),
+    nFf: nFfArr[0],
     nHead,
     nHeadKv,
     nEmbdHeadK,
     nEmbdHeadV,
-    nRot: int('rope.dimension_count', nEmbdHeadK, 0),
+    nRot,
     normEps: epsilon('attention.layer_norm_epsilon'),
     normRmsEps: epsilon('attention.layer_norm_rms_epsilon'),
     ropeFreqBase: positive('rope.freq_base', 10000),
@@ -138,6 +313,23 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
     nClsOut: Math.max(1, file.getStringArray(key('classifier.output_labels'), []).length),
+    nHeadArr,
+    nHeadKvArr,
+    nFfArr,
+    // an architecture with sliding-window layers sets the kind, window and pattern
+    swaType: 'none',
+    nSwa: 0,
+    swaLayers: new Array<boolean>(nLayer).fill(false),
+    nEmbdHeadKSwa,
+    nEmbdHeadVSwa: int('attention.value_length_swa', nEmbdHeadV, 1),
+    nRotSwa: int('rope.dimension_count_swa', nRot, 0),
+    ropeFreqBaseSwa: 10000,
+    ropeFreqScaleSwa: 1,
+    attnSoftcap: 0,
+    finalSoftcap: 0,
+    nLayerKv: nLayer,
+    ropeAttnFactor: positive('rope.scaling.attn_factor', 1),
+    nEmbdPerLayer: int('embedding_length_per_layer_input', 0, 0),
   };
 }
 
@@ -155,5 +347,13 @@ export function checkRope(hp: HParams, path: string, exact: boolean): void {
   }
   if (exact && hp.nRot !== hp.nEmbdHeadK) {
     throw new ModelError(`${path}: ${k} = ${hp.nRot} must equal ${head} for ${hp.arch} (as llama.cpp requires)`);
+  }
+  if (hp.swaLayers.some((x) => x)) {
+    const ks = `${hp.arch}.rope.dimension_count_swa`;
+    if (hp.nRotSwa > hp.nEmbdHeadKSwa || hp.nRotSwa === 0 || hp.nRotSwa % 2 !== 0) {
+      throw new ModelError(
+        `${path}: ${ks} = ${hp.nRotSwa} must be even, > 0 and at most the sliding-window head size ${hp.nEmbdHeadKSwa}`,
+      );
+    }
   }
 }

@@ -59,9 +59,10 @@ export interface LoadOptions {
   devices?: Device[];
   vocab?: VocabOptions;
   /**
-   * Keep the token embedding table in the file and read the rows each batch needs (it is
-   * only ever read by GET_ROWS). Needs an untied output (output.weight present). Default:
-   * the host device decides (the CPU device: when the table is at least 32 MiB).
+   * Keep the token embedding tables in the file and read the rows each batch needs (they
+   * are only ever read by GET_ROWS): token_embd when the output is untied (output.weight
+   * present), Gemma 4's per_layer_token_embd. Default: the host device decides (the CPU
+   * device: for a table of at least 32 MiB).
    */
   embeddingsOnDisk?: boolean;
 }
@@ -182,11 +183,15 @@ export class Model {
       if (name.startsWith('output')) return outputDevice;
       return host;
     };
-    // the token embedding table may stay in the file (read by rows): only with an untied
-    // output, so that GET_ROWS is its one reader
+    // token embedding tables may stay in the file (read by rows) where GET_ROWS is their
+    // one reader: token_embd with an untied output, Gemma 4's per-layer table always
     const onDisk = new Map<Tensor, DiskRows>();
-    const embd = tensors.get('token_embd.weight');
-    if (embd && tensors.has('output.weight')) {
+    const tables = [
+      tensors.has('output.weight') ? tensors.get('token_embd.weight') : undefined,
+      tensors.get('per_layer_token_embd.weight'),
+    ];
+    for (const embd of tables) {
+      if (!embd) continue;
       const minBytes = (deviceOf(embd.name) as LoaderHints).embdOnDiskMinBytes;
       const want = opts.embeddingsOnDisk ?? (minBytes !== undefined && embd.nbytes >= minBytes);
       const rows = want ? DiskRows.open(file, file.tensor(embd.name)!) : null;

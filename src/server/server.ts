@@ -84,6 +84,8 @@ export interface ServerOptions {
   draftPMin?: number;
   /** Serve /v1/rerank (llama-server's --reranking); a model whose pooling_type is rank serves it anyway. */
   reranking?: boolean;
+  /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
+  swaFull?: boolean;
 }
 
 /** A library error as an HTTP error: bad options and requests that do not fit are the client's (400). */
@@ -165,6 +167,7 @@ export class LlamaServer {
       n_batch: Math.min(opts.nBatch ?? 512, total),
       n_parallel: generative ? parallel : 1,
       ctx_shift: opts.ctxShift ?? true,
+      ...(opts.swaFull ? { swa_full: true } : {}),
       ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
       ...(opts.devices ? { devices: opts.devices } : {}),
       ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),

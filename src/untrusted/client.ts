@@ -143,7 +143,14 @@ export class UntrustedWorker {
     return this.submit<string>(
       {
         op: 'render',
-        template: { source: template.source, bosToken: template.bosToken, eosToken: template.eosToken, label },
+        template: {
+          source: template.source,
+          bosToken: template.bosToken,
+          eosToken: template.eosToken,
+          addBos: template.addBos,
+          addEos: template.addEos,
+          label,
+        },
         messages,
         opts: data,
       },

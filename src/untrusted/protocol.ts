@@ -11,6 +11,9 @@ export interface TemplateSpec {
   source: string;
   bosToken: string;
   eosToken: string;
+  /** The vocabulary adds BOS / EOS itself (the template's own are cut). */
+  addBos: boolean;
+  addEos: boolean;
   label: string;
 }
 

@@ -23,10 +23,13 @@ const TEMPLATE_CACHE = 8;
 const templates = new Map<string, ChatTemplate>();
 
 function template(spec: TemplateSpec): ChatTemplate {
-  const key = `${spec.label}\0${spec.bosToken}\0${spec.eosToken}\0${spec.source}`;
+  const key = `${spec.label}\0${spec.bosToken}\0${spec.eosToken}\0${spec.addBos}\0${spec.addEos}\0${spec.source}`;
   let t = templates.get(key);
   if (t) templates.delete(key);
-  else t = new ChatTemplate(spec.source, { bosToken: spec.bosToken, eosToken: spec.eosToken, label: spec.label });
+  else {
+    const { bosToken, eosToken, addBos, addEos, label } = spec;
+    t = new ChatTemplate(spec.source, { bosToken, eosToken, addBos, addEos, label });
+  }
   templates.set(key, t);
   if (templates.size > TEMPLATE_CACHE) templates.delete(templates.keys().next().value as string);
   return t;

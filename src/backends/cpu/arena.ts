@@ -27,7 +27,7 @@ export const ARENA_HEADER = PAGE;
 export const CONSTANTS_AT = 1024;
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * 29);
+  const t = new Uint8Array(16 * 31);
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -61,6 +61,8 @@ function constantTable(): Uint8Array {
     dv.setUint8(27 * 16 + k, 1 << (k & 7));
   }
   fill(28, 1, 0x10);
+  fill(29, 4, 0x8fffffff);
+  fill(30, 2, 0x7c00);
   return t;
 }
 

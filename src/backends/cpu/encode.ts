@@ -8,6 +8,7 @@
 import { RopeMode } from '../../ggml/ops.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../ggml/types.js';
+import { FA_SPLIT_KEYS, flashAttnSplit, flashAttnTiled } from '../ggml-cpu.js';
 import type { Arena } from './arena.js';
 import { isArenaBacked, type TensorLayout } from './buffer.js';
 import { K4Layout, LAYOUT_K4 } from './layout-k.js';
@@ -131,6 +132,16 @@ function faScratchBytes(D: number, Dv: number, nKV: number, head: boolean): numb
   return align(fixed + 64 + blocks * FA_BLOCK * (D4 + V4) * 4 + 64);
 }
 
+/** Heads a k_flash_attn_row unit holds at most (assembly/attention-row.ts GMAX). */
+const FA_ROW_HEADS = 32;
+
+/** Per-thread scratch of k_flash_attn_row: per head a query row, a V sum and its state; one K and one V row. */
+function faRowScratchBytes(D: number, Dv: number): number {
+  const D4 = Math.ceil(D / 4) * 4;
+  const V4 = Math.ceil(Dv / 4) * 4;
+  return align(4 * (FA_ROW_HEADS * (D4 + V4 + 4) + D4 + V4) + 64);
+}
+
 interface Plan {
   node: Tensor;
   home: Arena;
@@ -149,6 +160,10 @@ interface Plan {
   qRound?: number;
   /** FLASH_ATTN_EXT: the per-thread scratch has room for a whole head's K and V blocks in f32. */
   kvCache?: boolean;
+  /** FLASH_ATTN_EXT: computed row by row (k_flash_attn_row), as ggml-cpu's one-chunk kernel. */
+  faRow?: boolean;
+  /** FLASH_ATTN_EXT, split case: blocks per key chunk (partials in the shared area, then a merge step). */
+  faSplit?: number;
 }
 
 const KERNEL_OF: Partial<Record<Op, KernelName>> = {
@@ -157,6 +172,7 @@ const KERNEL_OF: Partial<Record<Op, KernelName>> = {
   [Op.SCALE]: 'k_scale',
   [Op.SILU]: 'k_silu',
   [Op.GELU]: 'k_gelu',
+  [Op.TANH]: 'k_tanh',
   [Op.RMS_NORM]: 'k_rms_norm',
   [Op.NORM]: 'k_norm',
   [Op.SOFT_MAX]: 'k_soft_max',
@@ -250,6 +266,21 @@ function plan(n: Tensor): Plan {
       const [q, k, v] = n.src;
       p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
       p.qRound = roundingFor(k.type, q.ne[0]);
+      // one token against many keys: key chunks in parallel, then merged
+      if (flashAttnSplit(q, k.type, v.type, k.ne[1])) {
+        const chunks = Math.ceil(k.ne[1] / FA_SPLIT_KEYS);
+        p.faSplit = FA_SPLIT_KEYS / FA_BLOCK;
+        p.shared = align(q.ne[2] * chunks * (Math.ceil(v.ne[0] / 4) * 4 + 4) * 4);
+        p.perThread = faScratchBytes(q.ne[0], v.ne[0], k.ne[1], false);
+        p.kernels.push('k_flash_attn', 'k_flash_attn_merge');
+        break;
+      }
+      // as ggml-cpu: short ubatches (and decoding) row by row, longer ones tiled
+      if (!flashAttnTiled(q, k.type, v.type)) {
+        p.faRow = true;
+        p.perThread = faRowScratchBytes(q.ne[0], v.ne[0]);
+        break;
+      }
       // several query rows: room for a whole K/V head in f32, converted once per head and
       // thread instead of once per tile (up to 32 MiB a thread)
       const whole = faScratchBytes(q.ne[0], v.ne[0], k.ne[1], true);
@@ -260,8 +291,8 @@ function plan(n: Tensor): Plan {
     default:
       break;
   }
-  if (n.op !== Op.MUL_MAT) {
-    const k = KERNEL_OF[n.op];
+  if (n.op !== Op.MUL_MAT && !p.faSplit) {
+    const k = p.faRow ? 'k_flash_attn_row' : KERNEL_OF[n.op];
     if (!k) throw new Error(`cpu: no kernel for ${n.op}`);
     p.kernels.push(k);
   }
@@ -287,6 +318,8 @@ function isSmall(p: Plan, kernel: KernelName): boolean {
     case 'k_mm':
       return n.src[0].ne[0] * n.src[0].ne[1] * n.src[1].nelements < 4 * SMALL;
     case 'k_flash_attn':
+    case 'k_flash_attn_row':
+      if (p.faSplit) return false;
       return n.src[0].nelements * n.src[1].ne[1] < 4 * SMALL;
     case 'k_set_rows':
       return n.src[0].nelements < SMALL;
@@ -430,6 +463,13 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 1] = b.slot;
       i32[ex + 2] = p.qRound ?? 0;
       i32[ex + 3] = p.kvCache ? 1 : 0;
+      if (p.faSplit) {
+        // the partials take the shared area: the activations kept there are gone
+        i32[ex + 4] = b.act;
+        i32[ex + 5] = p.faSplit;
+        actRange = [p.home.index, b.act, b.act + p.shared];
+        b.actKey = null;
+      }
     }
     const small = kernels.map((k) => isSmall(p, k));
     const cost = p.node.nelements;
@@ -458,6 +498,17 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         if (k === 'k_mm_prep') {
           reads.push(rangeOf(p.node.src[1], p.locs[2]!));
           writes.push(actRange!);
+        } else if (p.faSplit) {
+          // partials: the first step writes them, the merge reads them
+          if (k === 'k_flash_attn_merge') {
+            reads.push(actRange!);
+            writes.push(rangeOf(p.node, p.locs[0]!));
+          } else {
+            p.slots.forEach((t, i) => {
+              if (t && i > 0) reads.push(rangeOf(t, p.locs[i]!));
+            });
+            writes.push(actRange!);
+          }
         } else {
           p.slots.forEach((t, i) => {
             if (t && i > 0 && !(actRange && i === 2)) reads.push(rangeOf(t, p.locs[i]!));

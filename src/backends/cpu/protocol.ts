@@ -67,6 +67,9 @@ export const KERNELS = [
   'k_mm_prep',
   'k_mm',
   'k_read_bw',
+  'k_tanh',
+  'k_flash_attn_row',
+  'k_flash_attn_merge',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];

@@ -85,6 +85,7 @@ export function cpuSupportsOp(t: Tensor): boolean {
     case Op.NORM:
     case Op.SILU:
     case Op.GELU:
+    case Op.TANH:
       return isFloat(a) && isFloat(t);
     case Op.ROPE:
       return isFloat(a) && isFloat(t) && b.type === I32 && (t.src[2] === undefined || isFloat(t.src[2]));

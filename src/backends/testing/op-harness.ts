@@ -217,6 +217,7 @@ export function opCases(): OpCase[] {
     ['SCALE', (t) => ops.scale(t, 0.37, 0.1)],
     ['SILU', ops.silu],
     ['GELU', ops.gelu],
+    ['TANH', ops.tanh],
     ['RMS_NORM', (t) => ops.rmsNorm(t, 1e-6)],
     ['NORM', (t) => ops.norm(t, 1e-5)],
   ];
@@ -228,6 +229,15 @@ export function opCases(): OpCase[] {
     add(`${name} transposed view`, () => {
       const a = newTensor(F32, [6, 9]);
       return { out: f(transpose(a)), inputs: [a] };
+    });
+  }
+  // GELU and TANH beyond [-1, 1]: GELU's cut-offs at ±10, tanh's saturation
+  for (const [name, f] of unaries.filter(([n]) => n === 'GELU' || n === 'TANH')) {
+    add(`${name} over -12..12 [64,5]`, () => {
+      const a = newTensor(F32, [64, 5]);
+      const r = rng(77);
+      const x = new Float32Array(64 * 5).map(() => r() * 24 - 12);
+      return { out: f(a), inputs: [[a, x]] };
     });
   }
 
@@ -330,11 +340,13 @@ export function opCases(): OpCase[] {
       5e-4,
     );
   }
-  // the tiled kernel's paths: several key blocks (the last partial), fully masked blocks,
-  // a GQA group of 7 over several tiles (4-row and 1-row kernels), a strided query view
+  // ggml-cpu's two paths: row by row below 64 query rows, tiled from 64 (several key
+  // blocks, the last partial, fully masked blocks, a GQA group of 7 over several tiles:
+  // 4-row and 1-row kernels); a strided query view
   for (const [nQ, past] of [
     [37, 60],
     [1, 90],
+    [70, 20],
   ] as [number, number][]) {
     add(
       `FLASH_ATTN_EXT D 64, heads 14/2, ${nQ} queries, 100 KV positions, causal mask`,
@@ -348,6 +360,30 @@ export function opCases(): OpCase[] {
         const mask = newTensor(F16, [nKV, nQ]);
         const out = ops.flashAttnExt(q, k, v, mask, 0.5);
         return { out, inputs: [q0, k, v, [mask, causalMaskF16(nKV, nQ, past)]] };
+      },
+      5e-4,
+    );
+  }
+  // the split case: one query token against 512+ keys (key chunks merged), F16 and F32
+  // caches, GQA 6/2, a window's mask (keys outside it hidden: whole chunks skipped), a
+  // last partial chunk and block; a soft-capped F16 one
+  for (const [kvt, softcap] of [
+    [F16, 0],
+    [F32, 0],
+    [F16, 30],
+  ] as const) {
+    add(
+      `FLASH_ATTN_EXT split: 1 query, 700 KV positions, heads 6/2, K/V ${tname(kvt)} softcap ${softcap}`,
+      () => {
+        const D = 32;
+        const nKV = 700;
+        const q = newTensor(F32, [D, 1, 6]);
+        const k = newTensor(kvt, [D, nKV, 2]);
+        const v = newTensor(kvt, [D, nKV, 2]);
+        const mask = newTensor(F16, [nKV, 1]);
+        const m = new Uint16Array(nKV);
+        for (let j = 0; j < nKV; j++) m[j] = f32ToF16(j < 300 || j === 512 ? Number.NEGATIVE_INFINITY : 0);
+        return { out: ops.flashAttnExt(q, k, v, mask, 0.3, 0, softcap), inputs: [q, k, v, [mask, m]] };
       },
       5e-4,
     );

@@ -2,10 +2,11 @@
 // the tensors it reads with their shapes, optional adjustments to the shared
 // hyper-parameters, and the graph builder for one ubatch.
 
+import type { Tensor } from '../../ggml/tensor.js';
 import type { GGUFFile } from '../../gguf/index.js';
-import type { GraphBuilder, GraphOutputs, RankHead } from '../graph.js';
+import type { GraphBuilder, GraphOutputs, RankHead, RopeConfig } from '../graph.js';
 import type { HParams } from '../hparams.js';
-import type { TensorList } from '../weights.js';
+import type { TensorList, Weights } from '../weights.js';
 
 export interface Architecture {
   /** `general.architecture` value. */
@@ -14,6 +15,11 @@ export interface Architecture {
   readonly usesKVCache: boolean;
   /** RoPE mode of its keys (for re-rotating shifted cache cells); absent without RoPE. */
   readonly ropeMode?: number;
+  /**
+   * The RoPE of layer il's keys, for re-rotating shifted cache cells, when it is not
+   * `ropeMode` with `rope_freqs.weight` (per-layer factors, layers without RoPE: null).
+   */
+  keyRope?(hp: HParams, w: Weights, il: number, nCtx: number): RopeConfig | null;
   /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
   readonly ropeWholeHead?: boolean;
   /** How it ranks with pooling_type rank (a classification head); absent: it cannot. */
@@ -24,4 +30,9 @@ export interface Architecture {
   tensors(hp: HParams, t: TensorList): void;
   /** The forward graph of one ubatch. */
   build(b: GraphBuilder): GraphOutputs;
+  /**
+   * Layers applied to pooled embeddings ([nEmbd, nSeq] F32), as llama.cpp's dense output
+   * (EmbeddingGemma's projections); null when the file has none.
+   */
+  pooledHead?(w: Weights, pooled: Tensor): Tensor | null;
 }

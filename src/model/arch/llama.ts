@@ -72,8 +72,8 @@ export const llama: Architecture = {
       let q = b.cb(b.linear(L('attn_q.weight'), Lopt('attn_q.bias'), cur), 'Qcur', il);
       let k = b.cb(b.linear(L('attn_k.weight'), Lopt('attn_k.bias'), cur), 'Kcur', il);
       const v = b.cb(b.linear(L('attn_v.weight'), Lopt('attn_v.bias'), cur), 'Vcur', il);
-      q = b.cb(b.rope(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), rope), 'Qcur', il);
-      k = b.cb(b.rope(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), rope), 'Kcur', il);
+      q = b.cb(b.rope(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), rope, il), 'Qcur', il);
+      k = b.cb(b.rope(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), rope, il), 'Kcur', il);
       const v3 = reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]);
       cur = b.attention(il, q, k, v3, L('attn_output.weight'), Lopt('attn_output.bias'));
 

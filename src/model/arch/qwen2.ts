@@ -31,8 +31,8 @@ export const qwen2: Architecture = {
       let q = b.cb(b.linear(L('attn_q.weight'), L('attn_q.bias'), cur), 'Qcur', il);
       let k = b.cb(b.linear(L('attn_k.weight'), L('attn_k.bias'), cur), 'Kcur', il);
       const v = b.cb(b.linear(L('attn_v.weight'), L('attn_v.bias'), cur), 'Vcur', il);
-      q = b.cb(b.rope(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), rope), 'Qcur', il);
-      k = b.cb(b.rope(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), rope), 'Kcur', il);
+      q = b.cb(b.rope(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), rope, il), 'Qcur', il);
+      k = b.cb(b.rope(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), rope, il), 'Kcur', il);
       const v3 = reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]);
       cur = b.attention(il, q, k, v3, L('attn_output.weight'), w.layerOpt(il, 'attn_output.bias'));
 

@@ -42,8 +42,8 @@ export const qwen3: Architecture = {
       const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
       q = b.rmsNorm(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), L('attn_q_norm.weight'), 'Qcur_normed', il);
       k = b.rmsNorm(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
-      q = b.cb(b.rope(q, rope), 'Qcur', il);
-      k = b.cb(b.rope(k, rope), 'Kcur', il);
+      q = b.cb(b.rope(q, rope, il), 'Qcur', il);
+      k = b.cb(b.rope(k, rope, il), 'Kcur', il);
       const v3 = reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]);
       cur = b.attention(il, q, k, v3, L('attn_output.weight'));
 

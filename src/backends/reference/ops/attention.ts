@@ -2,18 +2,29 @@
 // q·k·scale (+ mask), then the weighted sum of V rows. K/V head = iq2 / (nHead / nHeadKV)
 // (grouped-query attention). Output [Dv, nHead, nQ, ne3].
 //
-// Default arithmetic: double precision throughout. With ggml-cpu numerics, the arithmetic
-// of the cpu device's tiled kernel (assembly/attention.ts), which keeps ggml-cpu's inputs
-// (the query row converted to K's vec_dot_type first: F16 for an F16 cache) and its f32
-// online softmax, but runs the softmax per block of FA_BLOCK keys (block j covers keys
-// [jB, jB+B): one max and one rescale per block; a block with no visible key is skipped)
-// and sums V in f32 rather than ggml-cpu's F16 accumulator (more accurate); the result is
-// divided by the sum at the end. The kernel's exp is a f32 polynomial within 1.3 ulp of
-// the exact value and its sums may use fused multiply-adds: a few ulp apart, not
-// bit-equal (NMSE ~1e-14).
+// Default arithmetic: double precision throughout. With ggml-cpu numerics, ggml-cpu's two
+// paths (the choice: flashAttnTiled in ../../ggml-cpu.ts), each as the cpu device computes
+// it; both first convert the query row to K's vec_dot_type (F16 for an F16 cache):
+// - fewer than 64 query rows (decoding, short ubatches): ggml-cpu's one-chunk kernel
+//   (assembly/attention-row.ts): keys in order, hidden ones skipped, an online softmax
+//   updated per key, and with an F16 V the weighted V sum kept in f16 (every update
+//   rounded, as ggml_vec_mad_f16 / ggml_vec_scale_f16); otherwise in f32;
+// - longer ubatches: the cpu device's tiled kernel (assembly/attention.ts), ggml-cpu's f32
+//   online softmax run per block of FA_BLOCK keys (block j covers keys [jB, jB+B): one max
+//   and one rescale per block; a block with no visible key is skipped) with V summed in
+//   f32; the result is divided by the sum at the end;
+// - one query token against 512 keys or more (flashAttnSplit, ggml-cpu's split-KV case):
+//   the tiled arithmetic over each chunk of FA_SPLIT_KEYS keys from an empty state, then
+//   the chunks folded in order (M = max, each side scaled by exp(M_side - M), chunks
+//   with a zero sum skipped) and divided by the sum.
+// The kernels' exp differs from this one by a few ulp and their sums may use fused
+// multiply-adds: a few ulp apart, not bit-equal (NMSE ~1e-14; rarely an f16 rounding of
+// the V sum goes the other way).
 
+import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
+import { FA_SPLIT_KEYS, flashAttnSplit, flashAttnTiled } from '../../ggml-cpu.js';
 import { HostView } from '../access.js';
 import { canRoundFor, roundToVecDotType, vecDotType } from '../vec-dot.js';
 import type { KernelOptions } from './options.js';
@@ -106,6 +117,12 @@ function ggmlFlashAttnExt(dst: Tensor): void {
   const qrow = new Float32Array(D);
   const acc = new Float32Array(Dv);
   const s = new Float32Array(FA_BLOCK);
+  const split = flashAttnSplit(q, k.type, v.type, nKV);
+  const tiled = split || flashAttnTiled(q, k.type, v.type);
+  const chunk = split ? FA_SPLIT_KEYS : nKV;
+  const fin = new Float32Array(Dv);
+  // the one-chunk kernel keeps an F16 V's sum in f16
+  const h16 = v.type === GGMLType.F16 ? (x: number) => f16ToF32(f32ToF16(x)) : fround;
   const cacheK = new Map<string, Float32Array[]>();
   const cacheV = new Map<string, Float32Array[]>();
   for (let iq3 = 0; iq3 < q.ne[3]; iq3++) {
@@ -123,45 +140,94 @@ function ggmlFlashAttnExt(dst: Tensor): void {
       for (let iq1 = 0; iq1 < q.ne[1]; iq1++) {
         vq.readRow(qrow, iq1, iq2, iq3);
         roundToVecDotType(qType, qrow, D);
-        acc.fill(0);
-        let S = 0;
-        let M = Number.NEGATIVE_INFINITY;
-        for (let j0 = 0; j0 < nKV; j0 += FA_BLOCK) {
-          const j1 = Math.min(j0 + FA_BLOCK, nKV);
-          let mx = Number.NEGATIVE_INFINITY;
-          for (let j = j0; j < j1; j++) {
+        if (!tiled) {
+          // ggml-cpu's one-chunk kernel
+          acc.fill(0);
+          let S = 0;
+          let M = Number.NEGATIVE_INFINITY;
+          for (let j = 0; j < nKV; j++) {
             const mv = vm && mask ? vm.get(j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]) : 0;
-            let x = Number.NEGATIVE_INFINITY;
-            if (mv !== Number.NEGATIVE_INFINITY) {
-              const kr = krows[j];
-              let dot = 0;
-              for (let d = 0; d < D; d++) dot = fround(dot + qrow[d] * kr[d]);
-              x = fround(dot * scale);
-              if (softcap !== 0) x = fround(softcap * Math.tanh(x));
-              x = fround(x + mv);
+            if (mv === Number.NEGATIVE_INFINITY) continue;
+            const kr = krows[j];
+            let dot = 0;
+            for (let d = 0; d < D; d++) dot = fround(dot + qrow[d] * kr[d]);
+            let x = fround(dot * scale);
+            if (softcap !== 0) x = fround(softcap * Math.tanh(x));
+            x = fround(x + mv);
+            let ms = 1;
+            let vs = 1;
+            if (x > M) {
+              ms = fround(Math.exp(M - x));
+              M = x;
+              for (let d = 0; d < Dv; d++) acc[d] = h16(acc[d] * ms);
+            } else {
+              vs = fround(Math.exp(x - M));
             }
-            s[j - j0] = x;
-            if (x > mx) mx = x;
+            const vr = vrows[j];
+            for (let d = 0; d < Dv; d++) acc[d] = h16(fround(acc[d] + vr[d] * vs));
+            S = fround(fround(S * ms) + vs);
           }
-          // a block with nothing visible leaves the row as it is
-          if (mx === Number.NEGATIVE_INFINITY) continue;
-          const Mn = Math.max(M, mx);
-          const ms = fround(Math.exp(M - Mn));
-          let bs = 0;
-          for (let j = j0; j < j1; j++) {
-            s[j - j0] = fround(Math.exp(s[j - j0] - Mn));
-            bs = fround(bs + s[j - j0]);
-          }
-          S = fround(fround(S * ms) + bs);
-          M = Mn;
-          for (let d = 0; d < Dv; d++) {
-            let a = fround(acc[d] * ms);
-            for (let j = j0; j < j1; j++) a = fround(a + s[j - j0] * vrows[j][d]);
-            acc[d] = a;
-          }
+          const inv = S === 0 ? 0 : fround(1 / S);
+          for (let d = 0; d < Dv; d++) vd.set(fround(acc[d] * inv), d, iq2, iq1, iq3);
+          continue;
         }
-        const inv = S === 0 ? 0 : fround(1 / S);
-        for (let d = 0; d < Dv; d++) vd.set(acc[d] * inv, d, iq2, iq1, iq3);
+        // tiled (split: per chunk, folded into fin / Sf / Mf)
+        fin.fill(0);
+        let Sf = 0;
+        let Mf = Number.NEGATIVE_INFINITY;
+        for (let c0 = 0; c0 < nKV; c0 += chunk) {
+          acc.fill(0);
+          let S = 0;
+          let M = Number.NEGATIVE_INFINITY;
+          for (let j0 = c0; j0 < Math.min(c0 + chunk, nKV); j0 += FA_BLOCK) {
+            const j1 = Math.min(j0 + FA_BLOCK, nKV);
+            let mx = Number.NEGATIVE_INFINITY;
+            for (let j = j0; j < j1; j++) {
+              const mv = vm && mask ? vm.get(j, iq1, iq2 % mask.ne[2], iq3 % mask.ne[3]) : 0;
+              let x = Number.NEGATIVE_INFINITY;
+              if (mv !== Number.NEGATIVE_INFINITY) {
+                const kr = krows[j];
+                let dot = 0;
+                for (let d = 0; d < D; d++) dot = fround(dot + qrow[d] * kr[d]);
+                x = fround(dot * scale);
+                if (softcap !== 0) x = fround(softcap * Math.tanh(x));
+                x = fround(x + mv);
+              }
+              s[j - j0] = x;
+              if (x > mx) mx = x;
+            }
+            // a block with nothing visible leaves the row as it is
+            if (mx === Number.NEGATIVE_INFINITY) continue;
+            const Mn = Math.max(M, mx);
+            const ms = fround(Math.exp(M - Mn));
+            let bs = 0;
+            for (let j = j0; j < j1; j++) {
+              s[j - j0] = fround(Math.exp(s[j - j0] - Mn));
+              bs = fround(bs + s[j - j0]);
+            }
+            S = fround(fround(S * ms) + bs);
+            M = Mn;
+            for (let d = 0; d < Dv; d++) {
+              let a = fround(acc[d] * ms);
+              for (let j = j0; j < j1; j++) a = fround(a + s[j - j0] * vrows[j][d]);
+              acc[d] = a;
+            }
+          }
+          if (!split) {
+            fin.set(acc);
+            Sf = S;
+            continue;
+          }
+          if (S === 0) continue;
+          const Mn = Math.max(Mf, M);
+          const so = fround(Math.exp(Mf - Mn));
+          const sn = fround(Math.exp(M - Mn));
+          for (let d = 0; d < Dv; d++) fin[d] = fround(fround(fin[d] * so) + fround(acc[d] * sn));
+          Sf = fround(fround(Sf * so) + fround(S * sn));
+          Mf = Mn;
+        }
+        const inv = Sf === 0 ? 0 : fround(1 / Sf);
+        for (let d = 0; d < Dv; d++) vd.set(fin[d] * inv, d, iq2, iq1, iq3);
       }
     }
   }

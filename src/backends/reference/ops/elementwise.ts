@@ -1,7 +1,9 @@
 // Elementwise ops: ADD and MUL (b broadcast over a by repetition), SCALE, SILU, GELU, TANH.
 
+import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
 import { forEachRow, HostView } from '../access.js';
+import type { KernelOptions } from './options.js';
 
 function binary(dst: Tensor, f: (x: number, y: number) => number): void {
   const [a, b] = dst.src;
@@ -46,9 +48,29 @@ export function silu(dst: Tensor): void {
 
 const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
 
+function geluExact(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x)));
+}
+
+let geluTable: Float32Array | null = null;
+
+/**
+ * ggml-cpu's GELU (GGML_GELU_FP16): 0 below -10, x above 10, otherwise a lookup in a
+ * table of f16 results by the f16 rounding of x. The table is built on first use.
+ */
+export function geluGgmlCpu(x: number): number {
+  if (x <= -10) return 0;
+  if (x >= 10) return x;
+  if (!geluTable) {
+    geluTable = new Float32Array(65536);
+    for (let h = 0; h < 65536; h++) geluTable[h] = f16ToF32(f32ToF16(geluExact(f16ToF32(h))));
+  }
+  return geluTable[f32ToF16(x)];
+}
+
 /** GELU, tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). */
-export function gelu(dst: Tensor): void {
-  unary(dst, (x) => 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * x * (1 + 0.044715 * x * x))));
+export function gelu(dst: Tensor, o: KernelOptions = {}): void {
+  unary(dst, o.ggmlCpu ? geluGgmlCpu : geluExact);
 }
 
 export function tanh(dst: Tensor): void {

@@ -1,0 +1,176 @@
+// gemma4: Gemma 4 dense models (E2B, E4B, 31B). Sliding-window and full layers differ in
+// head size, KV heads and RoPE: a per-layer bool pattern says which is which, full layers
+// rotate proportionally (frequencies divided by `rope_freqs`), queries and keys are
+// RMS-normalised per head and values without a weight, no query scaling (the norms do
+// it), final logits soft-capped. Full layers may lack `attn_v` (V is then K's projection).
+// E2B/E4B add per-layer embeddings (a small vector per token and layer, gated into the
+// residual stream after the FFN) and share KV: the last `shared_kv_layers` layers read the
+// cache of the last earlier layer of their kind. An optional per-layer output scale.
+//   x = embd(tokens)·√n_embd
+//   per layer: a = rmsnorm(x)·attn_norm
+//              q = rope(rmsnorm(Wq·a)·q_norm), k = rope(rmsnorm(Wk·a)·k_norm), v = rmsnorm(Wv·a or Wk·a)
+//              h = x + rmsnorm(Wo·attn(q, k, v))·post_attention_norm
+//              y = h + rmsnorm(Wdown·(gelu(Wgate·m) ⊙ Wup·m))·post_ffw_norm, m = rmsnorm(h)·ffn_norm
+//              y = y + rmsnorm(Wproj·(gelu(Wgate_pl·y) ⊙ p_l))·post_norm     (per-layer input p_l)
+//              x = y·layer_output_scale
+//   logits = c·tanh(Woutput·(rmsnorm(x)·output_norm) / c)
+// p_l = (rmsnorm(Wpl·x₀/√n_embd)·per_layer_proj_norm + per_layer_token_embd[t]_l·√n_pl)/√2.
+
+import * as ops from '../../ggml/ops.js';
+import { RopeMode } from '../../ggml/ops.js';
+import { permute, reshape, type Tensor, view } from '../../ggml/tensor.js';
+import { ModelError } from '../errors.js';
+import { ffLength, headCount, headCountKv, headDimK, isSwa, readSwaPattern } from '../hparams.js';
+import type { Architecture } from './arch.js';
+
+export const gemma4: Architecture = {
+  name: 'gemma4',
+  usesKVCache: true,
+  ropeMode: RopeMode.NEOX,
+
+  hparams(hp, file) {
+    const key = (k: string) => `gemma4.${k}`;
+    const shared = file.getNumber(key('attention.shared_kv_layers'), 0);
+    const nLayerKv = hp.nLayer - shared;
+    if (shared > 0 && nLayerKv < 2) {
+      throw new ModelError(`${file.path}: ${shared} shared-KV layers leave fewer than 2 layers with their own KV`);
+    }
+    const swaLayers = readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 0);
+    // shared layers read layer nLayerKv-2 (sliding window) or nLayerKv-1 (full), as llama.cpp
+    if (shared > 0 && !(swaLayers[nLayerKv - 2] && !swaLayers[nLayerKv - 1])) {
+      throw new ModelError(
+        `${file.path}: with ${shared} shared-KV layers, layer ${nLayerKv - 2} must be a sliding-window layer and layer ${nLayerKv - 1} a full one`,
+      );
+    }
+    if (hp.nEmbdHeadK !== hp.nEmbdHeadV || hp.nEmbdHeadKSwa !== hp.nEmbdHeadVSwa) {
+      throw new ModelError(`${file.path}: Gemma 4 needs equal key and value head sizes`);
+    }
+    return {
+      ...hp,
+      swaType: 'standard',
+      nSwa: file.getNumber(key('attention.sliding_window')),
+      swaLayers,
+      ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBaseSwa),
+      finalSoftcap: file.getNumber(key('final_logit_softcapping'), 0),
+      nLayerKv,
+    };
+  },
+
+  keyRope(hp, w, il) {
+    return { mode: RopeMode.NEOX, freqFactors: isSwa(hp, il) ? undefined : w.opt('rope_freqs.weight') };
+  },
+
+  tensors(hp, t) {
+    const E = hp.nEmbd;
+    const nPL = hp.nEmbdPerLayer;
+    t.need('token_embd.weight', [E, hp.nVocab]);
+    t.need('output_norm.weight', [E]);
+    t.opt('output.weight', [E, hp.nVocab]);
+    if (nPL > 0) {
+      t.need('per_layer_token_embd.weight', [nPL * hp.nLayer, hp.nVocab]);
+      t.need('per_layer_model_proj.weight', [E, nPL * hp.nLayer]);
+      t.need('per_layer_proj_norm.weight', [nPL]);
+    }
+    if (hp.swaLayers.some((s) => !s)) t.need('rope_freqs.weight', [hp.nEmbdHeadK / 2]);
+    for (let il = 0; il < hp.nLayer; il++) {
+      const hd = headDimK(hp, il);
+      const q = hd * headCount(hp, il);
+      const kv = hd * headCountKv(hp, il);
+      const ownKv = il < hp.nLayerKv;
+      const F = ffLength(hp, il);
+      t.layer(il, 'attn_norm.weight', [E]);
+      t.layer(il, 'attn_q.weight', [E, q]);
+      t.layer(il, 'attn_k.weight', [E, kv], !ownKv);
+      t.layer(il, 'attn_v.weight', [E, kv], true);
+      t.layer(il, 'attn_output.weight', [q, E]);
+      t.layer(il, 'attn_q_norm.weight', [hd]);
+      t.layer(il, 'attn_k_norm.weight', [hd], !ownKv);
+      t.layer(il, 'post_attention_norm.weight', [E]);
+      t.layer(il, 'layer_output_scale.weight', [1], true);
+      t.layer(il, 'ffn_norm.weight', [E]);
+      t.layer(il, 'ffn_gate.weight', [E, F]);
+      t.layer(il, 'ffn_up.weight', [E, F]);
+      t.layer(il, 'ffn_down.weight', [F, E]);
+      t.layer(il, 'post_ffw_norm.weight', [E]);
+      if (nPL > 0) {
+        t.layer(il, 'inp_gate.weight', [E, nPL]);
+        t.layer(il, 'proj.weight', [nPL, E]);
+        t.layer(il, 'post_norm.weight', [E]);
+      }
+    }
+  },
+
+  build(b) {
+    const { hp, w } = b;
+    const n = b.nTokens;
+    const E = hp.nEmbd;
+    let x = b.cb(ops.scale(b.inpEmbd(w.get('token_embd.weight')), Math.sqrt(E)), 'inp_scaled');
+
+    // per-layer inputs [nPL, n, nLayer]
+    let perLayer: Tensor | undefined;
+    const plTable = w.opt('per_layer_token_embd.weight');
+    if (plTable) {
+      const nPL = plTable.ne[0] / hp.nLayer;
+      let sel = b.tokenRows(plTable);
+      sel = b.cb(ops.scale(reshape(sel, [nPL, hp.nLayer, n]), Math.sqrt(nPL)), 'inp_per_layer_selected');
+      let proj = ops.scale(b.mm(w.get('per_layer_model_proj.weight'), x), 1 / Math.sqrt(E));
+      proj = b.rmsNorm(reshape(proj, [nPL, hp.nLayer, n]), w.get('per_layer_proj_norm.weight'), 'per_layer_proj');
+      const sum = b.cb(ops.scale(ops.add(proj, sel), 1 / Math.SQRT2), 'inp_per_layer');
+      perLayer = ops.cont(permute(sum, [0, 2, 1, 3]));
+    }
+
+    for (let il = 0; il < hp.nLayer; il++) {
+      const L = (name: string) => w.layer(il, name);
+      const Lopt = (name: string) => w.layerOpt(il, name);
+      const hd = headDimK(hp, il);
+      const nKv = headCountKv(hp, il);
+      const rope = { mode: RopeMode.NEOX, freqFactors: isSwa(hp, il) ? undefined : w.get('rope_freqs.weight') };
+      const last = il === hp.nLayer - 1;
+      let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
+
+      let q = b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il);
+      q = b.rmsNorm(reshape(q, [hd, headCount(hp, il), n]), L('attn_q_norm.weight'), 'Qcur_normed', il);
+      q = b.cb(b.rope(q, rope, il), 'Qcur_pos', il);
+      if (il < hp.nLayerKv) {
+        const kProj = b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il);
+        const wv = Lopt('attn_v.weight');
+        // without attn_v, V is K's projection (before K's norm)
+        const vProj = b.cb(wv ? b.mm(wv, cur) : kProj, 'Vcur', il);
+        let k = b.rmsNorm(reshape(kProj, [hd, nKv, n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
+        const v = b.cb(ops.rmsNorm(reshape(vProj, [hd, nKv, n]), hp.normRmsEps), 'Vcur_normed', il);
+        k = b.cb(b.rope(k, rope, il), 'Kcur_pos', il);
+        cur = b.attention(il, q, k, v, L('attn_output.weight'), undefined, 1);
+      } else {
+        // reads the cache of an earlier layer of the same kind
+        cur = b.attention(il, q, null, null, L('attn_output.weight'), undefined, 1);
+      }
+
+      let res = x;
+      if (last) {
+        cur = b.selectOutputs(cur);
+        res = b.selectOutputs(x);
+      }
+      cur = b.rmsNorm(cur, L('post_attention_norm.weight'), 'attn_post_norm', il);
+      const attnOut = b.cb(ops.add(cur, res), 'attn_out', il);
+      cur = b.rmsNorm(attnOut, L('ffn_norm.weight'), 'ffn_norm', il);
+      cur = b.ffnGeglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+      cur = b.rmsNorm(cur, L('post_ffw_norm.weight'), 'ffn_post_norm', il);
+      cur = ops.add(cur, attnOut);
+
+      if (perLayer) {
+        const peIn = b.cb(cur, 'pe_in', il);
+        const nPL = perLayer.ne[0];
+        let g = ops.gelu(b.mm(L('inp_gate.weight'), cur));
+        let inpThis = view(perLayer, [nPL, n], [perLayer.nb[1]], il * perLayer.nb[2]);
+        if (last) inpThis = b.selectOutputs(inpThis);
+        g = b.mm(L('proj.weight'), ops.mul(g, inpThis));
+        g = b.rmsNorm(g, L('post_norm.weight'), 'per_layer_embd_out', il);
+        cur = ops.add(peIn, g);
+      }
+      const scale = Lopt('layer_output_scale.weight');
+      if (scale) cur = b.cb(ops.mul(cur, scale), 'out_scaled', il);
+      x = b.cb(cur, 'l_out', il);
+    }
+    return b.outputHead(x);
+  },
+};

@@ -1,0 +1,58 @@
+// The memory a context gets for its model (llama.cpp's llama_model::create_memory): one KV
+// cache, or a full and a sliding-window one when the model has sliding-window layers.
+
+import type { BufferType } from '../../backends/index.js';
+import { type HParams, isSwa, kvSourceLayer } from '../hparams.js';
+import { type AttentionMemory, KVCache } from './kv-cache.js';
+import { KVCacheISWA } from './kv-cache-iswa.js';
+import type { CacheType } from './memory.js';
+
+export { type AttentionMemory, KVCache, type KVCacheOptions } from './kv-cache.js';
+export { KVCacheISWA, swaCacheSize } from './kv-cache-iswa.js';
+export {
+  CACHE_TYPES,
+  type CacheType,
+  type LayerKV,
+  MAX_SEQ,
+  type Memory,
+  type StateCheck,
+  type StateSink,
+  type StateSource,
+  type UbatchSeqs,
+} from './memory.js';
+
+export interface MemoryParams {
+  nCtx: number;
+  nSeqMax: number;
+  nUbatch: number;
+  typeK: CacheType;
+  typeV: CacheType;
+  /** Buffer type of each layer's cache (its device). */
+  layerBufts: readonly BufferType[];
+  /** Sliding-window layers get a full-size cache too (no cell is ever reused). */
+  swaFull: boolean;
+}
+
+export function createMemory(hp: HParams, p: MemoryParams): AttentionMemory {
+  const own: number[] = [];
+  const reuse = new Map<number, number>();
+  for (let il = 0; il < hp.nLayer; il++) {
+    if (il < hp.nLayerKv) own.push(il);
+    else reuse.set(il, kvSourceLayer(hp, il));
+  }
+  const common = { typeK: p.typeK, typeV: p.typeV, layerBufts: p.layerBufts };
+  if (hp.swaType === 'none' || !hp.swaLayers.some((x) => x)) {
+    return new KVCache(hp, { ...common, layers: own, reuse, size: p.nCtx, label: 'kv' });
+  }
+  return new KVCacheISWA(hp, {
+    ...common,
+    fullLayers: own.filter((il) => !isSwa(hp, il)),
+    swaLayers: own.filter((il) => isSwa(hp, il)),
+    reuse,
+    swa: { type: hp.swaType, window: hp.nSwa },
+    nCtx: p.nCtx,
+    nSeqMax: p.nSeqMax,
+    nUbatch: p.nUbatch,
+    swaFull: p.swaFull,
+  });
+}
