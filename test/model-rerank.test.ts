@@ -144,21 +144,40 @@ test('both rerankers score llama.node 1.7.15 rerank inputs within 1e-3 of its ra
 test('several pairs in one batch score as they do alone', async () => {
   for (const name of ['tiny-bert-reranker', 'tiny-qwen3-reranker']) {
     const m = models[name];
-    const seqs = [
+    const all = [
       ['what is a panda?', 'pandas eat bamboo'],
       ['capital of france', 'paris'],
       ['x', 'a longer document about nothing much at all'],
     ].map(([q, d]) => rerankTokens(m, q, d));
-    const alone = await headOf(m, seqs);
-    const ctx = new Context(m, { nCtx: 1024, nBatch: 1024, nUbatch: 1024, nThreads: 2, embeddings: true, nSeqMax: 3 });
-    try {
-      await ctx.decode({ tokens: seqs.flat(), seqIds: seqs.flatMap((s, i) => s.map(() => i)) });
-      seqs.forEach((_, i) => {
-        const got = ctx.getEmbeddingsSeq(i);
-        for (let k = 0; k < got.length; k++) assert.ok(Math.abs(got[k] - alone[i][k]) < 1e-5, `${name} seq ${i}`);
+    const alone = await headOf(m, all);
+    // from 64 query rows attention runs ggml-cpu's tiled kernel instead of the row kernel,
+    // as llama.cpp does, and its sums depend on the batch: a batch under 64 rows (BERT's
+    // first two pairs) scores each pair bit for bit as alone, a larger one within 1e-3
+    for (const n of [2, 3]) {
+      const seqs = all.slice(0, n);
+      const tol = seqs.flat().length < 64 ? 0 : 1e-3;
+      const ctx = new Context(m, {
+        nCtx: 1024,
+        nBatch: 1024,
+        nUbatch: 1024,
+        nThreads: 2,
+        embeddings: true,
+        nSeqMax: 3,
       });
-    } finally {
-      ctx.free();
+      try {
+        await ctx.decode({ tokens: seqs.flat(), seqIds: seqs.flatMap((s, i) => s.map(() => i)) });
+        seqs.forEach((_, i) => {
+          const got = ctx.getEmbeddingsSeq(i);
+          for (let k = 0; k < got.length; k++) {
+            assert.ok(
+              Math.abs(got[k] - alone[i][k]) <= tol,
+              `${name}, ${n} pairs: seq ${i} ${got[k]} vs ${alone[i][k]}`,
+            );
+          }
+        });
+      } finally {
+        ctx.free();
+      }
     }
   }
 });
