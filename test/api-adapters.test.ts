@@ -214,6 +214,50 @@ describe('speculative decoding', () => {
     }
   });
 
+  test('a sliding-window model (window 8): drafts in 3 slots, past the ring’s wrap, give sequential plain decoding’s tokens', async () => {
+    // n_parallel 3, n_ubatch 32: the window's ring has pad256(3·8 + 32) = 256 cells, which
+    // three sequences of 40 + 100 tokens wrap
+    const model = ensureModel('tiny-gemma3', 'Q8_0');
+    const draftModel = ensureModel('tiny-gemma3', 'Q8_0', undefined, { seed: 2, shape: { nLayer: 2 } });
+    const o = { model, n_ctx: 3 * 256, n_batch: 64, n_ubatch: 32, n_parallel: 3 } as const;
+    const plain = await loadModel(o);
+    const draft = await loadModel({ ...o, model_draft: draftModel, draft_max: 6, draft_p_min: 0 });
+    const ngram = await loadModel({ ...o, spec_type: 'ngram', draft_max: 6 });
+    try {
+      const bos = (await plain.tokenize('a')).tokens[0] ?? 2;
+      const prompts = [0, 1, 2].map((k) => {
+        const part = Array.from({ length: 12 }, (_, i) => 10 + ((k * 97 + i * 31) % 480));
+        return [bos, ...part, ...part, ...part, ...part.slice(0, 3)];
+      });
+      const req = (prompt: number[]) => ({
+        prompt,
+        n_predict: 100,
+        temperature: 0,
+        ignore_eos: true,
+        return_tokens: true,
+      });
+      const want: unknown[] = [];
+      for (const p of prompts) want.push((await plain.completion(req(p))).tokens);
+      for (const [name, c] of [
+        ['draft model', draft],
+        ['n-gram', ngram],
+      ] as const) {
+        await c.parallel.enable({ n_parallel: 3 });
+        const reqs = await Promise.all(prompts.map((p) => c.parallel.completion(req(p))));
+        const got = await Promise.all(reqs.map((r) => r.promise));
+        got.forEach((g, i) => {
+          assert.deepEqual(g.tokens, want[i], `${name}, slot ${i}`);
+        });
+        const st = await c.parallel.fetchStatus();
+        // (this random model's greedy text soon repeats one token, so most drafts are
+        // accepted; speculative.test.ts checks the window's cells after rejections)
+        assert.ok(st.n_draft_accepted_total > 0, `${name}: drafts accepted ${JSON.stringify(st)}`);
+      }
+    } finally {
+      await Promise.all([plain.release(), draft.release(), ngram.release()]);
+    }
+  });
+
   test('bad speculative options and an incompatible draft model fail clearly', async () => {
     await assert.rejects(loadModel({ model: BASE, spec_type: 'draft' }), /spec_type = "draft": needs a draft model/);
     await assert.rejects(loadModel({ model: BASE, model_draft: DRAFT, draft_p_min: 2 }), /draft_p_min = 2/);
@@ -250,9 +294,11 @@ describe('reranking', () => {
           c.clearMemory();
           await c.decode({ tokens: rerankTokens(model, q, docs[r.index]!) });
           const head = c.getEmbeddingsSeq(0);
-          assert.ok(Math.abs(r.score - rerankScore(model, head, true)) < 1e-6);
+          // (rerank decodes the pairs together: from 64 rows attention takes ggml-cpu's
+          // tiled kernel, whose sums differ from one pair's by ~1e-4, as in llama.cpp)
+          assert.ok(Math.abs(r.score - rerankScore(model, head, true)) < 1e-3);
           assert.ok(r.score > 0 && r.score < 1);
-          assert.ok(Math.abs(raw.find((x) => x.index === r.index)!.score - head[0]) < 1e-6);
+          assert.ok(Math.abs(raw.find((x) => x.index === r.index)!.score - head[0]) < 1e-3);
         }
       } finally {
         c.free();

@@ -7,9 +7,10 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { referenceDevice } from '../src/backends/reference/index.js';
 import { ensureModel } from '../src/generator/index.js';
 import { setLogCallback } from '../src/log.js';
-import { Context, Model } from '../src/model/index.js';
+import { Context, KVCache, Model } from '../src/model/index.js';
 import { GrammarSampler } from '../src/sampling/grammar/index.js';
 import {
   DistSampler,
@@ -125,6 +126,110 @@ test('greedy: every drafter gives plain decoding token for token, over many prom
     drafter.free();
     ctx.free();
   }
+});
+
+test('a sliding-window target and draft model (window 8): the ring wraps, rejected drafts leave it, plain decoding’s tokens', async (t) => {
+  const swaTarget = await Model.load(ensureModel('tiny-gemma3', 'F32'));
+  const swaDraft = await Model.load(ensureModel('tiny-gemma3', 'F32', undefined, { seed: 2, shape: { nLayer: 2 } }));
+  // n_ubatch 16: the ring has pad256(8 + 16) = 256 cells; 20 + 300 positions wrap it
+  const ctx = new Context(swaTarget, { nCtx: 1024, nUbatch: 16, nThreads: 2 });
+  const drafter = new DraftModelDrafter(swaDraft, { nCtx: 1024, nThreads: 2 });
+  try {
+    assert.ok(ctx.slidingWindow);
+    const prompt = [1, ...Array.from({ length: 19 }, (_, i) => 10 + ((i * 37) % 480))];
+    const N = 300;
+    const want = await plain(ctx, prompt, N, greedy());
+    const script = [...prompt, ...want];
+    // what the cache holds after plain decoding: the logits of one more token
+    const probe = async () => {
+      const pos = prompt.length + N - 1;
+      await ctx.decode({ tokens: [want[N - 1]], pos: [pos] });
+      const l = ctx.getLogits(-1).slice();
+      ctx.seqRm(0, pos, -1);
+      return l;
+    };
+    const wantLogits = await probe();
+    for (const [name, d, nDraft] of [
+      ['draft model', drafter, 6],
+      ['n-gram', new NgramDrafter(), 8],
+      ['replay 70%', new ReplayDrafter(script, { nVocab: 512, accuracy: 0.7, seed: 3 }), 8],
+      // more than n_ubatch - 1: [last, ...draft] is cut to one ubatch
+      ['replay 100%, 40 drafted', new ReplayDrafter(script, { nVocab: 512 }), 40],
+    ] as const) {
+      const r = await speculativeGenerate(ctx, { prompt, nPredict: N, chain: greedy(), drafter: d, nDraft });
+      assert.deepEqual(r.tokens, want, name);
+      if (name.startsWith('replay 70')) assert.ok(r.stats.accepted < r.stats.drafted && r.stats.accepted > 0);
+      if (name.startsWith('replay 100')) assert.equal(r.decodes, Math.ceil((N - 1) / 16));
+      // (this random model's greedy text soon repeats one token: the window's cells are
+      // checked by the next token's logits, which read every cell of the last 8 positions)
+      const got = await probe();
+      let worst = 0;
+      for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - wantLogits[i]));
+      t.diagnostic(`${name}: logits after the run within ${worst.toExponential(1)}`);
+      assert.ok(worst < 1e-4, `${name}: logits after the run differ by ${worst}`);
+    }
+  } finally {
+    drafter.free();
+    ctx.free();
+    swaTarget.free();
+    swaDraft.free();
+  }
+});
+
+test('a sliding-window ring keeps every window after rejected drafts leave it when each step is one ubatch (not when split)', async () => {
+  // the rule the batcher and speculativeGenerate follow (Context.slidingWindow): random
+  // steps of 2–3 sequences, each a token and up to 3 drafts, some rejected, in a ring of
+  // W·nSeq + ubatch cells; after each step every sequence must still hold the window its
+  // next token reads (reusablePrefix). The same steps split over two ubatches lose cells.
+  const hp = (await Model.load(ensureModel('tiny-gemma3', 'F32'))).hp;
+  const W = 4;
+  const lost = { one: 0, split: 0 };
+  const rng = new Mt19937(9);
+  const TRIALS = 1000;
+  for (let trial = 0; trial < TRIALS; trial++) {
+    const nSeq = 2 + (trial % 2);
+    const choices = Array.from({ length: 40 * 3 * 3 }, () => rng.nextDouble());
+    for (const mode of ['one', 'split'] as const) {
+      const c = new KVCache(hp, {
+        layers: [0],
+        // (a ubatch: up to 4 tokens per sequence)
+        size: W * nSeq + 4 * nSeq,
+        typeK: 'f32',
+        typeV: 'f32',
+        layerBufts: [referenceDevice.bufferType()],
+        swa: { type: 'standard', window: W },
+      });
+      let k = 0;
+      const next = new Array<number>(nSeq).fill(0);
+      let bad = false;
+      for (let step = 0; step < 40 && !bad; step++) {
+        const toks: [number, number][] = [];
+        const plan: [number, number, number][] = [];
+        for (let s = 0; s < nSeq; s++) {
+          const n = Math.floor(choices[k++] * 4);
+          plan.push([s, next[s], n]);
+          for (let j = 0; j <= n; j++) toks.push([s, next[s] + j]);
+        }
+        const half = Math.ceil(toks.length / 2);
+        for (const u of mode === 'one' ? [toks] : [toks.slice(0, half), toks.slice(half)]) {
+          const ub = { pos: Int32Array.from(u.map((t) => t[1])), seq: Int32Array.from(u.map((t) => t[0])) };
+          const cells = c.findSlots(ub);
+          assert.ok(cells, 'room for a step');
+          c.store(cells, ub);
+        }
+        for (const [s, p, n] of plan) {
+          const keep = p + 1 + Math.floor(choices[k++] * (n + 1));
+          c.seqRm(s, keep, -1);
+          next[s] = keep;
+          if (c.reusablePrefix(s, keep) < keep) bad = true;
+        }
+      }
+      if (bad) lost[mode]++;
+      c.dispose();
+    }
+  }
+  assert.equal(lost.one, 0);
+  assert.ok(lost.split > TRIALS / 10, `split steps lose window cells (${lost.split} of ${TRIALS})`);
 });
 
 test('sampling with the match rule: the same seed gives plain decoding’s tokens', async () => {

@@ -362,7 +362,7 @@ export class Batcher {
       next?: number;
       draft?: Draft;
     }[] = [];
-    const budget = Math.min(this.opts.nBatch, this.ctx.nBatch);
+    let budget = Math.min(this.opts.nBatch, this.ctx.nBatch);
     const add = (s: Slot, t: number, wantLogits: boolean) => {
       tokens.push(t);
       pos.push(s.tokens.length);
@@ -385,7 +385,11 @@ export class Batcher {
     const drafter = this.opts.drafter;
     const drafts = new Map<GenerationUnit, Draft>();
     if (drafter) {
-      let room = budget - gens.length;
+      // with a sliding window, a step that verifies drafts is one ubatch: its tokens then
+      // push out only cells no position from the step on reads, so the rejected ones can
+      // leave again without taking what the window needs (Context.slidingWindow)
+      const window = this.memory.slidingWindow;
+      let room = (window ? Math.min(budget, this.ctx.nUbatch) : budget) - gens.length;
       const reqs: { unit: GenerationUnit; req: DraftRequest }[] = [];
       for (const g of gens) {
         const s = g.slot;
@@ -404,6 +408,7 @@ export class Batcher {
           reqs.forEach((r, i) => {
             if (out[i]!.tokens.length > 0) drafts.set(r.unit, out[i]!);
           });
+          if (window && drafts.size > 0) budget = Math.min(budget, this.ctx.nUbatch);
         } catch (e) {
           // a drafter that fails costs its speed-up, not the requests
           log.warn(`drafting failed: ${(e as Error).message}`);
@@ -460,6 +465,14 @@ export class Batcher {
         const keep = o.base + 1 + accepted;
         slot.tokens.length = keep;
         this.memory.remove(slot.seq, keep, -1);
+        if (this.memory.slidingWindow && unit.state !== 'done' && this.memory.reusablePrefix(slot.seq, keep) < keep) {
+          // (a step with drafts is one ubatch, so this is a broken invariant, not a case)
+          unit.fail(
+            new Error(
+              `speculative decoding: sequence ${slot.seq} lost window cells its next token reads (${keep} kept)`,
+            ),
+          );
+        }
         if (unit.finished && slot.unit === unit) this.release(slot);
         continue;
       }

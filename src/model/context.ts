@@ -665,6 +665,17 @@ export class Context {
   }
 
   /**
+   * Whether the memory may reuse a sequence's cells once they leave its window (it has
+   * sliding-window layers; a full-size cache only does when it wraps). Tokens decoded in one ubatch never push out cells a
+   * query at their first position reads, so dropping them again (rejected drafts) keeps the
+   * window; tokens decoded in several ubatches or decodes may have pushed out cells the
+   * positions before them need (`reusablePrefix` then says so).
+   */
+  get slidingWindow(): boolean {
+    return this.memory?.caches.some((c) => c.nSwa > 0) ?? false;
+  }
+
+  /**
    * How many of the first `n` cached positions of `seq` a continuation can keep (see
    * Memory.reusablePrefix): n, fewer when fewer are cached, or 0 when a sliding window
    * has already dropped cells the continuation would read.

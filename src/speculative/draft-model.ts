@@ -80,6 +80,10 @@ export class DraftModelDrafter implements Drafter {
     this.ctx = new Context(model, {
       nCtx,
       nSeqMax: nSeq,
+      // a draft model with sliding-window layers keeps every cell: drafts are decoded one
+      // token at a time and most are dropped again, which a ring would pay for with the
+      // window's cells (then the sequence is evaluated again, see draft())
+      swaFull: true,
       ...(opts.nThreads !== undefined ? { nThreads: opts.nThreads } : {}),
     });
     this.cached = Array.from({ length: nSeq }, () => []);
@@ -107,6 +111,8 @@ export class DraftModelDrafter implements Drafter {
       let lcp = 0;
       while (lcp < held.length && lcp < r.tokens.length && held[lcp] === r.tokens[lcp]) lcp++;
       lcp = Math.min(lcp, r.tokens.length - 1);
+      // a sliding window may have lost cells the kept prefix's continuation reads
+      if (lcp > 0 && ctx.slidingWindow) lcp = ctx.reusablePrefix(r.seq, lcp);
       if (r.tokens.length + r.nMax > ctx.nCtx) {
         throw new SpeculativeError(
           `draft: sequence ${r.seq} has ${r.tokens.length} tokens, more than the draft context (${ctx.nCtx}) holds with a draft`,

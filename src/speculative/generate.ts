@@ -4,7 +4,7 @@
 // for every token, verify, and drop the rejected tokens from the KV cache.
 import type { Context } from '../model/index.js';
 import type { Mt19937, SamplerChain } from '../sampling/index.js';
-import { type Drafter, newStats, type SpeculativeStats } from './types.js';
+import { type Drafter, newStats, SpeculativeError, type SpeculativeStats } from './types.js';
 import { verifyDraft } from './verify.js';
 
 export interface SpeculativeRun {
@@ -36,7 +36,8 @@ export interface SpeculativeGenerateOptions {
 
 export async function speculativeGenerate(ctx: Context, o: SpeculativeGenerateOptions): Promise<SpeculativeRun> {
   const seq = o.seq ?? 0;
-  const nDraft = o.nDraft ?? 16;
+  // with a sliding window, [last, ...draft] stays one ubatch (see Context.slidingWindow)
+  const nDraft = Math.min(o.nDraft ?? 16, ctx.slidingWindow ? ctx.nUbatch - 1 : Number.POSITIVE_INFINITY);
   const stats = newStats();
   const out: number[] = [];
   if (o.nPredict <= 0 || o.prompt.length === 0) return { tokens: out, stats, decodes: 0, promptMs: 0, generationMs: 0 };
@@ -87,7 +88,11 @@ export async function speculativeGenerate(ctx: Context, o: SpeculativeGenerateOp
       stats.accepted += r.accepted;
     }
     // keep `last` and the accepted drafted tokens; the rejected ones leave the cache
-    ctx.seqRm(seq, pos + 1 + r.accepted, -1);
+    const keep = pos + 1 + r.accepted;
+    ctx.seqRm(seq, keep, -1);
+    if (ctx.slidingWindow && ctx.reusablePrefix(seq, keep) < keep) {
+      throw new SpeculativeError(`speculative decoding: sequence ${seq} lost window cells its next token reads`);
+    }
   }
   return { tokens: out, stats, decodes, promptMs: t1 - t0, generationMs: performance.now() - t1 };
 }
