@@ -17,6 +17,8 @@ export const LORA_TARGETS = [
   'attn_q',
   'attn_k',
   'attn_v',
+  // (fused q/k/v projections: phi3)
+  'attn_qkv',
   'attn_output',
   'ffn_gate',
   'ffn_up',

@@ -5,7 +5,7 @@
 // the shared model cache), its generated adapters (generateLora, written to a temporary
 // folder), and for each adapter set and prompt the top-10 next-token log-probabilities
 // [id, logprob, prob] at temperature 1 after evaluating the prompt (one thread, F16 cache).
-//   node test/data/lora/make-refs.mjs      -> <name>.json per entry
+//   node test/data/lora/make-refs.mjs [NAME...]      -> <name>.json per entry (or those named)
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +23,8 @@ const { LORA_REFS } = await import(`${root}dist/test/data/lora/specs.js`);
 const sha = (p) => createHash('sha256').update(readFileSync(p)).digest('hex');
 const tmp = mkdtempSync(join(tmpdir(), 'lora-refs-'));
 try {
-  for (const spec of LORA_REFS) {
+  const only = process.argv.slice(2);
+  for (const spec of LORA_REFS.filter((s) => only.length === 0 || only.includes(s.name))) {
     const modelPath = ensureModel(spec.preset, spec.type);
     const files = {};
     for (const [name, s] of Object.entries(spec.adapters))

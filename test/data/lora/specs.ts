@@ -90,4 +90,45 @@ export const LORA_REFS: LoraRefSpec[] = [
       [1, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 500, 501, 502],
     ],
   },
+  // the sliding-window and fused-projection architectures' products (builder mm/linear)
+  {
+    name: 'tiny-gemma3-F32',
+    preset: 'tiny-gemma3',
+    type: 'F32',
+    tolerance: 0.02,
+    adapters: {
+      // (tied output: llama.cpp would apply a token_embd pair to the output product too, and
+      // fails on its shape, so none here)
+      A: {
+        targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'],
+        rank: 8,
+        alpha: 16,
+        seed: 41,
+      },
+      B: { targets: ['attn_q', 'ffn_down'], rank: 4, alpha: 0, type: 'F16', seed: 42 },
+    },
+    combos: COMBOS,
+    prompts: [
+      [2, 300, 301, 302, 310, 400, 290, 280],
+      [2, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 500, 501, 502],
+    ],
+  },
+  {
+    name: 'tiny-phi3-F32',
+    preset: 'tiny-phi3',
+    type: 'F32',
+    tolerance: 0.02,
+    adapters: {
+      // fused attn_qkv and gate+up (ffn_up). (B in BF16 differs by 0.024 on one prompt at
+      // scale 1, where F16 differs by 1e-4: ggml-cpu's BF16 dot products on this CPU
+      // (AVX512-BF16) likely round otherwise; tiny-qwen2 keeps a BF16 adapter, within 0.006)
+      A: { targets: ['attn_qkv', 'attn_output', 'ffn_up', 'ffn_down'], rank: 8, alpha: 16, seed: 51 },
+      B: { targets: ['attn_qkv', 'ffn_down'], rank: 4, alpha: 8, type: 'F16', seed: 52 },
+    },
+    combos: COMBOS,
+    prompts: [
+      [1, 300, 301, 302, 310, 400, 290, 280],
+      [1, 270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 500, 501, 502],
+    ],
+  },
 ];
