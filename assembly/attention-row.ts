@@ -1,13 +1,14 @@
 // FLASH_ATTN_EXT one query row at a time, as ggml-cpu's one-chunk kernel computes it: what
 // llama.cpp runs for ubatches of fewer than 64 tokens (decoding included) and for K/V
-// types its tiled kernel does not take. t1 = q, t2 = k, t3 = v, t4 = mask (type -1 when
-// absent); K/V head iq2 / (nHead / nHeadKV).
+// types its tiled kernel does not take. t1 = q, t2 = k, t3 = v, t4 = mask, t5 = sinks (F32
+// [nHead]), each type -1 when absent; K/V head iq2 / (nHead / nHeadKV).
 //
 // For each row, the keys in order: a key the mask hides is skipped; s = q·k·scale (q
 // rounded to K's vec_dot_type), soft-capped, plus the mask; an online softmax updated per
 // key (a new maximum rescales the sum). With an F16 V the weighted sum of V rows is kept
 // in f16, every update rounded to f16 (ggml_vec_scale_f16 / ggml_vec_mad_f16); otherwise
-// in f32. The f16 rounding is Veltkamp's split (c = x·(2^13+1), c - (c - x)): round to
+// in f32. After the last key, a head's sink joins as one more score without a value (the
+// V sum, now f32, rescaled when it is the new maximum), as ggml-cpu adds it. The f16 rounding is Veltkamp's split (c = x·(2^13+1), c - (c - x)): round to
 // nearest even at f16's precision, exact for f16's normal range; values below it keep
 // that relative precision and values beyond it stay finite where an f16 would not.
 //
@@ -210,6 +211,24 @@ export function k_flash_attn_row(node: usize, ith: i32, nth: i32): void {
           }
         }
         store<f32>(st, load<f32>(st, 4) * ms + vs, 4);
+      }
+    }
+    if (tType(node, 5) >= 0) {
+      for (let g = 0; g < gn; g++) {
+        const st = stb + (<usize>g << 4);
+        const acc = accb + <usize>g * as;
+        const sk = ldf(tAddr(node, 5) + <usize>(h0 + g) * tNb(node, 5, 0), tType(node, 5));
+        const M = load<f32>(st);
+        const S = load<f32>(st, 4);
+        if (sk > M) {
+          const ms = expf(M - sk);
+          const m4 = f32x4.splat(ms);
+          for (let d = 0; d < V4; d += 4) v128.store(acc + (<usize>d << 2), f32x4.mul(v128.load(acc + (<usize>d << 2)), m4));
+          store<f32>(st, sk);
+          store<f32>(st, S * ms + 1, 4);
+        } else {
+          store<f32>(st, S + expf(sk - M), 4);
+        }
       }
     }
     const nb0 = tNb(node, 0, 0);

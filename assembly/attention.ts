@@ -1,6 +1,7 @@
 // FLASH_ATTN_EXT: for each query row (token iq1, head iq2), a softmax over the KV
 // positions of q·k·scale (softcap, + mask), weighting the V rows. K/V head is
-// iq2 / (nHead / nHeadKV). t1 = q, t2 = k, t3 = v, t4 = mask (type -1 when absent).
+// iq2 / (nHead / nHeadKV). t1 = q, t2 = k, t3 = v, t4 = mask, t5 = sinks (one logit per
+// head joining every row's softmax without a value; gpt-oss), each type -1 when absent.
 //
 // Tiled: a tile is up to RMAX query rows that share a K/V head (the heads of a GQA group,
 // for one or more tokens), run against blocks of B keys. A block's K rows (transposed)
@@ -436,6 +437,26 @@ function maskKind(pm: usize, nb0: usize, tm: i32, j0: i32, j1: i32): i32 {
   return vis ? (zero ? 1 : 2) : 0;
 }
 
+/**
+ * Head h's sink (t5, one logit per head) joins a row's softmax state (st: M, S) and its V
+ * sum (acc, V4 f32) as one more score with no value, as ggml-cpu adds it: a sink above
+ * the max rescales the sum and becomes the max, else it adds exp(sink - M) to the sum.
+ */
+function addSink(node: usize, h: i32, st: usize, acc: usize, V4: i32): void {
+  const sk = ldf(tAddr(node, 5) + <usize>h * tNb(node, 5, 0), tType(node, 5));
+  const M = load<f32>(st);
+  const S = load<f32>(st, 4);
+  if (sk > M) {
+    const ms = f32x4.extract_lane(expNeg4(f32x4.splat(M - sk)), 0);
+    const m4 = f32x4.splat(ms);
+    for (let d = 0; d < V4; d += 4) v128.store(acc + (<usize>d << 2), f32x4.mul(v128.load(acc + (<usize>d << 2)), m4));
+    store<f32>(st, sk);
+    store<f32>(st, S * ms + 1, 4);
+  } else {
+    store<f32>(st, S + f32x4.extract_lane(expNeg4(f32x4.splat(sk - M)), 0), 4);
+  }
+}
+
 /** Bytes of one partial (head, chunk): M, S, two unused floats, then the V sum. */
 @inline function partBytes(V4: i32): usize {
   return (<usize>V4 + 4) << 2;
@@ -648,6 +669,11 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
       for (; r + 2 <= R; r += 2) accum2(sp + ((<usize>r * B) << 2), acc + ((<usize>r * V4) << 2), st + (<usize>r << 4), vb, V4);
       for (; r < R; r++) accum1From(sp + ((<usize>r * B) << 2), acc + ((<usize>r * V4) << 2), st + (<usize>r << 4), vb, V4, 0);
     }
+    // the heads' sinks join the softmax after the last key (as ggml-cpu adds them); split:
+    // with the first key chunk only, so that each row counts its sink once
+    if (tType(node, 5) >= 0 && kc == 0) {
+      for (let r = 0; r < R; r++) addSink(node, h0 + (r % G), st + (<usize>r << 4), acc + ((<usize>r * V4) << 2), V4);
+    }
     if (part != 0) {
       // the chunk's partial per row (head h0 + r: nQ = ne3 = 1)
       for (let r = 0; r < R; r++) {
@@ -660,8 +686,8 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
     }
     for (let r = 0; r < R; r++) {
       const S = load<f32>(st + (<usize>r << 4), 4);
-      const inv: f32 = S > 0 ? <f32>1 / S : 0;
       const pa = acc + ((<usize>r * V4) << 2);
+      const inv: f32 = S > 0 ? <f32>1 / S : 0;
       const pd = tAddr(node, 0) + <usize>(h0 + (r % G)) * tNb(node, 0, 1) + <usize>(t0 + r / G) * tNb(node, 0, 2) + <usize>iq3 * tNb(node, 0, 3);
       const nb0 = tNb(node, 0, 0);
       for (let d = 0; d < Dv; d++) store<f32>(pd + <usize>d * nb0, load<f32>(pa + (<usize>d << 2)) * inv);

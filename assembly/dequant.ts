@@ -7,8 +7,9 @@ import { dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from
 import { bf16ToF32, f16ToF32, f16x4ToF32 } from './math';
 import {
   T_BF16, T_F16, T_F32, T_I32, T_IQ4_NL, T_IQ4_XS, T_Q2_K, T_Q3_K, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q5_1, T_Q5_K,
-  T_Q6_K, T_Q8_0,
+  T_Q6_K, T_Q8_0, T_MXFP4,
 } from './types';
+import { dequantMXFP4 } from './mxfp4';
 import { dequantIQ, isIQ } from './iquant';
 
 /** The IQ4_NL codebook as one vector (a constant, not a data segment). */
@@ -329,6 +330,9 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       return;
     case T_IQ4_XS:
       dequantIQ4_XS(src, n >> 8, dst);
+      return;
+    case T_MXFP4:
+      dequantMXFP4(src, n >> 5, dst);
       return;
     default:
       if (isIQ(type)) {

@@ -1,5 +1,6 @@
-// ADD, MUL (b broadcast over a), SCALE, SILU, GELU, TANH, RMS_NORM, NORM, SOFT_MAX. Work is
-// split by rows of the result; each has an all-F32 fast path and a generic one.
+// ADD, MUL, DIV (b broadcast over a), SCALE, SILU, GELU, TANH, SIGMOID, CLAMP, RMS_NORM,
+// NORM, SOFT_MAX, SUM_ROWS. Work is split by rows of the result; most have an all-F32
+// fast path and a generic one.
 
 import { ldf, stf } from './access';
 import { roundF16x4 } from './consts';
@@ -23,7 +24,12 @@ let c3: i32 = 0;
   return tAddr(node, t) + <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
 }
 
-function binary(node: usize, ith: i32, nth: i32, isMul: bool): void {
+const B_ADD: i32 = 0;
+const B_MUL: i32 = 1;
+const B_DIV: i32 = 2;
+
+function binary(node: usize, ith: i32, nth: i32, kind: i32): void {
+  const isMul = kind == B_MUL;
   const ne0 = tNe(node, 0, 0);
   const ne1 = tNe(node, 0, 1);
   const ne2 = tNe(node, 0, 2);
@@ -46,7 +52,7 @@ function binary(node: usize, ith: i32, nth: i32, isMul: bool): void {
     const pd = rowPtr(node, 0, c1, c2, c3);
     const pa = rowPtr(node, 1, c1, c2, c3);
     const pb = rowPtr(node, 2, c1 % bne1, c2 % bne2, c3 % bne3);
-    if (fast && bne0 == ne0) {
+    if (fast && bne0 == ne0 && kind != B_DIV) {
       let i = 0;
       if (isMul) {
         for (; i + 4 <= ne0; i += 4) {
@@ -69,26 +75,44 @@ function binary(node: usize, ith: i32, nth: i32, isMul: bool): void {
       }
       continue;
     }
+    if (fast && bne0 == 1 && kind == B_MUL) {
+      // a row scaled by one value (an expert's output by its routing weight)
+      const y = load<f32>(pb);
+      const y4 = f32x4.splat(y);
+      let i = 0;
+      for (; i + 4 <= ne0; i += 4) {
+        const o = <usize>i << 2;
+        v128.store(pd + o, f32x4.mul(v128.load(pa + o), y4));
+      }
+      for (; i < ne0; i++) store<f32>(pd + (<usize>i << 2), load<f32>(pa + (<usize>i << 2)) * y);
+      continue;
+    }
     for (let i = 0; i < ne0; i++) {
       const x = ldf(pa + <usize>i * na0, ta);
       const y = ldf(pb + <usize>(i % bne0) * nb0, tb);
-      stf(pd + <usize>i * nd0, td, isMul ? x * y : x + y);
+      stf(pd + <usize>i * nd0, td, kind == B_MUL ? x * y : kind == B_DIV ? x / y : x + y);
     }
   }
 }
 
 export function k_add(node: usize, ith: i32, nth: i32): void {
-  binary(node, ith, nth, false);
+  binary(node, ith, nth, B_ADD);
 }
 
 export function k_mul(node: usize, ith: i32, nth: i32): void {
-  binary(node, ith, nth, true);
+  binary(node, ith, nth, B_MUL);
+}
+
+export function k_div(node: usize, ith: i32, nth: i32): void {
+  binary(node, ith, nth, B_DIV);
 }
 
 const U_SCALE: i32 = 0;
 const U_SILU: i32 = 1;
 const U_GELU: i32 = 2;
 const U_TANH: i32 = 3;
+const U_SIGMOID: i32 = 4;
+const U_CLAMP: i32 = 5;
 
 const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
 
@@ -135,6 +159,8 @@ function unary(node: usize, ith: i32, nth: i32, kind: i32): void {
       if (kind == U_SCALE) y = s * x + b;
       else if (kind == U_SILU) y = x / (1 + exp64(-x));
       else if (kind == U_TANH) y = tanh64(x);
+      else if (kind == U_SIGMOID) y = 1 / (1 + exp64(-x));
+      else if (kind == U_CLAMP) y = Math.min(Math.max(x, s), b);
       else y = geluF16(x);
       stf(pd + <usize>i * nd0, td, <f32>y);
     }
@@ -182,6 +208,34 @@ export function k_gelu(node: usize, ith: i32, nth: i32): void {
 
 export function k_tanh(node: usize, ith: i32, nth: i32): void {
   unary(node, ith, nth, U_TANH);
+}
+
+export function k_sigmoid(node: usize, ith: i32, nth: i32): void {
+  unary(node, ith, nth, U_SIGMOID);
+}
+
+/** CLAMP: params 0, 1 = min, max. */
+export function k_clamp(node: usize, ith: i32, nth: i32): void {
+  unary(node, ith, nth, U_CLAMP);
+}
+
+/** SUM_ROWS: t0 = dst [1, ne1, ne2, ne3], t1 = a; each row summed in double. */
+export function k_sum_rows(node: usize, ith: i32, nth: i32): void {
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nr = tRows(node, 0);
+  const n = tNe(node, 1, 0);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const ta = tType(node, 1);
+  const na0 = tNb(node, 1, 0);
+  for (let r = r0; r < r1; r++) {
+    rowAt(r, ne1, ne2);
+    const pa = rowPtr(node, 1, c1, c2, c3);
+    let sum: f64 = 0;
+    for (let i = 0; i < n; i++) sum += <f64>ldf(pa + <usize>i * na0, ta);
+    stf(rowPtr(node, 0, c1, c2, c3), tType(node, 0), <f32>sum);
+  }
 }
 
 /** RMS_NORM (centre = false) and NORM (centre = true), sums in double. */

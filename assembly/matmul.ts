@@ -11,7 +11,14 @@
 // 3 b's own F32 rows used in place), 3/4 per-thread scratch (base, stride), 5 columns per
 // chunk (activation rows kept in cache while a's rows stream), 6 whether a is a whole
 // repacked tensor (its groups can be used as such), 7 the rounding of f32 activations
-// (vecdot.ts: the grid of ggml-cpu's vec_dot_type for the weight type).
+// (vecdot.ts: the grid of ggml-cpu's vec_dot_type for the weight type), 8 (MUL_MAT_ID)
+// the bytes of each thread's scratch the products may use (its column map follows).
+//
+// MUL_MAT_ID (k_mmid) runs the same tiles per expert: each thread sorts the (slot, token)
+// columns by the expert they chose (token order within an expert), then takes its share
+// of (expert, group of four rows) units; every column of an expert goes through that
+// expert's rows, so a prompt reads each used expert's weights once per column chunk and
+// a decode step reads only the chosen experts' rows.
 
 import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
@@ -25,8 +32,9 @@ import {
   dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
 } from './qdot';
 import { readRow } from './rows';
-import { T_BF16, T_F16, T_F32, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
+import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
+import { dotMXFP4, dotMXFP4x4 } from './mxfp4';
 import { dotIQ, dotIQ1, dotIQx4, isIQ, unpackIQ } from './iquant';
 
 const FMT_F32: i32 = 0;
@@ -188,7 +196,95 @@ export function k_mm(node: usize, ith: i32, nth: i32): void {
   }
 }
 
+/**
+ * Non-zero while k_mmid runs a group: the current expert's columns, two u32 each (the
+ * activation row's address, the address of the column's first result).
+ */
+let colMap: usize = 0;
+
+/**
+ * MUL_MAT_ID: t0 = dst [M, nUsed, nT], t1 = as [K, M, nExpert], t2 = b [K, nB, nT] (its
+ * rows prepared by k_mm_prep), t3 = ids I32 [nUsed, nT]. Scratch per thread: extra 8 bytes
+ * for the tiles, then the column map (counts, starts and nUsed·nT address pairs).
+ */
+export function k_mmid(node: usize, ith: i32, nth: i32): void {
+  const M = tNe(node, 1, 1);
+  const nE = tNe(node, 1, 2);
+  const nB = tNe(node, 2, 1);
+  const nUsed = tNe(node, 3, 0);
+  const nT = tNe(node, 3, 1);
+  const idsAt = tAddr(node, 3);
+  const in0 = tNb(node, 3, 0);
+  const in1 = tNb(node, 3, 1);
+  const dnb1 = tNb(node, 0, 1);
+  const dnb2 = tNb(node, 0, 2);
+  const direct = extra(node, 2) == FMT_DIRECT;
+  const stride = <usize>extra(node, 1);
+  const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
+  const counts = scratch + <usize>extra(node, 8);
+  const starts = counts + (<usize>nE << 2);
+  const map = starts + (<usize>nE << 2);
+  memory.fill(counts, 0, <usize>nE << 2);
+  for (let t = 0; t < nT; t++) {
+    for (let i = 0; i < nUsed; i++) {
+      const e = load<i32>(idsAt + <usize>i * in0 + <usize>t * in1);
+      if (e < 0 || e >= nE) unreachable();
+      const p = counts + (<usize>e << 2);
+      store<i32>(p, load<i32>(p) + 1);
+    }
+  }
+  let at = 0;
+  for (let e = 0; e < nE; e++) {
+    store<i32>(starts + (<usize>e << 2), at);
+    at += load<i32>(counts + (<usize>e << 2));
+  }
+  // columns by expert, in token order (starts advance; they are rewound below)
+  for (let t = 0; t < nT; t++) {
+    for (let i = 0; i < nUsed; i++) {
+      const e = load<i32>(idsAt + <usize>i * in0 + <usize>t * in1);
+      const sp = starts + (<usize>e << 2);
+      const c = load<i32>(sp);
+      store<i32>(sp, c + 1);
+      const r = i % nB;
+      const act = direct
+        ? tAddr(node, 2) + <usize>r * tNb(node, 2, 1) + <usize>t * tNb(node, 2, 2)
+        : <usize>extra(node, 0) + <usize>(t * nB + r) * stride;
+      store<u32>(map + (<usize>c << 3), <u32>act);
+      store<u32>(map + (<usize>c << 3), <u32>(tAddr(node, 0) + <usize>i * dnb1 + <usize>t * dnb2), 4);
+    }
+  }
+  const G = (M + 3) >> 2;
+  let used = 0;
+  for (let e = 0; e < nE; e++) if (load<i32>(counts + (<usize>e << 2)) > 0) used++;
+  const units = used * G;
+  const u0 = share0(units, ith, nth);
+  const u1 = share0(units, ith + 1, nth);
+  let nc = extra(node, 5);
+  if (ASC_FEATURE_RELAXED_SIMD && extra(node, 2) == FMT_Q32) nc *= 2;
+  const NC = nc >= 8 ? nc & ~3 : nc;
+  let u = 0;
+  for (let e = 0; e < nE && u < u1; e++) {
+    const cnt = load<i32>(counts + (<usize>e << 2));
+    if (cnt == 0) continue;
+    const g0 = max(u0 - u, 0);
+    const g1 = min(u1 - u, G);
+    u += G;
+    if (g0 >= g1) continue;
+    const first = load<i32>(starts + (<usize>e << 2)) - cnt;
+    for (let c0 = 0; c0 < cnt; c0 += NC) {
+      const c1 = min(cnt, c0 + NC);
+      colMap = map + (<usize>first << 3);
+      for (let g = g0; g < g1; g++) {
+        const m0 = g << 2;
+        mmGroup(node, ith, m0, min(4, M - m0), 0, 0, e, 0, c0, c1);
+      }
+      colMap = 0;
+    }
+  }
+}
+
 @inline function actRow(node: usize, n: i32, i2: i32, i3: i32): usize {
+  if (colMap != 0) return <usize>load<u32>(colMap + (<usize>n << 3));
   if (extra(node, 2) == FMT_DIRECT) {
     return tAddr(node, 2) + <usize>n * tNb(node, 2, 1) + <usize>i2 * tNb(node, 2, 2) + <usize>i3 * tNb(node, 2, 3);
   }
@@ -198,6 +294,7 @@ export function k_mm(node: usize, ith: i32, nth: i32): void {
 }
 
 @inline function dstAt(node: usize, m: i32, n: i32, i2: i32, i3: i32): usize {
+  if (colMap != 0) return <usize>load<u32>(colMap + (<usize>n << 3), 4) + (<usize>m << 2);
   return tAddr(node, 0) + (<usize>m << 2) + <usize>n * tNb(node, 0, 1) + <usize>i2 * tNb(node, 0, 2) + <usize>i3 * tNb(node, 0, 3);
 }
 
@@ -304,7 +401,7 @@ const UNPACK_MIN_COLS: i32 = 8;
  * scratch cannot hold one block.
  */
 function mmUnpacked(node: usize, ith: i32, chunk: usize, nb: i32, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): bool {
-  const room = <usize>extra(node, 4) / DQ4;
+  const room = <usize>(extra(node, 8) > 0 ? extra(node, 8) : extra(node, 4)) / DQ4;
   if (room == 0) return false;
   // pieces of at most 32 blocks keep the unpacked rows in L1 next to the activations
   const P = <i32>min(room, 32);
@@ -409,6 +506,20 @@ function mmRows(
         const v = type == T_Q4_K ? dotQ4_K(pa, K >> 8, act, K) : dotQ6_K(pa, K >> 8, act, K);
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
+    } else if (type == T_MXFP4 && extra(node, 2) == FMT_Q32) {
+      let n = c0;
+      for (; n + 4 <= c1; n += 4) {
+        const x0 = actRow(node, n, i2, i3);
+        const x1 = actRow(node, n + 1, i2, i3);
+        const x2 = actRow(node, n + 2, i2, i3);
+        const x3 = actRow(node, n + 3, i2, i3);
+        const v = dotMXFP4x4(pa, K >> 5, x0, x1, x2, x3, K);
+        store<f32>(dstAt(node, m, n, i2, i3), f32x4.extract_lane(v, 0));
+        store<f32>(dstAt(node, m, n + 1, i2, i3), f32x4.extract_lane(v, 1));
+        store<f32>(dstAt(node, m, n + 2, i2, i3), f32x4.extract_lane(v, 2));
+        store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
+      }
+      for (; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotMXFP4(pa, K >> 5, actRow(node, n, i2, i3), K));
     } else if (isIQ(type) && c1 - c0 == 1) {
       // one column: decoded and dotted super-block by super-block (iquant.ts)
       store<f32>(dstAt(node, m, c0, i2, i3), dotIQ1(type, pa, K >> 8, actRow(node, c0, i2, i3), K, scratch));

@@ -4,7 +4,7 @@
 
 import { ldf, ldIndex, stf } from './access';
 import { dequantRow } from './dequant';
-import { extra, share0, tAddr, tNb, tNe, tType } from './desc';
+import { extra, param, share0, tAddr, tNb, tNe, tType } from './desc';
 import { quantRow } from './quantize';
 import { blockSize, T_F32, typeSize } from './types';
 
@@ -151,6 +151,51 @@ export function k_cpy(node: usize, ith: i32, nth: i32): void {
           }
         }
       }
+    }
+  }
+}
+
+/**
+ * CONCAT: t0 = dst (contiguous), t1 = a, t2 = b (plain types, any layout); param 0 = the
+ * dimension joined. Each dst row is split over threads; its elements come from a below
+ * a's extent in that dimension, from b above it.
+ */
+export function k_concat(node: usize, ith: i32, nth: i32): void {
+  const ne0 = tNe(node, 0, 0);
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nr = ne1 * ne2 * tNe(node, 0, 3);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const dim = <i32>param(node, 0);
+  const cut = tNe(node, 1, dim);
+  const td = tType(node, 0);
+  const ta = tType(node, 1);
+  const tb = tType(node, 2);
+  for (let r = r0; r < r1; r++) {
+    const i1 = r % ne1;
+    const q = r / ne1;
+    const i2 = q % ne2;
+    const i3 = q / ne2;
+    const pd = tAddr(node, 0) + <usize>i1 * tNb(node, 0, 1) + <usize>i2 * tNb(node, 0, 2) + <usize>i3 * tNb(node, 0, 3);
+    for (let i0 = 0; i0 < ne0; i0++) {
+      let j0 = i0;
+      let j1 = i1;
+      let j2 = i2;
+      let j3 = i3;
+      let t = 1;
+      const c = dim == 0 ? j0 : dim == 1 ? j1 : dim == 2 ? j2 : j3;
+      if (c >= cut) {
+        t = 2;
+        if (dim == 0) j0 -= cut;
+        else if (dim == 1) j1 -= cut;
+        else if (dim == 2) j2 -= cut;
+        else j3 -= cut;
+      }
+      const p =
+        tAddr(node, t) + <usize>j0 * tNb(node, t, 0) + <usize>j1 * tNb(node, t, 1) + <usize>j2 * tNb(node, t, 2) +
+        <usize>j3 * tNb(node, t, 3);
+      stf(pd + <usize>i0 * tNb(node, 0, 0), td, ldf(p, t == 1 ? ta : tb));
     }
   }
 }

@@ -28,6 +28,7 @@ export const T_IQ1_M: i32 = 29;
 export const T_BF16: i32 = 30;
 export const T_TQ1_0: i32 = 34;
 export const T_TQ2_0: i32 = 35;
+export const T_MXFP4: i32 = 39;
 
 /** Elements per block. */
 export function blockSize(t: i32): i32 {
@@ -38,6 +39,7 @@ export function blockSize(t: i32): i32 {
     case T_Q5_1:
     case T_Q8_0:
     case T_IQ4_NL:
+    case T_MXFP4:
       return 32;
     case T_Q2_K:
     case T_Q3_K:
@@ -98,6 +100,8 @@ export function typeSize(t: i32): i32 {
       return 18;
     case T_IQ4_XS:
       return 136;
+    case T_MXFP4:
+      return 17;
     case T_IQ2_XXS:
       return 66;
     case T_IQ2_XS:

@@ -92,7 +92,7 @@ async function startServer(model: string): Promise<Served> {
   proc.stderr!.on('data', (d) => (log += d));
   const url = await new Promise<string>((resolve, reject) => {
     const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(log);
+      const m = /ready on (http:\/\/\S+)/.exec(log);
       if (m) resolve(m[1]!);
     };
     proc.stderr!.on('data', check);

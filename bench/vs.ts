@@ -1,15 +1,17 @@
 // llama.ts against native llama.cpp (node-llama-cpp's prebuilt binaries) on the same
 // generated models, same thread count, alternating runs (not a test):
 //   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
-//                    [--long | --no-long]
+//                    [--long | --no-long] [--moe]
 // For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's in Q4_0, Q8_0 and
-// Q4_K_M; Gemma-3-1B's and Phi-4-mini's in Q4_0 and Q4_K_M) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
+// Q4_K_M; Gemma-3-1B's and Phi-4-mini's in Q4_0 and Q4_K_M; with --moe the mixtures of
+// experts instead: qwen3-30b-a3b in Q4_0 and Q4_K_M and gpt-oss-20b with MXFP4 experts,
+// each cut to 12 layers of the real per-layer shape, NAME@LAYERS) every repetition runs llama.ts and node-llama-cpp each in a fresh child process
 // (so load time and peak RSS are per engine; the model file is read once before each, so
 // both start with it in the page cache), in alternating order: load, a short warm-up,
 // pp512 (one 512-token batch) and tg128 (128 single-token decodes from an empty context).
 // The table shows medians, the llama.ts / node-llama-cpp ratios, and the tg bound implied
 // by the machine's read bandwidth (bytes read per token: every weight but the token
-// embedding table, of which one row is read).
+// embedding table, of which one row is read, and of expert stacks the used share).
 // Long context (when the plan holds gemma-3-1b Q4_0, or with --long; --no-long skips it):
 // gemma-3-1b Q4_0's KV memory at a 32k context (llama.ts: the memory's buffers;
 // node-llama-cpp: the sum of llama.cpp's "llama_kv_cache: size = X MiB" log lines, at
@@ -295,9 +297,13 @@ async function modelFacts(path: string): Promise<{ bytes: number; nVocab: number
   const { openGGUF } = await import('../src/gguf/index.js');
   const f = openGGUF(path);
   try {
+    const arch = f.architecture;
+    const nExpert = f.getNumber(`${arch}.expert_count`, 0);
+    const used = nExpert > 0 ? f.getNumber(`${arch}.expert_used_count`) / nExpert : 1;
     let bytes = 0;
     for (const t of f.tensors) {
       if (t.name === 'token_embd.weight') bytes += t.nBytes / Number(t.dims[1] ?? 1);
+      else if (t.name.includes('_exps.')) bytes += t.nBytes * used;
       else bytes += t.nBytes;
     }
     const nVocab = f.getArray('tokenizer.ggml.tokens').items.length;
@@ -312,12 +318,17 @@ async function main(): Promise<void> {
   const json = argv.includes('--json');
   const threads = Number(opt('threads', '2'));
   const reps = Number(opt('reps', '3'));
-  const plan: Array<[string, string[]]> = [
-    ['qwen2.5-0.5b-630m', ['Q4_0', 'Q8_0', 'Q4_K_M']],
-    ['tinyllama-1.1b', ['Q4_0', 'Q8_0', 'Q4_K_M']],
-    ['gemma-3-1b', ['Q4_0', 'Q4_K_M']],
-    ['phi-4-mini', ['Q4_0', 'Q4_K_M']],
-  ];
+  const plan: Array<[string, string[]]> = argv.includes('--moe')
+    ? [
+        ['qwen3-30b-a3b@12', ['Q4_0', 'Q4_K_M']],
+        ['gpt-oss-20b@12', ['MXFP4_MOE']],
+      ]
+    : [
+        ['qwen2.5-0.5b-630m', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+        ['tinyllama-1.1b', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+        ['gemma-3-1b', ['Q4_0', 'Q4_K_M']],
+        ['phi-4-mini', ['Q4_0', 'Q4_K_M']],
+      ];
   const presets = opt('presets', plan.map((p) => p[0]).join(',')).split(',');
   const typesOpt = argv.some((a) => a.startsWith('--types=')) ? opt('types', '').split(',') : undefined;
   const typesOf = (preset: string) => typesOpt ?? plan.find((p) => p[0] === preset)?.[1] ?? ['Q4_0', 'Q8_0', 'Q4_K_M'];
@@ -340,7 +351,9 @@ async function main(): Promise<void> {
     for (const type of typesOf(preset)) {
       if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
       process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);
-      const path = ensureModel(preset, type);
+      // NAME@LAYERS: the preset cut to that many layers of its per-layer shape
+      const [name, layers] = preset.split('@');
+      const path = ensureModel(name, type, undefined, layers ? { shape: { nLayer: Number(layers) } } : {});
       const facts = await modelFacts(path);
       const bound = (bw * 1e9) / facts.bytes;
       const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };

@@ -99,6 +99,41 @@ describe('grammar-constrained completion', () => {
     }
   });
 
+  test('a lazy grammar (grammar_lazy, a word trigger): free text up to the trigger, the grammar from it', async () => {
+    // the greedy reply token by token, and one token's text from its middle as the trigger
+    // (a whole token: one whose text first appears where that token starts)
+    const pieces: string[] = [];
+    await ctx.completion({ prompt: PROMPT, n_predict: 16, temperature: 0, ignore_eos: true }, (t) => {
+      pieces.push(t.token);
+    });
+    const text = pieces.join('');
+    let word = '';
+    let before = '';
+    for (let k = 2, at = pieces[0]!.length + pieces[1]!.length; k < pieces.length; at += pieces[k]!.length, k++) {
+      if (/^[a-z]+$/i.test(pieces[k]!) && text.indexOf(pieces[k]!) === at) {
+        word = pieces[k]!;
+        before = text.slice(0, at);
+        break;
+      }
+    }
+    assert.ok(word !== '', `no usable token in ${JSON.stringify(pieces)}`);
+    const r = await ctx.completion({
+      prompt: PROMPT,
+      n_predict: 40,
+      temperature: 0,
+      grammar: `root ::= ${JSON.stringify(word)} " ok" [.]{3}`,
+      grammar_lazy: true,
+      grammar_triggers: [{ type: 1, value: word }],
+    });
+    assert.equal(r.text, `${before}${word} ok...`, 'unconstrained up to the trigger, then the grammar to its end');
+    assert.equal(r.stopped_eos, true);
+    await assert.rejects(
+      ctx.completion({ prompt: PROMPT, n_predict: 2, grammar: 'root ::= "a"', grammar_lazy: true }),
+      (e: Error & { code?: string }) =>
+        e.code === 'ERR_OPTION' && /^grammar_triggers = \[\]: a lazy grammar needs/.test(e.message),
+    );
+  });
+
   test("response_format json_object: any JSON (llama.cpp's empty schema)", async () => {
     const r = await ctx.completion({
       prompt: PROMPT,

@@ -98,14 +98,16 @@ describe('GGUF reader on our own sample', () => {
   test('unsupported tensor types are named at load', () => {
     const w = new GGUFWriter();
     w.setString('general.architecture', 'llama');
-    w.addTensor('blk.0.attn_q.weight', GGMLType.MXFP4, [256, 2], new Uint8Array(272));
+    w.addTensor('blk.0.attn_q.weight', GGMLType.F64, [256, 2], new Uint8Array(4096));
     w.addTensor('blk.0.attn_k.weight', GGMLType.IQ2_XXS, [256, 2], new Uint8Array(132));
-    const g = parseGGUF(w.toBytes(), 'mxfp4.gguf');
+    w.addTensor('blk.0.ffn_up_exps.weight', GGMLType.MXFP4, [256, 2], new Uint8Array(272));
+    const g = parseGGUF(w.toBytes(), 'f64.gguf');
     assert.throws(
       () => g.assertSupportedType('blk.0.attn_q.weight'),
-      /tensor blk\.0\.attn_q\.weight has type MXFP4, which llama-ts does not support yet/,
+      /tensor blk\.0\.attn_q\.weight has type F64, which llama-ts does not support yet/,
     );
     g.assertSupportedType('blk.0.attn_k.weight');
+    g.assertSupportedType('blk.0.ffn_up_exps.weight');
   });
 
   test('custom alignment is honoured and written as general.alignment', () => {

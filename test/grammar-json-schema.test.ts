@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setLogCallback } from '../src/log.js';
 import {
+  decimalRange,
   GrammarMatcher,
   GrammarSampler,
   type GrammarVocab,
@@ -298,6 +299,124 @@ describe('integer ranges', () => {
     assert.ok(accepts({ type: 'integer', exclusiveMinimum: 3 }, '12345678901'));
     assert.ok(accepts({ type: 'integer', minimum: 2.5 }, '3'));
     assert.ok(!accepts({ type: 'integer', minimum: 2.5 }, '2'));
+  });
+});
+
+describe('64-bit integer bounds (Zod .int(), int64)', () => {
+  const full = (g: string, text: string) => {
+    const m = new GrammarMatcher(parseGrammar(g));
+    return m.acceptString(text) && m.isComplete();
+  };
+  test("Zod's .int(): ±9007199254740991", () => {
+    const s = { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 };
+    for (const ok of ['0', '7', '-9007199254740991', '9007199254740991', '9007199254740990', '1234567890123456']) {
+      assert.ok(accepts(s, ok), ok);
+    }
+    for (const bad of ['9007199254740992', '-9007199254740992', '10000000000000000', '-0', '01']) {
+      assert.ok(!accepts(s, bad), bad);
+    }
+  });
+  test('int64 bounds as BigInt, digit by digit', () => {
+    const max = (1n << 63n) - 1n;
+    const g = `root ::= ${integerRange([-max - 1n, max])}`;
+    for (const ok of [String(max), String(-max - 1n), '0', '4611686018427387904', '-999999999999999999']) {
+      assert.ok(full(g, ok), ok);
+    }
+    for (const bad of [String(max + 1n), String(-max - 2n), '10000000000000000000']) assert.ok(!full(g, bad), bad);
+    const g2 = `root ::= ${integerRange([10n ** 17n, undefined])}`;
+    assert.ok(full(g2, String(10n ** 17n)));
+    assert.ok(full(g2, String(10n ** 17n + 5n)));
+    assert.ok(!full(g2, String(10n ** 17n - 1n)));
+  });
+  test('a bound beyond 64 bits names the keyword', () => {
+    assert.throws(
+      () => jsonSchemaToGrammar({ type: 'integer', maximum: 1e20 }),
+      /^SchemaError: #\/maximum: integer bound/,
+    );
+  });
+});
+
+describe('number ranges: exactly the decimals between the bounds', () => {
+  const values: string[] = [];
+  for (let i = -30; i <= 30; i++) {
+    values.push(String(i));
+    for (const f of ['0', '05', '1', '25', '5', '75', '99', '999', '001', '0001', '00']) {
+      values.push(`${i < 0 || Object.is(i, -0) ? '-' : ''}${Math.abs(i)}.${f}`);
+      if (i === 0) values.push(`-0.${f}`);
+    }
+  }
+  values.push('-0', '0.10', '1.5000');
+  const cases: [number | undefined, boolean, number | undefined, boolean][] = [
+    [0, false, 1, false],
+    [0.5, false, 2.25, false],
+    [-1.5, false, -0.5, false],
+    [0, true, undefined, false],
+    [undefined, false, 0, true],
+    [-2.5, true, 3.75, false],
+    [0.001, false, 0.01, false],
+    [10, false, 10, false],
+    [0.1, true, 0.2, true],
+    [-25.05, false, 12.999, true],
+    [-0.25, false, 0, false],
+    [1, false, undefined, false],
+    [undefined, false, -3.1, false],
+  ];
+  for (const [lo, le, hi, he] of cases) {
+    test(`${lo === undefined ? '(-inf' : `${le ? '(' : '['}${lo}`}, ${hi === undefined ? 'inf)' : `${hi}${he ? ')' : ']'}`}`, () => {
+      const g = parseGrammar(
+        `root ::= ${decimalRange(lo === undefined ? undefined : { value: lo, exclusive: le }, hi === undefined ? undefined : { value: hi, exclusive: he })}`,
+      );
+      for (const v of values) {
+        const x = Number(v);
+        const want = (lo === undefined || (le ? x > lo : x >= lo)) && (hi === undefined || (he ? x < hi : x <= hi));
+        const m = new GrammarMatcher(g);
+        const got = m.acceptString(v) && m.isComplete();
+        // "-0" forms of zero may be left out (a narrower grammar), never let in wrongly
+        if (got !== want && !(want && /^-0(\.0+)?$/.test(v))) assert.fail(`${v}: got ${got}, want ${want}`);
+      }
+    });
+  }
+  test('schema keywords on numbers: minimum, exclusiveMaximum (Zod .min(0).max(1), .positive())', () => {
+    assert.ok(accepts({ type: 'number', minimum: 0, maximum: 1 }, '0.75'));
+    assert.ok(!accepts({ type: 'number', minimum: 0, maximum: 1 }, '1.5'));
+    assert.ok(!accepts({ type: 'number', exclusiveMinimum: 0 }, '0'));
+    assert.ok(accepts({ type: 'number', exclusiveMinimum: 0 }, '0.001'));
+    assert.ok(!accepts({ type: 'number', exclusiveMinimum: 0 }, '-3'));
+    assert.throws(() => jsonSchemaToGrammar({ type: 'number', minimum: 2, maximum: 1 }), /no number lies/);
+  });
+});
+
+describe('keywords a grammar cannot enforce are errors naming them', () => {
+  const cases: [Json, RegExp][] = [
+    [
+      { type: 'array', items: { type: 'integer' }, uniqueItems: true },
+      /^#\/uniqueItems: 'uniqueItems' is not supported/,
+    ],
+    [{ type: 'number', multipleOf: 0.5 }, /^#\/multipleOf: /],
+    [{ properties: { a: { not: { type: 'null' } } } }, /^#\/properties\/a\/not: /],
+    [{ anyOf: [{ type: 'string' }], oneOf: [{ type: 'integer' }] }, /^#\/anyOf: /],
+    [{ type: 'object', propertyNames: { pattern: '^a' } }, /^#\/propertyNames: /],
+    [{ type: 'string', maxLength: 5000 }, /^#: an upper bound of 5000 is above the grammar's repetition limit/],
+    [{ if: { type: 'string' } }, /^#\/if: /],
+  ];
+  for (const [schema, re] of cases) {
+    test(JSON.stringify(schema), () => {
+      assert.throws(
+        () => jsonSchemaToGrammar(schema),
+        (e: unknown) => e instanceof SchemaError && re.test(e.message),
+      );
+    });
+  }
+  test('values that constrain nothing, annotations and other formats are accepted', () => {
+    assert.ok(accepts({ type: 'array', items: { type: 'integer' }, uniqueItems: false }, '[1, 1]'));
+    assert.ok(accepts({ type: 'integer', multipleOf: 1 }, '3'));
+    assert.ok(
+      accepts(
+        { type: 'object', propertyNames: { type: 'string' }, additionalProperties: { type: 'number' } },
+        '{"a": 1}',
+      ),
+    );
+    assert.ok(accepts({ type: 'string', format: 'email', title: 't', description: 'd', default: 'x' }, '"a@b"'));
   });
 });
 

@@ -421,9 +421,27 @@ test('hyper-parameters that cannot work are refused at load, naming the key and 
     ['llama', 'ctx-neg', { 'llama.context_length': [I32, -1] }, /llama\.context_length = -1 is not a count/],
     [
       'llama',
-      'moe',
+      'moe-used',
       { 'llama.expert_count': [U32, 4] },
-      /llama\.expert_count = 4 experts: mixture-of-experts models are not supported/,
+      /llama\.expert_used_count = 0 must be 1\.\.expert_count \(4\)/,
+    ],
+    [
+      'llama',
+      'moe-many',
+      { 'llama.expert_count': [U32, 4], 'llama.expert_used_count': [U32, 5] },
+      /llama\.expert_used_count = 5 must be 1\.\.expert_count \(4\)/,
+    ],
+    [
+      'llama',
+      'moe-groups',
+      { 'llama.expert_count': [U32, 4], 'llama.expert_used_count': [U32, 2], 'llama.expert_group_count': [U32, 2] },
+      /llama\.expert_group_count = 2: grouped expert selection is not supported yet/,
+    ],
+    [
+      'llama',
+      'moe-tensors',
+      { 'llama.expert_count': [U32, 4], 'llama.expert_used_count': [U32, 2] },
+      /missing tensor 'blk\.0\.ffn_gate_inp\.weight'/,
     ],
   ];
   for (const [base, name, meta, message] of cases) {
@@ -464,14 +482,16 @@ test('loading errors name the file, the architecture or the tensor', async () =>
     Model.load(gpt2),
     (e: unknown) =>
       e instanceof ModelError &&
-      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert/.test((e as Error).message),
+      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert, gemma2, gemma3, gemma4, gemma-embedding, phi3, smollm3, qwen2moe, qwen3moe, deepseek2, gpt-oss/.test(
+        (e as Error).message,
+      ),
   );
   const missing = rewrite(paths.llama, join(dir, 'missing.gguf'), { drop: 'blk.1.ffn_up.weight' });
   await assert.rejects(Model.load(missing), /missing tensor 'blk\.1\.ffn_up\.weight'/);
   const shape = rewrite(paths.llama, join(dir, 'shape.gguf'), { dims: ['blk.0.attn_k.weight', [64, 64]] });
   await assert.rejects(Model.load(shape), /tensor 'blk\.0\.attn_k\.weight' has shape \[64, 64\], expected \[64, 32\]/);
-  const type = rewrite(paths.wide, join(dir, 'type.gguf'), { type: ['blk.0.attn_q.weight', GGMLType.MXFP4] });
-  await assert.rejects(Model.load(type), /blk\.0\.attn_q\.weight has type MXFP4, which llama-ts does not support/);
+  const type = rewrite(paths.wide, join(dir, 'type.gguf'), { type: ['blk.0.attn_q.weight', GGMLType.F64] });
+  await assert.rejects(Model.load(type), /blk\.0\.attn_q\.weight has type F64, which llama-ts does not support/);
 });
 
 test('tied embeddings: without output.weight the output reuses token_embd', async () => {

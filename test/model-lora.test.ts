@@ -268,6 +268,41 @@ test('adapters of another architecture, shape or kind fail naming the file and t
   }
 });
 
+test('adapters of expert stacks (mixture of experts) fail clearly; other tensors of an MoE model load', async () => {
+  const moe = await Model.load(ensureModel('tiny-qwen3moe', 'F32'));
+  try {
+    const adapter = (name: string, target: string, nIn: number, nOut: number): string => {
+      const w = new GGUFWriter();
+      w.setString('general.type', 'adapter');
+      w.setString('general.architecture', 'qwen3moe');
+      w.setString('adapter.type', 'lora');
+      w.set('adapter.lora.alpha', GGUFValueType.FLOAT32, 0);
+      const r = 4;
+      w.addTensor(`${target}.lora_a`, GGMLType.F32, [nIn, r], new Uint8Array(nIn * r * 4));
+      w.addTensor(`${target}.lora_b`, GGMLType.F32, [r, nOut], new Uint8Array(r * nOut * 4));
+      const p = join(dir, name);
+      w.write(p);
+      return p;
+    };
+    // (before, an expert stack's pair passed the 2-D shape check and was silently unused)
+    await assert.rejects(
+      LoraAdapter.load(moe, adapter('exps.gguf', 'blk.0.ffn_up_exps.weight', 64, 32)),
+      (e: Error) => {
+        assert.ok(e instanceof ModelError);
+        assert.match(
+          e.message,
+          /exps\.gguf: the adapter changes 'blk\.0\.ffn_up_exps\.weight' \[64, 32, 8\], a stack of 8 matrices .* not supported/,
+        );
+        return true;
+      },
+    );
+    const router = await LoraAdapter.load(moe, adapter('router.gguf', 'blk.0.ffn_gate_inp.weight', 64, 8));
+    router.free();
+  } finally {
+    moe.free();
+  }
+});
+
 // ---- fidelity: node-llama-cpp 3.21.1 with the same adapters ----
 
 interface LoraRef {

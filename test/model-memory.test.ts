@@ -30,6 +30,7 @@ function hparams(nLayer: number, swa: boolean[]): HParams {
     causal: true,
     pooling: 'none',
     nClsOut: 1,
+    moe: null,
     nHeadArr: new Array(nLayer).fill(2),
     nHeadKvArr: new Array(nLayer).fill(1),
     nFfArr: new Array(nLayer).fill(64),

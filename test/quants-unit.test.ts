@@ -205,7 +205,8 @@ test('dispatch: capabilities and argument checks', () => {
   for (const t of [0, 1, 30, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 20, 23]) assert.ok(canDequantize(t), `deq ${t}`);
   for (const t of [0, 1, 30, 2, 3, 6, 7, 8, 9, 15]) assert.ok(canQuantize(t), `q ${t}`);
   for (const t of [16, 17, 18, 19, 21, 22, 29, 34, 35]) assert.ok(canDequantize(t), `deq ${t}`);
-  assert.equal(canDequantize(GGMLType.MXFP4), false);
+  assert.ok(canDequantize(GGMLType.MXFP4));
+  assert.equal(canDequantize(GGMLType.F64), false);
   assert.equal(canQuantize(999), false);
   // IQ2_XXS quantizes only with an importance matrix: rows, not plain blocks
   assert.equal(canQuantize(GGMLType.IQ2_XXS), false);
@@ -214,7 +215,7 @@ test('dispatch: capabilities and argument checks', () => {
   assert.throws(() => dequantize(GGMLType.Q4_0, new Uint8Array(18), dst, 33), RangeError);
   assert.throws(() => dequantize(GGMLType.Q4_0, new Uint8Array(18), dst, 64), /need 36 bytes/);
   assert.throws(() => dequantize(GGMLType.Q4_0, new Uint8Array(36), new Float32Array(32), 64), RangeError);
-  assert.throws(() => dequantize(GGMLType.MXFP4, new Uint8Array(34), dst, 64), /no dequantizer/);
+  assert.throws(() => dequantize(GGMLType.F64, new Uint8Array(512), dst, 64), /no dequantizer/);
   assert.throws(() => quantize(GGMLType.Q8_0, new Float32Array(32), new Uint8Array(33), 32), RangeError);
   assert.throws(() => quantize(GGMLType.Q8_0, new Float32Array(32), new Uint8Array(34), -32), RangeError);
   // n = 0 is a no-op

@@ -218,7 +218,7 @@ describe('option checks', () => {
     [{ grammar: 'root ::= "a"', json_schema: { type: 'string' } }, 'json_schema', vocab],
     [{ json_schema: '{bad' }, 'json_schema', vocab],
     [{ json_schema: { type: 'integer', minimum: 'x' } }, 'json_schema', vocab],
-    [{ grammar_lazy: true, grammar: 'root ::= "a"' }, 'grammar_lazy', vocab],
+    [{ grammar_lazy: true }, 'grammar_lazy', vocab], // lazy, but no grammar
     [{ n_ctx: 0 }, 'n_ctx'],
   ];
   for (const [params, option, v] of bad) {

@@ -66,7 +66,9 @@ describe('untrusted-work worker: chat templates', () => {
     const { lag, result } = await maxLag(w.renderChatTemplate(t, MSGS, { limits: { timeMs: 300 } }));
     const e = rejection(result);
     assert.ok(e instanceof ChatTemplateError && e.kind === 'limit', String(e));
-    assert.match((e as Error).message, /took longer than 300 ms to render \(timeMs\)/);
+    // the renderer's own clock stops it; on a starved machine the worker's watchdog
+    // (timeMs + graceMs) may get there first and terminate it: bounded either way
+    assert.match((e as Error).message, /took longer than 300 ms (to render )?\(timeMs\)/);
     assert.ok(lag < 1000, `the calling thread was blocked for ${lag.toFixed(0)} ms`);
   });
 

@@ -8,6 +8,8 @@ import {
   type GetFormattedChatParams,
   getFormattedChat,
 } from '../chat/index.js';
+import { tokenAccumulator } from '../generation/index.js';
+import { formatChatOnWorker } from '../untrusted/index.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';
@@ -162,6 +164,34 @@ export class LlamaContext {
   }
 
   /**
+   * The chat template in use (the chat_template option's, else the file's; '' when the
+   * model has none) and the special tokens' text it is given (llama-server's /props).
+   */
+  getChatTemplateInfo(): { chat_template: string; bos_token: string; eos_token: string } {
+    this.#check();
+    const t = this.#info.templates;
+    return { chat_template: t.override ?? t.default ?? '', bos_token: t.bosToken, eos_token: t.eosToken };
+  }
+
+  /**
+   * getFormattedChatResult with the template rendered on the untrusted-work worker
+   * (bounded by `params.limits`, off this thread): what a server formats requests with.
+   */
+  async formatChat(
+    messages: ChatMessage[],
+    template?: string | null,
+    params: GetFormattedChatParams = {},
+  ): Promise<FormattedChatResult> {
+    this.#check();
+    if (!Array.isArray(messages)) throw optionError('messages', messages, 'must be an array of chat messages');
+    try {
+      return await formatChatOnWorker(this.#chat(), messages, template || undefined, params);
+    } catch (e) {
+      throw asLlamaError(e);
+    }
+  }
+
+  /**
    * Generate text. `onToken` receives the text as it is produced, in order; the pieces
    * concatenate to the result's `text`. One completion runs at a time per context: a second
    * call while one runs rejects with a LlamaError of code 'ERR_BUSY'. stopCompletion() or
@@ -188,12 +218,13 @@ export class LlamaContext {
     }
     let callbackError: unknown;
     let id = 0;
+    const accumulate = tokenAccumulator();
     const { id: rid, promise } = this.#request<LlamaCompletionResult>(
       { op: 'completion', ctx: this.#id, options: transferable(options), stream: onToken !== undefined },
       (event, value) => {
         if (event !== 'token' || callbackError !== undefined) return;
         try {
-          onToken?.(value as LlamaCompletionToken);
+          onToken?.(accumulate(value as LlamaCompletionToken));
         } catch (e) {
           // a throwing callback ends generation; the completion rejects with its error
           callbackError = e;

@@ -31,12 +31,15 @@ import {
   ContextError,
   defaultDevices,
   LoraAdapter,
+  loraKey,
   MAX_SEQ,
   Model,
   rerankScore,
   rerankTokens,
 } from '../model/index.js';
+import { buildSamplingChain, DEFAULT_SEED } from '../sampling/index.js';
 import { checkDraftCompatible, type Drafter, DraftModelDrafter, NgramDrafter } from '../speculative/index.js';
+import { Vocab } from '../vocab/index.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import {
@@ -147,7 +150,7 @@ function pickDevices(o: EngineModelOptions): Device[] {
 
 export class Engine {
   private readonly models = new Map<string, Promise<SharedModel>>();
-  private readonly contexts = new Set<EngineContext>();
+  private readonly contexts = new Set<EngineContext | VocabOnlyContext>();
   private computeQueue: Promise<unknown> = Promise.resolve();
 
   /**
@@ -165,6 +168,7 @@ export class Engine {
   async createContext(o: EngineModelOptions, hooks: LoadHooks = {}): Promise<EngineContext> {
     let ec: EngineContext;
     try {
+      if (o.vocab_only) throw new LlamaError('ERR_OPTION', 'vocab_only: open the context with openVocabOnly()');
       const shared = await this.acquire(o, hooks);
       try {
         ec = new EngineContext(this, shared, o);
@@ -183,6 +187,13 @@ export class Engine {
       throw asLlamaError(e);
     }
     return ec;
+  }
+
+  /** A context on the model's vocabulary alone (vocab_only): no weights are read. */
+  openVocabOnly(o: EngineModelOptions): VocabOnlyContext {
+    const vc = VocabOnlyContext.open(this, o);
+    this.contexts.add(vc);
+    return vc;
   }
 
   get contextCount(): number {
@@ -262,7 +273,7 @@ export class Engine {
   }
 
   /** @internal */
-  forget(ec: EngineContext): void {
+  forget(ec: EngineContext | VocabOnlyContext): void {
     this.contexts.delete(ec);
   }
 
@@ -283,11 +294,40 @@ interface ParallelRequest {
 /** How often a completion's stop flag is looked at while its template or grammar is worked on (ms). */
 const STOP_POLL_MS = 20;
 
+/** What a slot action did: tokens saved, restored or erased, and its time. */
+export interface SlotActionResult {
+  id_slot: number;
+  n_saved?: number;
+  n_restored?: number;
+  n_erased?: number;
+  ms?: number;
+}
+
 export interface ParallelConfig {
   /** Requests decoded together (slots); each gets n_ctx / n_parallel tokens. Default 2, at most 32. */
   n_parallel?: number;
   /** Tokens per decode step, at most (prompt chunks and generated tokens). Default: the context's n_batch. */
   n_batch?: number;
+}
+
+/** tokenize() on a vocabulary: options checked, special tokens as asked. */
+function tokenizeWith(vocab: Vocab, text: string, o: TokenizeOptions): number[] {
+  if (typeof text !== 'string') throw optionError('text', text, 'must be a string');
+  if (o === null || typeof o !== 'object') throw optionError('options', o, 'must be an object');
+  return vocab.encode(text, {
+    addSpecial: boolOption('add_special', o.add_special, false),
+    parseSpecial: boolOption('parse_special', o.parse_special, false),
+  });
+}
+
+/** detokenize() on a vocabulary: every id checked, special tokens rendered. */
+function detokenizeWith(vocab: Vocab, tokens: ArrayLike<number>): string {
+  const ids = Array.from(tokens ?? []);
+  const n = vocab.nTokens;
+  for (const t of ids) {
+    if (!Number.isInteger(t) || t < 0 || t >= n) throw optionError('tokens', t, `token ids must be 0..${n - 1}`);
+  }
+  return vocab.decode(ids, { renderSpecial: true });
 }
 
 export class EngineContext {
@@ -659,12 +699,7 @@ export class EngineContext {
 
   tokenize(text: string, o: TokenizeOptions = {}): number[] {
     this.check();
-    if (typeof text !== 'string') throw optionError('text', text, 'must be a string');
-    if (o === null || typeof o !== 'object') throw optionError('options', o, 'must be an object');
-    return this.vocab.encode(text, {
-      addSpecial: boolOption('add_special', o.add_special, false),
-      parseSpecial: boolOption('parse_special', o.parse_special, false),
-    });
+    return tokenizeWith(this.vocab, text, o);
   }
 
   /** Each token's text as bytes (a byte string: one char per byte). */
@@ -674,12 +709,7 @@ export class EngineContext {
 
   detokenize(tokens: ArrayLike<number>): string {
     this.check();
-    const ids = Array.from(tokens ?? []);
-    const n = this.vocab.nTokens;
-    for (const t of ids) {
-      if (!Number.isInteger(t) || t < 0 || t >= n) throw optionError('tokens', t, `token ids must be 0..${n - 1}`);
-    }
-    return this.vocab.decode(ids, { renderSpecial: true });
+    return detokenizeWith(this.vocab, tokens);
   }
 
   /** Runs one request as a unit of the batcher; resolves with its result. */
@@ -710,7 +740,7 @@ export class EngineContext {
             ...(this.grammarLimits ? { grammarLimits: this.grammarLimits } : {}),
           },
           o,
-          { nCtx: b.options.nCtxSeq, ctxShift: b.options.ctxShift },
+          { nCtx: b.options.nCtxSeq, ctxShift: b.options.ctxShift, nBatch: b.options.nBatch },
           prepare.signal,
         );
       } catch (e) {
@@ -721,10 +751,40 @@ export class EngineContext {
         this.preparing.delete(prepare);
       }
       this.check();
-      const unit = new GenerationUnit(prepared, this.vocab, hooks, id, this.unitSettings(o));
+      hooks.onPrompt?.({
+        n_prompt_tokens: prepared.prompt.length,
+        ...(prepared.prefixKey !== undefined ? { prefix_key: prepared.prefixKey } : {}),
+      });
+      const n = prepared.nCmpl;
+      if (n > b.options.slots) {
+        throw new LlamaError(
+          'ERR_OPTION',
+          `n_cmpl = ${n}: ${n} completions of one prompt need ${n} slots; ${b.options.slots === 1 ? 'use ctx.parallel with' : 'raise'} n_parallel ≥ ${n}`,
+        );
+      }
+      // (followers decode with the leader's adapters: they copy its cache)
+      const settings = this.unitSettings(o);
+      // n_cmpl: one prompt, n samplers (a fixed seed gives choice i seed + i)
+      const followers: GenerationUnit[] = [];
+      for (let i = 1; i < n; i++) {
+        const p = prepared.chain.params;
+        const seed = p.seed === DEFAULT_SEED ? DEFAULT_SEED : (p.seed + i) >>> 0;
+        const chain = buildSamplingChain({ ...p, seed }, this.vocab, prepared.chain.grammar?.clone());
+        const f = new GenerationUnit({ ...prepared, chain }, this.vocab, hooks, id, settings);
+        f.choiceIndex = i;
+        followers.push(f);
+      }
+      const unit = new GenerationUnit(prepared, this.vocab, hooks, id, settings);
+      if (n > 1) {
+        unit.choiceIndex = 0;
+        for (const f of followers) f.leader = unit;
+        unit.followers.push(...followers);
+      }
       onUnit?.(unit);
       b.submit(unit);
-      return await unit.done;
+      if (n === 1) return await unit.done;
+      const results = await Promise.all([unit.done, ...followers.map((f) => f.done)]);
+      return { ...results[0]!, choices: results };
     } catch (e) {
       throw asLlamaError(e);
     }
@@ -836,11 +896,50 @@ export class EngineContext {
     if (!r) return;
     r.stopped = true;
     r.prepare.abort();
-    if (r.unit) this.batcher?.cancel(r.unit);
+    if (r.unit) for (const u of [r.unit, ...r.unit.followers]) this.batcher?.cancel(u);
   }
 
   parallelStatus(): BatcherStatus {
     return this.generator().status();
+  }
+
+  /**
+   * A parallel slot's cache: saved to a file (its tokens and K/V, the session format),
+   * restored from one, or erased. The slot must be idle; it is held meanwhile.
+   */
+  async slotAction(action: 'save' | 'restore' | 'erase', slot: number, path?: string): Promise<SlotActionResult> {
+    const b = this.generator();
+    if (this.nParallel === 0)
+      throw new LlamaError('ERR_CONTEXT', 'parallel mode is not enabled: call parallel.enable() first');
+    if (!Number.isInteger(slot) || slot < 0) throw optionError('id_slot', slot, 'must be a slot number');
+    if (action !== 'erase' && (typeof path !== 'string' || path === ''))
+      throw optionError('path', path, 'must be a file path');
+    const t0 = performance.now();
+    try {
+      return await b.withSlot(slot, (seq) =>
+        this.engine.compute(async () => {
+          if (action === 'erase') {
+            const n = seq.tokens.length;
+            this.ctx.seqRm(seq.seq, -1, -1);
+            seq.tokens = [];
+            seq.lora = undefined;
+            return { id_slot: slot, n_erased: n };
+          }
+          if (action === 'save') {
+            await saveSession(path!, this.ctx, seq.tokens, this.shared.identity, seq.seq);
+            return { id_slot: slot, n_saved: seq.tokens.length, ms: performance.now() - t0 };
+          }
+          seq.tokens = [];
+          const tokens = await loadSession(path!, this.ctx, this.shared.identity, seq.seq);
+          seq.tokens = tokens;
+          // (a slot file does not name adapters, as llama-server's: its cache counts as the context's default set's)
+          seq.lora = loraKey(this.defaultLoras());
+          return { id_slot: slot, n_restored: tokens.length, ms: performance.now() - t0 };
+        }),
+      );
+    } catch (e) {
+      throw asLlamaError(e);
+    }
   }
 
   // ---- embeddings ----
@@ -983,6 +1082,149 @@ export class EngineContext {
     if (this.draftModel) this.engine.releaseModel(this.draftModel);
     this.engine.forget(this);
     this.engine.releaseModel(this.shared);
+  }
+}
+
+/**
+ * A context on a model's vocabulary alone (llama.node's vocab_only): the GGUF header is
+ * read (vocabulary, metadata, chat templates), no weights and no architecture are
+ * needed, so a vocabulary-only file (llama.cpp's ggml-vocab-*.gguf) opens too. It
+ * tokenizes, detokenizes and formats chats; anything that evaluates the model is an
+ * ERR_CONTEXT error (llama.node answers completion() with an empty result instead).
+ */
+export class VocabOnlyContext {
+  onStatus: ((s: BatcherStatus) => void) | undefined;
+  private released = false;
+
+  private constructor(
+    private readonly engine: Engine,
+    readonly vocab: Vocab,
+    readonly info: ContextInfo,
+  ) {}
+
+  static open(engine: Engine, o: EngineModelOptions): VocabOnlyContext {
+    if (!existsSync(o.model)) throw new LlamaError('ERR_MODEL', `model file not found: ${o.model}`);
+    if (!statSync(o.model).isFile()) throw new LlamaError('ERR_MODEL', `model path is not a file: ${o.model}`);
+    const file = openGGUF(o.model);
+    try {
+      const arch = file.getString('general.architecture', 'unknown');
+      const vocab = Vocab.fromGGUF(file);
+      const train = file.getInt(`${arch}.context_length`, 0);
+      const templates = templateTexts(file, vocab);
+      const info: ContextInfo = {
+        systemInfo: systemInfo([], 0),
+        model: {
+          desc: `${arch} (vocab only)`,
+          size: 0,
+          fileSize: file.fileSize,
+          nEmbd: file.getInt(`${arch}.embedding_length`, 0),
+          nParams: 0,
+          nVocab: vocab.nTokens,
+          vocabType: vocab.type,
+          nCtxTrain: train,
+          metadata: metadataStrings(file),
+          arch,
+        },
+        templates: o.chat_template ? { ...templates, override: o.chat_template } : templates,
+        nCtx: o.n_ctx || (train > 0 ? Math.min(DEFAULT_N_CTX, train) : DEFAULT_N_CTX),
+        nBatch: 0,
+        embeddingOnly: false,
+        loras: [],
+      };
+      return new VocabOnlyContext(engine, vocab, info);
+    } catch (e) {
+      throw asLlamaError(e);
+    } finally {
+      file.close();
+    }
+  }
+
+  private check(): void {
+    if (this.released) throw new LlamaError('ERR_RELEASED', 'the context was released');
+  }
+
+  private noModel(what: string): Promise<never> {
+    try {
+      this.check();
+      throw new LlamaError(
+        'ERR_CONTEXT',
+        `${what} needs the model's weights: this context was loaded with vocab_only (it tokenizes, detokenizes and formats chats)`,
+      );
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  tokenize(text: string, o: TokenizeOptions = {}): number[] {
+    this.check();
+    return tokenizeWith(this.vocab, text, o);
+  }
+
+  pieces(tokens: readonly number[]): string[] {
+    return tokens.map((id) => this.vocab.pieceBytes(id, true));
+  }
+
+  detokenize(tokens: ArrayLike<number>): string {
+    this.check();
+    return detokenizeWith(this.vocab, tokens);
+  }
+
+  completion(_o: LlamaCompletionOptions, _hooks?: UnitHooks, _id?: number): Promise<LlamaCompletionResult> {
+    return this.noModel('completion()');
+  }
+
+  parallelCompletion(_id: number, _o: LlamaCompletionOptions, _hooks?: UnitHooks): Promise<LlamaCompletionResult> {
+    return this.noModel('parallel.completion()');
+  }
+
+  enableParallel(_c: ParallelConfig): Promise<boolean> {
+    return this.noModel('parallel.enable()');
+  }
+
+  disableParallel(): Promise<void> {
+    return this.noModel('parallel.disable()');
+  }
+
+  stopParallel(_id: number): void {}
+
+  parallelStatus(): BatcherStatus {
+    this.check();
+    throw new LlamaError('ERR_CONTEXT', 'parallel mode is not enabled: this context was loaded with vocab_only');
+  }
+
+  slotAction(_action: 'save' | 'restore' | 'erase', _slot: number, _path?: string): Promise<SlotActionResult> {
+    return this.noModel('a slot action');
+  }
+
+  embedding(_text: string | number[], _params?: EmbeddingParams): Promise<{ embedding: Float32Array }> {
+    return this.noModel('embedding()');
+  }
+
+  saveSession(_path: string): Promise<void> {
+    return this.noModel('saveSession()');
+  }
+
+  applyLoraAdapters(_list: unknown): Promise<void> {
+    return this.noModel('applyLoraAdapters()');
+  }
+
+  getLoadedLoraAdapters(): { path: string; scaled: number }[] {
+    this.check();
+    return [];
+  }
+
+  rerank(_query: string, _documents: string[], _params?: RerankParams): Promise<RerankResult[]> {
+    return this.noModel('rerank()');
+  }
+
+  loadSession(_path: string): Promise<SessionLoadResult> {
+    return this.noModel('loadSession()');
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.engine.forget(this);
   }
 }
 

@@ -57,6 +57,7 @@ const CODE_BY_NAME: Record<string, LlamaErrorCode> = {
   SpeculativeError: 'ERR_MODEL',
   AbortError: 'ABORT_ERR',
   UntrustedBusyError: 'ERR_BUSY',
+  SlotBusyError: 'ERR_BUSY',
 };
 
 /** Any thrown value → the data the main thread rebuilds it from. */

@@ -16,7 +16,9 @@ export {
   type LlamaParallelCompletionResult,
   type ParallelConfig,
   type ParallelRequestStatus,
+  type ParallelSlotStatus,
   type ParallelStatus,
+  type PromptInfo,
 } from './parallel.js';
 export { SESSION_VERSION } from './session.js';
 export type * from './types.js';

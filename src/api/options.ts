@@ -81,6 +81,7 @@ export interface EngineModelOptions {
   draft_max: number;
   draft_min: number;
   draft_p_min: number;
+  vocab_only: boolean;
 }
 
 /** llama-server's speculative defaults: 16 tokens at most, no minimum, p-min 0.8. */
@@ -182,6 +183,7 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     draft_max: intOption('draft_max', o.draft_max, DRAFT_DEFAULTS.max, 0),
     draft_min: intOption('draft_min', o.draft_min, DRAFT_DEFAULTS.min, 0),
     draft_p_min: numberOption('draft_p_min', o.draft_p_min, DRAFT_DEFAULTS.pMin, 0, 1),
+    vocab_only: boolOption('vocab_only', o.vocab_only, false),
   };
   if (out.draft_max > MAX_DRAFT) throw optionError('draft_max', out.draft_max, `must be at most ${MAX_DRAFT}`);
   if (out.spec_type === 'draft' && !out.model_draft) {

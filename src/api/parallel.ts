@@ -2,9 +2,9 @@
 // completion() is queued at once and returns its request id, a promise of the result and
 // a stop function; up to n_parallel requests run together on the context's batcher (one
 // decode per step for all of them, in the engine worker), the rest wait in its queue.
-import type { BatcherStatus } from '../generation/index.js';
+import { type BatcherStatus, type PromptInfo, tokenAccumulator } from '../generation/index.js';
 import type { EngineClient, RequestBody } from './client.js';
-import type { ParallelConfig } from './engine.js';
+import type { ParallelConfig, SlotActionResult } from './engine.js';
 import { LlamaError } from './errors.js';
 import { optionError } from './options.js';
 import type {
@@ -32,7 +32,8 @@ export function rankedDocuments(r: readonly RerankResult[], documents: readonly 
 /** What a parallel request is (llama.node's ParallelRequestStatus, plus counters). */
 export type ParallelStatus = BatcherStatus;
 export type ParallelRequestStatus = BatcherStatus['requests'][number];
-export type { ParallelConfig };
+export type ParallelSlotStatus = BatcherStatus['slots'][number];
+export type { ParallelConfig, PromptInfo, SlotActionResult };
 
 export type LlamaParallelCompletionOptions = LlamaCompletionOptions;
 
@@ -111,16 +112,29 @@ export class LlamaParallelAPI {
    * Queues a completion. Returns at once with the request's id, a promise of its result
    * and `stop()`, which ends it (the promise then rejects with ERR_CANCELLED, as
    * llama.node's 'Request cancelled'). `onToken(requestId, token)` streams its text.
+   * llama-ts additions: `onPrompt(requestId, info)` is called once the prompt is rendered
+   * and tokenized, before it is evaluated (its length; with the `prefix_key` option, the
+   * key); `interrupt()` ends the request too, but its promise resolves with what was
+   * generated (`interrupted: true`), as completion() does after stopCompletion().
    */
   async completion(
     options: LlamaParallelCompletionOptions,
     onToken?: (requestId: number, data: LlamaCompletionToken) => void,
-  ): Promise<{ requestId: number; promise: Promise<LlamaParallelCompletionResult>; stop: () => void }> {
+    onPrompt?: (requestId: number, info: PromptInfo) => void,
+  ): Promise<{
+    requestId: number;
+    promise: Promise<LlamaParallelCompletionResult>;
+    stop: () => void;
+    interrupt: () => void;
+  }> {
     this.#port.check();
     if (!this.#enabled) throw notEnabled();
     if (options === null || typeof options !== 'object') throw optionError('options', options, 'must be an object');
     if (onToken !== undefined && typeof onToken !== 'function') {
       throw optionError('onToken', onToken, 'must be a function');
+    }
+    if (onPrompt !== undefined && typeof onPrompt !== 'function') {
+      throw optionError('onPrompt', onPrompt, 'must be a function');
     }
     const signal = options.signal;
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
@@ -129,12 +143,14 @@ export class LlamaParallelAPI {
     let requestId = 0;
     let cancel: (e: LlamaError) => void = () => {};
     let callbackError: unknown;
+    const accumulate = tokenAccumulator();
     const req = this.#request<LlamaParallelCompletionResult>(
       { op: 'parallelCompletion', ctx: this.#port.ctx, options: transferable(options), stream: onToken !== undefined },
       (event, value) => {
-        if (event !== 'token' || callbackError !== undefined) return;
+        if ((event !== 'token' && event !== 'prompt') || callbackError !== undefined) return;
         try {
-          onToken?.(requestId, value as LlamaCompletionToken);
+          if (event === 'prompt') onPrompt?.(requestId, value as PromptInfo);
+          else onToken?.(requestId, accumulate(value as LlamaCompletionToken));
         } catch (e) {
           // a throwing callback ends the request; its promise rejects with the error
           callbackError = e;
@@ -154,6 +170,10 @@ export class LlamaParallelAPI {
       this.#request({ op: 'cancel', ctx: this.#port.ctx, target: requestId }).promise.catch(() => {});
       cancel(new LlamaError('ERR_CANCELLED', 'Request cancelled'));
     };
+    const interrupt = () => {
+      if (stopped) return;
+      this.#request({ op: 'cancel', ctx: this.#port.ctx, target: requestId }).promise.catch(() => {});
+    };
     if (signal?.aborted) stop();
     else signal?.addEventListener('abort', stop, { once: true });
     const promise = Promise.race([req.promise, cancelled])
@@ -163,7 +183,7 @@ export class LlamaParallelAPI {
       })
       .finally(() => signal?.removeEventListener('abort', stop));
     promise.catch(() => {});
-    return { requestId, promise, stop };
+    return { requestId, promise, stop, interrupt };
   }
 
   /** Queues an embedding (computed on the context's embedding sequence, in order). */
@@ -198,6 +218,23 @@ export class LlamaParallelAPI {
     return { requestId: r.id, promise };
   }
 
+  /**
+   * A slot's cache (llama-server's /slots actions, a llama-ts extension): `save` writes its
+   * tokens and K/V to `path` (the session format), `restore` loads them into the slot,
+   * `erase` empties it. The slot must be idle (else ERR_BUSY).
+   */
+  async slotAction(action: 'save' | 'restore' | 'erase', slot: number, path?: string): Promise<SlotActionResult> {
+    this.#port.check();
+    if (!this.#enabled) throw notEnabled();
+    return this.#request<SlotActionResult>({
+      op: 'slotAction',
+      ctx: this.#port.ctx,
+      action,
+      slot,
+      ...(path !== undefined ? { path } : {}),
+    }).promise;
+  }
+
   /** The last status the engine reported (slots, queue, each request's progress). */
   getStatus(): ParallelStatus {
     if (!this.#enabled) throw notEnabled();
@@ -207,6 +244,7 @@ export class LlamaParallelAPI {
         active_slots: 0,
         queued_requests: 0,
         requests: [],
+        slots: [],
         n_decode_total: 0,
         n_tokens_total: 0,
         n_draft_total: 0,

@@ -3,7 +3,8 @@
 // lines) and one final reply. A context is named by the id of the request that loaded it.
 // A completion's stop does not travel as a message: each context shares an Int32 with the
 // worker (the id of the completion to stop), polled before every token step. Parallel
-// requests stop by message ('cancel'), read between steps. In parallel mode the worker
+// requests stop by message ('cancel'), read between steps, and report their prompt
+// ('prompt' event: its length and prefix key) once it is rendered and tokenized. In parallel mode the worker
 // also sends each context's status (slots, queue, counters) as it changes.
 
 import type { BatcherStatus } from '../generation/index.js';
@@ -22,6 +23,7 @@ export type Request =
   | { op: 'parallelCompletion'; id: number; ctx: number; options: LlamaCompletionOptions; stream: boolean }
   | { op: 'cancel'; id: number; ctx: number; target: number }
   | { op: 'parallelStatus'; id: number; ctx: number }
+  | { op: 'slotAction'; id: number; ctx: number; action: 'save' | 'restore' | 'erase'; slot: number; path?: string }
   | { op: 'tokenize'; id: number; ctx: number; text: string; options: TokenizeOptions }
   | { op: 'detokenize'; id: number; ctx: number; tokens: number[] }
   | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }
@@ -35,6 +37,6 @@ export type Request =
 export type Reply =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: SerializedError }
-  | { id: number; event: 'progress' | 'token'; value: unknown }
+  | { id: number; event: 'progress' | 'token' | 'prompt'; value: unknown }
   | { log: [LogLevel, string, string] }
   | { status: number; value: BatcherStatus };

@@ -51,16 +51,18 @@ function sessionError(path: string, message: string): LlamaError {
   return new LlamaError('ERR_SESSION', `session file ${path}: ${message}`);
 }
 
+/** Saves a sequence's tokens and cache (sequence 0: the session; another: a parallel slot). */
 export async function saveSession(
   path: string,
   ctx: Context,
   tokens: readonly number[],
   identity: ModelIdentity,
+  seq = 0,
 ): Promise<void> {
   const memory = ctx.memory;
   if (!memory) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: there is no session to save`);
-  const cells = memory.stateCells(0);
-  if (cells[0] !== tokens.length || memory.seqPosMax(0) + 1 !== tokens.length) {
+  const cells = memory.stateCells(seq);
+  if (cells[0] !== tokens.length || memory.seqPosMax(seq) + 1 !== tokens.length) {
     throw new LlamaError(
       'ERR_INTERNAL',
       `the cache holds ${cells[0]} cells for ${tokens.length} tokens; cannot save a consistent session`,
@@ -105,7 +107,7 @@ export async function saveSession(
     };
     await put(head);
     await put(new Uint8Array(Int32Array.from(tokens).buffer));
-    await memory.stateWrite(0, put);
+    await memory.stateWrite(seq, put);
     await fh.write(hash.digest());
     await fh.close();
     await rename(tmp, target);
@@ -205,8 +207,17 @@ function checkHeader(path: string, h: unknown): SessionHeader {
   return h as SessionHeader;
 }
 
-/** Restores tokens and cache from a session file into `ctx` (cleared first); returns the tokens. */
-export async function loadSession(path: string, ctx: Context, identity: ModelIdentity): Promise<number[]> {
+/**
+ * Restores tokens and cache from a session file into `ctx`, cleared first; returns the
+ * tokens. With `seq`, only that sequence is replaced (a parallel slot): its cells are
+ * dropped and the file's go into free cells, the other sequences' cells untouched.
+ */
+export async function loadSession(
+  path: string,
+  ctx: Context,
+  identity: ModelIdentity,
+  seq?: number,
+): Promise<number[]> {
   const memory = ctx.memory;
   if (!memory)
     throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: sessions need a generative model`);
@@ -285,10 +296,12 @@ export async function loadSession(path: string, ctx: Context, identity: ModelIde
       if (c > 0 && pos.length > n) throw sessionError(path, `cache ${c} holds ${pos.length} cells for ${n} tokens`);
     };
 
-    ctx.clearMemory();
+    // what a failure leaves: nothing of the sequence (all of the memory for a session)
+    const drop = () => (seq === undefined ? ctx.clearMemory() : memory.seqRm(seq, -1, -1));
+    if (seq === undefined) ctx.clearMemory();
     try {
       await memory.stateRead(
-        0,
+        seq ?? 0,
         async (bytes) => {
           const b = await r.read(bytes);
           return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -297,17 +310,17 @@ export async function loadSession(path: string, ctx: Context, identity: ModelIde
         check,
       );
     } catch (e) {
-      ctx.clearMemory();
+      drop();
       if (e instanceof LlamaError) throw e;
       throw sessionError(path, (e as Error).message);
     }
     if (r.at + CHECKSUM_BYTES !== r.size) {
-      ctx.clearMemory();
+      drop();
       throw sessionError(path, `size ${r.size} bytes, expected ${r.at + CHECKSUM_BYTES} (truncated or corrupt)`);
     }
     const sum = await r.read(CHECKSUM_BYTES, false);
     if (!sum.equals(r.digest())) {
-      ctx.clearMemory();
+      drop();
       throw sessionError(path, 'checksum mismatch: the file was changed or damaged after it was saved');
     }
     return Array.from(tokens);

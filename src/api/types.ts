@@ -53,6 +53,13 @@ export interface LlamaModelOptions {
   /** Chat template (Jinja text or a built-in format name) replacing the model's. */
   chat_template?: string;
   /**
+   * Read the vocabulary, metadata and chat templates only, no weights (llama.node's
+   * vocab_only): tokenize, detokenize, getFormattedChat and getModelInfo work, on any
+   * GGUF with a vocabulary (llama.cpp's ggml-vocab-*.gguf too); completion, embedding,
+   * sessions and parallel mode are ERR_CONTEXT errors.
+   */
+  vocab_only?: boolean;
+  /**
    * llama-ts: bounds on rendering a chat template (time, output characters, list items;
    * TemplateLimits' defaults: 5 s, 16 Mi characters, 100,000 items) and on compiling a
    * grammar or JSON schema (GrammarLimits, timeMs default 10 s). Both run on a bounded,

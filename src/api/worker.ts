@@ -3,7 +3,7 @@
 // main thread only posts requests and receives tokens and results.
 import { parentPort } from 'node:worker_threads';
 import { setLogCallback } from '../log.js';
-import { Engine, type EngineContext, readModelInfo } from './engine.js';
+import { Engine, type EngineContext, readModelInfo, type VocabOnlyContext } from './engine.js';
 import { LlamaError, serializeError } from './errors.js';
 import type { Reply, Request } from './protocol.js';
 
@@ -14,10 +14,10 @@ const post = (r: Reply) => port.postMessage(r);
 setLogCallback((level, message, source) => post({ log: [level, message, source] }));
 
 const engine = new Engine();
-const contexts = new Map<number, { ec: EngineContext; stop: Int32Array }>();
+const contexts = new Map<number, { ec: EngineContext | VocabOnlyContext; stop: Int32Array }>();
 const loads = new Map<number, AbortController>();
 
-function context(id: number): { ec: EngineContext; stop: Int32Array } {
+function context(id: number): { ec: EngineContext | VocabOnlyContext; stop: Int32Array } {
   const c = contexts.get(id);
   if (!c) throw new LlamaError('ERR_RELEASED', 'the context was released');
   return c;
@@ -30,20 +30,23 @@ async function handle(m: Request): Promise<unknown> {
       loads.set(m.id, ac);
       let last = -1;
       try {
-        const ec = await engine.createContext(m.options, {
-          signal: ac.signal,
-          ...(m.progress
-            ? {
-                onProgress: (f: number) => {
-                  // at most one event per percent
-                  const pct = Math.floor(f * 100);
-                  if (pct === last) return;
-                  last = pct;
-                  post({ id: m.id, event: 'progress', value: f });
-                },
-              }
-            : {}),
-        });
+        const ec = m.options.vocab_only
+          ? engine.openVocabOnly(m.options)
+          : await engine.createContext(m.options, {
+              signal: ac.signal,
+              ...(m.progress
+                ? {
+                    onProgress: (f: number) => {
+                      // at most one event per percent
+                      const pct = Math.floor(f * 100);
+                      if (pct === last) return;
+                      last = pct;
+                      post({ id: m.id, event: 'progress', value: f });
+                    },
+                  }
+                : {}),
+            });
+        if (m.options.vocab_only && m.progress) post({ id: m.id, event: 'progress', value: 1 });
         contexts.set(m.id, { ec, stop: new Int32Array(m.stop) });
         ec.onStatus = (value) => post({ status: m.id, value });
         return ec.info;
@@ -71,11 +74,10 @@ async function handle(m: Request): Promise<unknown> {
       return context(m.ctx).ec.disableParallel();
     case 'parallelCompletion': {
       const { ec } = context(m.ctx);
-      const r = await ec.parallelCompletion(
-        m.id,
-        m.options,
-        m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {},
-      );
+      const r = await ec.parallelCompletion(m.id, m.options, {
+        onPrompt: (p) => post({ id: m.id, event: 'prompt', value: p }),
+        ...(m.stream ? { onToken: (t) => post({ id: m.id, event: 'token', value: t }) } : {}),
+      });
       // as llama.node's parallel results: the timings also say how much of the prompt was cached
       return { ...r, requestId: m.id, timings: { ...r.timings, cache_n: r.tokens_cached } };
     }
@@ -84,6 +86,8 @@ async function handle(m: Request): Promise<unknown> {
       return undefined;
     case 'parallelStatus':
       return context(m.ctx).ec.parallelStatus();
+    case 'slotAction':
+      return context(m.ctx).ec.slotAction(m.action, m.slot, m.path);
     case 'tokenize': {
       const ec = context(m.ctx).ec;
       const tokens = ec.tokenize(m.text, m.options);

@@ -6,6 +6,7 @@ import type { GGUFFile } from '../gguf/index.js';
 import { logger } from '../log.js';
 import type { Vocab } from '../vocab/index.js';
 import { extractMedia } from './messages.js';
+import { THINK_END, THINK_START, templateThinks, thinkingForcedOpen } from './reasoning.js';
 import {
   ChatTemplate,
   type JinjaRenderer,
@@ -51,7 +52,7 @@ export function isJinjaSupported(templates: ChatTemplates): boolean {
  * `chat_format` numbers in formatted-chat results: 0 is plain content (no tool-call parsing);
  * the others name how tool calls are parsed from the reply.
  */
-export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes'] as const;
+export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes', 'harmony'] as const;
 export type ChatFormatName = (typeof CHAT_FORMATS)[number];
 
 export function chatFormatOf(format: ToolCallFormat): number {
@@ -65,11 +66,19 @@ export interface GetFormattedChatParams {
   parallel_tool_calls?: boolean;
   tool_choice?: string;
   enable_thinking?: boolean;
+  /** Passed to templates that use it (gpt-oss: 'low', 'medium', 'high'). */
+  reasoning_effort?: string;
   add_generation_prompt?: boolean;
   now?: string | number;
   chat_template_kwargs?: Record<string, unknown>;
   /** Bounds on the template's render (default: DEFAULT_TEMPLATE_LIMITS). */
   limits?: TemplateLimits;
+  /**
+   * With tools, when the template has no call syntax of its own (llama.cpp's generic
+   * format): tell the model in the system message to answer in JSON (as llama-server
+   * does; llama.node's getFormattedChat does not). The generation unit sets it.
+   */
+  generic_tool_system?: boolean;
 }
 
 export interface FormattedChatResult {
@@ -83,8 +92,29 @@ export interface FormattedChatResult {
   grammar_lazy?: boolean;
   grammar_triggers?: Array<{ type: number; value: string; token: number }>;
   thinking_forced_open?: boolean;
+  /** The template's reasoning tags, when it writes reasoning blocks. */
+  thinking_start_tag?: string;
+  thinking_end_tag?: string;
   preserved_tokens?: string[];
   additional_stops?: string[];
+}
+
+/**
+ * llama.cpp's generic tool format (templates with no call syntax of their own): the reply
+ * is JSON, and the model is told so in the system message.
+ */
+export const GENERIC_TOOL_SYSTEM =
+  "Respond in JSON format, either with `tool_call` (a request to call tools) or with `response` reply to the user's request";
+
+/** Messages with `text` added to the system message (a new one first when there is none), as llama.cpp's add_system. */
+export function addSystem(messages: readonly ChatMessage[], text: string): ChatMessage[] {
+  const first = messages[0];
+  if (first?.role === 'system') {
+    const existing =
+      typeof first.content === 'string' ? first.content : typeof first.text === 'string' ? first.text : '';
+    return [{ ...first, content: existing ? `${existing}\n\n${text}` : text, text: undefined }, ...messages.slice(1)];
+  }
+  return [{ role: 'system', content: text }, ...messages];
 }
 
 /** What getFormattedChat decides before rendering: a finished built-in result, or a Jinja render to do. */
@@ -106,7 +136,9 @@ function planFormattedChat(
   template: string | undefined,
   params: GetFormattedChatParams,
 ): ChatPlan {
-  const { messages: chat, has_media, media_paths } = extractMedia(messages);
+  const media = extractMedia(messages);
+  let chat = media.messages;
+  const { has_media, media_paths } = media;
   const useJinja = isJinjaSupported(templates) && (params.jinja ?? true);
   const tools = params.tools && params.tools.length > 0 ? params.tools : undefined;
   const base = templates.default;
@@ -117,6 +149,10 @@ function planFormattedChat(
   } else if (tools && templates.toolUse?.hasJinja) tmpl = templates.toolUse;
   else tmpl = base;
   const addGenerationPrompt = params.add_generation_prompt ?? true;
+  // a template with no call syntax: llama.cpp's generic JSON replies, which the model is told about
+  if (tools && params.generic_tool_system && (!useJinja || tmpl.toolCallFormat === 'generic')) {
+    chat = addSystem(chat, GENERIC_TOOL_SYSTEM);
+  }
 
   if (!useJinja) {
     if (tmpl.hasJinja && !tmpl.builtinDetected) {
@@ -130,6 +166,9 @@ function planFormattedChat(
   }
 
   const context: Record<string, unknown> = { enable_thinking: params.enable_thinking ?? true };
+  if (params.reasoning_effort !== undefined) context.reasoning_effort = params.reasoning_effort;
+  if (params.tool_choice !== undefined) context.tool_choice = params.tool_choice;
+  if (params.parallel_tool_calls !== undefined) context.parallel_tool_calls = params.parallel_tool_calls;
   if (params.chat_template_kwargs) Object.assign(context, params.chat_template_kwargs);
   const opts: RenderOptions = {
     addGenerationPrompt,
@@ -144,7 +183,10 @@ function planFormattedChat(
 function finishFormattedChat(plan: Exclude<ChatPlan, { done: FormattedChatResult }>, res: RenderResult) {
   const { tmpl, tools, has_media, media_paths } = plan;
   if (res.format !== 'jinja') return { type: 'llama-chat' as const, prompt: res.prompt, has_media, media_paths };
-  const toolFormat = tools ? tmpl.toolCallFormat : undefined;
+  // a harmony reply always needs parsing (its channels), tools or not
+  const toolFormat = tools || tmpl.toolCallFormat === 'harmony' ? tmpl.toolCallFormat : undefined;
+  // as llama.cpp: whether the generation prompt opens a <think> block
+  const thinks = tmpl.source !== undefined && templateThinks(tmpl.source);
   const out: FormattedChatResult = {
     type: 'jinja',
     prompt: res.prompt,
@@ -154,8 +196,13 @@ function finishFormattedChat(plan: Exclude<ChatPlan, { done: FormattedChatResult
     grammar: '',
     grammar_lazy: false,
     grammar_triggers: [],
-    thinking_forced_open: false,
-    preserved_tokens: toolFormat === 'hermes' ? ['<tool_call>', '</tool_call>'] : [],
+    thinking_forced_open: thinks && plan.opts.addGenerationPrompt !== false && thinkingForcedOpen(res.prompt),
+    ...(thinks ? { thinking_start_tag: THINK_START, thinking_end_tag: THINK_END } : {}),
+    preserved_tokens: [
+      ...(toolFormat === 'hermes' ? ['<tool_call>', '</tool_call>'] : []),
+      ...(toolFormat === 'harmony' ? ['<|channel|>', '<|constrain|>', '<|message|>', '<|start|>', '<|end|>'] : []),
+      ...(thinks ? [THINK_START, THINK_END] : []),
+    ],
     additional_stops: [],
   };
   return out;

@@ -1,18 +1,21 @@
 // Chat: templates (Jinja and built-in formats), llama.node's getFormattedChat, tool calls.
 export { applyBuiltin, BUILTIN_FORMATS, type BuiltinFormat, detectBuiltin, isBuiltinFormat } from './builtin.js';
 export {
+  addSystem,
   CHAT_FORMATS,
   type ChatFormatName,
   type ChatTemplates,
   chatFormatOf,
   type FormattedChatResult,
   formatChat,
+  GENERIC_TOOL_SYSTEM,
   type GetFormattedChatParams,
   getFormattedChat,
   isJinjaSupported,
   loadChatTemplates,
   parseChatOutput,
 } from './format.js';
+export { isHarmonyTemplate, type ParsedHarmony, parseHarmony } from './harmony.js';
 export {
   ChatMessageError,
   extractMedia,
@@ -22,6 +25,17 @@ export {
   plainMessages,
   templateMessages,
 } from './messages.js';
+export {
+  applyChatDelta,
+  type ChatDelta,
+  type ChatOutput,
+  type ChatOutputOptions,
+  ChatOutputParser,
+  type ChatToolCallDelta,
+  chatDelta,
+} from './output.js';
+export { compactJson, partialString } from './partial-json.js';
+export { splitReasoning, THINK_END, THINK_START, templateThinks, thinkingForcedOpen } from './reasoning.js';
 export { strftime } from './strftime.js';
 export {
   ChatTemplate,
@@ -46,4 +60,5 @@ export {
   scanJson,
   type ToolCallFormat,
 } from './tool-calls.js';
+export { type ToolGrammar, type ToolGrammarRequest, type ToolGrammarTrigger, toolCallGrammar } from './tool-grammar.js';
 export type { ChatMessage, ChatMessagePart, PlainMessage, Tool, ToolCall, ToolCallInput } from './types.js';

@@ -3,39 +3,27 @@
 //   llama3   {"name": …, "parameters": {…}} as the whole reply, or after <|python_tag|>
 //            (Llama 3.1/3.2; `<|python_tag|>tool.call(k="v")` builtin calls, bare code → python)
 //   mistral  [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}] or [TOOL_CALLS]name[ARGS]{…}
+//   harmony  gpt-oss's channels (harmony.ts): analysis → reasoning, final → content,
+//            commentary to=functions.NAME → calls
 // Output that does not parse as a call is left in `content` untouched.
-import { randomBytes } from 'node:crypto';
-import type { ToolCall } from './types.js';
+import { randomToolCallId } from './call-id.js';
+import { parseHarmony } from './harmony.js';
+import type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
 
-export type ToolCallFormat = 'hermes' | 'llama3' | 'mistral' | 'generic';
+export { randomToolCallId } from './call-id.js';
+export type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
+
+export type ToolCallFormat = 'hermes' | 'llama3' | 'mistral' | 'generic' | 'harmony';
 
 /** The tool-call format a chat template teaches its model, by markers in its text. */
 export function detectToolCallFormat(template: string | undefined): ToolCallFormat {
   if (!template) return 'generic';
+  if (template.includes('<|channel|>') && template.includes('<|message|>')) return 'harmony';
   if (template.includes('<tool_call>')) return 'hermes';
   if (template.includes('[TOOL_CALLS]')) return 'mistral';
   if (template.includes('<|python_tag|>')) return 'llama3';
   if (template.includes('<|start_header_id|>') && template.includes('"parameters"')) return 'llama3';
   return 'generic';
-}
-
-export interface ParsedToolCalls {
-  /** The reply's text without its tool calls (the whole text when none parsed). */
-  content: string;
-  tool_calls: ToolCall[];
-}
-
-export interface ParseToolCallsOptions {
-  /** Id for a call that has none; default: 9 random letters and digits (Mistral's form). */
-  makeId?: () => string;
-}
-
-const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-
-export function randomToolCallId(): string {
-  let id = '';
-  for (const b of randomBytes(9)) id += ALNUM[b % ALNUM.length];
-  return id;
 }
 
 interface RawCall {
@@ -226,7 +214,7 @@ function parseGenericJson(text: string): Found | undefined {
   return { content: typeof v.content === 'string' ? v.content : '', calls };
 }
 
-const PARSERS: Record<Exclude<ToolCallFormat, 'generic'>, (text: string) => Found | undefined> = {
+const PARSERS: Record<Exclude<ToolCallFormat, 'generic' | 'harmony'>, (text: string) => Found | undefined> = {
   hermes: parseHermes,
   mistral: parseMistral,
   llama3: parseLlama3,
@@ -241,6 +229,7 @@ export function parseToolCalls(
   format: ToolCallFormat = 'generic',
   opts: ParseToolCallsOptions = {},
 ): ParsedToolCalls {
+  if (format === 'harmony') return parseHarmony(text, opts);
   let found: Found | undefined;
   if (format === 'generic') {
     found = parseHermes(text) ?? parseMistral(text) ?? parseLlama3(text) ?? parseGenericJson(text);

@@ -43,3 +43,17 @@ export interface Tool {
 
 /** A message reduced to role and flat text: what the built-in formats take. */
 export type PlainMessage = { role: string; content: string };
+
+/** A model reply split into its text and its tool calls (chat/tool-calls.ts). */
+export interface ParsedToolCalls {
+  /** The reply's text without its tool calls (the whole text when none parsed). */
+  content: string;
+  tool_calls: ToolCall[];
+  /** The model's reasoning, for formats that keep it apart (harmony's analysis channel). */
+  reasoning_content?: string;
+}
+
+export interface ParseToolCallsOptions {
+  /** Id for a call that has none; default: 9 random letters and digits (Mistral's form). */
+  makeId?: () => string;
+}

@@ -24,7 +24,9 @@ import {
 const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 
 An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/embeddings,
-/v1/rerank, /v1/models, /health, /metrics, /tokenize, /detokenize, /lora-adapters.
+/v1/rerank, /v1/models, /health, /metrics, /slots, /tokenize, /detokenize, /lora-adapters. It
+listens at once and answers 503 (/health: {"status":"loading model"}) until the model is
+loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.md).
 
   -m, --model FILE|hf://REPO/FILE.gguf   the GGUF model (default: ${'Qwen2.5-0.5B-Instruct Q4_K_M'},
                           downloaded on first use)
@@ -46,6 +48,9 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --timeout SECONDS   to receive a whole request, and for a connection where nothing
                           moves while the server waits on the client (default 600)
       --max-connections N open connections at most (default 512); beyond: 503, closed
+      --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long requests in flight may
+                          finish (default 30); then streams end with finish_reason
+                          "abort". A second signal exits at once.
       --alias NAME        the model name reported by /v1/models
       --embeddings        serve /v1/embeddings with a generative model too
       --reranking, --rerank  serve /v1/rerank (a model with pooling_type rank does anyway)
@@ -53,6 +58,7 @@ An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/emb
       --swa-full          sliding-window layers get a full-size KV cache (any cached prefix
                           stays reusable; more memory)
       --chat-template T   chat template override (Jinja text or a built-in name)
+      --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
@@ -77,6 +83,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let maxBodyMemory: number;
   let timeout: number;
   let maxConnections: number;
+  let shutdownTimeout: number;
   let apiKey: string | undefined;
   try {
     const adapters = extractAdapterArgs(argv);
@@ -103,6 +110,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     }
     timeout = intOption('--timeout', o.timeout, 600, 1);
     maxConnections = intOption('--max-connections', o['max-connections'], 512, 1);
+    shutdownTimeout = intOption('--shutdown-timeout', o['shutdown-timeout'], 30, 0);
     apiKey = apiKeyOption(o['api-key'], process.env.LLAMA_API_KEY);
     if (o['log-level'] !== undefined && !(o['log-level'] in RANK)) {
       throw new UsageError(`--log-level must be debug, info, warn or error`);
@@ -127,7 +135,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       cacheDir: o['cache-dir'],
       useDefault: true,
     });
-    server = await LlamaServer.start({
+    server = await LlamaServer.listen({
       model,
       host: o.host ?? '127.0.0.1',
       port,
@@ -148,6 +156,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(o.alias !== undefined ? { alias: o.alias } : {}),
       ...(o.embeddings ? { embeddings: true } : {}),
       ...(o['chat-template'] !== undefined ? { chatTemplate: o['chat-template'] } : {}),
+      shutdownTimeout,
+      ...(o['slot-save-path'] !== undefined ? { slotSavePath: o['slot-save-path'] } : {}),
       ...(extras.lora_list ? { lora: extras.lora_list as { path: string; scaled: number }[] } : {}),
       ...(extras.model_draft !== undefined ? { modelDraft: extras.model_draft as string } : {}),
       ...(extras.spec_type !== undefined ? { specType: extras.spec_type as 'draft' | 'ngram' } : {}),
@@ -156,16 +166,34 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(extras.draft_p_min !== undefined ? { draftPMin: extras.draft_p_min as number } : {}),
       ...(o.reranking ? { reranking: true } : {}),
     });
-    process.stderr.write(`llama-ts serve: listening on ${server.url}\n`);
+    process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        process.stderr.write('llama-ts serve: shutting down\n');
-        s.close().then(resolve, resolve);
+    // the first SIGTERM / SIGINT drains (graceful shutdown); a second one exits at once
+    let signals = 0;
+    const stopped = new Promise<void>((resolve) => {
+      const onSignal = (sig: NodeJS.Signals) => {
+        signals++;
+        if (signals > 1) {
+          process.stderr.write(`llama-ts serve: ${sig} again: exiting now\n`);
+          process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+        }
+        process.stderr.write(
+          `llama-ts serve: ${sig}: shutting down (requests in flight have ${shutdownTimeout} s; a second signal exits now)\n`,
+        );
+        s.shutdown().then(resolve, resolve);
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
     });
+    try {
+      await s.load();
+      process.stderr.write(`llama-ts serve: ready on ${s.url}\n`);
+    } catch (e) {
+      // a signal while loading: not a failure
+      if (s.state === 'failed') throw e;
+    }
+    await stopped;
+    process.stderr.write('llama-ts serve: stopped\n');
     return 0;
   } catch (e) {
     if (e instanceof UsageError) return usageError('serve', HELP, e.message);
@@ -211,11 +239,13 @@ function parse(argv: string[]) {
       'max-body-memory': { type: 'string' },
       timeout: { type: 'string' },
       'max-connections': { type: 'string' },
+      'shutdown-timeout': { type: 'string' },
       alias: { type: 'string' },
       embeddings: { type: 'boolean' },
       'no-context-shift': { type: 'boolean' },
       'swa-full': { type: 'boolean' },
       'chat-template': { type: 'string' },
+      'slot-save-path': { type: 'string' },
       'log-level': { type: 'string' },
       reranking: { type: 'boolean' },
       ...SPECULATIVE_OPTIONS,

@@ -1,13 +1,19 @@
 // The batcher: N generation units over one context, one decode per step (continuous
 // batching, as llama-server's slots). Each of the N sequences of the context is a slot:
 // it keeps the tokens its memory holds between requests, and a queued unit goes to the
-// free slot whose cached tokens share the longest prefix with its prompt. Every step
+// free slot where its prompt reuses more cached tokens than it discards (chooseSlot),
+// else an empty one, else the one used least recently: a conversation returns to its
+// own slot, and a new one evicts the slot most likely abandoned, not a conversation that
+// just ran because it shares a template or system prompt with it. Every step
 // gathers one batch (one token per generating unit, then prompt chunks up to n_batch:
 // prompts and generated tokens share the batch), decodes it once, and gives each unit
 // its row of logits. Between steps the event loop runs (new requests, stops, I/O).
 //
 // The library's completion() is one unit on a batcher of one slot; its parallel API and
-// the server are N units on a batcher of N slots.
+// the server are N units on a batcher of N slots. A unit may ask for one slot (id_slot:
+// it waits for that one, others pass it); a unit with followers (n_cmpl: completions of
+// one prompt) takes a slot for each at once, evaluates the prompt alone, and its cache
+// cells and logits are copied to each follower when its last prompt token is decoded.
 //
 // Units that apply different LoRA adapters are not decoded together (the graph applies one
 // set): each step serves one set, taking turns. With a drafter (speculative decoding), a
@@ -17,6 +23,7 @@
 import { logger } from '../log.js';
 import type { Context } from '../model/index.js';
 import type { Draft, Drafter, DraftRequest } from '../speculative/index.js';
+import { OptionError } from './errors.js';
 import type { SequenceMemory } from './memory.js';
 import type { GenerationUnit, Sequence } from './unit.js';
 
@@ -58,6 +65,25 @@ export interface RequestStatus {
   prompt_ms: number;
   generation_ms: number;
   tokens_per_second: number;
+  /** llama-ts: the slot the request runs in (-1 while queued). */
+  id_slot: number;
+}
+
+/** One slot: what it runs and what its memory holds (the server's /slots and /metrics). */
+export interface SlotStatus {
+  /** The slot's sequence id. */
+  id: number;
+  /** Tokens of context it may hold. */
+  n_ctx: number;
+  is_processing: boolean;
+  /** The request it runs (its status's request_id), or -1. */
+  request_id: number;
+  state: 'idle' | 'processing_prompt' | 'generating';
+  /** Tokens its memory holds: the cached prefix the next request on it may reuse. */
+  n_cached: number;
+  /** The running request's prompt tokens, and tokens generated so far (0 when idle). */
+  n_prompt_tokens: number;
+  n_decoded: number;
 }
 
 export interface BatcherStatus {
@@ -65,6 +91,8 @@ export interface BatcherStatus {
   active_slots: number;
   queued_requests: number;
   requests: RequestStatus[];
+  /** Every slot, by id (a llama-ts addition to llama.node's status). */
+  slots: SlotStatus[];
   n_decode_total: number;
   n_tokens_total: number;
   /** Speculative decoding: tokens drafted, and accepted. */
@@ -74,6 +102,65 @@ export interface BatcherStatus {
 
 interface Slot extends Sequence {
   unit: GenerationUnit | undefined;
+  /** When it last took a unit (the batcher's count of assignments; 0: never). */
+  lastUsed: number;
+  /** Held by withSlot (a save or restore): no unit is assigned to it meanwhile. */
+  held?: boolean;
+}
+
+/**
+ * How much a prompt gains from a slot: the cached tokens it reuses (its common prefix
+ * with the slot's tokens) less the cached tokens it would discard. A conversation's next
+ * turn scores about its whole history on its own slot; an unrelated prompt scores 0 on
+ * an empty slot and less on one holding another conversation.
+ */
+export function slotScore(commonPrefix: number, cached: number): number {
+  return commonPrefix - (cached - commonPrefix);
+}
+
+/** A free slot as chooseSlot sees it. */
+export interface SlotCandidate {
+  /** Tokens the prompt shares with the slot's cached tokens (from the start). */
+  commonPrefix: number;
+  /** Tokens the slot's memory holds. */
+  cached: number;
+  /** When it last took a unit (a count of assignments; 0: never). */
+  lastUsed: number;
+}
+
+/**
+ * The index of the slot a prompt goes to: the one where it gains most (slotScore > 0;
+ * ties: the least recently used), else an empty one, else the least recently used. When
+ * no slot gains, recency decides, not the tokens a slot would lose: with a shared system
+ * prompt, a new conversation loses fewer tokens on an active conversation's slot than on
+ * an older, shorter one's, and taking it would cascade (that conversation's next turn
+ * takes another's). llama-server: the longest prefix over 10% of the prompt, else the
+ * least recently used slot, which lets a shared system prompt pull a new conversation
+ * onto an active one's slot.
+ */
+export function chooseSlot(candidates: readonly SlotCandidate[]): number {
+  let best = -1;
+  let bestScore = 0;
+  for (const [i, c] of candidates.entries()) {
+    const score = slotScore(c.commonPrefix, c.cached);
+    if (score > bestScore || (score === bestScore && best >= 0 && c.lastUsed < candidates[best]!.lastUsed)) {
+      best = i;
+      bestScore = score;
+    }
+  }
+  if (best >= 0) return best;
+  for (const [i, c] of candidates.entries()) {
+    if (best < 0) best = i;
+    const b = candidates[best]!;
+    const emptier = (c.cached === 0 ? 0 : 1) - (b.cached === 0 ? 0 : 1);
+    if (emptier < 0 || (emptier === 0 && c.lastUsed < b.lastUsed)) best = i;
+  }
+  return best;
+}
+
+/** A slot asked for by a save or restore is running a request. */
+export class SlotBusyError extends Error {
+  override name = 'SlotBusyError';
 }
 
 export class Batcher {
@@ -85,6 +172,7 @@ export class Batcher {
   private paused = 0;
   private wake: (() => void) | undefined;
   private idleWaiters: (() => void)[] = [];
+  private assignments = 0;
   readonly stats: BatcherStats = { nDecode: 0, nTokens: 0, nDrafted: 0, nAccepted: 0 };
   /** The adapters the context applies now (their key), and the slot whose set went last. */
   private loraSet = '';
@@ -130,7 +218,7 @@ export class Batcher {
 
   status(): BatcherStatus {
     const requests: RequestStatus[] = [];
-    const add = (u: GenerationUnit) => {
+    const add = (u: GenerationUnit, slot: number) => {
       const t = u.elapsed;
       requests.push({
         request_id: u.id,
@@ -141,15 +229,30 @@ export class Batcher {
         prompt_ms: Math.round(t.prompt),
         generation_ms: Math.round(t.generation),
         tokens_per_second: t.generation > 0 ? Math.round((u.tokensGenerated * 1e4) / t.generation) / 10 : 0,
+        id_slot: slot,
       });
     };
-    for (const s of this.slots) if (s.unit) add(s.unit);
-    for (const u of this.queue) add(u);
+    for (const s of this.slots) if (s.unit) add(s.unit, s.seq);
+    for (const u of this.queue) add(u, -1);
+    const slots = this.slots.map((s): SlotStatus => {
+      const u = s.unit?.state === 'done' ? undefined : s.unit;
+      return {
+        id: s.seq,
+        n_ctx: this.opts.nCtxSeq,
+        is_processing: u !== undefined,
+        request_id: u?.id ?? -1,
+        state: u === undefined ? 'idle' : u.state === 'generating' ? 'generating' : 'processing_prompt',
+        n_cached: s.tokens.length,
+        n_prompt_tokens: u?.promptLength ?? 0,
+        n_decoded: u?.tokensGenerated ?? 0,
+      };
+    });
     return {
       n_parallel: this.slots.length,
       active_slots: this.nBusy,
       queued_requests: this.queue.length,
       requests,
+      slots,
       n_decode_total: this.stats.nDecode,
       n_tokens_total: this.stats.nTokens,
       n_draft_total: this.stats.nDrafted,
@@ -173,8 +276,10 @@ export class Batcher {
     const i = this.queue.indexOf(unit);
     if (i >= 0) {
       this.queue.splice(i, 1);
-      unit.stop();
-      unit.checkStop();
+      for (const u of [unit, ...unit.followers]) {
+        u.stop();
+        u.checkStop();
+      }
       this.onChange?.();
       this.notifyIdle();
       return;
@@ -198,6 +303,23 @@ export class Batcher {
     }
   }
 
+  /**
+   * Runs `fn` on an idle slot (its sequence: a save, restore or erase), holding it so no
+   * unit takes it meanwhile. Throws when the slot does not exist or is busy.
+   */
+  async withSlot<T>(seq: number, fn: (s: Sequence) => T | Promise<T>): Promise<T> {
+    const s = this.slots[seq];
+    if (!s) throw new OptionError('id_slot', seq, `there is no slot ${seq} (slots 0..${this.slots.length - 1})`);
+    if (s.unit || s.held) throw new SlotBusyError(`slot ${seq} is busy`);
+    s.held = true;
+    try {
+      return await fn(s);
+    } finally {
+      s.held = false;
+      this.kick();
+    }
+  }
+
   /** Changes the slots and their context (call inside exclusive()). Slots whose cache no longer fits are cleared. */
   configure(o: Partial<BatcherOptions>): void {
     if (this.nBusy > 0) throw new Error('Batcher.configure: units are running');
@@ -216,7 +338,7 @@ export class Batcher {
       this.memory.remove(s.seq, -1, -1);
     }
     const next: Slot[] = [];
-    for (let i = 0; i < n; i++) next.push(this.slots[i] ?? { seq: i, tokens: [], unit: undefined });
+    for (let i = 0; i < n; i++) next.push(this.slots[i] ?? { seq: i, tokens: [], unit: undefined, lastUsed: 0 });
     this.slots = next;
   }
 
@@ -228,7 +350,9 @@ export class Batcher {
   /** Stops the loop: queued units fail, running ones end (interrupted). */
   async close(): Promise<void> {
     this.closed = true;
-    for (const u of this.queue.splice(0)) u.fail(new Error('the context was released'));
+    for (const u of this.queue.splice(0)) {
+      for (const x of [u, ...u.followers]) x.fail(new Error('the context was released'));
+    }
     for (const s of this.slots) s.unit?.stop();
     this.kick();
     while (this.nBusy > 0) await new Promise<void>((res) => this.idleWaiters.push(res));
@@ -251,28 +375,76 @@ export class Batcher {
     for (const f of w) f();
   }
 
-  /** Puts queued units into free slots, each where its prompt's cached prefix is longest. */
+  /**
+   * Puts queued units into free slots, in order: each where chooseSlot says, or in the
+   * slot it asked for (id_slot: it waits for that slot, and the units after it may pass
+   * it); a unit with followers (n_cmpl) waits for a free slot for each.
+   */
   private assign(): void {
     if (this.paused > 0) return;
-    while (this.queue.length > 0) {
-      const free = this.slots.filter((s) => !s.unit);
-      if (free.length === 0) return;
-      const unit = this.queue.shift()!;
-      if (unit.checkStop()) continue;
-      let best = free[0]!;
-      let bestLcp = -1;
-      for (const s of free) {
-        const n = unit.sharedPrefix(s);
-        if (n > bestLcp) {
-          best = s;
-          bestLcp = n;
-        }
+    for (let qi = 0; qi < this.queue.length; ) {
+      const unit = this.queue[qi]!;
+      if (unit.checkStop()) {
+        this.queue.splice(qi, 1);
+        for (const f of unit.followers) f.checkStop();
+        continue;
       }
+      const free = this.slots.filter((s) => !s.unit && !s.held);
+      if (free.length === 0) return;
+      const need = 1 + unit.followers.length;
+      const fail = (e: unknown) => {
+        this.queue.splice(qi, 1);
+        unit.fail(e);
+        for (const f of unit.followers) f.fail(e);
+      };
+      if (need > this.slots.length) {
+        fail(new OptionError('n_cmpl', need, `needs ${need} slots; there are ${this.slots.length}`));
+        continue;
+      }
+      let best: Slot | undefined;
+      const want = unit.request.idSlot;
+      if (want >= 0) {
+        const slot = this.slots[want];
+        if (!slot) {
+          fail(new OptionError('id_slot', want, `there is no slot ${want} (slots 0..${this.slots.length - 1})`));
+          continue;
+        }
+        if (slot.unit || slot.held || free.length < need) {
+          qi++;
+          continue;
+        }
+        best = slot;
+      } else {
+        if (free.length < need) return;
+        best =
+          free[
+            chooseSlot(
+              free.map((s) => ({ commonPrefix: unit.sharedPrefix(s), cached: s.tokens.length, lastUsed: s.lastUsed })),
+            )
+          ];
+      }
+      this.queue.splice(qi, 1);
+      const place = (s: Slot) => ({
+        sequence: s,
+        memory: this.memory,
+        nCtx: this.opts.nCtxSeq,
+        ctxShift: this.opts.ctxShift,
+      });
       try {
-        unit.begin({ sequence: best, memory: this.memory, nCtx: this.opts.nCtxSeq, ctxShift: this.opts.ctxShift });
-        best.unit = unit;
+        unit.begin(place(best!));
+        best!.unit = unit;
+        best!.lastUsed = ++this.assignments;
       } catch (e) {
         unit.fail(e);
+        for (const f of unit.followers) f.fail(e);
+        continue;
+      }
+      const others = free.filter((s) => s !== best);
+      for (const f of unit.followers) {
+        const s = others.shift()!;
+        f.beginFollower(place(s));
+        s.unit = f;
+        s.lastUsed = ++this.assignments;
       }
     }
   }
@@ -283,7 +455,14 @@ export class Batcher {
         this.assign();
         const busy = this.slots.filter((s) => s.unit);
         // stops asked for since the last step
-        for (const s of busy) if (s.unit!.checkStop()) this.release(s);
+        let freed = false;
+        for (const s of busy) {
+          if (!s.unit!.checkStop()) continue;
+          this.release(s);
+          freed = true;
+        }
+        // a slot a stop freed goes to a queued unit now, not when the next request wakes the loop
+        if (freed) this.assign();
         if (this.nBusy === 0) {
           this.onChange?.();
           this.notifyIdle();
@@ -427,7 +606,8 @@ export class Batcher {
     }
     for (const s of this.slots) {
       const u = s.unit;
-      if (u?.state !== 'prompt' || u.loraKey !== key) continue;
+      // a follower (n_cmpl) evaluates nothing: it copies its leader's prompt
+      if (u?.state !== 'prompt' || u.leader || u.loraKey !== key) continue;
       const room = budget - tokens.length;
       if (room <= 0) break;
       const chunk = u.takePrompt(room);
@@ -477,13 +657,31 @@ export class Batcher {
         continue;
       }
       if (slot.unit !== unit || unit.state === 'done') continue;
+      const logits = this.ctx.getLogits(o.row);
       try {
         if (o.promptDone) unit.promptDone(t1);
-        unit.onLogits(this.ctx.getLogits(o.row));
+        unit.onLogits(logits);
       } catch (e) {
         unit.fail(e);
       }
       if (unit.finished) this.release(slot);
+      if (o.promptDone) this.startFollowers(unit, logits, t1);
+    }
+  }
+
+  /** n_cmpl: the leader's prompt is evaluated: each follower copies its cache and samples from its logits. */
+  private startFollowers(leader: GenerationUnit, logits: Float32Array, t: number): void {
+    for (const f of leader.followers) {
+      const slot = this.slots.find((s) => s.unit === f);
+      if (!slot || f.state !== 'prompt') continue;
+      try {
+        f.copyPrompt(leader);
+        f.promptDone(t);
+        f.onLogits(logits);
+      } catch (e) {
+        f.fail(e);
+      }
+      if (f.finished) this.release(slot);
     }
   }
 }

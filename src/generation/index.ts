@@ -1,14 +1,24 @@
 // The generation layer: the one loop that turns options into text. A unit (unit.ts) owns
 // one request on one sequence; the batcher (batcher.ts) advances N units with one decode
 // per step; the option table (options.ts) declares every completion and sampling option
-// once; memory.ts is what a unit asks of a context's memory. The library (src/api), the
+// once; memory.ts is what a unit asks of a context's memory; prefix-key.ts names a
+// prompt's start for load balancers. The library (src/api), the
 // server (through the library) and the CLI (through the library) all generate here.
 import { buildSamplingChain, grammarConstraint, type SamplingChain, type SamplingVocab } from '../sampling/index.js';
 import { OptionError } from './errors.js';
 import { checkOptions, resolveSampling } from './options.js';
 import type { LlamaCompletionOptions } from './types.js';
 
-export { Batcher, type BatcherOptions, type BatcherStats, type BatcherStatus, type RequestStatus } from './batcher.js';
+export { tokenAccumulator } from './accumulate.js';
+export {
+  Batcher,
+  type BatcherOptions,
+  type BatcherStats,
+  type BatcherStatus,
+  type RequestStatus,
+  SlotBusyError,
+  type SlotStatus,
+} from './batcher.js';
 export { OptionError, showValue } from './errors.js';
 export { commonPrefix, contextMemory, type SequenceMemory } from './memory.js';
 export {
@@ -22,6 +32,7 @@ export {
   MAX_DRAFT,
   MAX_LOOKBACK,
   MAX_LORA,
+  namedTool,
   OPTION_BY_NAME,
   OPTIONS,
   type OptionGroup,
@@ -33,7 +44,15 @@ export {
   optionValue,
   resolveSampling,
   responseFormatSchema,
+  type ToolChoice,
 } from './options.js';
+export {
+  isPrefixKey,
+  PREFIX_KEY_HEADER,
+  PREFIX_KEY_MAX_LENGTH,
+  PREFIX_KEY_TOKENS,
+  prefixKey,
+} from './prefix-key.js';
 export type * from './types.js';
 export {
   type ContextLimits,
@@ -43,6 +62,7 @@ export {
   interruptedResult,
   type Placement,
   type PreparedRequest,
+  type PromptInfo,
   prepareRequest,
   type Sequence,
   topLogits,

@@ -24,6 +24,7 @@ import {
   type SamplingVocab,
 } from '../sampling/index.js';
 import { OptionError } from './errors.js';
+import { PREFIX_KEY_HEADER, PREFIX_KEY_MAX_LENGTH, PREFIX_KEY_TOKENS } from './prefix-key.js';
 
 export type OptionKind = 'number' | 'integer' | 'boolean' | 'string' | 'strings' | 'enum' | 'object' | 'custom';
 
@@ -60,6 +61,8 @@ export interface OptionSpec {
   readonly server?: string;
   /** Not accepted over HTTP (callbacks, signals, library-only switches). */
   readonly libraryOnly?: boolean;
+  /** The HTTP request header the server takes it from (not a body field). */
+  readonly header?: string;
   /** A llama-ts extension (neither llama.node nor llama-server has it). */
   readonly extension?: boolean;
   readonly doc: string;
@@ -173,6 +176,17 @@ function checkPrompt(v: unknown, name: string): void {
   fail(name, v, 'a completion needs a prompt (string, or token ids) or messages (array)');
 }
 
+function checkExtra(v: unknown, name: string): void {
+  if (!Array.isArray(v)) fail(name, v, 'must be an array of {filename, text} chunks');
+  if (v.length > 1000) fail(name, v, `must have at most 1000 chunks (got ${v.length})`);
+  for (const c of v) {
+    const o = c as { filename?: unknown; text?: unknown };
+    if (typeof o !== 'object' || o === null || typeof o.text !== 'string')
+      fail(name, v, 'each chunk needs a `text` string');
+    if (o.filename !== undefined && typeof o.filename !== 'string') fail(name, v, 'a chunk filename must be a string');
+  }
+}
+
 function checkArray(size: number, what: string) {
   return (v: unknown, name: string) => {
     if (!Array.isArray(v)) fail(name, v, `must be an array of ${what}`);
@@ -200,13 +214,76 @@ function checkSignal(v: unknown, name: string): void {
   if (!(v instanceof AbortSignal)) fail(name, v, 'must be an AbortSignal');
 }
 
-/** The grammar's lazy triggers (accepted for llama.node compatibility; lazy grammars are refused). */
+/** What starts a lazy grammar, as llama.cpp's common_grammar_trigger. */
 export interface GrammarTrigger {
-  type?: number;
+  /** 0 token, 1 word, 2 pattern (anywhere), 3 pattern matching the whole output. */
+  type: 0 | 1 | 2 | 3;
+  /** The word or pattern (for a token: its text, when `token` is not given). */
   value?: string;
-  word?: string;
   token?: number;
-  at_start?: boolean;
+}
+
+export const TRIGGER_TOKEN = 0;
+export const TRIGGER_WORD = 1;
+export const TRIGGER_PATTERN = 2;
+export const TRIGGER_PATTERN_FULL = 3;
+
+function checkTriggers(v: unknown, name: string): void {
+  if (!Array.isArray(v)) fail(name, v, 'must be an array of triggers');
+  if (v.length > 100) fail(name, v, `must have at most 100 triggers (got ${v.length})`);
+  for (const t of v) {
+    if (typeof t !== 'object' || t === null) fail(name, v, 'each trigger must be an object {type, value, token}');
+    const { type, value, token } = t as Record<string, unknown>;
+    if (type !== 0 && type !== 1 && type !== 2 && type !== 3) {
+      fail(
+        name,
+        v,
+        `trigger type ${JSON.stringify(type)} must be 0 (token), 1 (word), 2 (pattern) or 3 (full pattern)`,
+      );
+    }
+    if (value !== undefined && (typeof value !== 'string' || value.length > 1024)) {
+      fail(name, v, 'a trigger value must be a string of at most 1024 characters');
+    }
+    if (type === 0) {
+      if (token !== undefined && !(Number.isInteger(token) && (token as number) >= 0 && (token as number) <= I32_MAX)) {
+        fail(name, v, `token ${String(token)} is not a token id`);
+      }
+      if (token === undefined && (value === undefined || value === ''))
+        fail(name, v, 'a token trigger needs a token id or its text');
+    } else {
+      if (typeof value !== 'string' || value === '') fail(name, v, 'a word or pattern trigger needs a non-empty value');
+      if (type !== 1) {
+        try {
+          new RegExp(value);
+        } catch (e) {
+          fail(name, v, `pattern ${JSON.stringify(value)} is not a regular expression: ${(e as Error).message}`);
+        }
+      }
+    }
+  }
+}
+
+/** tool_choice: a mode, or one function by name (OpenAI's object form). */
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+function checkToolChoice(v: unknown, name: string): void {
+  if (v === 'auto' || v === 'none' || v === 'required') return;
+  if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+    const o = v as { type?: unknown; function?: { name?: unknown }; name?: unknown };
+    const fn = typeof o.function === 'object' && o.function !== null ? o.function.name : o.name;
+    if ((o.type === 'function' || o.type === undefined) && typeof fn === 'string' && fn !== '' && fn.length <= 256) {
+      return;
+    }
+    fail(name, v, "an object must be { type: 'function', function: { name } }");
+  }
+  fail(name, v, "must be 'auto', 'none', 'required' or { type: 'function', function: { name } }");
+}
+
+/** The function a tool_choice names, if any. */
+export function namedTool(choice: ToolChoice | undefined): string | undefined {
+  if (typeof choice !== 'object' || choice === null) return undefined;
+  const o = choice as { function?: { name?: string }; name?: string };
+  return o.function?.name ?? o.name;
 }
 
 /** response_format: plain text, any JSON object, or JSON following a schema. */
@@ -259,6 +336,29 @@ export const OPTIONS = [
     size: 1 << 26,
     doc: 'The prompt: text (tokenized with BOS, special tokens parsed) or token ids (a llama-server form). Either this or `messages`.',
   }),
+  row<string>()('input_prefix', {
+    kind: 'string',
+    group: 'prompt',
+    size: 1 << 24,
+    server: 'input_prefix',
+    doc: "Fill in the middle (llama-server's /infill): the text before the gap; the prompt is built with the model's FIM tokens (`prompt`, if any, starts the middle).",
+  }),
+  row<string>()('input_suffix', {
+    kind: 'string',
+    group: 'prompt',
+    size: 1 << 24,
+    server: 'input_suffix',
+    doc: 'Fill in the middle: the text after the gap.',
+  }),
+  row<{ filename?: string; text: string }[]>()('input_extra', {
+    sizeDoc: '≤ 1000 {filename, text} chunks',
+    kind: 'custom',
+    group: 'prompt',
+    size: 1000,
+    check: checkExtra,
+    server: 'input_extra',
+    doc: 'Fill in the middle: more context (other files), put before the prefix with the FIM separator tokens.',
+  }),
   row<ChatMessage[]>()('messages', {
     sizeDoc: '≤ 100000 messages',
     kind: 'custom',
@@ -301,19 +401,55 @@ export const OPTIONS = [
     server: 'parallel_tool_calls',
     doc: 'Allow several tool calls in one reply (templates that support it).',
   }),
-  row<string>()('tool_choice', {
-    kind: 'enum',
+  row<ToolChoice>()('tool_choice', {
+    sizeDoc: "'auto', 'none', 'required', or { type: 'function', function: { name } }",
+    kind: 'custom',
     group: 'chat',
-    values: ['auto', 'none', 'required'],
+    check: checkToolChoice,
     openai: ['tool_choice'],
     server: 'tool_choice',
-    doc: "'none' offers no tools; 'auto' (default) and 'required' are passed to the template.",
+    doc: "'auto' (default): a grammar holds once the model begins a call (lazy, at the template's tool-call trigger); 'required' or a named function: a call from the first token; 'none': no tools.",
   }),
   row<boolean>()('enable_thinking', {
     kind: 'boolean',
     group: 'chat',
     server: 'enable_thinking',
     doc: 'Passed to templates that have a thinking switch.',
+  }),
+  row<string>()('reasoning_format', {
+    kind: 'enum',
+    group: 'chat',
+    values: ['auto', 'deepseek', 'deepseek-legacy', 'none'],
+    default: 'auto',
+    llamaCpp: '--reasoning-format',
+    server: 'reasoning_format',
+    doc: "With messages: 'auto' / 'deepseek' put a reply's <think> block in `reasoning_content` (and stream it apart); 'none' leaves it in the content.",
+  }),
+  row<string>()('reasoning_effort', {
+    kind: 'enum',
+    group: 'chat',
+    values: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'],
+    openai: ['reasoning_effort'],
+    server: 'reasoning_effort',
+    doc: 'Passed to templates that use it (gpt-oss: low / medium / high; harmony replies parsed apart).',
+  }),
+  row<number>()('thinking_budget_tokens', {
+    kind: 'integer',
+    group: 'chat',
+    aliases: ['reasoning_budget'],
+    min: -1,
+    max: I32_MAX,
+    default: -1,
+    llamaCpp: '--reasoning-budget',
+    server: 'thinking_budget_tokens',
+    doc: 'Tokens a reasoning block may hold; then its end tag (after `thinking_budget_message`) is forced. -1: no limit.',
+  }),
+  row<string>()('thinking_budget_message', {
+    kind: 'string',
+    group: 'chat',
+    size: 4096,
+    server: 'thinking_budget_message',
+    doc: 'Text written before the forced end of a reasoning block when its budget runs out.',
   }),
   row<Record<string, unknown>>()('chat_template_kwargs', {
     kind: 'object',
@@ -362,6 +498,32 @@ export const OPTIONS = [
     llamaCpp: '--keep',
     server: 'n_keep',
     doc: 'Prompt tokens kept when the context shifts or a prompt is cut (-1: all of the prompt); BOS is always kept.',
+  }),
+  row<number>()('n_cmpl', {
+    kind: 'integer',
+    group: 'generation',
+    min: 1,
+    max: 32,
+    default: 1,
+    openai: ['n'],
+    server: 'n_cmpl',
+    doc: 'Completions of the one prompt (parallel mode, one slot each): the prompt is evaluated once and its cache copied to each; the result holds them all in `choices`, token events carry their `index`. A fixed seed gives choice i the seed + i.',
+  }),
+  row<boolean>()('cache_prompt', {
+    kind: 'boolean',
+    group: 'generation',
+    default: true,
+    server: 'cache_prompt',
+    doc: "Reuse the slot's cached prefix of the prompt (false: evaluate all of it again).",
+  }),
+  row<number>()('id_slot', {
+    kind: 'integer',
+    group: 'generation',
+    min: -1,
+    max: 31,
+    default: -1,
+    server: 'id_slot',
+    doc: 'Parallel mode: run in this slot (waiting until it is free); -1: the free slot with the longest cached prefix.',
   }),
   row<string[]>()('stop', {
     kind: 'strings',
@@ -461,6 +623,14 @@ export const OPTIONS = [
     default: false,
     server: 'return_tokens',
     doc: 'The result also holds the evaluated prompt (`prompt_tokens`) and the generated token ids (`tokens`).',
+  }),
+  row<string>()('prefix_key', {
+    kind: 'string',
+    group: 'output',
+    size: PREFIX_KEY_MAX_LENGTH,
+    extension: true,
+    header: PREFIX_KEY_HEADER,
+    doc: `The result's \`prefix_key\`: a hash of the rendered prompt's first tokens (at most ${PREFIX_KEY_TOKENS}) (\`<L>-<hex>\`), for load balancers (docs/replicas.md). Give the previous turn's key ('' for none): it is kept while the prompt still begins with the tokens it covers; otherwise, or when malformed, a new key is made. Without this option no key is made.`,
   }),
   row<number>()('top_logits', {
     kind: 'integer',
@@ -772,24 +942,24 @@ export const OPTIONS = [
     group: 'grammar',
     default: false,
     server: 'grammar_lazy',
-    doc: 'Lazy grammars (started by triggers) are not supported: true is an error.',
+    doc: '`grammar` holds only from the first of `grammar_triggers` in the output on (fed the text from the trigger).',
   }),
   row<GrammarTrigger[]>()('grammar_triggers', {
-    sizeDoc: '≤ 1000 triggers',
+    sizeDoc: '≤ 100 triggers: {type: 0 token | 1 word | 2 pattern | 3 full pattern, value, token}',
     kind: 'custom',
     group: 'grammar',
-    check: checkArray(1000, 'triggers'),
-    size: 1000,
-    libraryOnly: true,
-    doc: 'Accepted for llama.node compatibility (unused).',
+    check: checkTriggers,
+    size: 100,
+    server: 'grammar_triggers',
+    doc: "What starts a lazy grammar (llama.cpp's types): a token id, a word, a regular expression anywhere, or one matching the whole output. Over HTTP only tokens and words (a request's regular expression could stall the engine).",
   }),
   row<string[]>()('preserved_tokens', {
     kind: 'strings',
     group: 'grammar',
     size: 1000,
     itemSize: 256,
-    libraryOnly: true,
-    doc: 'Accepted for llama.node compatibility (unused).',
+    server: 'preserved_tokens',
+    doc: 'Accepted for llama.node and llama-server compatibility (special tokens are always kept whole here).',
   }),
 ] as const;
 
@@ -926,8 +1096,8 @@ export function resolveSampling(
   if (schema !== undefined && grammar !== '') {
     throw new OptionError('json_schema', schema, 'either json_schema or grammar can be given, not both');
   }
-  if (g<boolean>('grammar_lazy')) {
-    throw new OptionError('grammar_lazy', true, 'lazy grammars (triggered by words or tokens) are not supported');
+  if (g<boolean>('grammar_lazy') && grammar === '') {
+    throw new OptionError('grammar_lazy', true, 'a lazy grammar needs `grammar` (GBNF) and `grammar_triggers`');
   }
   const bias = logitBiasEntries(g<LogitBiasOption | undefined>('logit_bias'), vocab);
   const ignoreEos = g<boolean>('ignore_eos');
@@ -1054,7 +1224,9 @@ export function optionsMarkdown(): string {
     const def = s.default === undefined ? '' : `\`${JSON.stringify(s.default)}\``;
     const http = s.libraryOnly
       ? 'library only'
-      : [...new Set([...(s.openai ?? []), ...(s.server ? [s.server] : [])])].map((n) => `\`${n}\``).join(', ');
+      : s.header
+        ? `header \`${s.header}\``
+        : [...new Set([...(s.openai ?? []), ...(s.server ? [s.server] : [])])].map((n) => `\`${n}\``).join(', ');
     const flag = s.llamaCpp ? `\`${s.llamaCpp}\`` : '';
     const doc = `${s.extension ? '(llama-ts) ' : ''}${s.doc}`;
     lines.push(`| ${name} | ${esc(rangeCell(s))} | ${esc(def)} | ${flag} | ${http} | ${esc(doc)} |`);

@@ -1,6 +1,6 @@
 // What a generation unit takes and gives, in @fugood/llama.node's shapes (the library's
 // public types re-export these). The options come from the one table (options.ts).
-import type { ToolCall } from '../chat/index.js';
+import type { ChatDelta, ToolCall } from '../chat/index.js';
 import type { CompletionProbability as ServerProbability } from '../sampling/index.js';
 import type { CompletionOptionValues } from './options.js';
 
@@ -39,8 +39,10 @@ export interface LlamaCompletionTimings {
 export interface LlamaCompletionResult {
   /** The generated text (stop strings excluded). */
   text: string;
-  /** With messages: the text without tool calls. */
+  /** With messages: the reply without its reasoning and tool calls; with a prompt: the text. */
   content?: string;
+  /** With messages: the reasoning apart from the reply (a <think> block with reasoning_format 'auto' / 'deepseek', gpt-oss's analysis channel). */
+  reasoning_content?: string;
   /** With tools: the calls parsed from the text. */
   tool_calls?: ToolCall[];
   /** The chat format the reply was parsed with (0: content only). */
@@ -66,6 +68,8 @@ export interface LlamaCompletionResult {
   /** Later llama.node names of stopped_word / stopped_limit. */
   stopped_words: boolean;
   stopped_limited: boolean;
+  /** The slot (sequence) it ran in (llama-server's id_slot); -1 when it never ran. */
+  id_slot?: number;
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: every generated token (end of generation excluded), llama-server's shape. */
   logprobs?: TokenLogprob[];
@@ -74,12 +78,26 @@ export interface LlamaCompletionResult {
   tokens?: number[];
   /** With `top_logits`: the K highest raw next-token logits after the prompt, [id, logit]. */
   top_logits?: [number, number][];
+  /** With the `prefix_key` option: the prompt's prefix key (for load balancers). */
+  prefix_key?: string;
   timings: LlamaCompletionTimings;
+  /** n_cmpl > 1: every completion of the prompt (the result's own fields are the first's). */
+  choices?: LlamaCompletionResult[];
 }
 
 /** What onToken receives: text in order; concatenated it is the result's `text`. */
 export interface LlamaCompletionToken {
   token: string;
+  /** n_cmpl > 1: which completion this token belongs to. */
+  index?: number;
+  /** With messages: what the reply gained (reasoning, content, tool-call arguments), OpenAI's delta shape. */
+  delta?: ChatDelta;
+  /** With messages (llama.node's): the reply so far, read as content, reasoning and calls. */
+  content?: string;
+  reasoning_content?: string;
+  tool_calls?: ToolCall[];
+  /** The text so far (llama.node's). */
+  accumulated_text?: string;
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: the tokens this text came from (llama-server's shape). */
   logprobs?: TokenLogprob[];

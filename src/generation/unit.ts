@@ -7,6 +7,10 @@
 //     the memory can shift and n_predict is set,
 //   - text: StreamDecoder (never a split UTF-8 character) → StopStringMatcher (text that
 //     could begin a stop string held back, so a stop string is never streamed) → onToken,
+//   - with messages, the reply read as it streams (chat/output.ts): reasoning, content and
+//     tool calls, as deltas on token events and whole on the result; a grammar that must
+//     not constrain a reasoning block waits until the block ends; a thinking budget
+//     forces the block's end tag when it runs out,
 //   - n_probs / logprobs, finish reasons and timings.
 // It never decodes: the batcher (batcher.ts) puts its next tokens into a shared batch,
 // decodes, and hands it its row of logits.
@@ -14,14 +18,22 @@
 //   queued ──begin──► prompt ──last prompt token decoded──► generating ──► done
 //                       └──────────── stop / error / context full ──────────┘
 import {
+  CHAT_FORMATS,
+  type ChatOutput,
+  type ChatOutputOptions,
+  ChatOutputParser,
   type ChatTemplates,
+  chatDelta,
   type FormattedChatResult,
-  parseChatOutput,
-  parseToolCalls,
   type TemplateLimits,
+  THINK_END,
+  THINK_START,
+  type Tool,
+  type ToolCallFormat,
+  type ToolGrammarTrigger,
 } from '../chat/index.js';
 import { type ActiveLora, ContextError, loraKey } from '../model/index.js';
-import type { GrammarLimits, GrammarSampler } from '../sampling/grammar/index.js';
+import { type GrammarLimits, GrammarSampler, type LazyTriggers } from '../sampling/grammar/index.js';
 import {
   buildSamplingChain,
   completionProbabilities,
@@ -31,14 +43,29 @@ import {
   type ResolvedSamplingParams,
   rawProbabilities,
   type SamplingChain,
+  SamplingError,
   StopStringMatcher,
 } from '../sampling/index.js';
 import { type Draft, type DraftRequest, verifyDraft } from '../speculative/index.js';
-import { compileSamplingGrammar, formatChatOnWorker } from '../untrusted/index.js';
+import { compileSamplingGrammar, compileToolCallGrammar, formatChatOnWorker } from '../untrusted/index.js';
 import type { StreamDecoder, Vocab } from '../vocab/index.js';
 import { OptionError } from './errors.js';
 import { commonPrefix, type SequenceMemory } from './memory.js';
-import { type CompletionResponseFormat, checkOptions, get, resolveSampling, responseFormatSchema } from './options.js';
+import {
+  type CompletionResponseFormat,
+  checkOptions,
+  type GrammarTrigger,
+  get,
+  namedTool,
+  resolveSampling,
+  responseFormatSchema,
+  type ToolChoice,
+  TRIGGER_PATTERN,
+  TRIGGER_PATTERN_FULL,
+  TRIGGER_TOKEN,
+  TRIGGER_WORD,
+} from './options.js';
+import { prefixKey } from './prefix-key.js';
 import type {
   CompletionProbability,
   LlamaCompletionOptions,
@@ -57,8 +84,18 @@ export interface UnitEnvironment {
   readonly grammarLimits?: GrammarLimits & { timeMs?: number };
 }
 
+/** What is known of a request once its prompt is rendered and tokenized (before it runs). */
+export interface PromptInfo {
+  /** Prompt tokens (before any cut to the context). */
+  n_prompt_tokens: number;
+  /** With the `prefix_key` option: the prompt's prefix key (prefix-key.ts). */
+  prefix_key?: string;
+}
+
 export interface UnitHooks {
   onToken?: (t: LlamaCompletionToken) => void;
+  /** Called once the request is prepared, before it is queued (the server's X-Prefix-Key header). */
+  onPrompt?: (p: PromptInfo) => void;
   /** Polled before every step; true ends generation (interrupted). */
   shouldStop?: () => boolean;
 }
@@ -97,19 +134,21 @@ export interface Placement {
 export function formatChat(
   env: UnitEnvironment,
   o: LlamaCompletionOptions,
-  tools: LlamaCompletionOptions['tools'],
+  tools: readonly Tool[] | undefined,
   signal?: AbortSignal,
 ): Promise<FormattedChatResult> {
+  const choice = o.tool_choice as ToolChoice | undefined;
   return formatChatOnWorker(
     env.templates(),
     o.messages!,
     o.chat_template,
     {
       jinja: o.jinja ?? true,
-      ...(tools ? { tools } : {}),
+      ...(tools ? { tools: [...tools], generic_tool_system: true } : {}),
       ...(o.parallel_tool_calls !== undefined ? { parallel_tool_calls: o.parallel_tool_calls } : {}),
-      ...(o.tool_choice !== undefined ? { tool_choice: o.tool_choice } : {}),
+      ...(choice !== undefined ? { tool_choice: typeof choice === 'string' ? choice : 'required' } : {}),
       ...(o.enable_thinking !== undefined ? { enable_thinking: o.enable_thinking } : {}),
+      ...(o.reasoning_effort !== undefined ? { reasoning_effort: o.reasoning_effort } : {}),
       ...(o.chat_template_kwargs !== undefined ? { chat_template_kwargs: o.chat_template_kwargs } : {}),
       ...(env.templateLimits ? { limits: env.templateLimits } : {}),
     },
@@ -136,6 +175,90 @@ export async function compileConstraint(
   return grammarConstraint(r, env.vocab, compiled);
 }
 
+/** Lazy-grammar triggers as the sampler takes them (words and patterns as regular expressions, tokens by id). */
+export function lazyTriggers(
+  triggers: readonly (GrammarTrigger | ToolGrammarTrigger)[],
+  vocab: Vocab,
+  option = 'grammar_triggers',
+): LazyTriggers {
+  const patterns: RegExp[] = [];
+  const tokens: number[] = [];
+  const escapeRe = (w: string) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const t of triggers) {
+    const value = (t as { value?: string }).value ?? '';
+    switch (t.type) {
+      case TRIGGER_TOKEN: {
+        const id = (t as GrammarTrigger).token ?? -1;
+        if (id >= 0) {
+          if (id >= vocab.nTokens)
+            throw new OptionError(option, t, `token ${id} is not a token id (0..${vocab.nTokens - 1})`);
+          tokens.push(id);
+          break;
+        }
+        const ids = vocab.encode(value, { addSpecial: false, parseSpecial: true });
+        if (ids.length !== 1)
+          throw new OptionError(option, t, `${JSON.stringify(value)} is not one token (it is ${ids.length})`);
+        tokens.push(ids[0]!);
+        break;
+      }
+      case TRIGGER_WORD:
+        patterns.push(new RegExp(escapeRe(value)));
+        break;
+      case TRIGGER_PATTERN:
+        patterns.push(new RegExp(value));
+        break;
+      case TRIGGER_PATTERN_FULL:
+        patterns.push(new RegExp(`${value.startsWith('^') ? '' : '^'}${value}${value.endsWith('$') ? '' : '$'}`));
+        break;
+    }
+  }
+  return { patterns, tokens };
+}
+
+/** What the tools of a request are: the format the reply is read in, the tools, and the grammar's mode. */
+export interface ToolUse {
+  format: ToolCallFormat;
+  tools: readonly Tool[];
+  mode: 'auto' | 'required';
+  parallel: boolean;
+}
+
+/**
+ * The grammar of a request's tool calls, built and compiled on the untrusted-work worker
+ * from the tools' schemas, checked against the vocabulary; lazy for tool_choice 'auto'.
+ */
+export async function compileToolConstraint(
+  env: UnitEnvironment,
+  use: ToolUse,
+  responseSchema: unknown,
+  signal?: AbortSignal,
+): Promise<GrammarSampler> {
+  const { timeMs, ...limits } = env.grammarLimits ?? {};
+  const g = await compileToolCallGrammar(
+    {
+      format: use.format,
+      tools: use.tools,
+      mode: use.mode,
+      parallel: use.parallel,
+      ...(responseSchema !== undefined ? { responseSchema } : {}),
+    },
+    { ...(signal ? { signal } : {}), limits, ...(timeMs !== undefined ? { timeMs } : {}) },
+  );
+  let sampler: GrammarSampler;
+  try {
+    sampler = GrammarSampler.fromCompiled(g.compiled, env.vocab);
+  } catch (e) {
+    throw new SamplingError(
+      'tools',
+      use.tools.map((t) => t.function.name),
+      (e as Error).message,
+      { cause: e },
+    );
+  }
+  if (g.lazy) sampler.setLazy(lazyTriggers(g.triggers, env.vocab, 'tools'));
+  return sampler;
+}
+
 // ---- preparation ----
 
 /** A request ready to run: everything that needs no context memory. */
@@ -150,6 +273,20 @@ export interface PreparedRequest {
   readonly nPredict: number;
   readonly nKeep: number;
   readonly chain: SamplingChain;
+  /** With the `prefix_key` option: the prompt's key. */
+  readonly prefixKey?: string;
+  /** With messages: how the reply is read (reasoning, tool calls). */
+  readonly chat?: ChatOutputOptions;
+  /** The grammar holds only after the reply's reasoning block (detached until then). */
+  readonly grammarAfterReasoning: boolean;
+  /** A thinking budget: tokens a reasoning block may hold, and the tokens that end it. */
+  readonly thinkingBudget?: { tokens: number; forced: number[] };
+  /** Reuse the slot's cached prefix (cache_prompt). */
+  readonly cachePrompt: boolean;
+  /** The slot asked for (id_slot), -1: any. */
+  readonly idSlot: number;
+  /** Completions of this prompt (n_cmpl). */
+  readonly nCmpl: number;
 }
 
 function encodePrompt(vocab: Vocab, p: string | number[]): number[] {
@@ -170,6 +307,55 @@ function encodePrompt(vocab: Vocab, p: string | number[]): number[] {
 export interface ContextLimits {
   readonly nCtx: number;
   readonly ctxShift: boolean;
+  /** Tokens per decode (fill-in-the-middle takes a batch's worth of prefix and suffix). Default 2048. */
+  readonly nBatch?: number;
+}
+
+/**
+ * A fill-in-the-middle prompt as llama-server's /infill builds it (format_infill): extra
+ * chunks (with FIM_REP / FIM_SEP when the model has them), then FIM_PRE, the prefix's end
+ * (up to 3/4 of a batch) and the prompt, FIM_SUF and the suffix's start, FIM_MID.
+ */
+export function infillPrompt(
+  vocab: Vocab,
+  o: LlamaCompletionOptions,
+  nCtx: number,
+  nBatch: number,
+  nPredict: number,
+): number[] {
+  if (vocab.fimPre < 0 || vocab.fimSuf < 0 || vocab.fimMid < 0) {
+    throw new OptionError(
+      'input_prefix',
+      o.input_prefix ?? '',
+      'the model has no fill-in-the-middle tokens (FIM_PRE, FIM_SUF, FIM_MID)',
+    );
+  }
+  if (o.messages)
+    throw new OptionError(
+      'messages',
+      o.messages,
+      'fill in the middle takes input_prefix and input_suffix, not messages',
+    );
+  if (Array.isArray(o.prompt)) throw new OptionError('prompt', o.prompt, 'fill in the middle takes the prompt as text');
+  const tok = (t: string) => vocab.encode(t, { addSpecial: false, parseSpecial: false });
+  const extra: number[] = [];
+  if (vocab.fimRep >= 0) extra.push(vocab.fimRep, ...tok('myproject\n'));
+  for (const chunk of o.input_extra ?? []) {
+    if (vocab.fimSep >= 0) extra.push(vocab.fimSep, ...tok(chunk.filename ?? 'tmp'));
+    else extra.push(...tok('\n\n--- snip ---\n\n'));
+    extra.push(...tok(chunk.text));
+  }
+  if (vocab.fimSep >= 0) extra.push(vocab.fimSep, ...tok('filename'));
+  let prefix = tok(o.input_prefix ?? '');
+  let suffix = tok(o.input_suffix ?? '');
+  const prompt = tok(typeof o.prompt === 'string' ? o.prompt : '');
+  const nPrefix = Math.min(prefix.length, 3 * Math.floor(nBatch / 4));
+  const nSuffix = Math.min(suffix.length, Math.max(0, Math.floor(nBatch / 4) - (2 + prompt.length)));
+  const nExtra = Math.min(Math.max(0, nCtx - nBatch - 2 * Math.max(0, nPredict)), extra.length);
+  prefix = [vocab.fimPre, ...prefix.slice(prefix.length - nPrefix), ...prompt];
+  suffix = [vocab.fimSuf, ...suffix.slice(0, nSuffix)];
+  const out = [...(vocab.addBos ? [vocab.bos] : []), ...prefix];
+  return [...extra.slice(extra.length - nExtra), ...out, ...suffix, vocab.fimMid];
 }
 
 function promptTooLong(n: number, nCtx: number): ContextError {
@@ -195,14 +381,50 @@ export async function prepareRequest(
   const stops = get<string[] | string>(o, 'stop');
   const stopList = (typeof stops === 'string' ? [stops] : [...stops]).filter((s) => s !== '');
   const withMessages = o.messages !== undefined && o.messages !== null;
-  const tools = o.tool_choice !== 'none' && o.tools && o.tools.length > 0 ? o.tools : undefined;
+  const choice = (o.tool_choice ?? 'auto') as ToolChoice;
+  let tools = choice !== 'none' && o.tools && o.tools.length > 0 ? o.tools : undefined;
+  const named = namedTool(choice);
+  if (named !== undefined) {
+    const t = (o.tools ?? []).filter((x) => x?.function?.name === named);
+    if (t.length === 0) {
+      const known = (o.tools ?? []).map((x) => x?.function?.name).join(', ');
+      throw new OptionError('tool_choice', choice, `no tool is named '${named}' (tools: ${known || 'none'})`);
+    }
+    tools = t;
+  } else if (choice === 'required' && !tools) {
+    throw new OptionError('tool_choice', choice, "'required' needs tools");
+  }
+  if (tools && !withMessages) throw new OptionError('tools', o.tools, 'tools need messages (a chat), not a prompt');
   let chatFormat = 0;
   let prompt: number[];
+  let chat: ChatOutputOptions | undefined;
+  let toolUse: ToolUse | undefined;
   if (withMessages) {
     const fmt = await formatChat(env, o, tools, signal);
     chatFormat = fmt.chat_format ?? 0;
     for (const s of fmt.additional_stops ?? []) if (s !== '' && !stopList.includes(s)) stopList.push(s);
     prompt = encodePrompt(vocab, fmt.prompt);
+    const reasoning = get<string>(o, 'reasoning_format') !== 'none';
+    if (tools) {
+      const name = fmt.type === 'jinja' && chatFormat > 0 ? CHAT_FORMATS[chatFormat] : undefined;
+      toolUse = {
+        format: (name ?? 'generic') as ToolCallFormat,
+        tools,
+        mode: choice === 'auto' ? 'auto' : 'required',
+        parallel: o.parallel_tool_calls === true,
+      };
+    }
+    // a harmony reply (gpt-oss) is always read for its channels, tools or not
+    const harmony = fmt.type === 'jinja' && CHAT_FORMATS[chatFormat] === 'harmony';
+    chat = {
+      ...(toolUse ? { tools: toolUse.format } : harmony ? { tools: 'harmony' as ToolCallFormat } : {}),
+      reasoning,
+      thinkingForcedOpen: fmt.thinking_forced_open === true,
+      thinkStart: fmt.thinking_start_tag ?? THINK_START,
+      thinkEnd: fmt.thinking_end_tag ?? THINK_END,
+    };
+  } else if (o.input_prefix !== undefined || o.input_suffix !== undefined) {
+    prompt = infillPrompt(vocab, o, nCtx, limits.nBatch ?? 2048, get<number>(o, 'n_predict'));
   } else {
     if (o.prompt === undefined || o.prompt === null) {
       throw new OptionError('prompt', o.prompt, 'a completion needs a prompt (string) or messages (array)');
@@ -214,24 +436,66 @@ export async function prepareRequest(
 
   const sampling: Record<string, unknown> = { ...o };
   const schema = responseFormatSchema(o.response_format as CompletionResponseFormat | undefined);
+  const userGrammar =
+    (o.grammar !== undefined && o.grammar !== '') || (o.json_schema !== undefined && o.json_schema !== null);
   if (schema !== undefined) {
-    if ((o.grammar !== undefined && o.grammar !== '') || (o.json_schema !== undefined && o.json_schema !== null)) {
+    if (userGrammar) {
       throw new OptionError('response_format', o.response_format, 'cannot be combined with grammar or json_schema');
     }
-    sampling.json_schema = schema;
+    if (!toolUse) sampling.json_schema = schema;
+    else if (toolUse.format !== 'generic' || toolUse.mode !== 'auto') {
+      throw new OptionError(
+        'response_format',
+        o.response_format,
+        `cannot be combined with tools here (the ${toolUse.format} call format, tool_choice ${JSON.stringify(choice)}); leave one out, or use tool_choice 'none'`,
+      );
+    }
   }
   const r = resolveSampling(sampling, vocab, nCtx);
-  const chain = buildSamplingChain(r, vocab, await compileConstraint(env, r, signal));
+  let grammar: GrammarSampler | undefined;
+  // the caller's grammar wins over the tool-call grammar (llama.node); calls are still read
+  // from the reply (llama-server refuses the pair: the server checks before this)
+  if (toolUse && !userGrammar)
+    grammar = await compileToolConstraint(env, toolUse, toolUse.format === 'generic' ? schema : undefined, signal);
+  else {
+    grammar = await compileConstraint(env, r, signal);
+    if (grammar && get<boolean>(o, 'grammar_lazy')) {
+      const triggers = (o.grammar_triggers ?? []) as GrammarTrigger[];
+      if (triggers.length === 0)
+        throw new OptionError('grammar_triggers', triggers, 'a lazy grammar needs at least one trigger');
+      grammar.setLazy(lazyTriggers(triggers, vocab));
+    }
+  }
+  const chain = buildSamplingChain(r, vocab, grammar);
+  // a grammar must not hold inside a reasoning block: a lazy one (it would see triggers
+  // there) or one that starts where a block the prompt opened ends
+  const grammarAfterReasoning =
+    grammar !== undefined && chat !== undefined && (chat.thinkingForcedOpen === true || grammar.awaitingTrigger);
+  let thinkingBudget: PreparedRequest['thinkingBudget'];
+  const budget = get<number>(o, 'thinking_budget_tokens');
+  if (chat && budget >= 0) {
+    const message = o.thinking_budget_message ?? '';
+    const forced = vocab.encode(`${message}${chat.thinkEnd ?? THINK_END}`, { addSpecial: false, parseSpecial: true });
+    thinkingBudget = { tokens: budget, forced };
+  }
+  const nCmpl = get<number>(o, 'n_cmpl');
   return {
     options: o,
     prompt,
     chatFormat,
     withMessages,
-    withTools: tools !== undefined,
+    withTools: toolUse !== undefined,
     stops: stopList,
     nPredict: get<number>(o, 'n_predict'),
     nKeep: get<number>(o, 'n_keep'),
     chain,
+    ...(o.prefix_key !== undefined && o.prefix_key !== null ? { prefixKey: prefixKey(prompt, o.prefix_key) } : {}),
+    ...(chat ? { chat } : {}),
+    grammarAfterReasoning,
+    ...(thinkingBudget ? { thinkingBudget } : {}),
+    cachePrompt: get<boolean>(o, 'cache_prompt'),
+    idSlot: get<number>(o, 'id_slot'),
+    nCmpl,
   };
 }
 
@@ -324,6 +588,25 @@ export class GenerationUnit {
   draftN = 0;
   draftAccepted = 0;
 
+  // the reply read as it streams (messages only)
+  private readonly parser: ChatOutputParser | undefined;
+  private chatOut: ChatOutput = { content: '', tool_calls: [] };
+  /** The grammar, while it waits for the reasoning block to end. */
+  private heldGrammar: GrammarSampler | undefined;
+  /** Bytes of every generated token (what a grammar attached later must catch up on). */
+  private rawBytes = '';
+  private reasoningTokens = 0;
+  /** Tokens forced next (a thinking budget's end), in order. */
+  private forced: number[] = [];
+  private budgetSpent = false;
+
+  /** n_cmpl: the unit whose evaluated prompt this one copies (undefined: it evaluates its own). */
+  leader: GenerationUnit | undefined;
+  /** n_cmpl: the units that copy this one's prompt. */
+  readonly followers: GenerationUnit[] = [];
+  /** The choice this unit is (n_cmpl), on its events. */
+  choiceIndex: number | undefined;
+
   constructor(
     readonly request: PreparedRequest,
     private readonly vocab: Vocab,
@@ -342,6 +625,11 @@ export class GenerationUnit {
     this.nProbs = request.chain.params.n_probs;
     this.wantLogprobs = request.options.logprobs === true;
     this.stoppedLimit = request.nPredict === 0;
+    if (request.chat) this.parser = new ChatOutputParser(request.chat);
+    if (request.grammarAfterReasoning) {
+      this.heldGrammar = request.chain.grammar;
+      request.chain.grammar = undefined;
+    }
     this.done = new Promise((res, rej) => {
       this.resolve = res;
       this.reject = rej;
@@ -382,6 +670,8 @@ export class GenerationUnit {
 
   /** Cached tokens of a sequence this unit's prompt shares (to pick the best sequence). */
   sharedPrefix(s: Sequence): number {
+    // (a cache computed with other adapters shares nothing)
+    if ((s.lora ?? '') !== this.loraKey) return 0;
     return commonPrefix(s.tokens, this.prompt);
   }
 
@@ -410,7 +700,10 @@ export class GenerationUnit {
     this.prompt = tokens;
     this.keep = keep;
     // a cache computed with other adapters is of no use
-    let reuse = (s.lora ?? '') === this.loraKey ? Math.min(commonPrefix(s.tokens, tokens), tokens.length - 1) : 0;
+    let reuse =
+      this.request.cachePrompt && (s.lora ?? '') === this.loraKey
+        ? Math.min(commonPrefix(s.tokens, tokens), tokens.length - 1)
+        : 0;
     s.lora = this.loraKey;
     reuse = Math.max(0, Math.min(reuse, memory.reusablePrefix(s.seq, reuse)));
     memory.remove(s.seq, reuse, -1);
@@ -420,10 +713,42 @@ export class GenerationUnit {
     this.state = 'prompt';
   }
 
+  /**
+   * n_cmpl: takes a sequence that will get the leader's evaluated prompt (copied when the
+   * leader's last prompt token is decoded: copyPrompt); nothing is evaluated meanwhile.
+   */
+  beginFollower(place: Placement): void {
+    this.place = place;
+    this.tStart = performance.now();
+    place.memory.remove(place.sequence.seq, -1, -1);
+    place.sequence.tokens.length = 0;
+    this.pending = [];
+    this.state = 'prompt';
+  }
+
+  /** n_cmpl: the leader's prompt is in its sequence: copy it (cells and tokens) into this one's. */
+  copyPrompt(leader: GenerationUnit): void {
+    const from = leader.place!.sequence;
+    const to = this.place!.sequence;
+    this.place!.memory.copy(from.seq, to.seq, 0, -1);
+    to.tokens = [...from.tokens];
+    to.lora = from.lora;
+    this.prompt = leader.prompt;
+    this.keep = leader.keep;
+    this.truncated = leader.truncated;
+    this.cached = leader.cached;
+  }
+
   /** Whether a stop was asked for (flag, hook): then the unit finishes, interrupted. */
   checkStop(): boolean {
     if (this.state === 'done') return true;
     if (this.stopRequested || this.hooks.shouldStop?.()) {
+      this.interrupted = true;
+      this.finish();
+      return true;
+    }
+    // a follower whose leader ended before its prompt was evaluated: nothing to copy
+    if (this.leader && this.state === 'prompt' && this.leader.state === 'done') {
       this.interrupted = true;
       this.finish();
       return true;
@@ -481,8 +806,9 @@ export class GenerationUnit {
       this.top = topLogits(logits, this.request.options.top_logits);
     }
     const chain = this.request.chain;
-    const id = chain.choose(logits);
-    chain.accept(id);
+    const forced = this.forced.shift();
+    const id = forced ?? chain.choose(logits);
+    chain.accept(id, forced === undefined || chain.grammar?.allows(id) !== false);
     this.take(id, logits);
   }
 
@@ -494,6 +820,11 @@ export class GenerationUnit {
   draftRequest(seq: number, tokens: readonly number[], room: number): DraftRequest | undefined {
     const d = this.draft;
     if (!d || this.state !== 'generating') return undefined;
+    // a reasoning block that may still attach a grammar or force its end (a thinking
+    // budget) changes how each token is chosen mid-draft: such a unit does not draft
+    if (this.heldGrammar || this.forced.length > 0 || (this.request.thinkingBudget && !this.budgetSpent)) {
+      return undefined;
+    }
     // (the verification adds one token of its own, so the last one left is never drafted)
     const left = this.request.nPredict >= 0 ? this.request.nPredict - this.nDecoded - 1 : Number.POSITIVE_INFINITY;
     const nMax = Math.min(d.max, room, left);
@@ -541,6 +872,7 @@ export class GenerationUnit {
       this.recordProbs(row);
     }
     this.push(this.stream.push(id));
+    if (this.parser) this.afterChatToken(id);
     if (this.finished || this.stoppedWord) {
       this.finish();
       return false;
@@ -552,6 +884,33 @@ export class GenerationUnit {
     }
     this.next = id;
     return true;
+  }
+
+  /**
+   * Reasoning bookkeeping after a token of a chat reply: the grammar held until the
+   * reasoning block ends is attached (and fed what came after the block), and a spent
+   * thinking budget queues the block's end.
+   */
+  private afterChatToken(id: number): void {
+    const g = this.heldGrammar;
+    if (!g && !this.request.thinkingBudget) return;
+    this.rawBytes += (g ?? this.request.chain.grammar)?.index.pieces[id] ?? this.vocab.pieceBytes(id, true);
+    const decoded = Buffer.from(this.rawBytes, 'latin1').toString('utf8');
+    const r = this.parser!.pastReasoning(decoded);
+    if (!r.past) {
+      this.reasoningTokens++;
+      const b = this.request.thinkingBudget;
+      if (b && !this.budgetSpent && this.reasoningTokens >= b.tokens) {
+        this.budgetSpent = true;
+        this.forced.push(...b.forced);
+      }
+      return;
+    }
+    if (g) {
+      this.heldGrammar = undefined;
+      this.request.chain.grammar = g;
+      g.acceptText(Buffer.from(r.content, 'utf8').toString('latin1'));
+    }
   }
 
   private recordProbs(row: ProbabilityRow): void {
@@ -574,6 +933,13 @@ export class GenerationUnit {
     if (piece === '') return; // probabilities wait for the text they belong to
     this.text += piece;
     const ev: LlamaCompletionToken = { token: piece };
+    if (this.choiceIndex !== undefined) ev.index = this.choiceIndex;
+    if (this.parser) {
+      const next = this.parser.update(this.text);
+      const d = chatDelta(this.chatOut, next);
+      this.chatOut = next;
+      if (d) ev.delta = d;
+    }
     if (this.wantLogprobs) {
       ev.logprobs = this.pendingLogprobs;
       this.pendingLogprobs = [];
@@ -615,6 +981,17 @@ export class GenerationUnit {
         this.push(this.stream.flush());
         if (!this.stoppedWord && this.matcher) this.emit(this.matcher.flush());
       }
+      if (this.parser) {
+        // the reply read as finished: what was held back is settled
+        const final = this.parser.update(this.text, true);
+        const d = chatDelta(this.chatOut, final);
+        this.chatOut = final;
+        if (d) {
+          const ev: LlamaCompletionToken = { token: '', delta: d };
+          if (this.choiceIndex !== undefined) ev.index = this.choiceIndex;
+          this.hooks.onToken?.(ev);
+        }
+      }
     } catch (e) {
       // an onToken callback threw: the unit still ends with its result
       this.reject(e);
@@ -645,6 +1022,7 @@ export class GenerationUnit {
       interrupted: this.interrupted,
       stopped_words: this.stoppedWord,
       stopped_limited: limit,
+      id_slot: this.place?.sequence.seq ?? -1,
       timings: {
         prompt_n: promptN,
         prompt_ms: round3(promptMs),
@@ -664,13 +1042,15 @@ export class GenerationUnit {
       r.tokens = [...this.generated];
     }
     if (this.top) r.top_logits = this.top;
-    if (q.withMessages) {
-      const parsed =
-        q.withTools && q.chatFormat === 0
-          ? parseToolCalls(this.text, 'generic')
-          : parseChatOutput(this.text, q.chatFormat);
-      r.content = parsed.content;
-      if (q.withTools) r.tool_calls = parsed.tool_calls;
+    if (q.prefixKey !== undefined) r.prefix_key = q.prefixKey;
+    if (this.parser) {
+      const out = this.chatOut;
+      r.content = out.content;
+      if (out.reasoning_content !== undefined) r.reasoning_content = out.reasoning_content;
+      if (q.withTools) r.tool_calls = out.tool_calls;
+    } else {
+      // a prompt's result carries its text as content too (llama.node's)
+      r.content = this.text;
     }
     return r;
   }

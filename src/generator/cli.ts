@@ -28,7 +28,7 @@ types llama-quantize would choose for FTYPE.
   --cache [DIR]       generate into the model cache (LLAMA_TS_CACHE or ~/.cache/llama-ts/models) unless present; prints the path
   --seed N            default 1
   --vocab-from FILE   copy every tokenizer.* key from FILE (n_vocab follows it)
-  --layers N          override the preset's layer count
+  --layers N          override the preset's layer count (the same per-layer shape: smaller files)
   --n-embd N          override the preset's width (n_embd)
   --n-ff N            override the preset's feed-forward width (n_ff)
   --n-head N          override the preset's attention head count (n_head)

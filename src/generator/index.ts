@@ -1,5 +1,6 @@
 // Seeded test-model generator: writes llama / qwen2 / qwen3 / bert / gemma2 / gemma3 /
-// gemma-embedding / gemma4 / phi3 / smollm3 GGUF files of any shape
+// gemma-embedding / gemma4 / phi3 / smollm3 GGUF files and the mixtures of experts (llama
+// with experts, qwen2moe, qwen3moe, deepseek2, gpt-oss) of any shape
 // with random weights in any file type we can quantize to, with llama-quantize's
 // per-tensor type choices. One tensor at a time is generated, quantized and written, so
 // models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
@@ -86,6 +87,8 @@ function defaultVocab(spec: ModelSpec): VocabSpec {
   return { kind, size: spec.shape.nVocab };
 }
 
+const QWEN_ARCHS: readonly string[] = ['qwen2', 'qwen3', 'qwen2moe', 'qwen3moe'];
+
 /** Writes the model `spec` describes to `path` (overwriting it). */
 export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptions = {}): GenerateResult {
   const t0 = performance.now();
@@ -93,7 +96,7 @@ export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptio
   if (!ft) throw new RangeError(`unknown file type '${spec.fileType}' (known: ${Object.keys(FILE_TYPES).join(', ')})`);
   if (!Number.isSafeInteger(spec.seed)) throw new RangeError(`seed ${spec.seed} is not a safe integer`);
   const arch = spec.arch;
-  const isQwen = arch === 'qwen2' || arch === 'qwen3';
+  const isQwen = QWEN_ARCHS.includes(arch);
   const vocab = buildVocab(spec.vocab ?? defaultVocab(spec), isQwen ? 'qwen2' : 'gpt-2');
   const shape = resolveShape(arch, {
     ...spec.shape,
@@ -102,7 +105,7 @@ export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptio
   });
   const plan = planTensors(arch, shape, vocab.nVocab);
   const choice = chooseTensorTypes(
-    { arch, nLayer: shape.nLayer, nHead: shape.nHead, nHeadKv: shape.nHeadKv },
+    { arch, nLayer: shape.nLayer, nHead: shape.nHead, nHeadKv: shape.nHeadKv, nExpert: shape.experts?.nExpert },
     plan,
     spec.fileType,
   );

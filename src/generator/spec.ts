@@ -11,11 +11,67 @@ export type GenArch =
   | 'gemma-embedding'
   | 'gemma4'
   | 'phi3'
-  | 'smollm3';
+  | 'smollm3'
+  | 'qwen2moe'
+  | 'qwen3moe'
+  | 'deepseek2'
+  | 'gpt-oss';
 
 /** Gemma-family architectures (GeGLU, sandwich norms, embeddings scaled by √n_embd, tied output). */
 export function isGemma(arch: GenArch): boolean {
   return arch === 'gemma2' || arch === 'gemma3' || arch === 'gemma-embedding' || arch === 'gemma4';
+}
+
+/**
+ * Architectures whose feed-forward is a mixture of experts (llama and gemma4: when `experts`
+ * is given; gemma4's experts sit beside its dense feed-forward, as in Gemma 4 26B-A4B).
+ */
+export const MOE_ARCHS: readonly GenArch[] = ['qwen2moe', 'qwen3moe', 'deepseek2', 'gpt-oss'];
+
+/** The experts of a mixture-of-experts model (llama with these is Mixtral-style). */
+export interface ExpertShape {
+  nExpert: number;
+  nUsed: number;
+  /** Rows of one expert's gate/up (`expert_feed_forward_length`; llama: n_ff). */
+  nFf: number;
+  /** qwen2moe: rows of the gated shared expert; deepseek2: shared experts of nFf rows each. */
+  nShared?: number;
+  /** deepseek2: leading layers with a dense feed-forward of n_ff rows. */
+  nDenseLead?: number;
+  /** deepseek2: 'softmax' (V2) or 'sigmoid' (V3 / GLM) scores. */
+  gating?: 'softmax' | 'sigmoid';
+  /** deepseek2: expert_weights_scale (routed scaling factor) and expert_weights_norm. */
+  weightsScale?: number;
+  weightsNorm?: boolean;
+  /** deepseek2: a per-expert selection bias (exp_probs_b). */
+  probsBias?: boolean;
+  /**
+   * Router weights' standard deviation (default 1/sqrt(nEmbd); gemma4: 1, its router input
+   * is divided by sqrt(nEmbd)); 0 makes every expert tie.
+   */
+  routerStd?: number;
+  /** gemma4: one `ffn_gate_up_exps` stack of 2·nFf rows per expert (gate rows first) instead of two. */
+  gateUpFused?: boolean;
+  /** gemma4: a per-expert scale of the down projection's output (`ffn_down_exps.scale`). */
+  downScale?: boolean;
+}
+
+/** DeepSeek-2's latent attention sizes. */
+export interface MlaShape {
+  /** 0: no query bottleneck (the -Lite models). */
+  qLoraRank: number;
+  kvLoraRank: number;
+  /** Per-head query/key size before absorption (nope + rope dims) and value size. */
+  headK: number;
+  headV: number;
+}
+
+/** YaRN context extension, as the converters write it. */
+export interface YarnShape {
+  factor: number;
+  originalContext: number;
+  /** deepseek2: `rope.scaling.yarn_log_multiplier` as stored (0.1·mscale_all_dim). */
+  logMultiplier?: number;
 }
 
 export interface ModelShape {
@@ -48,8 +104,13 @@ export interface ModelShape {
   poolingType?: number;
   /** bert: rows of token_types (the `token_type_count`); default 2. */
   nTypeVocab?: number;
+  /** Mixture of experts (required by the MoE architectures; llama: Mixtral-style). */
+  experts?: ExpertShape;
+  /** deepseek2's latent attention (required by it). */
+  mla?: MlaShape;
+  yarn?: YarnShape;
 
-  // ---- sliding-window architectures (gemma*, phi3) ----
+  // ---- sliding-window architectures (gemma*, phi3, gpt-oss) ----
   /** `attention.sliding_window` (0: none; gemma2 and gemma4 need one). */
   slidingWindow?: number;
   /** `attention.sliding_window_pattern`: a period (gemma2/3/embedding) or one bool per layer (gemma4). */
@@ -110,7 +171,8 @@ export type { FileTypeName } from '../quantize/ftypes.js';
 export { FILE_TYPES, isFileTypeName } from '../quantize/ftypes.js';
 
 /** Every field of a shape filled in with its default for `arch`. */
-export type ResolvedShape = Required<ModelShape>;
+export type ResolvedShape = Required<Omit<ModelShape, 'experts' | 'mla' | 'yarn'>> &
+  Pick<ModelShape, 'experts' | 'mla' | 'yarn'>;
 
 export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
   const headDim = s.headDim ?? s.nEmbd / s.nHead;
@@ -124,13 +186,16 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     nCtxTrain: s.nCtxTrain,
     headDim,
     ropeDim: s.ropeDim ?? headDim,
-    ropeFreqBase: s.ropeFreqBase ?? (arch === 'qwen2' || arch === 'qwen3' ? 1e6 : 10000),
+    ropeFreqBase: s.ropeFreqBase ?? (arch === 'qwen2' || arch === 'qwen3' || MOE_ARCHS.includes(arch) ? 1e6 : 10000),
     normEps: s.normEps ?? (arch === 'bert' ? 1e-12 : isGemma(arch) ? 1e-6 : 1e-5),
     // Gemma 2 and EmbeddingGemma always reuse token_embd for the output (embeddings: none)
     tiedEmbeddings:
       arch === 'bert' || arch === 'gemma2' || arch === 'gemma-embedding' ? true : (s.tiedEmbeddings ?? false),
     poolingType: s.poolingType ?? 1,
     nTypeVocab: s.nTypeVocab ?? 2,
+    experts: s.experts,
+    mla: s.mla,
+    yarn: s.yarn,
     slidingWindow: s.slidingWindow ?? 0,
     swaPattern: s.swaPattern ?? 0,
     ropeFreqBaseSwa: s.ropeFreqBaseSwa ?? 10000,
@@ -177,6 +242,22 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     throw new RangeError(
       `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
     );
+  if (MOE_ARCHS.includes(arch) && !r.experts) throw new RangeError(`model shape: ${arch} needs experts`);
+  if (r.experts) {
+    const e = r.experts;
+    pos(e.nExpert, 'experts.nExpert');
+    pos(e.nUsed, 'experts.nUsed');
+    pos(e.nFf, 'experts.nFf');
+    if (e.nUsed > e.nExpert) throw new RangeError(`model shape: ${e.nUsed} experts used of ${e.nExpert}`);
+  }
+  if (arch === 'deepseek2') {
+    const m = r.mla;
+    if (!m) throw new RangeError('model shape: deepseek2 needs mla');
+    if (r.nHeadKv !== 1) throw new RangeError('model shape: deepseek2 (latent attention) has one KV head');
+    if (r.headDim !== m.kvLoraRank + r.ropeDim || m.headK <= r.ropeDim) {
+      throw new RangeError('model shape: deepseek2 needs headDim = kvLoraRank + ropeDim and mla.headK > ropeDim');
+    }
+  }
   return r;
 }
 
@@ -321,6 +402,42 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
     },
     vocabKind: 'synthetic-spm',
   },
+  // Gemma 4 26B-A4B's layer kinds at a tiny size: every layer's feed-forward is a dense
+  // GeGLU (the shared expert) beside routed GeGLU experts, each branch with its own norms;
+  // full layers without attn_v, layer output scales, final soft-cap, no per-layer
+  // embeddings or shared KV.
+  'tiny-gemma4-moe': {
+    arch: 'gemma4',
+    name: 'tiny-gemma4-moe',
+    description:
+      'small gemma4 mixture of experts (26B-A4B-like) for tests: 8 experts of 32 rows, top-2, beside a dense GeGLU of 96; fused gate_up stacks, per-expert down scales',
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 1,
+      nHeadKvSwa: 2,
+      nFf: 96,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      headDim: 32,
+      headDimSwa: 16,
+      ropeDim: 32,
+      ropeDimSwa: 16,
+      slidingWindow: 8,
+      swaPattern: [true, false, true, false],
+      ropeFreqBase: 1e6,
+      finalSoftcap: 30,
+      fullLayersWithoutV: true,
+      layerOutputScale: true,
+      // (26B-A4B ties them; a separate output matrix gives these random weights less repetitive greedy text)
+      tiedEmbeddings: false,
+      // a decisive router (logits of std ~2), as trained ones are: near-ties between experts,
+      // which any rounding difference flips, stay rare
+      experts: { nExpert: 8, nUsed: 2, nFf: 32, routerStd: 2, gateUpFused: true, downScale: true },
+    },
+    vocabKind: 'synthetic-spm',
+  },
   'tiny-phi3': {
     arch: 'phi3',
     // (a general.name with "phi3" or "phi-3" makes llama.cpp look up Phi-3's special tokens)
@@ -394,6 +511,156 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
       normEps: 1e-5,
       longRope: { nCtxOrig: 4096, attnFactor: 1.1902380714238083 },
       tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  'tiny-qwen3moe': {
+    arch: 'qwen3moe',
+    name: 'tiny-qwen3moe',
+    description: 'small Qwen3 mixture of experts for tests: 8 experts, top-2, renormalised',
+    shape: {
+      nEmbd: 64,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 64,
+      nVocab: 512,
+      nCtxTrain: 512,
+      headDim: 16,
+      experts: { nExpert: 8, nUsed: 2, nFf: 32 },
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  'tiny-qwen2moe': {
+    arch: 'qwen2moe',
+    name: 'tiny-qwen2moe',
+    description: 'small Qwen2 mixture of experts for tests: 4 experts, top-2, a sigmoid-gated shared expert',
+    shape: {
+      nEmbd: 64,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 96,
+      nVocab: 512,
+      nCtxTrain: 512,
+      experts: { nExpert: 4, nUsed: 2, nFf: 32, nShared: 64 },
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  'tiny-mixtral': {
+    arch: 'llama',
+    name: 'tiny-mixtral',
+    description: 'small Mixtral-style llama for tests: 8 experts of n_ff rows, top-2',
+    shape: {
+      nEmbd: 64,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 64,
+      nVocab: 512,
+      nCtxTrain: 512,
+      experts: { nExpert: 8, nUsed: 2, nFf: 64 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-deepseek2': {
+    arch: 'deepseek2',
+    name: 'tiny-deepseek2',
+    description:
+      'small DeepSeek-V3/GLM-style model for tests: latent attention with q-LoRA, a dense first layer, sigmoid routing with a selection bias, scaled weights, a shared expert',
+    shape: {
+      nEmbd: 64,
+      nLayer: 3,
+      nHead: 4,
+      nHeadKv: 1,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 512,
+      headDim: 40,
+      ropeDim: 8,
+      normEps: 1e-6,
+      mla: { qLoraRank: 32, kvLoraRank: 32, headK: 24, headV: 16 },
+      experts: {
+        nExpert: 8,
+        nUsed: 2,
+        nFf: 32,
+        nShared: 1,
+        nDenseLead: 1,
+        gating: 'sigmoid',
+        weightsScale: 2.5,
+        weightsNorm: true,
+        probsBias: true,
+      },
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  'tiny-gpt-oss': {
+    arch: 'gpt-oss',
+    name: 'tiny-gpt-oss',
+    description: 'small gpt-oss for tests: sinks, sliding window 8 on even layers, YaRN, 4 experts top-2',
+    shape: {
+      nEmbd: 64,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 64,
+      nVocab: 512,
+      nCtxTrain: 4096,
+      headDim: 16,
+      ropeFreqBase: 150000,
+      experts: { nExpert: 4, nUsed: 2, nFf: 64 },
+      yarn: { factor: 32, originalContext: 128 },
+      slidingWindow: 8,
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  // Qwen/Qwen3-30B-A3B config.json: hidden 2048, 48 layers, 32 heads, 4 KV heads, head_dim
+  // 128, intermediate 6144, moe_intermediate 768, 128 experts, 8 per token, vocab 151936,
+  // max_position_embeddings 40960, rope_theta 1e6, rms_norm_eps 1e-6, untied (30.5B
+  // parameters, 3.3B active). `--layers` keeps the per-layer shape.
+  'qwen3-30b-a3b': {
+    arch: 'qwen3moe',
+    name: 'Qwen3-30B-A3B (random weights)',
+    description:
+      "Qwen3-30B-A3B's shape: 2048 wide, 48 layers, 32/4 heads of 128, 128 experts of 768, top-8, vocab 151936",
+    shape: {
+      nEmbd: 2048,
+      nLayer: 48,
+      nHead: 32,
+      nHeadKv: 4,
+      nFf: 6144,
+      nVocab: 151936,
+      nCtxTrain: 40960,
+      headDim: 128,
+      ropeFreqBase: 1e6,
+      normEps: 1e-6,
+      experts: { nExpert: 128, nUsed: 8, nFf: 768 },
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  // openai/gpt-oss-20b config.json: hidden 2880, 24 layers, 64 heads, 8 KV heads, head_dim
+  // 64, 32 experts of 2880, 4 per token, sliding_window 128 (even layers), vocab 201088,
+  // rope_theta 150000 with YaRN (factor 32, original 4096), max_position_embeddings 131072
+  // (20.9B parameters, 3.6B active; experts in MXFP4 as released).
+  'gpt-oss-20b': {
+    arch: 'gpt-oss',
+    name: 'gpt-oss-20b (random weights)',
+    description:
+      "gpt-oss-20b's shape: 2880 wide, 24 layers, 64/8 heads of 64, 32 experts of 2880, top-4, window 128, vocab 201088",
+    shape: {
+      nEmbd: 2880,
+      nLayer: 24,
+      nHead: 64,
+      nHeadKv: 8,
+      nFf: 2880,
+      nVocab: 201088,
+      nCtxTrain: 131072,
+      headDim: 64,
+      ropeFreqBase: 150000,
+      normEps: 1e-5,
+      experts: { nExpert: 32, nUsed: 4, nFf: 2880 },
+      yarn: { factor: 32, originalContext: 4096 },
+      slidingWindow: 128,
     },
     vocabKind: 'synthetic-bpe',
   },
@@ -493,7 +760,8 @@ export interface PresetOptions {
 export function presetSpec(preset: string, fileType: FileTypeName, opts: PresetOptions = {}): ModelSpec {
   const p = PRESETS[preset];
   if (!p) throw new RangeError(`unknown preset '${preset}' (known: ${Object.keys(PRESETS).join(', ')})`);
-  const shape: ModelShape = { ...p.shape };
+  // (a deep copy: experts, mla and yarn are objects a caller may change)
+  const shape: ModelShape = structuredClone(p.shape);
   for (const [k, v] of Object.entries(opts.shape ?? {})) {
     if (v !== undefined) (shape as unknown as Record<string, unknown>)[k] = v;
   }

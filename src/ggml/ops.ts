@@ -221,3 +221,116 @@ export function flashAttnExt(
     logitSoftcap,
   });
 }
+
+/**
+ * Attention sinks (ggml_flash_attn_ext_add_sinks): one logit per head (F32 [nHead]) that
+ * joins every row's softmax without a value, as gpt-oss's learned sinks do. Sets src[4].
+ */
+export function flashAttnExtAddSinks(fa: Tensor, sinks: Tensor): Tensor {
+  check(fa.op === Op.FLASH_ATTN_EXT, 'add_sinks: not a flash_attn_ext node');
+  check(
+    sinks.type === GGMLType.F32 && sinks.ne[0] === fa.ne[1] && sinks.nelements === sinks.ne[0],
+    'sinks: F32 [nHead]',
+  );
+  check(fa.src.length === 4, 'flash_attn_ext with sinks needs a mask (sinks are src[4])');
+  fa.src.push(sinks);
+  return fa;
+}
+
+// ---- mixtures of experts ----
+
+/**
+ * Products with the experts each token chose (ggml_mul_mat_id): as [K, M, nExpert]
+ * (any weight type), b F32 [K, nB, nTokens] with nB = 1 (every slot reads the token's one
+ * row) or nUsed, ids I32 [nUsed, nTokens] (expert per slot). Result F32 [M, nUsed, nTokens]:
+ * result[:, i, t] = as[:, :, ids[i, t]] · b[:, i % nB, t].
+ */
+export function mulMatId(as: Tensor, b: Tensor, ids: Tensor): Tensor {
+  check(ids.type === GGMLType.I32 && ids.ne[2] === 1 && ids.ne[3] === 1, 'mul_mat_id ids: I32 [nUsed, nTokens]');
+  check(as.ne[3] === 1 && b.ne[3] === 1, 'mul_mat_id: as and b have at most 3 dimensions');
+  check(as.ne[0] === b.ne[0], `mul_mat_id inner sizes ${as.ne[0]} and ${b.ne[0]}`);
+  check(ids.ne[1] === b.ne[2], 'mul_mat_id: one ids column per token of b');
+  check(ids.ne[0] % b.ne[1] === 0, 'mul_mat_id: b rows per token must divide the slots');
+  check(!isTransposedRows(as), 'mul_mat_id: as must not be transposed');
+  return node(newTensor(GGMLType.F32, [as.ne[1], ids.ne[0], b.ne[2]]), Op.MUL_MAT_ID, [as, b, ids]);
+}
+
+/** a[:, i, t] + b[:, ids[i, t]] (ggml_add_id: per-expert biases). a [n, nUsed, nT], b [n, nExpert]. */
+export function addId(a: Tensor, b: Tensor, ids: Tensor): Tensor {
+  check(a.type === GGMLType.F32 && b.type === GGMLType.F32, 'add_id: F32 operands');
+  check(ids.type === GGMLType.I32 && ids.ne[0] === a.ne[1] && ids.ne[1] === a.ne[2], 'add_id ids: I32 [ne1, ne2] of a');
+  check(b.ne[0] === a.ne[0] && b.ne[2] === 1 && b.ne[3] === 1 && a.ne[3] === 1, 'add_id shapes');
+  return node(newTensor(GGMLType.F32, a.ne), Op.ADD_ID, [a, b, ids]);
+}
+
+/** ggml's sort orders. */
+export const SortOrder = { ASC: 0, DESC: 1 } as const;
+
+/**
+ * Indices that sort each row (ggml_argsort): I32 of a's shape. Ties are ordered as
+ * ggml-cpu's std::sort (libstdc++'s introsort) orders them.
+ */
+export function argsort(a: Tensor, order: number): Tensor {
+  check(a.type === GGMLType.F32 && a.hasContiguousRows(), 'argsort: F32 rows');
+  return node(newTensor(GGMLType.I32, a.ne), Op.ARGSORT, [a], { order });
+}
+
+/** The indices of each row's k largest values, largest first (ggml_argsort_top_k: argsort + view). */
+export function argsortTopK(a: Tensor, k: number): Tensor {
+  check(k >= 1 && k <= a.ne[0], `argsort_top_k: k = ${k} of ${a.ne[0]}`);
+  const s = argsort(a, SortOrder.DESC);
+  return viewOf(s, [k, s.ne[1], s.ne[2], s.ne[3]]);
+}
+
+function viewOf(a: Tensor, ne: [number, number, number, number]): Tensor {
+  const r = new Tensor(a.type, ne, [...a.nb]);
+  r.op = Op.VIEW;
+  r.src = [a];
+  r.viewSrc = a.viewSrc ?? a;
+  r.viewOffset = a.viewSrc ? a.viewOffset : 0;
+  return r;
+}
+
+/** Σ of each row: [1, ne1, ne2, ne3] (ggml_sum_rows). */
+export function sumRows(a: Tensor): Tensor {
+  return node(newTensor(a.type, [1, a.ne[1], a.ne[2], a.ne[3]]), Op.SUM_ROWS, [a]);
+}
+
+/** a / b elementwise, b broadcast over a (ggml_div). */
+export function div(a: Tensor, b: Tensor): Tensor {
+  return binary(Op.DIV, a, b);
+}
+
+/** 1 / (1 + e^-x) (ggml_sigmoid). */
+export function sigmoid(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.SIGMOID, [a]);
+}
+
+/** min(max(x, lo), hi) (ggml_clamp). */
+export function clamp(a: Tensor, lo: number, hi: number): Tensor {
+  return node(newTensor(a.type, a.ne), Op.CLAMP, [a], { min: lo, max: hi });
+}
+
+/**
+ * gpt-oss's clamped SwiGLU (ggml_swiglu_oai): x = min(g, limit), y = clamp(u, ±limit),
+ * x · sigmoid(alpha · x) · (y + 1). g and u are F32 of one shape with contiguous rows.
+ */
+export function swigluOai(g: Tensor, u: Tensor, alpha: number, limit: number): Tensor {
+  check(g.type === GGMLType.F32 && u.type === GGMLType.F32, 'swiglu_oai: F32 operands');
+  check(
+    g.ne.every((x, i) => x === u.ne[i]),
+    'swiglu_oai: gate and up shapes differ',
+  );
+  check(g.hasContiguousRows() && u.hasContiguousRows(), 'swiglu_oai: contiguous rows');
+  return node(newTensor(GGMLType.F32, g.ne), Op.SWIGLU_OAI, [g, u], { alpha, limit });
+}
+
+/** a and b joined along `dim` (ggml_concat): every other extent equal, same type. */
+export function concat(a: Tensor, b: Tensor, dim: number): Tensor {
+  check(a.type === b.type, 'concat: types differ');
+  check(dim >= 0 && dim < 4, `concat: dim ${dim}`);
+  for (let d = 0; d < 4; d++) check(d === dim || a.ne[d] === b.ne[d], `concat: extent ${d} differs`);
+  const ne = [...a.ne];
+  ne[dim] += b.ne[dim];
+  return node(newTensor(a.type, ne), Op.CONCAT, [a, b], { dim });
+}

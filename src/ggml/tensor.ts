@@ -16,7 +16,7 @@ export interface TensorBuffer {
 
 export type Shape4 = [number, number, number, number];
 
-/** Graph operations (ggml's `GGML_OP_*` that llama, qwen2, qwen3 and bert need). */
+/** Graph operations (ggml's `GGML_OP_*` that the supported architectures need). */
 export enum Op {
   NONE = 'NONE',
   // descriptor-only: no computation, the result aliases its source's memory
@@ -41,6 +41,16 @@ export enum Op {
   CPY = 'CPY',
   CONT = 'CONT',
   FLASH_ATTN_EXT = 'FLASH_ATTN_EXT',
+  // mixtures of experts: routing and the per-token expert products
+  MUL_MAT_ID = 'MUL_MAT_ID',
+  ADD_ID = 'ADD_ID',
+  ARGSORT = 'ARGSORT',
+  SUM_ROWS = 'SUM_ROWS',
+  DIV = 'DIV',
+  SIGMOID = 'SIGMOID',
+  CLAMP = 'CLAMP',
+  SWIGLU_OAI = 'SWIGLU_OAI',
+  CONCAT = 'CONCAT',
 }
 
 /** Ops whose result shares its source's memory and computes nothing. */

@@ -89,7 +89,7 @@ const TABLE: readonly TypeTraits[] = [
   t(GGMLType.BF16, 'BF16', 1, 2, true),
   t(GGMLType.TQ1_0, 'TQ1_0', QK_K, 54, true),
   t(GGMLType.TQ2_0, 'TQ2_0', QK_K, 66, true),
-  t(GGMLType.MXFP4, 'MXFP4', 32, 17, false),
+  t(GGMLType.MXFP4, 'MXFP4', 32, 17, true),
 ];
 
 /** Ids that ggml once used and removed; a file carrying one is rejected by this name. */

@@ -177,7 +177,7 @@ export class Context {
     for (let il = 0; il < hp.nLayer; il++) {
       for (const [what, type, width] of [
         ['K', params.typeK, headDimK(hp, il)],
-        ['V', params.typeV, headDimV(hp, il)],
+        ['V', model.arch.vFromK ? undefined : params.typeV, headDimV(hp, il)],
       ] as const) {
         const block = traitsOf(CACHE_TYPES[type ?? 'f16']).blockSize;
         if (width % block !== 0) {
@@ -196,6 +196,7 @@ export class Context {
           typeV: params.typeV ?? 'f16',
           layerBufts: model.layerDevices.map((d) => d.bufferType()),
           swaFull: params.swaFull ?? false,
+          vFromK: model.arch.vFromK ?? false,
         })
       : null;
     // the model's devices, then the reference kernels for any op none of them has
@@ -500,9 +501,11 @@ export class Context {
       const k = kv.k(il);
       const hd = headDimK(hp, il);
       const nh = headCountKv(hp, il);
-      // the rotated dimensions only; the rest of each head passes through
+      // the rotated dimensions only; the rest of each head passes through (a latent key
+      // keeps them after the latent: keyRopeOffset)
       const nRot = ropeDims(hp, il);
-      const k3 = view(k, [nRot, nh, kv.size], [rowSize(k.type, hd), k.nb[1]], 0);
+      const off = arch.keyRopeOffset?.(hp) ?? 0;
+      const k3 = view(k, [nRot, nh, kv.size], [rowSize(k.type, hd), k.nb[1]], rowSize(k.type, off));
       const f = ops.cpy(k3, newTensor(GGMLType.F32, [nRot, nh, kv.size]));
       // a pure rotation: no magnitude correction (LongRoPE's attn factor, YaRN's mscale),
       // which the keys already carry (llama.cpp applies it again on every shift)

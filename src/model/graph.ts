@@ -13,6 +13,7 @@ import * as ops from '../ggml/ops.js';
 import { newTensor, permute, reshape, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize } from '../ggml/types.js';
 import type { DiskRows } from './disk-rows.js';
+import type { ExpertGating } from './experts.js';
 import {
   type HParams,
   headCount,
@@ -67,6 +68,8 @@ type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs'>;
 export interface RopeConfig {
   mode: number;
   freqFactors?: Tensor;
+  /** ggml's attn_factor (default 1; DeepSeek-2 cancels YaRN's magnitude scaling with it). */
+  attnFactor?: number;
 }
 
 /** ggml_rope_ext's options for layer il (also used to re-rotate shifted cache cells). */
@@ -79,7 +82,7 @@ export function ropeOptions(hp: HParams, cfg: RopeConfig, il: number): ops.RopeO
     freqScale: ropeFreqScale(hp, il),
     nCtxOrig: hp.nCtxOrig,
     extFactor: yarn ? 1 : 0,
-    attnFactor: hp.ropeAttnFactor,
+    attnFactor: cfg.attnFactor ?? hp.ropeAttnFactor,
     betaFast: 32,
     betaSlow: 1,
     freqFactors: cfg.freqFactors,
@@ -250,7 +253,10 @@ export class GraphBuilder {
    * shares another's K/V passes k = v = null and reads that cache. Without a memory
    * (encoders) it reads this ubatch's k and v, cast to F16 as llama.cpp does. Scores are
    * q·k·kqScale (default 1/√hdK), soft-capped when the model says so; sliding-window
-   * layers use the sliding-window mask. Returns wo·attn (+ bo), [nEmbd, n].
+   * layers use the sliding-window mask. A layer of a latent cache (KVCache's vFromK,
+   * DeepSeek's MLA) passes v = null: V is the leading hdV elements of the K rows just
+   * stored. Options: per-head sinks (gpt-oss), and vMla [hdV, hdOut, nHead], which maps
+   * each head's output back from the latent. Returns wo·attn (+ bo), [nEmbd, n].
    */
   attention(
     il: number,
@@ -260,6 +266,7 @@ export class GraphBuilder {
     wo: Tensor,
     bo?: Tensor,
     kqScale = 1 / Math.sqrt(headDimK(this.hp, il)),
+    o: { sinks?: Tensor; vMla?: Tensor } = {},
   ): Tensor {
     const hp = this.hp;
     const n = this.nTokens;
@@ -274,14 +281,19 @@ export class GraphBuilder {
       if (!lk) throw new Error(`graph: layer ${il} has no KV cache`);
       let kc = this.stored.get(lk.k) ?? lk.k;
       let vc = this.stored.get(lk.v) ?? lk.v;
+      const latent = lk.v.viewSrc === lk.k;
       if (lk.writes) {
-        if (!k || !v) throw new Error(`graph: layer ${il} keeps its own K/V but got none`);
+        if (!k || (!v && !latent)) throw new Error(`graph: layer ${il} keeps its own K/V but got none`);
         const idxs = this.inpKvIdxs(lk.cache);
         kc = ops.setRows(kc, rows2d(k), idxs).setName(`${lk.k.name} (view)`);
-        vc = ops.setRows(vc, rows2d(v), idxs).setName(`${lk.v.name} (view)`);
         this.stored.set(lk.k, kc);
-        this.stored.set(lk.v, vc);
+        if (v && !latent) {
+          vc = ops.setRows(vc, rows2d(v), idxs).setName(`${lk.v.name} (view)`);
+          this.stored.set(lk.v, vc);
+        }
       }
+      // the latent: the leading hdV elements of the K rows (after this ubatch's write)
+      if (latent) vc = view(kc, [lk.v.ne[0], lk.v.ne[1]], [kc.nb[1]], 0);
       const nKV = this.ub.nKV[lk.cache];
       kAll = view(kc, [hdK, nHeadKv, nKV], [rowSize(kc.type, hdK), kc.nb[1]], 0);
       vAll = view(vc, [hdV, nHeadKv, nKV], [rowSize(vc.type, hdV), vc.nb[1]], 0);
@@ -297,8 +309,16 @@ export class GraphBuilder {
       mask = this.inpMask(isSwa(hp, il) ? 1 : 0);
     }
     const qp = permute(q, [0, 2, 1, 3]);
-    const fa = this.cb(ops.flashAttnExt(qp, kAll, vAll, mask, kqScale, 0, hp.attnSoftcap), '__fattn__', il);
-    const cur = this.cb(reshape(fa, [hdV * headCount(hp, il), n]), 'kqv_out', il);
+    let fa = ops.flashAttnExt(qp, kAll, vAll, mask, kqScale, 0, hp.attnSoftcap);
+    if (o.sinks) fa = ops.flashAttnExtAddSinks(fa, o.sinks);
+    this.cb(fa, '__fattn__', il);
+    let cur = fa; // [hdV, nHead, n]
+    if (o.vMla) {
+      // per head: [hdV, n] → [hdOut, n] (the permutes only reinterpret the layout)
+      const ph = this.cb(ops.mulMat(o.vMla, permute(fa, [0, 2, 1, 3])), 'fattn_mla', il);
+      cur = ops.cont(permute(ph, [0, 2, 1, 3]));
+    }
+    cur = this.cb(reshape(cur, [cur.ne[0] * cur.ne[1], n]), 'kqv_out', il);
     return this.cb(this.linear(wo, bo, cur), 'attn_out', il);
   }
 
@@ -327,12 +347,127 @@ export class GraphBuilder {
     return this.cb(cur, 'result_embd_pooled');
   }
 
+  /**
+   * The decoder's head: final RMSNorm (`result_norm`), then logits (`result_output`)
+   * through output.weight, or token_embd when the output is tied to it.
+   */
+  output(x: Tensor): GraphOutputs {
+    const w = this.w;
+    const embd = this.rmsNorm(x, w.get('output_norm.weight'), 'result_norm');
+    const out = w.opt('output.weight') ?? w.get('token_embd.weight');
+    const logits = this.cb(this.mm(out, embd), 'result_output');
+    return { embd, logits };
+  }
+
   /** SwiGLU feed-forward: down · (silu(gate · x) ⊙ (up · x)). */
   ffnSwiglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number): Tensor {
     const g = this.cb(this.mm(gate, x), 'ffn_gate', il);
     const u = this.cb(this.mm(up, x), 'ffn_up', il);
     const s = this.cb(ops.mul(ops.silu(g), u), 'ffn_swiglu', il);
     return this.cb(this.mm(down, s), 'ffn_out', il);
+  }
+
+  /**
+   * Mixture-of-experts feed-forward of x [nEmbd, n] (llama.cpp's build_moe_ffn, with its
+   * names): router probabilities (from the router's logits, or from logits the architecture
+   * computed), the top nExpertUsed experts per token (ties ordered as ggml's argsort), their
+   * weights (normalised and scaled as the architecture says), each token's expert FFNs
+   * through MUL_MAT_ID (gate and up as two stacks or one fused stack, each optionally scaled
+   * per expert), weighted and summed. Returns [nEmbd, n].
+   */
+  moeFfn(x: Tensor, f: MoeFfn, il: number): Tensor {
+    const nEmbd = x.ne[0];
+    const n = x.ne[1];
+    const k = f.nExpertUsed;
+    let logits: Tensor;
+    if (f.logits) logits = f.logits;
+    else if (f.gateInp) logits = this.cb(this.mm(f.gateInp, x), 'ffn_moe_logits', il);
+    else throw new Error('moe: neither a router nor router logits');
+    const nExpert = logits.ne[0];
+    if (f.gateInpB) logits = this.cb(ops.add(logits, f.gateInpB), 'ffn_moe_logits_biased', il);
+    let probs = logits;
+    if (f.gating === 'softmax') probs = ops.softMax(logits);
+    else if (f.gating === 'sigmoid') probs = ops.sigmoid(logits);
+    this.cb(probs, 'ffn_moe_probs', il);
+    // the selection bias picks experts; the weights come from the unbiased probabilities
+    const selection = f.probsBias ? this.cb(ops.add(probs, f.probsBias), 'ffn_moe_probs_biased', il) : probs;
+    const selected = ops.argsortTopK(selection, k); // [k, n]
+    this.cb(selected.src[0], 'ffn_moe_argsort', il);
+    this.cb(selected, 'ffn_moe_topk', il);
+    const probs3 = reshape(probs, [1, nExpert, n]);
+    let weights = this.cb(ops.getRows(probs3, selected), 'ffn_moe_weights', il);
+    if (f.gating === 'softmax_weight') {
+      weights = ops.softMax(reshape(weights, [k, n]));
+      weights = this.cb(reshape(weights, [1, k, n]), 'ffn_moe_weights_softmax', il);
+    }
+    if (f.normW) {
+      const w2 = reshape(weights, [k, n]);
+      const sum = this.cb(ops.sumRows(w2), 'ffn_moe_weights_sum', il);
+      // as llama.cpp: never divide by less than the smallest normal f16
+      const clamped = this.cb(
+        ops.clamp(sum, 6.103515625e-5, Number.POSITIVE_INFINITY),
+        'ffn_moe_weights_sum_clamped',
+        il,
+      );
+      weights = reshape(this.cb(ops.div(w2, clamped), 'ffn_moe_weights_norm', il), [1, k, n]);
+    }
+    if (f.wScale !== 0 && f.wScale !== 1) weights = this.cb(ops.scale(weights, f.wScale), 'ffn_moe_weights_scaled', il);
+
+    // a per-expert scale [nExpert] of a MUL_MAT_ID result [rows, k, n]: llama.cpp repeats it
+    // over the tokens and picks each token's experts' entries; here the repeat is 0·p + s
+    // over the probabilities' shape (finite, so exactly s)
+    let perToken: Tensor | undefined;
+    const scaled = (t: Tensor, s: Tensor | undefined, name: string) => {
+      if (!s) return t;
+      perToken ??= ops.scale(probs3, 0);
+      const picked = ops.getRows(ops.add(perToken, reshape(s, [1, nExpert, 1])), selected); // [1, k, n]
+      return this.cb(ops.mul(t, picked), name, il);
+    };
+
+    const cur = reshape(x, [nEmbd, 1, n]);
+    let up: Tensor;
+    let gate: Tensor | undefined;
+    if (f.gateUp) {
+      // one stack of [gate rows | up rows] per expert: one MUL_MAT_ID, then two views
+      const gu = scaled(
+        this.cb(ops.mulMatId(f.gateUp, cur, selected), 'ffn_moe_gate_up', il),
+        f.upS,
+        'ffn_moe_gate_up_scaled',
+      );
+      const nFf = gu.ne[0] / 2;
+      gate = this.cb(view(gu, [nFf, k, n], [gu.nb[1], gu.nb[2]], 0), 'ffn_moe_gate', il);
+      up = this.cb(view(gu, [nFf, k, n], [gu.nb[1], gu.nb[2]], nFf * gu.nb[0]), 'ffn_moe_up', il);
+    } else {
+      if (!f.up) throw new Error('moe: no up experts');
+      up = scaled(this.cb(ops.mulMatId(f.up, cur, selected), 'ffn_moe_up', il), f.upS, 'ffn_moe_up_scaled');
+      if (f.upB) up = this.cb(ops.addId(up, f.upB, selected), 'ffn_moe_up_biased', il);
+      if (f.gate) {
+        gate = scaled(this.cb(ops.mulMatId(f.gate, cur, selected), 'ffn_moe_gate', il), f.gateS, 'ffn_moe_gate_scaled');
+        if (f.gateB) gate = this.cb(ops.addId(gate, f.gateB, selected), 'ffn_moe_gate_biased', il);
+      }
+    }
+    let act: Tensor;
+    if (gate) {
+      if (f.act === 'swiglu_oai') act = this.cb(ops.swigluOai(gate, up, 1.702, 7), 'ffn_moe_swiglu_oai', il);
+      else if (f.act === 'gelu') act = this.cb(ops.mul(ops.gelu(gate), up), 'ffn_moe_geglu', il);
+      else act = this.cb(ops.mul(ops.silu(gate), up), 'ffn_moe_swiglu', il);
+    } else {
+      if (f.act !== 'silu') throw new Error(`moe: ${f.act} needs gate experts`);
+      act = this.cb(ops.silu(up), 'ffn_moe_silu', il);
+    }
+    let experts = scaled(
+      this.cb(ops.mulMatId(f.down, act, selected), 'ffn_moe_down', il),
+      f.downS,
+      'ffn_moe_down_scaled',
+    ); // [nEmbd, k, n]
+    if (f.downB) experts = this.cb(ops.addId(experts, f.downB, selected), 'ffn_moe_down_biased', il);
+    experts = this.cb(ops.mul(experts, weights), 'ffn_moe_weighted', il);
+    // the experts' outputs summed in slot order
+    const slot = (i: number) => view(experts, [nEmbd, n], [experts.nb[2]], i * experts.nb[1]);
+    let out = slot(0);
+    for (let i = 1; i < k; i++) out = ops.add(out, slot(i));
+    if (k === 1) out = ops.cont(out);
+    return this.cb(out, 'ffn_moe_out', il);
   }
 
   /**
@@ -395,6 +530,39 @@ export class GraphBuilder {
     const g = this.cb(ops.gelu(u), 'ffn_gelu', il);
     return this.cb(this.linear(down, downB, g), 'ffn_out', il);
   }
+}
+
+/** The weights and routing of one mixture-of-experts feed-forward (llama.cpp's build_moe_ffn). */
+export interface MoeFfn {
+  /** Router [nEmbd, nExpert] and its optional bias. */
+  gateInp?: Tensor;
+  gateInpB?: Tensor;
+  /** Router logits [nExpert, n] the architecture computed (Gemma 4's), instead of gateInp·x. */
+  logits?: Tensor;
+  /** Expert stacks [nEmbd, nFf, nExpert] (down: [nFf, nEmbd, nExpert]) and per-expert biases [nFf or nEmbd, nExpert]. */
+  up?: Tensor;
+  upB?: Tensor;
+  /** Absent: the activation applies to up alone (llama.cpp's has_gate false). */
+  gate?: Tensor;
+  gateB?: Tensor;
+  /** One stack of gate then up rows [nEmbd, 2·nFf, nExpert], instead of gate and up. */
+  gateUp?: Tensor;
+  down: Tensor;
+  downB?: Tensor;
+  /** Per-expert output scales [nExpert] of the up (or fused gate_up), gate and down products. */
+  upS?: Tensor;
+  gateS?: Tensor;
+  downS?: Tensor;
+  /** Selection bias added to the probabilities for choosing only (DeepSeek-V3's exp_probs_b). */
+  probsBias?: Tensor;
+  nExpertUsed: number;
+  gating: ExpertGating;
+  /** Divide the chosen weights by their sum. */
+  normW: boolean;
+  /** Multiply the chosen weights (0 or 1: not). */
+  wScale: number;
+  /** 'silu': SwiGLU; 'gelu': GeGLU; 'swiglu_oai': gpt-oss's clamped SwiGLU (alpha 1.702, limit 7). */
+  act: 'silu' | 'gelu' | 'swiglu_oai';
 }
 
 /**

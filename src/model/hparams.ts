@@ -3,6 +3,7 @@
 
 import { type GGUFFile, isArrayValue } from '../gguf/index.js';
 import { ModelError } from './errors.js';
+import { type ExpertParams, readExpertParams } from './experts.js';
 
 /**
  * How per-token embeddings become one per sequence (llama_pooling_type); 'rank': a
@@ -52,6 +53,8 @@ export interface HParams {
   pooling: PoolingType;
   /** Outputs of a classification head (`classifier.output_labels`' length, default 1). */
   nClsOut: number;
+  /** Mixture of experts (null: a dense model). */
+  moe: ExpertParams | null;
 
   // ---- per layer (a GGUF key may hold one value or one per layer: get_key_or_arr) ----
   nHeadArr: number[];
@@ -266,8 +269,6 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     }
   }
   const nHeadKv = nHeadKvArr[0];
-  const nExpert = int('expert_count', 0, 0);
-  if (nExpert > 0) throw bad('expert_count', nExpert, 'experts: mixture-of-experts models are not supported');
   const nEmbdHeadK = int('attention.key_length', Math.floor(nEmbd / nHead), 1);
   const nEmbdHeadV = int('attention.value_length', Math.floor(nEmbd / nHead), 1);
   const nCtxTrain = int('context_length', undefined, 0);
@@ -313,6 +314,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
     nClsOut: Math.max(1, file.getStringArray(key('classifier.output_labels'), []).length),
+    moe: readExpertParams(file, arch),
     nHeadArr,
     nHeadKvArr,
     nFfArr,

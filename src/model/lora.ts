@@ -126,6 +126,13 @@ export class LoraAdapter {
           `${where}: the adapter changes '${name}', which ${model.path} does not have (another base model?)`,
         );
       }
+      if (base.ne.slice(2).some((d) => d !== 1)) {
+        // expert stacks (MUL_MAT_ID) and per-head matrices: their products take no adapter
+        // here (llama.cpp adapts expert stacks with 3-D factors; not supported yet)
+        throw new ModelError(
+          `${where}: the adapter changes '${name}' [${base.ne.join(', ')}], a stack of ${base.ne.slice(2).reduce((x, y) => x * y, 1)} matrices (experts or heads): adapters of such tensors are not supported`,
+        );
+      }
       for (const f of [p.a, p.b]) {
         if (f.dims.length > 2 && f.dims.slice(2).some((d) => d !== 1)) {
           throw new ModelError(`${where}: '${f.name}' has shape [${f.dims.join(', ')}], expected a matrix`);

@@ -376,6 +376,7 @@ function fileTypeName(file: GGUFFile, tensors: ReadonlyMap<string, Tensor>): str
     25: 'IQ4_NL',
     30: 'IQ4_XS',
     32: 'BF16',
+    38: 'MXFP4_MOE',
   };
   const ft = file.getNumber('general.file_type', -1);
   if (FILE_TYPES[ft]) return FILE_TYPES[ft];

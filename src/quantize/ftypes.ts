@@ -38,6 +38,8 @@ export const FILE_TYPES = {
   BF16: { ftype: 32, base: GGMLType.BF16 },
   TQ1_0: { ftype: 36, base: GGMLType.TQ1_0 },
   TQ2_0: { ftype: 37, base: GGMLType.TQ2_0 },
+  /** MXFP4_MOE: expert stacks MXFP4, every other matrix Q8_0. */
+  MXFP4_MOE: { ftype: 38, base: GGMLType.MXFP4 },
 } as const satisfies Record<string, { ftype: number; base: GGMLType }>;
 
 export type FileTypeName = keyof typeof FILE_TYPES;

@@ -204,6 +204,8 @@ function fallbackType(name: string, ncols: number, type: GGMLType): GGMLType {
     case Q.Q6_K:
       to = Q.Q8_0;
       break;
+    case Q.MXFP4:
+      throw new RangeError(`tensor '${name}': row length ${ncols} is not a multiple of MXFP4's 32-element block`);
     default:
       if (bs > 32) {
         throw new RangeError(`tensor '${name}': no fallback type for ${typeName(type)} (row length ${ncols})`);
@@ -274,13 +276,16 @@ export function chooseTensorTypes(
   let iFfnUp = 0;
 
   /** llama_tensor_get_type_impl: the mix's choice for one tensor (updates the counters). */
-  const mixType = (name: string, nx: number, cat: Category): GGMLType => {
+  const mixType = (name: string, nx: number, nz: number, cat: Category): GGMLType => {
     let t: GGMLType = base;
     if (cat === 'output' || (tied && cat === 'token_embd')) {
       if (opts.outputTensorType !== undefined) return opts.outputTensorType;
-      if (falcon || nx % traitsOf(t).blockSize !== 0) t = Q.Q8_0;
+      if (ft === 'MXFP4_MOE' || falcon || nx % traitsOf(t).blockSize !== 0) t = Q.Q8_0;
       else if (['IQ2_XXS', 'IQ2_XS', 'IQ3_XXS', 'IQ1_S', 'IQ2_S', 'IQ2_M', 'IQ1_M'].includes(ft)) t = Q.Q5_K;
       else if (t !== Q.Q8_0) t = Q.Q6_K;
+    } else if (ft === 'MXFP4_MOE') {
+      // expert stacks (3-D) MXFP4, every other matrix Q8_0
+      t = nz > 1 ? Q.MXFP4 : Q.Q8_0;
     } else if (cat === 'token_embd') {
       if (opts.tokenEmbeddingType !== undefined) return opts.tokenEmbeddingType;
       if (ft === 'IQ2_XXS' || ft === 'IQ2_XS' || ft === 'IQ1_S' || ft === 'IQ1_M') t = Q.Q2_K;
@@ -389,7 +394,7 @@ export function chooseTensorTypes(
       type = base;
       const manual = opts.overrides?.find(([re]) => re.test(t.name));
       if (manual) type = manual[1];
-      else if (!opts.pure) type = mixType(t.name, t.dims[0] ?? 0, cat);
+      else if (!opts.pure) type = mixType(t.name, t.dims[0] ?? 0, t.dims[2] ?? 1, cat);
       const chosen = type;
       type = fallbackType(t.name, t.dims[0] ?? 0, type);
       if (type !== chosen) {

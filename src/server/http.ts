@@ -25,6 +25,8 @@ export class ApiError extends Error {
     message: string,
     readonly type = errorType(status),
     readonly param: string | null = null,
+    /** More fields of the error object (llama-server's n_prompt_tokens / n_ctx). */
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -56,7 +58,7 @@ function errorType(status: number): string {
 export function errorBody(e: ApiError): {
   error: { message: string; type: string; code: number; param: string | null };
 } {
-  return { error: { message: e.message, type: e.type, code: e.status, param: e.param } };
+  return { error: { message: e.message, type: e.type, code: e.status, param: e.param, ...e.extra } };
 }
 
 export interface RequestContext {
@@ -65,16 +67,21 @@ export interface RequestContext {
   url: URL;
   /** The parsed JSON body (POST), else undefined. */
   body: unknown;
+  /** Values of the route's `:name` path segments. */
+  params: Record<string, string>;
 }
 
 export type Handler = (c: RequestContext) => Promise<void> | void;
 
 export interface Route {
   method: 'GET' | 'POST';
+  /** The path; a segment `:name` matches any one segment (its value in `RequestContext.params`). */
   path: string;
   handler: Handler;
   /** Reachable without the API key (llama-server's public endpoints: health, models). */
   public?: boolean;
+  /** The body an error gets on this route (default: OpenAI's `{ error: { message, type, code } }`). */
+  errorBody?: (e: ApiError) => unknown;
 }
 
 export interface HttpOptions {
@@ -89,6 +96,8 @@ export interface HttpOptions {
   timeout?: number | undefined;
   /** Open connections at most (default 512); a new one beyond it gets a 503 and is closed. */
   maxConnections?: number | undefined;
+  /** Headers of the API's own that clients send and read (CORS allows and exposes them). */
+  exposeHeaders?: string[];
   onRequest?: () => void;
   onErrorStatus?: () => void;
   /** A connection refused at the cap. */
@@ -207,11 +216,26 @@ export function sendJson(
   res.end(text);
 }
 
-export function sendError(res: ServerResponse, e: ApiError): void {
+export function sendError(res: ServerResponse, e: ApiError, shape: (e: ApiError) => unknown = errorBody): void {
   const headers: Record<string, string> = {};
   if (e.status === 503 || e.status === 429) headers['Retry-After'] = '1';
   if (e.status === 401) headers['WWW-Authenticate'] = 'Bearer';
-  sendJson(res, e.status, errorBody(e), headers);
+  sendJson(res, e.status, shape(e), headers);
+}
+
+/** A route's path as segments, `:name` ones matching any segment. */
+function matchPath(pattern: string, path: string): Record<string, string> | undefined {
+  const a = pattern.split('/');
+  const b = path.split('/');
+  if (a.length !== b.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]!.startsWith(':')) {
+      if (b[i] === '') return undefined;
+      params[a[i]!.slice(1)] = decodeURIComponent(b[i]!);
+    } else if (a[i] !== b[i]) return undefined;
+  }
+  return params;
 }
 
 /** Turns anything thrown by a handler into an ApiError (500 for the unexpected). */
@@ -248,11 +272,30 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
   const maxConnections = opts.maxConnections ?? HTTP_DEFAULTS.maxConnections;
   const budget = new BodyBudget(opts.maxPendingBodyBytes ?? HTTP_DEFAULTS.maxPendingBodyBytes);
   const byPath = new Map<string, Route[]>();
+  const patterns: Route[] = [];
   for (const r of routes) {
+    if (r.path.includes('/:')) {
+      patterns.push(r);
+      continue;
+    }
     const list = byPath.get(r.path) ?? [];
     list.push(r);
     byPath.set(r.path, list);
   }
+  /** The routes of a path, and the values of its `:name` segments. */
+  const lookup = (path: string): { list: Route[]; params: Record<string, string> } | undefined => {
+    const exact = byPath.get(path);
+    if (exact) return { list: exact, params: {} };
+    let params: Record<string, string> | undefined;
+    const list: Route[] = [];
+    for (const r of patterns) {
+      const p = matchPath(r.path, path);
+      if (!p) continue;
+      params ??= p;
+      list.push(r);
+    }
+    return params ? { list, params } : undefined;
+  };
   const sockets = new Map<Socket, SocketState>();
   const rejected = new WeakSet<Socket>();
   const server = createServer(
@@ -269,25 +312,50 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
           `${req.socket.remoteAddress ?? '-'} ${req.method} ${req.url} ${res.statusCode} ${(performance.now() - t0).toFixed(1)} ms`,
         );
       });
-      if (opts.cors) {
-        res.setHeader('Access-Control-Allow-Origin', opts.cors);
-        if (opts.cors !== '*') res.setHeader('Vary', 'Origin');
+      // CORS as llama-server's: the request's origin is allowed (with '*', any origin;
+      // else the one given), credentials too, and a preflight on any path is answered
+      // without the API key
+      const origin = req.headers.origin;
+      const corsOk = opts.cors !== undefined && (origin === undefined || opts.cors === '*' || origin === opts.cors);
+      if (corsOk) {
+        res.setHeader('Access-Control-Allow-Origin', opts.cors === '*' ? (origin ?? '*') : opts.cors!);
+        res.setHeader('Access-Control-Allow-Credentials', 'true');
+        res.setHeader('Vary', 'Origin');
+        if (opts.exposeHeaders?.length) res.setHeader('Access-Control-Expose-Headers', opts.exposeHeaders.join(', '));
       }
       const state = sockets.get(req.socket);
+      let shape: ((e: ApiError) => unknown) | undefined;
       try {
         const url = new URL(req.url ?? '/', 'http://localhost');
-        const candidates = byPath.get(url.pathname);
-        if (req.method === 'OPTIONS' && opts.cors && candidates) {
-          res.writeHead(204, {
-            'Access-Control-Allow-Methods': candidates.map((r) => r.method).join(', '),
-            'Access-Control-Allow-Headers': 'Authorization, Content-Type, X-Api-Key',
-            'Access-Control-Max-Age': '600',
+        if (req.method === 'OPTIONS' && opts.cors !== undefined) {
+          const asked = req.headers['access-control-request-headers'];
+          res.writeHead(corsOk ? 204 : 403, {
+            ...(corsOk
+              ? {
+                  'Access-Control-Allow-Methods': 'GET, POST',
+                  'Access-Control-Allow-Headers':
+                    typeof asked === 'string' && asked !== ''
+                      ? asked
+                      : [
+                          'Authorization',
+                          'Content-Type',
+                          'X-Api-Key',
+                          'Anthropic-Version',
+                          ...(opts.exposeHeaders ?? []),
+                        ].join(', '),
+                  'Access-Control-Max-Age': '600',
+                }
+              : {}),
+            'Content-Length': '0',
           });
           res.end();
           return;
         }
-        if (!candidates) throw new ApiError(404, `no endpoint ${url.pathname}`);
+        const found = lookup(url.pathname);
+        if (!found) throw new ApiError(404, `no endpoint ${url.pathname}`);
+        const candidates = found.list;
         const route = candidates.find((r) => r.method === req.method);
+        shape = (route ?? candidates[0])?.errorBody;
         if (!route) {
           res.setHeader('Allow', candidates.map((r) => r.method).join(', '));
           throw new ApiError(405, `${req.method} is not allowed on ${url.pathname}`);
@@ -306,7 +374,7 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
         }
         if (state) state.busy = true;
         try {
-          await route.handler({ req, res, url, body });
+          await route.handler({ req, res, url, body, params: found.params });
         } finally {
           if (state) state.busy = false;
         }
@@ -320,7 +388,7 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
         const err = toApiError(e);
         // the rest of a refused body is not read: close rather than drain it
         if (err.status === 413 || (err.status === 503 && !req.complete)) res.setHeader('Connection', 'close');
-        sendError(res, err);
+        sendError(res, err, shape);
       }
     },
   );
@@ -410,4 +478,10 @@ function noteRejection(max: number): void {
   log.warn(`${rejections} connection(s) refused with 503: ${max} connections are open (the limit)`);
   lastRejectionLog = now;
   rejections = 0;
+}
+
+/** `?name` or `?name=1|true` (llama-server's query flags, e.g. fail_on_no_slot). */
+export function queryFlag(url: URL, name: string): boolean {
+  const v = url.searchParams.get(name);
+  return v !== null && v !== '0' && v.toLowerCase() !== 'false';
 }

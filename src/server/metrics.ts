@@ -1,7 +1,8 @@
 // Server counters, exposed on GET /metrics in Prometheus' text format with llama-server's
 // metric names (`llamacpp:*`) plus the HTTP-level ones this server adds (`llamats:*`).
 // Request timings are added as requests end; decode counts and slot use are read from the
-// engine's parallel status at scrape time.
+// engine's parallel status at scrape time. Per-slot gauges carry a `slot` label.
+import type { SlotStatus } from '../generation/index.js';
 
 /** A finished request's timings (the completion result's). */
 export interface RequestTimings {
@@ -15,15 +16,19 @@ export interface RequestTimings {
 export interface EngineCounters {
   /** Requests in a slot. */
   processing: number;
-  /** Requests waiting for one. */
+  /** Requests waiting for one (the queue). */
   deferred: number;
   slots: number;
+  /** Generation requests the server sent to the engine and has not answered (preparing, queued or in a slot). */
+  inFlight: number;
   /** Decode calls and the tokens in them. */
   nDecode: number;
   nTokens: number;
   /** Speculative decoding: tokens drafted, and accepted. */
   nDrafted: number;
   nAccepted: number;
+  /** Each slot's state. */
+  perSlot: readonly SlotStatus[];
 }
 
 export class Metrics {
@@ -85,9 +90,29 @@ export class Metrics {
       ['llamats:requests_cancelled_total', 'counter', 'Requests whose client went away.', this.cancelled],
       ['llamats:http_errors_total', 'counter', 'Requests answered with an error status.', this.errors],
       ['llamats:uptime_seconds', 'gauge', 'Seconds since the server started.', (Date.now() - this.started) / 1000],
+      ['llamats:requests_in_flight', 'gauge', 'Generation requests being prepared, queued or in a slot.', e.inFlight],
     ];
-    return rows
-      .map(([name, type, help, v]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${v}\n`)
-      .join('');
+    const perSlot: [string, string, (s: SlotStatus) => number][] = [
+      [
+        'llamats:slot_processing',
+        'Whether the slot runs a request (1) or is idle (0).',
+        (s) => (s.is_processing ? 1 : 0),
+      ],
+      [
+        'llamats:slot_cached_tokens',
+        "Tokens the slot's memory holds (a next request may reuse them).",
+        (s) => s.n_cached,
+      ],
+      ['llamats:slot_decoded_tokens', "Tokens the slot's request has generated so far.", (s) => s.n_decoded],
+    ];
+    return (
+      rows.map(([name, type, help, v]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${v}\n`).join('') +
+      perSlot
+        .map(
+          ([name, help, f]) =>
+            `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${e.perSlot.map((s) => `${name}{slot="${s.id}"} ${f(s)}\n`).join('')}`,
+        )
+        .join('')
+    );
   }
 }

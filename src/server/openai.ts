@@ -4,6 +4,7 @@
 // every field's OpenAI and llama-server names, range and size.
 import { randomBytes } from 'node:crypto';
 import type { LlamaCompletionOptions, LlamaCompletionResult, TokenLogprob } from '../api/index.js';
+import type { ChatDelta } from '../chat/index.js';
 import { OptionError, optionsFromRequest, showValue } from '../generation/index.js';
 import { ApiError } from './http.js';
 
@@ -35,12 +36,6 @@ function int(b: Body, key: string, min = -Infinity, max = Infinity): number | un
   return v;
 }
 
-export function checkN(b: Body): void {
-  const n = int(b, 'n', 1);
-  if (n !== undefined && n !== 1)
-    throw new ApiError(400, "only one choice per request is supported ('n': 1)", undefined, 'n');
-}
-
 /** An option error (from the option table) as a 400 naming the field. */
 export function optionApiError(e: unknown): never {
   if (e instanceof OptionError) throw new ApiError(400, e.message, undefined, e.option);
@@ -60,6 +55,16 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
     optionApiError(e);
   }
   delete o.n_probs;
+  // a request's regular expression would run on every token in the engine: words and tokens only
+  const triggers = o.grammar_triggers as { type?: unknown }[] | undefined;
+  if (triggers?.some((t) => t.type === 2 || t.type === 3)) {
+    throw new ApiError(
+      400,
+      'grammar_triggers: pattern triggers (types 2 and 3) are not accepted over HTTP; use words (1) or tokens (0)',
+      undefined,
+      'grammar_triggers',
+    );
+  }
   // llama-server refuses a prompt longer than a slot's context (the library would cut it)
   o.truncate_prompt = false;
   if (nProbs >= 0) {
@@ -93,21 +98,31 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** Prompt tokens reused from the slot's cache (OpenAI's shape). */
+  prompt_tokens_details: { cached_tokens: number };
 }
 
-/** Tokens generated, the end-of-generation token left out (as `logprobs` lists them). */
-function completionTokens(r: LlamaCompletionResult): number {
-  return r.tokens_predicted - (r.stopped_eos ? 1 : 0);
+/** Tokens generated, the end-of-generation token left out (as `logprobs` lists them); every choice's. */
+export function completionTokens(r: LlamaCompletionResult): number {
+  return (r.choices ?? [r]).reduce((n, x) => n + x.tokens_predicted - (x.stopped_eos ? 1 : 0), 0);
 }
 
+/** Usage: the prompt once (evaluated once for every choice), what it reused from the cache, the tokens generated. */
 export function usage(r: LlamaCompletionResult): Usage {
   const n = completionTokens(r);
-  return { prompt_tokens: r.tokens_evaluated, completion_tokens: n, total_tokens: r.tokens_evaluated + n };
+  return {
+    prompt_tokens: r.tokens_evaluated,
+    completion_tokens: n,
+    total_tokens: r.tokens_evaluated + n,
+    prompt_tokens_details: { cached_tokens: r.tokens_cached },
+  };
 }
 
-export type FinishReason = 'stop' | 'length';
+export type FinishReason = 'stop' | 'length' | 'abort';
 
+/** 'abort': ended by the server's shutdown (a request whose client left gets no answer). */
 export function finishReason(r: LlamaCompletionResult): FinishReason {
+  if (r.interrupted) return 'abort';
   return r.stopped_eos || r.stopped_word ? 'stop' : 'length';
 }
 
@@ -157,6 +172,26 @@ export function chatFinishReason(r: FinishReason, toolCalls: boolean): string {
   return toolCalls ? 'tool_calls' : r;
 }
 
+/** A chat reply as OpenAI's assistant message: content (null when only calls), reasoning_content (llama-server's), tool_calls. */
+export function chatMessage(r: LlamaCompletionResult): Record<string, unknown> {
+  const calls = r.tool_calls ?? [];
+  const content = r.content ?? r.text;
+  const m: Record<string, unknown> = { role: 'assistant', content: calls.length > 0 && !content ? null : content };
+  if (r.reasoning_content !== undefined) m.reasoning_content = r.reasoning_content;
+  if (calls.length > 0) m.tool_calls = calls;
+  return m;
+}
+
+/** A token event's chat delta as a chunk's delta fields (undefined when it adds nothing). */
+export function chatDeltaFields(d: ChatDelta | undefined): Record<string, unknown> | undefined {
+  if (!d) return undefined;
+  const out: Record<string, unknown> = {};
+  if (d.reasoning_content) out.reasoning_content = d.reasoning_content;
+  if (d.content) out.content = d.content;
+  if (d.tool_calls) out.tool_calls = d.tool_calls;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
 /** A chat.completion.chunk. */
 export function chatChunk(
   id: string,
@@ -165,6 +200,7 @@ export function chatChunk(
   delta: Record<string, unknown>,
   finish: string | null,
   extra: Record<string, unknown> = {},
+  index = 0,
 ): unknown {
   return {
     id,
@@ -172,7 +208,7 @@ export function chatChunk(
     created,
     model,
     system_fingerprint: SYSTEM_FINGERPRINT,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...extra }],
+    choices: [{ index, delta, logprobs: null, finish_reason: finish, ...extra }],
   };
 }
 
@@ -183,6 +219,7 @@ export function completionChunk(
   text: string,
   finish: string | null,
   logprobs: unknown = null,
+  index = 0,
 ): unknown {
   return {
     id,
@@ -190,7 +227,7 @@ export function completionChunk(
     created,
     model,
     system_fingerprint: SYSTEM_FINGERPRINT,
-    choices: [{ text, index: 0, logprobs, finish_reason: finish }],
+    choices: [{ text, index, logprobs, finish_reason: finish }],
   };
 }
 

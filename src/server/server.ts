@@ -5,11 +5,21 @@
 // sampling and stop strings (src/generation). Endpoints on node:http (http.ts), shapes
 // in openai.ts.
 //
-//   GET  /health /v1/health /v1/models /models /metrics /lora-adapters
-//   POST /v1/chat/completions /chat/completions /v1/completions /completions
-//        /v1/embeddings /embeddings /tokenize /detokenize /lora-adapters
-//        /v1/rerank /rerank /v1/reranking /reranking
-import type { Server, ServerResponse } from 'node:http';
+//   GET  /health /v1/health /v1/models /models /metrics /props /slots
+//   POST /v1/chat/completions /chat/completions /v1/completions (OpenAI's shapes)
+//        /v1/responses (responses.ts) /v1/messages /v1/messages/count_tokens (anthropic.ts)
+//        /completion /completions /infill /apply-template /slots/:id?action= (native.ts:
+//        llama-server's own shapes) /v1/embeddings /embeddings /tokenize /detokenize
+//        /v1/rerank /rerank /v1/reranking /reranking /lora-adapters (GET too)
+//
+// Life cycle (for running many behind a balancer, docs/replicas.md): listen() opens the
+// port at once and answers 503 ("loading model") until load() is done; shutdown() stops
+// accepting, lets requests in flight finish for up to shutdownTimeout seconds, then ends
+// the rest (a stream's last event says finish_reason "abort"; an answer not yet begun is
+// a 503 a balancer may retry elsewhere). Every generation answer carries X-Prefix-Key
+// (src/generation/prefix-key.ts), which a client sends back with its next turn.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
@@ -22,18 +32,33 @@ import {
   type ModelInfo,
 } from '../api/index.js';
 import type { TemplateLimits } from '../chat/index.js';
+import { isPrefixKey, PREFIX_KEY_HEADER } from '../generation/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
-import { ApiError, createHttpServer, errorBody, type RequestContext, type Route, sendJson } from './http.js';
+import * as anthropic from './anthropic.js';
+import { Cancelled, type GenerationHost } from './host.js';
+import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
+import * as native from './native.js';
 import * as oa from './openai.js';
+import * as responses from './responses.js';
+import { SseWriter } from './sse.js';
 
 const log = logger('server');
 
 /** Documents one /v1/rerank request may hold. */
 const MAX_RERANK_DOCUMENTS = 10000;
+
+/** llama-ts's version, from package.json (dist/src/server → the package root). */
+const VERSION = ((): string => {
+  try {
+    return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+})();
 
 export interface ServerOptions {
   /** Path of the GGUF model. */
@@ -84,19 +109,50 @@ export interface ServerOptions {
   draftPMin?: number;
   /** Serve /v1/rerank (llama-server's --reranking); a model whose pooling_type is rank serves it anyway. */
   reranking?: boolean;
+  /** Seconds shutdown() lets requests in flight finish before ending them (default 30). */
+  shutdownTimeout?: number;
+  /** A folder for slot saves (llama-server's --slot-save-path): enables POST /slots/:id?action=save|restore|erase, file names confined to it. */
+  slotSavePath?: string;
   /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
   swaFull?: boolean;
 }
 
-/** A library error as an HTTP error: bad options and requests that do not fit are the client's (400). */
+/** Where a server is in its life: loading (503), ready, draining (shutting down: 503 to new requests), closed, or failed to load. */
+export type ServerState = 'loading' | 'ready' | 'draining' | 'closed' | 'failed';
+
+/** A generation request in flight, to end at the shutdown deadline. */
+interface Running {
+  interrupt: () => void;
+  /** Ended by shutdown(). */
+  ended: boolean;
+}
+
+const delay = (ms: number) =>
+  new Promise<void>((res) => {
+    setTimeout(res, ms).unref();
+  });
+
+/**
+ * A library error as an HTTP error: bad options and requests that do not fit are the
+ * client's (400); a prompt longer than a slot is llama-server's exceed_context_size_error.
+ */
 function apiError(e: unknown): unknown {
   if (e instanceof ApiError) return e;
   if (e instanceof LlamaError) {
+    const long = /the prompt is (\d+) tokens; the context holds (\d+)/.exec(e.message);
+    if (e.code === 'ERR_CONTEXT' && long) {
+      return new ApiError(400, e.message, 'exceed_context_size_error', null, {
+        n_prompt_tokens: Number(long[1]),
+        n_ctx: Number(long[2]),
+      });
+    }
     if (e.code === 'ERR_OPTION' || e.code === 'ERR_CONTEXT') {
-      const param = /^([\w.]+) = /.exec(e.message)?.[1] ?? null;
+      const param = /^([\w.[\]]+) = /.exec(e.message)?.[1] ?? null;
       return new ApiError(400, e.message, undefined, param);
     }
     if (e.code === 'ERR_BUSY') return new ApiError(503, e.message);
+    // a slot file that is missing, damaged or from another model (llama-server: a 400)
+    if (e.code === 'ERR_SESSION') return new ApiError(400, e.message, undefined, 'filename');
   }
   return e;
 }
@@ -121,96 +177,184 @@ function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ran
   }
 }
 
-export class LlamaServer {
+export class LlamaServer implements GenerationHost {
   readonly metrics = new Metrics();
   private http!: Server;
   readonly modelId: string;
   readonly created = Math.floor(Date.now() / 1000);
-  /** The model as the engine describes it. */
-  readonly modelInfo: ModelInfo;
-  readonly nCtxSlot: number;
   readonly parallel: number;
   private readonly maxQueue: number;
+  private ctxValue: LlamaContext | undefined;
+  private info: ModelInfo | undefined;
+  private generative = true;
+  private nCtxSlotValue = 0;
   /** Generation requests sent to the engine and not yet answered. */
   private inFlight = 0;
-  private closing = false;
+  private readonly running = new Set<Running>();
+  private stateValue: ServerState = 'loading';
+  private loadError: unknown;
+  private loading: Promise<void> | undefined;
+  private readonly loadAbort = new AbortController();
+  private shuttingDown: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  /** /v1/rerank is served (once loaded). */
+  private rerankingValue = false;
 
-  private constructor(
-    private readonly ctx: LlamaContext,
-    readonly opts: ServerOptions,
-    private readonly generative: boolean,
-    nCtxSlot: number,
-    /** /v1/rerank is served. */
-    readonly reranking: boolean,
-  ) {
+  private constructor(readonly opts: ServerOptions) {
     this.modelId = opts.alias ?? basename(opts.model);
     this.parallel = opts.parallel ?? 4;
     this.maxQueue = opts.maxQueue ?? 64;
-    this.nCtxSlot = nCtxSlot;
-    this.modelInfo = ctx.getModelInfo();
   }
 
-  /** Loads the model (in the engine worker) and listens; resolves once the port is open. */
-  static async start(opts: ServerOptions): Promise<LlamaServer> {
+  /**
+   * Opens the port and resolves once it listens; the model is not loaded yet: every
+   * endpoint but /health answers 503 until load() (or start()) is done, as llama-server
+   * does while it loads.
+   */
+  static async listen(opts: ServerOptions): Promise<LlamaServer> {
     if (opts.apiKey !== undefined && opts.apiKey.trim() === '') {
       throw new Error('the API key must not be empty (leave it out to serve without a key)');
     }
-    const parallel = opts.parallel ?? 4;
-    const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
-    const train = nCtxTrain || 4096;
-    const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
-    const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
-    if (generative && nCtxSlot < 8) throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
-    const ctx = await loadModel({
-      model: opts.model,
-      n_ctx: total,
-      n_batch: Math.min(opts.nBatch ?? 512, total),
-      n_parallel: generative ? parallel : 1,
-      ctx_shift: opts.ctxShift ?? true,
-      ...(opts.swaFull ? { swa_full: true } : {}),
-      ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
-      ...(opts.devices ? { devices: opts.devices } : {}),
-      ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
-      // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
-      ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
-      ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
-      ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
-      ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
-      ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
-      ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
-      ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
-      ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
-      ...(ranks ? { pooling_type: 'rank' as const } : {}),
+    const timeout = opts.shutdownTimeout ?? 30;
+    if (!(timeout >= 0 && Number.isFinite(timeout))) {
+      throw new Error(`the shutdown timeout must be a number of seconds ≥ 0, got ${timeout}`);
+    }
+    const s = new LlamaServer(opts);
+    s.http = createHttpServer(s.routes(), {
+      apiKey: opts.apiKey,
+      cors: opts.cors,
+      maxBodyBytes: opts.maxBodyBytes ?? 10 * 1024 * 1024,
+      maxPendingBodyBytes: opts.maxPendingBodyBytes,
+      timeout: opts.timeout,
+      maxConnections: opts.maxConnections,
+      exposeHeaders: [PREFIX_KEY_HEADER],
+      onRequest: () => s.metrics.requests++,
+      onErrorStatus: () => s.metrics.errors++,
     });
-    let s: LlamaServer;
+    await new Promise<void>((resolve, reject) => {
+      s.http.once('error', reject);
+      s.http.listen(opts.port ?? 8080, opts.host ?? '127.0.0.1', () => {
+        s.http.off('error', reject);
+        resolve();
+      });
+    });
+    log.info(`listening on ${s.url}; loading ${opts.model}`);
+    return s;
+  }
+
+  /** Listens and loads the model; resolves once the server can serve. */
+  static async start(opts: ServerOptions): Promise<LlamaServer> {
+    const s = await LlamaServer.listen(opts);
     try {
-      // --reranking with a model that cannot rank fails here, not on the first request
-      if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
-      if (generative) await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
-      s = new LlamaServer(ctx, opts, generative, nCtxSlot, ranks || opts.reranking === true);
-      s.http = createHttpServer(s.routes(), {
-        apiKey: opts.apiKey,
-        cors: opts.cors,
-        maxBodyBytes: opts.maxBodyBytes ?? 10 * 1024 * 1024,
-        maxPendingBodyBytes: opts.maxPendingBodyBytes,
-        timeout: opts.timeout,
-        maxConnections: opts.maxConnections,
-        onRequest: () => s.metrics.requests++,
-        onErrorStatus: () => s.metrics.errors++,
-      });
-      await new Promise<void>((resolve, reject) => {
-        s.http.once('error', reject);
-        s.http.listen(opts.port ?? 8080, opts.host ?? '127.0.0.1', () => {
-          s.http.off('error', reject);
-          resolve();
-        });
-      });
+      await s.load();
     } catch (e) {
-      await ctx.release();
+      await s.close();
       throw e;
     }
-    log.info(`listening on ${s.url} (${s.parallel} slots of ${s.nCtxSlot} tokens, model ${s.modelId})`);
     return s;
+  }
+
+  /** Loads the model (in the engine worker) and enables the slots; then the server is ready. Once; later calls return the same promise. */
+  load(): Promise<void> {
+    this.loading ??= this.loadModel();
+    return this.loading;
+  }
+
+  private async loadModel(): Promise<void> {
+    const opts = this.opts;
+    const parallel = this.parallel;
+    try {
+      const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
+      const train = nCtxTrain || 4096;
+      const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
+      const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
+      if (generative && nCtxSlot < 8)
+        throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
+      const ctx = await loadModel({
+        model: opts.model,
+        n_ctx: total,
+        n_batch: Math.min(opts.nBatch ?? 512, total),
+        n_parallel: generative ? parallel : 1,
+        ctx_shift: opts.ctxShift ?? true,
+        signal: this.loadAbort.signal,
+        ...(opts.swaFull ? { swa_full: true } : {}),
+        ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
+        ...(opts.devices ? { devices: opts.devices } : {}),
+        ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
+        // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
+        ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
+        ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
+        ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
+        ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
+        ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
+        ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
+        ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
+        ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
+        ...(ranks ? { pooling_type: 'rank' as const } : {}),
+      });
+      try {
+        // --reranking with a model that cannot rank fails here, not on the first request
+        if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
+        if (generative && this.stateValue === 'loading') {
+          await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
+        }
+        if (this.stateValue !== 'loading') throw new Error('the server was shut down while the model loaded');
+      } catch (e) {
+        await ctx.release();
+        throw e;
+      }
+      this.ctxValue = ctx;
+      this.info = ctx.getModelInfo();
+      this.generative = generative;
+      this.nCtxSlotValue = nCtxSlot;
+      this.rerankingValue = ranks || opts.reranking === true;
+      this.stateValue = 'ready';
+      log.info(`ready on ${this.url} (${parallel} slots of ${nCtxSlot} tokens, model ${this.modelId})`);
+    } catch (e) {
+      if (this.stateValue === 'loading') {
+        this.stateValue = 'failed';
+        this.loadError = e;
+      }
+      throw e;
+    }
+  }
+
+  /** Where the server is in its life. */
+  get state(): ServerState {
+    return this.stateValue;
+  }
+
+  get ctx(): LlamaContext {
+    if (!this.ctxValue) throw new ApiError(503, 'Loading model');
+    return this.ctxValue;
+  }
+
+  /** The model as the engine describes it (once loaded). */
+  get modelInfo(): ModelInfo {
+    if (!this.info) throw new Error('the model is not loaded yet');
+    return this.info;
+  }
+
+  /** Tokens of context per slot (once loaded). */
+  get nCtxSlot(): number {
+    return this.nCtxSlotValue;
+  }
+
+  /** Whether /v1/rerank is served (a rank-pooling model, or --reranking; once loaded). */
+  get reranking(): boolean {
+    return this.rerankingValue;
+  }
+
+  get modelPath(): string {
+    return this.opts.model;
+  }
+
+  get version(): string {
+    return VERSION;
+  }
+
+  get templateLimits(): Omit<TemplateLimits, 'shouldStop'> | undefined {
+    return this.opts.templateLimits;
   }
 
   get port(): number {
@@ -223,13 +367,68 @@ export class LlamaServer {
     return `http://${host}:${a.port}`;
   }
 
-  async close(): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
+  /**
+   * Graceful shutdown: stops accepting (the port closes; a request arriving on an open
+   * connection gets a 503 and the connection closes), lets requests in flight finish for
+   * up to `timeoutSeconds` (default: the shutdownTimeout option, 30 s), then ends the rest:
+   * a stream that has begun ends with a last event whose finish_reason is "abort"; an
+   * answer not yet begun is a 503 (a balancer may retry it elsewhere). Then the model is
+   * released. A server still loading stops loading.
+   */
+  shutdown(timeoutSeconds = this.opts.shutdownTimeout ?? 30): Promise<void> {
+    this.shuttingDown ??= this.drain(timeoutSeconds);
+    return this.shuttingDown;
+  }
+
+  private async drain(timeoutSeconds: number): Promise<void> {
+    if (this.stateValue === 'closed') return;
+    this.stateValue = 'draining';
+    this.loadAbort.abort();
     const closed = new Promise<void>((res) => this.http.close(() => res()));
-    this.http.closeAllConnections();
-    await this.ctx.release();
-    await closed;
+    // keep-alive connections close as soon as their answers end
+    this.http.closeIdleConnections();
+    const idle = setInterval(() => this.http.closeIdleConnections(), 100);
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<'deadline'>((res) => {
+        timer = setTimeout(() => res('deadline'), timeoutSeconds * 1000);
+      });
+      const first = await Promise.race([closed.then(() => 'closed' as const), deadline]);
+      clearTimeout(timer);
+      if (first === 'deadline') {
+        if (this.running.size > 0) {
+          log.warn(`shutdown: ${this.running.size} request(s) still running after ${timeoutSeconds} s: ending them`);
+        }
+        for (const r of this.running) {
+          r.ended = true;
+          r.interrupt();
+        }
+        // their last events go out within a decode step; then whatever is left is closed
+        await Promise.race([closed, delay(5000)]);
+        this.http.closeAllConnections();
+        await closed;
+      }
+    } finally {
+      clearInterval(idle);
+    }
+    await this.loading?.catch(() => {});
+    await this.ctxValue?.release();
+    this.stateValue = 'closed';
+  }
+
+  /** Closes at once: connections are cut, requests in flight end unanswered, the model is released. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.stateValue !== 'draining') this.stateValue = 'draining';
+      this.loadAbort.abort();
+      const closed = new Promise<void>((res) => this.http.close(() => res()));
+      this.http.closeAllConnections();
+      await this.loading?.catch(() => {});
+      await this.ctxValue?.release();
+      await closed;
+      this.stateValue = 'closed';
+    })();
+    return this.closing;
   }
 
   private routes(): Route[] {
@@ -237,6 +436,7 @@ export class LlamaServer {
     const add = (method: 'GET' | 'POST', paths: string[], handler: Route['handler'], pub = false) => {
       const wrapped: Route['handler'] = async (c) => {
         try {
+          this.admit(c.res);
           await handler(c);
         } catch (e) {
           throw apiError(e);
@@ -244,11 +444,44 @@ export class LlamaServer {
       };
       for (const path of paths) r.push({ method, path, handler: wrapped, public: pub });
     };
-    add('GET', ['/health', '/v1/health'], (c) => sendJson(c.res, 200, { status: 'ok' }), true);
+    r.push(
+      ...['/health', '/v1/health'].map((path) => ({
+        method: 'GET' as const,
+        path,
+        handler: (c: RequestContext) => this.health(c),
+        public: true,
+      })),
+    );
     add('GET', ['/v1/models', '/models'], (c) => this.models(c), true);
     add('GET', ['/metrics'], (c) => this.metricsText(c));
     add('POST', ['/v1/chat/completions', '/chat/completions'], (c) => this.chat(c));
-    add('POST', ['/v1/completions', '/completions'], (c) => this.completions(c));
+    add('POST', ['/v1/completions'], (c) => this.completions(c));
+    add('POST', ['/v1/responses', '/responses'], (c) => responses.create(this, c));
+    // Anthropic's Messages API answers errors in its own shape
+    for (const [path, handler] of [
+      ['/v1/messages', (c: RequestContext) => anthropic.messages(this, c)],
+      ['/v1/messages/count_tokens', (c: RequestContext) => anthropic.countTokens(this, c)],
+    ] as const) {
+      r.push({
+        method: 'POST',
+        path,
+        handler: async (c) => {
+          try {
+            await handler(c);
+          } catch (e) {
+            throw apiError(e);
+          }
+        },
+        errorBody: anthropic.errorBody,
+      });
+    }
+    // llama-server's own endpoints, in its shapes
+    add('POST', ['/completion', '/completions'], (c) => native.completion(this, c));
+    add('POST', ['/infill'], (c) => native.infill(this, c));
+    add('POST', ['/apply-template'], (c) => native.applyTemplate(this, c));
+    add('GET', ['/props'], (c) => native.props(this, c));
+    add('GET', ['/slots'], (c) => native.slots(this, c));
+    add('POST', ['/slots/:id'], (c) => native.slotAction(this, c, this.opts.slotSavePath));
     add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
     add('POST', ['/detokenize'], (c) => this.detokenize(c));
@@ -341,6 +574,66 @@ export class LlamaServer {
     });
   }
 
+  /** Only a ready server takes requests: 503 while loading, and once shutting down (the connection then closes). */
+  private admit(res: ServerResponse): void {
+    switch (this.stateValue) {
+      case 'ready':
+        return;
+      case 'loading':
+        throw new ApiError(503, 'Loading model');
+      case 'failed':
+        throw new ApiError(503, `the model failed to load: ${(this.loadError as Error)?.message ?? this.loadError}`);
+      default:
+        res.setHeader('Connection', 'close');
+        throw new ApiError(503, 'the server is shutting down; retry on another');
+    }
+  }
+
+  // ---- readiness and slots ----
+
+  /** Slots running a request (as the server counts: sent to the engine, not answered) and idle. */
+  private slotCounts(): { slots_idle: number; slots_processing: number } {
+    const processing = this.generative ? Math.min(this.inFlight, this.parallel) : 0;
+    return { slots_idle: (this.generative ? this.parallel : 1) - processing, slots_processing: processing };
+  }
+
+  /**
+   * llama-server's /health: 503 {"status":"loading model"} while loading, 200
+   * {"status":"ok"} when ready; with ?fail_on_no_slot, 503 {"status":"no slot available"}
+   * when every slot is busy (a balancer then routes around this replica); 503
+   * {"status":"shutting down"} once shutdown() began.
+   */
+  private health(c: RequestContext): void {
+    const headers = { 'Cache-Control': 'no-store' };
+    switch (this.stateValue) {
+      case 'loading':
+        sendJson(c.res, 503, { status: 'loading model' }, { ...headers, 'Retry-After': '1' });
+        return;
+      case 'failed':
+        sendJson(c.res, 500, { status: 'error', error: String((this.loadError as Error)?.message ?? this.loadError) });
+        return;
+      case 'draining':
+      case 'closed':
+        sendJson(c.res, 503, { status: 'shutting down' }, { ...headers, Connection: 'close' });
+        return;
+      case 'ready': {
+        const counts = this.slotCounts();
+        if (counts.slots_idle === 0 && queryFlag(c.url, 'fail_on_no_slot')) {
+          sendJson(c.res, 503, { status: 'no slot available', ...counts }, { ...headers, 'Retry-After': '1' });
+          return;
+        }
+        sendJson(c.res, 200, { status: 'ok' }, headers);
+      }
+    }
+  }
+
+  /**
+   * GET /slots: each slot's state as llama-server reports it (id, id_task, n_ctx,
+   * is_processing, next_token), plus what it runs (`state`, `n_prompt_tokens`) and the
+   * tokens its memory holds (`n_cached`: the prefix a next request may reuse). With
+   * ?fail_on_no_slot, a 503 when every slot is busy. The queue is in /metrics
+   * (llamacpp:requests_deferred).
+   */
   // ---- simple endpoints ----
 
   private models(c: RequestContext): void {
@@ -372,10 +665,12 @@ export class LlamaServer {
       processing: st?.active_slots ?? 0,
       deferred: st?.queued_requests ?? 0,
       slots: this.parallel,
+      inFlight: this.inFlight,
       nDecode: st?.n_decode_total ?? 0,
       nTokens: st?.n_tokens_total ?? 0,
       nDrafted: st?.n_draft_total ?? 0,
       nAccepted: st?.n_draft_accepted_total ?? 0,
+      perSlot: st?.slots ?? [],
     });
     c.res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' });
     c.res.end(text);
@@ -404,33 +699,55 @@ export class LlamaServer {
 
   // ---- generation ----
 
-  private requireGenerator(): void {
+  requireGenerator(): void {
     if (!this.generative) {
       throw new ApiError(501, `${this.modelInfo.desc} is an embedding model: it serves /v1/embeddings only`);
     }
   }
 
+  apiError(e: unknown): unknown {
+    return apiError(e);
+  }
+
   /**
    * Sends a request to the engine. Requests beyond the slots and the queue get a 503 at
-   * once; a client that goes away stops its request.
+   * once; a client that goes away stops its request. The answer carries the prompt's
+   * X-Prefix-Key (the request's own, while it still describes the prompt), set as soon
+   * as the engine has the prompt, before any text goes out. A request ended by
+   * shutdown() resolves (interrupted) when its answer has begun, else is a 503.
    */
-  private async submit(
+  async submit(
     options: LlamaCompletionOptions,
     res: ServerResponse,
     onToken?: (t: LlamaCompletionToken) => void,
   ): Promise<{ done: Promise<LlamaCompletionResult> }> {
+    const n = options.n_cmpl ?? 1;
+    if (n > this.parallel) {
+      throw new ApiError(
+        400,
+        `'n' = ${n}: each choice takes a slot, and the server has ${this.parallel}`,
+        undefined,
+        'n',
+      );
+    }
     if (this.inFlight >= this.parallel + this.maxQueue) {
       this.metrics.rejected++;
       throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
     }
+    options.prefix_key = requestPrefixKey(res.req);
     this.inFlight++;
+    const running: Running = { interrupt: () => {}, ended: false };
     let req: Awaited<ReturnType<LlamaContext['parallel']['completion']>>;
     try {
-      req = await this.ctx.parallel.completion(options, onToken && ((_id, t) => onToken(t)));
+      req = await this.ctx.parallel.completion(options, onToken && ((_id, t) => onToken(t)), (_id, p) => {
+        if (p.prefix_key && !res.headersSent) res.setHeader(PREFIX_KEY_HEADER, p.prefix_key);
+      });
     } catch (e) {
       this.inFlight--;
       throw e;
     }
+    running.interrupt = req.interrupt;
+    this.running.add(running);
     let cancelled = false;
     // the client went away (socket closed before the answer ended): stop the request at once
     res.on('close', () => {
@@ -442,11 +759,17 @@ export class LlamaServer {
     const done = req.promise.then(
       (r) => {
         this.inFlight--;
-        this.metrics.onRequestDone(r.timings);
+        this.running.delete(running);
+        for (const x of r.choices ?? [r]) this.metrics.onRequestDone(x.timings);
+        if (running.ended && !res.headersSent) {
+          res.setHeader('Connection', 'close');
+          throw new ApiError(503, 'the server shut down before this request could be answered; retry on another');
+        }
         return r;
       },
       (e) => {
         this.inFlight--;
+        this.running.delete(running);
         throw cancelled ? new Cancelled() : e;
       },
     );
@@ -454,9 +777,18 @@ export class LlamaServer {
     return { done };
   }
 
+  /** The request's result, or undefined when the client went away (nothing to answer). */
+  async result(done: Promise<LlamaCompletionResult>): Promise<LlamaCompletionResult | undefined> {
+    try {
+      return await done;
+    } catch (e) {
+      if (e instanceof Cancelled) return undefined;
+      throw e;
+    }
+  }
+
   private async chat(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    oa.checkN(b);
     if (!Array.isArray(b.messages) || b.messages.length === 0) {
       throw new ApiError(400, "'messages' must be a non-empty array", undefined, 'messages');
     }
@@ -464,9 +796,22 @@ export class LlamaServer {
     if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) {
       throw new ApiError(400, "'tools' must be an array", undefined, 'tools');
     }
-    const useTools = Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none';
+    // llama-server's rule (the library lets the grammar win instead, as llama.node)
+    if (Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none') {
+      for (const k of ['grammar', 'json_schema']) {
+        if (b[k] !== undefined && b[k] !== null && b[k] !== '') {
+          throw new ApiError(
+            400,
+            `'${k}' cannot be combined with tools (tool calls have their own grammar); use tool_choice 'none'`,
+            undefined,
+            k,
+          );
+        }
+      }
+    }
     const nProbs = oa.chatLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined }, nProbs);
+    const n = options.n_cmpl ?? 1;
     const stream = b.stream === true;
     const includeUsage =
       typeof b.stream_options === 'object' && (b.stream_options as oa.Body | null)?.include_usage === true;
@@ -474,31 +819,33 @@ export class LlamaServer {
     const created = Math.floor(Date.now() / 1000);
     const model = this.modelId;
     const res = c.res;
-    // the stream opens with its first chunk, so an error before it is a plain HTTP error
+    // the stream opens with its first chunks (each choice's role), so an error before them is a plain HTTP error
     const sse = stream
-      ? new SseWriter(res, () => oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null))
+      ? new SseWriter(res, () =>
+          Array.from({ length: n }, (_, i) =>
+            oa.chatChunk(id, model, created, { role: 'assistant', content: '' }, null, {}, i),
+          ),
+        )
       : undefined;
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
-        // with tools the reply is parsed whole at the end
-        if (useTools) return;
         const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
-        sse.send(oa.chatChunk(id, model, created, { content: ev.token }, null, extra));
+        const delta = oa.chatDeltaFields(ev.delta);
+        if (!delta && !ev.logprobs) return;
+        sse.send(oa.chatChunk(id, model, created, delta ?? {}, null, extra, ev.index ?? 0));
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
       try {
         const r = await done;
-        const calls = r.tool_calls ?? [];
-        if (useTools && (r.content || calls.length > 0)) {
-          const delta: Record<string, unknown> = { content: r.content || null };
-          if (calls.length > 0) delta.tool_calls = calls.map((t, index) => ({ index, ...t }));
-          sse.send(oa.chatChunk(id, model, created, delta, null));
-        }
+        const all = r.choices ?? [r];
         const u = oa.usage(r);
-        const final = oa.chatChunk(id, model, created, {}, oa.chatFinishReason(oa.finishReason(r), calls.length > 0));
-        sse.send({ ...(final as object), usage: u, timings: oa.timings(r) });
+        all.forEach((x, i) => {
+          const finish = oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0);
+          const last = oa.chatChunk(id, model, created, {}, finish, {}, i);
+          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
+        });
         if (includeUsage) sse.send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: u });
         sse.done();
       } catch (e) {
@@ -508,46 +855,27 @@ export class LlamaServer {
       }
       return;
     }
-    const r = await this.await(done);
+    const r = await this.result(done);
     if (!r) return;
-    const calls = r.tool_calls ?? [];
-    const message: Record<string, unknown> = { role: 'assistant', content: r.content ?? r.text };
-    if (calls.length > 0) {
-      message.tool_calls = calls;
-      if (!r.content) message.content = null;
-    }
     sendJson(res, 200, {
       id,
       object: 'chat.completion',
       created,
       model,
       system_fingerprint: oa.SYSTEM_FINGERPRINT,
-      choices: [
-        {
-          index: 0,
-          message,
-          logprobs: r.logprobs ? { content: oa.chatLogprobContent(r.logprobs) } : null,
-          finish_reason: oa.chatFinishReason(oa.finishReason(r), calls.length > 0),
-        },
-      ],
+      choices: (r.choices ?? [r]).map((x, index) => ({
+        index,
+        message: oa.chatMessage(x),
+        logprobs: x.logprobs ? { content: oa.chatLogprobContent(x.logprobs) } : null,
+        finish_reason: oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0),
+      })),
       usage: oa.usage(r),
       timings: oa.timings(r),
     });
   }
 
-  /** The request's result, or undefined when the client went away (nothing to answer). */
-  private async await(done: Promise<LlamaCompletionResult>): Promise<LlamaCompletionResult | undefined> {
-    try {
-      return await done;
-    } catch (e) {
-      if (e instanceof Cancelled) return undefined;
-      throw e;
-    }
-  }
-
   private async completions(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    oa.checkN(b);
     this.requireGenerator();
     const prompt = oa.completionPrompt(b);
     const nProbs = oa.completionLogprobs(b);
@@ -561,23 +889,25 @@ export class LlamaServer {
     const model = this.modelId;
     const res = c.res;
     const sse = stream ? new SseWriter(res) : undefined;
-    let offset = 0;
+    const offsets: number[] = [];
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
+        const i = ev.index ?? 0;
+        const offset = offsets[i] ?? 0;
         const lp = ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
-        offset += ev.token.length;
-        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp));
+        offsets[i] = offset + ev.token.length;
+        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp, i));
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
       try {
         const r = await done;
         const u = oa.usage(r);
-        sse.send({
-          ...(oa.completionChunk(id, model, created, '', oa.finishReason(r)) as object),
-          usage: u,
-          timings: oa.timings(r),
+        const all = r.choices ?? [r];
+        all.forEach((x, i) => {
+          const last = oa.completionChunk(id, model, created, '', oa.finishReason(x), null, i);
+          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
         });
         if (includeUsage) sse.send({ id, object: 'text_completion', created, model, choices: [], usage: u });
         sse.done();
@@ -588,7 +918,7 @@ export class LlamaServer {
       }
       return;
     }
-    const r = await this.await(done);
+    const r = await this.result(done);
     if (!r) return;
     sendJson(res, 200, {
       id,
@@ -596,14 +926,12 @@ export class LlamaServer {
       created,
       model,
       system_fingerprint: oa.SYSTEM_FINGERPRINT,
-      choices: [
-        {
-          text: r.text,
-          index: 0,
-          logprobs: r.logprobs ? oa.completionLogprobObject(r.logprobs) : null,
-          finish_reason: oa.finishReason(r),
-        },
-      ],
+      choices: (r.choices ?? [r]).map((x, index) => ({
+        text: x.text,
+        index,
+        logprobs: x.logprobs ? oa.completionLogprobObject(x.logprobs) : null,
+        finish_reason: oa.finishReason(x),
+      })),
       usage: oa.usage(r),
       timings: oa.timings(r),
       // llama-server's return_tokens: the generated ids
@@ -653,47 +981,9 @@ export class LlamaServer {
   }
 }
 
-/** A request whose client went away. */
-class Cancelled extends Error {}
-
-/** Server-sent events: `data: JSON` per chunk, `data: [DONE]` at the end; headers go with the first chunk. */
-class SseWriter {
-  opened = false;
-
-  constructor(
-    private readonly res: ServerResponse,
-    /** The chunk a stream starts with, if any. */
-    private readonly first?: () => unknown,
-  ) {}
-
-  private open(): void {
-    if (this.opened) return;
-    this.opened = true;
-    this.res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
-    this.res.flushHeaders();
-    if (this.first) this.send(this.first());
-  }
-
-  send(obj: unknown): void {
-    this.open();
-    if (!this.res.writable) return;
-    this.res.write(`data: ${JSON.stringify(obj)}\n\n`);
-  }
-
-  done(): void {
-    this.open();
-    if (!this.res.writable) return;
-    this.res.end('data: [DONE]\n\n');
-  }
-
-  fail(e: unknown): void {
-    if (!this.res.writable) return;
-    const err = e instanceof ApiError ? e : new ApiError(500, (e as Error)?.message ?? String(e));
-    this.res.end(`data: ${JSON.stringify(errorBody(err))}\n\n`);
-  }
+/** The request's X-Prefix-Key when it has a key's form, else '' (a new key is made). */
+function requestPrefixKey(req: IncomingMessage): string {
+  const v = req.headers[PREFIX_KEY_HEADER.toLowerCase()];
+  const key = typeof v === 'string' ? v.trim() : '';
+  return isPrefixKey(key) ? key : '';
 }

@@ -18,13 +18,14 @@
 import type { Worker } from 'node:worker_threads';
 import { ChatMessageError } from '../chat/messages.js';
 import { type ChatTemplate, ChatTemplateError, type RenderOptions } from '../chat/template.js';
+import type { ToolGrammarRequest } from '../chat/tool-grammar.js';
 import type { ChatMessage } from '../chat/types.js';
 import { getLogCallback } from '../log.js';
 import type { CompiledGrammar, GrammarLimits, GrammarSource } from '../sampling/grammar/compile.js';
 import { SchemaError } from '../sampling/grammar/json-schema.js';
 import { GrammarError } from '../sampling/grammar/rules.js';
 import { startWorker } from '../worker.js';
-import type { ErrorData, Job, RenderOptionsData, Reply } from './protocol.js';
+import type { CompiledToolGrammar, ErrorData, Job, RenderOptionsData, Reply } from './protocol.js';
 
 export interface UntrustedWorkerOptions {
   /** Heap limit of the worker, in MiB. Default 1024. */
@@ -170,6 +171,19 @@ export class UntrustedWorker {
       { op: 'compile', source, limits: opts.limits ?? {} },
       opts.timeMs ?? COMPILE_TIME_MS,
       (why) => new GrammarError(`compiling ${what} ${why}`),
+      opts.signal,
+    );
+  }
+
+  /**
+   * Builds and compiles the grammar of tool calls (src/chat/tool-grammar.ts) on the
+   * worker: the tools' schemas are untrusted. Rejects as compileGrammar does.
+   */
+  compileToolGrammar(request: ToolGrammarRequest, opts: CompileJobOptions = {}): Promise<CompiledToolGrammar> {
+    return this.submit<CompiledToolGrammar>(
+      { op: 'toolGrammar', request, limits: opts.limits ?? {} },
+      opts.timeMs ?? COMPILE_TIME_MS,
+      (why) => new GrammarError(`compiling the tool-call grammar ${why}`),
       opts.signal,
     );
   }

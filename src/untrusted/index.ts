@@ -5,11 +5,13 @@
 import type { ChatTemplates, FormattedChatResult, GetFormattedChatParams } from '../chat/format.js';
 import { formatChat } from '../chat/format.js';
 import type { JinjaRenderer } from '../chat/template.js';
+import type { ToolGrammarRequest } from '../chat/tool-grammar.js';
 import type { ChatMessage } from '../chat/types.js';
 import { SamplingError } from '../sampling/errors.js';
 import type { CompiledGrammar, GrammarLimits } from '../sampling/grammar/compile.js';
 import { type GrammarOptions, grammarSource } from '../sampling/params.js';
 import { type JobOptions, UntrustedWorker } from './client.js';
+import type { CompiledToolGrammar } from './protocol.js';
 
 export {
   type CompileJobOptions,
@@ -19,6 +21,7 @@ export {
   UntrustedWorker,
   type UntrustedWorkerOptions,
 } from './client.js';
+export type { CompiledToolGrammar } from './protocol.js';
 
 let shared: UntrustedWorker | undefined;
 
@@ -66,5 +69,29 @@ export async function compileSamplingGrammar(
     throw new SamplingError(option, 'grammar' in source ? source.grammar : source.jsonSchema, (e as Error).message, {
       cause: e,
     });
+  }
+}
+
+/**
+ * The grammar of tool calls (the tools' schemas, in a format) built and compiled on the
+ * worker. Errors are SamplingErrors naming `tools` (AbortError and UntrustedBusyError pass
+ * through).
+ */
+export async function compileToolCallGrammar(
+  request: ToolGrammarRequest,
+  job: JobOptions & { worker?: UntrustedWorker; limits?: GrammarLimits; timeMs?: number } = {},
+): Promise<CompiledToolGrammar> {
+  const worker = job.worker ?? untrustedWorker();
+  try {
+    return await worker.compileToolGrammar(request, job);
+  } catch (e) {
+    const name = (e as Error)?.name;
+    if (name !== 'GrammarError' && name !== 'SchemaError') throw e;
+    throw new SamplingError(
+      'tools',
+      request.tools.map((t) => t.function?.name),
+      (e as Error).message,
+      { cause: e },
+    );
   }
 }

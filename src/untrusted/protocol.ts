@@ -2,9 +2,10 @@
 // job runs at a time; the client cancels the running job by storing its id in a shared
 // Int32 the worker polls while rendering, and terminates the worker when it does not stop.
 import type { RenderOptions } from '../chat/template.js';
+import type { ToolGrammarRequest, ToolGrammarTrigger } from '../chat/tool-grammar.js';
 import type { ChatMessage } from '../chat/types.js';
 import type { LogLevel } from '../log.js';
-import type { GrammarLimits, GrammarSource } from '../sampling/grammar/compile.js';
+import type { CompiledGrammar, GrammarLimits, GrammarSource } from '../sampling/grammar/compile.js';
 
 /** A chat template as the worker rebuilds it (parsed and probed there, cached by these fields). */
 export interface TemplateSpec {
@@ -24,7 +25,15 @@ export type RenderOptionsData = Omit<RenderOptions, 'limits'> & {
 
 export type Job =
   | { op: 'render'; template: TemplateSpec; messages: readonly ChatMessage[]; opts: RenderOptionsData }
-  | { op: 'compile'; source: GrammarSource; limits: GrammarLimits };
+  | { op: 'compile'; source: GrammarSource; limits: GrammarLimits }
+  | { op: 'toolGrammar'; request: ToolGrammarRequest; limits: GrammarLimits };
+
+/** A compiled tool-call grammar (its GBNF built from the tools' schemas on the worker). */
+export interface CompiledToolGrammar {
+  compiled: CompiledGrammar;
+  lazy: boolean;
+  triggers: ToolGrammarTrigger[];
+}
 
 export type Request = { id: number } & Job;
 

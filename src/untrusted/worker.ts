@@ -5,6 +5,7 @@
 // terminates this thread when a job overruns anyway.
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChatTemplate, ChatTemplateError } from '../chat/template.js';
+import { toolCallGrammar } from '../chat/tool-grammar.js';
 import { setLogCallback } from '../log.js';
 import { compileGrammar } from '../sampling/grammar/compile.js';
 import { SchemaError } from '../sampling/grammar/json-schema.js';
@@ -58,9 +59,17 @@ port.on('message', (m: Request) => {
         limits: { ...m.opts.limits, shouldStop },
       });
       post({ id: m.id, ok: true, value: prompt });
-    } else {
+    } else if (m.op === 'compile') {
       const c = compileGrammar(m.source, m.limits);
       post({ id: m.id, ok: true, value: c }, [c.types.buffer, c.values.buffer, c.ruleStart.buffer] as ArrayBuffer[]);
+    } else {
+      const g = toolCallGrammar(m.request);
+      const c = compileGrammar({ grammar: g.grammar }, m.limits);
+      post({ id: m.id, ok: true, value: { compiled: c, lazy: g.lazy, triggers: g.triggers } }, [
+        c.types.buffer,
+        c.values.buffer,
+        c.ruleStart.buffer,
+      ] as ArrayBuffer[]);
     }
   } catch (e) {
     post({ id: m.id, ok: false, error: errorData(e) });

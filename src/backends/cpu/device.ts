@@ -19,7 +19,7 @@ import type {
 } from '../impl.js';
 import { ARENA_HEADER, Arena, PAGE } from './arena.js';
 import { type ArenaAllocator, type ArenaRange, CpuBufferType, CpuHostBufferType, isArenaBacked } from './buffer.js';
-import { encodeGraph, RECORD_BYTES, type WorkRegions } from './encode.js';
+import { EXTRA_WORD, encodeGraph, RECORD_BYTES, type WorkRegions } from './encode.js';
 import { Pool } from './pool.js';
 import { C, K_COPY, K_TOUCH, kernelId, STEP_WORDS } from './protocol.js';
 import { cpuSupportsOp } from './support.js';
@@ -255,7 +255,7 @@ export class CpuDevice implements Device {
     const i32 = new Int32Array(arena.memory.buffer, rec, RECORD_BYTES / 4);
     i32.fill(0);
     extras.forEach((v, i) => {
-      i32[112 + i] = v;
+      i32[EXTRA_WORD + i] = v;
     });
     const steps = new Int32Array(STEP_WORDS);
     steps[0] = arena.index;

@@ -15,7 +15,13 @@ import { K4Layout, LAYOUT_K4 } from './layout-k.js';
 import { F_NO_BARRIER, F_SINGLE, K_COPY, type KernelName, kernelId, STEP_WORDS } from './protocol.js';
 
 /** Bytes of one node record. */
-export const RECORD_BYTES = 512;
+export const RECORD_BYTES = 576;
+
+/** Descriptor slots per record: the node and up to five sources (assembly/desc.ts). */
+const SLOTS = 6;
+/** Word offsets of the f64 parameters and the i32 extras in a record. */
+const PARAM_BYTE = 384;
+export const EXTRA_WORD = 128;
 
 interface Loc {
   arena: Arena;
@@ -64,6 +70,7 @@ function roundingFor(type: number, n: number, q81 = false): number {
     case GGMLType.Q5_1:
     case GGMLType.Q8_0:
     case GGMLType.IQ4_NL:
+    case GGMLType.MXFP4:
       return n % 32 === 0 ? ROUND_Q8_0 : ROUND_NONE;
     case GGMLType.Q2_K:
     case GGMLType.Q3_K:
@@ -160,6 +167,8 @@ interface Plan {
   qRound?: number;
   /** FLASH_ATTN_EXT: the per-thread scratch has room for a whole head's K and V blocks in f32. */
   kvCache?: boolean;
+  /** MUL_MAT_ID: bytes of each thread's scratch the tiles use (the column map follows). */
+  mmScratch?: number;
   /** FLASH_ATTN_EXT: computed row by row (k_flash_attn_row), as ggml-cpu's one-chunk kernel. */
   faRow?: boolean;
   /** FLASH_ATTN_EXT, split case: blocks per key chunk (partials in the shared area, then a merge step). */
@@ -182,14 +191,23 @@ const KERNEL_OF: Partial<Record<Op, KernelName>> = {
   [Op.GET_ROWS]: 'k_get_rows',
   [Op.SET_ROWS]: 'k_set_rows',
   [Op.FLASH_ATTN_EXT]: 'k_flash_attn',
+  [Op.ADD_ID]: 'k_add_id',
+  [Op.ARGSORT]: 'k_argsort',
+  [Op.SWIGLU_OAI]: 'k_swiglu_oai',
+  [Op.SUM_ROWS]: 'k_sum_rows',
+  [Op.DIV]: 'k_div',
+  [Op.SIGMOID]: 'k_sigmoid',
+  [Op.CLAMP]: 'k_clamp',
+  [Op.CONCAT]: 'k_concat',
 };
 
 function plan(n: Tensor): Plan {
-  const slots: (Tensor | null)[] = [n, n.src[0] ?? null, n.src[1] ?? null, n.src[2] ?? null, n.src[3] ?? null];
+  const slots: (Tensor | null)[] = [n];
+  for (let i = 0; i < SLOTS - 1; i++) slots.push(n.src[i] ?? null);
   const locs = slots.map((t) => (t ? locate(t) : null));
   // the arena the node runs in
   let home = locs[0]!.arena;
-  if ((n.op === Op.MUL_MAT || n.op === Op.GET_ROWS) && locs[1]) home = locs[1].arena;
+  if ((n.op === Op.MUL_MAT || n.op === Op.MUL_MAT_ID || n.op === Op.GET_ROWS) && locs[1]) home = locs[1].arena;
   const staged: number[] = [];
   locs.forEach((l, i) => {
     if (l && l.arena !== home) staged.push(i);
@@ -197,16 +215,18 @@ function plan(n: Tensor): Plan {
   const p: Plan = { node: n, home, kernels: [], slots, locs, params: [], shared: 0, perThread: 0, staged };
   const ne0 = (t: Tensor) => t.ne[0];
   switch (n.op) {
-    case Op.MUL_MAT: {
+    case Op.MUL_MAT:
+    case Op.MUL_MAT_ID: {
       const [a, b] = n.src;
       const K = a.ne[0];
-      const N = b.ne[1];
-      const rows = N * b.ne[2] * b.ne[3];
+      // MUL_MAT_ID: every (slot, token) is a column, nB rows of b per token are prepared
+      const N = n.op === Op.MUL_MAT_ID ? n.ne[1] * n.ne[2] : b.ne[1];
+      const rows = b.ne[1] * b.ne[2] * b.ne[3];
       const floatA = a.type === GGMLType.F32 || a.type === GGMLType.F16 || a.type === GGMLType.BF16;
       let fmt = FMT_F32;
       const round = roundingFor(a.type, K, true);
       if (a.type === GGMLType.Q4_0 || a.type === GGMLType.Q8_0) fmt = FMT_Q32;
-      else if (a.type === GGMLType.Q5_0 && K % 32 === 0) fmt = FMT_Q32;
+      else if ((a.type === GGMLType.Q5_0 || a.type === GGMLType.MXFP4) && K % 32 === 0) fmt = FMT_Q32;
       else if (a.type === GGMLType.Q4_K || a.type === GGMLType.Q6_K || INT_DOT_Q8K.has(a.type)) fmt = FMT_Q256;
       else if (b.type === GGMLType.F32 && b.nb[0] === 4 && round === ROUND_NONE && floatA) fmt = FMT_DIRECT;
       const stride = fmt === FMT_F32 || fmt === FMT_DIRECT ? align(K * 4 + K / 8, 16) : align(2.5 * K, 16);
@@ -222,10 +242,27 @@ function plan(n: Tensor): Plan {
         p.kernels.push('k_mm_prep');
         p.shared = align(rows * stride);
       }
-      p.kernels.push('k_mm');
       p.perThread = align(K * 4 + 64);
+      if (n.op === Op.MUL_MAT_ID) {
+        // after the tiles' scratch: expert counts and starts, then an address pair per column
+        p.mmScratch = p.perThread;
+        p.perThread += align(8 * n.src[0].ne[2] + 8 * N);
+        p.kernels.push('k_mmid');
+      } else p.kernels.push('k_mm');
       break;
     }
+    case Op.ARGSORT:
+      p.params = [n.params.order];
+      break;
+    case Op.CLAMP:
+      p.params = [n.params.min, n.params.max];
+      break;
+    case Op.SWIGLU_OAI:
+      p.params = [n.params.alpha, n.params.limit];
+      break;
+    case Op.CONCAT:
+      p.params = [n.params.dim];
+      break;
     case Op.SCALE:
       p.params = [n.params.scale, n.params.bias ?? 0];
       break;
@@ -291,7 +328,7 @@ function plan(n: Tensor): Plan {
     default:
       break;
   }
-  if (n.op !== Op.MUL_MAT && !p.faSplit) {
+  if (n.op !== Op.MUL_MAT && n.op !== Op.MUL_MAT_ID && !p.faSplit) {
     const k = p.faRow ? 'k_flash_attn_row' : KERNEL_OF[n.op];
     if (!k) throw new Error(`cpu: no kernel for ${n.op}`);
     p.kernels.push(k);
@@ -317,6 +354,8 @@ function isSmall(p: Plan, kernel: KernelName): boolean {
       return n.src[1].nelements < SMALL;
     case 'k_mm':
       return n.src[0].ne[0] * n.src[0].ne[1] * n.src[1].nelements < 4 * SMALL;
+    case 'k_mmid':
+      return n.src[0].ne[0] * n.nelements < 4 * SMALL;
     case 'k_flash_attn':
     case 'k_flash_attn_row':
       if (p.faSplit) return false;
@@ -389,8 +428,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     // staged copies come first in the node scratch; a node with copies is fenced (runs
     // between barriers, alone): its copies and scratch are not tracked as ranges. Every
     // other node's worker slots start at the same place.
-    const addrs = [0, 0, 0, 0, 0];
-    for (let s = 0; s < 5; s++) addrs[s] = p.locs[s]?.addr ?? 0;
+    const addrs = new Array<number>(SLOTS).fill(0);
+    for (let s = 0; s < SLOTS; s++) addrs[s] = p.locs[s]?.addr ?? 0;
     const fenced = p.staged.length > 0;
     for (const i of p.staged) {
       const l = p.locs[i]!;
@@ -402,7 +441,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     const slot0 = scr;
     const r32 = rec >>> 2;
     mem32.fill(0, r32, r32 + RECORD_BYTES / 4);
-    for (let s = 0; s < 5; s++) {
+    for (let s = 0; s < SLOTS; s++) {
       const t = p.slots[s];
       const w = r32 + s * 16;
       if (!t) {
@@ -424,10 +463,10 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
         mem32[w + 14] = l.layout.grouped;
       }
     }
-    const r64 = (rec + 320) >>> 3;
+    const r64 = (rec + PARAM_BYTE) >>> 3;
     for (let i = 0; i < p.params.length; i++) mem64[r64 + i] = p.params[i];
     const i32 = mem32.subarray(r32, r32 + RECORD_BYTES / 4);
-    const ex = 112;
+    const ex = EXTRA_WORD;
     let kernels = p.kernels;
     let actRange: Range | null = null;
     if (p.mm) {
@@ -439,6 +478,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 5] = p.mm.nc;
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
+      i32[ex + 8] = p.mmScratch ?? 0;
       if (kernels[0] === 'k_mm_prep') {
         actRange = [p.home.index, b.act, b.act + p.shared];
         // the same activations (tensor, format, rounding) as the last product prepared here:

@@ -24,6 +24,7 @@ export const READABLE = new Set<number>([
   GGMLType.Q6_K,
   GGMLType.IQ4_NL,
   GGMLType.IQ4_XS,
+  GGMLType.MXFP4,
   GGMLType.IQ2_XXS,
   GGMLType.IQ2_XS,
   GGMLType.IQ2_S,
@@ -77,6 +78,21 @@ export function cpuSupportsOp(t: Tensor): boolean {
       return writableRows(t) && isFloat(a) && (b.type === I32 || b.type === I64);
     case Op.MUL_MAT:
       return readableRows(a) && isFloat(b) && t.type === F32;
+    case Op.MUL_MAT_ID:
+      return readableRows(a) && isFloat(b) && t.src[2].type === I32 && t.type === F32;
+    case Op.ADD_ID:
+      return a.type === F32 && b.type === F32 && t.src[2].type === I32 && t.type === F32;
+    case Op.ARGSORT:
+      return a.type === F32 && a.hasContiguousRows() && t.type === I32 && t.hasContiguousRows();
+    case Op.SWIGLU_OAI:
+      return a.type === F32 && b.type === F32 && a.hasContiguousRows() && b.hasContiguousRows() && t.type === F32;
+    case Op.CONCAT:
+      return !traitsOf(a.type).quantized && !traitsOf(b.type).quantized && !traitsOf(t.type).quantized;
+    case Op.SUM_ROWS:
+    case Op.SIGMOID:
+    case Op.CLAMP:
+      return isFloat(a) && isFloat(t);
+    case Op.DIV:
     case Op.ADD:
     case Op.MUL:
       return isFloat(a) && isFloat(b) && isFloat(t);

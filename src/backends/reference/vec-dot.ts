@@ -1,6 +1,6 @@
 // ggml-cpu's "vec_dot_type": before a dot product with a row of weights of type W, the
 // CPU backend converts the other operand (activations) to the type W's dot kernel takes:
-// F16 weights dot F16 activations, BF16 with BF16, Q4_0/Q5_0/Q8_0/IQ4_NL with Q8_0,
+// F16 weights dot F16 activations, BF16 with BF16, Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4 with Q8_0,
 // Q4_1/Q5_1 with Q8_1, the K-quants, IQ4_XS and the IQ1/IQ2/IQ3 and ternary types with
 // Q8_K. The reference kernels emulate that rounding (so their results match llama.cpp's
 // to float accuracy): the activation row is converted and read back as floats, then
@@ -25,6 +25,7 @@ export function vecDotType(type: number): number {
     case GGMLType.Q5_0:
     case GGMLType.Q8_0:
     case GGMLType.IQ4_NL:
+    case GGMLType.MXFP4:
       return GGMLType.Q8_0;
     case GGMLType.Q4_1:
     case GGMLType.Q5_1:

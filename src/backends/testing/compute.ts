@@ -40,6 +40,22 @@ export async function computeOn(device: Device, outputs: Tensor[], inputs: Input
 /** Any tensor's values as F32: F32 by strides, other types row by row (rows contiguous). */
 export async function readF32(t: Tensor): Promise<Float32Array> {
   if (t.type === GGMLType.F32) return tensorGetF32(t);
+  if (t.type === GGMLType.I32) {
+    // indices (argsort): element by element, as numbers
+    const out = new Float32Array(t.nelements);
+    let k = 0;
+    for (let i3 = 0; i3 < t.ne[3]; i3++) {
+      for (let i2 = 0; i2 < t.ne[2]; i2++) {
+        for (let i1 = 0; i1 < t.ne[1]; i1++) {
+          const off = i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+          const bytes = await tensorGet(t, off, (t.ne[0] - 1) * t.nb[0] + 4);
+          const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+          for (let i0 = 0; i0 < t.ne[0]; i0++) out[k++] = dv.getInt32(i0 * t.nb[0], true);
+        }
+      }
+    }
+    return out;
+  }
   const out = new Float32Array(t.nelements);
   let k = 0;
   for (let i3 = 0; i3 < t.ne[3]; i3++) {

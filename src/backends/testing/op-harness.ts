@@ -6,7 +6,7 @@
 import { f32ToF16 } from '../../ggml/fp16.js';
 import * as ops from '../../ggml/ops.js';
 import { canQuantize, quantize } from '../../ggml/quants/index.js';
-import { newTensor, permute, type Tensor, transpose, view } from '../../ggml/tensor.js';
+import { newTensor, permute, reshape, type Tensor, transpose, view } from '../../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../../ggml/types.js';
 import type { Device } from '../impl.js';
 import { computeOn } from './compute.js';
@@ -147,6 +147,7 @@ export const WEIGHT_TYPES: readonly number[] = [
   GGMLType.Q6_K,
   GGMLType.IQ4_NL,
   GGMLType.IQ4_XS,
+  GGMLType.MXFP4,
   GGMLType.IQ2_XXS,
   GGMLType.IQ2_XS,
   GGMLType.IQ2_S,
@@ -388,7 +389,157 @@ export function opCases(): OpCase[] {
       5e-4,
     );
   }
+  moeCases(add);
   return cases;
+}
+
+type AddCase = (name: string, build: () => BuiltCase, maxNmse?: number) => void;
+
+/** Expert ids [nUsed, nTokens] for 9 tokens over 4 experts: expert 2 unused, repeats, gaps. */
+const EXPERT_IDS = new Int32Array([0, 1, 1, 3, 3, 0, 1, 3, 0, 3, 3, 1, 1, 0, 0, 1, 3, 1]);
+
+/** The ops of mixtures of experts, gpt-oss and DeepSeek's latent attention. */
+function moeCases(add: AddCase): void {
+  const tname = (t: number) => traitsOf(t).name;
+  for (const wt of WEIGHT_TYPES) {
+    const K = traitsOf(wt).blockSize === 256 ? 256 : traitsOf(wt).quantized ? 64 : 37;
+    for (const [M, nB, nT] of [
+      [5, 1, 3],
+      [8, 2, 9],
+    ]) {
+      add(`MUL_MAT_ID(${tname(wt)}) K=${K} M=${M} 4 experts, ${nB} row(s) per token, ${nT} tokens, 2 used`, () => {
+        const as = newTensor(wt, [K, M, 4]);
+        const b = newTensor(F32, [K, nB, nT]);
+        const ids = newTensor(I32, [2, nT]);
+        return { out: ops.mulMatId(as, b, ids), inputs: [as, b, [ids, EXPERT_IDS.slice(0, 2 * nT)]] };
+      });
+    }
+  }
+  add('MUL_MAT_ID(Q4_0) 12 rows, 40 tokens on one expert (whole column chunks)', () => {
+    const as = newTensor(GGMLType.Q4_0, [64, 12, 3]);
+    const b = newTensor(F32, [64, 1, 40]);
+    const ids = newTensor(I32, [1, 40]);
+    return { out: ops.mulMatId(as, b, ids), inputs: [as, b, [ids, new Int32Array(40).fill(2)]] };
+  });
+  add('ADD_ID [6,2,9] + [6,4] by expert', () => {
+    const a = newTensor(F32, [6, 2, 9]);
+    const b = newTensor(F32, [6, 4]);
+    const ids = newTensor(I32, [2, 9]);
+    return { out: ops.addId(a, b, ids), inputs: [a, b, [ids, EXPERT_IDS]] };
+  });
+  // ties: values on a coarse grid, so rows hold equal values (ggml's std::sort order)
+  const grid = (n: number, levels: number, seed: number) => {
+    const r = rng(seed);
+    return new Float32Array(n).map(() => Math.floor(r() * levels) / levels);
+  };
+  for (const [n, rows, levels] of [
+    [8, 5, 3],
+    [128, 3, 9],
+    [60, 2, 1000],
+  ]) {
+    for (const order of [ops.SortOrder.DESC, ops.SortOrder.ASC]) {
+      add(`ARGSORT ${order === ops.SortOrder.DESC ? 'desc' : 'asc'} [${n},${rows}], ${levels} levels`, () => {
+        const a = newTensor(F32, [n, rows]);
+        return { out: ops.argsort(a, order), inputs: [[a, grid(n * rows, levels, n + order)]] };
+      });
+    }
+  }
+  add('ARGSORT top 2 of [8,6], then GET_ROWS of [1,8,6] by them (router selection)', () => {
+    const probs = newTensor(F32, [8, 6]);
+    const top = ops.argsortTopK(probs, 2);
+    const w = ops.getRows(reshape(probs, [1, 8, 6]), top);
+    return { out: w, inputs: [[probs, grid(48, 4, 7)]] };
+  });
+  add('SUM_ROWS [13,4,3]', () => {
+    const a = newTensor(F32, [13, 4, 3]);
+    return { out: ops.sumRows(a), inputs: [a] };
+  });
+  add('DIV [7,5,3] / [1,5,3]', () => {
+    const a = newTensor(F32, [7, 5, 3]);
+    const b = newTensor(F32, [1, 5, 3]);
+    const bd = new Float32Array(15).map((_, i) => 0.5 + i * 0.1);
+    return { out: ops.div(a, b), inputs: [a, [b, bd]] };
+  });
+  add('SIGMOID [33,4,2]', () => {
+    const a = newTensor(F32, [33, 4, 2]);
+    return { out: ops.sigmoid(ops.scale(a, 8)), inputs: [a] };
+  });
+  add('CLAMP [33,4] to [-0.3, 0.5]', () => {
+    const a = newTensor(F32, [33, 4]);
+    return { out: ops.clamp(a, -0.3, 0.5), inputs: [a] };
+  });
+  add('SWIGLU_OAI [37,3,2] alpha 1.702 limit 0.6', () => {
+    const g = newTensor(F32, [37, 3, 2]);
+    const u = newTensor(F32, [37, 3, 2]);
+    return { out: ops.swigluOai(ops.scale(g, 3), u, 1.702, 0.6), inputs: [g, u] };
+  });
+  for (const dim of [0, 1, 2]) {
+    add(`CONCAT dim ${dim} of a permuted [4,3,2] view and [4,3,2]`, () => {
+      const a0 = newTensor(F32, [3, 4, 2]);
+      const a = permute(a0, [1, 0, 2, 3]);
+      const b = newTensor(F32, [4, 3, 2]);
+      return { out: ops.concat(a, b, dim), inputs: [a0, b] };
+    });
+  }
+  // gpt-oss's sinks in ggml-cpu's other two paths: tiled (64 query rows or more) and
+  // split (one query against 512+ keys: the sink joins once, with the first key chunk,
+  // here one whose keys are all hidden, or all visible), small sinks and ones above every
+  // score (x8)
+  for (const [nQ, nKV, hidden, sinkScale] of [
+    [70, 100, 0, 1],
+    [70, 100, 0, 8],
+    [1, 700, 300, 1],
+    [1, 700, 300, 8],
+    [1, 700, 0, 1],
+    [1, 700, 0, 8],
+  ]) {
+    add(
+      `FLASH_ATTN_EXT ${nQ} queries, ${nKV} KV positions (first ${hidden} hidden), heads 6/2, sinks x${sinkScale}`,
+      () => {
+        const D = 32;
+        const q = newTensor(F32, [D, nQ, 6]);
+        const k = newTensor(F16, [D, nKV, 2]);
+        const v = newTensor(F16, [D, nKV, 2]);
+        const mask = newTensor(F16, [nKV, nQ]);
+        const m = causalMaskF16(nKV, nQ, nKV - nQ);
+        for (let i = 0; i < nQ; i++) m.fill(f32ToF16(Number.NEGATIVE_INFINITY), i * nKV, i * nKV + hidden);
+        const sinks = newTensor(F32, [6]);
+        const out = ops.flashAttnExtAddSinks(ops.flashAttnExt(q, k, v, mask, 0.3), sinks);
+        const sv = new Float32Array(6).map((_, h) => (h - 2.5) * sinkScale);
+        return { out, inputs: [q, k, v, [mask, m], [sinks, sv]] };
+      },
+      5e-4,
+    );
+  }
+  // gpt-oss: sinks; DeepSeek's latent attention: K rows of D = 40 whose first 32 are V
+  for (const [D, Dv, nHead, sinkScale] of [
+    [16, 16, 4, 1],
+    [16, 16, 4, 8],
+    [40, 32, 4, 0],
+  ]) {
+    add(
+      `FLASH_ATTN_EXT D ${D} Dv ${Dv} ${sinkScale ? `sinks x${sinkScale}` : 'V a view of K (latent cache)'}`,
+      () => {
+        const nKV = 37;
+        const nQ = 5;
+        const nHeadKV = sinkScale ? 2 : 1;
+        const q = newTensor(F32, [D, nQ, nHead]);
+        const k = newTensor(F16, [D, nKV, nHeadKV]);
+        const v = sinkScale ? newTensor(F16, [Dv, nKV, nHeadKV]) : view(k, [Dv, nKV, 1], [k.nb[1], k.nb[2]], 0);
+        const mask = newTensor(F16, [nKV, nQ]);
+        let out = ops.flashAttnExt(q, k, v, mask, 0.3);
+        const inputs: BuiltCase['inputs'] = [q, k, [mask, causalMaskF16(nKV, nQ, 30)]];
+        if (sinkScale) {
+          inputs.push(v);
+          const sinks = newTensor(F32, [nHead]);
+          out = ops.flashAttnExtAddSinks(out, sinks);
+          inputs.push([sinks, new Float32Array(nHead).map((_, h) => (h - 1.5) * sinkScale)]);
+        }
+        return { out, inputs };
+      },
+      5e-4,
+    );
+  }
 }
 
 export interface CaseResult {

@@ -43,6 +43,7 @@ import {
   quantizeRowQ5_0,
   quantizeRowQ5_1,
 } from './legacy.js';
+import { dequantizeMXFP4, quantizeMXFP4 } from './mxfp4.js';
 import { quantizeQ8_K } from './q8k.js';
 import { quantizeIQ4_NL, quantizeIQ4_NLWeighted, quantizeIQ4_XS, quantizeIQ4_XSWeighted } from './quantize-iq.js';
 import { quantizeIQ1_MBlocks, quantizeIQ1_SWeighted } from './quantize-iq1.js';
@@ -170,6 +171,7 @@ registerQuantizer(GGMLType.Q5_K, quantizeQ5_K);
 registerQuantizer(GGMLType.Q6_K, quantizeQ6_K);
 registerQuantizer(GGMLType.IQ4_NL, quantizeIQ4_NL);
 registerQuantizer(GGMLType.IQ4_XS, quantizeIQ4_XS);
+
 registerQuantizer(GGMLType.TQ1_0, quantizeTQ1_0);
 registerQuantizer(GGMLType.TQ2_0, quantizeTQ2_0);
 registerQuantizer(GGMLType.IQ2_S, unweighted(quantizeIQ2_SBlocks));
@@ -198,6 +200,11 @@ registerRowQuantizer(GGMLType.IQ3_XXS, blockwise(GGMLType.IQ3_XXS, quantizeIQ3_X
 registerRowQuantizer(GGMLType.IQ3_S, blockwise(GGMLType.IQ3_S, quantizeIQ3_SBlocks));
 registerRowQuantizer(GGMLType.IQ1_S, blockwise(GGMLType.IQ1_S, quantizeIQ1_SWeighted));
 registerRowQuantizer(GGMLType.IQ1_M, blockwise(GGMLType.IQ1_M, quantizeIQ1_MBlocks));
+
+// MXFP4 (mxfp4.ts): quantize_row_mxfp4_ref, which llama-quantize uses for it (ggml
+// ignores an importance matrix for it).
+registerDequantizer(GGMLType.MXFP4, dequantizeMXFP4);
+registerQuantizer(GGMLType.MXFP4, quantizeMXFP4);
 // ---- end of the table ---------------------------------------------------------------
 
 export function canDequantize(type: number): boolean {

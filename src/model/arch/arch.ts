@@ -24,6 +24,13 @@ export interface Architecture {
   readonly ropeWholeHead?: boolean;
   /** How it ranks with pooling_type rank (a classification head); absent: it cannot. */
   readonly rank?: RankHead;
+  /**
+   * Where the rotated part of a cached key row starts (elements; default 0): DeepSeek's
+   * latent keys put the RoPE dimensions after the compressed latent.
+   */
+  keyRopeOffset?(hp: HParams): number;
+  /** V rows are read from the K rows (one latent cache, no V written; see KVCache.vFromK). */
+  readonly vFromK?: boolean;
   /** Adjust or complete the shared hyper-parameters from architecture-specific keys. */
   hparams?(hp: HParams, file: GGUFFile): HParams;
   /** The tensors it reads, with their expected shapes. */

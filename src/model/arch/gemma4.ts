@@ -1,4 +1,4 @@
-// gemma4: Gemma 4 dense models (E2B, E4B, 31B). Sliding-window and full layers differ in
+// gemma4: Gemma 4 (E2B, E4B, 31B dense; 26B-A4B a mixture of experts). Sliding-window and full layers differ in
 // head size, KV heads and RoPE: a per-layer bool pattern says which is which, full layers
 // rotate proportionally (frequencies divided by `rope_freqs`), queries and keys are
 // RMS-normalised per head and values without a weight, no query scaling (the norms do
@@ -6,11 +6,18 @@
 // E2B/E4B add per-layer embeddings (a small vector per token and layer, gated into the
 // residual stream after the FFN) and share KV: the last `shared_kv_layers` layers read the
 // cache of the last earlier layer of their kind. An optional per-layer output scale.
+// A layer with a router (`ffn_gate_inp`, 26B-A4B: every layer) runs routed GeGLU experts
+// beside the dense FFN, each branch between its own norms (below).
 //   x = embd(tokens)·√n_embd
 //   per layer: a = rmsnorm(x)·attn_norm
 //              q = rope(rmsnorm(Wq·a)·q_norm), k = rope(rmsnorm(Wk·a)·k_norm), v = rmsnorm(Wv·a or Wk·a)
 //              h = x + rmsnorm(Wo·attn(q, k, v))·post_attention_norm
 //              y = h + rmsnorm(Wdown·(gelu(Wgate·m) ⊙ Wup·m))·post_ffw_norm, m = rmsnorm(h)·ffn_norm
+//   with experts: y = h + rmsnorm(f₁ + f₂)·post_ffw_norm
+//              f₁ = rmsnorm(Wdown·(gelu(Wgate·m) ⊙ Wup·m))·post_ffw_norm_1 (the dense FFN)
+//              f₂ = rmsnorm(Σ_{e ∈ topk(p)} p̂_e·s_e·E_e(m₂))·post_ffw_norm_2, m₂ = rmsnorm(h)·pre_ffw_norm_2
+//              p = softmax(Wr·(rmsnorm(h)/√n_embd ⊙ ffn_gate_inp.scale)), p̂ renormalised over the top k,
+//              E_e a GeGLU expert (gate and up as one stack), s_e its optional ffn_down_exps.scale
 //              y = y + rmsnorm(Wproj·(gelu(Wgate_pl·y) ⊙ p_l))·post_norm     (per-layer input p_l)
 //              x = y·layer_output_scale
 //   logits = c·tanh(Woutput·(rmsnorm(x)·output_norm) / c)
@@ -20,7 +27,10 @@ import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
 import { permute, reshape, type Tensor, view } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
+import { type ExpertParams, requireExperts } from '../experts.js';
+import type { GraphBuilder } from '../graph.js';
 import { ffLength, headCount, headCountKv, headDimK, isSwa, readSwaPattern } from '../hparams.js';
+import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
 
 export const gemma4: Architecture = {
@@ -44,6 +54,11 @@ export const gemma4: Architecture = {
     }
     if (hp.nEmbdHeadK !== hp.nEmbdHeadV || hp.nEmbdHeadKSwa !== hp.nEmbdHeadVSwa) {
       throw new ModelError(`${file.path}: Gemma 4 needs equal key and value head sizes`);
+    }
+    if (hp.moe && hp.moe.nFfExp <= 0) {
+      throw new ModelError(
+        `${file.path}: gemma4.expert_feed_forward_length must be > 0 with ${hp.moe.nExpert} experts`,
+      );
     }
     return {
       ...hp,
@@ -92,6 +107,7 @@ export const gemma4: Architecture = {
       t.layer(il, 'ffn_up.weight', [E, F]);
       t.layer(il, 'ffn_down.weight', [F, E]);
       t.layer(il, 'post_ffw_norm.weight', [E]);
+      if (hp.moe) expertTensors(t, il, E, hp.moe);
       if (nPL > 0) {
         t.layer(il, 'inp_gate.weight', [E, nPL]);
         t.layer(il, 'proj.weight', [nPL, E]);
@@ -152,8 +168,11 @@ export const gemma4: Architecture = {
       }
       cur = b.rmsNorm(cur, L('post_attention_norm.weight'), 'attn_post_norm', il);
       const attnOut = b.cb(ops.add(cur, res), 'attn_out', il);
-      cur = b.rmsNorm(attnOut, L('ffn_norm.weight'), 'ffn_norm', il);
-      cur = b.ffnGeglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+      if (Lopt('ffn_gate_inp.weight')) cur = moeBlock(b, attnOut, il);
+      else {
+        cur = b.rmsNorm(attnOut, L('ffn_norm.weight'), 'ffn_norm', il);
+        cur = b.ffnGeglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+      }
       cur = b.rmsNorm(cur, L('post_ffw_norm.weight'), 'ffn_post_norm', il);
       cur = ops.add(cur, attnOut);
 
@@ -174,3 +193,73 @@ export const gemma4: Architecture = {
     return b.outputHead(x);
   },
 };
+
+/**
+ * The expert tensors of layer il, all optional as in llama.cpp (a layer without a router
+ * is dense); moeBlock requires the rest once a layer has its router.
+ */
+function expertTensors(t: TensorList, il: number, E: number, moe: ExpertParams): void {
+  const nE = moe.nExpert;
+  const F = moe.nFfExp;
+  t.layer(il, 'ffn_gate_inp.weight', [E, nE], true);
+  t.layer(il, 'ffn_gate_inp.scale', [E], true);
+  t.layer(il, 'pre_ffw_norm_2.weight', [E], true);
+  t.layer(il, 'post_ffw_norm_1.weight', [E], true);
+  t.layer(il, 'post_ffw_norm_2.weight', [E], true);
+  t.layer(il, 'ffn_gate_up_exps.weight', [E, 2 * F, nE], true);
+  t.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
+  t.layer(il, 'ffn_up_exps.weight', [E, F, nE], true);
+  t.layer(il, 'ffn_down_exps.weight', [F, E, nE], true);
+  for (const s of ['ffn_gate_exps.scale', 'ffn_up_exps.scale', 'ffn_down_exps.scale']) t.layer(il, s, [nE], true);
+}
+
+/**
+ * A layer's feed-forward with experts (llama.cpp's gemma4 graph, with its names): the dense
+ * FFN and the routed experts, each normalised before and after, summed. The router reads
+ * the unweighted RMS norm of h scaled by 1/√n_embd and by `ffn_gate_inp.scale`; its
+ * softmax weights are renormalised over the chosen experts.
+ */
+function moeBlock(b: GraphBuilder, attnOut: Tensor, il: number): Tensor {
+  const { hp, w } = b;
+  const moe = requireExperts(hp.moe, 'gemma4');
+  const name = (n: string) => `blk.${il}.${n}`;
+  // once a layer has a router, the rest of its expert tensors are required
+  const need = (n: string) => {
+    const t = w.layerOpt(il, n);
+    if (!t) throw new ModelError(`gemma4: layer ${il} has a router but no '${name(n)}'`);
+    return t;
+  };
+  const L = (n: string) => w.layer(il, n);
+  const Lopt = (n: string) => w.layerOpt(il, n);
+
+  let mlp = b.rmsNorm(attnOut, L('ffn_norm.weight'), 'ffn_norm_1', il);
+  mlp = b.ffnGeglu(mlp, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+  mlp = b.rmsNorm(mlp, need('post_ffw_norm_1.weight'), 'ffn_mlp', il);
+
+  const x2 = b.rmsNorm(attnOut, need('pre_ffw_norm_2.weight'), 'ffn_norm_2', il);
+  let r = ops.scale(ops.rmsNorm(attnOut, hp.normRmsEps), 1 / Math.sqrt(hp.nEmbd));
+  r = ops.mul(r, need('ffn_gate_inp.scale'));
+  const logits = b.cb(b.mm(L('ffn_gate_inp.weight'), r), 'ffn_moe_logits', il);
+  const gateUp = Lopt('ffn_gate_up_exps.weight');
+  let experts = b.moeFfn(
+    x2,
+    {
+      logits,
+      gateUp,
+      gate: gateUp ? undefined : need('ffn_gate_exps.weight'),
+      up: gateUp ? undefined : need('ffn_up_exps.weight'),
+      down: need('ffn_down_exps.weight'),
+      upS: gateUp ? undefined : Lopt('ffn_up_exps.scale'),
+      gateS: gateUp ? undefined : Lopt('ffn_gate_exps.scale'),
+      downS: Lopt('ffn_down_exps.scale'),
+      nExpertUsed: moe.nExpertUsed,
+      gating: 'softmax',
+      normW: true,
+      wScale: 1,
+      act: 'gelu',
+    },
+    il,
+  );
+  experts = b.rmsNorm(experts, need('post_ffw_norm_2.weight'), 'ffn_moe', il);
+  return b.cb(ops.add(mlp, experts), 'ffn_moe_combined', il);
+}

@@ -1,10 +1,13 @@
-// llama: Llama 1/2/3/3.x, TinyLlama, Mistral (without sliding window), SmolLM.
+// llama: Llama 1/2/3/3.x, TinyLlama, Mistral (without sliding window), SmolLM, and
+// Mixtral-style mixtures of experts (ffn_*_exps: softmax router, top-k, renormalised).
 //   x = embd(tokens)
 //   per layer: h = x + Wo·attn(rope(Wq·n), rope(Wk·n), Wv·n), n = rmsnorm(x)·attn_norm
 //              x = h + Wdown·(silu(Wgate·m) ⊙ Wup·m),        m = rmsnorm(h)·ffn_norm
 //   logits = Woutput·(rmsnorm(x)·output_norm)   (Woutput = token_embd when absent)
 // RoPE pairs adjacent dimensions (NORMAL mode); Llama 3.1+ divides frequencies by
-// rope_freqs.weight. Biases on q/k/v/o are accepted when present.
+// rope_freqs.weight. Biases on q/k/v/o are accepted when present. With expert_count > 0
+// the feed-forward is a mixture of experts of n_ff rows each:
+//   x = h + Σ_{e ∈ topk(softmax(Wr·m))} w_e · down_e·(silu(gate_e·m) ⊙ up_e·m)
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
@@ -33,6 +36,14 @@ export function decoderTensors(hp: HParams, t: TensorList, biases: 'optional' | 
     t.layer(il, 'attn_v.bias', [hv * nHeadKv], qkvOptional);
     t.layer(il, 'attn_output.bias', [E], true);
     t.layer(il, 'ffn_norm.weight', [E]);
+    if (hp.moe && hp.arch === 'llama') {
+      const nE = hp.moe.nExpert;
+      t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
+      t.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
+      t.layer(il, 'ffn_down_exps.weight', [F, E, nE]);
+      t.layer(il, 'ffn_up_exps.weight', [E, F, nE]);
+      continue;
+    }
     t.layer(il, 'ffn_gate.weight', [E, F]);
     t.layer(il, 'ffn_down.weight', [F, E]);
     t.layer(il, 'ffn_up.weight', [E, F]);
@@ -41,11 +52,7 @@ export function decoderTensors(hp: HParams, t: TensorList, biases: 'optional' | 
 
 /** The output head: final RMSNorm, then logits (tied to token_embd without output.weight). */
 export function decoderOutput(b: GraphBuilder, x: Tensor): GraphOutputs {
-  const w = b.w;
-  const embd = b.rmsNorm(x, w.get('output_norm.weight'), 'result_norm');
-  const out = w.opt('output.weight') ?? w.get('token_embd.weight');
-  const logits = b.cb(b.mm(out, embd), 'result_output');
-  return { embd, logits };
+  return b.output(x);
 }
 
 export const llama: Architecture = {
@@ -84,7 +91,24 @@ export const llama: Architecture = {
       }
       const ffnInp = b.cb(ops.add(cur, res), 'ffn_inp', il);
       cur = b.rmsNorm(ffnInp, L('ffn_norm.weight'), 'ffn_norm', il);
-      cur = b.ffnSwiglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+      const router = Lopt('ffn_gate_inp.weight');
+      if (router && hp.moe) {
+        cur = b.moeFfn(
+          cur,
+          {
+            gateInp: router,
+            up: L('ffn_up_exps.weight'),
+            gate: Lopt('ffn_gate_exps.weight'),
+            down: L('ffn_down_exps.weight'),
+            nExpertUsed: hp.moe.nExpertUsed,
+            gating: 'softmax',
+            normW: true,
+            wScale: 0,
+            act: 'silu',
+          },
+          il,
+        );
+      } else cur = b.ffnSwiglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
       x = b.cb(ops.add(cur, ffnInp), 'l_out', il);
     }
     return decoderOutput(b, x);

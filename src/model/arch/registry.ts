@@ -4,18 +4,37 @@
 import { ModelError } from '../errors.js';
 import type { Architecture } from './arch.js';
 import { bert } from './bert.js';
+import { deepseek2 } from './deepseek2.js';
 import { gemmaEmbedding } from './gemma-embedding.js';
 import { gemma2 } from './gemma2.js';
 import { gemma3 } from './gemma3.js';
 import { gemma4 } from './gemma4.js';
+import { gptOss } from './gpt-oss.js';
 import { llama } from './llama.js';
 import { phi3 } from './phi3.js';
 import { qwen2 } from './qwen2.js';
+import { qwen2moe } from './qwen2moe.js';
 import { qwen3 } from './qwen3.js';
+import { qwen3moe } from './qwen3moe.js';
 import { smollm3 } from './smollm3.js';
 
 const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
-  [llama, qwen2, qwen3, bert, gemma2, gemma3, gemma4, gemmaEmbedding, phi3, smollm3].map((a) => [a.name, a] as const),
+  [
+    llama,
+    qwen2,
+    qwen3,
+    bert,
+    gemma2,
+    gemma3,
+    gemma4,
+    gemmaEmbedding,
+    phi3,
+    smollm3,
+    qwen2moe,
+    qwen3moe,
+    deepseek2,
+    gptOss,
+  ].map((a) => [a.name, a] as const),
 );
 
 export function supportedArchitectures(): string[] {

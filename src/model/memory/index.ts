@@ -31,6 +31,8 @@ export interface MemoryParams {
   layerBufts: readonly BufferType[];
   /** Sliding-window layers get a full-size cache too (no cell is ever reused). */
   swaFull: boolean;
+  /** V rows are the leading part of the K rows (a latent cache: KVCacheOptions.vFromK). */
+  vFromK?: boolean;
 }
 
 export function createMemory(hp: HParams, p: MemoryParams): AttentionMemory {
@@ -40,7 +42,7 @@ export function createMemory(hp: HParams, p: MemoryParams): AttentionMemory {
     if (il < hp.nLayerKv) own.push(il);
     else reuse.set(il, kvSourceLayer(hp, il));
   }
-  const common = { typeK: p.typeK, typeV: p.typeV, layerBufts: p.layerBufts };
+  const common = { typeK: p.typeK, typeV: p.typeV, layerBufts: p.layerBufts, vFromK: p.vFromK ?? false };
   if (hp.swaType === 'none' || !hp.swaLayers.some((x) => x)) {
     return new KVCache(hp, { ...common, layers: own, reuse, size: p.nCtx, label: 'kv' });
   }

@@ -17,7 +17,7 @@
 import { tensorGet, tensorSet } from '../../backends/api.js';
 import type { BufferType, Buffer as DeviceBuffer } from '../../backends/index.js';
 import { allocTensors } from '../../ggml/alloc.js';
-import { newTensor, type Tensor } from '../../ggml/tensor.js';
+import { newTensor, type Tensor, view } from '../../ggml/tensor.js';
 import { ContextError } from '../errors.js';
 import { type HParams, maskedBySwa, nEmbdK, nEmbdV, type SwaType } from '../hparams.js';
 import {
@@ -53,6 +53,12 @@ export interface KVCacheOptions {
   swa?: { type: SwaType; window: number };
   /** For logs: 'full', 'swa'. */
   label?: string;
+  /**
+   * V rows are the first nEmbdV elements of the K rows (DeepSeek's latent attention: the
+   * cache holds the compressed latent once, as llama.cpp's K-only cache): each V tensor is
+   * a view of its K, nothing is written to it separately, and saved states hold K only.
+   */
+  vFromK?: boolean;
 }
 
 const NEG_INF_F16 = 0xfc00;
@@ -81,6 +87,7 @@ export class KVCache implements AttentionMemory {
   private readonly kOf = new Map<number, Tensor>();
   private readonly vOf = new Map<number, Tensor>();
   private readonly reuse: ReadonlyMap<number, number>;
+  readonly vFromK: boolean;
 
   constructor(
     readonly hp: HParams,
@@ -94,18 +101,22 @@ export class KVCache implements AttentionMemory {
     this.label = o.label ?? 'kv';
     this.layerIds = [...o.layers];
     this.reuse = o.reuse ?? new Map();
+    this.vFromK = o.vFromK ?? false;
     this.pos = new Int32Array(this.size).fill(-1);
     this.seqs = new Uint32Array(this.size);
     this.shift = new Int32Array(this.size);
     const byBuft = new Map<BufferType, Tensor[]>();
     for (const il of this.layerIds) {
       const k = newTensor(CACHE_TYPES[o.typeK], [nEmbdK(hp, il), this.size], `cache_k_l${il}`);
-      const v = newTensor(CACHE_TYPES[o.typeV], [nEmbdV(hp, il), this.size], `cache_v_l${il}`);
+      const v = this.vFromK
+        ? view(k, [nEmbdV(hp, il), this.size], [k.nb[1]], 0).setName(`cache_v_l${il}`)
+        : newTensor(CACHE_TYPES[o.typeV], [nEmbdV(hp, il), this.size], `cache_v_l${il}`);
       this.kOf.set(il, k);
       this.vOf.set(il, v);
       const buft = o.layerBufts[il];
       if (!byBuft.has(buft)) byBuft.set(buft, []);
-      byBuft.get(buft)!.push(k, v);
+      byBuft.get(buft)!.push(k);
+      if (!this.vFromK) byBuft.get(buft)!.push(v);
     }
     for (const [reader, source] of this.reuse) {
       if (!this.kOf.has(source))
@@ -146,11 +157,16 @@ export class KVCache implements AttentionMemory {
     return this.vOf.get(il)!;
   }
 
+  /** What a saved state holds of layer il: K and V rows (K alone for a latent cache). */
+  private rowTensors(il: number): Tensor[] {
+    return this.vFromK ? [this.k(il)] : [this.k(il), this.v(il)];
+  }
+
   /** Bytes of K and V over all layers. */
   get bytes(): number {
     let n = 0;
     for (const t of this.kOf.values()) n += t.nbytes;
-    for (const t of this.vOf.values()) n += t.nbytes;
+    if (!this.vFromK) for (const t of this.vOf.values()) n += t.nbytes;
     return n;
   }
 
@@ -461,7 +477,7 @@ export class KVCache implements AttentionMemory {
       typeV: this.typeV,
       window: this.nSwa,
       swaType: this.swaType,
-      layers: this.layerIds.map((il) => [il, this.k(il).nb[1], this.v(il).nb[1]]),
+      layers: this.layerIds.map((il) => [il, this.k(il).nb[1], this.vFromK ? 0 : this.v(il).nb[1]]),
     };
   }
 
@@ -481,7 +497,7 @@ export class KVCache implements AttentionMemory {
     await sink(new Uint8Array(ints.buffer));
     const parts = runs(cells);
     for (const il of this.layerIds) {
-      for (const t of [this.k(il), this.v(il)]) {
+      for (const t of this.rowTensors(il)) {
         const rowBytes = t.nb[1];
         for (const [first, count] of parts) await sink(await tensorGet(t, first * rowBytes, count * rowBytes));
       }
@@ -523,7 +539,7 @@ export class KVCache implements AttentionMemory {
     }
     const parts = runs(slots);
     for (const il of this.layerIds) {
-      for (const t of [this.k(il), this.v(il)]) {
+      for (const t of this.rowTensors(il)) {
         const rowBytes = t.nb[1];
         const bytes = (await source(n * rowBytes)).subarray(skip * rowBytes);
         let at = 0;

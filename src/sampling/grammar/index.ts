@@ -11,14 +11,15 @@ export {
 } from './compile.js';
 export {
   convertJsonSchema,
+  convertJsonSchemaRules,
   gbnfLiteral,
-  integerRange,
   type JsonSchemaOptions,
   jsonSchemaToGrammar,
   SchemaError,
   SPACE_RULE,
 } from './json-schema.js';
 export { DEAD, GrammarEngine, GrammarMatcher, MAX_STACK_ENTRIES } from './matcher.js';
+export { type Bound, decimalRange, integerRange } from './numbers.js';
 export {
   MAX_GROUP_NESTING,
   type ParseOptions,
@@ -30,7 +31,13 @@ export {
 export type { Ranges } from './ranges.js';
 export { RegexError, regexToGbnf } from './regex.js';
 export { checkFlatGrammar, checkGrammar, El, type Element, type FlatGrammar, Grammar, GrammarError } from './rules.js';
-export { GrammarSampler, type GrammarSamplerOptions, MaskCache, type TokenCandidates } from './sampler.js';
+export {
+  GrammarSampler,
+  type GrammarSamplerOptions,
+  type LazyTriggers,
+  MaskCache,
+  type TokenCandidates,
+} from './sampler.js';
 export { checkSatisfiable } from './satisfiable.js';
 export { acceptToken, allowedTokens, type GrammarVocab, isTokenAllowed, TokenIndex } from './token-index.js';
 export { type Decoded, decodeUtf8, NO_PARTIAL, type PartialUtf8, partialRange, stringToBytes } from './utf8.js';

@@ -10,16 +10,15 @@
 // allOf of objects, items with minItems/maxItems, prefixItems (tuples), anyOf/oneOf,
 // $ref to local definitions (#/$defs/..., #/definitions/..., any #/ pointer; recursion
 // allowed), strings with minLength/maxLength, pattern (see regex.ts) and the formats
-// date, time, date-time and uuid, integers with minimum/maximum (exclusive too).
-// Validation keywords a grammar cannot express (uniqueItems, multipleOf, bounds on
-// non-integers, ...) are ignored with a warning. Errors are SchemaErrors naming the JSON
-// pointer of the offending part of the schema.
-import { logger } from '../../log.js';
+// date, time, date-time and uuid, integers with minimum/maximum (exclusive too; 64-bit
+// bounds) and numbers with them (exactly the decimals of the range, see numbers.ts).
+// Validation keywords a grammar cannot express (uniqueItems, multipleOf, not, if, …) are
+// a SchemaError naming the keyword (checkEnforceable): never a silently wider grammar.
+// Errors are SchemaErrors naming the JSON pointer of the offending part of the schema.
+import { type Bound, decimalRange, INT64_MAX, integerRange } from './numbers.js';
 import { parseGrammar } from './parser.js';
 import { RegexError, regexToGbnf } from './regex.js';
 import { GrammarError } from './rules.js';
-
-const log = logger('grammar');
 
 export class SchemaError extends Error {
   override name = 'SchemaError';
@@ -86,22 +85,49 @@ const FORMATS: Record<string, Builtin> = {
 
 const RESERVED = new Set(['root', ...Object.keys(PRIMITIVES), ...Object.keys(FORMATS)]);
 
-/** Keywords whose constraints a grammar does not enforce (warned about, then ignored). */
-const IGNORED = [
-  'uniqueItems',
-  'multipleOf',
-  'minProperties',
-  'maxProperties',
-  'patternProperties',
-  'propertyNames',
-  'not',
-  'if',
-  'contains',
-  'dependentRequired',
-  'dependentSchemas',
-  'unevaluatedProperties',
-  'unevaluatedItems',
-];
+/**
+ * Validation keywords a grammar cannot enforce: a schema using one (with a value that
+ * constrains anything) is a SchemaError naming it, never a grammar wider than the schema.
+ * Annotations (title, description, default, examples, $schema, $comment, …) and formats
+ * other than date, time, date-time and uuid (an annotation by default in JSON Schema
+ * 2020-12) are ignored.
+ */
+function checkEnforceable(s: Schema, ptr: string): void {
+  const fail = (k: string, why = 'is not supported: a grammar cannot enforce it') => {
+    throw new SchemaError(childPointer(ptr, k), `'${k}' ${why}`);
+  };
+  if ('uniqueItems' in s && s.uniqueItems !== false) fail('uniqueItems');
+  if ('multipleOf' in s && !(s.multipleOf === 1 && s.type === 'integer')) fail('multipleOf');
+  if ('minProperties' in s && s.minProperties !== 0) fail('minProperties');
+  if ('maxProperties' in s) fail('maxProperties');
+  if ('patternProperties' in s && !(isObject(s.patternProperties) && Object.keys(s.patternProperties).length === 0)) {
+    fail('patternProperties');
+  }
+  if ('propertyNames' in s) {
+    const p = s.propertyNames;
+    const trivial =
+      p === true || (isObject(p) && Object.keys(p).every((k) => k === 'type') && (p.type ?? 'string') === 'string');
+    if (!trivial) fail('propertyNames');
+  }
+  for (const k of ['unevaluatedProperties', 'unevaluatedItems']) {
+    if (k in s && typeof s[k] !== 'boolean') fail(k);
+  }
+  for (const k of [
+    'not',
+    'if',
+    'then',
+    'else',
+    'contains',
+    'minContains',
+    'maxContains',
+    'dependentRequired',
+    'dependentSchemas',
+    'dependencies',
+  ]) {
+    if (k in s) fail(k);
+  }
+  if ('oneOf' in s && 'anyOf' in s) fail('anyOf', 'cannot be combined with oneOf in one schema (put one inside allOf)');
+}
 
 /** GBNF repetition bounds above this are not enforced by the parser (llama.cpp's limit). */
 const MAX_REPETITION = 2000;
@@ -148,6 +174,28 @@ export function convertJsonSchema(schema: unknown, opts: JsonSchemaOptions = {})
   return c.format();
 }
 
+/**
+ * A schema's rules to go inside a larger grammar: its top rule named after `root` (the
+ * first of `root`, `root0`, … no other rule of it uses), the rest as convertJsonSchema
+ * names them (`space`, `string`, …). The caller's own rules must not use those names.
+ */
+export function convertJsonSchemaRules(
+  schema: unknown,
+  root: string,
+  opts: JsonSchemaOptions = {},
+): { rules: string; root: string } {
+  if (typeof schema === 'string') {
+    try {
+      schema = JSON.parse(schema);
+    } catch (e) {
+      throw new SchemaError('#', `not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const c = new Converter(schema as Json, opts);
+  c.visit(schema as Json, '', '#');
+  return c.formatAs(root);
+}
+
 /** A parse error of a converted schema, as the schema's error. */
 export function unusableGrammar(e: unknown): unknown {
   return e instanceof GrammarError ? new SchemaError('#', `the schema gives an unusable grammar: ${e.message}`) : e;
@@ -173,6 +221,16 @@ class Converter {
   format(): string {
     const names = [...this.rules.keys()].filter((n) => n !== 'root').sort();
     return ['root', ...names].map((n) => `${n} ::= ${this.rules.get(n)}\n`).join('');
+  }
+
+  /** The rules with the top one renamed (the first free name from `root`). */
+  formatAs(root: string): { rules: string; root: string } {
+    // the top rule is 'root' here: any other name must not be taken
+    let name = root;
+    for (let i = 0; name !== 'root' && this.rules.has(name); i++) name = `${root}${i}`;
+    const names = [...this.rules.keys()].filter((n) => n !== 'root').sort();
+    const rules = [`${name} ::= ${this.rules.get('root')}\n`, ...names.map((n) => `${n} ::= ${this.rules.get(n)}\n`)];
+    return { rules: rules.join(''), root: name };
   }
 
   /**
@@ -256,7 +314,7 @@ class Converter {
     const type = s.type;
     const ruleName = RESERVED.has(name) ? `${name}-` : name === '' ? 'root' : name;
     const sub = (suffix: string) => (name === '' ? suffix : `${name}-${suffix}`);
-    for (const k of IGNORED) if (k in s) log.warn(`${childPointer(ptr, k)}: '${k}' is not enforced by the grammar`);
+    checkEnforceable(s, ptr);
 
     if ('$ref' in s) {
       if (typeof s.$ref !== 'string') throw new SchemaError(childPointer(ptr, '$ref'), '$ref must be a string');
@@ -264,7 +322,6 @@ class Converter {
     }
     if ('oneOf' in s || 'anyOf' in s) {
       const key = 'oneOf' in s ? 'oneOf' : 'anyOf';
-      if ('oneOf' in s && 'anyOf' in s) log.warn(`${ptr}: both oneOf and anyOf; only oneOf is used`);
       const alts = this.list(s, key, ptr);
       const prefix = name === '' ? 'alternative-' : `${name}-`;
       return this.addRule(
@@ -332,15 +389,11 @@ class Converter {
       if (min > max) throw new SchemaError(childPointer(ptr, 'minLength'), 'minLength exceeds maxLength');
       return this.addRule(ruleName, `"\\"" ${this.repetition(char, min, max, '', ptr)} "\\"" space`);
     }
-    if (
-      type === 'integer' &&
-      ('minimum' in s || 'maximum' in s || 'exclusiveMinimum' in s || 'exclusiveMaximum' in s)
-    ) {
+    const bounded = 'minimum' in s || 'maximum' in s || 'exclusiveMinimum' in s || 'exclusiveMaximum' in s;
+    if (type === 'integer' && bounded) {
       return this.addRule(ruleName, `(${integerRange(this.intBounds(s, ptr))}) space`);
     }
-    if (type === 'number' && ('minimum' in s || 'maximum' in s || 'exclusiveMinimum' in s || 'exclusiveMaximum' in s)) {
-      log.warn(`${ptr}: bounds on a number are not enforced by the grammar`);
-    }
+    if (type === 'number' && bounded) return this.addRule(ruleName, this.numberRule(s, ptr));
     if (Object.keys(s).length === 0 || type === 'object') {
       return this.addRule(ruleName, this.addPrimitive('object', PRIMITIVES.object!));
     }
@@ -462,7 +515,10 @@ class Converter {
           enumCounts.set(lit, (enumCounts.get(lit) ?? 0) + 1);
         }
       } else {
-        log.warn(`${cptr}: allOf component ignored (only properties, enum and $ref are merged)`);
+        throw new SchemaError(
+          cptr,
+          'allOf: this part cannot be merged (objects merge their properties, enums their common values)',
+        );
       }
     };
     parts.forEach((p, i) => {
@@ -632,8 +688,10 @@ class Converter {
   /** `item` between min and max times, separated by `sep` (llama.cpp's build_repetition). */
   private repetition(item: string, min: number, max: number, sep: string, ptr: string): string {
     if (max > MAX_REPETITION && Number.isFinite(max)) {
-      log.warn(`${ptr}: an upper bound of ${max} is above the grammar's repetition limit and is not enforced`);
-      max = Number.POSITIVE_INFINITY;
+      throw new SchemaError(
+        ptr,
+        `an upper bound of ${max} is above the grammar's repetition limit (${MAX_REPETITION})`,
+      );
     }
     if (min > MAX_REPETITION)
       throw new SchemaError(ptr, `a lower bound of ${min} is above the grammar's repetition limit`);
@@ -652,7 +710,8 @@ class Converter {
 
   // ---- integers ----
 
-  private intBounds(s: Schema, ptr: string): [number | undefined, number | undefined] {
+  /** minimum / maximum and their exclusive forms (draft 4's booleans too), as read. */
+  private bounds(s: Schema, ptr: string): [Bound | undefined, Bound | undefined] {
     const num = (key: string): number | undefined => {
       const v = s[key];
       if (v === undefined || typeof v === 'boolean') return undefined;
@@ -660,24 +719,60 @@ class Converter {
         throw new SchemaError(childPointer(ptr, key), `${key} must be a number`);
       return v;
     };
-    let min = num('minimum');
-    let max = num('maximum');
-    if (min !== undefined) min = s.exclusiveMinimum === true ? Math.floor(min) + 1 : Math.ceil(min);
-    else if (num('exclusiveMinimum') !== undefined) min = Math.floor(num('exclusiveMinimum')!) + 1;
-    if (max !== undefined) max = s.exclusiveMaximum === true ? Math.ceil(max) - 1 : Math.floor(max);
-    else if (num('exclusiveMaximum') !== undefined) max = Math.ceil(num('exclusiveMaximum')!) - 1;
-    for (const [v, key] of [
-      [min, 'minimum'],
-      [max, 'maximum'],
-    ] as const) {
-      if (v !== undefined && Math.abs(v) >= 1e15) {
-        throw new SchemaError(childPointer(ptr, key), `integer bound ${v} is too large (limit: 15 digits)`);
+    const pick = (plain: string, excl: string, lower: boolean): Bound | undefined => {
+      const v = num(plain);
+      const x = num(excl);
+      const a: Bound | undefined = v === undefined ? undefined : { value: v, exclusive: s[excl] === true };
+      const b: Bound | undefined = x === undefined ? undefined : { value: x, exclusive: true };
+      if (!a || !b) return a ?? b;
+      // both: the tighter one
+      if (a.value === b.value) return b;
+      return lower === a.value > b.value ? a : b;
+    };
+    return [pick('minimum', 'exclusiveMinimum', true), pick('maximum', 'exclusiveMaximum', false)];
+  }
+
+  /** Integer bounds as inclusive BigInts (up to 64 bits, as llama.cpp reads them). */
+  private intBounds(s: Schema, ptr: string): [bigint | undefined, bigint | undefined] {
+    const [lo, hi] = this.bounds(s, ptr);
+    const inclusive = (b: Bound | undefined, lower: boolean, key: string): bigint | undefined => {
+      if (!b) return undefined;
+      // the nearest integers inside the bound
+      let v = lower ? Math.ceil(b.value) : Math.floor(b.value);
+      if (b.exclusive && v === b.value) v += lower ? 1 : -1;
+      const n = BigInt(v);
+      if (n > INT64_MAX || n < -INT64_MAX - 1n) {
+        throw new SchemaError(childPointer(ptr, key), `integer bound ${b.value} does not fit in 64 bits`);
       }
-    }
+      return n;
+    };
+    const min = inclusive(lo, true, 'minimum');
+    const max = inclusive(hi, false, 'maximum');
     if (min !== undefined && max !== undefined && min > max) {
       throw new SchemaError(ptr, `no integer lies between the bounds (${min} > ${max})`);
     }
     return [min, max];
+  }
+
+  /** A number range: exactly the decimals between the bounds (no exponent). */
+  private numberRule(s: Schema, ptr: string): string {
+    const [lo, hi] = this.bounds(s, ptr);
+    for (const [b, key] of [
+      [lo, 'minimum'],
+      [hi, 'maximum'],
+    ] as const) {
+      if (b && Math.abs(b.value) >= 1e16) {
+        throw new SchemaError(childPointer(ptr, key), `bound ${b.value} on a number is beyond 16 integer digits`);
+      }
+    }
+    const body = decimalRange(lo, hi);
+    if (
+      body === '' ||
+      (lo && hi && (lo.value > hi.value || (lo.value === hi.value && (lo.exclusive || hi.exclusive))))
+    ) {
+      throw new SchemaError(ptr, 'no number lies between the bounds');
+    }
+    return `(${body}) space`;
   }
 }
 
@@ -693,88 +788,4 @@ function intersectTypes(a: Set<string>, b: Set<string>): Set<string> {
   const out = new Set([...a].filter((t) => b.has(t)));
   if ((a.has('integer') && b.has('number')) || (a.has('number') && b.has('integer'))) out.add('integer');
   return out;
-}
-
-// ---- integer ranges as digit patterns ----
-
-/** Integers have at most this many digits (as `integral-part`). */
-const MAX_DIGITS = 16;
-
-function digitClass(lo: number, hi: number): string {
-  return lo === hi ? `[${lo}]` : `[${lo}-${hi}]`;
-}
-
-function anyDigits(n: number): string {
-  return n === 0 ? '' : n === 1 ? ' [0-9]' : ` [0-9]{${n}}`;
-}
-
-/** Digit strings of a's length from a to b (a <= b), leading zeros allowed: GBNF alternatives. */
-function sameLength(a: string, b: string): string[] {
-  if (a.length === 0) return [];
-  if (a === b) return [`"${a}"`];
-  if (a[0] === b[0]) {
-    const rest = sameLength(a.slice(1), b.slice(1));
-    return [`"${a[0]}" ${group(rest)}`];
-  }
-  const n = a.length - 1;
-  const zeros = '0'.repeat(n);
-  const nines = '9'.repeat(n);
-  const out: string[] = [];
-  let lo = Number(a[0]);
-  let hi = Number(b[0]);
-  if (n > 0 && a.slice(1) !== zeros) {
-    out.push(`[${a[0]}] ${group(sameLength(a.slice(1), nines))}`);
-    lo++;
-  }
-  let last: string | undefined;
-  if (n > 0 && b.slice(1) !== nines) {
-    last = `[${b[0]}] ${group(sameLength(zeros, b.slice(1)))}`;
-    hi--;
-  }
-  if (lo <= hi) out.push(`${digitClass(lo, hi)}${anyDigits(n)}`);
-  if (last) out.push(last);
-  return out;
-}
-
-function group(alts: string[]): string {
-  return alts.length === 1 ? alts[0]! : `(${alts.join(' | ')})`;
-}
-
-/** Non-negative integers in [lo, hi] (hi may be infinite) without leading zeros: alternatives. */
-function nonNegative(lo: number, hi: number): string[] {
-  const out: string[] = [];
-  if (lo === 0) {
-    out.push('"0"');
-    if (hi === 0) return out;
-    lo = 1;
-  }
-  const loLen = String(lo).length;
-  const hiLen = Number.isFinite(hi) ? String(hi).length : MAX_DIGITS;
-  for (let len = loLen; len <= hiLen; len++) {
-    const first = len === loLen ? lo : 10 ** (len - 1);
-    const full = 10 ** len - 1;
-    if (!Number.isFinite(hi) && first === 10 ** (len - 1)) {
-      // every number from here on: any length from len to the maximum
-      out.push(`[1-9]${len === MAX_DIGITS ? anyDigits(len - 1) : ` [0-9]{${len - 1},${MAX_DIGITS - 1}}`}`);
-      break;
-    }
-    const last = Math.min(hi, full);
-    if (first > last) continue;
-    out.push(...sameLength(String(first), String(last)));
-  }
-  return out;
-}
-
-/** GBNF for the integers in [min, max] (either may be absent), as JSON writes them. */
-export function integerRange([min, max]: [number | undefined, number | undefined]): string {
-  const alts: string[] = [];
-  if (min === undefined || min < 0) {
-    const lo = max !== undefined && max < 0 ? -max : 1;
-    const hi = min === undefined ? Number.POSITIVE_INFINITY : -min;
-    alts.push(`"-" ${group(nonNegative(lo, hi))}`);
-  }
-  if (max === undefined || max >= 0) {
-    alts.push(...nonNegative(min !== undefined && min > 0 ? min : 0, max ?? Number.POSITIVE_INFINITY));
-  }
-  return alts.join(' | ');
 }

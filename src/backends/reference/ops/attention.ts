@@ -1,6 +1,7 @@
 // FLASH_ATTN_EXT: for query token iq1 of head iq2, softmax over the KV positions of
 // q·k·scale (+ mask), then the weighted sum of V rows. K/V head = iq2 / (nHead / nHeadKV)
-// (grouped-query attention). Output [Dv, nHead, nQ, ne3].
+// (grouped-query attention). Output [Dv, nHead, nQ, ne3]. Optional sinks (src[4], F32
+// [nHead]): one more logit per head in every row's softmax, with no value (gpt-oss).
 //
 // Default arithmetic: double precision throughout. With ggml-cpu numerics, ggml-cpu's two
 // paths (the choice: flashAttnTiled in ../../ggml-cpu.ts), each as the cpu device computes
@@ -17,6 +18,8 @@
 //   the tiled arithmetic over each chunk of FA_SPLIT_KEYS keys from an empty state, then
 //   the chunks folded in order (M = max, each side scaled by exp(M_side - M), chunks
 //   with a zero sum skipped) and divided by the sum.
+// A sink joins each row's softmax once, as ggml-cpu adds it: after the last key (one-row,
+// tiled), or in the split case after the first chunk's keys, before the chunks are folded.
 // The kernels' exp differs from this one by a few ulp and their sums may use fused
 // multiply-adds: a few ulp apart, not bit-equal (NMSE ~1e-14; rarely an f16 rounding of
 // the V sum goes the other way).
@@ -47,7 +50,8 @@ export function flashAttnExt(dst: Tensor, o: KernelOptions = {}): void {
 }
 
 function exactFlashAttnExt(dst: Tensor): void {
-  const [q, k, v, mask] = dst.src;
+  const [q, k, v, mask, sinks] = dst.src;
+  const vs = sinks ? new HostView(sinks) : null;
   const vq = new HostView(q);
   const vk = new HostView(k);
   const vv = new HostView(v);
@@ -81,8 +85,10 @@ function exactFlashAttnExt(dst: Tensor): void {
           s[j] = x;
           if (x > max) max = x;
         }
+        const sink = vs ? vs.get(iq2) : Number.NEGATIVE_INFINITY;
+        if (sink > max) max = sink;
         out.fill(0);
-        let sum = 0;
+        let sum = max === Number.NEGATIVE_INFINITY ? 0 : Math.exp(sink - max);
         for (let j = 0; j < nKV; j++) {
           const w = max === Number.NEGATIVE_INFINITY ? 0 : Math.exp(s[j] - max);
           if (w === 0) continue;
@@ -96,8 +102,22 @@ function exactFlashAttnExt(dst: Tensor): void {
   }
 }
 
+/**
+ * ggml-cpu's sink step: the head's sink logit sk joins a row's online softmax state
+ * (max M, sum S, V sum acc in f32) as one more score with no value. Returns [M, S].
+ */
+function addSink(sk: number, M: number, S: number, acc: Float32Array): [number, number] {
+  if (sk > M) {
+    const ms = fround(Math.exp(M - sk));
+    for (let d = 0; d < acc.length; d++) acc[d] = fround(acc[d] * ms);
+    return [sk, fround(fround(S * ms) + 1)];
+  }
+  return [M, fround(S + fround(Math.exp(sk - M)))];
+}
+
 function ggmlFlashAttnExt(dst: Tensor): void {
-  const [q, k, v, mask] = dst.src;
+  const [q, k, v, mask, sinks] = dst.src;
+  const vsink = sinks ? new HostView(sinks) : null;
   const vq = new HostView(q);
   const vk = new HostView(k);
   const vv = new HostView(v);
@@ -167,6 +187,7 @@ function ggmlFlashAttnExt(dst: Tensor): void {
             for (let d = 0; d < Dv; d++) acc[d] = h16(fround(acc[d] + vr[d] * vs));
             S = fround(fround(S * ms) + vs);
           }
+          if (vsink) [M, S] = addSink(fround(vsink.get(iq2)), M, S, acc);
           const inv = S === 0 ? 0 : fround(1 / S);
           for (let d = 0; d < Dv; d++) vd.set(fround(acc[d] * inv), d, iq2, iq1, iq3);
           continue;
@@ -213,6 +234,8 @@ function ggmlFlashAttnExt(dst: Tensor): void {
               acc[d] = a;
             }
           }
+          // the sink: after the last key, or (split) with the first chunk only
+          if (vsink && c0 === 0) [M, S] = addSink(fround(vsink.get(iq2)), M, S, acc);
           if (!split) {
             fin.set(acc);
             Sf = S;

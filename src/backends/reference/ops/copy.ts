@@ -1,3 +1,4 @@
+// CONCAT joins two tensors along one dimension.
 // CPY and CONT: element k of the source (in ne0-fastest order) goes to element k of the
 // destination, whatever either layout; types convert on the way (F32↔F16/BF16, and
 // F32→quantized row by row).
@@ -45,4 +46,30 @@ export function cpy(dst: Tensor): void {
 
 export function cont(dst: Tensor): void {
   writeAll(dst, readAll(dst.src[0]));
+}
+
+/** dst = a and b joined along params.dim (every layout and plain type). */
+export function concat(dst: Tensor): void {
+  const [a, b] = dst.src;
+  const va = new HostView(a);
+  const vb = new HostView(b);
+  const vd = new HostView(dst);
+  const dim = dst.params.dim;
+  const cut = a.ne[dim];
+  const i = [0, 0, 0, 0];
+  forEachRow(dst.ne, (i1, i2, i3) => {
+    for (let i0 = 0; i0 < dst.ne[0]; i0++) {
+      i[0] = i0;
+      i[1] = i1;
+      i[2] = i2;
+      i[3] = i3;
+      let x: number;
+      if (i[dim] < cut) x = va.get(i[0], i[1], i[2], i[3]);
+      else {
+        i[dim] -= cut;
+        x = vb.get(i[0], i[1], i[2], i[3]);
+      }
+      vd.set(x, i0, i1, i2, i3);
+    }
+  });
 }

@@ -1,4 +1,5 @@
-// Elementwise ops: ADD and MUL (b broadcast over a by repetition), SCALE, SILU, GELU, TANH.
+// Elementwise ops: ADD, MUL and DIV (b broadcast over a by repetition), SCALE, SILU,
+// GELU, TANH, SIGMOID, CLAMP, gpt-oss's SWIGLU_OAI; and SUM_ROWS.
 
 import { f16ToF32, f32ToF16 } from '../../../ggml/fp16.js';
 import type { Tensor } from '../../../ggml/tensor.js';
@@ -34,6 +35,10 @@ export function add(dst: Tensor): void {
 
 export function mul(dst: Tensor): void {
   binary(dst, (x, y) => x * y);
+}
+
+export function div(dst: Tensor): void {
+  binary(dst, (x, y) => x / y);
 }
 
 export function scale(dst: Tensor): void {
@@ -75,4 +80,41 @@ export function gelu(dst: Tensor, o: KernelOptions = {}): void {
 
 export function tanh(dst: Tensor): void {
   unary(dst, Math.tanh);
+}
+
+export function sigmoid(dst: Tensor): void {
+  unary(dst, (x) => 1 / (1 + Math.exp(-x)));
+}
+
+export function clamp(dst: Tensor): void {
+  const { min, max } = dst.params;
+  unary(dst, (x) => Math.min(Math.max(x, min), max));
+}
+
+/** x = min(g, limit), y = clamp(u, ±limit): x / (1 + e^(-alpha·x)) · (y + 1). */
+export function swigluOai(dst: Tensor): void {
+  const [g, u] = dst.src;
+  const vg = new HostView(g);
+  const vu = new HostView(u);
+  const vd = new HostView(dst);
+  const { alpha, limit } = dst.params;
+  forEachRow(dst.ne, (i1, i2, i3) => {
+    for (let i0 = 0; i0 < dst.ne[0]; i0++) {
+      const x = Math.min(vg.get(i0, i1, i2, i3), limit);
+      const y = Math.min(Math.max(vu.get(i0, i1, i2, i3), -limit), limit);
+      vd.set((x / (1 + Math.exp(-alpha * x))) * (y + 1), i0, i1, i2, i3);
+    }
+  });
+}
+
+/** dst[0, i1, i2, i3] = Σ_i0 a[i0, i1, i2, i3] (double-precision sum). */
+export function sumRows(dst: Tensor): void {
+  const va = new HostView(dst.src[0]);
+  const vd = new HostView(dst);
+  const n = dst.src[0].ne[0];
+  forEachRow(dst.ne, (i1, i2, i3) => {
+    let s = 0;
+    for (let i0 = 0; i0 < n; i0++) s += va.get(i0, i1, i2, i3);
+    vd.set(s, 0, i1, i2, i3);
+  });
 }

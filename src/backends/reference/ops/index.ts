@@ -4,14 +4,16 @@ import { isViewOp, Op, type Tensor } from '../../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../../ggml/types.js';
 import { readable, writable } from '../access.js';
 import { flashAttnExt } from './attention.js';
-import { cont, cpy } from './copy.js';
-import { add, gelu, mul, scale, silu, tanh } from './elementwise.js';
+import { concat, cont, cpy } from './copy.js';
+import { add, clamp, div, gelu, mul, scale, sigmoid, silu, sumRows, swigluOai, tanh } from './elementwise.js';
+import { addId, mulMatId } from './experts.js';
 import { mulMat } from './matmul.js';
 import { norm, rmsNorm } from './norm.js';
 import type { KernelOptions } from './options.js';
 import { rope } from './rope.js';
 import { getRows, setRows } from './rows.js';
 import { softMax } from './softmax.js';
+import { argsort } from './sort.js';
 
 export type { KernelOptions } from './options.js';
 
@@ -34,6 +36,15 @@ const KERNELS: Partial<Record<Op, Kernel>> = {
   [Op.CPY]: cpy,
   [Op.CONT]: cont,
   [Op.FLASH_ATTN_EXT]: flashAttnExt,
+  [Op.MUL_MAT_ID]: mulMatId,
+  [Op.ADD_ID]: addId,
+  [Op.ARGSORT]: argsort,
+  [Op.SUM_ROWS]: sumRows,
+  [Op.DIV]: div,
+  [Op.SIGMOID]: sigmoid,
+  [Op.CLAMP]: clamp,
+  [Op.SWIGLU_OAI]: swigluOai,
+  [Op.CONCAT]: concat,
 };
 
 const FLOAT = new Set<number>([GGMLType.F32, GGMLType.F16, GGMLType.BF16]);
@@ -64,7 +75,20 @@ export function referenceSupportsOp(t: Tensor): boolean {
       return readable(a.type) && isFloat(b) && (isPlain(a) || a.hasContiguousRows());
     case Op.ADD:
     case Op.MUL:
+    case Op.DIV:
       return isFloat(a) && isFloat(b) && isFloat(t);
+    case Op.MUL_MAT_ID:
+      return readable(a.type) && isFloat(b) && t.src[2].type === GGMLType.I32 && (isPlain(a) || a.hasContiguousRows());
+    case Op.ADD_ID:
+    case Op.SWIGLU_OAI:
+      return true;
+    case Op.ARGSORT:
+      return a.type === GGMLType.F32;
+    case Op.CONCAT:
+      return isPlain(a) && isPlain(t);
+    case Op.SUM_ROWS:
+    case Op.SIGMOID:
+    case Op.CLAMP:
     case Op.SCALE:
     case Op.RMS_NORM:
     case Op.NORM:

@@ -1,0 +1,110 @@
+// MXFP4 rows (ggml type 39: 17-byte blocks of 32, an E8M0 exponent byte then 16 bytes of
+// E2M1 codes, element j < 16 the low nibble of byte j, j + 16 the high one): dequantized
+// to f32, and dotted with per-32 quantized activations (Q8_0, ggml's vec_dot_type for it)
+// as integer sums: the codes become their doubled values (-12..12) through a byte
+// shuffle, and each block's sum is scaled by 2^(e-128) times the activation scale.
+
+import { hsum } from './dot';
+import { QB } from './qdot';
+
+/** ggml's kvalues_mxfp4 (E2M1 values doubled) as one vector. */
+@inline function codebook(): v128 {
+  return i8x16(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+}
+
+/** 2^(e − 128) as f32 bits (GGML_E8M0_TO_FP32_HALF; e = 0, 1 give the subnormals 2^-128, 2^-127). */
+@inline export function e8m0Half(e: u32): f32 {
+  return reinterpret<f32>(e < 2 ? <u32>0x00200000 << e : (e - 1) << 23);
+}
+
+/** The block's 32 values as int8 lanes: elements 0..15 (lo) and 16..31 (hi). */
+@inline function codesLo(q: v128): v128 {
+  return i8x16.swizzle(codebook(), v128.and(q, i8x16.splat(0x0f)));
+}
+@inline function codesHi(q: v128): v128 {
+  return i8x16.swizzle(codebook(), i8x16.shr_u(q, 4));
+}
+
+/** Widen 16 i8 lanes, scale by d, store 16 f32 at dst. */
+@inline function store16(q: v128, d: v128, dst: usize): void {
+  const lo = i16x8.extend_low_i8x16_s(q);
+  const hi = i16x8.extend_high_i8x16_s(q);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), d));
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), d), 16);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), d), 32);
+  v128.store(dst, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), d), 48);
+}
+
+/** nb blocks at src (ggml's bytes) to 32·nb f32 at dst (exact: small integers times a power of two). */
+export function dequantMXFP4(src: usize, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, src += 17, dst += 128) {
+    const d = f32x4.splat(e8m0Half(load<u8>(src)));
+    const q = v128.load(src, 1);
+    store16(codesLo(q), d, dst);
+    store16(codesHi(q), d, dst + 64);
+  }
+}
+
+/**
+ * Σ w·a over one block as i32x4 partial sums: w the block's 32 int8 values (lo, hi), a
+ * the activation quants of the build's format (int8 in the relaxed build, the sign moved
+ * onto them so the weights are the 7-bit operand; int16 even/odd halves in the strict one).
+ */
+@inline function blockSums(lo: v128, hi: v128, act: usize): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    const s0 = i8x16.lt_s(lo, i8x16.splat(0));
+    const s1 = i8x16.lt_s(hi, i8x16.splat(0));
+    const a0 = i8x16.sub(v128.xor(v128.load(act), s0), s0);
+    const a1 = i8x16.sub(v128.xor(v128.load(act, 16), s1), s1);
+    const ones = i16x8.splat(1);
+    const p0 = i16x8.relaxed_dot_i8x16_i7x16_s(a0, i8x16.abs(lo));
+    const p1 = i16x8.relaxed_dot_i8x16_i7x16_s(a1, i8x16.abs(hi));
+    return i32x4.add(i32x4.dot_i16x8_s(p0, ones), i32x4.dot_i16x8_s(p1, ones));
+  }
+  const e0 = i16x8.shr_s(i16x8.shl(lo, 8), 8);
+  const e1 = i16x8.shr_s(lo, 8);
+  const e2 = i16x8.shr_s(i16x8.shl(hi, 8), 8);
+  const e3 = i16x8.shr_s(hi, 8);
+  return i32x4.add(
+    i32x4.add(i32x4.dot_i16x8_s(e0, v128.load(act)), i32x4.dot_i16x8_s(e1, v128.load(act, 16))),
+    i32x4.add(i32x4.dot_i16x8_s(e2, v128.load(act, 32)), i32x4.dot_i16x8_s(e3, v128.load(act, 48))),
+  );
+}
+
+/** One MXFP4 row (nb blocks at w) against a per-32 activation row of K elements. */
+export function dotMXFP4(w: usize, nb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nb; b++, w += 17) {
+    const s = e8m0Half(load<u8>(w)) * load<f32>(ad + (<usize>b << 2));
+    const q = v128.load(w, 1);
+    const i = blockSums(codesLo(q), codesHi(q), act + <usize>b * 32 * QB);
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i), f32x4.splat(s)));
+  }
+  return hsum(acc);
+}
+
+/**
+ * One MXFP4 row against four activation rows: the four dots (each the same steps, so the
+ * same bits, as dotMXFP4's), decoding each block once.
+ */
+export function dotMXFP4x4(w: usize, nb: i32, x0: usize, x1: usize, x2: usize, x3: usize, K: i32): v128 {
+  const k2 = 2 * <usize>K;
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let b = 0; b < nb; b++, w += 17) {
+    const e = e8m0Half(load<u8>(w));
+    const q = v128.load(w, 1);
+    const lo = codesLo(q);
+    const hi = codesHi(q);
+    const o = <usize>b * 32 * QB;
+    const so = <usize>b << 2;
+    c0 = f32x4.add(c0, f32x4.mul(f32x4.convert_i32x4_s(blockSums(lo, hi, x0 + o)), f32x4.splat(e * load<f32>(x0 + k2 + so))));
+    c1 = f32x4.add(c1, f32x4.mul(f32x4.convert_i32x4_s(blockSums(lo, hi, x1 + o)), f32x4.splat(e * load<f32>(x1 + k2 + so))));
+    c2 = f32x4.add(c2, f32x4.mul(f32x4.convert_i32x4_s(blockSums(lo, hi, x2 + o)), f32x4.splat(e * load<f32>(x2 + k2 + so))));
+    c3 = f32x4.add(c3, f32x4.mul(f32x4.convert_i32x4_s(blockSums(lo, hi, x3 + o)), f32x4.splat(e * load<f32>(x3 + k2 + so))));
+  }
+  return f32x4(hsum(c0), hsum(c1), hsum(c2), hsum(c3));
+}

@@ -1,0 +1,325 @@
+// llama-server's own endpoints, in its own shapes (tools/server/README.md):
+//   POST /completion, /completions   `prompt` (text, token ids, a mix, or several prompts),
+//        n_predict, cache_prompt, id_slot, return_tokens, n_probs, stream (data: lines, the
+//        last with "stop": true, no [DONE]), and every sampling field of the option table
+//   POST /infill          fill in the middle: input_prefix / input_suffix / input_extra
+//                         around the model's FIM tokens (the library builds the prompt)
+//   POST /apply-template  the chat template applied to `messages`: { prompt }
+//   GET  /props           default generation settings, slots, template, special tokens
+//   GET  /slots           each slot: id, n_ctx, is_processing, params, next_token
+//   POST /slots/:id?action=save|restore|erase   a slot's cache to and from a file in
+//                         --slot-save-path (file names only: no folders, no "..")
+import { join } from 'node:path';
+import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
+import type { ChatMessage, Tool } from '../chat/index.js';
+import { OPTIONS, type OptionSpec } from '../generation/index.js';
+import { Cancelled, type GenerationHost } from './host.js';
+import { ApiError, queryFlag, type RequestContext, sendJson } from './http.js';
+import * as oa from './openai.js';
+import { SseWriter } from './sse.js';
+
+type Body = oa.Body;
+
+function bad(message: string, param: string): ApiError {
+  return new ApiError(400, message, undefined, param);
+}
+
+/** The prompts of a /completion request: text, token ids, a mix of both, or a list of those (`many`). */
+async function prompts(host: GenerationHost, p: unknown): Promise<{ list: (string | number[])[]; many: boolean }> {
+  const one = async (x: unknown, at: string): Promise<string | number[]> => {
+    if (typeof x === 'string') return x;
+    if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t))) return x as number[];
+    if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t) || typeof t === 'string')) {
+      // a mix: text pieces tokenized (special tokens parsed), the first with BOS
+      const out: number[] = [];
+      for (const [i, t] of x.entries()) {
+        if (typeof t === 'number') out.push(t);
+        else out.push(...(await host.ctx.tokenize(t, { add_special: i === 0, parse_special: true })).tokens);
+      }
+      return out;
+    }
+    throw bad(`'${at}' must be text, token ids, or a mix of both`, at);
+  };
+  if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'string' || Array.isArray(x))) {
+    if (p.length > 64) throw bad("'prompt': at most 64 prompts per request", 'prompt');
+    return { list: await Promise.all(p.map((x, i) => one(x, `prompt[${i}]`))), many: true };
+  }
+  if (p === undefined || p === null) throw bad("'prompt' is required", 'prompt');
+  return { list: [await one(p, 'prompt')], many: false };
+}
+
+/** llama-server's generation_settings: every sampling and generation field by its llama-server name. */
+export function generationSettings(o: Record<string, unknown>, nCtx: number): Record<string, unknown> {
+  const out: Record<string, unknown> = { n_ctx: nCtx };
+  for (const s of OPTIONS as readonly OptionSpec[]) {
+    if (!s.server || s.libraryOnly || (s.group !== 'sampling' && s.group !== 'generation' && s.group !== 'output')) {
+      continue;
+    }
+    const v = o[s.name];
+    out[s.server] = v !== undefined && v !== null ? v : (s.default ?? null);
+  }
+  out.max_tokens = out.n_predict;
+  return out;
+}
+
+function stopType(r: LlamaCompletionResult): string {
+  if (r.stopped_eos) return 'eos';
+  if (r.stopped_word) return 'word';
+  if (r.stopped_limit) return 'limit';
+  return 'none';
+}
+
+/** A finished completion in llama-server's shape. */
+function nativeResult(
+  host: GenerationHost,
+  r: LlamaCompletionResult,
+  index: number,
+  options: LlamaCompletionOptions,
+  prompt: string,
+  withProbs: boolean,
+): Record<string, unknown> {
+  return {
+    index,
+    content: r.text,
+    tokens: options.return_tokens ? (r.tokens ?? []) : [],
+    id_slot: r.id_slot ?? -1,
+    stop: true,
+    model: host.modelId,
+    tokens_predicted: r.tokens_predicted,
+    tokens_evaluated: r.tokens_evaluated,
+    generation_settings: generationSettings(options as Record<string, unknown>, host.nCtxSlot),
+    prompt,
+    has_new_line: r.text.includes('\n'),
+    truncated: r.truncated,
+    stop_type: stopType(r),
+    stopping_word: r.stopping_word,
+    tokens_cached: r.tokens_cached,
+    timings: { cache_n: r.tokens_cached, ...r.timings },
+    ...(withProbs ? { completion_probabilities: r.logprobs ?? [] } : {}),
+  };
+}
+
+/** The request's options: the option table's llama-server (and OpenAI) names; n_probs as llama-server's probabilities. */
+function nativeOptions(b: Body): { options: LlamaCompletionOptions; withProbs: boolean } {
+  const nProbs = b.n_probs;
+  if (nProbs !== undefined && (!Number.isInteger(nProbs) || (nProbs as number) < 0 || (nProbs as number) > 100)) {
+    throw bad("'n_probs' must be an integer in [0, 100]", 'n_probs');
+  }
+  const withProbs = typeof nProbs === 'number' && nProbs > 0;
+  // streamed token ids come from the probability entries (return_tokens)
+  const wantEntries = withProbs || (b.return_tokens === true && b.stream === true);
+  const options = oa.generationOptions(
+    { ...b, prompt: undefined, messages: undefined, logprobs: undefined, n: undefined },
+    wantEntries ? ((nProbs as number) ?? 0) : -1,
+  );
+  return { options, withProbs };
+}
+
+/** Runs one request for each prompt and answers in llama-server's shape (a list for several prompts). */
+async function run(
+  host: GenerationHost,
+  c: RequestContext,
+  b: Body,
+  { list, many }: { list: (string | number[])[]; many: boolean },
+  extra: LlamaCompletionOptions = {},
+): Promise<void> {
+  const { options: base, withProbs } = nativeOptions(b);
+  const res = c.res;
+  const texts = await Promise.all(list.map(async (p) => (typeof p === 'string' ? p : await host.ctx.detokenize(p))));
+  const stream = b.stream === true;
+  const sse = stream ? new SseWriter(res) : undefined;
+  const counts = list.map(() => 0);
+  const jobs = [];
+  for (const [i, p] of list.entries()) {
+    const options: LlamaCompletionOptions = { ...base, ...extra, prompt: p };
+    const onToken =
+      sse &&
+      ((ev: LlamaCompletionToken) => {
+        counts[i]! += ev.logprobs?.length ?? 1;
+        sse.send({
+          index: i,
+          content: ev.token,
+          tokens: b.return_tokens === true ? (ev.logprobs ?? []).map((e) => e.id) : [],
+          stop: false,
+          id_slot: -1,
+          tokens_predicted: counts[i],
+          tokens_evaluated: 0,
+          ...(withProbs && ev.logprobs ? { completion_probabilities: ev.logprobs } : {}),
+        });
+      });
+    jobs.push(host.submit(options, res, onToken).then(({ done }) => ({ done, options })));
+  }
+  const started = await Promise.all(jobs);
+  if (sse) {
+    try {
+      for (const [i, { done, options }] of started.entries()) {
+        const r = await done;
+        const full = nativeResult(host, r, i, options, texts[i]!, false);
+        sse.send({ ...full, content: '' });
+      }
+      sse.done(true);
+    } catch (e) {
+      if (e instanceof Cancelled) return;
+      if (!sse.opened) throw e;
+      const err = host.apiError(e);
+      sse.fail(err instanceof ApiError ? err : new ApiError(500, (e as Error)?.message ?? String(e)));
+    }
+    return;
+  }
+  const results: Record<string, unknown>[] = [];
+  for (const [i, { done, options }] of started.entries()) {
+    const r = await host.result(done);
+    if (!r) return;
+    results.push(nativeResult(host, r, i, options, texts[i]!, withProbs));
+  }
+  sendJson(res, 200, many ? results : results[0]);
+}
+
+export async function completion(host: GenerationHost, c: RequestContext): Promise<void> {
+  const b = oa.asObject(c.body);
+  host.requireGenerator();
+  await run(host, c, b, await prompts(host, b.prompt));
+}
+
+export async function infill(host: GenerationHost, c: RequestContext): Promise<void> {
+  const b = oa.asObject(c.body);
+  host.requireGenerator();
+  for (const k of ['input_prefix', 'input_suffix']) {
+    if (b[k] !== undefined && typeof b[k] !== 'string') throw bad(`'${k}' must be a string`, k);
+  }
+  if (b.prompt !== undefined && typeof b.prompt !== 'string') throw bad("'prompt' must be a string", 'prompt');
+  const prompt = (b.prompt as string | undefined) ?? '';
+  await run(
+    host,
+    c,
+    { ...b, prompt },
+    { list: [prompt], many: false },
+    {
+      input_prefix: (b.input_prefix as string | undefined) ?? '',
+      input_suffix: (b.input_suffix as string | undefined) ?? '',
+    },
+  );
+}
+
+export async function applyTemplate(host: GenerationHost, c: RequestContext): Promise<void> {
+  const b = oa.asObject(c.body);
+  if (!Array.isArray(b.messages)) throw bad("'messages' must be an array", 'messages');
+  const tools =
+    Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none' ? (b.tools as Tool[]) : undefined;
+  const f = await host.ctx.formatChat(b.messages as ChatMessage[], null, {
+    jinja: true,
+    ...(tools ? { tools, generic_tool_system: true } : {}),
+    ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
+    ...(typeof b.enable_thinking === 'boolean' ? { enable_thinking: b.enable_thinking } : {}),
+    ...(typeof b.chat_template_kwargs === 'object' && b.chat_template_kwargs !== null
+      ? { chat_template_kwargs: b.chat_template_kwargs as Record<string, unknown> }
+      : {}),
+    ...(typeof b.add_generation_prompt === 'boolean' ? { add_generation_prompt: b.add_generation_prompt } : {}),
+    ...(host.templateLimits ? { limits: host.templateLimits } : {}),
+  });
+  sendJson(c.res, 200, { prompt: f.prompt });
+}
+
+export function props(host: GenerationHost, c: RequestContext): void {
+  const t = host.ctx.getChatTemplateInfo();
+  sendJson(c.res, 200, {
+    default_generation_settings: {
+      id: 0,
+      id_task: -1,
+      n_ctx: host.nCtxSlot,
+      speculative: false,
+      is_processing: false,
+      params: generationSettings({}, host.nCtxSlot),
+    },
+    total_slots: host.parallel,
+    model_path: host.modelPath,
+    modalities: { vision: false, audio: false },
+    chat_template: t.chat_template,
+    bos_token: t.bos_token,
+    eos_token: t.eos_token,
+    build_info: `llama-ts ${host.version}`,
+  });
+}
+
+/** GET /slots: llama-server's slot list (is_processing and the running request's counts from the parallel status). */
+export async function slots(host: GenerationHost, c: RequestContext): Promise<void> {
+  host.requireGenerator();
+  const st = await host.ctx.parallel.fetchStatus();
+  // a balancer's probe: a 503 while every slot is busy
+  if (queryFlag(c.url, 'fail_on_no_slot') && st.slots.every((s) => s.is_processing)) {
+    throw new ApiError(503, 'no slot available');
+  }
+  sendJson(
+    c.res,
+    200,
+    st.slots.map((s) => ({
+      id: s.id,
+      id_task: s.request_id,
+      n_ctx: s.n_ctx,
+      speculative: false,
+      is_processing: s.is_processing,
+      // llama-ts: where the slot is, and what its memory holds
+      state: s.state,
+      n_prompt_tokens: s.n_prompt_tokens,
+      n_cached: s.n_cached,
+      params: generationSettings({}, s.n_ctx),
+      next_token: [
+        {
+          has_next_token: s.state === 'generating',
+          has_new_line: false,
+          n_remain: -1,
+          n_decoded: s.n_decoded,
+          stopping_word: '',
+        },
+      ],
+    })),
+  );
+}
+
+/** A file name in the slot folder: a plain name (no folders, no "..", no control characters). */
+function slotFile(dir: string, filename: unknown): string {
+  if (typeof filename !== 'string' || filename === '' || filename.length > 255) {
+    throw bad("'filename' must be a file name", 'filename');
+  }
+  if (
+    [...filename].some((ch) => ch === '/' || ch === '\\' || ch.charCodeAt(0) < 0x20) ||
+    filename === '.' ||
+    filename === '..' ||
+    filename.startsWith('.')
+  ) {
+    throw bad(
+      `'filename' ${JSON.stringify(filename)} is not a plain file name (no folders, no leading dot)`,
+      'filename',
+    );
+  }
+  return join(dir, filename);
+}
+
+export async function slotAction(host: GenerationHost, c: RequestContext, dir: string | undefined): Promise<void> {
+  host.requireGenerator();
+  if (!dir) {
+    throw new ApiError(501, 'slot actions are off: start the server with --slot-save-path DIR', 'not_supported_error');
+  }
+  const id = Number(c.params.id);
+  if (!Number.isInteger(id) || id < 0 || id >= host.parallel) {
+    throw bad(`no slot ${JSON.stringify(c.params.id)} (slots 0..${host.parallel - 1})`, 'id_slot');
+  }
+  const action = c.url.searchParams.get('action');
+  const b = c.body === undefined ? {} : oa.asObject(c.body);
+  if (action === 'erase') {
+    const r = await host.ctx.parallel.slotAction('erase', id);
+    sendJson(c.res, 200, { id_slot: id, n_erased: r.n_erased ?? 0 });
+    return;
+  }
+  if (action !== 'save' && action !== 'restore') {
+    throw bad("'action' must be save, restore or erase", 'action');
+  }
+  const path = slotFile(dir, b.filename);
+  const r = await host.ctx.parallel.slotAction(action, id, path);
+  const ms = Math.round((r.ms ?? 0) * 1000) / 1000;
+  if (action === 'save') {
+    sendJson(c.res, 200, { id_slot: id, filename: b.filename, n_saved: r.n_saved, timings: { save_ms: ms } });
+  } else {
+    sendJson(c.res, 200, { id_slot: id, filename: b.filename, n_restored: r.n_restored, timings: { restore_ms: ms } });
+  }
+}
