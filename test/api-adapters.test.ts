@@ -14,6 +14,7 @@ import { type LlamaContext, type LlamaError, loadModel } from '../src/api/index.
 import { ensureModel, generateLora } from '../src/generator/index.js';
 import { setLogCallback } from '../src/log.js';
 import { Context, LoraAdapter, Model, rerankScore, rerankTokens } from '../src/model/index.js';
+import { clientModel, GREEDY, THINKING_HERMES, thinking } from './helpers/clients.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llama-ts-adapters-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -159,6 +160,23 @@ describe('LoRA adapters', () => {
         (await Promise.all(reqs.map((r) => r.promise))).map((r) => r.text),
         alone,
       );
+      // n_cmpl: the followers copy the leader's cache and decode with its adapters
+      // (greedy: every choice is the text of that adapter set alone)
+      for (const [i, lora] of sets.entries()) {
+        const r = await ctx.parallel.completion({
+          prompt: 'once upon a time',
+          n_predict: 16,
+          temperature: 0,
+          n_cmpl: 3,
+          ...(lora ? { lora } : {}),
+        });
+        const out = await r.promise;
+        assert.deepEqual(
+          out.choices?.map((c) => c.text),
+          [alone[i], alone[i], alone[i]],
+          `set ${i}`,
+        );
+      }
     } finally {
       await ctx.release();
     }
@@ -184,6 +202,39 @@ describe('speculative decoding', () => {
       assert.equal((await plain.completion({ prompt: 'x', n_predict: 2 })).timings.draft_n, undefined);
     } finally {
       await Promise.all([plain.release(), draft.release(), ngram.release()]);
+    }
+  });
+
+  test('a reasoning reply with a thinking budget and a grammar after the block: plain decoding’s text', async () => {
+    // the budget forces the block's end and the grammar attaches after it: a unit drafts
+    // only outside such a block (verified drafts would skip the forced tokens)
+    const model = clientModel();
+    const base = { model, n_ctx: 1024, chat_template: THINKING_HERMES };
+    const plain = await loadModel(base);
+    const spec = await loadModel({
+      ...base,
+      model_draft: ensureModel('tiny-llama', 'F32', undefined, { shape: { nCtxTrain: 4096 } }),
+      draft_max: 6,
+      draft_p_min: 0,
+    });
+    try {
+      const o = {
+        messages: [{ role: 'user', content: 'Describe a person.' }],
+        ...thinking(6),
+        response_format: {
+          type: 'json_schema' as const,
+          json_schema: { schema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+        },
+        n_predict: 40,
+        ...GREEDY,
+      };
+      const want = await plain.completion(o);
+      const got = await spec.completion(o);
+      assert.ok(got.timings.draft_n! > 0, 'drafts after the block');
+      assert.equal(got.text, want.text);
+      assert.match(want.text, /<\/think>/);
+    } finally {
+      await Promise.all([plain.release(), spec.release()]);
     }
   });
 

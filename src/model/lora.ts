@@ -127,10 +127,12 @@ export class LoraAdapter {
         );
       }
       if (base.ne.slice(2).some((d) => d !== 1)) {
+        const dims = [...base.ne];
+        while (dims.length > 3 && dims.at(-1) === 1) dims.pop();
         // expert stacks (MUL_MAT_ID) and per-head matrices: their products take no adapter
         // here (llama.cpp adapts expert stacks with 3-D factors; not supported yet)
         throw new ModelError(
-          `${where}: the adapter changes '${name}' [${base.ne.join(', ')}], a stack of ${base.ne.slice(2).reduce((x, y) => x * y, 1)} matrices (experts or heads): adapters of such tensors are not supported`,
+          `${where}: the adapter changes '${name}' [${dims.join(', ')}], a stack of ${base.ne.slice(2).reduce((x, y) => x * y, 1)} matrices (experts or heads): adapters of such tensors are not supported`,
         );
       }
       for (const f of [p.a, p.b]) {
