@@ -29,6 +29,7 @@ function hparams(nLayer: number, swa: boolean[]): HParams {
     nVocab: 100,
     causal: true,
     pooling: 'none',
+    nClsOut: 1,
     moe: null,
     nHeadArr: new Array(nLayer).fill(2),
     nHeadKvArr: new Array(nLayer).fill(1),

@@ -15,14 +15,18 @@ import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import { templateCaps, templatesFromTexts } from './info.js';
 import { optionError } from './options.js';
-import { LlamaParallelAPI } from './parallel.js';
+import { LlamaParallelAPI, rankedDocuments } from './parallel.js';
 import type {
   EmbeddingParams,
   EmbeddingResult,
   LlamaCompletionOptions,
   LlamaCompletionResult,
   LlamaCompletionToken,
+  LoraAdapterOption,
   ModelInfo,
+  RerankedDocument,
+  RerankParams,
+  RerankResult,
   SessionLoadResult,
   TokenizeOptions,
   TokenizeResult,
@@ -46,6 +50,7 @@ export class LlamaContext {
   #current = 0;
   #released = false;
   #releasing: Promise<void> | undefined;
+  #loras: { path: string; scaled: number }[];
   /** llama.node 1.x's parallel decoding: enable({ n_parallel }), then completion() queues requests. */
   readonly parallel: LlamaParallelAPI;
 
@@ -55,6 +60,7 @@ export class LlamaContext {
     this.#id = id;
     this.#info = info;
     this.#stop = new Int32Array(stop);
+    this.#loras = info.loras.map((a) => ({ ...a }));
     this.parallel = new LlamaParallelAPI({ client, ctx: id, check: () => this.#check() });
   }
 
@@ -293,6 +299,49 @@ export class LlamaContext {
   async embedding(text: string | number[], params: EmbeddingParams = {}): Promise<EmbeddingResult> {
     this.#check();
     return this.#request<EmbeddingResult>({ op: 'embedding', ctx: this.#id, text, params: params ?? {} }).promise;
+  }
+
+  /**
+   * Relevance scores of `documents` for `query` with a reranker (pooling_type rank: a BERT
+   * cross-encoder with a classification head, or Qwen3-Reranker through its prompt), best
+   * first: [{ score, index, document }], as llama.node. `normalize` > 0 maps scores into
+   * [0, 1] by a sigmoid (a softmax head's are already); by default they are raw.
+   */
+  async rerank(query: string, documents: string[], params: RerankParams = {}): Promise<RerankedDocument[]> {
+    this.#check();
+    const r = await this.#request<RerankResult[]>({
+      op: 'rerank',
+      ctx: this.#id,
+      query,
+      documents,
+      params: params ?? {},
+    }).promise;
+    return rankedDocuments(r, documents);
+  }
+
+  /**
+   * llama.node's applyLoraAdapters: these LoRA adapters ([{ path, scaled }]) replace the
+   * context's from the next request on (a running completion keeps its own). Resolves once
+   * they are loaded; a file that is not an adapter for this model rejects (ERR_MODEL).
+   */
+  async applyLoraAdapters(adapters: LoraAdapterOption[]): Promise<void> {
+    this.#check();
+    const list = Array.isArray(adapters) ? adapters.map((a) => ({ ...a })) : adapters;
+    this.#loras = await this.#request<{ path: string; scaled: number }[]>({
+      op: 'applyLora',
+      ctx: this.#id,
+      adapters: list,
+    }).promise;
+  }
+
+  /** llama.node's removeLoraAdapters: no adapters from the next request on. */
+  async removeLoraAdapters(): Promise<void> {
+    await this.applyLoraAdapters([]);
+  }
+
+  /** llama.node's getLoadedLoraAdapters: the adapters applied, [{ path, scaled }]. */
+  getLoadedLoraAdapters(): { path: string; scaled: number }[] {
+    return this.#loras.map((a) => ({ ...a }));
   }
 
   /** Writes the context's tokens and KV cache (waits for a running completion). */

@@ -3,7 +3,10 @@
 // counted, so several contexts on one model share its weights. Each context generates
 // through one batcher (src/generation): completion() is one unit on it (a second while
 // one runs is rejected with ERR_BUSY); in parallel mode N units share it. Session loads
-// and saves wait until no unit runs; embeddings use their own context.
+// and saves wait until no unit runs; embeddings use their own context, reranking a
+// rank-pooling one (the context itself for a BERT-style reranker). A context applies its
+// LoRA adapters (lora_list, applyLoraAdapters) to every unit unless a request names its
+// own scales; with a draft model (or n-gram lookup) its units decode speculatively.
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { type Device, deviceByName, listDevices } from '../backends/api.js';
 import type { ChatTemplates } from '../chat/index.js';
@@ -18,11 +21,24 @@ import {
   type PreparedRequest,
   prepareRequest,
   type UnitHooks,
+  type UnitSettings,
 } from '../generation/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
-import { Context, ContextError, defaultDevices, MAX_SEQ, Model } from '../model/index.js';
+import {
+  type ActiveLora,
+  Context,
+  ContextError,
+  defaultDevices,
+  LoraAdapter,
+  loraKey,
+  MAX_SEQ,
+  Model,
+  rerankScore,
+  rerankTokens,
+} from '../model/index.js';
 import { buildSamplingChain, DEFAULT_SEED } from '../sampling/index.js';
+import { checkDraftCompatible, type Drafter, DraftModelDrafter, NgramDrafter } from '../speculative/index.js';
 import { Vocab } from '../vocab/index.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
 import { asLlamaError, LlamaError } from './errors.js';
@@ -36,9 +52,16 @@ import {
   templatesFromTexts,
   templateTexts,
 } from './info.js';
-import { boolOption, type EngineModelOptions, intOption, optionError } from './options.js';
+import { boolOption, type EngineModelOptions, intOption, loraListOption, optionError } from './options.js';
 import { loadSession, saveSession } from './session.js';
-import type { EmbeddingParams, PoolingTypeOption, SessionLoadResult, TokenizeOptions } from './types.js';
+import type {
+  EmbeddingParams,
+  PoolingTypeOption,
+  RerankParams,
+  RerankResult,
+  SessionLoadResult,
+  TokenizeOptions,
+} from './types.js';
 
 const log = logger('api');
 
@@ -47,6 +70,9 @@ const DEFAULT_N_CTX = 512;
 
 /** The most sequences one context decodes together (parallel mode's n_parallel). */
 export const MAX_PARALLEL = MAX_SEQ;
+
+/** Pairs scored in one decode, at most. */
+const RERANK_SEQS = 16;
 
 /** What the main thread learns about a new context. */
 export interface ContextInfo {
@@ -71,6 +97,10 @@ export interface ContextInfo {
   nBatch: number;
   /** The model is an encoder (embeddings only: no completion, no sessions). */
   embeddingOnly: boolean;
+  /** The LoRA adapters applied (lora_list). */
+  loras: { path: string; scaled: number }[];
+  /** Speculative decoding's drafter ('draft-model', 'ngram'), if any. */
+  drafter?: string;
 }
 
 export interface LoadHooks {
@@ -134,15 +164,15 @@ export class Engine {
     return run;
   }
 
-  /** Open (or share) the model and create a context on it. */
+  /** Open (or share) the model and create a context on it (its adapters and draft model too). */
   async createContext(o: EngineModelOptions, hooks: LoadHooks = {}): Promise<EngineContext> {
+    let ec: EngineContext;
     try {
       if (o.vocab_only) throw new LlamaError('ERR_OPTION', 'vocab_only: open the context with openVocabOnly()');
       const shared = await this.acquire(o, hooks);
       try {
-        const ec = new EngineContext(this, shared, o);
+        ec = new EngineContext(this, shared, o);
         this.contexts.add(ec);
-        return ec;
       } catch (e) {
         this.releaseModel(shared);
         throw e;
@@ -150,6 +180,13 @@ export class Engine {
     } catch (e) {
       throw asLlamaError(e);
     }
+    try {
+      await ec.init(o, hooks);
+    } catch (e) {
+      await ec.release();
+      throw asLlamaError(e);
+    }
+    return ec;
   }
 
   /** A context on the model's vocabulary alone (vocab_only): no weights are read. */
@@ -167,7 +204,8 @@ export class Engine {
     return this.models.size;
   }
 
-  private async acquire(o: EngineModelOptions, hooks: LoadHooks): Promise<SharedModel> {
+  /** @internal A model, loaded or shared (release it with releaseModel). */
+  async acquire(o: EngineModelOptions, hooks: LoadHooks): Promise<SharedModel> {
     if (!existsSync(o.model)) throw new LlamaError('ERR_MODEL', `model file not found: ${o.model}`);
     if (!statSync(o.model).isFile()) throw new LlamaError('ERR_MODEL', `model path is not a file: ${o.model}`);
     const devices = pickDevices(o);
@@ -312,6 +350,14 @@ export class EngineContext {
   onStatus: ((s: BatcherStatus) => void) | undefined;
   private readonly templateLimits: EngineModelOptions['template_limits'];
   private readonly grammarLimits: EngineModelOptions['grammar_limits'];
+  /** LoRA adapters loaded for this context, each with its scale (the default for requests). */
+  private adapters: { path: string; scaled: number; adapter: LoraAdapter }[] = [];
+  /** Speculative decoding: the drafter, its draft model, and the request defaults. */
+  private drafter: Drafter | undefined;
+  private draftModel: SharedModel | undefined;
+  private draftDefaults = { max: 0, min: 0, pMin: 0 };
+  /** The rank-pooling context of a generative reranker (Qwen3-Reranker style). */
+  private rankCtx: Context | undefined;
 
   constructor(
     private readonly engine: Engine,
@@ -398,7 +444,230 @@ export class EngineContext {
       nCtx,
       nBatch,
       embeddingOnly: encoder,
+      loras: [],
     };
+  }
+
+  /** Loads the context's LoRA adapters and sets up speculative decoding (after the constructor). */
+  async init(o: EngineModelOptions, hooks: LoadHooks = {}): Promise<void> {
+    if (o.lora_list.length > 0) await this.setAdapters(o.lora_list, hooks.signal);
+    const type = o.spec_type ?? (o.model_draft ? 'draft' : undefined);
+    if (!type || o.draft_max === 0) return;
+    if (!this.batcher) {
+      log.warn(`${this.info.model.arch} is an embedding model: speculative decoding does not apply`);
+      return;
+    }
+    this.draftDefaults = { max: o.draft_max, min: o.draft_min, pMin: o.draft_p_min };
+    if (type === 'ngram') this.drafter = new NgramDrafter();
+    else {
+      const shared = await this.engine.acquire(
+        { ...o, model: o.model_draft! },
+        hooks.signal ? { signal: hooks.signal } : {},
+      );
+      this.draftModel = shared;
+      checkDraftCompatible(this.model, shared.model);
+      this.drafter = new DraftModelDrafter(shared.model, {
+        nSeq: MAX_PARALLEL,
+        // each slot holds at most its context and a draft
+        nCtx: this.ctx.nCtx + MAX_PARALLEL * (o.draft_max + 1),
+        nThreads: this.ctx.nThreads,
+        pMin: o.draft_p_min,
+        nMin: o.draft_min,
+      });
+    }
+    this.batcher.configure({ drafter: this.drafter });
+    this.info.drafter = this.drafter.kind;
+    log.info(
+      `speculative decoding: ${type === 'ngram' ? 'n-gram lookup' : `draft model ${o.model_draft}`}, up to ${o.draft_max} tokens per step`,
+    );
+  }
+
+  // ---- LoRA adapters ----
+
+  /** The adapters applied by default, at their scales. */
+  private defaultLoras(): ActiveLora[] {
+    return this.adapters.map((a) => ({ adapter: a.adapter, scale: a.scaled }));
+  }
+
+  /** A request's `lora` ([{ id, scale }]): those adapters at those scales, the others at 0 (llama-server). */
+  private requestLoras(list: readonly { id: number; scale: number }[]): ActiveLora[] {
+    const scales = new Map<number, number>();
+    for (const e of list) {
+      if (e.id >= this.adapters.length) {
+        throw optionError('lora', list, `no adapter ${e.id} (the context has ${this.adapters.length})`);
+      }
+      scales.set(e.id, e.scale);
+    }
+    return this.adapters.map((a, id) => ({ adapter: a.adapter, scale: scales.get(id) ?? 0 }));
+  }
+
+  private unitSettings(o: LlamaCompletionOptions): UnitSettings {
+    const d = this.draftDefaults;
+    return {
+      loras: o.lora ? this.requestLoras(o.lora) : this.defaultLoras(),
+      ...(this.drafter
+        ? { draft: { max: o.draft_max ?? d.max, min: o.draft_min ?? d.min, pMin: o.draft_p_min ?? d.pMin } }
+        : {}),
+    };
+  }
+
+  /** Loads the adapters of `list` (reusing those already loaded) and makes them the context's. */
+  private async setAdapters(list: { path: string; scaled: number }[], signal?: AbortSignal): Promise<void> {
+    const next: typeof this.adapters = [];
+    const fresh: LoraAdapter[] = [];
+    try {
+      for (const e of list) {
+        let adapter =
+          this.adapters.find((a) => a.path === e.path)?.adapter ?? next.find((a) => a.path === e.path)?.adapter;
+        if (!adapter) {
+          adapter = await LoraAdapter.load(this.model, e.path, signal ? { signal } : {});
+          fresh.push(adapter);
+        }
+        next.push({ path: e.path, scaled: e.scaled, adapter });
+      }
+    } catch (e) {
+      for (const a of fresh) a.free();
+      throw e;
+    }
+    const swap = () => {
+      const kept = new Set(next.map((a) => a.adapter));
+      for (const a of this.adapters) if (!kept.has(a.adapter)) a.adapter.free();
+      this.adapters = next;
+      this.info.loras = next.map((a) => ({ path: a.path, scaled: a.scaled }));
+      // contexts without units apply them at their next decode
+      this.embCtx?.setLoras(this.defaultLoras());
+      this.rankCtx?.setLoras(this.defaultLoras());
+      if (!this.batcher) this.ctx.setLoras(this.defaultLoras());
+    };
+    // (units that run keep the adapters they started with until they end)
+    if (this.batcher) await this.batcher.exclusive(swap);
+    else await this.embeddingQueue(async () => swap());
+  }
+
+  /** llama.node's applyLoraAdapters: these adapters (and scales) replace the context's. */
+  applyLoraAdapters(list: unknown): Promise<void> {
+    let checked: { path: string; scaled: number }[];
+    try {
+      this.check();
+      checked = loraListOption('adapters', list);
+    } catch (e) {
+      return Promise.reject(asLlamaError(e));
+    }
+    return this.inOrder(() => this.setAdapters(checked)).catch((e) => {
+      throw asLlamaError(e);
+    });
+  }
+
+  /** llama.node's removeLoraAdapters: no adapters from the next request on. */
+  removeLoraAdapters(): Promise<void> {
+    return this.applyLoraAdapters([]);
+  }
+
+  /** llama.node's getLoadedLoraAdapters: [{ path, scaled }]. */
+  getLoadedLoraAdapters(): { path: string; scaled: number }[] {
+    return this.adapters.map((a) => ({ path: a.path, scaled: a.scaled }));
+  }
+
+  // ---- reranking ----
+
+  /** The context that scores pairs: this one for a BERT-style reranker, else a rank-pooling second context. */
+  private rankContext(): Context {
+    const pooling = this.pooling ?? this.model.hp.pooling;
+    if (this.info.embeddingOnly && this.ctx.pooling === 'rank') return this.ctx;
+    if (this.info.embeddingOnly && pooling !== 'rank') {
+      throw new LlamaError('ERR_CONTEXT', `${this.model.path} is not a reranker (pooling_type ${this.ctx.pooling})`);
+    }
+    if (!this.rankCtx) {
+      const n = Math.min(this.ctx.nCtx, this.nCtxTrain);
+      try {
+        this.rankCtx = new Context(this.model, {
+          nCtx: n,
+          nBatch: n,
+          nUbatch: this.info.embeddingOnly ? n : Math.min(512, n),
+          nThreads: this.ctx.nThreads,
+          nSeqMax: RERANK_SEQS,
+          embeddings: true,
+          pooling: 'rank',
+        });
+      } catch (e) {
+        if (e instanceof ContextError) throw new LlamaError('ERR_CONTEXT', `cannot rerank: ${e.message}`);
+        throw e;
+      }
+      this.rankCtx.setLoras(this.defaultLoras());
+    }
+    return this.rankCtx;
+  }
+
+  /**
+   * Scores of `documents` against `query` (llama.node's rerank, unsorted): each pair laid
+   * out as llama-server does (the model's rerank prompt, or [BOS] query [EOS] [SEP]
+   * document [EOS]), several pairs per decode. `normalize` > 0: through a sigmoid.
+   */
+  rerank(query: string, documents: string[], params: RerankParams = {}): Promise<RerankResult[]> {
+    try {
+      this.check();
+      if (typeof query !== 'string') throw optionError('query', query, 'must be a string');
+      if (!Array.isArray(documents) || !documents.every((d) => typeof d === 'string')) {
+        throw optionError('documents', documents, 'must be an array of strings');
+      }
+      if (params !== null && params !== undefined && typeof params !== 'object') {
+        throw optionError('params', params, 'must be an object');
+      }
+      const nz = params?.normalize;
+      if (nz !== undefined && nz !== null && typeof nz !== 'number' && typeof nz !== 'boolean') {
+        throw optionError('normalize', nz, 'must be a number or true/false');
+      }
+    } catch (e) {
+      return Promise.reject(asLlamaError(e));
+    }
+    const normalize = params?.normalize === true || (typeof params?.normalize === 'number' && params.normalize > 0);
+    const run = async (): Promise<RerankResult[]> => {
+      const rctx = this.rankContext();
+      const pairs = documents.map((d, index) => ({ index, tokens: rerankTokens(this.model, query, d) }));
+      for (const p of pairs) {
+        if (p.tokens.length === 0)
+          throw optionError(`documents[${p.index}]`, documents[p.index], 'the pair has no tokens');
+        if (p.tokens.length > rctx.nBatch) {
+          throw new LlamaError(
+            'ERR_CONTEXT',
+            `document ${p.index} is ${p.tokens.length} tokens with the query; the context holds ${rctx.nBatch} (raise n_ctx)`,
+          );
+        }
+      }
+      const out: RerankResult[] = [];
+      for (let i = 0; i < pairs.length; ) {
+        // as many pairs as fit one decode (one sequence each)
+        const group = [pairs[i]!];
+        let n = pairs[i]!.tokens.length;
+        while (
+          i + group.length < pairs.length &&
+          group.length < rctx.nSeqMax &&
+          n + pairs[i + group.length]!.tokens.length <= rctx.nBatch
+        ) {
+          n += pairs[i + group.length]!.tokens.length;
+          group.push(pairs[i + group.length]!);
+        }
+        i += group.length;
+        await this.engine.compute(async () => {
+          rctx.clearMemory();
+          await rctx.decode({
+            tokens: group.flatMap((p) => p.tokens),
+            seqIds: group.flatMap((p, s) => p.tokens.map(() => s)),
+          });
+          group.forEach((p, s) => {
+            out.push({
+              index: p.index,
+              score: rerankScore(this.model, rctx.getEmbeddingsSeq(s), normalize),
+              n_tokens: p.tokens.length,
+            });
+          });
+        });
+      }
+      return out;
+    };
+    return this.embeddingQueue(run).catch((e) => {
+      throw asLlamaError(e);
+    });
   }
 
   get vocab() {
@@ -499,17 +768,19 @@ export class EngineContext {
           `n_cmpl = ${n}: ${n} completions of one prompt need ${n} slots; ${b.options.slots === 1 ? 'use ctx.parallel with' : 'raise'} n_parallel ≥ ${n}`,
         );
       }
+      // (followers decode with the leader's adapters: they copy its cache)
+      const settings = this.unitSettings(o);
       // n_cmpl: one prompt, n samplers (a fixed seed gives choice i seed + i)
       const followers: GenerationUnit[] = [];
       for (let i = 1; i < n; i++) {
         const p = prepared.chain.params;
         const seed = p.seed === DEFAULT_SEED ? DEFAULT_SEED : (p.seed + i) >>> 0;
         const chain = buildSamplingChain({ ...p, seed }, this.vocab, prepared.chain.grammar?.clone());
-        const f = new GenerationUnit({ ...prepared, chain }, this.vocab, hooks, id);
+        const f = new GenerationUnit({ ...prepared, chain }, this.vocab, hooks, id, settings);
         f.choiceIndex = i;
         followers.push(f);
       }
-      const unit = new GenerationUnit(prepared, this.vocab, hooks, id);
+      const unit = new GenerationUnit(prepared, this.vocab, hooks, id, settings);
       if (n > 1) {
         unit.choiceIndex = 0;
         for (const f of followers) f.leader = unit;
@@ -657,6 +928,7 @@ export class EngineContext {
             const n = seq.tokens.length;
             this.ctx.seqRm(seq.seq, -1, -1);
             seq.tokens = [];
+            seq.lora = undefined;
             return { id_slot: slot, n_erased: n };
           }
           if (action === 'save') {
@@ -666,6 +938,8 @@ export class EngineContext {
           seq.tokens = [];
           const tokens = await loadSession(path!, this.ctx, this.shared.identity, seq.seq);
           seq.tokens = tokens;
+          // (a slot file does not name adapters, as llama-server's: its cache counts as the context's default set's)
+          seq.lora = loraKey(this.defaultLoras());
           return { id_slot: slot, n_restored: tokens.length, ms: performance.now() - t0 };
         }),
       );
@@ -743,6 +1017,7 @@ export class EngineContext {
         embeddings: true,
         pooling,
       });
+      this.embCtx.setLoras(this.defaultLoras());
     }
     return this.embCtx;
   }
@@ -806,6 +1081,11 @@ export class EngineContext {
     await this.embLock;
     this.ctx.free();
     this.embCtx?.free();
+    this.rankCtx?.free();
+    this.drafter?.free?.();
+    for (const a of this.adapters) a.adapter.free();
+    this.adapters = [];
+    if (this.draftModel) this.engine.releaseModel(this.draftModel);
     this.engine.forget(this);
     this.engine.releaseModel(this.shared);
   }
@@ -855,6 +1135,7 @@ export class VocabOnlyContext {
         nCtx: o.n_ctx || (train > 0 ? Math.min(DEFAULT_N_CTX, train) : DEFAULT_N_CTX),
         nBatch: 0,
         embeddingOnly: false,
+        loras: [],
       };
       return new VocabOnlyContext(engine, vocab, info);
     } catch (e) {
@@ -927,6 +1208,19 @@ export class VocabOnlyContext {
 
   saveSession(_path: string): Promise<void> {
     return this.noModel('saveSession()');
+  }
+
+  applyLoraAdapters(_list: unknown): Promise<void> {
+    return this.noModel('applyLoraAdapters()');
+  }
+
+  getLoadedLoraAdapters(): { path: string; scaled: number }[] {
+    this.check();
+    return [];
+  }
+
+  rerank(_query: string, _documents: string[], _params?: RerankParams): Promise<RerankResult[]> {
+    return this.noModel('rerank()');
   }
 
   loadSession(_path: string): Promise<SessionLoadResult> {

@@ -54,6 +54,7 @@ const CODE_BY_NAME: Record<string, LlamaErrorCode> = {
   ModelError: 'ERR_MODEL',
   VocabError: 'ERR_MODEL',
   ContextError: 'ERR_CONTEXT',
+  SpeculativeError: 'ERR_MODEL',
   AbortError: 'ABORT_ERR',
   UntrustedBusyError: 'ERR_BUSY',
   SlotBusyError: 'ERR_BUSY',

@@ -1,6 +1,7 @@
 // Option checks for the library API: every bad value is a LlamaError ('ERR_OPTION') that
 // names the option, the value and what was expected. Sampling options are checked by
 // src/sampling (SamplingError, mapped to the same code).
+import { MAX_DRAFT, MAX_LORA } from '../generation/index.js';
 import { MAX_SEQ } from '../model/index.js';
 import { LlamaError } from './errors.js';
 import type { CacheTypeOption, LibVariant, LlamaModelOptions, PoolingTypeOption } from './types.js';
@@ -49,7 +50,7 @@ export function stringOption(name: string, v: unknown): string | undefined {
   return v;
 }
 
-export const POOLING_TYPES: readonly PoolingTypeOption[] = ['none', 'mean', 'cls', 'last'];
+export const POOLING_TYPES: readonly PoolingTypeOption[] = ['none', 'mean', 'cls', 'last', 'rank'];
 export const CACHE_TYPES: readonly CacheTypeOption[] = ['f16', 'f32', 'q8_0'];
 export const LIB_VARIANTS: readonly LibVariant[] = ['default', 'vulkan', 'cuda', 'snapdragon'];
 
@@ -74,7 +75,41 @@ export interface EngineModelOptions {
   lib_variant: LibVariant;
   template_limits?: LlamaModelOptions['template_limits'];
   grammar_limits?: LlamaModelOptions['grammar_limits'];
+  lora_list: { path: string; scaled: number }[];
+  model_draft?: string;
+  spec_type?: 'draft' | 'ngram';
+  draft_max: number;
+  draft_min: number;
+  draft_p_min: number;
   vocab_only: boolean;
+}
+
+/** llama-server's speculative defaults: 16 tokens at most, no minimum, p-min 0.8. */
+export const DRAFT_DEFAULTS = { max: 16, min: 0, pMin: 0.8 } as const;
+
+/** A list of { path, scaled } (scaled: a finite number, default 1); `name` for messages. */
+export function loraListOption(name: string, v: unknown): { path: string; scaled: number }[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw optionError(name, v, 'must be an array of { path, scaled }');
+  if (v.length > MAX_LORA) throw optionError(name, v, `must have at most ${MAX_LORA} adapters`);
+  return v.map((e, i) => {
+    const path = (e as { path?: unknown } | null)?.path;
+    const scaled = (e as { scaled?: unknown } | null)?.scaled ?? 1;
+    if (typeof path !== 'string' || path === '')
+      throw optionError(`${name}[${i}].path`, path, 'must be the path of a LoRA adapter (GGUF)');
+    if (typeof scaled !== 'number' || !Number.isFinite(scaled))
+      throw optionError(`${name}[${i}].scaled`, scaled, 'must be a finite number');
+    return { path, scaled };
+  });
+}
+
+/** A number option within [min, max] (undefined/null: the fallback). */
+function numberOption(name: string, v: unknown, fallback: number, min: number, max: number): number {
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+    throw optionError(name, v, `must be a number in [${min}, ${max}]`);
+  }
+  return v;
 }
 
 /** A plain object of numbers (the untrusted-work limits). */
@@ -137,7 +172,22 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     lib_variant: enumOption('lib_variant', o.lib_variant, LIB_VARIANTS) ?? 'default',
     template_limits: limitsOption('template_limits', o.template_limits),
     grammar_limits: limitsOption('grammar_limits', o.grammar_limits),
+    lora_list: [
+      ...(o.lora !== undefined && o.lora !== null && o.lora !== ''
+        ? loraListOption('lora', [{ path: o.lora, scaled: o.lora_scaled ?? 1 }])
+        : []),
+      ...loraListOption('lora_list', o.lora_list),
+    ],
+    model_draft: stringOption('model_draft', o.model_draft) || undefined,
+    spec_type: enumOption('spec_type', o.spec_type, ['draft', 'ngram'] as const),
+    draft_max: intOption('draft_max', o.draft_max, DRAFT_DEFAULTS.max, 0),
+    draft_min: intOption('draft_min', o.draft_min, DRAFT_DEFAULTS.min, 0),
+    draft_p_min: numberOption('draft_p_min', o.draft_p_min, DRAFT_DEFAULTS.pMin, 0, 1),
     vocab_only: boolOption('vocab_only', o.vocab_only, false),
   };
+  if (out.draft_max > MAX_DRAFT) throw optionError('draft_max', out.draft_max, `must be at most ${MAX_DRAFT}`);
+  if (out.spec_type === 'draft' && !out.model_draft) {
+    throw optionError('spec_type', 'draft', 'needs a draft model (model_draft)');
+  }
   return out;
 }

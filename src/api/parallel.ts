@@ -7,7 +7,27 @@ import type { EngineClient, RequestBody } from './client.js';
 import type { ParallelConfig, SlotActionResult } from './engine.js';
 import { LlamaError } from './errors.js';
 import { optionError } from './options.js';
-import type { EmbeddingResult, LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from './types.js';
+import type {
+  EmbeddingResult,
+  LlamaCompletionOptions,
+  LlamaCompletionResult,
+  LlamaCompletionToken,
+  RerankedDocument,
+  RerankParams,
+  RerankResult,
+} from './types.js';
+
+/** Scores with their documents, best first (ties: document order), as llama.node's rerank gives them. */
+export function rankedDocuments(r: readonly RerankResult[], documents: readonly string[]): RerankedDocument[] {
+  return r
+    .map((x) => ({
+      score: x.score,
+      index: x.index,
+      document: documents[x.index]!,
+      ...(x.n_tokens !== undefined ? { n_tokens: x.n_tokens } : {}),
+    }))
+    .sort((a, b) => b.score - a.score || a.index - b.index);
+}
 
 /** What a parallel request is (llama.node's ParallelRequestStatus, plus counters). */
 export type ParallelStatus = BatcherStatus;
@@ -178,6 +198,26 @@ export class LlamaParallelAPI {
     return { requestId: r.id, promise: r.promise };
   }
 
+  /** Queues a rerank (scored on the context's rank sequence, in order with embeddings); results best first. */
+  async rerank(
+    query: string,
+    documents: string[],
+    params: RerankParams = {},
+  ): Promise<{ requestId: number; promise: Promise<RerankedDocument[]> }> {
+    this.#port.check();
+    if (!this.#enabled) throw notEnabled();
+    const r = this.#request<RerankResult[]>({
+      op: 'rerank',
+      ctx: this.#port.ctx,
+      query,
+      documents,
+      params: params ?? {},
+    });
+    const promise = r.promise.then((x) => rankedDocuments(x, documents));
+    promise.catch(() => {});
+    return { requestId: r.id, promise };
+  }
+
   /**
    * A slot's cache (llama-server's /slots actions, a llama-ts extension): `save` writes its
    * tokens and K/V to `path` (the session format), `restore` loads them into the slot,
@@ -207,6 +247,8 @@ export class LlamaParallelAPI {
         slots: [],
         n_decode_total: 0,
         n_tokens_total: 0,
+        n_draft_total: 0,
+        n_draft_accepted_total: 0,
       }
     );
   }

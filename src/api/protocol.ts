@@ -12,7 +12,7 @@ import type { LogLevel } from '../log.js';
 import type { ParallelConfig } from './engine.js';
 import type { SerializedError } from './errors.js';
 import type { EngineModelOptions } from './options.js';
-import type { EmbeddingParams, LlamaCompletionOptions, TokenizeOptions } from './types.js';
+import type { EmbeddingParams, LlamaCompletionOptions, RerankParams, TokenizeOptions } from './types.js';
 
 export type Request =
   | { op: 'load'; id: number; options: EngineModelOptions; stop: SharedArrayBuffer; progress: boolean }
@@ -29,6 +29,8 @@ export type Request =
   | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }
   | { op: 'saveSession'; id: number; ctx: number; path: string }
   | { op: 'loadSession'; id: number; ctx: number; path: string }
+  | { op: 'applyLora'; id: number; ctx: number; adapters: unknown }
+  | { op: 'rerank'; id: number; ctx: number; query: string; documents: string[]; params: RerankParams }
   | { op: 'release'; id: number; ctx: number }
   | { op: 'modelInfo'; id: number; path: string; skip: string[] };
 

@@ -9,7 +9,7 @@ export type { ChatMessage, ChatMessagePart, FormattedChatResult, Tool, ToolCall 
 /** llama.node's native-library variants; llama-ts maps them onto its backend registry. */
 export type LibVariant = 'default' | 'vulkan' | 'cuda' | 'snapdragon';
 
-export type PoolingTypeOption = 'none' | 'mean' | 'cls' | 'last';
+export type PoolingTypeOption = 'none' | 'mean' | 'cls' | 'last' | 'rank';
 
 export type CacheTypeOption = 'f16' | 'f32' | 'q8_0';
 
@@ -75,6 +75,24 @@ export interface LlamaModelOptions {
   flash_attn?: boolean;
   /** 'default' uses the fastest devices; 'cuda' / 'vulkan' prefer GPU devices when registered. */
   lib_variant?: LibVariant;
+  /** llama.node: a LoRA adapter (GGUF) to apply, at `lora_scaled` (default 1). */
+  lora?: string;
+  lora_scaled?: number;
+  /** LoRA adapters to apply, each at its scale (`scaled`, default 1); see applyLoraAdapters(). */
+  lora_list?: LoraAdapterOption[];
+  /** A draft model for speculative decoding: a smaller model with the same vocabulary. */
+  model_draft?: string;
+  /**
+   * Speculative decoding's drafter: 'draft' (the default with model_draft) or 'ngram'
+   * (prompt lookup: tokens that followed the latest earlier occurrence of the last few).
+   */
+  spec_type?: 'draft' | 'ngram';
+  /** Tokens drafted per step at most (default 16; 0 turns speculative decoding off). */
+  draft_max?: number;
+  /** Drafts shorter than this are not used (default 0). */
+  draft_min?: number;
+  /** A draft model's draft ends at a token it gives less than this probability among its top 10 (default 0.8). */
+  draft_p_min?: number;
   /** Load progress, 0..1 (also loadModel's second argument). */
   onProgress?: (progress: number) => void;
   /** Cancels loading: loadModel rejects with an AbortError. */
@@ -121,6 +139,27 @@ export interface EmbeddingParams {
 export interface EmbeddingResult {
   embedding: Float32Array;
 }
+
+/** A LoRA adapter and its scale (llama.node's { path, scaled }). */
+export interface LoraAdapterOption {
+  path: string;
+  scaled?: number;
+}
+
+export interface RerankParams {
+  /** > 0 (or true): scores through a sigmoid, in [0, 1] (a softmax head's, e.g. Qwen3's, are already); else the raw score (default, as llama.node). */
+  normalize?: number | boolean;
+}
+
+/** llama.node's rerank result: the document's index and score; rerank() adds the text and sorts, best first. */
+export interface RerankResult {
+  score: number;
+  index: number;
+  /** llama-ts: tokens evaluated for the pair (query and document laid out for the model). */
+  n_tokens?: number;
+}
+
+export type RerankedDocument = RerankResult & { document: string };
 
 export interface TemplateCapsInfo {
   tools: boolean;

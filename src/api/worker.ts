@@ -97,6 +97,13 @@ async function handle(m: Request): Promise<unknown> {
       return context(m.ctx).ec.detokenize(m.tokens);
     case 'embedding':
       return context(m.ctx).ec.embedding(m.text, m.params);
+    case 'applyLora': {
+      const { ec } = context(m.ctx);
+      await ec.applyLoraAdapters(m.adapters);
+      return ec.getLoadedLoraAdapters();
+    }
+    case 'rerank':
+      return context(m.ctx).ec.rerank(m.query, m.documents, m.params);
     case 'saveSession':
       return context(m.ctx).ec.saveSession(m.path);
     case 'loadSession':

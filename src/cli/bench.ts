@@ -1,16 +1,30 @@
 // `llama-ts bench`: prompt-processing and generation speed, as llama.cpp's llama-bench
 // reports them. ppN decodes N random tokens in one batch; tgN decodes N tokens one at a
 // time from an empty cache. Each test runs once to warm up, then -r times; the table
-// shows the mean and standard deviation of tokens per second.
+// shows the mean and standard deviation of tokens per second. With a draft model
+// (--model-draft) or --spec-type ngram, two more tests generate greedily from a short
+// random prompt, without and with speculative decoding, and report drafted and accepted
+// tokens.
 import { parseArgs } from 'node:util';
 import { Context, Model } from '../model/index.js';
-import { Mt19937 } from '../sampling/index.js';
+import { GreedyStep, Mt19937, SamplerChain } from '../sampling/index.js';
 import {
+  checkDraftCompatible,
+  type Drafter,
+  DraftModelDrafter,
+  NgramDrafter,
+  type SpeculativeStats,
+  speculativeGenerate,
+} from '../speculative/index.js';
+import {
+  adapterModelOptions,
   commandOptions,
   intOption,
+  normalizeSpeculativeArgv,
   pickDevices,
   reportError,
   SHARED_HELP,
+  SPECULATIVE_OPTIONS,
   threadsOption,
   UsageError,
   usageError,
@@ -28,6 +42,10 @@ ${SHARED_HELP.threads}
   -b, --batch-size N      tokens per ubatch for ppN (default 512)
   -o, --output FORMAT     md (default) or json
       --device NAME       compute device (default: the fastest)
+  -md, --model-draft FILE also generate with speculative decoding, drafting with FILE
+      --spec-type ngram   also generate with speculative decoding by n-gram lookup
+      --draft-max N       tokens drafted per step (default 16)
+      --draft-p-min P     a draft model's drafts end below probability P (default 0.8)
   -h, --help              show this help
 `;
 
@@ -44,6 +62,10 @@ export interface BenchResult {
   avg_ts: number;
   stddev_ts: number;
   samples_ts: number[];
+  /** Speculative tests: the drafter, tokens drafted and accepted over the measured runs. */
+  drafter?: string;
+  n_drafted?: number;
+  n_accepted?: number;
 }
 
 function stats(xs: number[]): { mean: number; sd: number } {
@@ -59,8 +81,9 @@ export async function benchCommand(argv: string[]): Promise<number> {
   let threads: number;
   let reps: number;
   let nBatch: number;
+  let spec: Record<string, unknown>;
   try {
-    const args = parse(argv);
+    const args = parse(normalizeSpeculativeArgv(argv));
     o = args.values;
     if (o.help) {
       process.stdout.write(HELP);
@@ -76,10 +99,13 @@ export async function benchCommand(argv: string[]): Promise<number> {
     if (o.output !== undefined && o.output !== 'md' && o.output !== 'json') {
       throw new UsageError(`-o must be md or json, got '${o.output}'`);
     }
+    spec = adapterModelOptions(o, []);
   } catch (e) {
     return usageError('bench', HELP, (e as Error).message);
   }
   let model: Model | undefined;
+  let draftModel: Model | undefined;
+  let drafter: Drafter | undefined;
   try {
     const devices = pickDevices(o.device);
     model = await Model.load(o.model, { devices });
@@ -90,10 +116,12 @@ export async function benchCommand(argv: string[]): Promise<number> {
       if (m.vocab.bos >= 0) t[0] = m.vocab.bos;
       return t;
     };
-    const nCtx = Math.max(nPrompt, nGen, 1);
+    const nDraft = (spec.draft_max as number | undefined) ?? 16;
+    const speculative = spec.model_draft !== undefined || spec.spec_type === 'ngram';
+    const nCtx = Math.max(nPrompt, nGen + (speculative ? SPEC_PROMPT + nDraft + 1 : 0), 1);
     const ctx = new Context(model, {
       nCtx,
-      nBatch: Math.max(nPrompt, 1),
+      nBatch: Math.max(nPrompt, speculative ? Math.max(nDraft + 1, SPEC_PROMPT) : 1, 1),
       nUbatch: Math.min(nBatch, Math.max(nPrompt, 1)),
       nThreads: threads,
     });
@@ -137,6 +165,48 @@ export async function benchCommand(argv: string[]): Promise<number> {
         return performance.now() - t0;
       });
     }
+    if (speculative && nGen > 1 && nDraft > 0) {
+      if (spec.spec_type === 'ngram') drafter = new NgramDrafter();
+      else {
+        draftModel = await Model.load(spec.model_draft as string, { devices });
+        checkDraftCompatible(m, draftModel);
+        drafter = new DraftModelDrafter(draftModel, {
+          nCtx,
+          nThreads: threads,
+          pMin: (spec.draft_p_min as number | undefined) ?? 0.8,
+        });
+      }
+      const d = drafter;
+      for (const [name, with_] of [
+        ['greedy', undefined],
+        [d.kind, d],
+      ] as const) {
+        const total: SpeculativeStats = { steps: 0, drafted: 0, accepted: 0 };
+        let measured = false;
+        await run(`tg${nGen}+${name}`, 0, nGen - 1, async () => {
+          (with_ as DraftModelDrafter | undefined)?.reset?.(0);
+          const r = await speculativeGenerate(ctx, {
+            prompt: randomTokens(SPEC_PROMPT),
+            nPredict: nGen,
+            chain: new SamplerChain([new GreedyStep()]),
+            ...(with_ ? { drafter: with_, nDraft } : {}),
+          });
+          // (the warm-up's drafts are not counted)
+          if (measured) {
+            total.drafted += r.stats.drafted;
+            total.accepted += r.stats.accepted;
+          }
+          measured = true;
+          return r.generationMs;
+        });
+        if (with_)
+          Object.assign(results[results.length - 1]!, {
+            drafter: d.kind,
+            n_drafted: total.drafted,
+            n_accepted: total.accepted,
+          });
+      }
+    }
     ctx.free();
     process.stdout.write(o.output === 'json' ? `${JSON.stringify(results, null, 2)}\n` : markdown(results));
     return 0;
@@ -144,9 +214,14 @@ export async function benchCommand(argv: string[]): Promise<number> {
     if (e instanceof UsageError) return usageError('bench', HELP, e.message);
     return reportError('bench', e);
   } finally {
+    drafter?.free?.();
+    draftModel?.free();
     model?.free();
   }
 }
+
+/** Prompt tokens before a speculative generation test. */
+const SPEC_PROMPT = 8;
 
 function markdown(results: BenchResult[]): string {
   const rows = results.map((r) => [
@@ -155,7 +230,9 @@ function markdown(results: BenchResult[]): string {
     r.params >= 1e9 ? `${(r.params / 1e9).toFixed(2)} B` : `${(r.params / 1e6).toFixed(2)} M`,
     r.backend,
     String(r.threads),
-    r.test,
+    r.n_drafted !== undefined
+      ? `${r.test} (${r.n_accepted}/${r.n_drafted} accepted, ${r.n_drafted > 0 ? ((100 * r.n_accepted!) / r.n_drafted).toFixed(0) : 0}%)`
+      : r.test,
     `${r.avg_ts.toFixed(2)} ± ${r.stddev_ts.toFixed(2)}`,
   ]);
   const head = ['model', 'size', 'params', 'backend', 'threads', 'test', 't/s'];
@@ -176,6 +253,7 @@ function parse(argv: string[]) {
       'n-gen': { type: 'string', short: 'n' },
       repetitions: { type: 'string', short: 'r' },
       output: { type: 'string', short: 'o' },
+      ...SPECULATIVE_OPTIONS,
     } as const),
   });
 }

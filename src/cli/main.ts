@@ -30,6 +30,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'print the embedding of a text as JSON',
     load: async () => (await import('./embed.js')).embedCommand,
   },
+  rerank: {
+    summary: 'score documents for a query with a reranker model, best first (-q QUERY DOC...)',
+    load: async () => (await import('./rerank.js')).rerankCommand,
+  },
   bench: {
     summary: 'prompt-processing and generation speed, like llama-bench (-p 512 -n 128)',
     load: async () => (await import('./bench.js')).benchCommand,

@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { LlamaError } from '../api/errors.js';
 import { type Device, deviceByName } from '../backends/api.js';
-import { GGUFError } from '../gguf/index.js';
+import { GGUFError, openGGUF } from '../gguf/index.js';
 import { ContextError, defaultDevices, ModelError } from '../model/index.js';
 import { VocabError } from '../vocab/index.js';
 
@@ -108,4 +108,131 @@ export function deviceOption(name: string | undefined): string | undefined {
   if (name === undefined) return undefined;
   if (!deviceByName(name)) throw new UsageError(`no device '${name}' (see 'llama-ts devices')`);
   return name;
+}
+
+// ---- LoRA adapters and speculative decoding (run, serve, bench) ----
+
+export interface AdapterArgs {
+  /** The arguments left once --lora / --lora-scaled are taken out. */
+  argv: string[];
+  /** The adapters, in the order given. */
+  lora: { path: string; scaled: number }[];
+}
+
+/**
+ * Takes `--lora FILE` and `--lora-scaled FILE SCALE` out of the arguments (parseArgs cannot
+ * take an option with two values); llama.cpp's `--lora-scaled FILE:SCALE` works too, and
+ * each may be given several times (or as comma-separated lists, as llama.cpp).
+ */
+export function extractAdapterArgs(argv: readonly string[]): AdapterArgs {
+  const out: string[] = [];
+  const lora: { path: string; scaled: number }[] = [];
+  const scale = (v: string | undefined, file: string): number => {
+    const n = v === undefined || v.trim() === '' ? Number.NaN : Number(v);
+    if (!Number.isFinite(n))
+      throw new UsageError(`--lora-scaled ${file}: the scale must be a number, got '${v ?? ''}'`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.indexOf('=');
+    const flag = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
+    const inline = flag !== a ? a.slice(eq + 1) : undefined;
+    if (flag === '--lora') {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v === '') throw new UsageError('--lora needs a file');
+      for (const path of v.split(',')) if (path !== '') lora.push({ path, scaled: 1 });
+    } else if (flag === '--lora-scaled') {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v === '') throw new UsageError('--lora-scaled needs FILE SCALE');
+      const next = argv[i + 1];
+      if (inline === undefined && next !== undefined && !next.startsWith('-') && Number.isFinite(Number(next))) {
+        lora.push({ path: v, scaled: scale(next, v) });
+        i++;
+      } else {
+        for (const item of v.split(',')) {
+          const at = item.lastIndexOf(':');
+          if (at <= 0) throw new UsageError(`--lora-scaled takes FILE SCALE (or FILE:SCALE), got '${item}'`);
+          lora.push({ path: item.slice(0, at), scaled: scale(item.slice(at + 1), item.slice(0, at)) });
+        }
+      }
+    } else out.push(a);
+  }
+  return { argv: out, lora };
+}
+
+/** llama-server's speculative-decoding flags, as parseArgs takes them. */
+export const SPECULATIVE_OPTIONS = {
+  'model-draft': { type: 'string' },
+  'draft-max': { type: 'string' },
+  'draft-min': { type: 'string' },
+  'draft-p-min': { type: 'string' },
+  'spec-type': { type: 'string' },
+} as const;
+
+/** llama.cpp's other spellings of the same flags. */
+export function normalizeSpeculativeArgv(argv: readonly string[]): string[] {
+  const names: Record<string, string> = {
+    '-md': '--model-draft',
+    '--spec-draft-model': '--model-draft',
+    '--draft': '--draft-max',
+    '--draft-n': '--draft-max',
+    '--spec-draft-n-max': '--draft-max',
+    '--draft-n-min': '--draft-min',
+    '--spec-draft-n-min': '--draft-min',
+    '--spec-draft-p-min': '--draft-p-min',
+  };
+  return argv.map((a) => names[a] ?? a);
+}
+
+export const ADAPTER_HELP = `LoRA adapters and speculative decoding:
+      --lora FILE         apply a LoRA adapter (GGUF; repeat for more)
+      --lora-scaled FILE SCALE   apply a LoRA adapter at SCALE (also FILE:SCALE)
+  -md, --model-draft FILE a draft model for speculative decoding (same vocabulary, smaller)
+      --spec-type TYPE    'draft' (the default with --model-draft) or 'ngram' (prompt lookup,
+                          no second model)
+      --draft-max N       tokens drafted per step at most (default 16)
+      --draft-min N       drafts shorter than N are not used (default 0)
+      --draft-p-min P     a draft model's draft ends at a token below probability P (default 0.8)`;
+
+/** The loadModel options the adapter and speculative flags give. */
+export function adapterModelOptions(
+  values: { [K in keyof typeof SPECULATIVE_OPTIONS]?: string },
+  lora: readonly { path: string; scaled: number }[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (lora.length > 0) out.lora_list = lora.map((l) => ({ ...l }));
+  if (values['model-draft'] !== undefined) out.model_draft = values['model-draft'];
+  const type = values['spec-type'];
+  if (type !== undefined) {
+    const t =
+      type === 'ngram-simple' || type === 'ngram'
+        ? 'ngram'
+        : type === 'draft' || type === 'draft-simple'
+          ? 'draft'
+          : '';
+    if (!t) throw new UsageError(`--spec-type must be 'draft' or 'ngram', got '${type}'`);
+    if (t === 'draft' && values['model-draft'] === undefined)
+      throw new UsageError('--spec-type draft needs --model-draft');
+    out.spec_type = t;
+  }
+  if (values['draft-max'] !== undefined) out.draft_max = intOption('--draft-max', values['draft-max'], 16, 0);
+  if (values['draft-min'] !== undefined) out.draft_min = intOption('--draft-min', values['draft-min'], 0, 0);
+  const p = values['draft-p-min'];
+  if (p !== undefined) {
+    const n = p.trim() === '' ? Number.NaN : Number(p);
+    if (!(n >= 0 && n <= 1)) throw new UsageError(`--draft-p-min must be a number in [0, 1], got '${p}'`);
+    out.draft_p_min = n;
+  }
+  return out;
+}
+
+/** The model's training context, capped: the default context size of run and rerank. */
+export function defaultContext(path: string, cap: number): number {
+  const f = openGGUF(path);
+  try {
+    return Math.min(cap, f.getInt(`${f.architecture}.context_length`, cap) || cap);
+  } finally {
+    f.close();
+  }
 }

@@ -9,14 +9,19 @@ import { parseArgs } from 'node:util';
 import type { LlamaContext } from '../api/context.js';
 import { loadModel } from '../api/index.js';
 import { checkValue, OPTIONS, type OptionSpec } from '../generation/index.js';
-import { openGGUF } from '../gguf/index.js';
 import {
+  ADAPTER_HELP,
+  adapterModelOptions,
   commandOptions,
+  defaultContext,
   deviceOption,
+  extractAdapterArgs,
   intOption,
   normalizeArgv,
+  normalizeSpeculativeArgv,
   reportError,
   SHARED_HELP,
+  SPECULATIVE_OPTIONS,
   threadsOption,
   UsageError,
   usageError,
@@ -58,6 +63,8 @@ ${SHARED_HELP.device}
       --top-logits K      with --json: the K highest next-token [id, logit] after the prompt
 ${SHARED_HELP.help}
 
+${ADAPTER_HELP}
+
 Sampling (llama.cpp's flags; --temp 0 is greedy, --seed makes a run repeatable):
 ${flagHelp()}
 `;
@@ -70,6 +77,9 @@ interface Timings {
   generated_tokens: number;
   generation_ms: number;
   generation_tokens_per_s: number;
+  /** With speculative decoding. */
+  draft_tokens?: number;
+  draft_tokens_accepted?: number;
 }
 
 function round(x: number): number {
@@ -96,16 +106,6 @@ function samplingFlags(values: Record<string, unknown>): Record<string, unknown>
   return out;
 }
 
-/** The model's training context, capped: the default context size. */
-function defaultContext(path: string, cap: number): number {
-  const f = openGGUF(path);
-  try {
-    return Math.min(cap, f.getInt(`${f.architecture}.context_length`, cap) || cap);
-  } finally {
-    f.close();
-  }
-}
-
 export async function runCommand(argv: string[]): Promise<number> {
   let o: ReturnType<typeof parse>['values'];
   let nPredict: number;
@@ -115,8 +115,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   let topLogits: number;
   let device: string | undefined;
   let sampling: Record<string, unknown>;
+  let extras: Record<string, unknown>;
   try {
-    const args = parse(normalizeArgv(argv));
+    const adapters = extractAdapterArgs(normalizeSpeculativeArgv(normalizeArgv(argv)));
+    const args = parse(adapters.argv);
     o = args.values;
     if (o.help) {
       process.stdout.write(HELP);
@@ -132,6 +134,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     topLogits = intOption('--top-logits', o['top-logits'], 0);
     device = deviceOption(o.device);
     sampling = samplingFlags(o as Record<string, unknown>);
+    extras = adapterModelOptions(o, adapters.lora);
   } catch (e) {
     return usageError('run', HELP, (e as Error).message);
   }
@@ -148,6 +151,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       n_batch: Math.min(nBatch, ctxSize),
       n_threads: threads,
       ...(device ? { devices: [device] } : {}),
+      ...extras,
     });
     const loadMs = performance.now() - t0;
     const prompt = Buffer.from(processEscapes(Buffer.from(o.prompt, 'utf8'))).toString('utf8');
@@ -172,6 +176,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       generated_tokens: r.tokens!.length,
       generation_ms: round(t.predicted_ms),
       generation_tokens_per_s: round(t.predicted_per_second),
+      ...(t.draft_n !== undefined ? { draft_tokens: t.draft_n, draft_tokens_accepted: t.draft_n_accepted ?? 0 } : {}),
     };
     if (o.json) {
       const result: Record<string, unknown> = {
@@ -187,7 +192,11 @@ export async function runCommand(argv: string[]): Promise<number> {
       process.stderr.write(
         `llama-ts run: load ${timings.load_ms} ms | prompt ${timings.prompt_tokens} tokens in ${timings.prompt_ms} ms ` +
           `(${timings.prompt_tokens_per_s} t/s) | generation ${t.predicted_n} tokens in ${timings.generation_ms} ms ` +
-          `(${timings.generation_tokens_per_s} t/s)\n`,
+          `(${timings.generation_tokens_per_s} t/s)` +
+          (timings.draft_tokens !== undefined
+            ? ` | draft ${timings.draft_tokens_accepted}/${timings.draft_tokens} accepted`
+            : '') +
+          '\n',
       );
     }
     return 0;
@@ -213,6 +222,7 @@ function parse(argv: string[]) {
       ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'batch-size', 'device', 'json', 'help'],
       {
         ...flags,
+        ...SPECULATIVE_OPTIONS,
         prompt: { type: 'string', short: 'p' },
         'n-predict': { type: 'string', short: 'n' },
         'top-logits': { type: 'string' },

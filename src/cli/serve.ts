@@ -5,12 +5,17 @@ import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer } from '../server/index.js';
 import {
+  ADAPTER_HELP,
+  adapterModelOptions,
   commandOptions,
   DEFAULT_THREADS,
   deviceOption,
+  extractAdapterArgs,
   intOption,
   normalizeArgv,
+  normalizeSpeculativeArgv,
   reportError,
+  SPECULATIVE_OPTIONS,
   threadsOption,
   UsageError,
   usageError,
@@ -19,9 +24,9 @@ import {
 const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 
 An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/embeddings,
-/v1/models, /health, /metrics, /slots, /tokenize, /detokenize. It listens at once and
-answers 503 (/health: {"status":"loading model"}) until the model is loaded; answers carry
-an X-Prefix-Key header for load balancers (docs/replicas.md).
+/v1/rerank, /v1/models, /health, /metrics, /slots, /tokenize, /detokenize, /lora-adapters. It
+listens at once and answers 503 (/health: {"status":"loading model"}) until the model is
+loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.md).
 
   -m, --model FILE|hf://REPO/FILE.gguf   the GGUF model (default: ${'Qwen2.5-0.5B-Instruct Q4_K_M'},
                           downloaded on first use)
@@ -48,6 +53,7 @@ an X-Prefix-Key header for load balancers (docs/replicas.md).
                           "abort". A second signal exits at once.
       --alias NAME        the model name reported by /v1/models
       --embeddings        serve /v1/embeddings with a generative model too
+      --reranking, --rerank  serve /v1/rerank (a model with pooling_type rank does anyway)
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
       --swa-full          sliding-window layers get a full-size KV cache (any cached prefix
                           stays reusable; more memory)
@@ -56,14 +62,17 @@ an X-Prefix-Key header for load balancers (docs/replicas.md).
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
+
+${ADAPTER_HELP}
 `;
 
 const RANK: Record<string, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 export async function serveCommand(argv: string[]): Promise<number> {
   // llama.cpp's two-letter short options
-  argv = normalizeArgv(argv);
+  argv = normalizeSpeculativeArgv(normalizeArgv(argv)).map((a) => (a === '--rerank' ? '--reranking' : a));
   let o: ReturnType<typeof parse>['values'];
+  let extras: Record<string, unknown>;
   let port: number;
   let parallel: number;
   let nCtx: number | undefined;
@@ -77,8 +86,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let shutdownTimeout: number;
   let apiKey: string | undefined;
   try {
-    const args = parse(argv);
+    const adapters = extractAdapterArgs(argv);
+    const args = parse(adapters.argv);
     o = args.values;
+    extras = adapterModelOptions(o, adapters.lora);
     if (o.help) {
       process.stdout.write(HELP);
       return 0;
@@ -147,6 +158,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(o['chat-template'] !== undefined ? { chatTemplate: o['chat-template'] } : {}),
       shutdownTimeout,
       ...(o['slot-save-path'] !== undefined ? { slotSavePath: o['slot-save-path'] } : {}),
+      ...(extras.lora_list ? { lora: extras.lora_list as { path: string; scaled: number }[] } : {}),
+      ...(extras.model_draft !== undefined ? { modelDraft: extras.model_draft as string } : {}),
+      ...(extras.spec_type !== undefined ? { specType: extras.spec_type as 'draft' | 'ngram' } : {}),
+      ...(extras.draft_max !== undefined ? { draftMax: extras.draft_max as number } : {}),
+      ...(extras.draft_min !== undefined ? { draftMin: extras.draft_min as number } : {}),
+      ...(extras.draft_p_min !== undefined ? { draftPMin: extras.draft_p_min as number } : {}),
+      ...(o.reranking ? { reranking: true } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;
@@ -229,6 +247,8 @@ function parse(argv: string[]) {
       'chat-template': { type: 'string' },
       'slot-save-path': { type: 'string' },
       'log-level': { type: 'string' },
+      reranking: { type: 'boolean' },
+      ...SPECULATIVE_OPTIONS,
     } as const),
   });
 }

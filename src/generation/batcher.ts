@@ -14,10 +14,23 @@
 // it waits for that one, others pass it); a unit with followers (n_cmpl: completions of
 // one prompt) takes a slot for each at once, evaluates the prompt alone, and its cache
 // cells and logits are copied to each follower when its last prompt token is decoded.
+//
+// Units that apply different LoRA adapters are not decoded together (the graph applies one
+// set): each step serves one set, taking turns. With a drafter (speculative decoding), a
+// generating unit's next token is followed in the batch by the tokens drafted after it
+// (drafts for every unit in one drafter call), every row's logits are kept, the unit
+// verifies them, and the memory drops the drafted tokens it did not accept.
+import { logger } from '../log.js';
 import type { Context } from '../model/index.js';
+import type { Draft, Drafter, DraftRequest } from '../speculative/index.js';
 import { OptionError } from './errors.js';
 import type { SequenceMemory } from './memory.js';
 import type { GenerationUnit, Sequence } from './unit.js';
+
+const log = logger('batcher');
+
+/** Steps one adapter set may run in a row while units with another set wait. */
+const LORA_TURN = 8;
 
 export interface BatcherOptions {
   /** Slots (sequence ids 0 … n-1). */
@@ -28,6 +41,8 @@ export interface BatcherOptions {
   nBatch: number;
   /** Shift (and cut prompts) when a slot's context fills. */
   ctxShift: boolean;
+  /** Proposes tokens for units that draft (speculative decoding). */
+  drafter?: Drafter;
 }
 
 /** What the batcher tells its owner after each step (counters for metrics and status). */
@@ -36,6 +51,9 @@ export interface BatcherStats {
   nDecode: number;
   /** Tokens decoded in all of them. */
   nTokens: number;
+  /** Tokens drafted (speculative decoding), and accepted. */
+  nDrafted: number;
+  nAccepted: number;
 }
 
 export interface RequestStatus {
@@ -77,6 +95,9 @@ export interface BatcherStatus {
   slots: SlotStatus[];
   n_decode_total: number;
   n_tokens_total: number;
+  /** Speculative decoding: tokens drafted, and accepted. */
+  n_draft_total: number;
+  n_draft_accepted_total: number;
 }
 
 interface Slot extends Sequence {
@@ -152,7 +173,11 @@ export class Batcher {
   private wake: (() => void) | undefined;
   private idleWaiters: (() => void)[] = [];
   private assignments = 0;
-  readonly stats: BatcherStats = { nDecode: 0, nTokens: 0 };
+  readonly stats: BatcherStats = { nDecode: 0, nTokens: 0, nDrafted: 0, nAccepted: 0 };
+  /** The adapters the context applies now (their key), and the slot whose set went last. */
+  private loraSet = '';
+  private loraTurn = 0;
+  private loraSteps = 0;
   /** Called after every step and every change of a unit's state. */
   onChange: (() => void) | undefined;
 
@@ -230,6 +255,8 @@ export class Batcher {
       slots,
       n_decode_total: this.stats.nDecode,
       n_tokens_total: this.stats.nTokens,
+      n_draft_total: this.stats.nDrafted,
+      n_draft_accepted_total: this.stats.nAccepted,
     };
   }
 
@@ -472,52 +499,163 @@ export class Batcher {
     s.unit = undefined;
   }
 
+  /**
+   * The adapter set this step serves (its first unit): the set the context applies now,
+   * unless units with another set wait and the current one has had LORA_TURN steps in a
+   * row; sets then take turns in slot order.
+   */
+  private pickLoraSet(): GenerationUnit | undefined {
+    const n = this.slots.length;
+    let current: GenerationUnit | undefined;
+    let other: GenerationUnit | undefined;
+    let otherSlot = 0;
+    for (let k = 0; k < n; k++) {
+      const i = (this.loraTurn + k) % n;
+      const u = this.slots[i]!.unit;
+      if (!u || (u.state !== 'generating' && u.state !== 'prompt')) continue;
+      if (u.loraKey === this.loraSet) current ??= u;
+      else if (!other) {
+        other = u;
+        otherSlot = i;
+      }
+    }
+    if (current && (!other || this.loraSteps < LORA_TURN)) return current;
+    if (other) this.loraTurn = (otherSlot + 1) % n;
+    return other ?? current;
+  }
+
   private async step(): Promise<void> {
+    const lead = this.pickLoraSet();
+    if (!lead) return;
+    const key = lead.loraKey;
     const tokens: number[] = [];
     const pos: number[] = [];
     const seqIds: number[] = [];
     const logits: boolean[] = [];
-    const outs: { slot: Slot; unit: GenerationUnit; row: number; promptDone: boolean }[] = [];
-    const budget = Math.min(this.opts.nBatch, this.ctx.nBatch);
+    const outs: {
+      slot: Slot;
+      unit: GenerationUnit;
+      row: number;
+      promptDone: boolean;
+      base: number;
+      next?: number;
+      draft?: Draft;
+    }[] = [];
+    let budget = Math.min(this.opts.nBatch, this.ctx.nBatch);
+    const add = (s: Slot, t: number, wantLogits: boolean) => {
+      tokens.push(t);
+      pos.push(s.tokens.length);
+      seqIds.push(s.seq);
+      logits.push(wantLogits);
+      s.tokens.push(t);
+    };
+    const gens: (typeof outs)[number][] = [];
     for (const s of this.slots) {
       const u = s.unit;
-      if (u?.state !== 'generating') continue;
+      if (u?.state !== 'generating' || u.loraKey !== key) continue;
       const t = u.nextToken();
       if (t < 0) {
         this.release(s);
         continue;
       }
-      outs.push({ slot: s, unit: u, row: tokens.length, promptDone: false });
-      tokens.push(t);
-      pos.push(s.tokens.length);
-      seqIds.push(s.seq);
-      logits.push(true);
-      s.tokens.push(t);
+      gens.push({ slot: s, unit: u, row: -1, promptDone: false, base: s.tokens.length, next: t });
+    }
+    // drafts for every unit that drafts, in one call (the drafter batches its own decodes)
+    const drafter = this.opts.drafter;
+    const drafts = new Map<GenerationUnit, Draft>();
+    if (drafter) {
+      // with a sliding window, a step that verifies drafts is one ubatch: its tokens then
+      // push out only cells no position from the step on reads, so the rejected ones can
+      // leave again without taking what the window needs (Context.slidingWindow)
+      const window = this.memory.slidingWindow;
+      let room = (window ? Math.min(budget, this.ctx.nUbatch) : budget) - gens.length;
+      const reqs: { unit: GenerationUnit; req: DraftRequest }[] = [];
+      for (const g of gens) {
+        const s = g.slot;
+        const r = g.unit.draftRequest(
+          s.seq,
+          [...s.tokens, g.next!],
+          Math.min(room, this.opts.nCtxSeq - s.tokens.length - 1),
+        );
+        if (!r) continue;
+        reqs.push({ unit: g.unit, req: r });
+        room -= r.nMax;
+      }
+      if (reqs.length > 0) {
+        try {
+          const out = await this.compute(() => drafter.draft(reqs.map((r) => r.req)));
+          reqs.forEach((r, i) => {
+            if (out[i]!.tokens.length > 0) drafts.set(r.unit, out[i]!);
+          });
+          if (window && drafts.size > 0) budget = Math.min(budget, this.ctx.nUbatch);
+        } catch (e) {
+          // a drafter that fails costs its speed-up, not the requests
+          log.warn(`drafting failed: ${(e as Error).message}`);
+        }
+      }
+    }
+    for (const g of gens) {
+      const draft = drafts.get(g.unit);
+      g.row = tokens.length;
+      add(g.slot, g.next!, true);
+      if (draft) {
+        g.draft = draft;
+        for (const t of draft.tokens) add(g.slot, t, true);
+      }
+      outs.push(g);
     }
     for (const s of this.slots) {
       const u = s.unit;
       // a follower (n_cmpl) evaluates nothing: it copies its leader's prompt
-      if (u?.state !== 'prompt' || u.leader) continue;
+      if (u?.state !== 'prompt' || u.leader || u.loraKey !== key) continue;
       const room = budget - tokens.length;
       if (room <= 0) break;
       const chunk = u.takePrompt(room);
       for (let i = 0; i < chunk.tokens.length; i++) {
         const last = chunk.last && i === chunk.tokens.length - 1;
-        if (last) outs.push({ slot: s, unit: u, row: tokens.length, promptDone: true });
-        tokens.push(chunk.tokens[i]!);
-        pos.push(s.tokens.length);
-        seqIds.push(s.seq);
-        logits.push(last);
-        s.tokens.push(chunk.tokens[i]!);
+        if (last) outs.push({ slot: s, unit: u, row: tokens.length, promptDone: true, base: s.tokens.length });
+        add(s, chunk.tokens[i]!, last);
       }
     }
     if (tokens.length === 0) return;
+    if (key !== this.loraSet) {
+      this.ctx.setLoras(lead.loras);
+      this.loraSet = key;
+      this.loraSteps = 0;
+    }
+    this.loraSteps++;
     await this.compute(() => this.ctx.decode({ tokens, pos, seqIds, logits }));
     const t1 = performance.now();
     this.stats.nDecode++;
     this.stats.nTokens += tokens.length;
     for (const o of outs) {
       const { slot, unit } = o;
+      if (o.draft) {
+        // the drafted tokens the unit does not accept leave the memory
+        let accepted = 0;
+        if (slot.unit === unit && unit.state !== 'done') {
+          try {
+            accepted = unit.onDraftLogits((i) => this.ctx.getLogits(o.row + i), o.draft);
+          } catch (e) {
+            unit.fail(e);
+          }
+        }
+        this.stats.nDrafted += o.draft.tokens.length;
+        this.stats.nAccepted += accepted;
+        const keep = o.base + 1 + accepted;
+        slot.tokens.length = keep;
+        this.memory.remove(slot.seq, keep, -1);
+        if (this.memory.slidingWindow && unit.state !== 'done' && this.memory.reusablePrefix(slot.seq, keep) < keep) {
+          // (a step with drafts is one ubatch, so this is a broken invariant, not a case)
+          unit.fail(
+            new Error(
+              `speculative decoding: sequence ${slot.seq} lost window cells its next token reads (${keep} kept)`,
+            ),
+          );
+        }
+        if (unit.finished && slot.unit === unit) this.release(slot);
+        continue;
+      }
       if (slot.unit !== unit || unit.state === 'done') continue;
       const logits = this.ctx.getLogits(o.row);
       try {

@@ -28,7 +28,10 @@ export {
   checkValue,
   type GrammarTrigger,
   type LogitBiasOption,
+  type LoraScale,
+  MAX_DRAFT,
   MAX_LOOKBACK,
+  MAX_LORA,
   namedTool,
   OPTION_BY_NAME,
   OPTIONS,
@@ -65,6 +68,7 @@ export {
   topLogits,
   type UnitEnvironment,
   type UnitHooks,
+  type UnitSettings,
   type UnitState,
 } from './unit.js';
 

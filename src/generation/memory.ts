@@ -20,6 +20,12 @@ export interface SequenceMemory {
    * them is removed (0 … n): the prefix a new prompt may reuse.
    */
   reusablePrefix(seq: number, n: number): number;
+  /**
+   * Cells leave with the window (sliding-window layers): positions decoded in one ubatch can
+   * be removed again without losing what earlier positions need; across ubatches they may
+   * not (ask `reusablePrefix`).
+   */
+  readonly slidingWindow: boolean;
   /** Remove positions [p0, p1) of `seq` (p1 < 0: to the end; seq < 0: every sequence). */
   remove(seq: number, p0: number, p1: number): void;
   /** Add `delta` to positions [p0, p1) of `seq` (only when canShift). */
@@ -40,6 +46,9 @@ export interface SequenceMemory {
 export function contextMemory(ctx: Context): SequenceMemory {
   return {
     canShift: ctx.canShift,
+    get slidingWindow() {
+      return ctx.slidingWindow;
+    },
     reusablePrefix: (seq, n) => ctx.reusablePrefix(seq, n),
     remove: (seq, p0, p1) => ctx.seqRm(seq, p0, p1),
     shift: (seq, p0, p1, delta) => ctx.seqAdd(seq, p0, p1, delta),

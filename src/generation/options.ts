@@ -296,6 +296,31 @@ export interface CompletionResponseFormat {
 
 export type LogitBiasOption = [number | string, number | boolean][] | Record<string, number | boolean>;
 
+/** A request's scale for one of the context's LoRA adapters (llama-server's `lora` entries). */
+export interface LoraScale {
+  id: number;
+  scale: number;
+}
+
+/** LoRA adapters a context holds, at most. */
+export const MAX_LORA = 64;
+/** Tokens drafted per step, at most. */
+export const MAX_DRAFT = 256;
+
+function checkLora(v: unknown, name: string): void {
+  if (!Array.isArray(v)) fail(name, v, 'must be an array of { id, scale }');
+  if (v.length > MAX_LORA) fail(name, v, `must have at most ${MAX_LORA} entries (got ${v.length})`);
+  for (const e of v) {
+    const id = (e as LoraScale | null)?.id;
+    const scale = (e as LoraScale | null)?.scale;
+    if (typeof e !== 'object' || e === null || !Number.isInteger(id) || (id as number) < 0) {
+      fail(name, v, 'each entry must be { id: an adapter index ≥ 0, scale: a number }');
+    }
+    if (typeof scale !== 'number' || !Number.isFinite(scale))
+      fail(name, v, `the scale of adapter ${id} must be a finite number`);
+  }
+}
+
 // ---- the table ----
 
 export const OPTIONS = [
@@ -532,6 +557,39 @@ export const OPTIONS = [
     check: checkSignal,
     libraryOnly: true,
     doc: 'Stops generation (the result has `interrupted: true`), like stopCompletion().',
+  }),
+  row<LoraScale[]>()('lora', {
+    sizeDoc: `≤ ${MAX_LORA} entries { id: integer ≥ 0, scale: finite number }`,
+    kind: 'custom',
+    group: 'generation',
+    check: checkLora,
+    size: MAX_LORA,
+    server: 'lora',
+    doc: "This request's scales of the context's LoRA adapters, by id (their order in `lora_list`); adapters left out get 0. Default: the context's scales.",
+  }),
+  row<number>()('draft_max', {
+    kind: 'integer',
+    group: 'generation',
+    min: 0,
+    max: MAX_DRAFT,
+    server: 'speculative.n_max',
+    doc: "Tokens drafted per step at most, when the context drafts (`model_draft`, or `spec_type` 'ngram'); 0: no speculative decoding for this request. Default: the context's `draft_max`.",
+  }),
+  row<number>()('draft_min', {
+    kind: 'integer',
+    group: 'generation',
+    min: 0,
+    max: MAX_DRAFT,
+    server: 'speculative.n_min',
+    doc: "Drafts shorter than this are not used. Default: the context's `draft_min`.",
+  }),
+  row<number>()('draft_p_min', {
+    kind: 'number',
+    group: 'generation',
+    min: 0,
+    max: 1,
+    server: 'speculative.p_min',
+    doc: "A draft model's draft ends at a token it gives less than this probability (among its top 10). Default: the context's `draft_p_min`.",
   }),
 
   // output

@@ -31,6 +31,9 @@ export interface LlamaCompletionTimings {
   predicted_ms: number;
   predicted_per_token_ms: number;
   predicted_per_second: number;
+  /** With speculative decoding: tokens drafted, and how many of them the model accepted (llama-server's). */
+  draft_n?: number;
+  draft_n_accepted?: number;
 }
 
 export interface LlamaCompletionResult {

@@ -32,7 +32,7 @@ import {
   type ToolCallFormat,
   type ToolGrammarTrigger,
 } from '../chat/index.js';
-import { ContextError } from '../model/index.js';
+import { type ActiveLora, ContextError, loraKey } from '../model/index.js';
 import { type GrammarLimits, GrammarSampler, type LazyTriggers } from '../sampling/grammar/index.js';
 import {
   buildSamplingChain,
@@ -46,6 +46,7 @@ import {
   SamplingError,
   StopStringMatcher,
 } from '../sampling/index.js';
+import { type Draft, type DraftRequest, verifyDraft } from '../speculative/index.js';
 import { compileSamplingGrammar, compileToolCallGrammar, formatChatOnWorker } from '../untrusted/index.js';
 import type { StreamDecoder, Vocab } from '../vocab/index.js';
 import { OptionError } from './errors.js';
@@ -103,6 +104,16 @@ export interface UnitHooks {
 export interface Sequence {
   readonly seq: number;
   tokens: number[];
+  /** The LoRA adapters (loraKey) its memory was computed with; '' or absent: none. */
+  lora?: string;
+}
+
+/** What a unit runs with beyond its request: its context's adapters and speculative decoding. */
+export interface UnitSettings {
+  /** LoRA adapters applied while this unit decodes (units with other adapters wait for other steps). */
+  loras?: readonly ActiveLora[];
+  /** Speculative decoding, when the context drafts and the request wants it. */
+  draft?: { max: number; min: number; pMin: number };
 }
 
 /** Where a unit runs: its sequence, the context it may use, and the memory's answers. */
@@ -568,6 +579,15 @@ export class GenerationUnit {
   private tStart = 0;
   private tPromptDone = 0;
 
+  // adapters and speculative decoding
+  readonly loras: readonly ActiveLora[];
+  /** Names the adapters (and scales): units decoded together share it. */
+  readonly loraKey: string;
+  readonly draft: { max: number; min: number; pMin: number } | undefined;
+  /** Tokens drafted for this unit, and accepted. */
+  draftN = 0;
+  draftAccepted = 0;
+
   // the reply read as it streams (messages only)
   private readonly parser: ChatOutputParser | undefined;
   private chatOut: ChatOutput = { content: '', tool_calls: [] };
@@ -593,8 +613,12 @@ export class GenerationUnit {
     private readonly hooks: UnitHooks = {},
     /** The request's id (status reports); default: a new one. */
     id?: number,
+    settings: UnitSettings = {},
   ) {
     this.id = id ?? nextUnitId++;
+    this.loras = (settings.loras ?? []).filter((l) => l.scale !== 0);
+    this.loraKey = loraKey(this.loras);
+    this.draft = settings.draft && settings.draft.max > 0 ? settings.draft : undefined;
     this.prompt = request.prompt;
     this.stream = vocab.streamDecoder();
     this.matcher = request.stops.length > 0 ? new StopStringMatcher(request.stops) : undefined;
@@ -646,6 +670,8 @@ export class GenerationUnit {
 
   /** Cached tokens of a sequence this unit's prompt shares (to pick the best sequence). */
   sharedPrefix(s: Sequence): number {
+    // (a cache computed with other adapters shares nothing)
+    if ((s.lora ?? '') !== this.loraKey) return 0;
     return commonPrefix(s.tokens, this.prompt);
   }
 
@@ -673,7 +699,12 @@ export class GenerationUnit {
     }
     this.prompt = tokens;
     this.keep = keep;
-    let reuse = this.request.cachePrompt ? Math.min(commonPrefix(s.tokens, tokens), tokens.length - 1) : 0;
+    // a cache computed with other adapters is of no use
+    let reuse =
+      this.request.cachePrompt && (s.lora ?? '') === this.loraKey
+        ? Math.min(commonPrefix(s.tokens, tokens), tokens.length - 1)
+        : 0;
+    s.lora = this.loraKey;
     reuse = Math.max(0, Math.min(reuse, memory.reusablePrefix(s.seq, reuse)));
     memory.remove(s.seq, reuse, -1);
     s.tokens.length = reuse;
@@ -701,6 +732,7 @@ export class GenerationUnit {
     const to = this.place!.sequence;
     this.place!.memory.copy(from.seq, to.seq, 0, -1);
     to.tokens = [...from.tokens];
+    to.lora = from.lora;
     this.prompt = leader.prompt;
     this.keep = leader.keep;
     this.truncated = leader.truncated;
@@ -777,11 +809,60 @@ export class GenerationUnit {
     const forced = this.forced.shift();
     const id = forced ?? chain.choose(logits);
     chain.accept(id, forced === undefined || chain.grammar?.allows(id) !== false);
+    this.take(id, logits);
+  }
+
+  /**
+   * The draft to evaluate after this unit's next token, when it drafts: `tokens` are the
+   * sequence's tokens and that next one; `room` the tokens the batch and context still
+   * take. Undefined: no drafting this step.
+   */
+  draftRequest(seq: number, tokens: readonly number[], room: number): DraftRequest | undefined {
+    const d = this.draft;
+    if (!d || this.state !== 'generating') return undefined;
+    // a reasoning block that may still attach a grammar or force its end (a thinking
+    // budget) changes how each token is chosen mid-draft: such a unit does not draft
+    if (this.heldGrammar || this.forced.length > 0 || (this.request.thinkingBudget && !this.budgetSpent)) {
+      return undefined;
+    }
+    // (the verification adds one token of its own, so the last one left is never drafted)
+    const left = this.request.nPredict >= 0 ? this.request.nPredict - this.nDecoded - 1 : Number.POSITIVE_INFINITY;
+    const nMax = Math.min(d.max, room, left);
+    if (nMax < Math.max(1, d.min)) return undefined;
+    return {
+      seq,
+      tokens,
+      nMax,
+      nMin: d.min,
+      pMin: d.pMin,
+      ...(this.request.chain.grammar ? { grammar: this.request.chain.grammar } : {}),
+    };
+  }
+
+  /**
+   * The rows of logits after this unit's last token and after each drafted token:
+   * verification keeps the drafted tokens the model agrees with, then its own token; each
+   * goes through the same steps as onLogits'. Returns the drafted tokens accepted (the
+   * batcher drops the others from the memory).
+   */
+  onDraftLogits(row: (i: number) => Float32Array, draft: Draft): number {
+    if (this.state === 'done') return 0;
+    const r = verifyDraft(this.request.chain, row, draft, {
+      onToken: (t, i) => this.take(t, row(i)) && !this.stopRequested,
+    });
+    this.draftN += draft.tokens.length;
+    this.draftAccepted += r.accepted;
+    return r.accepted;
+  }
+
+  /** A token was chosen (and accepted by the chain): stream it and decide whether to go on. */
+  private take(id: number, logits: Float32Array): boolean {
+    const chain = this.request.chain;
     this.nDecoded++;
     if (this.vocab.isEog(id)) {
       this.stoppedEos = true;
       this.finish();
-      return;
+      return false;
     }
     this.generated.push(id);
     if (this.nProbs > 0 || this.wantLogprobs) {
@@ -794,14 +875,15 @@ export class GenerationUnit {
     if (this.parser) this.afterChatToken(id);
     if (this.finished || this.stoppedWord) {
       this.finish();
-      return;
+      return false;
     }
     if (this.request.nPredict >= 0 && this.nDecoded >= this.request.nPredict) {
       this.stoppedLimit = true;
       this.finish();
-      return;
+      return false;
     }
     this.next = id;
+    return true;
   }
 
   /**
@@ -950,6 +1032,7 @@ export class GenerationUnit {
         predicted_ms: round3(genMs),
         predicted_per_token_ms: n > 0 ? round3(genMs / n) : 0,
         predicted_per_second: genMs > 0 ? round3((n * 1000) / genMs) : 0,
+        ...(this.draft ? { draft_n: this.draftN, draft_n_accepted: this.draftAccepted } : {}),
       },
     };
     if (this.nProbs > 0 && !this.wantLogprobs) r.completion_probabilities = this.probs;

@@ -7,8 +7,10 @@ import { typeName } from '../ggml/types.js';
 import {
   ensureModel,
   FILE_TYPES,
+  generateLora,
   generateModel,
   isFileTypeName,
+  LORA_TARGETS,
   type ModelShape,
   PRESETS,
   presetSpec,
@@ -16,6 +18,7 @@ import {
 } from './index.js';
 
 const HELP = `usage: gen-model --preset NAME --type FTYPE (-o OUT.gguf | --cache [DIR]) [options]
+       gen-model --lora-for MODEL.gguf -o OUT.gguf [--targets T,T…] [--rank R] [--alpha A] [--lora-type T] [--seed N]
 
 Writes a GGUF model of a preset's shape with seeded random weights, with the per-tensor
 types llama-quantize would choose for FTYPE.
@@ -31,6 +34,12 @@ types llama-quantize would choose for FTYPE.
   --n-head N          override the preset's attention head count (n_head)
   --n-head-kv N       override the preset's K/V head count (n_head_kv; 1 = multi-query)
   --quiet             no progress
+A random LoRA adapter for MODEL.gguf (llama.cpp's adapter format):
+  --targets LIST      weights to adapt in every layer, of ${LORA_TARGETS.join(', ')}
+                      (default attn_q,attn_v)
+  --rank R            default 8
+  --alpha A           adapter.lora.alpha (default: the rank; 0: the scale applies as is)
+  --lora-type T       F32 (default), F16, BF16, Q8_0
 `;
 
 export function main(argv: string[]): number {
@@ -50,6 +59,11 @@ export function main(argv: string[]): number {
       'n-head': { type: 'string' },
       'n-head-kv': { type: 'string' },
       quiet: { type: 'boolean' },
+      'lora-for': { type: 'string' },
+      targets: { type: 'string' },
+      rank: { type: 'string' },
+      alpha: { type: 'string' },
+      'lora-type': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: false,
@@ -62,6 +76,23 @@ export function main(argv: string[]): number {
     process.stderr.write(`gen-model: ${msg}\n\n${HELP}`);
     return 2;
   };
+  if (values['lora-for']) {
+    if (!values.output) return fail('-o OUT.gguf is required');
+    const rank = Number(values.rank ?? 8);
+    const alpha = values.alpha === undefined ? undefined : Number(values.alpha);
+    const seed = Number(values.seed ?? 1);
+    if (!Number.isSafeInteger(rank) || rank < 1) return fail(`--rank ${values.rank} is not a positive integer`);
+    if (alpha !== undefined && !Number.isFinite(alpha)) return fail(`--alpha ${values.alpha} is not a number`);
+    if (!Number.isSafeInteger(seed)) return fail(`--seed ${values.seed} is not an integer`);
+    const type = (values['lora-type'] ?? 'F32').toUpperCase();
+    if (type !== 'F32' && type !== 'F16' && type !== 'BF16' && type !== 'Q8_0') {
+      return fail(`--lora-type must be F32, F16, BF16 or Q8_0`);
+    }
+    const targets = (values.targets ?? 'attn_q,attn_v').split(',').filter((t) => t !== '');
+    const r = generateLora(values['lora-for'], { targets, rank, alpha, type, seed }, values.output);
+    process.stdout.write(`${r.path}: ${r.weights.length} adapted weights, rank ${rank}\n`);
+    return 0;
+  }
   if (!values.preset || !PRESETS[values.preset])
     return fail(`--preset must be one of ${Object.keys(PRESETS).join(', ')}`);
   const ftype = (values.type ?? '').toUpperCase();

@@ -4,6 +4,7 @@
 import { quantizerOf } from '../ggml/quants/index.js';
 import { GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { useWasmQuantizers } from '../quantize/wasm-quantizers.js';
+import type { PlannedTensor } from './layout.js';
 import { mixSeed, Rng } from './rng.js';
 
 useWasmQuantizers();
@@ -50,4 +51,12 @@ export function fillChunks(job: FillJob, out: Uint8Array, c0: number, c1: number
 export function tensorByteSize(type: GGMLType, n: number): number {
   const tr = traitsOf(type);
   return (n / tr.blockSize) * tr.typeSize;
+}
+
+/** A tensor's bytes: its values (seeded by the model seed and its name) in `type`. */
+export function tensorBytes(seed: number, t: PlannedTensor, type: GGMLType): Uint8Array {
+  const job = { seed, name: t.name, mean: t.init.mean, std: t.init.std, type, n: t.dims.reduce((a, b) => a * b, 1) };
+  const out = new Uint8Array(tensorByteSize(type, job.n));
+  fillChunks(job, out, 0, chunkCount(job.n), new Float32Array(CHUNK));
+  return out;
 }

@@ -6,13 +6,13 @@
 // models far larger than memory's comfort (Qwen2.5-0.5B, TinyLlama-1.1B shapes) are fine.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { availableParallelism, homedir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { canQuantize } from '../ggml/quants/index.js';
 import { type GGMLType, traitsOf, typeName } from '../ggml/types.js';
 import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
 import { chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
-import { CHUNK, chunkCount, fillChunks, tensorByteSize } from './fill.js';
+import { defaultCacheDir } from './cache-dir.js';
 import { hparamKeys, type PlannedTensor, planTensors } from './layout.js';
 import { FillPool } from './pool.js';
 import {
@@ -28,11 +28,18 @@ import {
 import { buildVocab } from './vocab.js';
 
 export { allowsQuantization, chooseTensorTypes, quantizeOrder } from '../quantize/tensor-types.js';
+export { defaultCacheDir } from './cache-dir.js';
+export { tensorBytes } from './fill.js';
 export { planTensors } from './layout.js';
+export { ensureLora, generateLora, LORA_TARGETS, type LoraResult, type LoraSpec } from './lora.js';
 export { Rng } from './rng.js';
 export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, PresetOptions, VocabSpec } from './spec.js';
 export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
 export { buildVocab, TokenType } from './vocab.js';
+
+/** Qwen3-Reranker's rerank prompt, as llama.cpp's converter writes it. */
+export const QWEN3_RERANK_PROMPT =
+  '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
 
 /**
  * Bumped whenever the generator's output for a given spec changes (cache keys include it).
@@ -82,14 +89,6 @@ function defaultVocab(spec: ModelSpec): VocabSpec {
 
 const QWEN_ARCHS: readonly string[] = ['qwen2', 'qwen3', 'qwen2moe', 'qwen3moe'];
 
-/** A tensor's bytes: its values (seeded by the model seed and its name) in `type`. */
-export function tensorBytes(seed: number, t: PlannedTensor, type: GGMLType): Uint8Array {
-  const job = { seed, name: t.name, mean: t.init.mean, std: t.init.std, type, n: t.dims.reduce((a, b) => a * b, 1) };
-  const out = new Uint8Array(tensorByteSize(type, job.n));
-  fillChunks(job, out, 0, chunkCount(job.n), new Float32Array(CHUNK));
-  return out;
-}
-
 /** Writes the model `spec` describes to `path` (overwriting it). */
 export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptions = {}): GenerateResult {
   const t0 = performance.now();
@@ -131,6 +130,7 @@ export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptio
     w.setU32('tokenizer.ggml.token_type_count', shape.nTypeVocab);
   }
   for (const kv of vocab.kv) w.set(kv.key, kv.type, kv.value);
+  if (arch === 'qwen3' && shape.poolingType === 4) w.setString('tokenizer.chat_template.rerank', QWEN3_RERANK_PROMPT);
   if (layout === 'quantize') {
     w.set('general.quantization_version', GGUFValueType.UINT32, 2);
     w.setU32('general.file_type', ft.ftype);
@@ -203,10 +203,6 @@ export function specHash(spec: ModelSpec): string {
     source: source ? { size: source.size, mtimeMs: source.mtimeMs } : null,
   };
   return createHash('sha256').update(JSON.stringify(key)).digest('hex');
-}
-
-export function defaultCacheDir(): string {
-  return process.env.LLAMA_TS_CACHE ?? join(homedir(), '.cache', 'llama-ts', 'models');
 }
 
 export interface EnsureOptions extends GenerateOptions, PresetOptions {}

@@ -60,6 +60,12 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
       add(`${b}layer_output_norm.weight`, [E], NORM);
       add(`${b}layer_output_norm.bias`, [E], BIAS);
     }
+    if (s.poolingType === 4) {
+      add('cls.weight', [E, E], linear(E));
+      add('cls.bias', [E], BIAS);
+      add('cls.output.weight', [E, 1], linear(E));
+      add('cls.output.bias', [1], BIAS);
+    }
     return out;
   }
 
@@ -137,6 +143,8 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
   }
   add('output_norm.weight', [E], NORM);
   if (!s.tiedEmbeddings) add('output.weight', [E, nVocab], linear(E));
+  // Qwen3-Reranker: the converter copies the output rows of "yes" and "no" here
+  if (arch === 'qwen3' && s.poolingType === 4) add('cls.output.weight', [E, 2], linear(E));
   return out;
 }
 
@@ -168,6 +176,14 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push({ key: 'bert.attention.causal', type: GGUFValueType.BOOL, value: false });
     kv.push(u32('pooling_type', s.poolingType));
     return kv;
+  }
+  if (arch === 'qwen3' && s.poolingType === 4) {
+    kv.push(u32('pooling_type', 4));
+    kv.push({
+      key: 'qwen3.classifier.output_labels',
+      type: GGUFValueType.ARRAY,
+      value: { itemType: GGUFValueType.STRING, items: ['yes', 'no'] },
+    });
   }
   kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));
   kv.push(f32('rope.freq_base', s.ropeFreqBase));

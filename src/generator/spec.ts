@@ -118,7 +118,12 @@ export interface ModelShape {
   normEps?: number;
   /** No output.weight: the output projection reuses token_embd (llama/qwen*). */
   tiedEmbeddings?: boolean;
-  /** bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1. */
+  /**
+   * bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1.
+   * 4 (rank) makes a reranker: bert gets a classification head (cls.weight/bias,
+   * cls.output.weight/bias, one output), qwen3 a Qwen3-Reranker head (cls.output.weight,
+   * labels yes/no) and its rerank prompt.
+   */
   poolingType?: number;
   /** bert: rows of token_types (the `token_type_count`); default 2. */
   nTypeVocab?: number;
@@ -180,6 +185,8 @@ export interface ModelShape {
 
 export type VocabSpec =
   | { kind: 'synthetic-spm' | 'synthetic-bpe' | 'synthetic-wpm'; size: number }
+  /** A few tokens (<unk> <s> </s> and single letters, no byte fallback): for statistics over the whole vocabulary. */
+  | { kind: 'toy-spm'; size: number }
   | { kind: 'copy'; from: string };
 
 export interface ModelSpec {
@@ -356,6 +363,30 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
     name: 'tiny-qwen3',
     description: 'small qwen3 for tests: q/k RMS norms, head_dim 32 (> nEmbd / nHead), 512-token BPE vocab',
     shape: { nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nVocab: 512, nCtxTrain: 512, headDim: 32 },
+    vocabKind: 'synthetic-bpe',
+  },
+  'tiny-bert-reranker': {
+    arch: 'bert',
+    name: 'tiny-bert-reranker',
+    description: 'small BERT reranker for tests: pooling rank, classification head, 512-token WordPiece vocab',
+    shape: { nEmbd: 64, nLayer: 2, nHead: 4, nFf: 128, nVocab: 512, nCtxTrain: 128, poolingType: 4 },
+    vocabKind: 'synthetic-wpm',
+  },
+  'tiny-qwen3-reranker': {
+    arch: 'qwen3',
+    name: 'tiny-qwen3-reranker',
+    description: 'small Qwen3-Reranker for tests: yes/no head, the rerank prompt, 512-token BPE vocab',
+    shape: {
+      nEmbd: 64,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 512,
+      headDim: 32,
+      poolingType: 4,
+    },
     vocabKind: 'synthetic-bpe',
   },
   'tiny-bert': {
@@ -849,6 +880,27 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
       nHead: 14,
       nHeadKv: 2,
       nFf: 4864,
+      nVocab: 151936,
+      nCtxTrain: 32768,
+      ropeFreqBase: 1e6,
+      normEps: 1e-6,
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  // Qwen/Qwen2.5-1.5B config.json: hidden 1536, 28 layers, 12 heads, 2 KV heads,
+  // intermediate 8960, vocab 151936, rope_theta 1e6, rms_norm_eps 1e-6, tied (1.54B).
+  // The speculative-decoding benchmark's target (qwen2.5-0.5b drafts for it: same vocabulary).
+  'qwen2.5-1.5b': {
+    arch: 'qwen2',
+    name: 'Qwen2.5-1.5B (random weights)',
+    description: "Qwen2.5-1.5B's shape: 1536 wide, 28 layers, 12/2 heads, n_ff 8960, vocab 151936, tied",
+    shape: {
+      nEmbd: 1536,
+      nLayer: 28,
+      nHead: 12,
+      nHeadKv: 2,
+      nFf: 8960,
       nVocab: 151936,
       nCtxTrain: 32768,
       ropeFreqBase: 1e6,

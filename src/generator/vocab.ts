@@ -134,6 +134,37 @@ function syntheticSpm(size: number): BuiltVocab {
   };
 }
 
+/** A toy SentencePiece vocabulary: <unk> <s> </s>, then "▁" and letters (no byte tokens). */
+function toySpm(size: number): BuiltVocab {
+  const letters = `\u2581${LETTERS}${LETTERS.toUpperCase()}`;
+  if (size < 4 || size > 3 + letters.length) {
+    throw new RangeError(`toy SPM vocabulary of ${size} tokens: needs 4 to ${3 + letters.length}`);
+  }
+  const tokens = ['<unk>', '<s>', '</s>', ...letters.slice(0, size - 3)];
+  const types = tokens.map((_, i) => (i === 0 ? TokenType.UNKNOWN : i < 3 ? TokenType.CONTROL : TokenType.NORMAL));
+  const scores = Float32Array.from(tokens, (_, i) => (i < 3 ? 0 : -i));
+  return {
+    nVocab: size,
+    kv: [
+      strArray('tokenizer.ggml.tokens', tokens),
+      {
+        key: 'tokenizer.ggml.scores',
+        type: GGUFValueType.ARRAY,
+        value: { itemType: GGUFValueType.FLOAT32, items: scores },
+      },
+      {
+        key: 'tokenizer.ggml.token_type',
+        type: GGUFValueType.ARRAY,
+        value: { itemType: GGUFValueType.INT32, items: Int32Array.from(types) },
+      },
+      str('tokenizer.ggml.model', 'llama'),
+      u32('tokenizer.ggml.unknown_token_id', 0),
+      u32('tokenizer.ggml.bos_token_id', 1),
+      u32('tokenizer.ggml.eos_token_id', 2),
+    ],
+  };
+}
+
 /** Byte-level BPE (tokenizer.ggml.model "gpt2"): 256 byte tokens, merged pieces, chat specials last. */
 function syntheticBpe(size: number, pre: string): BuiltVocab {
   const b2u = bytesToUnicode();
@@ -251,6 +282,8 @@ export function buildVocab(spec: VocabSpec, bpePre = 'gpt-2'): BuiltVocab {
       return syntheticBpe(spec.size, bpePre);
     case 'synthetic-wpm':
       return syntheticWpm(spec.size);
+    case 'toy-spm':
+      return toySpm(spec.size);
     case 'copy':
       return copyVocab(spec.from);
   }

@@ -168,7 +168,7 @@ export function gelu(a: Tensor): Tensor {
   return node(newTensor(a.type, a.ne), Op.GELU, [a]);
 }
 
-/** tanh(x) elementwise (ggml_tanh; soft-capping is c·tanh(x/c)). */
+/** tanh(x) elementwise (ggml_tanh; soft-capping is c·tanh(x/c); reranker classification heads). */
 export function tanh(a: Tensor): Tensor {
   return node(newTensor(a.type, a.ne), Op.TANH, [a]);
 }

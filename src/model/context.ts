@@ -23,6 +23,7 @@ import { logger } from '../log.js';
 import { ContextError } from './errors.js';
 import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
 import { headCountKv, headDimK, headDimV, maskedBySwa, type PoolingType, ropeDims } from './hparams.js';
+import { type ActiveLora, loraKey } from './lora.js';
 import {
   type AttentionMemory,
   CACHE_TYPES,
@@ -150,6 +151,9 @@ export class Context {
   private readonly onMatMulInput: ContextParams['onMatMulInput'];
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
+  /** LoRA adapters this context applies (setLoras), and their graph cache key. */
+  private activeLoras: readonly ActiveLora[] = [];
+  private activeLoraKey = '';
 
   constructor(
     readonly model: Model,
@@ -169,6 +173,14 @@ export class Context {
     this.pooling = params.pooling ?? model.hp.pooling;
     this.keep = params.keepIntermediates ?? false;
     this.onMatMulInput = params.onMatMulInput;
+    if (this.embeddings && this.pooling === 'rank') {
+      if (!model.arch.rank) throw new ContextError(`${model.arch.name} models cannot rank (pooling_type rank)`);
+      if (!model.weights.opt('cls.weight') && !model.weights.opt('cls.output.weight')) {
+        throw new ContextError(
+          `${model.path} has no classification head (cls.weight or cls.output.weight): it cannot rank`,
+        );
+      }
+    }
     if (!this.embeddings && !model.arch.usesKVCache) {
       throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
     }
@@ -228,9 +240,13 @@ export class Context {
         throw new ContextError(`decode: sequence id ${s} outside 0..${this.nSeqMax - 1}`);
     }
     const pos = batch.pos ? Int32Array.from(batch.pos) : this.defaultPositions(seqIds);
-    const pooledAll = this.embeddings && this.pooling !== 'none';
+    const rank = this.embeddings && this.pooling === 'rank';
+    const pooledAll = this.embeddings && this.pooling !== 'none' && !rank;
     const wanted = new Uint8Array(n);
+    // rank: the one token per sequence the head reads (its first or last position)
+    const ranked = rank ? this.rankTokens(seqIds, pos) : null;
     if (pooledAll) wanted.fill(1);
+    else if (ranked) for (const i of ranked.values()) wanted[i] = 1;
     else if (batch.logits) for (let i = 0; i < n; i++) wanted[i] = batch.logits[i] ? 1 : 0;
     else wanted[n - 1] = 1;
     if (!this.memory && n > this.nUbatch) {
@@ -260,6 +276,18 @@ export class Context {
       if (rec) for (const q of u.checkpoints) await rec.checkpoint(q);
     }
     if (pooledAll) await this.pool(seqIds);
+    if (ranked) for (const [s, i] of ranked) this.pooled.set(s, this.rowView(i)!.slice());
+  }
+
+  /** For each sequence of the batch, the batch index of the token a rank head reads. */
+  private rankTokens(seqIds: Int32Array, pos: Int32Array): Map<number, number> {
+    const last = this.model.arch.rank?.token === 'last';
+    const pick = new Map<number, number>();
+    seqIds.forEach((s, i) => {
+      const j = pick.get(s);
+      if (j === undefined || (last ? pos[i] >= pos[j] : pos[i] < pos[j])) pick.set(s, i);
+    });
+    return pick;
   }
 
   /**
@@ -363,11 +391,11 @@ export class Context {
     }
     const outIdx: number[] = [];
     for (let i = 0; i < m; i++) if (wanted[i]) outIdx.push(i);
-    const allRows = this.embeddings && this.pooling !== 'none';
+    const allRows = this.embeddings && this.pooling !== 'none' && this.pooling !== 'rank';
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
     const nSeqs = seqList ? seqList.length : 1;
-    const key = `${m}:${nOutputs}:${nKV.join(',')}:${nSeqs}`;
+    const key = `${m}:${nOutputs}:${nKV.join(',')}:${nSeqs}:${this.activeLoraKey}`;
     let last = this.last;
     if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
       const b = new GraphBuilder(
@@ -375,9 +403,15 @@ export class Context {
         this.model.weights,
         { nTokens: m, nOutputs, nKV, nCtx: this.nCtx, nSeqs },
         this.memory,
+        this.activeLoras,
       );
       const out = this.model.arch.build(b);
-      const result = this.embeddings ? out.embd : out.logits;
+      const rankHead = this.embeddings && this.pooling === 'rank';
+      const result = rankHead
+        ? b.rankHead(out.embd, this.model.arch.rank!.softmax)
+        : this.embeddings
+          ? out.embd
+          : out.logits;
       if (!result) throw new ContextError(`${hp.arch} has no logits output`);
       if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
       // the recurrent states' writes are read by nothing in the graph: outputs too
@@ -633,11 +667,39 @@ export class Context {
     return this.output(i, 'embeddings');
   }
 
-  /** Pooled embedding [nEmbd] of sequence `seq` in the last decode. */
+  /**
+   * Pooled embedding [nEmbd] of sequence `seq` in the last decode; with pooling 'rank',
+   * the classification head's outputs [nClsOut] (a reranker's score first).
+   */
   getEmbeddingsSeq(seq = 0): Float32Array {
     const v = this.pooled.get(seq);
     if (!v) throw new ContextError(`no pooled embedding for sequence ${seq} (pooling ${this.pooling})`);
     return v;
+  }
+
+  // ---- adapters ----
+
+  /**
+   * The LoRA adapters this context applies from the next decode on (replacing the previous
+   * set; [] for none), each at its scale; a scale of 0 leaves the adapter out. Adapters
+   * must have been loaded for this context's model. The KV cache is kept: tokens already
+   * evaluated keep what the earlier adapters made of them.
+   */
+  setLoras(loras: readonly ActiveLora[]): void {
+    for (const l of loras) {
+      if (l.adapter.model !== this.model) {
+        throw new ContextError(`LoRA adapter ${l.adapter.path} was loaded for another model than ${this.model.path}`);
+      }
+      if (l.adapter.released) throw new ContextError(`LoRA adapter ${l.adapter.path} has been freed`);
+      if (!Number.isFinite(l.scale)) throw new ContextError(`LoRA scale ${l.scale} is not a finite number`);
+    }
+    this.activeLoras = loras.filter((l) => l.scale !== 0).map((l) => ({ adapter: l.adapter, scale: l.scale }));
+    this.activeLoraKey = loraKey(this.activeLoras);
+  }
+
+  /** The adapters set by setLoras (scale 0 ones left out). */
+  get loras(): readonly ActiveLora[] {
+    return this.activeLoras;
   }
 
   // ---- memory (llama_memory_seq_*) ----
@@ -676,6 +738,17 @@ export class Context {
   /** Whether the memory can shift positions (context shift). */
   get canShift(): boolean {
     return this.memory?.canShift ?? false;
+  }
+
+  /**
+   * Whether the memory may reuse a sequence's cells once they leave its window (it has
+   * sliding-window layers; a full-size cache only does when it wraps). Tokens decoded in one ubatch never push out cells a
+   * query at their first position reads, so dropping them again (rejected drafts) keeps the
+   * window; tokens decoded in several ubatches or decodes may have pushed out cells the
+   * positions before them need (`reusablePrefix` then says so).
+   */
+  get slidingWindow(): boolean {
+    return this.memory?.caches.some((c) => c.nSwa > 0) ?? false;
   }
 
   /**

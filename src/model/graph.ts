@@ -25,6 +25,7 @@ import {
   ropeFreqBase,
   ropeFreqScale,
 } from './hparams.js';
+import type { ActiveLora } from './lora.js';
 import { type AttentionMemory, recurrentState } from './memory/index.js';
 import type { TensorList, Weights } from './weights.js';
 
@@ -113,6 +114,8 @@ export class GraphBuilder {
     readonly w: Weights,
     readonly ub: UbatchShape,
     readonly memory: AttentionMemory | null,
+    /** LoRA adapters applied to every product with a weight they adapt (lora.ts). */
+    readonly loras: readonly ActiveLora[] = [],
   ) {
     this.nTokens = ub.nTokens;
     this.nSeqs = ub.nSeqs ?? 1;
@@ -170,7 +173,15 @@ export class GraphBuilder {
 
   /** Token embeddings of the ubatch: F32 [nEmbd, n]. */
   inpEmbd(tokEmbd: Tensor): Tensor {
-    return this.cb(this.tokenRows(tokEmbd), 'embd');
+    let cur = this.tokenRows(tokEmbd);
+    // token-embedding adapters: + s·B·A[:, token] (A is read by rows, B is not transposed)
+    for (const l of this.loras) {
+      const lw = l.adapter.weightFor(tokEmbd.name);
+      if (!lw) continue;
+      const delta = ops.mulMat(lw.b, ops.getRows(lw.a, this.inpTokens));
+      cur = ops.add(cur, ops.scale(delta, l.adapter.scaleOf(lw, l.scale)));
+    }
+    return this.cb(cur, 'embd');
   }
 
   /**
@@ -204,13 +215,24 @@ export class GraphBuilder {
 
   // ---- blocks ----
 
+  /** w·x, plus s·B·(A·x) for each active adapter of w (llama.cpp's build_lora_mm). */
   mm(w: Tensor, x: Tensor): Tensor {
-    return ops.mulMat(w, x);
+    let y = ops.mulMat(w, x);
+    // (a token-embedding pair is laid out for reading by rows: it adapts the input only,
+    // also when the output projection reuses the table)
+    if (this.loras.length === 0 || w.name === 'token_embd.weight') return y;
+    for (const l of this.loras) {
+      const lw = l.adapter.weightFor(w.name);
+      if (!lw) continue;
+      const ab = ops.mulMat(lw.b, ops.mulMat(lw.a, x));
+      y = ops.add(y, ops.scale(ab, l.adapter.scaleOf(lw, l.scale)));
+    }
+    return y;
   }
 
-  /** w·x + b when there is a bias. */
+  /** w·x (+ adapters) + b when there is a bias. */
   linear(w: Tensor, b: Tensor | undefined, x: Tensor): Tensor {
-    const y = ops.mulMat(w, x);
+    const y = this.mm(w, x);
     return b ? ops.add(y, b) : y;
   }
 
@@ -314,6 +336,31 @@ export class GraphBuilder {
     cur = this.cb(reshape(cur, [cur.ne[0] * cur.ne[1], n]), 'kqv_out', il);
     if (!wo) return cur;
     return this.cb(this.linear(wo, bo, cur), 'attn_out', il);
+  }
+
+  /**
+   * A reranker's classification head on pooled rows x [nEmbd, nSeq] (llama.cpp's rank
+   * pooling): tanh(cls·x + b) when the model has `cls.weight`, then cls.output·(…) + b
+   * when it has `cls.output.weight`, then an optional softmax. [nClsOut, nSeq].
+   */
+  rankHead(x: Tensor, softmax: boolean): Tensor {
+    const w = this.w;
+    let cur = x;
+    const cls = w.opt('cls.weight');
+    if (cls) {
+      cur = ops.mulMat(cls, cur);
+      const b = w.opt('cls.bias');
+      if (b) cur = ops.add(cur, b);
+      cur = ops.tanh(cur);
+    }
+    const out = w.opt('cls.output.weight');
+    if (out) {
+      cur = ops.mulMat(out, cur);
+      const b = w.opt('cls.output.bias');
+      if (b) cur = ops.add(cur, b);
+    }
+    if (softmax) cur = ops.softMax(cur);
+    return this.cb(cur, 'result_embd_pooled');
   }
 
   /**
@@ -762,6 +809,14 @@ export function shortConvTensors(hp: HParams, t: TensorList, il: number): void {
   t.layer(il, 'shortconv.conv.weight', [hp.shortConvL, E]);
   t.layer(il, 'shortconv.in_proj.weight', [E, 3 * E]);
   t.layer(il, 'shortconv.out_proj.weight', [E, E]);
+}
+
+/** The classification head a reranker runs on its pooled rows. */
+export interface RankHead {
+  /** Which token of a sequence it reads: the first (BERT's [CLS]) or the last (Qwen3). */
+  token: 'first' | 'last';
+  /** Softmax over the outputs (Qwen3's yes/no), as llama.cpp's build_pooling. */
+  softmax: boolean;
 }
 
 /** What an architecture's graph produces: hidden states after the final norm, and logits. */

@@ -5,11 +5,14 @@ import { type GGUFFile, isArrayValue } from '../gguf/index.js';
 import { ModelError } from './errors.js';
 import { type ExpertParams, readExpertParams } from './experts.js';
 
-/** How per-token embeddings become one per sequence (llama_pooling_type). */
-export type PoolingType = 'none' | 'mean' | 'cls' | 'last';
+/**
+ * How per-token embeddings become one per sequence (llama_pooling_type); 'rank': a
+ * reranker's classification head on one token per sequence (its scores).
+ */
+export type PoolingType = 'none' | 'mean' | 'cls' | 'last' | 'rank';
 
 /** GGUF `{arch}.pooling_type` values. */
-const POOLING_BY_ID: Record<number, PoolingType> = { 0: 'none', 1: 'mean', 2: 'cls', 3: 'last' };
+const POOLING_BY_ID: Record<number, PoolingType> = { 0: 'none', 1: 'mean', 2: 'cls', 3: 'last', 4: 'rank' };
 
 export type RopeScaling = 'none' | 'linear' | 'yarn' | 'longrope';
 
@@ -48,6 +51,8 @@ export interface HParams {
   causal: boolean;
   /** The model's pooling for embeddings; 'none' when it does not say. */
   pooling: PoolingType;
+  /** Outputs of a classification head (`classifier.output_labels`' length, default 1). */
+  nClsOut: number;
   /** Mixture of experts (null: a dense model). */
   moe: ExpertParams | null;
 
@@ -355,6 +360,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     nVocab,
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
+    nClsOut: Math.max(1, file.getStringArray(key('classifier.output_labels'), []).length),
     moe: readExpertParams(file, arch),
     nHeadArr,
     nHeadKvArr,

@@ -5,11 +5,13 @@
 // the host device) and read their bytes straight from the file into those buffers.
 
 import {
+  type BufferType,
   type Device,
   type Buffer as DeviceBuffer,
   devicesByType,
   fallbackDevice,
   modelDevice,
+  tensorBuffer,
   tensorHostBytes,
   tensorSet,
 } from '../backends/index.js';
@@ -87,6 +89,8 @@ function abortError(signal: AbortSignal): unknown {
 export class Model {
   /** Milliseconds `load` took. */
   loadMs = 0;
+  /** `tokenizer.chat_template.rerank`: a reranker's prompt, with {query} and {document}. */
+  rerankTemplate: string | undefined;
 
   private constructor(
     readonly path: string,
@@ -232,6 +236,7 @@ export class Model {
         fileTypeName(file, tensors),
         file.getString('general.name', archName),
       );
+      model.rerankTemplate = file.getString('tokenizer.chat_template.rerank', null) ?? undefined;
       log.info(
         `loaded ${file.path}: ${archName}, ${hp.nLayer} layers, ${(model.nParams / 1e6).toFixed(2)}M parameters on ${[...byDevice.keys()].map((d) => d.name).join(', ')}${onDisk.size > 0 ? ` (${[...onDisk.keys()].map((t) => t.name).join(', ')} read from the file by rows)` : ''}`,
       );
@@ -242,6 +247,14 @@ export class Model {
       for (const r of onDisk.values()) r.close();
       throw e;
     }
+  }
+
+  /**
+   * The buffer type weight `t` lives in (a table left on disk: the host device's), where
+   * tensors that work with it, such as LoRA factors, are placed.
+   */
+  bufferTypeOf(t: Tensor): BufferType {
+    return tensorBuffer(t)?.bufferType ?? this.devices[this.devices.length - 1].bufferType();
   }
 
   /** Parameters (elements of all weights). */

@@ -24,6 +24,9 @@ export interface EngineCounters {
   /** Decode calls and the tokens in them. */
   nDecode: number;
   nTokens: number;
+  /** Speculative decoding: tokens drafted, and accepted. */
+  nDrafted: number;
+  nAccepted: number;
   /** Each slot's state. */
   perSlot: readonly SlotStatus[];
 }
@@ -70,6 +73,14 @@ export class Metrics {
         'gauge',
         'Average generation throughput in tokens/s (per slot).',
         this.predictedMs > 0 ? (this.predictedTokens * 1000) / this.predictedMs : 0,
+      ],
+      ['llamats:draft_tokens_total', 'counter', 'Tokens drafted for speculative decoding.', e.nDrafted],
+      ['llamats:draft_tokens_accepted_total', 'counter', 'Drafted tokens the model accepted.', e.nAccepted],
+      [
+        'llamats:draft_acceptance_rate',
+        'gauge',
+        'Drafted tokens accepted, as a fraction of those drafted.',
+        e.nDrafted > 0 ? e.nAccepted / e.nDrafted : 0,
       ],
       ['llamacpp:requests_processing', 'gauge', 'Number of requests processing.', e.processing],
       ['llamacpp:requests_deferred', 'gauge', 'Number of requests deferred.', e.deferred],

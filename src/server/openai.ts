@@ -136,6 +136,8 @@ export function timings(r: LlamaCompletionResult): Record<string, number> {
     predicted_n: t.predicted_n,
     predicted_ms: t.predicted_ms,
     predicted_per_second: t.predicted_ms > 0 ? (t.predicted_n * 1000) / t.predicted_ms : 0,
+    // speculative decoding (llama-server's names)
+    ...(t.draft_n !== undefined ? { draft_n: t.draft_n, draft_n_accepted: t.draft_n_accepted ?? 0 } : {}),
   };
 }
 

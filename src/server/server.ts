@@ -10,6 +10,7 @@
 //        /v1/responses (responses.ts) /v1/messages /v1/messages/count_tokens (anthropic.ts)
 //        /completion /completions /infill /apply-template /slots/:id?action= (native.ts:
 //        llama-server's own shapes) /v1/embeddings /embeddings /tokenize /detokenize
+//        /v1/rerank /rerank /v1/reranking /reranking /lora-adapters (GET too)
 //
 // Life cycle (for running many behind a balancer, docs/replicas.md): listen() opens the
 // port at once and answers 503 ("loading model") until load() is done; shutdown() stops
@@ -46,6 +47,9 @@ import * as responses from './responses.js';
 import { SseWriter } from './sse.js';
 
 const log = logger('server');
+
+/** Documents one /v1/rerank request may hold. */
+const MAX_RERANK_DOCUMENTS = 10000;
 
 /** llama-ts's version, from package.json (dist/src/server → the package root). */
 const VERSION = ((): string => {
@@ -95,6 +99,16 @@ export interface ServerOptions {
   grammarLimits?: GrammarLimits & { timeMs?: number };
   /** Shift a slot's context when it fills, as the library does (a prompt longer than a slot is refused, as llama-server's). Default true. */
   ctxShift?: boolean;
+  /** LoRA adapters applied to every request (unless it names its own scales: `lora: [{ id, scale }]`). */
+  lora?: { path: string; scaled: number }[];
+  /** Speculative decoding: a draft model, or n-gram lookup ('ngram'), and llama-server's draft settings. */
+  modelDraft?: string;
+  specType?: 'draft' | 'ngram';
+  draftMax?: number;
+  draftMin?: number;
+  draftPMin?: number;
+  /** Serve /v1/rerank (llama-server's --reranking); a model whose pooling_type is rank serves it anyway. */
+  reranking?: boolean;
   /** Seconds shutdown() lets requests in flight finish before ending them (default 30). */
   shutdownTimeout?: number;
   /** A folder for slot saves (llama-server's --slot-save-path): enables POST /slots/:id?action=save|restore|erase, file names confined to it. */
@@ -143,8 +157,8 @@ function apiError(e: unknown): unknown {
   return e;
 }
 
-/** From the GGUF header: the training context (0 when it does not say) and whether the model generates. */
-function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
+/** From the GGUF header: the training context (0 when it does not say), whether the model generates, whether it ranks. */
+function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ranks: boolean } {
   const f = openGGUF(path);
   try {
     const arch = f.architecture;
@@ -153,7 +167,11 @@ function modelFacts(path: string): { nCtxTrain: number; generative: boolean } {
     try {
       generative = architecture(arch, path).usesKVCache;
     } catch {}
-    return { nCtxTrain: f.getInt(`${arch}.context_length`, 0), generative };
+    return {
+      nCtxTrain: f.getInt(`${arch}.context_length`, 0),
+      generative,
+      ranks: f.getInt(`${arch}.pooling_type`, -1) === 4,
+    };
   } finally {
     f.close();
   }
@@ -179,6 +197,8 @@ export class LlamaServer implements GenerationHost {
   private readonly loadAbort = new AbortController();
   private shuttingDown: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  /** /v1/rerank is served (once loaded). */
+  private rerankingValue = false;
 
   private constructor(readonly opts: ServerOptions) {
     this.modelId = opts.alias ?? basename(opts.model);
@@ -244,7 +264,7 @@ export class LlamaServer implements GenerationHost {
     const opts = this.opts;
     const parallel = this.parallel;
     try {
-      const { nCtxTrain, generative } = modelFacts(opts.model);
+      const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
       const train = nCtxTrain || 4096;
       const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
       const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
@@ -264,8 +284,17 @@ export class LlamaServer implements GenerationHost {
         // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
         ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
         ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
+        ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
+        ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
+        ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
+        ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
+        ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
+        ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
+        ...(ranks ? { pooling_type: 'rank' as const } : {}),
       });
       try {
+        // --reranking with a model that cannot rank fails here, not on the first request
+        if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
         if (generative && this.stateValue === 'loading') {
           await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
         }
@@ -278,6 +307,7 @@ export class LlamaServer implements GenerationHost {
       this.info = ctx.getModelInfo();
       this.generative = generative;
       this.nCtxSlotValue = nCtxSlot;
+      this.rerankingValue = ranks || opts.reranking === true;
       this.stateValue = 'ready';
       log.info(`ready on ${this.url} (${parallel} slots of ${nCtxSlot} tokens, model ${this.modelId})`);
     } catch (e) {
@@ -308,6 +338,11 @@ export class LlamaServer implements GenerationHost {
   /** Tokens of context per slot (once loaded). */
   get nCtxSlot(): number {
     return this.nCtxSlotValue;
+  }
+
+  /** Whether /v1/rerank is served (a rank-pooling model, or --reranking; once loaded). */
+  get reranking(): boolean {
+    return this.rerankingValue;
   }
 
   get modelPath(): string {
@@ -450,7 +485,93 @@ export class LlamaServer implements GenerationHost {
     add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
     add('POST', ['/detokenize'], (c) => this.detokenize(c));
+    add('POST', ['/v1/rerank', '/rerank', '/v1/reranking', '/reranking'], (c) => this.rerank(c));
+    add('GET', ['/lora-adapters'], (c) => this.loraAdapters(c));
+    add('POST', ['/lora-adapters'], (c) => this.setLoraAdapters(c));
     return r;
+  }
+
+  // ---- LoRA adapters (llama-server's /lora-adapters) ----
+
+  private loraAdapters(c: RequestContext): void {
+    sendJson(
+      c.res,
+      200,
+      this.ctx.getLoadedLoraAdapters().map((a, id) => ({ id, path: a.path, scale: a.scaled })),
+    );
+  }
+
+  /** [{ id, scale }]: the adapters' scales from now on (adapters left out: 0), as llama-server. */
+  private async setLoraAdapters(c: RequestContext): Promise<void> {
+    const loaded = this.ctx.getLoadedLoraAdapters();
+    const body = c.body;
+    if (!Array.isArray(body)) throw new ApiError(400, 'the body must be an array of { id, scale }', undefined, 'lora');
+    const scales = new Map<number, number>();
+    for (const e of body) {
+      const id = (e as { id?: unknown } | null)?.id;
+      const scale = (e as { scale?: unknown } | null)?.scale;
+      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= loaded.length) {
+        throw new ApiError(
+          400,
+          `no LoRA adapter ${JSON.stringify(id)} (the server has ${loaded.length})`,
+          undefined,
+          'id',
+        );
+      }
+      if (typeof scale !== 'number' || !Number.isFinite(scale)) {
+        throw new ApiError(400, `the scale of adapter ${id} must be a number`, undefined, 'scale');
+      }
+      scales.set(id, scale);
+    }
+    await this.ctx.applyLoraAdapters(loaded.map((a, id) => ({ path: a.path, scaled: scales.get(id) ?? 0 })));
+    sendJson(c.res, 200, { success: true });
+  }
+
+  // ---- reranking (llama-server's /v1/rerank: Jina's shape) ----
+
+  private async rerank(c: RequestContext): Promise<void> {
+    if (!this.reranking) {
+      throw new ApiError(
+        501,
+        'this server does not serve reranking: start it with a reranker model (pooling_type rank) or --reranking',
+      );
+    }
+    const b = oa.asObject(c.body);
+    if (typeof b.query !== 'string') throw new ApiError(400, "'query' must be a string", undefined, 'query');
+    const raw = b.documents ?? b.texts;
+    if (!Array.isArray(raw) || raw.length === 0) {
+      throw new ApiError(400, "'documents' must be a non-empty array of strings", undefined, 'documents');
+    }
+    if (raw.length > MAX_RERANK_DOCUMENTS) {
+      throw new ApiError(400, `'documents' may hold at most ${MAX_RERANK_DOCUMENTS} documents`, undefined, 'documents');
+    }
+    const documents = raw.map((d, i) => {
+      const text = typeof d === 'string' ? d : (d as { text?: unknown } | null)?.text;
+      if (typeof text !== 'string') {
+        throw new ApiError(400, `documents[${i}] must be a string (or { text })`, undefined, 'documents');
+      }
+      return text;
+    });
+    let topN = documents.length;
+    if (b.top_n !== undefined && b.top_n !== null) {
+      if (typeof b.top_n !== 'number' || !Number.isInteger(b.top_n) || b.top_n < 0) {
+        throw new ApiError(400, "'top_n' must be an integer ≥ 0", undefined, 'top_n');
+      }
+      topN = Math.min(topN, b.top_n);
+    }
+    const withText = b.return_documents === true || b.return_text === true;
+    const ranked = await this.ctx.rerank(b.query, documents);
+    const n = ranked.reduce((a, r) => a + (r.n_tokens ?? 0), 0);
+    sendJson(c.res, 200, {
+      model: this.modelId,
+      object: 'list',
+      usage: { prompt_tokens: n, total_tokens: n },
+      results: ranked.slice(0, topN).map((r) => ({
+        index: r.index,
+        relevance_score: r.score,
+        ...(withText ? { document: { text: r.document } } : {}),
+      })),
+    });
   }
 
   /** Only a ready server takes requests: 503 while loading, and once shutting down (the connection then closes). */
@@ -547,6 +668,8 @@ export class LlamaServer implements GenerationHost {
       inFlight: this.inFlight,
       nDecode: st?.n_decode_total ?? 0,
       nTokens: st?.n_tokens_total ?? 0,
+      nDrafted: st?.n_draft_total ?? 0,
+      nAccepted: st?.n_draft_accepted_total ?? 0,
       perSlot: st?.slots ?? [],
     });
     c.res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' });

@@ -4,7 +4,7 @@
 
 import type { Tensor } from '../../ggml/tensor.js';
 import type { GGUFFile } from '../../gguf/index.js';
-import type { GraphBuilder, GraphOutputs, RopeConfig } from '../graph.js';
+import type { GraphBuilder, GraphOutputs, RankHead, RopeConfig } from '../graph.js';
 import type { HParams } from '../hparams.js';
 import type { TensorList, Weights } from '../weights.js';
 
@@ -22,6 +22,8 @@ export interface Architecture {
   keyRope?(hp: HParams, w: Weights, il: number, nCtx: number): RopeConfig | null;
   /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
   readonly ropeWholeHead?: boolean;
+  /** How it ranks with pooling_type rank (a classification head); absent: it cannot. */
+  readonly rank?: RankHead;
   /**
    * Where the rotated part of a cached key row starts (elements; default 0): DeepSeek's
    * latent keys put the RoPE dimensions after the compressed latent.

@@ -12,6 +12,7 @@ import type { Architecture } from './arch.js';
 export const bert: Architecture = {
   name: 'bert',
   usesKVCache: false,
+  rank: { token: 'first', softmax: false },
 
   hparams(hp) {
     return { ...hp, causal: false };
@@ -42,6 +43,11 @@ export const bert: Architecture = {
       t.layer(il, 'layer_output_norm.weight', [E]);
       t.layer(il, 'layer_output_norm.bias', [E]);
     }
+    // a reranker's classification head (pooling_type rank)
+    t.opt('cls.weight', [E, E]);
+    t.opt('cls.bias', [E]);
+    t.opt('cls.output.weight', [E, hp.nClsOut]);
+    t.opt('cls.output.bias', [hp.nClsOut]);
   },
 
   build(b) {

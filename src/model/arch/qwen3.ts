@@ -15,6 +15,8 @@ export const qwen3: Architecture = {
   name: 'qwen3',
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
+  // Qwen3-Reranker: the yes/no rows of the output projection, softmaxed, on the last token
+  rank: { token: 'last', softmax: true },
 
   tensors(hp, t) {
     decoderTensors(hp, t);
@@ -22,6 +24,7 @@ export const qwen3: Architecture = {
       t.layer(il, 'attn_q_norm.weight', [hp.nEmbdHeadK]);
       t.layer(il, 'attn_k_norm.weight', [hp.nEmbdHeadK]);
     }
+    t.opt('cls.output.weight', [hp.nEmbd, hp.nClsOut]);
   },
 
   build(b) {
