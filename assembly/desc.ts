@@ -1,8 +1,8 @@
 // Node records: what the host writes into wasm memory for each op, and how kernels read it.
 //
-// A record is 144 i32 words (576 bytes). Words 0..95 hold six tensor descriptors of 16
-// words each (0 = the node itself, 1..5 = its sources); words 96..127 hold 16 f64
-// parameters; words 128..143 hold 16 i32 extras (scratch addresses and sizes).
+// A record is 176 i32 words (704 bytes). Words 0..127 hold eight tensor descriptors of 16
+// words each (0 = the node itself, 1..7 = its sources); words 128..159 hold 16 f64
+// parameters; words 160..175 hold 16 i32 extras (scratch addresses and sizes).
 //
 // Descriptor words: 0 address, 1 type, 2..5 ne, 6..9 nb, 10 layout, 11 view offset,
 // 12 root ne1, 13 root row bytes, 14 grouped rows per matrix, 15 unused.
@@ -35,10 +35,10 @@ export const LAYOUT_K4: i32 = 2;
   return load<i32>(node + ((<usize>t * 16 + <usize>w) << 2));
 }
 @inline export function param(node: usize, i: i32): f64 {
-  return load<f64>(node + 384 + (<usize>i << 3));
+  return load<f64>(node + 512 + (<usize>i << 3));
 }
 @inline export function extra(node: usize, i: i32): i32 {
-  return load<i32>(node + 512 + (<usize>i << 2));
+  return load<i32>(node + 640 + (<usize>i << 2));
 }
 
 /** Number of rows (ne1*ne2*ne3) of tensor t. */

@@ -12,3 +12,4 @@ export { repack4, repackQ4K, repackQ5_0, repackQ6K } from './repack';
 export { k_rope } from './rope';
 export { k_concat, k_cpy, k_get_rows, k_set_rows } from './rows';
 export { kqInit, kqQ2_K, kqQ3_K, kqQ4_K, kqQ5_K, kqQ6_K } from './kquantize';
+export { k_gated_delta_net, k_l2_norm, k_relu, k_softplus, k_sqr, k_ssm_conv, k_ssm_scan } from './ssm';

@@ -17,6 +17,9 @@
 // node-llama-cpp: the sum of llama.cpp's "llama_kv_cache: size = X MiB" log lines, at
 // LlamaLogLevel.info), and tg64 at a 4,096-token context against tg64 from an empty one,
 // both engines, one run each.
+// Recurrent memory (when the plan holds qwen3.5-0.8b or lfm2-1.2b; `--memory` prints only
+// this): per sequence, the recurrent state's bytes and the attention layers' KV bytes at
+// 1k and 32k contexts (llama.ts's buffers; the state does not grow with the context).
 // node-llama-cpp@3.21.1 is installed on first use into ~/.cache/llama-ts/oracles (or
 // LLAMA_TS_ORACLES), never into the repository; models come from the generator's cache.
 
@@ -149,6 +152,33 @@ async function childLlamaTsLong({ path, threads, nVocab, bos }: ChildArgs): Prom
   const tg_4096 = await tg();
   ctx.free();
   return { kv32k_mb, tg_empty, tg_4096 };
+}
+
+const RECURRENT_PRESETS = ['qwen3.5-0.8b', 'lfm2-1.2b'];
+
+/** A hybrid model's memory per sequence at 1k and 32k contexts (MiB): recurrent state, KV. */
+async function recurrentMemory(
+  path: string,
+): Promise<{ state1k: number; state32k: number; kv1k: number; kv32k: number }> {
+  const { Model, Context, HybridMemory } = await import('../src/model/index.js');
+  const model = await Model.load(path);
+  try {
+    const at = (nCtx: number) => {
+      const ctx = new Context(model, { nCtx });
+      try {
+        const mem = ctx.memory;
+        if (!(mem instanceof HybridMemory)) throw new Error(`${path}: not a hybrid memory`);
+        return { state: mem.recurrent.bytesPerSequence / 2 ** 20, kv: mem.attn.bytes / 2 ** 20 };
+      } finally {
+        ctx.free();
+      }
+    };
+    const a = at(1024);
+    const b = at(32768);
+    return { state1k: a.state, state32k: b.state, kv1k: a.kv, kv32k: b.kv };
+  } finally {
+    model.free();
+  }
 }
 
 async function childNodeLlamaCppLong({ path, threads, nVocab, bos }: ChildArgs): Promise<LongResult> {
@@ -328,6 +358,8 @@ async function main(): Promise<void> {
         ['tinyllama-1.1b', ['Q4_0', 'Q8_0', 'Q4_K_M']],
         ['gemma-3-1b', ['Q4_0', 'Q4_K_M']],
         ['phi-4-mini', ['Q4_0', 'Q4_K_M']],
+        ['qwen3.5-0.8b', ['Q4_0', 'Q4_K_M']],
+        ['lfm2-1.2b', ['Q4_0', 'Q4_K_M']],
       ];
   const presets = opt('presets', plan.map((p) => p[0]).join(',')).split(',');
   const typesOpt = argv.some((a) => a.startsWith('--types=')) ? opt('types', '').split(',') : undefined;
@@ -347,7 +379,20 @@ async function main(): Promise<void> {
   );
   const rows: Array<EngineRow | { model: string; type: string; engine: 'bound'; tg128: number }> = [];
   const table: string[][] = [];
-  for (const preset of presets) {
+  const recurrent = presets.filter((p) => RECURRENT_PRESETS.includes(p));
+  const memoryOnly = argv.includes('--memory');
+  if (recurrent.length > 0) {
+    say('');
+    say('| model | recurrent state per sequence MiB (1k / 32k ctx) | KV MiB (1k / 32k ctx) |');
+    say('|---|---|---|');
+    for (const preset of recurrent) {
+      const m = await recurrentMemory(ensureModel(preset, 'Q4_0'));
+      say(
+        `| ${preset} | ${m.state1k.toFixed(2)} / ${m.state32k.toFixed(2)} | ${m.kv1k.toFixed(1)} / ${m.kv32k.toFixed(1)} |`,
+      );
+    }
+  }
+  for (const preset of memoryOnly ? [] : presets) {
     for (const type of typesOf(preset)) {
       if (!isFileTypeName(type)) throw new Error(`unknown file type ${type}`);
       process.stderr.write(`bench:vs: ${preset} ${type}: model\n`);

@@ -39,7 +39,7 @@ async function harness(dev: CpuDevice, exact = true): Promise<void> {
   const failures: string[] = [];
   const ref = exact ? referenceDevice : referenceGgmlCpuDevice();
   for (const c of cases(exact)) {
-    const op = /^[A-Z_]+/.exec(c.name)![0];
+    const op = /^[A-Z0-9_]+/.exec(c.name)![0];
     const before = dev.opCounts.get(op) ?? 0;
     const [r] = await compareDevices(dev, ref, undefined, [c]);
     if (r.skipped) failures.push(`${r.name}: skipped (${r.skipped})`);

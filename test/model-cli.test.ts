@@ -106,7 +106,7 @@ test('run: errors are one line on stderr with exit code 1; bad usage exits 2', (
   assert.equal(arch.code, 1);
   assert.match(
     arch.stderr,
-    /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert(, [a-z0-9-]+)*\n$/,
+    /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert(, [a-z0-9_-]+)*\n$/,
   );
   const long = cli(['run', '-m', llama, '-p', 'one two three four five six seven eight', '-c', '4']);
   assert.equal(long.code, 1);

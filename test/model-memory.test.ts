@@ -47,6 +47,19 @@ function hparams(nLayer: number, swa: boolean[]): HParams {
     nLayerKv: nLayer,
     ropeAttnFactor: 1,
     nEmbdPerLayer: 0,
+    recurrentLayers: new Array(nLayer).fill(false),
+    ssmDConv: 0,
+    ssmDInner: 0,
+    ssmDState: 0,
+    ssmDtRank: 0,
+    ssmNGroup: 0,
+    shortConvL: 0,
+    ropeSections: [],
+    embeddingScale: 0,
+    residualScale: 0,
+    logitScale: 0,
+    attentionScale: 0,
+    ropeFinetuned: true,
   };
 }
 

@@ -409,6 +409,12 @@ export class EngineContext {
       if (e instanceof ContextError) throw new LlamaError('ERR_OPTION', e.message);
       throw e;
     }
+    if (!encoder && this.ctxShift && !this.ctx.canShift) {
+      // as llama-server: said once at load; a full context then ends the generation
+      log.warn(
+        `ctx_shift: ${model.hp.arch} cannot shift its context (a recurrent state keeps every token it has seen); a full context ends the generation instead`,
+      );
+    }
     if (!encoder) {
       this.batcher = new Batcher(this.ctx, contextMemory(this.ctx), (fn) => this.engine.compute(fn), {
         slots: 1,

@@ -175,6 +175,18 @@ export async function tensorGet(t: Tensor, offset = 0, size = t.nbytes - offset)
   return dst;
 }
 
+/**
+ * Read `size` bytes of a tensor from byte `offset` synchronously, for buffers that read at
+ * once (host memory, the CPU device); a buffer whose reads complete later is an error.
+ */
+export function tensorGetNow(t: Tensor, offset: number, size: number): Uint8Array {
+  const dst = new Uint8Array(size);
+  const r = checkedBuffer('tensorGetNow', t, offset, size).getTensor(t, dst, offset);
+  if (r instanceof Promise)
+    throw new Error(`tensorGetNow: tensor '${t.name}' is on a device that reads asynchronously`);
+  return dst;
+}
+
 /** Read `dst.byteLength` bytes of a tensor from byte `offset` into `dst` (the caller's memory). */
 export async function tensorGetInto(t: Tensor, dst: ArrayBufferView, offset = 0): Promise<void> {
   const bytes = new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength);

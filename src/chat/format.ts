@@ -6,7 +6,7 @@ import type { GGUFFile } from '../gguf/index.js';
 import { logger } from '../log.js';
 import type { Vocab } from '../vocab/index.js';
 import { extractMedia } from './messages.js';
-import { THINK_END, THINK_START, templateThinks, thinkingForcedOpen } from './reasoning.js';
+import { THINK_END, THINK_START, thinkingForcedOpen } from './reasoning.js';
 import {
   ChatTemplate,
   type JinjaRenderer,
@@ -180,13 +180,29 @@ function planFormattedChat(
   return { tmpl, chat, opts, tools, has_media, media_paths };
 }
 
-function finishFormattedChat(plan: Exclude<ChatPlan, { done: FormattedChatResult }>, res: RenderResult) {
+/**
+ * The render of the generation prompt, when one is needed for thinking_forced_open (a
+ * template writing <think> blocks, rendered without the generation prompt); else undefined.
+ */
+function needsGenerationRender(plan: Exclude<ChatPlan, { done: FormattedChatResult }>, res: RenderResult) {
+  return res.format === 'jinja' && plan.tmpl.thinks && !plan.opts.addGenerationPrompt
+    ? { ...plan.opts, addGenerationPrompt: true }
+    : undefined;
+}
+
+function finishFormattedChat(
+  plan: Exclude<ChatPlan, { done: FormattedChatResult }>,
+  res: RenderResult,
+  /** The prompt with the generation prompt (when `res` was rendered without it). */
+  genPrompt?: string,
+) {
   const { tmpl, tools, has_media, media_paths } = plan;
   if (res.format !== 'jinja') return { type: 'llama-chat' as const, prompt: res.prompt, has_media, media_paths };
   // a harmony reply always needs parsing (its channels), tools or not
   const toolFormat = tools || tmpl.toolCallFormat === 'harmony' ? tmpl.toolCallFormat : undefined;
-  // as llama.cpp: whether the generation prompt opens a <think> block
-  const thinks = tmpl.source !== undefined && templateThinks(tmpl.source);
+  const thinks = tmpl.thinks;
+  // as llama.cpp: whether the generation prompt opens a <think> block (with or without it here)
+  const forcedOpen = thinks && thinkingForcedOpen(genPrompt ?? res.prompt);
   const out: FormattedChatResult = {
     type: 'jinja',
     prompt: res.prompt,
@@ -196,7 +212,7 @@ function finishFormattedChat(plan: Exclude<ChatPlan, { done: FormattedChatResult
     grammar: '',
     grammar_lazy: false,
     grammar_triggers: [],
-    thinking_forced_open: thinks && plan.opts.addGenerationPrompt !== false && thinkingForcedOpen(res.prompt),
+    thinking_forced_open: forcedOpen,
     ...(thinks ? { thinking_start_tag: THINK_START, thinking_end_tag: THINK_END } : {}),
     preserved_tokens: [
       ...(toolFormat === 'hermes' ? ['<tool_call>', '</tool_call>'] : []),
@@ -221,7 +237,9 @@ export function getFormattedChat(
 ): FormattedChatResult {
   const plan = planFormattedChat(templates, messages, template, params);
   if (plan.done) return plan.done;
-  return finishFormattedChat(plan, plan.tmpl.apply(plan.chat, plan.opts));
+  const res = plan.tmpl.apply(plan.chat, plan.opts);
+  const gen = needsGenerationRender(plan, res);
+  return finishFormattedChat(plan, res, gen && plan.tmpl.apply(plan.chat, gen).prompt);
 }
 
 /**
@@ -237,7 +255,9 @@ export async function formatChat(
 ): Promise<FormattedChatResult> {
   const plan = planFormattedChat(templates, messages, template, params);
   if (plan.done) return plan.done;
-  return finishFormattedChat(plan, await plan.tmpl.applyWith(plan.chat, plan.opts, render));
+  const res = await plan.tmpl.applyWith(plan.chat, plan.opts, render);
+  const gen = needsGenerationRender(plan, res);
+  return finishFormattedChat(plan, res, gen && (await plan.tmpl.applyWith(plan.chat, gen, render)).prompt);
 }
 
 /**

@@ -21,6 +21,7 @@ import { logger } from '../log.js';
 import type { Vocab } from '../vocab/index.js';
 import { applyBuiltin, type BuiltinFormat, detectBuiltin, isBuiltinFormat } from './builtin.js';
 import { joinTextParts, plainMessages, templateMessages } from './messages.js';
+import { templateThinks } from './reasoning.js';
 import { strftime, toDate } from './strftime.js';
 import { detectToolCallFormat, type ToolCallFormat } from './tool-calls.js';
 import type { ChatMessage, ChatMessagePart, Tool } from './types.js';
@@ -462,6 +463,11 @@ export class ChatTemplate {
   /** True when there is a Jinja text (it may still fail to parse or render). */
   get hasJinja(): boolean {
     return this.source !== undefined;
+  }
+
+  /** Whether the template writes <think> reasoning blocks (their text is then split off replies). */
+  get thinks(): boolean {
+    return this.source !== undefined && templateThinks(this.source);
   }
 
   /** The probe results (computed once; within `limits`, a ChatTemplateError of kind 'limit' beyond them). */

@@ -2,7 +2,8 @@
 // llama.cpp's converters write them (and its model loader expects them).
 import { GGUFValueType } from '../gguf/index.js';
 import { swaPattern } from '../model/hparams.js';
-import { type GenArch, isGemma, type ResolvedShape } from './spec.js';
+import { planRecurrent, recurrentKeys } from './layout-recurrent.js';
+import { type GenArch, isGemma, isRecurrentArch, type ResolvedShape } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
 /** How a tensor's values are drawn: normal(mean, std). */
@@ -27,6 +28,7 @@ const linear = (fanIn: number): TensorInit => ({ mean: 0, std: 1 / Math.sqrt(fan
 export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTensor[] {
   if (isGemma(arch)) return planGemma(arch, s, nVocab);
   if (arch === 'phi3') return planPhi3(s, nVocab);
+  if (isRecurrentArch(arch)) return planRecurrent(arch, s, nVocab);
   const out: PlannedTensor[] = [];
   const add = (name: string, dims: number[], init: TensorInit) => out.push({ name, dims, init });
   const E = s.nEmbd;
@@ -148,6 +150,7 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
 
 /** The `{arch}.*` hyper-parameter keys, in converter order. */
 export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
+  if (isRecurrentArch(arch)) return recurrentKeys(arch, s);
   const u32 = (k: string, value: number): VocabKV => ({ key: `${arch}.${k}`, type: GGUFValueType.UINT32, value });
   const f32 = (k: string, value: number): VocabKV => ({ key: `${arch}.${k}`, type: GGUFValueType.FLOAT32, value });
   const kv: VocabKV[] = [

@@ -12,10 +12,33 @@ export type GenArch =
   | 'gemma4'
   | 'phi3'
   | 'smollm3'
+  | 'qwen35'
+  | 'lfm2'
+  | 'granitehybrid'
+  | 'nemotron_h'
   | 'qwen2moe'
   | 'qwen3moe'
   | 'deepseek2'
   | 'gpt-oss';
+
+/** Architectures with recurrent layers (layout-recurrent.ts). */
+export function isRecurrentArch(arch: GenArch): boolean {
+  return arch === 'qwen35' || arch === 'lfm2' || arch === 'granitehybrid' || arch === 'nemotron_h';
+}
+
+/** Sizes of Mamba-2 / Gated DeltaNet layers (the `ssm.*` keys). */
+export interface SsmShape {
+  /** `ssm.conv_kernel`. */
+  dConv: number;
+  /** `ssm.inner_size`: Mamba-2's inner width; Gated DeltaNet's value width (heads × head size). */
+  dInner: number;
+  /** `ssm.state_size`: Mamba-2's state size; Gated DeltaNet's key head size. */
+  dState: number;
+  /** `ssm.time_step_rank`: Mamba-2's heads; Gated DeltaNet's value heads. */
+  nHead: number;
+  /** `ssm.group_count`: Mamba-2's groups of B and C; Gated DeltaNet's key heads. */
+  nGroup: number;
+}
 
 /** Gemma-family architectures (GeGLU, sandwich norms, embeddings scaled by √n_embd, tied output). */
 export function isGemma(arch: GenArch): boolean {
@@ -141,6 +164,23 @@ export interface ModelShape {
    * sharpen attention, so that which keys a window keeps shows in the logits.
    */
   qkNormScale?: number;
+
+  // ---- recurrent and hybrid architectures (qwen35, lfm2, granitehybrid, nemotron_h) ----
+  /**
+   * Kind of each layer, one letter per layer: 'R' recurrent (Gated DeltaNet, short
+   * convolution, Mamba-2), 'A' attention, 'F' feed-forward only (nemotron_h). qwen35:
+   * derived from fullAttentionInterval.
+   */
+  layerKinds?: string;
+  /** qwen35: every n-th layer is attention (`full_attention_interval`, default 4). */
+  fullAttentionInterval?: number;
+  ssm?: SsmShape;
+  /** lfm2: the short convolution's length (`shortconv.l_cache`, default 3). */
+  shortConvL?: number;
+  /** qwen35: `rope.dimension_sections` (default [11, 11, 10, 0]). */
+  ropeSections?: number[];
+  /** granitehybrid: `embedding_scale`, `residual_scale`, `logit_scale`, `attention.scale` (0: not written). */
+  granite?: { embeddingScale: number; residualScale: number; logitScale: number; attentionScale: number };
 }
 
 export type VocabSpec =
@@ -211,6 +251,12 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     longRope: s.longRope ?? { nCtxOrig: 0, attnFactor: 1 },
     denseDim: s.denseDim ?? 0,
     qkNormScale: s.qkNormScale ?? 1,
+    layerKinds: s.layerKinds ?? '',
+    fullAttentionInterval: s.fullAttentionInterval ?? 4,
+    ssm: s.ssm ?? { dConv: 0, dInner: 0, dState: 0, nHead: 0, nGroup: 0 },
+    shortConvL: s.shortConvL ?? 3,
+    ropeSections: s.ropeSections ?? [11, 11, 10, 0],
+    granite: s.granite ?? { embeddingScale: 0, residualScale: 0, logitScale: 0, attentionScale: 0 },
   };
   const pos = (v: number, what: string) => {
     if (!Number.isSafeInteger(v) || v <= 0)
@@ -242,6 +288,7 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     throw new RangeError(
       `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
     );
+  if (isRecurrentArch(arch)) checkRecurrentShape(arch, r);
   if (MOE_ARCHS.includes(arch) && !r.experts) throw new RangeError(`model shape: ${arch} needs experts`);
   if (r.experts) {
     const e = r.experts;
@@ -259,6 +306,31 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     }
   }
   return r;
+}
+
+function checkRecurrentShape(arch: GenArch, r: ResolvedShape): void {
+  const bad = (what: string) => {
+    throw new RangeError(`model shape (${arch}): ${what}`);
+  };
+  if (arch === 'qwen35') {
+    if (r.layerKinds !== '') bad('qwen35 layers follow fullAttentionInterval, not layerKinds');
+    if (!(Number.isSafeInteger(r.fullAttentionInterval) && r.fullAttentionInterval >= 1))
+      bad(`fullAttentionInterval ${r.fullAttentionInterval} is not a positive integer`);
+  } else {
+    if (r.layerKinds.length !== r.nLayer) bad(`layerKinds has ${r.layerKinds.length} letters for ${r.nLayer} layers`);
+    const letters = arch === 'nemotron_h' ? /^[RAF]+$/ : /^[RA]+$/;
+    if (!letters.test(r.layerKinds)) bad(`layerKinds '${r.layerKinds}' (letters: ${letters.source})`);
+  }
+  if (arch === 'lfm2') {
+    if (!(Number.isSafeInteger(r.shortConvL) && r.shortConvL >= 2)) bad(`shortConvL ${r.shortConvL} must be ≥ 2`);
+    return;
+  }
+  const m = r.ssm;
+  for (const [k, v] of Object.entries(m)) if (!(Number.isSafeInteger(v) && v > 0)) bad(`ssm.${k} = ${v}`);
+  if (m.nHead % m.nGroup !== 0) bad(`ssm heads ${m.nHead} are not a multiple of the groups ${m.nGroup}`);
+  if (arch === 'qwen35' && m.dInner !== m.nHead * m.dState)
+    bad(`Gated DeltaNet value width ${m.dInner} must be heads ${m.nHead} × head size ${m.dState}`);
+  if (arch !== 'qwen35' && m.dInner % m.nHead !== 0) bad(`ssm inner size ${m.dInner} must divide by the heads`);
 }
 
 // ---- presets ----------------------------------------------------------------------
@@ -464,6 +536,137 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
     name: 'tiny-smollm3',
     description: 'small smollm3 for tests: NoPE on every 4th layer, 512-token BPE vocab',
     shape: { nEmbd: 64, nLayer: 4, nHead: 4, nHeadKv: 2, nFf: 128, nVocab: 512, nCtxTrain: 2048, ropeFreqBase: 5e6 },
+    vocabKind: 'synthetic-bpe',
+  },
+  'tiny-qwen35': {
+    arch: 'qwen35',
+    name: 'tiny-qwen35',
+    description:
+      'small qwen35 for tests: 3 Gated DeltaNet layers to 1 gated attention layer, 2 key / 4 value heads, partial rotary 8 of 32',
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      headDim: 32,
+      ropeDim: 8,
+      ropeFreqBase: 1e7,
+      normEps: 1e-6,
+      ropeSections: [2, 1, 1, 0],
+      ssm: { dConv: 4, dInner: 64, dState: 16, nHead: 4, nGroup: 2 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-lfm2': {
+    arch: 'lfm2',
+    name: 'tiny-lfm2',
+    description: 'small lfm2 for tests: 3 short-convolution layers (length 3) and 1 attention layer, tied',
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      ropeFreqBase: 1e6,
+      layerKinds: 'RRAR',
+      shortConvL: 3,
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-granitehybrid': {
+    arch: 'granitehybrid',
+    name: 'tiny-granitehybrid',
+    description: "small granitehybrid for tests: 3 Mamba-2 layers and 1 attention layer, Granite's multipliers",
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      layerKinds: 'RRAR',
+      ssm: { dConv: 4, dInner: 128, dState: 16, nHead: 8, nGroup: 1 },
+      granite: { embeddingScale: 4, residualScale: 0.5, logitScale: 2, attentionScale: 0.1 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-nemotron-h': {
+    arch: 'nemotron_h',
+    name: 'tiny-nemotron-h',
+    description:
+      'small nemotron_h for tests: Mamba-2 (2 groups), squared-ReLU feed-forward and RoPE-less attention layers',
+    shape: {
+      nEmbd: 64,
+      nLayer: 6,
+      nHead: 4,
+      nHeadKv: 2,
+      headDim: 16,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      layerKinds: 'RFAFRF',
+      ssm: { dConv: 4, dInner: 128, dState: 16, nHead: 8, nGroup: 2 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  // Qwen/Qwen3.5-0.8B (model card and config): hidden 1024, 24 layers in 6 × (3 Gated
+  // DeltaNet + 1 gated attention); attention 8 query / 2 KV heads of 256, partial rotary
+  // 0.25 (64 dims), rope_theta 1e7, mrope sections [11, 11, 10]; DeltaNet 16 key and 16
+  // value heads of 128, conv kernel 4; intermediate 3584; vocab 248320; rms_norm_eps 1e-6;
+  // tied embeddings.
+  'qwen3.5-0.8b': {
+    arch: 'qwen35',
+    name: 'Qwen3.5-0.8B (random weights)',
+    description:
+      "Qwen3.5-0.8B's shape: 1024 wide, 24 layers (18 Gated DeltaNet, 6 attention 8/2 × 256), n_ff 3584, vocab 248320, tied",
+    shape: {
+      nEmbd: 1024,
+      nLayer: 24,
+      nHead: 8,
+      nHeadKv: 2,
+      nFf: 3584,
+      nVocab: 248320,
+      nCtxTrain: 262144,
+      headDim: 256,
+      ropeDim: 64,
+      ropeFreqBase: 1e7,
+      normEps: 1e-6,
+      ropeSections: [11, 11, 10, 0],
+      ssm: { dConv: 4, dInner: 2048, dState: 128, nHead: 16, nGroup: 16 },
+      tiedEmbeddings: true,
+    },
+    vocabKind: 'synthetic-bpe',
+  },
+  // LiquidAI/LFM2-1.2B config.json: hidden 2048, 16 layers, attention at layers 2, 5, 8, 10,
+  // 12, 14 (32 heads, 8 KV heads of 64), the others short convolutions (conv_L_cache 3),
+  // intermediate 8192 (block_ff_dim 12288 auto-adjusted), vocab 65536, rope_theta 1e6,
+  // norm_eps 1e-5, tied embeddings.
+  'lfm2-1.2b': {
+    arch: 'lfm2',
+    name: 'LFM2-1.2B (random weights)',
+    description:
+      "LFM2-1.2B's shape: 2048 wide, 16 layers (10 short convolutions, 6 attention 32/8), n_ff 8192, vocab 65536",
+    shape: {
+      nEmbd: 2048,
+      nLayer: 16,
+      nHead: 32,
+      nHeadKv: 8,
+      nFf: 8192,
+      nVocab: 65536,
+      nCtxTrain: 128000,
+      ropeFreqBase: 1e6,
+      normEps: 1e-5,
+      layerKinds: 'RRARRARRARARARAR',
+      shortConvL: 3,
+      tiedEmbeddings: true,
+    },
     vocabKind: 'synthetic-bpe',
   },
   // google/gemma-3-1b-it config.json: hidden 1152, 26 layers, 4 heads, 1 KV head, head_dim

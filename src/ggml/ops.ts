@@ -222,6 +222,100 @@ export function flashAttnExt(
   });
 }
 
+// ---- recurrent layers ----
+
+/** Each row divided by its Euclidean length: x / max(‖x‖, eps) (ggml_l2_norm). */
+export function l2Norm(a: Tensor, eps: number): Tensor {
+  return node(newTensor(a.type, a.ne), Op.L2_NORM, [a], { eps });
+}
+
+/** log(1 + eˣ), and x itself above 20 (ggml_softplus). */
+export function softplus(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.SOFTPLUS, [a]);
+}
+
+/** max(x, 0) (ggml_relu). */
+export function relu(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.RELU, [a]);
+}
+
+/** x² (ggml_sqr). */
+export function sqr(a: Tensor): Tensor {
+  return node(newTensor(a.type, a.ne), Op.SQR, [a]);
+}
+
+/**
+ * Causal depthwise 1-D convolution (ggml_ssm_conv): sx F32 [dConv - 1 + nT, channels, nS]
+ * holds, per channel and sequence, the dConv - 1 inputs carried over from earlier tokens
+ * (the convolution state) followed by this ubatch's nT inputs; c F32 [dConv, channels] is
+ * the kernel. Result F32 [channels, nT, nS]: out[ch, t, s] = Σ_i sx[t + i, ch, s] · c[i, ch].
+ */
+export function ssmConv(sx: Tensor, c: Tensor): Tensor {
+  check(sx.type === GGMLType.F32 && c.type === GGMLType.F32, 'ssm_conv: F32 operands');
+  check(c.ne[2] === 1 && c.ne[3] === 1 && sx.ne[3] === 1, 'ssm_conv: sx 3-D, c a matrix');
+  const nT = sx.ne[0] - c.ne[0] + 1;
+  check(nT >= 1 && sx.ne[1] === c.ne[1], `ssm_conv: sx [${sx.ne}] against kernel [${c.ne}]`);
+  check(sx.hasContiguousRows() && c.hasContiguousRows(), 'ssm_conv: contiguous rows');
+  return node(newTensor(GGMLType.F32, [c.ne[1], nT, sx.ne[2]]), Op.SSM_CONV, [sx, c]);
+}
+
+/**
+ * The selective scan of Mamba-2 (and Mamba-1) layers (ggml_ssm_scan, with the states of the
+ * ubatch's sequences already gathered in order: no ids operand). s F32 [dState, headDim,
+ * nHead, nS] the states before the ubatch; x [headDim, nHead, nT, nS]; dt [nHead, nT, nS]
+ * (softplus is applied inside); A [1, nHead] (Mamba-2: one decay per head) or [dState,
+ * nHead] (Mamba-1); B and C [dState, nGroup, nT, nS], head h reading group
+ * h / (nHead / nGroup). Per token: state = state · exp(dt·A) + B · x · dt, y = state · C.
+ * Result F32, one dimension: y [headDim, nHead, nT, nS], then the final states [dState,
+ * headDim, nHead, nS].
+ */
+export function ssmScan(s: Tensor, x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor): Tensor {
+  for (const t of [s, x, dt, A, B, C]) check(t.type === GGMLType.F32, 'ssm_scan: F32 operands');
+  const [dState, headDim, nHead, nS] = s.ne;
+  const nT = x.ne[2];
+  check(s.isContiguous() && dt.isContiguous() && A.isContiguous(), 'ssm_scan: s, dt and A contiguous');
+  check(x.ne[0] === headDim && x.ne[1] === nHead && x.ne[3] === nS, `ssm_scan: x [${x.ne}] against s [${s.ne}]`);
+  check(dt.ne[0] === nHead && dt.ne[1] === nT && dt.ne[2] === nS && dt.ne[3] === 1, 'ssm_scan: dt [nHead, nT, nS]');
+  check((A.ne[0] === 1 || A.ne[0] === dState) && A.ne[1] === nHead && A.ne[2] === 1, 'ssm_scan: A [1|dState, nHead]');
+  check(
+    B.ne.every((n, i) => n === C.ne[i]),
+    'ssm_scan: B and C shapes differ',
+  );
+  check(B.ne[0] === dState && B.ne[2] === nT && B.ne[3] === nS, 'ssm_scan: B [dState, nGroup, nT, nS]');
+  check(B.ne[1] >= 1 && nHead % B.ne[1] === 0, 'ssm_scan: heads a multiple of the groups');
+  check(x.hasContiguousRows() && B.hasContiguousRows() && C.hasContiguousRows(), 'ssm_scan: contiguous rows');
+  check(x.nb[1] === headDim * 4 && B.nb[1] === dState * 4 && C.nb[1] === dState * 4, 'ssm_scan: packed heads/groups');
+  return node(newTensor(GGMLType.F32, [x.nelements + s.nelements]), Op.SSM_SCAN, [s, x, dt, A, B, C]);
+}
+
+/**
+ * The gated delta rule of Gated DeltaNet layers (ggml_gated_delta_net with one state
+ * snapshot), run token by token for a prompt as for a decode step, so a ubatch of any size
+ * gives the bits of one token at a time. q, k F32 [S, Hk, nT, nS], v [S, Hv, nT, nS] (Hv a
+ * multiple of Hk; value head h reads query/key head h mod Hk), g [1 or S, Hv, nT, nS] (log
+ * decay), beta [1, Hv, nT, nS], state [S, S, Hv, nS] (state[j, i] = S[i][j], a column of
+ * the matrix per row). Per token and head: S ← S·exp(g); d = (v − Sᵀk)·beta;
+ * S ← S + k dᵀ; o = Sᵀq / √S. Result F32 [S·Hv, nT·nS + S·nS]: the outputs o [S, Hv, nT,
+ * nS], then the final states [S, S, Hv, nS].
+ */
+export function gatedDeltaNet(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, state: Tensor): Tensor {
+  for (const t of [q, k, v, g, beta, state]) check(t.type === GGMLType.F32, 'gated_delta_net: F32 operands');
+  const [S, Hv, nT, nS] = v.ne;
+  check(
+    q.ne.every((n, i) => n === k.ne[i]),
+    'gated_delta_net: q and k shapes differ',
+  );
+  check(q.ne[0] === S && q.ne[2] === nT && q.ne[3] === nS, `gated_delta_net: q [${q.ne}] against v [${v.ne}]`);
+  check(Hv % q.ne[1] === 0, 'gated_delta_net: value heads a multiple of key heads');
+  check((g.ne[0] === 1 || g.ne[0] === S) && g.ne[1] === Hv && g.ne[2] === nT && g.ne[3] === nS, 'gated_delta_net: g');
+  check(beta.ne[0] === 1 && beta.ne[1] === Hv && beta.ne[2] === nT && beta.ne[3] === nS, 'gated_delta_net: beta');
+  check(state.ne[0] === S && state.ne[1] === S && state.ne[2] === Hv && state.ne[3] === nS, 'gated_delta_net: state');
+  check(q.hasContiguousRows() && k.hasContiguousRows() && v.hasContiguousRows(), 'gated_delta_net: contiguous rows');
+  check(g.isContiguous() && beta.isContiguous() && state.isContiguous(), 'gated_delta_net: g, beta, state contiguous');
+  const out = newTensor(GGMLType.F32, [S * Hv, nT * nS + S * nS]);
+  return node(out, Op.GATED_DELTA_NET, [q, k, v, g, beta, state]);
+}
+
 /**
  * Attention sinks (ggml_flash_attn_ext_add_sinks): one logit per head (F32 [nHead]) that
  * joins every row's softmax without a value, as gpt-oss's learned sinks do. Sets src[4].

@@ -41,6 +41,14 @@ export enum Op {
   CPY = 'CPY',
   CONT = 'CONT',
   FLASH_ATTN_EXT = 'FLASH_ATTN_EXT',
+  // recurrent layers (Mamba-2, Gated DeltaNet, short convolutions) and their activations
+  SSM_CONV = 'SSM_CONV',
+  SSM_SCAN = 'SSM_SCAN',
+  GATED_DELTA_NET = 'GATED_DELTA_NET',
+  L2_NORM = 'L2_NORM',
+  SOFTPLUS = 'SOFTPLUS',
+  RELU = 'RELU',
+  SQR = 'SQR',
   // mixtures of experts: routing and the per-token expert products
   MUL_MAT_ID = 'MUL_MAT_ID',
   ADD_ID = 'ADD_ID',

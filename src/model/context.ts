@@ -31,6 +31,8 @@ import {
   createMemory,
   type KVCache,
   MAX_SEQ,
+  type RecurrentState,
+  recurrentState,
   type UbatchSeqs,
 } from './memory/index.js';
 import type { Model } from './model.js';
@@ -65,6 +67,14 @@ export interface ContextParams {
    * ever overwritten, so any cached prefix stays reusable. Default false.
    */
   swaFull?: boolean;
+  /**
+   * Models with recurrent layers: states kept per sequence at known positions, so that a
+   * new prompt sharing a prefix with what a sequence has seen can resume there (a state
+   * cannot drop a tail). A decode holding several tokens of a sequence saves its state
+   * before the last of them. 0: none (a prefix is then kept only when the state stands
+   * exactly at its end). Default 4.
+   */
+  checkpoints?: number;
   /**
    * Keep every named intermediate of the last decode (`attn_norm-0`, `Qcur-0`, ...) for
    * `intermediates`: a debugging aid for comparing with llama.cpp's dumps. Slower.
@@ -196,6 +206,7 @@ export class Context {
           typeV: params.typeV ?? 'f16',
           layerBufts: model.layerDevices.map((d) => d.bufferType()),
           swaFull: params.swaFull ?? false,
+          checkpoints: params.checkpoints ?? 4,
           vFromK: model.arch.vFromK ?? false,
         })
       : null;
@@ -241,12 +252,10 @@ export class Context {
     if (!this.memory && n > this.nUbatch) {
       throw new ContextError(`decode: an encoder's batch must fit in one ubatch (${n} > n_ubatch ${this.nUbatch})`);
     }
+    const rec = recurrentState(this.memory);
+    const plan = rec ? this.splitRecurrent(seqIds, pos, rec) : splitPlain(n, this.nUbatch);
     if (this.memory) {
-      const ubs: UbatchSeqs[] = [];
-      for (let s = 0; s < n; s += this.nUbatch) {
-        const e = Math.min(n, s + this.nUbatch);
-        ubs.push({ pos: pos.subarray(s, e), seq: seqIds.subarray(s, e) });
-      }
+      const ubs: UbatchSeqs[] = plan.map((u) => ({ pos: pick(pos, u.idx), seq: pick(seqIds, u.idx) }));
       if (!this.memory.fits(ubs)) {
         const caches = this.memory.caches.map((c) => `${c.label} ${c.size - c.used}/${c.size}`).join(', ');
         throw new ContextError(`decode: the KV cache is full (${n} tokens; free cells: ${caches})`);
@@ -262,17 +271,9 @@ export class Context {
     let nRows = 0;
     this.intermediates.length = 0;
     this.nLastBatch = n;
-    for (let s = 0; s < n; s += this.nUbatch) {
-      const e = Math.min(n, s + this.nUbatch);
-      nRows = await this.decodeUbatch(
-        tokens.subarray(s, e),
-        pos.subarray(s, e),
-        seqIds.subarray(s, e),
-        wanted.subarray(s, e),
-        s,
-        nRows,
-        n,
-      );
+    for (const u of plan) {
+      nRows = await this.decodeUbatch(u.idx, u.seqs, tokens, pos, seqIds, wanted, nRows, n);
+      if (rec) for (const q of u.checkpoints) await rec.checkpoint(q);
     }
     if (pooledAll) await this.pool(seqIds);
     if (ranked) for (const [s, i] of ranked) this.pooled.set(s, this.rowView(i)!.slice());
@@ -289,6 +290,62 @@ export class Context {
     return pick;
   }
 
+  /**
+   * Ubatches for a memory with recurrent layers (llama.cpp's split_equal): each holds the
+   * same number of consecutive tokens of each of its sequences, sequence by sequence, as
+   * the recurrent ops read them. A sequence with several tokens in the batch has all but
+   * its last evaluated first, its state saved (a checkpoint at a known position), then the
+   * last with the single tokens of the other sequences.
+   */
+  private splitRecurrent(seqIds: Int32Array, pos: Int32Array, rec: RecurrentState): UbatchPlan[] {
+    const bySeq = new Map<number, number[]>();
+    seqIds.forEach((q, i) => {
+      const list = bySeq.get(q);
+      if (list) list.push(i);
+      else bySeq.set(q, [i]);
+    });
+    for (const [q, idx] of bySeq) {
+      rec.checkContinues(
+        q,
+        pos[idx[0]],
+        idx.length,
+        idx.map((i) => pos[i]),
+      );
+    }
+    const checkpoint = rec.maxCheckpoints > 0;
+    const first: [number, number[]][] = [];
+    const last: [number, number[]][] = [];
+    for (const [q, idx] of bySeq) {
+      if (idx.length === 1) last.push([q, idx]);
+      else if (checkpoint) {
+        first.push([q, idx.slice(0, -1)]);
+        last.push([q, idx.slice(-1)]);
+      } else first.push([q, idx]);
+    }
+    const plan: UbatchPlan[] = [];
+    for (const phase of [first, last]) {
+      const at = new Map(phase.map(([q]) => [q, 0]));
+      for (;;) {
+        const active = phase.filter(([q, idx]) => at.get(q)! < idx.length).slice(0, this.nUbatch);
+        if (active.length === 0) break;
+        let nT = Math.floor(this.nUbatch / active.length);
+        for (const [q, idx] of active) nT = Math.min(nT, idx.length - at.get(q)!);
+        const idx: number[] = [];
+        const seqs: number[] = [];
+        const done: number[] = [];
+        for (const [q, list] of active) {
+          const a = at.get(q)!;
+          idx.push(...list.slice(a, a + nT));
+          seqs.push(q);
+          at.set(q, a + nT);
+          if (phase === first && checkpoint && a + nT === list.length) done.push(q);
+        }
+        plan.push({ idx: Int32Array.from(idx), seqs, checkpoints: done });
+      }
+    }
+    return plan;
+  }
+
   private defaultPositions(seqIds: Int32Array): Int32Array {
     const next = new Map<number, number>();
     const pos = new Int32Array(seqIds.length);
@@ -301,14 +358,19 @@ export class Context {
   }
 
   private async decodeUbatch(
-    tokens: Int32Array,
-    pos: Int32Array,
-    seq: Int32Array,
-    wanted: Uint8Array,
-    offset: number,
+    idx: Int32Array,
+    seqList: readonly number[] | null,
+    batchTokens: Int32Array,
+    batchPos: Int32Array,
+    batchSeq: Int32Array,
+    batchWanted: Uint8Array,
     nRows: number,
     nBatch: number,
   ): Promise<number> {
+    const tokens = pick(batchTokens, idx);
+    const pos = pick(batchPos, idx);
+    const seq = pick(batchSeq, idx);
+    const wanted = Uint8Array.from(idx, (i) => batchWanted[i]);
     const m = tokens.length;
     const hp = this.model.hp;
     const ub: UbatchSeqs = { pos, seq };
@@ -332,13 +394,14 @@ export class Context {
     const allRows = this.embeddings && this.pooling !== 'none' && this.pooling !== 'rank';
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
-    const key = `${m}:${nOutputs}:${nKV.join(',')}:${this.activeLoraKey}`;
+    const nSeqs = seqList ? seqList.length : 1;
+    const key = `${m}:${nOutputs}:${nKV.join(',')}:${nSeqs}:${this.activeLoraKey}`;
     let last = this.last;
     if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
       const b = new GraphBuilder(
         hp,
         this.model.weights,
-        { nTokens: m, nOutputs, nKV, nCtx: this.nCtx },
+        { nTokens: m, nOutputs, nKV, nCtx: this.nCtx, nSeqs },
         this.memory,
         this.activeLoras,
       );
@@ -351,7 +414,8 @@ export class Context {
           : out.logits;
       if (!result) throw new ContextError(`${hp.arch} has no logits output`);
       if (this.keep) for (const t of b.named) t.setFlag(TensorFlag.OUTPUT);
-      const graph = buildGraph(result);
+      // the recurrent states' writes are read by nothing in the graph: outputs too
+      const graph = buildGraph(result, ...b.sideEffects);
       levelNodes(graph);
       // the inputs of the weights' products are kept (not reused) until read after compute
       const observed: [Tensor, Tensor][] = [];
@@ -373,7 +437,16 @@ export class Context {
     }
     const { graph, result } = last;
     this.setInputs(last.inputs, tokens, pos, seq, cells, outIdx.length > 0 ? outIdx : [m - 1]);
+    if (last.inputs.stateIds && seqList) tensorSet(last.inputs.stateIds, Int32Array.from(seqList));
     await this.sched.graphCompute(graph);
+    const rec = recurrentState(this.memory);
+    if (rec && seqList) {
+      // tokens are grouped by sequence, nT each: the last of each group is where its state stands
+      const nT = m / seqList.length;
+      seqList.forEach((q, j) => {
+        rec.advance(q, pos[(j + 1) * nT - 1]);
+      });
+    }
     if (this.onMatMulInput && last.observed.length) {
       const read = new Map<Tensor, Float32Array>(); // q, k and v share their input
       for (const [w, x] of last.observed) {
@@ -413,7 +486,7 @@ export class Context {
     for (let r = 0; r < rows; r++) {
       const i = rowToken(r);
       if (i === undefined || !wanted[i]) continue;
-      this.outRow.set(offset + i, nRows + r);
+      this.outRow.set(idx[i], nRows + r);
     }
     return nRows + rows;
   }
@@ -710,6 +783,29 @@ export class Context {
     this.memory?.dispose();
     for (const b of this.backends) b.free();
   }
+}
+
+/** The tokens of one ubatch (indices into the batch), and, for recurrent memories, its sequences. */
+interface UbatchPlan {
+  idx: Int32Array;
+  /** Sequences in order, each with idx.length / seqs.length consecutive tokens (null: any layout). */
+  seqs: number[] | null;
+  /** Sequences whose state is saved after this ubatch. */
+  checkpoints: number[];
+}
+
+/** Consecutive runs of n_ubatch tokens. */
+function splitPlain(n: number, nUbatch: number): UbatchPlan[] {
+  const plan: UbatchPlan[] = [];
+  for (let s = 0; s < n; s += nUbatch) {
+    const e = Math.min(n, s + nUbatch);
+    plan.push({ idx: Int32Array.from({ length: e - s }, (_, i) => s + i), seqs: null, checkpoints: [] });
+  }
+  return plan;
+}
+
+function pick(a: Int32Array, idx: Int32Array): Int32Array {
+  return Int32Array.from(idx, (i) => a[i]);
 }
 
 /** Scale `v` to unit Euclidean length (llama.cpp's embd_normalize = 2); a zero vector stays. */

@@ -10,7 +10,7 @@
 // [E, n].
 
 import * as ops from '../ggml/ops.js';
-import { newTensor, permute, reshape, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
+import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize } from '../ggml/types.js';
 import type { DiskRows } from './disk-rows.js';
 import type { ExpertGating } from './experts.js';
@@ -26,8 +26,8 @@ import {
   ropeFreqScale,
 } from './hparams.js';
 import type { ActiveLora } from './lora.js';
-import type { AttentionMemory } from './memory/index.js';
-import type { Weights } from './weights.js';
+import { type AttentionMemory, recurrentState } from './memory/index.js';
+import type { TensorList, Weights } from './weights.js';
 
 /** What a graph is built for: one ubatch. */
 export interface UbatchShape {
@@ -41,6 +41,11 @@ export interface UbatchShape {
   nKV: readonly number[];
   /** Cells of context per sequence (picks Phi-3's LongRoPE factors). */
   nCtx: number;
+  /**
+   * Sequences in the ubatch when the memory has recurrent layers: the tokens are then
+   * grouped by sequence, nTokens / nSeqs consecutive tokens each. Default 1.
+   */
+  nSeqs?: number;
 }
 
 /** The graph inputs a context fills before compute (only those the graph uses exist). */
@@ -60,6 +65,8 @@ export interface GraphInputs {
   diskRows?: { t: Tensor; from: DiskRows }[];
   /** Each token's row in the diskRows inputs, I32 [n]. */
   rowIds?: Tensor;
+  /** The recurrent-state row of each of the ubatch's sequences (its id), I32 [nSeqs]. */
+  stateIds?: Tensor;
 }
 
 type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs'>;
@@ -96,6 +103,11 @@ export class GraphBuilder {
   readonly nTokens: number;
   /** The last write into each cache tensor, so a layer reading another's K/V runs after it. */
   private readonly stored = new Map<Tensor, Tensor>();
+  /** Nodes nothing in the graph reads (recurrent states written back): graph outputs too. */
+  readonly sideEffects: Tensor[] = [];
+  /** Sequences of the ubatch (recurrent memories) and tokens of each. */
+  readonly nSeqs: number;
+  readonly nSeqTokens: number;
 
   constructor(
     readonly hp: HParams,
@@ -106,6 +118,8 @@ export class GraphBuilder {
     readonly loras: readonly ActiveLora[] = [],
   ) {
     this.nTokens = ub.nTokens;
+    this.nSeqs = ub.nSeqs ?? 1;
+    this.nSeqTokens = ub.nTokens / this.nSeqs;
   }
 
   /** Names a tensor as llama.cpp's callback does: `name-il`, or `name` for il < 0. */
@@ -256,14 +270,15 @@ export class GraphBuilder {
    * layers use the sliding-window mask. A layer of a latent cache (KVCache's vFromK,
    * DeepSeek's MLA) passes v = null: V is the leading hdV elements of the K rows just
    * stored. Options: per-head sinks (gpt-oss), and vMla [hdV, hdOut, nHead], which maps
-   * each head's output back from the latent. Returns wo·attn (+ bo), [nEmbd, n].
+   * each head's output back from the latent. Returns wo·attn (+ bo), [nEmbd, n] (wo null:
+   * the heads' outputs, [hdV·nHead, n], for a gate before the projection).
    */
   attention(
     il: number,
     q: Tensor,
     k: Tensor | null,
     v: Tensor | null,
-    wo: Tensor,
+    wo: Tensor | null,
     bo?: Tensor,
     kqScale = 1 / Math.sqrt(headDimK(this.hp, il)),
     o: { sinks?: Tensor; vMla?: Tensor } = {},
@@ -319,6 +334,7 @@ export class GraphBuilder {
       cur = ops.cont(permute(ph, [0, 2, 1, 3]));
     }
     cur = this.cb(reshape(cur, [cur.ne[0] * cur.ne[1], n]), 'kqv_out', il);
+    if (!wo) return cur;
     return this.cb(this.linear(wo, bo, cur), 'attn_out', il);
   }
 
@@ -524,6 +540,187 @@ export class GraphBuilder {
     return { embd, logits: this.cb(logits, 'result_output') };
   }
 
+  // ---- recurrent layers ----
+  // A recurrent layer reads its state rows for the ubatch's sequences (GET_ROWS by sequence
+  // id), computes, and writes the new rows back (SET_ROWS, graph outputs of their own).
+  // Tokens come grouped by sequence: x [width, nSeqTokens · nSeqs].
+
+  /** The ubatch's sequence ids: the rows of the recurrent states it reads and writes, I32 [nSeqs]. */
+  get inpStateIds(): Tensor {
+    return this.input('stateIds', GGMLType.I32, [this.nSeqs], 'inp_s_ids');
+  }
+
+  private stateTensor(il: number, which: 'r' | 's'): Tensor {
+    const rec = recurrentState(this.memory);
+    const t = rec ? (which === 'r' ? rec.r(il) : rec.s(il)) : undefined;
+    if (!t) throw new Error(`graph: layer ${il} keeps no recurrent ${which === 'r' ? 'convolution' : 'scan'} state`);
+    return t;
+  }
+
+  /** Layer il's state of each of the ubatch's sequences, F32 [width, nSeqs] ('r': convolution, 's': scan). */
+  readState(il: number, which: 'r' | 's'): Tensor {
+    return ops.getRows(this.stateTensor(il, which), this.inpStateIds);
+  }
+
+  /** Writes the ubatch's sequences' new states (rows [width, nSeqs]) back. */
+  writeState(il: number, which: 'r' | 's', rows: Tensor): void {
+    this.sideEffects.push(ops.setRows(this.stateTensor(il, which), rows, this.inpStateIds));
+  }
+
+  /**
+   * The input of layer il's causal convolution of kernel width dConv over x [channels,
+   * nSeqTokens, nSeqs] (ggml_ssm_conv's sx, [dConv - 1 + nSeqTokens, channels, nSeqs]): each
+   * channel's carried inputs (the state) followed by the ubatch's. The last dConv - 1
+   * inputs become the new state.
+   */
+  convInput(il: number, x: Tensor, dConv: number): Tensor {
+    const ch = x.ne[0];
+    const nS = this.nSeqs;
+    const state = reshape(this.readState(il, 'r'), [dConv - 1, ch, nS]);
+    const sx = this.cb(ops.concat(state, transpose(x), 0), 'conv_input', il);
+    const tail = view(sx, [dConv - 1, ch, nS], [sx.nb[1], sx.nb[2]], this.nSeqTokens * sx.nb[0]);
+    this.writeState(il, 'r', reshape(ops.cont(tail), [(dConv - 1) * ch, nS]));
+    return sx;
+  }
+
+  /**
+   * A Gated DeltaNet layer (Qwen3.5's linear attention; llama.cpp's build_layer_attn_linear):
+   * q, k, v from one projection through a causal convolution and SiLU, q and k L2-normed;
+   * per value head a decay g = softplus(Wα·x + dt_bias)·A and a write strength
+   * β = sigmoid(Wβ·x); the delta rule over the state; the output RMS-normed per head and
+   * gated by silu(Wz·x); then projected. Returns [nEmbd, n].
+   */
+  gatedDeltaNet(il: number, x: Tensor): Tensor {
+    const { hp, w } = this;
+    const L = (name: string) => w.layer(il, name);
+    const S = hp.ssmDState;
+    const Hk = hp.ssmNGroup;
+    const Hv = hp.ssmDtRank;
+    const nT = this.nSeqTokens;
+    const nS = this.nSeqs;
+    const e = 4;
+    const channels = hp.ssmDInner + 2 * Hk * S;
+    const qkv = this.cb(reshape(this.mm(L('attn_qkv.weight'), x), [channels, nT, nS]), 'linear_attn_qkv_mixed', il);
+    const z = this.cb(this.mm(L('attn_gate.weight'), x), 'z', il);
+    const beta = this.cb(ops.sigmoid(reshape(this.mm(L('ssm_beta.weight'), x), [1, Hv, nT, nS])), 'beta_sigmoid', il);
+    const alpha = reshape(this.mm(L('ssm_alpha.weight'), x), [Hv, nT, nS]);
+    const aSp = this.cb(ops.softplus(ops.add(alpha, L('ssm_dt.bias'))), 'a_softplus', il);
+    const gate = reshape(this.cb(ops.mul(aSp, L('ssm_a')), 'gate', il), [1, Hv, nT, nS]);
+
+    const kernel = L('ssm_conv1d.weight');
+    const sx = this.convInput(il, qkv, kernel.ne[0]);
+    const conv = this.cb(ops.silu(this.cb(ops.ssmConv(sx, kernel), 'conv_output_raw', il)), 'conv_output_silu', il);
+    const part = (heads: number, at: number) => view(conv, [S, heads, nT, nS], [S * e, conv.nb[1], conv.nb[2]], at * e);
+    const q = this.cb(ops.l2Norm(part(Hk, 0), hp.normRmsEps), 'q_conv_predelta', il);
+    const k = this.cb(ops.l2Norm(part(Hk, S * Hk), hp.normRmsEps), 'k_conv_predelta', il);
+    const v = part(Hv, 2 * S * Hk);
+
+    const state = reshape(this.readState(il, 's'), [S, S, Hv, nS]);
+    const out = ops.gatedDeltaNet(q, k, v, gate, beta, state);
+    const o = this.cb(view(out, [S, Hv, nT, nS], [S * e, S * Hv * e, S * Hv * nT * e], 0), 'attn_output', il);
+    this.writeState(il, 's', view(out, [S * S * Hv, nS], [S * S * Hv * e], S * Hv * nT * nS * e));
+
+    const normed = this.rmsNorm(o, L('ssm_norm.weight'), 'attn_out_normed', il);
+    const gated = ops.mul(normed, ops.silu(reshape(z, [S, Hv, nT, nS])));
+    const flat = this.cb(reshape(gated, [S * Hv, nT * nS]), 'final_output', il);
+    return this.cb(this.mm(L('ssm_out.weight'), flat), 'linear_attn_out', il);
+  }
+
+  /**
+   * Attention with a gated output (Qwen3.5's full-attention layers): the q projection
+   * yields per head the query and a gate ([q | gate] per head), q and k RMS-normed per head
+   * then roped, and the heads' output multiplied by sigmoid(gate) before the projection.
+   */
+  gatedAttention(il: number, x: Tensor, rope: RopeConfig): Tensor {
+    const { hp, w } = this;
+    const L = (name: string) => w.layer(il, name);
+    const hd = headDimK(hp, il);
+    const nH = headCount(hp, il);
+    const nKv = headCountKv(hp, il);
+    const n = this.nTokens;
+    const e = 4;
+    const qFull = this.cb(this.mm(L('attn_q.weight'), x), 'Qcur_full', il);
+    const half = (at: number) => view(qFull, [hd, nH, n], [2 * hd * e, 2 * hd * nH * e], at);
+    let q = this.rmsNorm(half(0), L('attn_q_norm.weight'), 'Qcur_normed', il);
+    const gate = this.cb(ops.cont(half(hd * e), [hd * nH, n]), 'gate_reshaped', il);
+    let k = this.cb(this.mm(L('attn_k.weight'), x), 'Kcur', il);
+    const v = this.cb(this.mm(L('attn_v.weight'), x), 'Vcur', il);
+    k = this.rmsNorm(reshape(k, [hd, nKv, n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
+    q = this.cb(this.rope(q, rope, il), 'Qcur', il);
+    k = this.cb(this.rope(k, rope, il), 'Kcur', il);
+    const scale = hp.attentionScale !== 0 ? hp.attentionScale : 1 / Math.sqrt(hd);
+    const pre = this.cb(this.attention(il, q, k, reshape(v, [hd, nKv, n]), null, undefined, scale), 'attn_pregate', il);
+    const gated = this.cb(ops.mul(pre, ops.sigmoid(gate)), 'attn_gated', il);
+    return this.cb(this.mm(L('attn_output.weight'), gated), 'attn_output', il);
+  }
+
+  /**
+   * LFM2's gated short convolution: [b | c | x] = W_in·h; y = c ⊙ conv(b ⊙ x) over the
+   * carried inputs; W_out·y. Returns [nEmbd, n].
+   */
+  shortConv(il: number, h: Tensor): Tensor {
+    const { hp, w } = this;
+    const L = (name: string) => w.layer(il, name);
+    const E = hp.nEmbd;
+    const nT = this.nSeqTokens;
+    const nS = this.nSeqs;
+    const bcx = this.cb(reshape(this.mm(L('shortconv.in_proj.weight'), h), [3 * E, nT, nS]), 'conv.in_proj', il);
+    const part = (i: number) => view(bcx, [E, nT, nS], [bcx.nb[1], bcx.nb[2]], i * E * 4);
+    const bx = ops.mul(part(0), part(2));
+    const kernel = L('shortconv.conv.weight');
+    const conv = this.cb(ops.ssmConv(this.convInput(il, bx, kernel.ne[0]), kernel), 'conv.conv', il);
+    const y = this.mm(L('shortconv.out_proj.weight'), ops.mul(part(1), conv));
+    return this.cb(reshape(y, [E, nT * nS]), 'conv.out_proj', il);
+  }
+
+  /**
+   * A Mamba-2 mixer (llama.cpp's build_mamba2_layer): [z | xBC | dt] = W_in·h; xBC through
+   * the causal convolution (+ bias) and SiLU, split into x, B, C; the selective scan with
+   * per-head decays A and steps softplus(dt + dt_bias); y + D·x, gated by silu(z), RMS-normed
+   * per group; W_out·y. Returns [nEmbd, n].
+   */
+  mamba2(il: number, h: Tensor): Tensor {
+    const { hp, w } = this;
+    const L = (name: string) => w.layer(il, name);
+    const dInner = hp.ssmDInner;
+    const dState = hp.ssmDState;
+    const nHead = hp.ssmDtRank;
+    const nGroup = hp.ssmNGroup;
+    const headDim = dInner / nHead;
+    const nT = this.nSeqTokens;
+    const nS = this.nSeqs;
+    const e = 4;
+    const xbcWidth = dInner + 2 * nGroup * dState;
+    const zx = this.mm(L('ssm_in.weight'), h);
+    const zxBCdt = reshape(zx, [zx.ne[0], nT, nS]);
+    const z = view(zxBCdt, [headDim, nHead, nT, nS], [headDim * e, zxBCdt.nb[1], zxBCdt.nb[2]], 0);
+    const xBC = view(zxBCdt, [xbcWidth, nT, nS], [zxBCdt.nb[1], zxBCdt.nb[2]], dInner * e);
+    const dt = view(zxBCdt, [nHead, nT, nS], [zxBCdt.nb[1], zxBCdt.nb[2]], (dInner + xbcWidth) * e);
+
+    const kernel = L('ssm_conv1d.weight');
+    let xbc = ops.ssmConv(this.convInput(il, xBC, kernel.ne[0]), kernel);
+    const bias = w.layerOpt(il, 'ssm_conv1d.bias');
+    if (bias) xbc = ops.add(xbc, bias);
+    xbc = ops.silu(xbc);
+    const x = view(xbc, [headDim, nHead, nT, nS], [headDim * e, xbc.nb[1], xbc.nb[2]], 0);
+    const group = (at: number) => view(xbc, [dState, nGroup, nT, nS], [dState * e, xbc.nb[1], xbc.nb[2]], at * e);
+    const B = group(dInner);
+    const C = group(dInner + nGroup * dState);
+    const dtb = ops.add(ops.cont(dt), L('ssm_dt.bias'));
+
+    const s0 = reshape(this.readState(il, 's'), [dState, headDim, nHead, nS]);
+    const scan = ops.ssmScan(s0, x, dtb, L('ssm_a'), B, C);
+    const yCount = headDim * nHead * nT * nS;
+    this.writeState(il, 's', view(scan, [dState * dInner, nS], [dState * dInner * e], yCount * e));
+    let y = view(scan, [headDim, nHead, nT, nS], [headDim * e, headDim * nHead * e, headDim * nHead * nT * e], 0);
+    y = this.cb(ops.add(y, ops.mul(x, L('ssm_d'))), 'mamba2_y_add_d', il);
+    y = ops.mul(ops.silu(ops.cont(z)), y);
+    const norm = w.layerOpt(il, 'ssm_norm.weight');
+    if (norm) y = this.rmsNorm(reshape(y, [dInner / nGroup, nGroup, nT, nS]), norm, 'ssm_norm', il);
+    y = reshape(y, [dInner, nT * nS]);
+    return this.cb(this.mm(L('ssm_out.weight'), y), 'mamba_out', il);
+  }
+
   /** GELU feed-forward with biases: down · gelu(up · x + bu) + bd. */
   ffnGelu(x: Tensor, up: Tensor, upB: Tensor | undefined, down: Tensor, downB: Tensor | undefined, il: number): Tensor {
     const u = this.cb(this.linear(up, upB, x), 'ffn_up_b', il);
@@ -574,6 +771,44 @@ function rows2d(t: Tensor): Tensor {
   if (t.isContiguous()) return reshape(t, [w, t.ne[2]]);
   if (t.nb[1] !== t.ne[0] * t.nb[0]) throw new Error(`graph: cannot merge the first two dims of ${t}`);
   return view(t, [w, t.ne[2]], [t.nb[2]], 0);
+}
+
+/** The tensors of a Mamba-2 layer (GraphBuilder.mamba2): Granite 4, Nemotron-H. */
+export function mamba2Tensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  const nHead = hp.ssmDtRank;
+  const xbc = hp.ssmDInner + 2 * hp.ssmNGroup * hp.ssmDState;
+  t.layer(il, 'ssm_in.weight', [E, hp.ssmDInner + xbc + nHead]);
+  t.layer(il, 'ssm_conv1d.weight', [hp.ssmDConv, xbc]);
+  t.layer(il, 'ssm_conv1d.bias', [xbc], true);
+  t.layer(il, 'ssm_dt.bias', [nHead]);
+  t.layer(il, 'ssm_a', [1, nHead]);
+  t.layer(il, 'ssm_d', [1, nHead]);
+  t.layer(il, 'ssm_norm.weight', [hp.ssmDInner / hp.ssmNGroup, hp.ssmNGroup], true);
+  t.layer(il, 'ssm_out.weight', [hp.ssmDInner, E]);
+}
+
+/** The tensors of a Gated DeltaNet layer (GraphBuilder.gatedDeltaNet): Qwen3.5. */
+export function gatedDeltaNetTensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  const channels = hp.ssmDInner + 2 * hp.ssmNGroup * hp.ssmDState;
+  t.layer(il, 'attn_qkv.weight', [E, channels]);
+  t.layer(il, 'attn_gate.weight', [E, hp.ssmDInner]);
+  t.layer(il, 'ssm_conv1d.weight', [hp.ssmDConv, channels]);
+  t.layer(il, 'ssm_dt.bias', [hp.ssmDtRank]);
+  t.layer(il, 'ssm_a', [hp.ssmDtRank]);
+  t.layer(il, 'ssm_beta.weight', [E, hp.ssmDtRank]);
+  t.layer(il, 'ssm_alpha.weight', [E, hp.ssmDtRank]);
+  t.layer(il, 'ssm_norm.weight', [hp.ssmDState]);
+  t.layer(il, 'ssm_out.weight', [hp.ssmDInner, E]);
+}
+
+/** The tensors of a gated short convolution (GraphBuilder.shortConv): LFM2. */
+export function shortConvTensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  t.layer(il, 'shortconv.conv.weight', [hp.shortConvL, E]);
+  t.layer(il, 'shortconv.in_proj.weight', [E, 3 * E]);
+  t.layer(il, 'shortconv.out_proj.weight', [E, E]);
 }
 
 /** The classification head a reranker runs on its pooled rows. */

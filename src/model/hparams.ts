@@ -89,6 +89,46 @@ export interface HParams {
   ropeAttnFactor: number;
   /** Width of Gemma 3n/4's per-layer token embeddings (0: none). */
   nEmbdPerLayer: number;
+
+  // ---- recurrent layers (Mamba-2, Gated DeltaNet, short convolutions) ----
+  /** Whether layer il keeps a recurrent state instead of K/V (an architecture sets it; all false without). */
+  recurrentLayers: boolean[];
+  /** `ssm.conv_kernel`, `ssm.inner_size`, `ssm.state_size`, `ssm.time_step_rank`, `ssm.group_count` (0: absent). */
+  ssmDConv: number;
+  ssmDInner: number;
+  ssmDState: number;
+  ssmDtRank: number;
+  ssmNGroup: number;
+  /** LFM2's short-convolution length (`shortconv.l_cache`), 0 without. */
+  shortConvL: number;
+  /** Multi-section RoPE: rotated pairs per position component (`rope.dimension_sections`), [] without. */
+  ropeSections: number[];
+  /** Granite's multipliers (`embedding_scale`, `residual_scale`, `logit_scale`, `attention.scale`); 0: none. */
+  embeddingScale: number;
+  residualScale: number;
+  logitScale: number;
+  attentionScale: number;
+  /** `rope.scaling.finetuned` (Granite: false means no RoPE), default true. */
+  ropeFinetuned: boolean;
+}
+
+/** Whether layer il keeps a recurrent state (no K/V). */
+export function isRecurrent(hp: HParams, il: number): boolean {
+  return hp.recurrentLayers[il] === true;
+}
+
+/**
+ * Width of a sequence's convolution state in each recurrent layer (llama.cpp's n_embd_r):
+ * the last (kernel - 1) inputs of every channel.
+ */
+export function nEmbdR(hp: HParams): number {
+  if (hp.shortConvL > 0) return hp.nEmbd * (hp.shortConvL - 1);
+  return Math.max(0, hp.ssmDConv - 1) * (hp.ssmDInner + 2 * hp.ssmNGroup * hp.ssmDState);
+}
+
+/** Width of a sequence's scan / delta-rule state in each recurrent layer (llama.cpp's n_embd_s). */
+export function nEmbdS(hp: HParams): number {
+  return hp.ssmDState * hp.ssmDInner;
 }
 
 export function isSwa(hp: HParams, il: number): boolean {
@@ -241,6 +281,12 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     if (!Number.isFinite(v) || v < 0) throw bad(k, v, 'must be a finite number ≥ 0');
     return v;
   };
+  /** A finite real, 0 when absent. */
+  const finite = (k: string): number => {
+    const v = num(k, 0);
+    if (!Number.isFinite(v)) throw bad(k, v, 'must be a finite number');
+    return v;
+  };
   /** A count per layer (one value or one per layer), each an integer ≥ min. */
   const perLayer = (k: string, fallback: number | undefined, min: number): number[] => {
     const vs = readPerLayer(file, key(k), nLayer, fallback);
@@ -251,8 +297,9 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
   const nLayer = int('block_count', undefined, 1);
   if (nLayer > MAX_LAYERS) throw bad('block_count', nLayer, `is more than ${MAX_LAYERS} layers`);
   const nHeadArr = perLayer('attention.head_count', undefined, 1);
+  // 0 KV heads marks a layer without attention (a recurrent layer: LFM2, Granite 4, Nemotron-H)
   const nHeadKvArr = file.has(key('attention.head_count_kv'))
-    ? perLayer('attention.head_count_kv', undefined, 1)
+    ? perLayer('attention.head_count_kv', undefined, 0)
     : nHeadArr.slice();
   const nFfArr = perLayer('feed_forward_length', 0, 0);
   const nHead = nHeadArr[0];
@@ -262,7 +309,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     throw new ModelError(`${file.path}: head count ${nHead} does not divide embedding length ${nEmbd}`);
   }
   for (let il = 0; il < nLayer; il++) {
-    if (nHeadArr[il] % nHeadKvArr[il] !== 0) {
+    if (nHeadKvArr[il] !== 0 && nHeadArr[il] % nHeadKvArr[il] !== 0) {
       throw new ModelError(
         `${file.path}: layer ${il}: KV head count ${nHeadKvArr[il]} does not divide head count ${nHeadArr[il]}`,
       );
@@ -332,6 +379,21 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     nLayerKv: nLayer,
     ropeAttnFactor: positive('rope.scaling.attn_factor', 1),
     nEmbdPerLayer: int('embedding_length_per_layer_input', 0, 0),
+    recurrentLayers: new Array<boolean>(nLayer).fill(false),
+    ssmDConv: int('ssm.conv_kernel', 0, 0),
+    ssmDInner: int('ssm.inner_size', 0, 0),
+    ssmDState: int('ssm.state_size', 0, 0),
+    ssmDtRank: int('ssm.time_step_rank', 0, 0),
+    ssmNGroup: int('ssm.group_count', 0, 0),
+    shortConvL: int('shortconv.l_cache', 0, 0),
+    ropeSections: file.has(key('rope.dimension_sections'))
+      ? readPerLayer(file, key('rope.dimension_sections'), 4, 0)
+      : [],
+    embeddingScale: finite('embedding_scale'),
+    residualScale: finite('residual_scale'),
+    logitScale: finite('logit_scale'),
+    attentionScale: finite('attention.scale'),
+    ropeFinetuned: file.getBool(key('rope.scaling.finetuned'), true),
   };
 }
 

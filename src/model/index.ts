@@ -11,10 +11,12 @@ export {
   CACHE_TYPES,
   type CacheType,
   createMemory,
+  HybridMemory,
   KVCache,
   KVCacheISWA,
   MAX_SEQ,
   type Memory,
+  RecurrentState,
 } from './memory/index.js';
 export { defaultDevices, type LoadOptions, Model } from './model.js';
 export { rerankScore, rerankTokens } from './rerank.js';

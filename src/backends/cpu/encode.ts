@@ -15,13 +15,13 @@ import { K4Layout, LAYOUT_K4 } from './layout-k.js';
 import { F_NO_BARRIER, F_SINGLE, K_COPY, type KernelName, kernelId, STEP_WORDS } from './protocol.js';
 
 /** Bytes of one node record. */
-export const RECORD_BYTES = 576;
+export const RECORD_BYTES = 704;
 
-/** Descriptor slots per record: the node and up to five sources (assembly/desc.ts). */
-const SLOTS = 6;
-/** Word offsets of the f64 parameters and the i32 extras in a record. */
-const PARAM_BYTE = 384;
-export const EXTRA_WORD = 128;
+/** Descriptor slots per record: the node and up to seven sources (assembly/desc.ts). */
+const SLOTS = 8;
+/** Byte offset of the f64 parameters and word offset of the i32 extras in a record. */
+const PARAM_BYTE = 512;
+export const EXTRA_WORD = 160;
 
 interface Loc {
   arena: Arena;
@@ -191,6 +191,13 @@ const KERNEL_OF: Partial<Record<Op, KernelName>> = {
   [Op.GET_ROWS]: 'k_get_rows',
   [Op.SET_ROWS]: 'k_set_rows',
   [Op.FLASH_ATTN_EXT]: 'k_flash_attn',
+  [Op.SSM_CONV]: 'k_ssm_conv',
+  [Op.SSM_SCAN]: 'k_ssm_scan',
+  [Op.GATED_DELTA_NET]: 'k_gated_delta_net',
+  [Op.L2_NORM]: 'k_l2_norm',
+  [Op.SOFTPLUS]: 'k_softplus',
+  [Op.RELU]: 'k_relu',
+  [Op.SQR]: 'k_sqr',
   [Op.ADD_ID]: 'k_add_id',
   [Op.ARGSORT]: 'k_argsort',
   [Op.SWIGLU_OAI]: 'k_swiglu_oai',
@@ -268,7 +275,12 @@ function plan(n: Tensor): Plan {
       break;
     case Op.RMS_NORM:
     case Op.NORM:
+    case Op.L2_NORM:
       p.params = [n.params.eps];
+      break;
+    case Op.GATED_DELTA_NET:
+      // exp(g) of a token, per element (gates per key dimension)
+      p.perThread = align(n.src[2].ne[0] * 4 + 64);
       break;
     case Op.SOFT_MAX:
       p.params = [n.params.scale];
@@ -362,6 +374,11 @@ function isSmall(p: Plan, kernel: KernelName): boolean {
       return n.src[0].nelements * n.src[1].ne[1] < 4 * SMALL;
     case 'k_set_rows':
       return n.src[0].nelements < SMALL;
+    case 'k_gated_delta_net':
+      // S² multiply-adds a head and token, four passes
+      return 4 * n.src[2].nelements * n.src[2].ne[0] < SMALL;
+    case 'k_ssm_scan':
+      return n.src[0].nelements * n.src[1].ne[2] < SMALL;
     default:
       return n.nelements < SMALL;
   }

@@ -80,6 +80,13 @@ export const KERNELS = [
   'k_tanh',
   'k_flash_attn_row',
   'k_flash_attn_merge',
+  'k_ssm_conv',
+  'k_ssm_scan',
+  'k_gated_delta_net',
+  'k_l2_norm',
+  'k_softplus',
+  'k_relu',
+  'k_sqr',
 ] as const;
 
 export type KernelName = (typeof KERNELS)[number];

@@ -123,6 +123,15 @@ export function cpuSupportsOp(t: Tensor): boolean {
         (mask === undefined || isFloat(mask))
       );
     }
+    case Op.L2_NORM:
+    case Op.SOFTPLUS:
+    case Op.RELU:
+    case Op.SQR:
+      return isFloat(a) && isFloat(t);
+    case Op.SSM_CONV:
+    case Op.SSM_SCAN:
+    case Op.GATED_DELTA_NET:
+      return t.src.every((x) => x.type === F32);
     default:
       return false;
   }

@@ -389,8 +389,114 @@ export function opCases(): OpCase[] {
       5e-4,
     );
   }
+  recurrentCases(add);
   moeCases(add);
   return cases;
+}
+
+/** Values evenly spread over [lo, hi] (inputs whose range matters: softplus's cut at 20, decays). */
+function spread(n: number, lo: number, hi: number, seed: number): Float32Array {
+  const r = rng(seed);
+  return new Float32Array(n).map(() => lo + (hi - lo) * r());
+}
+
+/** The recurrent layers' ops: convolution with its carried inputs, selective scan, delta rule. */
+function recurrentCases(add: AddCase): void {
+  add('L2_NORM [33,4,2]', () => {
+    const a = newTensor(F32, [33, 4, 2]);
+    return { out: ops.l2Norm(a, 1e-6), inputs: [a] };
+  });
+  add('L2_NORM transposed view, a zero row (eps)', () => {
+    const a = newTensor(F32, [6, 9]);
+    const data = spread(54, -1, 1, 5);
+    for (let i = 0; i < 9; i++) data[i * 6 + 2] = 0;
+    return { out: ops.l2Norm(transpose(a), 1e-6), inputs: [[a, data]] };
+  });
+  for (const [name, f, lo, hi] of [
+    ['SOFTPLUS', ops.softplus, -30, 30],
+    ['RELU', ops.relu, -1, 1],
+    ['SQR', ops.sqr, -3, 3],
+  ] as [string, (t: Tensor) => Tensor, number, number][]) {
+    add(`${name} [33,4,2]`, () => {
+      const a = newTensor(F32, [33, 4, 2]);
+      return { out: f(a), inputs: [[a, spread(a.nelements, lo, hi, 7)]] };
+    });
+    add(`${name} transposed view`, () => {
+      const a = newTensor(F32, [6, 9]);
+      return { out: f(transpose(a)), inputs: [[a, spread(54, lo, hi, 8)]] };
+    });
+  }
+  for (const [dConv, ch, nT, nS] of [
+    [4, 37, 1, 1],
+    [4, 37, 7, 2],
+    [3, 64, 5, 1],
+  ]) {
+    add(`SSM_CONV d_conv ${dConv} channels ${ch} tokens ${nT} seqs ${nS}`, () => {
+      const sx = newTensor(F32, [dConv - 1 + nT, ch, nS]);
+      const c = newTensor(F32, [dConv, ch]);
+      return { out: ops.ssmConv(sx, c), inputs: [sx, c] };
+    });
+  }
+  // Mamba-2 (one decay per head, groups) and Mamba-1 (a decay per state element); x, B, C
+  // as views of one projection, as the graphs make them
+  for (const [dState, headDim, nHead, nGroup, nT, nS, perState] of [
+    [16, 4, 6, 2, 1, 1, false],
+    [16, 4, 6, 2, 7, 2, false],
+    [13, 3, 4, 1, 5, 1, false],
+    [16, 1, 8, 1, 3, 2, true],
+  ] as [number, number, number, number, number, number, boolean][]) {
+    add(
+      `SSM_SCAN state ${dState} head_dim ${headDim} heads ${nHead} groups ${nGroup} tokens ${nT} seqs ${nS}${perState ? ' (Mamba-1 A)' : ''}`,
+      () => {
+        const width = headDim * nHead + 2 * nGroup * dState;
+        const xbc = newTensor(F32, [width, nT, nS]);
+        const e = 4;
+        const x = view(xbc, [headDim, nHead, nT, nS], [headDim * e, xbc.nb[1], xbc.nb[2]], 0);
+        const B = view(xbc, [dState, nGroup, nT, nS], [dState * e, xbc.nb[1], xbc.nb[2]], headDim * nHead * e);
+        const C = view(
+          xbc,
+          [dState, nGroup, nT, nS],
+          [dState * e, xbc.nb[1], xbc.nb[2]],
+          (headDim * nHead + nGroup * dState) * e,
+        );
+        const s = newTensor(F32, [dState, headDim, nHead, nS]);
+        const dt = newTensor(F32, [nHead, nT, nS]);
+        const A = newTensor(F32, [perState ? dState : 1, nHead]);
+        const out = ops.ssmScan(s, x, dt, A, B, C);
+        return {
+          out,
+          inputs: [xbc, s, [dt, spread(dt.nelements, -4, 25, 11)], [A, spread(A.nelements, -2, -0.05, 12)]],
+        };
+      },
+    );
+  }
+  // gated delta rule: scalar gates (Qwen3.5) and per-element ones (KDA), more value heads
+  // than key heads, strided q/k/v views of one tensor, odd head sizes
+  for (const [S, Hk, Hv, nT, nS, perElement] of [
+    [16, 2, 4, 1, 1, false],
+    [16, 2, 4, 9, 2, false],
+    [6, 1, 3, 5, 1, false],
+    [8, 2, 2, 4, 2, true],
+  ] as [number, number, number, number, number, boolean][]) {
+    add(
+      `GATED_DELTA_NET S ${S} heads ${Hk}/${Hv} tokens ${nT} seqs ${nS}${perElement ? ' (per-element gates)' : ''}`,
+      () => {
+        const width = 2 * S * Hk + S * Hv;
+        const qkv = newTensor(F32, [width, nT, nS]);
+        const e = 4;
+        const q = view(qkv, [S, Hk, nT, nS], [S * e, qkv.nb[1], qkv.nb[2]], 0);
+        const k = view(qkv, [S, Hk, nT, nS], [S * e, qkv.nb[1], qkv.nb[2]], S * Hk * e);
+        const v = view(qkv, [S, Hv, nT, nS], [S * e, qkv.nb[1], qkv.nb[2]], 2 * S * Hk * e);
+        const g = newTensor(F32, [perElement ? S : 1, Hv, nT, nS]);
+        const beta = newTensor(F32, [1, Hv, nT, nS]);
+        const state = newTensor(F32, [S, S, Hv, nS]);
+        return {
+          out: ops.gatedDeltaNet(q, k, v, g, beta, state),
+          inputs: [qkv, [g, spread(g.nelements, -3, -0.01, 21)], [beta, spread(beta.nelements, 0.05, 0.95, 22)], state],
+        };
+      },
+    );
+  }
 }
 
 type AddCase = (name: string, build: () => BuiltCase, maxNmse?: number) => void;

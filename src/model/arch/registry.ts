@@ -10,12 +10,16 @@ import { gemma2 } from './gemma2.js';
 import { gemma3 } from './gemma3.js';
 import { gemma4 } from './gemma4.js';
 import { gptOss } from './gpt-oss.js';
+import { graniteHybrid } from './granite-hybrid.js';
+import { lfm2 } from './lfm2.js';
 import { llama } from './llama.js';
+import { nemotronH } from './nemotron-h.js';
 import { phi3 } from './phi3.js';
 import { qwen2 } from './qwen2.js';
 import { qwen2moe } from './qwen2moe.js';
 import { qwen3 } from './qwen3.js';
 import { qwen3moe } from './qwen3moe.js';
+import { qwen35 } from './qwen35.js';
 import { smollm3 } from './smollm3.js';
 
 const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
@@ -30,6 +34,10 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     gemmaEmbedding,
     phi3,
     smollm3,
+    qwen35,
+    lfm2,
+    graniteHybrid,
+    nemotronH,
     qwen2moe,
     qwen3moe,
     deepseek2,

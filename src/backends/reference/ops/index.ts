@@ -14,6 +14,7 @@ import { rope } from './rope.js';
 import { getRows, setRows } from './rows.js';
 import { softMax } from './softmax.js';
 import { argsort } from './sort.js';
+import { gatedDeltaNet, l2Norm, relu, softplus, sqr, ssmConv, ssmScan } from './ssm.js';
 
 export type { KernelOptions } from './options.js';
 
@@ -36,6 +37,13 @@ const KERNELS: Partial<Record<Op, Kernel>> = {
   [Op.CPY]: cpy,
   [Op.CONT]: cont,
   [Op.FLASH_ATTN_EXT]: flashAttnExt,
+  [Op.SSM_CONV]: ssmConv,
+  [Op.SSM_SCAN]: ssmScan,
+  [Op.GATED_DELTA_NET]: gatedDeltaNet,
+  [Op.L2_NORM]: l2Norm,
+  [Op.SOFTPLUS]: softplus,
+  [Op.RELU]: relu,
+  [Op.SQR]: sqr,
   [Op.MUL_MAT_ID]: mulMatId,
   [Op.ADD_ID]: addId,
   [Op.ARGSORT]: argsort,
@@ -108,6 +116,15 @@ export function referenceSupportsOp(t: Tensor): boolean {
     }
     case Op.FLASH_ATTN_EXT:
       return t.params.maxBias === 0 && [t.src[0], t.src[1], t.src[2]].every((x) => readable(x.type));
+    case Op.L2_NORM:
+    case Op.SOFTPLUS:
+    case Op.RELU:
+    case Op.SQR:
+      return isFloat(a) && isFloat(t);
+    case Op.SSM_CONV:
+    case Op.SSM_SCAN:
+    case Op.GATED_DELTA_NET:
+      return t.src.every((x) => x.type === GGMLType.F32);
     default:
       return false;
   }

@@ -1,0 +1,177 @@
+// Tensors and hyper-parameter keys of the architectures with recurrent layers (qwen35,
+// lfm2, granitehybrid, nemotron_h), named and shaped as llama.cpp's converters write
+// them. A layer's kind ('R' recurrent, 'A' attention, 'F' feed-forward only) decides its
+// tensors; llama.cpp reads the kinds back from `full_attention_interval` (qwen35), zeros
+// in the per-layer `attention.head_count_kv` (lfm2, granitehybrid) and, for nemotron_h,
+// zeros in both that and the per-layer `feed_forward_length`.
+
+import { GGUFValueType } from '../gguf/index.js';
+import type { GenArch, ResolvedShape } from './spec.js';
+import type { VocabKV } from './vocab.js';
+
+/** normal(mean, std), as layout.ts draws tensors. */
+interface TensorInit {
+  mean: number;
+  std: number;
+}
+
+interface PlannedTensor {
+  name: string;
+  dims: number[];
+  init: TensorInit;
+}
+
+const NORM: TensorInit = { mean: 1, std: 0.1 };
+const BIAS: TensorInit = { mean: 0, std: 0.1 };
+const linear = (fanIn: number): TensorInit => ({ mean: 0, std: 1 / Math.sqrt(fanIn) });
+/** Decays A = -exp(A_log) (ssm_a as converters store it): negative, around -1. */
+const DECAY: TensorInit = { mean: -1, std: 0.3 };
+/** Time-step biases: softplus(dt + bias) around 0.3. */
+const DT_BIAS: TensorInit = { mean: -1, std: 0.5 };
+
+/** Each layer's kind: 'R' recurrent, 'A' attention, 'F' feed-forward only. */
+export function layerKindsOf(arch: GenArch, s: ResolvedShape): string {
+  if (arch !== 'qwen35') return s.layerKinds;
+  let k = '';
+  for (let il = 0; il < s.nLayer; il++) k += (il + 1) % s.fullAttentionInterval === 0 ? 'A' : 'R';
+  return k;
+}
+
+export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTensor[] {
+  const out: PlannedTensor[] = [];
+  const add = (name: string, dims: number[], init: TensorInit) => out.push({ name, dims, init });
+  const E = s.nEmbd;
+  const hd = s.headDim;
+  const kinds = layerKindsOf(arch, s);
+  const m = s.ssm;
+  const tied = s.tiedEmbeddings;
+  add('token_embd.weight', [E, nVocab], { mean: 0, std: tied ? E ** -0.25 : 1 });
+  if (arch !== 'lfm2') {
+    add('output_norm.weight', [E], NORM);
+    if (!tied) add('output.weight', [E, nVocab], linear(E));
+  }
+  for (let l = 0; l < s.nLayer; l++) {
+    const b = `blk.${l}.`;
+    const kind = kinds[l];
+    add(`${b}attn_norm.weight`, [E], NORM);
+    if (arch === 'qwen35') add(`${b}post_attention_norm.weight`, [E], NORM);
+    if (kind === 'R') {
+      if (arch === 'qwen35') {
+        const channels = m.dInner + 2 * m.nGroup * m.dState;
+        add(`${b}attn_qkv.weight`, [E, channels], linear(E));
+        add(`${b}attn_gate.weight`, [E, m.dInner], linear(E));
+        add(`${b}ssm_conv1d.weight`, [m.dConv, channels], linear(m.dConv));
+        add(`${b}ssm_dt.bias`, [m.nHead], DT_BIAS);
+        add(`${b}ssm_a`, [m.nHead], DECAY);
+        add(`${b}ssm_beta.weight`, [E, m.nHead], linear(E));
+        add(`${b}ssm_alpha.weight`, [E, m.nHead], linear(E));
+        add(`${b}ssm_norm.weight`, [m.dState], NORM);
+        add(`${b}ssm_out.weight`, [m.dInner, E], linear(m.dInner));
+      } else if (arch === 'lfm2') {
+        add(`${b}shortconv.conv.weight`, [s.shortConvL, E], linear(s.shortConvL));
+        add(`${b}shortconv.in_proj.weight`, [E, 3 * E], linear(E));
+        add(`${b}shortconv.out_proj.weight`, [E, E], linear(E));
+      } else {
+        const xbc = m.dInner + 2 * m.nGroup * m.dState;
+        add(`${b}ssm_in.weight`, [E, m.dInner + xbc + m.nHead], linear(E));
+        add(`${b}ssm_conv1d.weight`, [m.dConv, xbc], linear(m.dConv));
+        add(`${b}ssm_conv1d.bias`, [xbc], BIAS);
+        add(`${b}ssm_dt.bias`, [m.nHead], DT_BIAS);
+        add(`${b}ssm_a`, [1, m.nHead], DECAY);
+        add(`${b}ssm_d`, [1, m.nHead], NORM);
+        add(`${b}ssm_norm.weight`, [m.dInner / m.nGroup, m.nGroup], NORM);
+        add(`${b}ssm_out.weight`, [m.dInner, E], linear(m.dInner));
+      }
+    } else if (kind === 'A') {
+      const q = hd * s.nHead;
+      add(`${b}attn_q.weight`, [E, arch === 'qwen35' ? 2 * q : q], linear(E));
+      add(`${b}attn_k.weight`, [E, hd * s.nHeadKv], linear(E));
+      add(`${b}attn_v.weight`, [E, hd * s.nHeadKv], linear(E));
+      add(`${b}attn_output.weight`, [q, E], linear(q));
+      if (arch === 'qwen35' || arch === 'lfm2') {
+        add(`${b}attn_q_norm.weight`, [hd], NORM);
+        add(`${b}attn_k_norm.weight`, [hd], NORM);
+      }
+    }
+    if (arch === 'nemotron_h') {
+      if (kind === 'F') {
+        add(`${b}ffn_up.weight`, [E, s.nFf], linear(E));
+        add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
+      }
+      continue;
+    }
+    if (arch !== 'qwen35') add(`${b}ffn_norm.weight`, [E], NORM);
+    add(`${b}ffn_gate.weight`, [E, s.nFf], linear(E));
+    add(`${b}ffn_up.weight`, [E, s.nFf], linear(E));
+    add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
+  }
+  // LFM2 keeps its final norm as token_embd_norm
+  if (arch === 'lfm2') {
+    add('token_embd_norm.weight', [E], NORM);
+    if (!tied) add('output.weight', [E, nVocab], linear(E));
+  }
+  return out;
+}
+
+/** The `{arch}.*` keys of a recurrent architecture, in converter order. */
+export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
+  const u32 = (k: string, value: number): VocabKV => ({ key: `${arch}.${k}`, type: GGUFValueType.UINT32, value });
+  const f32 = (k: string, value: number): VocabKV => ({ key: `${arch}.${k}`, type: GGUFValueType.FLOAT32, value });
+  const arr = (k: string, itemType: number, items: Uint32Array | Int32Array): VocabKV => ({
+    key: `${arch}.${k}`,
+    type: GGUFValueType.ARRAY,
+    value: { itemType, items },
+  });
+  const kinds = layerKindsOf(arch, s);
+  const kv: VocabKV[] = [
+    u32('context_length', s.nCtxTrain),
+    u32('embedding_length', s.nEmbd),
+    u32('block_count', s.nLayer),
+  ];
+  if (arch === 'nemotron_h') {
+    kv.push(
+      arr(
+        'feed_forward_length',
+        GGUFValueType.UINT32,
+        Uint32Array.from(kinds, (k) => (k === 'F' ? s.nFf : 0)),
+      ),
+    );
+  } else kv.push(u32('feed_forward_length', s.nFf));
+  kv.push(u32('attention.head_count', s.nHead));
+  if (arch === 'qwen35') kv.push(u32('attention.head_count_kv', s.nHeadKv));
+  else
+    kv.push(
+      arr(
+        'attention.head_count_kv',
+        GGUFValueType.UINT32,
+        Uint32Array.from(kinds, (k) => (k === 'A' ? s.nHeadKv : 0)),
+      ),
+    );
+  kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));
+  // nemotron_h: llama.cpp also requires the layer-norm epsilon (its MTP head's)
+  if (arch === 'nemotron_h') kv.push(f32('attention.layer_norm_epsilon', s.normEps));
+  kv.push(f32('rope.freq_base', s.ropeFreqBase));
+  kv.push(u32('rope.dimension_count', s.ropeDim));
+  if (arch === 'qwen35' || s.headDim !== s.nEmbd / s.nHead) {
+    kv.push(u32('attention.key_length', s.headDim));
+    kv.push(u32('attention.value_length', s.headDim));
+  }
+  if (arch === 'qwen35') kv.push(arr('rope.dimension_sections', GGUFValueType.INT32, Int32Array.from(s.ropeSections)));
+  if (arch === 'lfm2') kv.push(u32('shortconv.l_cache', s.shortConvL));
+  else {
+    kv.push(u32('ssm.conv_kernel', s.ssm.dConv));
+    kv.push(u32('ssm.inner_size', s.ssm.dInner));
+    kv.push(u32('ssm.state_size', s.ssm.dState));
+    kv.push(u32('ssm.time_step_rank', s.ssm.nHead));
+    kv.push(u32('ssm.group_count', s.ssm.nGroup));
+  }
+  if (arch === 'qwen35') kv.push(u32('full_attention_interval', s.fullAttentionInterval));
+  if (arch === 'granitehybrid') {
+    const g = s.granite;
+    if (g.logitScale !== 0) kv.push(f32('logit_scale', g.logitScale));
+    if (g.residualScale !== 0) kv.push(f32('residual_scale', g.residualScale));
+    if (g.embeddingScale !== 0) kv.push(f32('embedding_scale', g.embeddingScale));
+    if (g.attentionScale !== 0) kv.push(f32('attention.scale', g.attentionScale));
+  }
+  return kv;
+}

@@ -1,0 +1,136 @@
+// qwen35: Qwen3.5 / Qwen3.6 dense models. Three of every four layers are Gated DeltaNet
+// linear attention (a recurrent state per sequence, see GraphBuilder.gatedDeltaNet); every
+// `full_attention_interval`-th layer is gated attention (a doubled q projection whose
+// second half gates the heads' output, q/k RMS-normed per head, partial rotary RoPE).
+//   x = embd(tokens)
+//   per layer: h = x + mixer(rmsnorm(x)·attn_norm)        mixer: gated DeltaNet or gated attention
+//              x = h + Wdown·(silu(Wgate·m) ⊙ Wup·m),     m = rmsnorm(h)·post_attention_norm
+//   logits = Woutput·(rmsnorm(x)·output_norm)           (Woutput = token_embd when absent)
+// RoPE is llama.cpp's interleaved multi-section kind (IMROPE): for text every position
+// component is the token's position, so a pair rotates as in NEOX mode unless its
+// section is the fourth one (position 0); the sections are checked to give NEOX exactly.
+// The multi-token-prediction block (`nextn_predict_layers`) is not evaluated.
+
+import * as ops from '../../ggml/ops.js';
+import { RopeMode } from '../../ggml/ops.js';
+import type { GGUFFile } from '../../gguf/index.js';
+import { isArrayValue } from '../../gguf/index.js';
+import { ModelError } from '../errors.js';
+import { gatedDeltaNetTensors } from '../graph.js';
+import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
+import type { Architecture } from './arch.js';
+
+/**
+ * Whether interleaved multi-section RoPE over text positions (t = h = w = pos, e = 0)
+ * rotates every pair of the first nRot dimensions by the token's position, as NEOX does:
+ * true unless some pair falls in the fourth section (ggml's imrope sector rule).
+ */
+export function imropeIsNeox(sections: readonly number[], nRot: number): boolean {
+  const [s0, s1, s2, s3] = [sections[0] ?? 0, sections[1] ?? 0, sections[2] ?? 0, sections[3] ?? 0];
+  const total = s0 + s1 + s2 + s3;
+  if (total === 0) return true;
+  for (let pair = 0; pair < nRot / 2; pair++) {
+    const sector = pair % total;
+    const t = sector % 3 === 0 && sector < 3 * s0;
+    const h = sector % 3 === 1 && sector < 3 * s1;
+    const w = sector % 3 === 2 && sector < 3 * s2;
+    if (!(t || h || w)) return false;
+  }
+  return true;
+}
+
+/** A per-layer bool array key (null when absent); another length is an error naming it. */
+function layerFlags(file: GGUFFile, key: string, nLayer: number): boolean[] | null {
+  const kv = file.get(key);
+  if (!kv) return null;
+  const items = isArrayValue(kv.value) ? Array.from(kv.value.items as ArrayLike<unknown>) : [];
+  if (items.length !== nLayer) {
+    throw new ModelError(`${file.path}: '${key}' must hold one value per layer (${nLayer}), got ${items.length}`);
+  }
+  return items.map((x) => x === true || x === 1);
+}
+
+export const qwen35: Architecture = {
+  name: 'qwen35',
+  usesKVCache: true,
+  ropeMode: RopeMode.NEOX,
+
+  hparams(hp, file) {
+    const key = (k: string) => `qwen35.${k}`;
+    const interval = file.getNumber(key('full_attention_interval'), 4);
+    if (!(Number.isInteger(interval) && interval >= 1)) {
+      throw new ModelError(`${file.path}: ${key('full_attention_interval')} = ${interval} is not a positive integer`);
+    }
+    for (const k of ['ssm.conv_kernel', 'ssm.inner_size', 'ssm.state_size', 'ssm.time_step_rank', 'ssm.group_count']) {
+      if (!(file.getNumber(key(k), 0) > 0)) throw new ModelError(`${file.path}: ${key(k)} is missing or 0`);
+    }
+    if (hp.ssmDInner / hp.ssmDtRank !== hp.ssmDState || hp.ssmDtRank % hp.ssmNGroup !== 0) {
+      throw new ModelError(
+        `${file.path}: Gated DeltaNet heads need value head size ${hp.ssmDInner}/${hp.ssmDtRank} = key head size ${hp.ssmDState} and value heads a multiple of key heads (${hp.ssmNGroup})`,
+      );
+    }
+    if (!imropeIsNeox(hp.ropeSections, hp.nRot)) {
+      throw new ModelError(
+        `${file.path}: ${key('rope.dimension_sections')} = [${hp.ropeSections}] puts rotated pairs in the fourth section, which text positions do not rotate; not supported`,
+      );
+    }
+    const nLayerNextn = file.getNumber(key('nextn_predict_layers'), 0);
+    const nLayer = hp.nLayer - nLayerNextn;
+    // `attention.recurrent_layers` (one bool per layer) when present, else the interval
+    const listed = layerFlags(file, key('attention.recurrent_layers'), hp.nLayer);
+    return {
+      ...hp,
+      nLayer,
+      recurrentLayers: Array.from(
+        { length: hp.nLayer },
+        (_, il) => il < nLayer && (listed ? listed[il] : (il + 1) % interval !== 0),
+      ),
+    };
+  },
+
+  tensors(hp, t) {
+    const E = hp.nEmbd;
+    const hd = hp.nEmbdHeadK;
+    t.need('token_embd.weight', [E, hp.nVocab]);
+    t.need('output_norm.weight', [E]);
+    t.opt('output.weight', [E, hp.nVocab]);
+    for (let il = 0; il < hp.nLayer; il++) {
+      t.layer(il, 'attn_norm.weight', [E]);
+      t.layer(il, 'post_attention_norm.weight', [E]);
+      if (isRecurrent(hp, il)) gatedDeltaNetTensors(hp, t, il);
+      else {
+        t.layer(il, 'attn_q.weight', [E, 2 * hd * headCount(hp, il)]);
+        t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
+        t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
+        t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
+        t.layer(il, 'attn_q_norm.weight', [hd]);
+        t.layer(il, 'attn_k_norm.weight', [hd]);
+      }
+      const F = ffLength(hp, il);
+      t.layer(il, 'ffn_gate.weight', [E, F]);
+      t.layer(il, 'ffn_up.weight', [E, F]);
+      t.layer(il, 'ffn_down.weight', [F, E]);
+    }
+  },
+
+  build(b) {
+    const { hp, w } = b;
+    const rope = { mode: RopeMode.NEOX };
+    let x = b.inpEmbd(w.get('token_embd.weight'));
+    for (let il = 0; il < hp.nLayer; il++) {
+      const L = (name: string) => w.layer(il, name);
+      let res = x;
+      const n = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
+      let cur = isRecurrent(hp, il) ? b.gatedDeltaNet(il, n) : b.gatedAttention(il, n, rope);
+      if (il === hp.nLayer - 1) {
+        cur = b.selectOutputs(cur);
+        res = b.selectOutputs(res);
+      }
+      const h = b.cb(ops.add(cur, res), 'attn_residual', il);
+      const m = b.rmsNorm(h, L('post_attention_norm.weight'), 'attn_post_norm', il);
+      cur = b.ffnSwiglu(m, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+      x = b.cb(ops.add(cur, h), 'l_out', il);
+    }
+    return b.outputHead(x);
+  },
+};
