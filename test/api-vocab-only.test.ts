@@ -1,15 +1,13 @@
 // loadModel({ vocab_only: true }) (llama.node's option): the vocabulary, metadata and chat
 // templates without the weights. On the generated tiny llama it tokenizes, detokenizes and
-// formats chats exactly as a full load does; on llama.cpp's vocabulary-only files (no
-// tensors at all, architectures llama-ts cannot run) it gives llama.cpp's ids; whatever
-// evaluates the model is a clear ERR_CONTEXT error.
+// formats chats exactly as a full load does; whatever evaluates the model is a clear
+// ERR_CONTEXT error. (On llama.cpp's vocabulary-only files in ../shared:
+// shared-vocab-only.test.ts.)
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { type LlamaContext, LlamaError, loadModel } from '../src/api/index.js';
 import { QWEN25 } from './chat-fixtures.js';
 import { tinyLlama } from './helpers/models.js';
-import { missingShared, sharedPath } from './helpers/shared.js';
 
 describe('vocab_only on a model', () => {
   let full: LlamaContext;
@@ -83,29 +81,4 @@ describe('vocab_only on a model', () => {
       (e: unknown) => e instanceof LlamaError && e.code === 'ERR_OPTION' && /^vocab_only = "yes"/.test(e.message),
     );
   });
-});
-
-// llama.cpp's tokenizer suites' files hold a vocabulary and no tensors; mpt, falcon and
-// starcoder are architectures llama-ts does not run
-describe("vocab_only on llama.cpp's vocabulary-only files", () => {
-  for (const name of ['llama-spm', 'mpt', 'falcon', 'starcoder']) {
-    const rel = `vocab/ggml-vocab-${name}.gguf`;
-    const path = sharedPath(rel);
-    test(name, { skip: path ? false : missingShared(rel) }, async () => {
-      const ctx = await loadModel({ model: path!, vocab_only: true });
-      try {
-        const inputs = readFileSync(`${path}.inp`, 'utf8').split('\n__ggml_vocab_test__\n').slice(0, -1);
-        const expected = readFileSync(`${path}.out`, 'utf8').split('\n');
-        for (const [i, text] of inputs.entries()) {
-          const want = expected[i]!.trim() === '' ? [] : expected[i]!.trim().split(/\s+/).map(Number);
-          const { tokens } = await ctx.tokenize(text);
-          assert.deepEqual(Array.from(tokens), want, `string ${i}: ${JSON.stringify(text)}`);
-        }
-        assert.equal(ctx.getModelInfo().nParams, 0);
-        await assert.rejects(ctx.completion({ prompt: 'x', n_predict: 1 }), /vocab_only/);
-      } finally {
-        await ctx.release();
-      }
-    });
-  }
 });
