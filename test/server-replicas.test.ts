@@ -248,9 +248,16 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
     process.stderr.write(
       `# conversations (replica cached/prompt key, per turn):\n${report.map((r) => `#   ${r}\n`).join('')}`,
     );
+    if (proxy.errors()) process.stderr.write(`# nginx's error log:\n${proxy.errors().replace(/^/gm, '#   ')}\n`);
     for (const [n, turns] of convs.entries()) {
       const withSession = modes[n] !== 'key';
-      const why = `conversation ${n + 1}: ${report[n]}`;
+      // on failure: where nginx sent each of this conversation's requests, and its error log
+      const key = turns[0]!.key;
+      const routes = proxy
+        .routed()
+        .filter((r) => r.affinity === key || r.affinity === turns[0]!.session || r.affinity === `conversation-${n + 1}`)
+        .map((r) => `${r.status} ${r.upstreams.join(',')} ${r.upstreamStatuses.join(',')}`);
+      const why = `conversation ${n + 1}: ${report[n]}\nnginx: ${routes.join(' | ')}\n${proxy.errors()}`;
       // one key for the whole conversation that sends it back
       if (modes[n] !== 'minted') assert.equal(new Set(turns.map((x) => x.key)).size, 1, why);
       else assert.match(turns[0]!.session, /^[0-9a-f]{32}$/, 'nginx names the first turn');

@@ -60,6 +60,8 @@ export interface NginxProxy {
   readonly url: string;
   /** The access log so far. */
   routed(): Routed[];
+  /** What nginx wrote to its error log (stderr) so far: why it took a replica out. */
+  errors(): string;
   stop(): Promise<void>;
 }
 
@@ -153,6 +155,7 @@ ${conf}
           };
         });
     },
+    errors: () => err,
     stop: async () => {
       if (p.exitCode === null) {
         p.kill('SIGQUIT');
