@@ -3,7 +3,8 @@
 // first. Checks: a replica still loading (503) makes no request fail; every streamed
 // request completes through the proxy; a conversation that sends its X-Prefix-Key back
 // lands on one replica from its second turn and reuses its cached prompt there (from the
-// first turn with a session header: its own, or the one nginx returned); SIGTERM to
+// first turn with a session header: its own, or the one nginx returned), moving only off a
+// replica where an attempt failed (nginx's passive health, by design); SIGTERM to
 // a replica under load loses no accepted request (its streams finish, new requests go to
 // the others) and it exits 0. Skips when nginx is not installed.
 import assert from 'node:assert/strict';
@@ -160,6 +161,8 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
   let c: LlamaServer;
   let cAddr: string;
   let proxy: NginxProxy;
+  /** Access-log lines before the loading replica joined (its 503s are the first test's). */
+  let joined = 0;
   before(async () => {
     [a, b] = await Promise.all([spawnReplica(model), spawnReplica(model)]);
     // the third listens but loads only when the first test says so
@@ -196,6 +199,7 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
     await c.load();
     // back in rotation once fail_timeout (1 s) lapses
     await sleep(1200);
+    joined = proxy.routed().length;
   });
 
   test('every streaming request completes through the proxy, spread over the replicas', async () => {
@@ -242,6 +246,14 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
     };
     const modes = ['key', 'key', 'key', 'own', 'minted'] as const;
     const convs = await Promise.all(modes.map((m, n) => converse(n + 1, m)));
+    // replicas where an attempt failed since all three were up (an error or a 503): nginx's
+    // passive health takes such a replica out for fail_timeout; its keys move on by design
+    const failedOn = new Set(
+      proxy
+        .routed()
+        .slice(joined)
+        .flatMap((r) => r.upstreams.filter((_, i) => r.upstreamStatuses[i] !== '200')),
+    );
     const report = convs.map((turns) =>
       turns.map((x) => `${x.upstream} ${x.cached}/${x.promptTokens} ${x.key}`).join(' | '),
     );
@@ -249,6 +261,7 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
       `# conversations (replica cached/prompt key, per turn):\n${report.map((r) => `#   ${r}\n`).join('')}`,
     );
     if (proxy.errors()) process.stderr.write(`# nginx's error log:\n${proxy.errors().replace(/^/gm, '#   ')}\n`);
+    const moved: string[] = [];
     for (const [n, turns] of convs.entries()) {
       const withSession = modes[n] !== 'key';
       // on failure: where nginx sent each of this conversation's requests, and its error log
@@ -261,16 +274,24 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
       // one key for the whole conversation that sends it back
       if (modes[n] !== 'minted') assert.equal(new Set(turns.map((x) => x.key)).size, 1, why);
       else assert.match(turns[0]!.session, /^[0-9a-f]{32}$/, 'nginx names the first turn');
-      // from the second turn (the first, with a session header), one replica
+      // from the second turn (the first, with a session header), one replica, unless an
+      // attempt failed on it (then the rest of the conversation stays on the next one)
       const from = withSession ? 0 : 1;
-      assert.equal(new Set(turns.slice(from).map((x) => x.upstream)).size, 1, why);
       for (let t = 1; t < TURNS; t++) {
-        const same = turns[t]!.upstream === turns[t - 1]!.upstream;
-        if (t >= 2 || withSession) assert.ok(same, why);
+        const prev = turns[t - 1]!.upstream;
+        const same = turns[t]!.upstream === prev;
+        if (!same && t > from) {
+          assert.ok(failedOn.has(prev), `turn ${t + 1} left ${prev}, where no attempt failed: ${why}`);
+          moved.push(`conversation ${n + 1} turn ${t + 1} left ${prev} after an attempt failed there`);
+        }
         // on the replica of the previous turn, the whole previous prompt is reused
         if (same) assert.ok(turns[t]!.cached >= turns[t - 1]!.promptTokens, `turn ${t + 1}: ${why}`);
       }
     }
+    if (moved.length) process.stderr.write(`# ${moved.join('\n# ')}\n${proxy.errors().replace(/^/gm, '#   ')}\n`);
+    // affinity was exercised: most conversations never left their replica
+    const steady = convs.filter((_, n) => !moved.some((m) => m.startsWith(`conversation ${n + 1} `)));
+    assert.ok(steady.length >= 3, moved.join('; '));
   });
 
   test('SIGTERM to a replica under load loses no accepted request; it exits 0', async () => {
