@@ -247,9 +247,86 @@ function scaleCode(id: number, scale: number): number {
   return clamp(nearestInt(fr(0.5 * fr(fr(id * scale) - 1))), 0, 15);
 }
 
+/** Stores a 32-bit word little-endian at dst[p..p+3]. */
+function putU32(dst: Uint8Array, p: number, v: number): void {
+  dst[p] = v & 0xff;
+  dst[p + 1] = (v >>> 8) & 0xff;
+  dst[p + 2] = (v >>> 16) & 0xff;
+  dst[p + 3] = v >>> 24;
+}
+
+/**
+ * What every type does first with a sub-block of n values: its weights, the magnitudes and
+ * sign bits of its groups of 8 (into xval and signs). Returns the largest magnitude.
+ */
+function prepareSubBlock(
+  x: Float32Array,
+  xb: number,
+  n: number,
+  qw: Float32Array | null,
+  qo: number,
+  sigma2: number,
+  fallback: (v: number) => number,
+  parity: boolean,
+): number {
+  subWeights(x, xb, n, qw, qo, sigma2, fallback);
+  for (let k = 0; k < n / 8; k++) signs[k] = magnitudes(x, xb + 8 * k, weight, 8 * k, xval, parity);
+  let max = xval[0]!;
+  for (let i = 1; i < n; i++) max = cMax(max, xval[i]!);
+  return max;
+}
+
+/** How IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S fit a sub-block (see searchScale). */
+interface SubBlockPlan {
+  n: number;
+  kmax: number;
+  nis: number;
+  step: number;
+  requantAll: boolean;
+  gridInit: boolean;
+  /** An even number of negatives per 8 (7 sign bits stored), else 8 sign bits. */
+  parity: boolean;
+  /** A sub-block whose largest magnitude is this is stored as zeros (skipped). */
+  empty: (max: number) => boolean;
+}
+
+/**
+ * One sub-block by plan: -1 when it is empty (nothing to store), else its scale (≥ 0),
+ * with the grid points in gridIdx and the sign bits in signs.
+ */
+function fitSubBlock(
+  s: GridSearch,
+  plan: SubBlockPlan,
+  x: Float32Array,
+  xb: number,
+  qw: Float32Array | null,
+  qo: number,
+  sigma2: number,
+  fallback: (v: number) => number,
+): number {
+  const { n } = plan;
+  const max = prepareSubBlock(x, xb, n, qw, qo, sigma2, fallback, plan.parity);
+  L.fill(0, 0, n);
+  if (plan.empty(max)) return -1;
+  let scale = searchScale(s, n, plan.kmax, max, plan.nis, plan.step, plan.requantAll, plan.gridInit);
+  if (scale < 0) {
+    // never expected; ggml flips the scale and the signs
+    scale = -scale;
+    const mask = plan.parity ? 127 : 0xff;
+    for (let k = 0; k < n / 8; k++) signs[k] = ~signs[k]! & mask;
+  }
+  gridPoints(s, n);
+  assertScale(scale);
+  return scale;
+}
+
+const noWeights = () => 0;
+const squared = (v: number) => fr(v * v);
+
 // ---------------------------------------------------------------- IQ2_XXS
 
-function iq2xxsBlocks(
+/** quantize_iq2_xxs over `nb` blocks: needs quant weights (qw[qo0 + 256·b ..] for block b). */
+export function quantizeIQ2_XXSWeighted(
   x: Float32Array,
   xo0: number,
   dst: Uint8Array,
@@ -257,7 +334,7 @@ function iq2xxsBlocks(
   nb: number,
   qw: Float32Array,
   qo0: number,
-) {
+): void {
   const s = gridSearch(GRID_IQ2XXS, 2);
   const kmax = 3;
   const q2 = new Uint32Array(16);
@@ -269,11 +346,7 @@ function iq2xxsBlocks(
     let maxScale = 0;
     const sigma2 = sigma2Of(x, xbl, 1);
     for (let ib = 0; ib < 8; ib++) {
-      const xb = xbl + 32 * ib;
-      subWeights(x, xb, 32, qw, qo0 + QK_K * ibl + 32 * ib, sigma2, () => 0);
-      for (let k = 0; k < 4; k++) signs[k] = magnitudes(x, xb + 8 * k, weight, 8 * k, xval, true);
-      let max = xval[0]!;
-      for (let i = 1; i < 32; i++) max = cMax(max, xval[i]!);
+      const max = prepareSubBlock(x, xbl + 32 * ib, 32, qw, qo0 + QK_K * ibl + 32 * ib, sigma2, noWeights, true);
       if (max < EPS_1E15) {
         scales[ib] = 0;
         L.fill(0);
@@ -334,20 +407,26 @@ function iq2xxsBlocks(
     putF16(dst, yo, d);
     const id = fr(1 / d);
     for (let ib = 0; ib < 8; ib++) q2[2 * ib + 1] = (q2[2 * ib + 1]! | (scaleCode(id, scales[ib]!) << 28)) >>> 0;
-    for (let i = 0; i < 16; i++) {
-      const v = q2[i]!;
-      const p = yo + 2 + 4 * i;
-      dst[p] = v & 0xff;
-      dst[p + 1] = (v >>> 8) & 0xff;
-      dst[p + 2] = (v >>> 16) & 0xff;
-      dst[p + 3] = v >>> 24;
-    }
+    for (let i = 0; i < 16; i++) putU32(dst, yo + 2 + 4 * i, q2[i]!);
   }
 }
 
 // ---------------------------------------------------------------- IQ2_XS and IQ2_S
 
-function iq2xsBlocks(
+const PLAN_IQ2XS: SubBlockPlan = {
+  n: 16,
+  kmax: 3,
+  nis: 9,
+  step: F0_1,
+  requantAll: false,
+  gridInit: true,
+  parity: true,
+  empty: (m) => m < EPS_1E15,
+};
+const PLAN_IQ2S: SubBlockPlan = { ...PLAN_IQ2XS, parity: false, empty: (m) => m < EPS_1E8 };
+
+/** quantize_iq2_xs over `nb` blocks: needs quant weights. */
+export function quantizeIQ2_XSWeighted(
   x: Float32Array,
   xo0: number,
   dst: Uint8Array,
@@ -355,7 +434,7 @@ function iq2xsBlocks(
   nb: number,
   qw: Float32Array,
   qo0: number,
-) {
+): void {
   const s = gridSearch(GRID_IQ2XS, 2);
   for (let ibl = 0; ibl < nb; ibl++) {
     const xbl = xo0 + QK_K * ibl;
@@ -365,29 +444,14 @@ function iq2xsBlocks(
     let maxScale = 0;
     const sigma2 = sigma2Of(x, xbl, 1);
     for (let ib = 0; ib < 16; ib++) {
-      const xb = xbl + 16 * ib;
-      subWeights(x, xb, 16, qw, qo0 + QK_K * ibl + 16 * ib, sigma2, () => 0);
-      for (let k = 0; k < 2; k++) signs[k] = magnitudes(x, xb + 8 * k, weight, 8 * k, xval, true);
-      let max = xval[0]!;
-      for (let i = 1; i < 16; i++) max = cMax(max, xval[i]!);
-      L.fill(0, 0, 16);
-      if (max < EPS_1E15) {
-        scales[ib] = 0;
-        continue;
-      }
-      let scale = searchScale(s, 16, 3, max, 9, F0_1, false, true);
-      if (scale < 0) {
-        scale = -scale;
-        for (let k = 0; k < 2; k++) signs[k] = ~signs[k]! & 127;
-      }
-      gridPoints(s, 16);
+      const scale = fitSubBlock(s, PLAN_IQ2XS, x, xbl + 16 * ib, qw, qo0 + QK_K * ibl + 16 * ib, sigma2, noWeights);
+      scales[ib] = Math.max(scale, 0);
+      if (scale < 0) continue;
       for (let k = 0; k < 2; k++) {
         const v = gridIdx[k]! | (signs[k]! << 9);
         dst[yo + 2 + 2 * (2 * ib + k)] = v & 0xff;
         dst[yo + 3 + 2 * (2 * ib + k)] = v >>> 8;
       }
-      assertScale(scale);
-      scales[ib] = scale;
       maxScale = cMax(maxScale, scale);
     }
     if (!maxScale) {
@@ -401,7 +465,8 @@ function iq2xsBlocks(
   }
 }
 
-function iq2sBlocks(
+/** quantize_iq2_s over `nb` blocks; without quant weights, weights 0.25·sigma2 + x². */
+export function quantizeIQ2_SBlocks(
   x: Float32Array,
   xo0: number,
   dst: Uint8Array,
@@ -409,41 +474,26 @@ function iq2sBlocks(
   nb: number,
   qw: Float32Array | null,
   qo0: number,
-) {
+): void {
   const s = gridSearch(GRID_IQ2S, 1);
-  const F0_25 = 0.25;
   for (let ibl = 0; ibl < nb; ibl++) {
     const xbl = xo0 + QK_K * ibl;
     const yo = yo0 + 82 * ibl;
     dst.fill(0, yo, yo + 82);
     let maxScale = 0;
     const sigma2 = sigma2Of(x, xbl, 2);
-    const quarter = fr(F0_25 * sigma2);
+    const quarter = fr(0.25 * sigma2);
+    const fallback = (v: number) => fr(quarter + fr(v * v));
     for (let ib = 0; ib < 16; ib++) {
-      const xb = xbl + 16 * ib;
-      subWeights(x, xb, 16, qw, qo0 + QK_K * ibl + 16 * ib, sigma2, (v) => fr(quarter + fr(v * v)));
-      for (let k = 0; k < 2; k++) signs[k] = magnitudes(x, xb + 8 * k, weight, 8 * k, xval, false);
-      let max = xval[0]!;
-      for (let i = 1; i < 16; i++) max = cMax(max, xval[i]!);
-      L.fill(0, 0, 16);
-      if (max < EPS_1E8) {
-        scales[ib] = 0;
-        continue;
-      }
-      let scale = searchScale(s, 16, 3, max, 9, F0_1, false, true);
-      if (scale < 0) {
-        scale = -scale;
-        for (let k = 0; k < 2; k++) signs[k] = ~signs[k]! & 0xff;
-      }
-      gridPoints(s, 16);
+      const scale = fitSubBlock(s, PLAN_IQ2S, x, xbl + 16 * ib, qw, qo0 + QK_K * ibl + 16 * ib, sigma2, fallback);
+      scales[ib] = Math.max(scale, 0);
+      if (scale < 0) continue;
       for (let k = 0; k < 2; k++) {
         const i8 = 2 * ib + k;
         dst[yo + 2 + i8] = gridIdx[k]! & 255;
         dst[yo + 66 + (i8 >> 2)] |= (gridIdx[k]! >> 8) << (2 * (i8 % 4));
         dst[yo + 2 + 32 + i8] = signs[k]!;
       }
-      assertScale(scale);
-      scales[ib] = scale;
       maxScale = cMax(maxScale, scale);
     }
     if (!maxScale) continue;
@@ -460,7 +510,28 @@ function iq2sBlocks(
 
 // ---------------------------------------------------------------- IQ3_XXS and IQ3_S
 
-function iq3xxsBlocks(
+const PLAN_IQ3XXS: SubBlockPlan = {
+  n: 32,
+  kmax: 8,
+  nis: 15,
+  step: F0_2,
+  requantAll: false,
+  gridInit: true,
+  parity: true,
+  empty: (m) => m < EPS_1E8,
+};
+// `!max`: a NaN maximum also counts as empty, as in ggml's IQ3_S
+const PLAN_IQ3S: SubBlockPlan = {
+  ...PLAN_IQ3XXS,
+  nis: 9,
+  requantAll: true,
+  gridInit: false,
+  parity: false,
+  empty: (m) => !m,
+};
+
+/** quantize_iq3_xxs over `nb` blocks; without quant weights, weights x². */
+export function quantizeIQ3_XXSBlocks(
   x: Float32Array,
   xo0: number,
   dst: Uint8Array,
@@ -468,7 +539,7 @@ function iq3xxsBlocks(
   nb: number,
   qw: Float32Array | null,
   qo0: number,
-) {
+): void {
   const s = gridSearch(GRID_IQ3XXS, 2);
   const sas = new Uint32Array(8);
   for (let ibl = 0; ibl < nb; ibl++) {
@@ -479,26 +550,11 @@ function iq3xxsBlocks(
     let maxScale = 0;
     const sigma2 = sigma2Of(x, xbl, 2);
     for (let ib = 0; ib < 8; ib++) {
-      const xb = xbl + 32 * ib;
-      subWeights(x, xb, 32, qw, qo0 + QK_K * ibl + 32 * ib, sigma2, (v) => fr(v * v));
-      for (let k = 0; k < 4; k++) signs[k] = magnitudes(x, xb + 8 * k, weight, 8 * k, xval, true);
-      let max = xval[0]!;
-      for (let i = 1; i < 32; i++) max = cMax(max, xval[i]!);
-      L.fill(0, 0, 32);
-      if (max < EPS_1E8) {
-        scales[ib] = 0;
-        continue;
-      }
-      let scale = searchScale(s, 32, 8, max, 15, F0_2, false, true);
-      if (scale < 0) {
-        scale = -scale;
-        for (let k = 0; k < 4; k++) signs[k] = ~signs[k]! & 127;
-      }
-      gridPoints(s, 32);
+      const scale = fitSubBlock(s, PLAN_IQ3XXS, x, xbl + 32 * ib, qw, qo0 + QK_K * ibl + 32 * ib, sigma2, squared);
+      scales[ib] = Math.max(scale, 0);
+      if (scale < 0) continue;
       for (let k = 0; k < 8; k++) dst[yo + 2 + 8 * ib + k] = gridIdx[k]!;
       sas[ib] = (signs[0]! | (signs[1]! << 7) | (signs[2]! << 14) | (signs[3]! << 21)) >>> 0;
-      assertScale(scale);
-      scales[ib] = scale;
       maxScale = cMax(maxScale, scale);
     }
     if (!maxScale) {
@@ -508,18 +564,12 @@ function iq3xxsBlocks(
     const d = fr(maxScale / 31);
     putF16(dst, yo, fr(d * fr(1.0125)));
     const id = fr(1 / d);
-    for (let ib = 0; ib < 8; ib++) {
-      const v = (sas[ib]! | (scaleCode(id, scales[ib]!) << 28)) >>> 0;
-      const p = yo + 66 + 4 * ib;
-      dst[p] = v & 0xff;
-      dst[p + 1] = (v >>> 8) & 0xff;
-      dst[p + 2] = (v >>> 16) & 0xff;
-      dst[p + 3] = v >>> 24;
-    }
+    for (let ib = 0; ib < 8; ib++) putU32(dst, yo + 66 + 4 * ib, (sas[ib]! | (scaleCode(id, scales[ib]!) << 28)) >>> 0);
   }
 }
 
-function iq3sBlocks(
+/** quantize_iq3_s over `nb` blocks; without quant weights, weights x². */
+export function quantizeIQ3_SBlocks(
   x: Float32Array,
   xo0: number,
   dst: Uint8Array,
@@ -527,7 +577,7 @@ function iq3sBlocks(
   nb: number,
   qw: Float32Array | null,
   qo0: number,
-) {
+): void {
   const s = gridSearch(GRID_IQ3S, 3);
   for (let ibl = 0; ibl < nb; ibl++) {
     const xbl = xo0 + QK_K * ibl;
@@ -540,22 +590,9 @@ function iq3sBlocks(
     let qsAt = yo + 2;
     let signsAt = yo + 74;
     for (let ib = 0; ib < 8; ib++) {
-      const xb = xbl + 32 * ib;
-      subWeights(x, xb, 32, qw, qo0 + QK_K * ibl + 32 * ib, sigma2, (v) => fr(v * v));
-      for (let k = 0; k < 4; k++) signs[k] = magnitudes(x, xb + 8 * k, weight, 8 * k, xval, false);
-      let max = xval[0]!;
-      for (let i = 1; i < 32; i++) max = cMax(max, xval[i]!);
-      L.fill(0, 0, 32);
-      if (!max) {
-        scales[ib] = 0;
-        continue;
-      }
-      let scale = searchScale(s, 32, 8, max, 9, F0_2, true, false);
-      if (scale < 0) {
-        scale = -scale;
-        for (let k = 0; k < 4; k++) signs[k] = ~signs[k]! & 0xff;
-      }
-      gridPoints(s, 32);
+      const scale = fitSubBlock(s, PLAN_IQ3S, x, xbl + 32 * ib, qw, qo0 + QK_K * ibl + 32 * ib, sigma2, squared);
+      scales[ib] = Math.max(scale, 0);
+      if (scale < 0) continue;
       for (let k = 0; k < 8; k++) {
         dst[qsAt + k] = gridIdx[k]! & 255;
         dst[yo + 66 + ib] |= (gridIdx[k]! >> 8) << k;
@@ -563,8 +600,6 @@ function iq3sBlocks(
       qsAt += 8;
       for (let k = 0; k < 4; k++) dst[signsAt + k] = signs[k]!;
       signsAt += 4;
-      assertScale(scale);
-      scales[ib] = scale;
       maxScale = cMax(maxScale, scale);
     }
     if (!maxScale) continue;
@@ -575,69 +610,4 @@ function iq3sBlocks(
       dst[yo + 106 + (ib >> 1)] = scaleCode(id, scales[ib]!) | (scaleCode(id, scales[ib + 1]!) << 4);
     }
   }
-}
-
-/** quantize_iq2_xxs over `nb` blocks: needs quant weights (qw[qwOff + 256·b ..] for block b). */
-export function quantizeIQ2_XXSWeighted(
-  src: Float32Array,
-  srcOff: number,
-  dst: Uint8Array,
-  dstOff: number,
-  nb: number,
-  qw: Float32Array,
-  qwOff: number,
-): void {
-  iq2xxsBlocks(src, srcOff, dst, dstOff, nb, qw, qwOff);
-}
-
-/** quantize_iq2_xs over `nb` blocks: needs quant weights. */
-export function quantizeIQ2_XSWeighted(
-  src: Float32Array,
-  srcOff: number,
-  dst: Uint8Array,
-  dstOff: number,
-  nb: number,
-  qw: Float32Array,
-  qwOff: number,
-): void {
-  iq2xsBlocks(src, srcOff, dst, dstOff, nb, qw, qwOff);
-}
-
-/** quantize_iq2_s over `nb` blocks; without quant weights, weights 0.25·sigma2 + x². */
-export function quantizeIQ2_SBlocks(
-  src: Float32Array,
-  srcOff: number,
-  dst: Uint8Array,
-  dstOff: number,
-  nb: number,
-  qw: Float32Array | null,
-  qwOff: number,
-): void {
-  iq2sBlocks(src, srcOff, dst, dstOff, nb, qw, qwOff);
-}
-
-/** quantize_iq3_xxs over `nb` blocks; without quant weights, weights x². */
-export function quantizeIQ3_XXSBlocks(
-  src: Float32Array,
-  srcOff: number,
-  dst: Uint8Array,
-  dstOff: number,
-  nb: number,
-  qw: Float32Array | null,
-  qwOff: number,
-): void {
-  iq3xxsBlocks(src, srcOff, dst, dstOff, nb, qw, qwOff);
-}
-
-/** quantize_iq3_s over `nb` blocks; without quant weights, weights x². */
-export function quantizeIQ3_SBlocks(
-  src: Float32Array,
-  srcOff: number,
-  dst: Uint8Array,
-  dstOff: number,
-  nb: number,
-  qw: Float32Array | null,
-  qwOff: number,
-): void {
-  iq3sBlocks(src, srcOff, dst, dstOff, nb, qw, qwOff);
 }
