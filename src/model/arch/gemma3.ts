@@ -12,8 +12,10 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
-import { ffLength, headCount, headCountKv, headDimK, headDimV, readSwaPattern } from '../hparams.js';
+import { reshape, type Tensor } from '../../ggml/tensor.js';
+import type { GraphBuilder } from '../graph.js';
+import { ffLength, type HParams, headCount, headCountKv, headDimK, headDimV, readSwaPattern } from '../hparams.js';
+import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
 
 export const gemma3: Architecture = {
@@ -42,61 +44,73 @@ export const gemma3: Architecture = {
     t.need('token_embd.weight', [E, hp.nVocab]);
     t.need('output_norm.weight', [E]);
     t.opt('output.weight', [E, hp.nVocab]);
-    for (let il = 0; il < hp.nLayer; il++) {
-      const hk = headDimK(hp, il);
-      const q = hk * headCount(hp, il);
-      const F = ffLength(hp, il);
-      t.layer(il, 'attn_norm.weight', [E]);
-      t.layer(il, 'attn_q.weight', [E, q]);
-      t.layer(il, 'attn_k.weight', [E, hk * headCountKv(hp, il)]);
-      t.layer(il, 'attn_v.weight', [E, headDimV(hp, il) * headCountKv(hp, il)]);
-      t.layer(il, 'attn_output.weight', [q, E]);
-      t.layer(il, 'attn_q_norm.weight', [hk]);
-      t.layer(il, 'attn_k_norm.weight', [hk]);
-      t.layer(il, 'post_attention_norm.weight', [E]);
-      t.layer(il, 'ffn_norm.weight', [E]);
-      t.layer(il, 'ffn_gate.weight', [E, F]);
-      t.layer(il, 'ffn_up.weight', [E, F]);
-      t.layer(il, 'ffn_down.weight', [F, E]);
-      t.layer(il, 'post_ffw_norm.weight', [E]);
-    }
+    gemma3LayerTensors(hp, t);
   },
 
   build(b) {
-    const { hp, w } = b;
-    const n = b.nTokens;
-    const rope = { mode: RopeMode.NEOX };
+    const { hp } = b;
     // the 27B model (62 layers) scales queries by 1/√(n_embd/n_head)
     const qScale = hp.nLayer === 62 ? 1 / Math.sqrt(hp.nEmbd / hp.nHead) : 1 / Math.sqrt(hp.nEmbdHeadK);
-    let x = b.cb(ops.scale(b.inpEmbd(w.get('token_embd.weight')), Math.sqrt(hp.nEmbd)), 'inp_scaled');
-    for (let il = 0; il < hp.nLayer; il++) {
-      const L = (name: string) => w.layer(il, name);
-      const hd = headDimK(hp, il);
-      let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
-
-      let q = b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il);
-      let k = b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il);
-      const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
-      q = b.rmsNorm(reshape(q, [hd, headCount(hp, il), n]), L('attn_q_norm.weight'), 'Qcur_normed', il);
-      q = b.cb(b.rope(q, rope, il), 'Qcur', il);
-      k = b.rmsNorm(reshape(k, [hd, headCountKv(hp, il), n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
-      k = b.cb(b.rope(k, rope, il), 'Kcur', il);
-      q = ops.scale(q, qScale);
-      const v3 = reshape(v, [headDimV(hp, il), headCountKv(hp, il), n]);
-      cur = b.attention(il, q, k, v3, L('attn_output.weight'), undefined, 1);
-
-      let res = x;
-      if (il === hp.nLayer - 1) {
-        cur = b.selectOutputs(cur);
-        res = b.selectOutputs(x);
-      }
-      cur = b.rmsNorm(cur, L('post_attention_norm.weight'), 'attn_post_norm', il);
-      const saOut = b.cb(ops.add(cur, res), 'sa_out', il);
-      cur = b.rmsNorm(saOut, L('ffn_norm.weight'), 'ffn_norm', il);
-      cur = b.ffnGeglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
-      cur = b.rmsNorm(cur, L('post_ffw_norm.weight'), 'ffn_post_norm', il);
-      x = b.cb(ops.add(cur, saOut), 'l_out', il);
-    }
-    return b.outputHead(x);
+    return b.outputHead(gemma3Layers(b, qScale));
   },
 };
+
+/** The tensors of Gemma 3's layers (EmbeddingGemma's too). */
+export function gemma3LayerTensors(hp: HParams, t: TensorList): void {
+  const E = hp.nEmbd;
+  for (let il = 0; il < hp.nLayer; il++) {
+    const hk = headDimK(hp, il);
+    const q = hk * headCount(hp, il);
+    const F = ffLength(hp, il);
+    t.layer(il, 'attn_norm.weight', [E]);
+    t.layer(il, 'attn_q.weight', [E, q]);
+    t.layer(il, 'attn_k.weight', [E, hk * headCountKv(hp, il)]);
+    t.layer(il, 'attn_v.weight', [E, headDimV(hp, il) * headCountKv(hp, il)]);
+    t.layer(il, 'attn_output.weight', [q, E]);
+    t.layer(il, 'attn_q_norm.weight', [hk]);
+    t.layer(il, 'attn_k_norm.weight', [hk]);
+    t.layer(il, 'post_attention_norm.weight', [E]);
+    t.layer(il, 'ffn_norm.weight', [E]);
+    t.layer(il, 'ffn_gate.weight', [E, F]);
+    t.layer(il, 'ffn_up.weight', [E, F]);
+    t.layer(il, 'ffn_down.weight', [F, E]);
+    t.layer(il, 'post_ffw_norm.weight', [E]);
+  }
+}
+
+/** The scaled embeddings through every Gemma 3 layer (EmbeddingGemma's too); queries scaled by qScale. */
+export function gemma3Layers(b: GraphBuilder, qScale: number): Tensor {
+  const { hp, w } = b;
+  const n = b.nTokens;
+  const rope = { mode: RopeMode.NEOX };
+  let x = b.cb(ops.scale(b.inpEmbd(w.get('token_embd.weight')), Math.sqrt(hp.nEmbd)), 'inp_scaled');
+  for (let il = 0; il < hp.nLayer; il++) {
+    const L = (name: string) => w.layer(il, name);
+    const hd = headDimK(hp, il);
+    let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
+
+    let q = b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il);
+    let k = b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il);
+    const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
+    q = b.rmsNorm(reshape(q, [hd, headCount(hp, il), n]), L('attn_q_norm.weight'), 'Qcur_normed', il);
+    q = b.cb(b.rope(q, rope, il), 'Qcur', il);
+    k = b.rmsNorm(reshape(k, [hd, headCountKv(hp, il), n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
+    k = b.cb(b.rope(k, rope, il), 'Kcur', il);
+    q = ops.scale(q, qScale);
+    const v3 = reshape(v, [headDimV(hp, il), headCountKv(hp, il), n]);
+    cur = b.attention(il, q, k, v3, L('attn_output.weight'), undefined, 1);
+
+    let res = x;
+    if (il === hp.nLayer - 1) {
+      cur = b.selectOutputs(cur);
+      res = b.selectOutputs(x);
+    }
+    cur = b.rmsNorm(cur, L('post_attention_norm.weight'), 'attn_post_norm', il);
+    const saOut = b.cb(ops.add(cur, res), 'sa_out', il);
+    cur = b.rmsNorm(saOut, L('ffn_norm.weight'), 'ffn_norm', il);
+    cur = b.ffnGeglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+    cur = b.rmsNorm(cur, L('post_ffw_norm.weight'), 'ffn_post_norm', il);
+    x = b.cb(ops.add(cur, saOut), 'l_out', il);
+  }
+  return x;
+}
