@@ -20,6 +20,7 @@ import { qwen2moe } from './qwen2moe.js';
 import { qwen3 } from './qwen3.js';
 import { qwen3moe } from './qwen3moe.js';
 import { qwen35 } from './qwen35.js';
+import { qwen35moe } from './qwen35moe.js';
 import { smollm3 } from './smollm3.js';
 
 const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
@@ -35,6 +36,7 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     phi3,
     smollm3,
     qwen35,
+    qwen35moe,
     lfm2,
     graniteHybrid,
     nemotronH,
