@@ -13,10 +13,10 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
+import type { Tensor } from '../../ggml/tensor.js';
 import type { GGUFFile } from '../../gguf/index.js';
 import { isArrayValue } from '../../gguf/index.js';
 import { ModelError } from '../errors.js';
-import type { Tensor } from '../../ggml/tensor.js';
 import type { GraphBuilder, GraphOutputs } from '../graph.js';
 import { gatedDeltaNetTensors } from '../graph.js';
 import type { HParams } from '../hparams.js';
