@@ -48,7 +48,7 @@ export const qwen35moe: Architecture = {
       const Lopt = (name: string) => w.layerOpt(il, name);
       const need = (name: string, why: string) => {
         const t = Lopt(name);
-        if (!t) throw new ModelError(`qwen35moe: layer ${il} has ${why} but no 'blk.${il}.${name}'`);
+        if (!t) throw new ModelError(`qwen35moe: layer ${il} needs 'blk.${il}.${name}' (${why})`);
         return t;
       };
       const gateUp = Lopt('ffn_gate_up_exps.weight');
@@ -57,8 +57,8 @@ export const qwen35moe: Architecture = {
         {
           gateInp: L('ffn_gate_inp.weight'),
           gateUp,
-          gate: gateUp ? undefined : need('ffn_gate_exps.weight', 'no ffn_gate_up_exps'),
-          up: gateUp ? undefined : need('ffn_up_exps.weight', 'no ffn_gate_up_exps'),
+          gate: gateUp ? undefined : need('ffn_gate_exps.weight', 'it has no ffn_gate_up_exps'),
+          up: gateUp ? undefined : need('ffn_up_exps.weight', 'it has no ffn_gate_up_exps'),
           down: L('ffn_down_exps.weight'),
           nExpertUsed: moe.nExpertUsed,
           gating: 'softmax',
@@ -73,15 +73,15 @@ export const qwen35moe: Architecture = {
       const shared = b.cb(
         b.ffnSwiglu(
           m,
-          need('ffn_gate_shexp.weight', 'a shared expert'),
+          need('ffn_gate_shexp.weight', 'it has ffn_up_shexp'),
           up,
-          need('ffn_down_shexp.weight', 'a shared expert'),
+          need('ffn_down_shexp.weight', 'it has ffn_up_shexp'),
           il,
         ),
         'ffn_shexp',
         il,
       );
-      const g = b.cb(b.mm(need('ffn_gate_inp_shexp.weight', 'a shared expert'), m), 'shared_expert_gate', il);
+      const g = b.cb(b.mm(need('ffn_gate_inp_shexp.weight', 'it has ffn_up_shexp'), m), 'shared_expert_gate', il);
       const gate = b.cb(ops.sigmoid(g), 'shared_expert_gate_sigmoid', il);
       const gated = b.cb(ops.mul(shared, gate), 'ffn_shexp_gated', il);
       return b.cb(ops.add(routed, gated), 'ffn_out', il);
