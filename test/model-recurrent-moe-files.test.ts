@@ -151,5 +151,5 @@ test('qwen35moe: fused ffn_gate_up_exps stacks give the bits of separate gate an
   }
   const [a, b] = [await logitsOf(src), await logitsOf(fused)];
   assert.equal(a.length, b.length);
-  a.forEach((row, i) => assert.deepEqual(Array.from(b[i]), Array.from(row), `row ${i}`));
+  for (const [i, row] of a.entries()) assert.deepEqual(Array.from(b[i]), Array.from(row), `row ${i}`);
 });
