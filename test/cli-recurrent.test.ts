@@ -1,7 +1,8 @@
 // The command line on each recurrent / hybrid architecture (the generator's tiny qwen35,
-// lfm2, granitehybrid and nemotron_h in Q8_0, so no ../shared is needed): `inspect` shows
-// the architecture, its recurrent hyper-parameters and the convolution kernels left F32
-// as llama-quantize leaves them; `run` gives the same tokens at 1, 2 and 3 threads; `chat`
+// lfm2, granitehybrid and nemotron_h in Q8_0, and their mixtures of experts qwen35moe,
+// lfm2moe, granitehybrid with experts and nemotron_h_moe, so no ../shared is needed):
+// `inspect` shows the architecture, its recurrent (and expert) hyper-parameters and the
+// convolution kernels (and routers) left F32 as llama-quantize leaves them; `run` gives the same tokens at 1, 2 and 3 threads; `chat`
 // answers through the architecture's own chat template (test/refs/chat-recurrent/); and
 // `serve` answers a completion with `run`'s text and a chat completion with a message.
 import assert from 'node:assert/strict';
@@ -20,8 +21,9 @@ interface Case {
   arch: string;
   /** Hyper-parameters `inspect --json` must show. */
   hparams: Record<string, unknown>;
-  /** The layer-0 tensor holding the recurrent layer's convolution kernel (kept F32). */
+  /** Layer-0 (or -1) tensors kept F32: the recurrent layer's convolution kernel, a router. */
   conv: string;
+  router?: string;
   template: string;
 }
 
@@ -52,6 +54,43 @@ const CASES: Case[] = [
     arch: 'nemotron_h',
     hparams: { 'ssm.group_count': 2, feed_forward_length: [0, 128, 0, 128, 0, 128] },
     conv: 'blk.0.ssm_conv1d.weight',
+    template: 'nemotron-nano-v2.jinja',
+  },
+  {
+    preset: 'tiny-qwen35moe',
+    arch: 'qwen35moe',
+    hparams: {
+      full_attention_interval: 4,
+      expert_count: 8,
+      expert_used_count: 2,
+      expert_shared_feed_forward_length: 64,
+    },
+    conv: 'blk.0.ssm_conv1d.weight',
+    router: 'blk.0.ffn_gate_inp.weight',
+    template: 'qwen35.jinja',
+  },
+  {
+    preset: 'tiny-lfm2moe',
+    arch: 'lfm2moe',
+    hparams: { 'shortconv.l_cache': 3, expert_count: 8, leading_dense_block_count: 1, expert_gating_func: 2 },
+    conv: 'blk.0.shortconv.conv.weight',
+    router: 'blk.1.ffn_gate_inp.weight',
+    template: 'lfm2.jinja',
+  },
+  {
+    preset: 'tiny-granitehybrid-moe',
+    arch: 'granitehybrid',
+    hparams: { expert_count: 8, expert_used_count: 2, expert_shared_feed_forward_length: 64, logit_scale: 2 },
+    conv: 'blk.0.ssm_conv1d.weight',
+    router: 'blk.0.ffn_gate_inp.weight',
+    template: 'granite4.jinja',
+  },
+  {
+    preset: 'tiny-nemotron-h-moe',
+    arch: 'nemotron_h_moe',
+    hparams: { expert_count: 8, expert_weights_scale: 2.5, feed_forward_length: [0, 128, 0, 128, 0, 128] },
+    conv: 'blk.0.ssm_conv1d.weight',
+    router: 'blk.1.ffn_gate_inp.weight',
     template: 'nemotron-nano-v2.jinja',
   },
 ];
@@ -92,7 +131,9 @@ async function post(url: string, body: unknown): Promise<Record<string, unknown>
 }
 
 for (const c of CASES) {
-  test(`${c.arch}: inspect, run at 1/2/3 threads, chat with its template, serve`, { timeout: 300_000 }, async () => {
+  test(`${c.preset} (${c.arch}): inspect, run at 1/2/3 threads, chat with its template, serve`, {
+    timeout: 300_000,
+  }, async () => {
     const model = ensureModel(c.preset, 'Q8_0');
     const template = readFileSync(join(REPO_ROOT, 'test/refs/chat-recurrent', c.template), 'utf8');
 
@@ -103,6 +144,7 @@ for (const c of CASES) {
     for (const [k, v] of Object.entries(c.hparams)) assert.deepEqual(info.hparams[k], v, `${c.arch}: ${k}`);
     const types = new Map<string, string>(info.tensors.map((t: { name: string; type: string }) => [t.name, t.type]));
     assert.equal(types.get(c.conv), 'F32', `${c.conv} stays F32`);
+    if (c.router) assert.equal(types.get(c.router), 'F32', `${c.router} stays F32`);
     assert.equal(types.get('blk.0.ffn_norm.weight') ?? 'F32', 'F32');
     assert.ok([...types.values()].includes('Q8_0'), 'the weight matrices are Q8_0');
 

@@ -33,7 +33,7 @@ after(async () => {
   await Promise.all(cpus.map((d) => d.close()));
 });
 
-const ARCHS = ['qwen35', 'lfm2', 'granitehybrid'];
+const ARCHS = ['qwen35', 'qwen35moe', 'lfm2', 'granitehybrid'];
 const PROMPT = 'Lily and Ben were friends. One day, they went to the park to play with a big red ball.';
 
 /** A long text for prompts spanning several ubatches. */

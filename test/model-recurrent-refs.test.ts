@@ -1,8 +1,9 @@
 // Fidelity for what ../shared/fixtures/archs leaves out of the recurrent and hybrid
 // architectures, against references made with llama.cpp (node-llama-cpp 3.21.1) for
 // generated models (test/refs/recurrent/, made by make-refs.mjs there): nemotron_h
-// (Mamba-2 with groups, squared-ReLU feed-forward, attention without RoPE), the
-// generator's qwen35 / lfm2 / granitehybrid files, and an 864-token prompt evaluated in
+// (Mamba-2 with groups, squared-ReLU feed-forward, attention without RoPE), the mixtures
+// of experts lfm2moe, granitehybrid with experts and nemotron_h_moe, the generator's
+// qwen35 / qwen35moe / lfm2 / granitehybrid files, and an 864-token prompt evaluated in
 // ubatches of 64 (the recurrent states carried across ubatches; llama.cpp evaluated it in
 // its own batches). Greedy tokens are generated one decode at a time through the state,
 // at 1, 2 and 3 threads with the same bits; and one run per long model is saved to a

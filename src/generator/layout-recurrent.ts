@@ -1,12 +1,13 @@
 // Tensors and hyper-parameter keys of the architectures with recurrent layers (qwen35,
-// lfm2, granitehybrid, nemotron_h), named and shaped as llama.cpp's converters write
-// them. A layer's kind ('R' recurrent, 'A' attention, 'F' feed-forward only) decides its
+// lfm2, granitehybrid, nemotron_h, and their mixtures of experts qwen35moe, lfm2moe,
+// granitehybrid with experts, nemotron_h_moe), named and shaped as llama.cpp's converters
+// write them. A layer's kind ('R' recurrent, 'A' attention, 'F' feed-forward only) decides its
 // tensors; llama.cpp reads the kinds back from `full_attention_interval` (qwen35), zeros
 // in the per-layer `attention.head_count_kv` (lfm2, granitehybrid) and, for nemotron_h,
 // zeros in both that and the per-layer `feed_forward_length`.
 
 import { GGUFValueType } from '../gguf/index.js';
-import type { GenArch, ResolvedShape } from './spec.js';
+import { type GenArch, type ResolvedShape, recurrentFamily } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
 /** normal(mean, std), as layout.ts draws tensors. */
@@ -31,7 +32,7 @@ const DT_BIAS: TensorInit = { mean: -1, std: 0.5 };
 
 /** Each layer's kind: 'R' recurrent, 'A' attention, 'F' feed-forward only. */
 export function layerKindsOf(arch: GenArch, s: ResolvedShape): string {
-  if (arch !== 'qwen35') return s.layerKinds;
+  if (recurrentFamily(arch) !== 'qwen35') return s.layerKinds;
   let k = '';
   for (let il = 0; il < s.nLayer; il++) k += (il + 1) % s.fullAttentionInterval === 0 ? 'A' : 'R';
   return k;
@@ -40,13 +41,15 @@ export function layerKindsOf(arch: GenArch, s: ResolvedShape): string {
 export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTensor[] {
   const out: PlannedTensor[] = [];
   const add = (name: string, dims: number[], init: TensorInit) => out.push({ name, dims, init });
+  const family = recurrentFamily(arch);
   const E = s.nEmbd;
   const hd = s.headDim;
   const kinds = layerKindsOf(arch, s);
   const m = s.ssm;
+  const ex = s.experts;
   const tied = s.tiedEmbeddings;
   add('token_embd.weight', [E, nVocab], { mean: 0, std: tied ? E ** -0.25 : 1 });
-  if (arch !== 'lfm2') {
+  if (family !== 'lfm2') {
     add('output_norm.weight', [E], NORM);
     if (!tied) add('output.weight', [E, nVocab], linear(E));
   }
@@ -54,9 +57,9 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
     const b = `blk.${l}.`;
     const kind = kinds[l];
     add(`${b}attn_norm.weight`, [E], NORM);
-    if (arch === 'qwen35') add(`${b}post_attention_norm.weight`, [E], NORM);
+    if (family === 'qwen35') add(`${b}post_attention_norm.weight`, [E], NORM);
     if (kind === 'R') {
-      if (arch === 'qwen35') {
+      if (family === 'qwen35') {
         const channels = m.dInner + 2 * m.nGroup * m.dState;
         add(`${b}attn_qkv.weight`, [E, channels], linear(E));
         add(`${b}attn_gate.weight`, [E, m.dInner], linear(E));
@@ -67,7 +70,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
         add(`${b}ssm_alpha.weight`, [E, m.nHead], linear(E));
         add(`${b}ssm_norm.weight`, [m.dState], NORM);
         add(`${b}ssm_out.weight`, [m.dInner, E], linear(m.dInner));
-      } else if (arch === 'lfm2') {
+      } else if (family === 'lfm2') {
         add(`${b}shortconv.conv.weight`, [s.shortConvL, E], linear(s.shortConvL));
         add(`${b}shortconv.in_proj.weight`, [E, 3 * E], linear(E));
         add(`${b}shortconv.out_proj.weight`, [E, E], linear(E));
@@ -84,33 +87,64 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
       }
     } else if (kind === 'A') {
       const q = hd * s.nHead;
-      add(`${b}attn_q.weight`, [E, arch === 'qwen35' ? 2 * q : q], linear(E));
+      add(`${b}attn_q.weight`, [E, family === 'qwen35' ? 2 * q : q], linear(E));
       add(`${b}attn_k.weight`, [E, hd * s.nHeadKv], linear(E));
       add(`${b}attn_v.weight`, [E, hd * s.nHeadKv], linear(E));
       add(`${b}attn_output.weight`, [q, E], linear(q));
-      if (arch === 'qwen35' || arch === 'lfm2') {
+      if (family === 'qwen35' || family === 'lfm2') {
         add(`${b}attn_q_norm.weight`, [hd], NORM);
         add(`${b}attn_k_norm.weight`, [hd], NORM);
       }
     }
-    if (arch === 'nemotron_h') {
-      if (kind === 'F') {
+    if (family === 'nemotron_h') {
+      if (kind !== 'F') continue;
+      if (!ex) {
         add(`${b}ffn_up.weight`, [E, s.nFf], linear(E));
         add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
+        continue;
       }
+    } else if (family !== 'qwen35') add(`${b}ffn_norm.weight`, [E], NORM);
+    if (!ex || l < (ex.nDenseLead ?? 0)) {
+      add(`${b}ffn_gate.weight`, [E, s.nFf], linear(E));
+      add(`${b}ffn_up.weight`, [E, s.nFf], linear(E));
+      add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
       continue;
     }
-    if (arch !== 'qwen35') add(`${b}ffn_norm.weight`, [E], NORM);
-    add(`${b}ffn_gate.weight`, [E, s.nFf], linear(E));
-    add(`${b}ffn_up.weight`, [E, s.nFf], linear(E));
-    add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
+    planExperts(add, family, b, E, ex);
   }
   // LFM2 keeps its final norm as token_embd_norm
-  if (arch === 'lfm2') {
+  if (family === 'lfm2') {
     add('token_embd_norm.weight', [E], NORM);
     if (!tied) add('output.weight', [E, nVocab], linear(E));
   }
   return out;
+}
+
+/**
+ * One layer's experts, in converter order: the router, the selection bias (lfm2moe,
+ * nemotron_h_moe), the expert stacks (nemotron_h_moe: up and down only, squared ReLU), and
+ * the shared expert (qwen35moe: sigmoid-gated; granitehybrid, nemotron_h_moe: plain).
+ */
+function planExperts(
+  add: (name: string, dims: number[], init: TensorInit) => void,
+  family: string,
+  b: string,
+  E: number,
+  ex: NonNullable<ResolvedShape['experts']>,
+): void {
+  const nE = ex.nExpert;
+  const F = ex.nFf;
+  add(`${b}ffn_gate_inp.weight`, [E, nE], { mean: 0, std: ex.routerStd ?? 1 / Math.sqrt(E) });
+  if (family === 'lfm2' || family === 'nemotron_h') add(`${b}exp_probs_b.bias`, [nE], { mean: 0, std: 0.05 });
+  if (family !== 'nemotron_h') add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
+  add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+  add(`${b}ffn_down_exps.weight`, [F, E, nE], linear(F));
+  const Fs = ex.nShared ?? 0;
+  if (Fs === 0 || family === 'lfm2') return;
+  if (family === 'qwen35') add(`${b}ffn_gate_inp_shexp.weight`, [E], linear(E));
+  if (family !== 'nemotron_h') add(`${b}ffn_gate_shexp.weight`, [E, Fs], linear(E));
+  add(`${b}ffn_up_shexp.weight`, [E, Fs], linear(E));
+  add(`${b}ffn_down_shexp.weight`, [Fs, E], linear(Fs));
 }
 
 /** The `{arch}.*` keys of a recurrent architecture, in converter order. */
@@ -122,13 +156,15 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     type: GGUFValueType.ARRAY,
     value: { itemType, items },
   });
+  const family = recurrentFamily(arch);
   const kinds = layerKindsOf(arch, s);
+  const ex = s.experts;
   const kv: VocabKV[] = [
     u32('context_length', s.nCtxTrain),
     u32('embedding_length', s.nEmbd),
     u32('block_count', s.nLayer),
   ];
-  if (arch === 'nemotron_h') {
+  if (family === 'nemotron_h') {
     kv.push(
       arr(
         'feed_forward_length',
@@ -138,7 +174,7 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     );
   } else kv.push(u32('feed_forward_length', s.nFf));
   kv.push(u32('attention.head_count', s.nHead));
-  if (arch === 'qwen35') kv.push(u32('attention.head_count_kv', s.nHeadKv));
+  if (family === 'qwen35') kv.push(u32('attention.head_count_kv', s.nHeadKv));
   else
     kv.push(
       arr(
@@ -149,15 +185,16 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     );
   kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));
   // nemotron_h: llama.cpp also requires the layer-norm epsilon (its MTP head's)
-  if (arch === 'nemotron_h') kv.push(f32('attention.layer_norm_epsilon', s.normEps));
+  if (family === 'nemotron_h') kv.push(f32('attention.layer_norm_epsilon', s.normEps));
   kv.push(f32('rope.freq_base', s.ropeFreqBase));
   kv.push(u32('rope.dimension_count', s.ropeDim));
-  if (arch === 'qwen35' || s.headDim !== s.nEmbd / s.nHead) {
+  if (family === 'qwen35' || s.headDim !== s.nEmbd / s.nHead) {
     kv.push(u32('attention.key_length', s.headDim));
     kv.push(u32('attention.value_length', s.headDim));
   }
-  if (arch === 'qwen35') kv.push(arr('rope.dimension_sections', GGUFValueType.INT32, Int32Array.from(s.ropeSections)));
-  if (arch === 'lfm2') kv.push(u32('shortconv.l_cache', s.shortConvL));
+  if (family === 'qwen35')
+    kv.push(arr('rope.dimension_sections', GGUFValueType.INT32, Int32Array.from(s.ropeSections)));
+  if (family === 'lfm2') kv.push(u32('shortconv.l_cache', s.shortConvL));
   else {
     kv.push(u32('ssm.conv_kernel', s.ssm.dConv));
     kv.push(u32('ssm.inner_size', s.ssm.dInner));
@@ -165,13 +202,26 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push(u32('ssm.time_step_rank', s.ssm.nHead));
     kv.push(u32('ssm.group_count', s.ssm.nGroup));
   }
-  if (arch === 'qwen35') kv.push(u32('full_attention_interval', s.fullAttentionInterval));
+  if (family === 'qwen35') kv.push(u32('full_attention_interval', s.fullAttentionInterval));
   if (arch === 'granitehybrid') {
     const g = s.granite;
     if (g.logitScale !== 0) kv.push(f32('logit_scale', g.logitScale));
     if (g.residualScale !== 0) kv.push(f32('residual_scale', g.residualScale));
     if (g.embeddingScale !== 0) kv.push(f32('embedding_scale', g.embeddingScale));
     if (g.attentionScale !== 0) kv.push(f32('attention.scale', g.attentionScale));
+  }
+  if (ex) {
+    if (arch === 'lfm2moe') kv.push(u32('leading_dense_block_count', ex.nDenseLead ?? 0));
+    kv.push(u32('expert_count', ex.nExpert));
+    kv.push(u32('expert_used_count', ex.nUsed));
+    // Granite's experts have feed_forward_length rows
+    if (arch !== 'granitehybrid') kv.push(u32('expert_feed_forward_length', ex.nFf));
+    if ((ex.nShared ?? 0) > 0) kv.push(u32('expert_shared_feed_forward_length', ex.nShared ?? 0));
+    if (arch === 'lfm2moe') kv.push(u32('expert_gating_func', ex.gating === 'softmax' ? 1 : 2));
+    if (arch === 'nemotron_h_moe') {
+      kv.push({ key: `${arch}.expert_weights_norm`, type: GGUFValueType.BOOL, value: ex.weightsNorm ?? false });
+      kv.push(f32('expert_weights_scale', ex.weightsScale ?? 1));
+    }
   }
   return kv;
 }

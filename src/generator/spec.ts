@@ -13,17 +13,40 @@ export type GenArch =
   | 'phi3'
   | 'smollm3'
   | 'qwen35'
+  | 'qwen35moe'
   | 'lfm2'
+  | 'lfm2moe'
   | 'granitehybrid'
   | 'nemotron_h'
+  | 'nemotron_h_moe'
   | 'qwen2moe'
   | 'qwen3moe'
   | 'deepseek2'
   | 'gpt-oss';
 
+/** The dense architecture whose layers a recurrent one shares (its MoE variant's, or itself). */
+export type RecurrentFamily = 'qwen35' | 'lfm2' | 'granitehybrid' | 'nemotron_h';
+
+const RECURRENT_FAMILY: Partial<Record<GenArch, RecurrentFamily>> = {
+  qwen35: 'qwen35',
+  qwen35moe: 'qwen35',
+  lfm2: 'lfm2',
+  lfm2moe: 'lfm2',
+  granitehybrid: 'granitehybrid',
+  nemotron_h: 'nemotron_h',
+  nemotron_h_moe: 'nemotron_h',
+};
+
 /** Architectures with recurrent layers (layout-recurrent.ts). */
 export function isRecurrentArch(arch: GenArch): boolean {
-  return arch === 'qwen35' || arch === 'lfm2' || arch === 'granitehybrid' || arch === 'nemotron_h';
+  return RECURRENT_FAMILY[arch] !== undefined;
+}
+
+/** The family of a recurrent architecture (throws for any other). */
+export function recurrentFamily(arch: GenArch): RecurrentFamily {
+  const f = RECURRENT_FAMILY[arch];
+  if (!f) throw new RangeError(`${arch} has no recurrent layers`);
+  return f;
 }
 
 /** Sizes of Mamba-2 / Gated DeltaNet layers (the `ssm.*` keys). */
@@ -49,7 +72,15 @@ export function isGemma(arch: GenArch): boolean {
  * Architectures whose feed-forward is a mixture of experts (llama and gemma4: when `experts`
  * is given; gemma4's experts sit beside its dense feed-forward, as in Gemma 4 26B-A4B).
  */
-export const MOE_ARCHS: readonly GenArch[] = ['qwen2moe', 'qwen3moe', 'deepseek2', 'gpt-oss'];
+export const MOE_ARCHS: readonly GenArch[] = [
+  'qwen2moe',
+  'qwen3moe',
+  'deepseek2',
+  'gpt-oss',
+  'qwen35moe',
+  'lfm2moe',
+  'nemotron_h_moe',
+];
 
 /** The experts of a mixture-of-experts model (llama with these is Mixtral-style). */
 export interface ExpertShape {
@@ -57,16 +88,19 @@ export interface ExpertShape {
   nUsed: number;
   /** Rows of one expert's gate/up (`expert_feed_forward_length`; llama: n_ff). */
   nFf: number;
-  /** qwen2moe: rows of the gated shared expert; deepseek2: shared experts of nFf rows each. */
+  /**
+   * qwen2moe, qwen35moe: rows of the sigmoid-gated shared expert; granitehybrid,
+   * nemotron_h_moe: rows of the ungated shared expert; deepseek2: shared experts of nFf rows each.
+   */
   nShared?: number;
-  /** deepseek2: leading layers with a dense feed-forward of n_ff rows. */
+  /** deepseek2, lfm2moe: leading layers with a dense feed-forward of n_ff rows. */
   nDenseLead?: number;
-  /** deepseek2: 'softmax' (V2) or 'sigmoid' (V3 / GLM) scores. */
+  /** deepseek2: 'softmax' (V2) or 'sigmoid' (V3 / GLM) scores; lfm2moe: `expert_gating_func` (default sigmoid). */
   gating?: 'softmax' | 'sigmoid';
-  /** deepseek2: expert_weights_scale (routed scaling factor) and expert_weights_norm. */
+  /** deepseek2, nemotron_h_moe: expert_weights_scale (routed scaling factor) and expert_weights_norm. */
   weightsScale?: number;
   weightsNorm?: boolean;
-  /** deepseek2: a per-expert selection bias (exp_probs_b). */
+  /** deepseek2: a per-expert selection bias (exp_probs_b); lfm2moe and nemotron_h_moe always have one. */
   probsBias?: boolean;
   /**
    * Router weights' standard deviation (default 1/sqrt(nEmbd); gemma4: 1, its router input
@@ -312,25 +346,33 @@ function checkRecurrentShape(arch: GenArch, r: ResolvedShape): void {
   const bad = (what: string) => {
     throw new RangeError(`model shape (${arch}): ${what}`);
   };
-  if (arch === 'qwen35') {
+  const family = recurrentFamily(arch);
+  if (family === 'qwen35') {
     if (r.layerKinds !== '') bad('qwen35 layers follow fullAttentionInterval, not layerKinds');
     if (!(Number.isSafeInteger(r.fullAttentionInterval) && r.fullAttentionInterval >= 1))
       bad(`fullAttentionInterval ${r.fullAttentionInterval} is not a positive integer`);
   } else {
     if (r.layerKinds.length !== r.nLayer) bad(`layerKinds has ${r.layerKinds.length} letters for ${r.nLayer} layers`);
-    const letters = arch === 'nemotron_h' ? /^[RAF]+$/ : /^[RA]+$/;
+    const letters = family === 'nemotron_h' ? /^[RAF]+$/ : /^[RA]+$/;
     if (!letters.test(r.layerKinds)) bad(`layerKinds '${r.layerKinds}' (letters: ${letters.source})`);
   }
-  if (arch === 'lfm2') {
+  const ex = r.experts;
+  // Granite's experts have feed_forward_length rows (llama.cpp reads no expert length for it)
+  if (arch === 'granitehybrid' && ex && ex.nFf !== r.nFf) bad(`experts.nFf ${ex.nFf} must equal nFf ${r.nFf}`);
+  if (arch === 'nemotron_h_moe' && !((ex?.nShared ?? 0) > 0)) bad('nemotron_h_moe needs experts.nShared');
+  if (ex && (arch === 'qwen35' || arch === 'lfm2' || arch === 'nemotron_h'))
+    bad(`experts need ${arch}'s MoE architecture`);
+  if (ex && (ex.nDenseLead ?? 0) > 0 && arch !== 'lfm2moe') bad('experts.nDenseLead is for lfm2moe (and deepseek2)');
+  if (family === 'lfm2') {
     if (!(Number.isSafeInteger(r.shortConvL) && r.shortConvL >= 2)) bad(`shortConvL ${r.shortConvL} must be ≥ 2`);
     return;
   }
   const m = r.ssm;
   for (const [k, v] of Object.entries(m)) if (!(Number.isSafeInteger(v) && v > 0)) bad(`ssm.${k} = ${v}`);
   if (m.nHead % m.nGroup !== 0) bad(`ssm heads ${m.nHead} are not a multiple of the groups ${m.nGroup}`);
-  if (arch === 'qwen35' && m.dInner !== m.nHead * m.dState)
+  if (family === 'qwen35' && m.dInner !== m.nHead * m.dState)
     bad(`Gated DeltaNet value width ${m.dInner} must be heads ${m.nHead} × head size ${m.dState}`);
-  if (arch !== 'qwen35' && m.dInner % m.nHead !== 0) bad(`ssm inner size ${m.dInner} must divide by the heads`);
+  if (family !== 'qwen35' && m.dInner % m.nHead !== 0) bad(`ssm inner size ${m.dInner} must divide by the heads`);
 }
 
 // ---- presets ----------------------------------------------------------------------
@@ -613,6 +655,104 @@ export const PRESETS: Readonly<Record<string, Preset>> = {
       nCtxTrain: 2048,
       layerKinds: 'RFAFRF',
       ssm: { dConv: 4, dInner: 128, dState: 16, nHead: 8, nGroup: 2 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  // The mixtures of experts of the recurrent hybrids at test size (their real shapes: Qwen3.5-35B-A3B
+  // 256 experts top-8 of 512 rows and a gated shared expert of 512; LFM2-8B-A1B 32 experts
+  // top-4 of 1792 rows after 2 dense layers, sigmoid scores with a selection bias; Granite
+  // 4.0-H-Tiny 64 experts top-6 of 512 rows and a shared expert of 1024; Nemotron 3 Nano
+  // 30B-A3B 128 experts top-6 of 1856 squared-ReLU rows, a shared expert of 3712, weights
+  // renormalised and scaled by 2.5). Routers of logit std ~2, decisive as trained ones are.
+  'tiny-qwen35moe': {
+    arch: 'qwen35moe',
+    name: 'tiny-qwen35moe',
+    description:
+      'small qwen35moe for tests: tiny-qwen35 with 8 experts of 32 rows, top-2, and a sigmoid-gated shared expert of 64',
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      headDim: 32,
+      ropeDim: 8,
+      ropeFreqBase: 1e7,
+      normEps: 1e-6,
+      ropeSections: [2, 1, 1, 0],
+      ssm: { dConv: 4, dInner: 64, dState: 16, nHead: 4, nGroup: 2 },
+      experts: { nExpert: 8, nUsed: 2, nFf: 32, nShared: 64, routerStd: 0.25 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-lfm2moe': {
+    arch: 'lfm2moe',
+    name: 'tiny-lfm2moe',
+    description:
+      'small lfm2moe for tests: 3 short-convolution layers and 1 attention layer, a dense first layer, then 8 experts of 32 rows, top-2, sigmoid scores with a selection bias',
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      ropeFreqBase: 1e6,
+      layerKinds: 'RRAR',
+      shortConvL: 3,
+      tiedEmbeddings: true,
+      experts: { nExpert: 8, nUsed: 2, nFf: 32, nDenseLead: 1, gating: 'sigmoid', routerStd: 0.25 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-granitehybrid-moe': {
+    arch: 'granitehybrid',
+    name: 'tiny-granitehybrid-moe',
+    description:
+      "small granitehybrid with experts (4.0-H-Tiny-like) for tests: 3 Mamba-2 layers and 1 attention layer, 8 experts of 32 rows, top-2, a shared expert of 64, Granite's multipliers",
+    shape: {
+      nEmbd: 64,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 2,
+      nFf: 32,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      layerKinds: 'RRAR',
+      ssm: { dConv: 4, dInner: 128, dState: 16, nHead: 8, nGroup: 1 },
+      granite: { embeddingScale: 4, residualScale: 0.5, logitScale: 2, attentionScale: 0.1 },
+      experts: { nExpert: 8, nUsed: 2, nFf: 32, nShared: 64, routerStd: 0.25 },
+    },
+    vocabKind: 'synthetic-spm',
+  },
+  'tiny-nemotron-h-moe': {
+    arch: 'nemotron_h_moe',
+    name: 'tiny-nemotron-h-moe',
+    description:
+      'small nemotron_h_moe for tests: Mamba-2 (2 groups), attention and expert layers (8 squared-ReLU experts of 32 rows, top-2, sigmoid with a selection bias, weights renormalised and scaled by 2.5, a shared expert of 64)',
+    shape: {
+      nEmbd: 64,
+      nLayer: 6,
+      nHead: 4,
+      nHeadKv: 2,
+      headDim: 16,
+      nFf: 128,
+      nVocab: 512,
+      nCtxTrain: 2048,
+      layerKinds: 'RFAFRF',
+      ssm: { dConv: 4, dInner: 128, dState: 16, nHead: 8, nGroup: 2 },
+      experts: {
+        nExpert: 8,
+        nUsed: 2,
+        nFf: 32,
+        nShared: 64,
+        weightsNorm: true,
+        weightsScale: 2.5,
+        routerStd: 0.25,
+      },
     },
     vocabKind: 'synthetic-spm',
   },

@@ -464,10 +464,12 @@ export class GraphBuilder {
     }
     let act: Tensor;
     if (gate) {
+      if (f.act === 'relu_sqr') throw new Error('moe: a gated squared ReLU is not defined (llama.cpp aborts)');
       if (f.act === 'swiglu_oai') act = this.cb(ops.swigluOai(gate, up, 1.702, 7), 'ffn_moe_swiglu_oai', il);
       else if (f.act === 'gelu') act = this.cb(ops.mul(ops.gelu(gate), up), 'ffn_moe_geglu', il);
       else act = this.cb(ops.mul(ops.silu(gate), up), 'ffn_moe_swiglu', il);
-    } else {
+    } else if (f.act === 'relu_sqr') act = this.cb(ops.sqr(ops.relu(up)), 'ffn_moe_relu_sqr', il);
+    else {
       if (f.act !== 'silu') throw new Error(`moe: ${f.act} needs gate experts`);
       act = this.cb(ops.silu(up), 'ffn_moe_silu', il);
     }
@@ -758,8 +760,11 @@ export interface MoeFfn {
   normW: boolean;
   /** Multiply the chosen weights (0 or 1: not). */
   wScale: number;
-  /** 'silu': SwiGLU; 'gelu': GeGLU; 'swiglu_oai': gpt-oss's clamped SwiGLU (alpha 1.702, limit 7). */
-  act: 'silu' | 'gelu' | 'swiglu_oai';
+  /**
+   * 'silu': SwiGLU (without gate experts: SiLU of up); 'gelu': GeGLU; 'swiglu_oai': gpt-oss's
+   * clamped SwiGLU (alpha 1.702, limit 7); 'relu_sqr': relu(up)² without gate experts (Nemotron-H).
+   */
+  act: 'silu' | 'gelu' | 'swiglu_oai' | 'relu_sqr';
 }
 
 /**

@@ -7,8 +7,11 @@
 //   per layer: h = x + mixer(rmsnorm(x)·attn_norm)·residual_scale      mixer: Mamba-2 or attention
 //              x = h + Wdown·(silu(Wgate·m) ⊙ Wup·m)·residual_scale,   m = rmsnorm(h)·ffn_norm
 //   logits = Woutput·(rmsnorm(x)·output_norm) / logit_scale
-// RoPE in NORMAL mode unless `rope.scaling.finetuned` is false (no RoPE). The variants
-// with experts are not supported yet.
+// RoPE in NORMAL mode unless `rope.scaling.finetuned` is false (no RoPE).
+// With `expert_count` (Granite 4.0-H-Tiny, H-Small) every layer's feed-forward is experts of
+// `feed_forward_length` rows (softmax router, top-k renormalised; an expert without gate rows
+// applies SiLU to its up rows) plus, with `expert_shared_feed_forward_length`, an ungated
+// shared SwiGLU expert:  f = Σ_{e ∈ topk(p)} (p_e / Σp) · FFN_e(m) + FFN_shared(m).
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
@@ -56,6 +59,20 @@ export const graniteHybrid: Architecture = {
       }
       const F = ffLength(hp, il);
       t.layer(il, 'ffn_norm.weight', [E]);
+      if (hp.moe) {
+        const nE = hp.moe.nExpert;
+        const Fs = hp.moe.nFfShexp;
+        t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
+        t.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
+        t.layer(il, 'ffn_up_exps.weight', [E, F, nE]);
+        t.layer(il, 'ffn_down_exps.weight', [F, E, nE]);
+        if (Fs > 0) {
+          t.layer(il, 'ffn_gate_shexp.weight', [E, Fs]);
+          t.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
+          t.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
+        }
+        continue;
+      }
       t.layer(il, 'ffn_gate.weight', [E, F]);
       t.layer(il, 'ffn_up.weight', [E, F]);
       t.layer(il, 'ffn_down.weight', [F, E]);
@@ -99,9 +116,36 @@ export const graniteHybrid: Architecture = {
       }
       const h = b.cb(ops.add(scaled(cur, hp.residualScale), res), 'ffn_inp', il);
       const m = b.rmsNorm(h, L('ffn_norm.weight'), 'ffn_norm', il);
-      const g = b.cb(b.linear(L('ffn_gate.weight'), Lopt('ffn_gate.bias'), m), 'ffn_gate', il);
-      const u = b.cb(b.linear(L('ffn_up.weight'), Lopt('ffn_up.bias'), m), 'ffn_up', il);
-      const f = b.cb(b.linear(L('ffn_down.weight'), Lopt('ffn_down.bias'), ops.mul(ops.silu(g), u)), 'ffn_out', il);
+      let f: ReturnType<typeof b.mm>;
+      if (hp.moe) {
+        f = b.moeFfn(
+          m,
+          {
+            gateInp: L('ffn_gate_inp.weight'),
+            gate: Lopt('ffn_gate_exps.weight'),
+            up: L('ffn_up_exps.weight'),
+            down: L('ffn_down_exps.weight'),
+            nExpertUsed: hp.moe.nExpertUsed,
+            gating: 'softmax',
+            normW: true,
+            wScale: 0,
+            act: 'silu',
+          },
+          il,
+        );
+        if (hp.moe.nFfShexp > 0) {
+          const shared = b.cb(
+            b.ffnSwiglu(m, L('ffn_gate_shexp.weight'), L('ffn_up_shexp.weight'), L('ffn_down_shexp.weight'), il),
+            'ffn_shexp',
+            il,
+          );
+          f = b.cb(ops.add(f, shared), 'ffn_out', il);
+        }
+      } else {
+        const g = b.cb(b.linear(L('ffn_gate.weight'), Lopt('ffn_gate.bias'), m), 'ffn_gate', il);
+        const u = b.cb(b.linear(L('ffn_up.weight'), Lopt('ffn_up.bias'), m), 'ffn_up', il);
+        f = b.cb(b.linear(L('ffn_down.weight'), Lopt('ffn_down.bias'), ops.mul(ops.silu(g), u)), 'ffn_out', il);
+      }
       x = b.cb(ops.add(scaled(f, hp.residualScale), h), 'l_out', il);
     }
     const embd = b.rmsNorm(x, w.get('output_norm.weight'), 'result_norm');

@@ -7,90 +7,154 @@
 //   per layer: x = x + block(rmsnorm(x)·attn_norm)
 //              block: Mamba-2 | Wo·attn(Wq·a, Wk·a, Wv·a) | Wdown·relu(Wup·a)²
 //   logits = Woutput·(rmsnorm(x)·output_norm)
-// The variants with experts are not supported yet.
+// nemotron_h_moe (Nemotron 3 Nano 30B-A3B), or any file with `expert_count`: the
+// feed-forward layers are experts of squared-ReLU up/down projections (no gate), chosen by
+// sigmoid scores plus a selection bias (`exp_probs_b`), weighted by the unbiased scores
+// (renormalised when `expert_weights_norm`, times `expert_weights_scale`), plus a shared
+// squared-ReLU expert:  block = Σ_{e ∈ topk(σ + b)} w_e · down_e·relu(up_e·a)² + down_s·relu(up_s·a)².
+// The latent projections of larger variants (`ffn_latent_down/up`) are refused.
 
 import * as ops from '../../ggml/ops.js';
 import { reshape } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
+import type { ExpertParams } from '../experts.js';
 import { mamba2Tensors } from '../graph.js';
 import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
 import type { Architecture } from './arch.js';
 
-export const nemotronH: Architecture = {
-  name: 'nemotron_h',
-  usesKVCache: true,
+/** The nemotron_h architecture under `name` (nemotron_h and nemotron_h_moe share it, as in llama.cpp). */
+function nemotronHArch(name: string): Architecture {
+  return {
+    name,
+    usesKVCache: true,
 
-  hparams(hp, file) {
-    for (const k of ['ssm.conv_kernel', 'ssm.inner_size', 'ssm.state_size', 'ssm.time_step_rank', 'ssm.group_count']) {
-      if (!(file.getNumber(`nemotron_h.${k}`, 0) > 0))
-        throw new ModelError(`${file.path}: nemotron_h.${k} is missing or 0`);
-    }
-    if (hp.ssmDInner % hp.ssmDtRank !== 0 || hp.ssmDInner % hp.ssmNGroup !== 0 || hp.ssmDtRank % hp.ssmNGroup !== 0) {
-      throw new ModelError(
-        `${file.path}: Mamba-2 sizes: inner size ${hp.ssmDInner} must divide by the ${hp.ssmDtRank} heads and ${hp.ssmNGroup} groups`,
-      );
-    }
-    return {
-      ...hp,
-      recurrentLayers: hp.nHeadKvArr.map((n, il) => n === 0 && hp.nFfArr[il] === 0),
-    };
-  },
+    hparams(hp, file) {
+      for (const k of [
+        'ssm.conv_kernel',
+        'ssm.inner_size',
+        'ssm.state_size',
+        'ssm.time_step_rank',
+        'ssm.group_count',
+      ]) {
+        if (!(file.getNumber(`${name}.${k}`, 0) > 0))
+          throw new ModelError(`${file.path}: ${name}.${k} is missing or 0`);
+      }
+      if (hp.ssmDInner % hp.ssmDtRank !== 0 || hp.ssmDInner % hp.ssmNGroup !== 0 || hp.ssmDtRank % hp.ssmNGroup !== 0) {
+        throw new ModelError(
+          `${file.path}: Mamba-2 sizes: inner size ${hp.ssmDInner} must divide by the ${hp.ssmDtRank} heads and ${hp.ssmNGroup} groups`,
+        );
+      }
+      if (file.getNumber(`${name}.moe_latent_size`, 0) > 0 || file.tensor('blk.1.ffn_latent_down.weight')) {
+        throw new ModelError(
+          `${file.path}: latent expert projections (moe_latent_size, ffn_latent_down/up) are not supported`,
+        );
+      }
+      let moe: ExpertParams | null = hp.moe;
+      if (moe) {
+        moe = {
+          ...moe,
+          gating: 'sigmoid',
+          weightsNorm: file.getBool(`${name}.expert_weights_norm`, false),
+          weightsScale: file.getNumber(`${name}.expert_weights_scale`, 0),
+        };
+        if (!(moe.nFfExp > 0)) throw new ModelError(`${file.path}: ${name}.expert_feed_forward_length is missing or 0`);
+        if (!(moe.nFfShexp > 0))
+          throw new ModelError(`${file.path}: ${name}.expert_shared_feed_forward_length is missing or 0`);
+      }
+      return {
+        ...hp,
+        moe,
+        recurrentLayers: hp.nHeadKvArr.map((n, il) => n === 0 && hp.nFfArr[il] === 0),
+      };
+    },
 
-  tensors(hp, t) {
-    const E = hp.nEmbd;
-    const hd = hp.nEmbdHeadK;
-    t.need('token_embd.weight', [E, hp.nVocab]);
-    t.need('output_norm.weight', [E]);
-    t.opt('output.weight', [E, hp.nVocab]);
-    for (let il = 0; il < hp.nLayer; il++) {
-      t.layer(il, 'attn_norm.weight', [E]);
-      const F = ffLength(hp, il);
-      if (isRecurrent(hp, il)) mamba2Tensors(hp, t, il);
-      else if (F === 0) {
-        t.layer(il, 'attn_q.weight', [E, hd * headCount(hp, il)]);
-        t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
-        t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
-        t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
-        t.layer(il, 'attn_output.bias', [E], true);
-      } else {
-        t.layer(il, 'ffn_up.weight', [E, F]);
-        t.layer(il, 'ffn_down.weight', [F, E]);
-        t.layer(il, 'ffn_up.bias', [F], true);
-        t.layer(il, 'ffn_down.bias', [E], true);
+    tensors(hp, t) {
+      const E = hp.nEmbd;
+      const hd = hp.nEmbdHeadK;
+      t.need('token_embd.weight', [E, hp.nVocab]);
+      t.need('output_norm.weight', [E]);
+      t.opt('output.weight', [E, hp.nVocab]);
+      for (let il = 0; il < hp.nLayer; il++) {
+        t.layer(il, 'attn_norm.weight', [E]);
+        const F = ffLength(hp, il);
+        if (isRecurrent(hp, il)) mamba2Tensors(hp, t, il);
+        else if (F === 0) {
+          t.layer(il, 'attn_q.weight', [E, hd * headCount(hp, il)]);
+          t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
+          t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
+          t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
+          t.layer(il, 'attn_output.bias', [E], true);
+        } else if (hp.moe) {
+          const { nExpert: nE, nFfExp: Fe, nFfShexp: Fs } = hp.moe;
+          t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
+          t.layer(il, 'exp_probs_b.bias', [nE]);
+          t.layer(il, 'ffn_up_exps.weight', [E, Fe, nE]);
+          t.layer(il, 'ffn_down_exps.weight', [Fe, E, nE]);
+          t.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
+          t.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
+        } else {
+          t.layer(il, 'ffn_up.weight', [E, F]);
+          t.layer(il, 'ffn_down.weight', [F, E]);
+          t.layer(il, 'ffn_up.bias', [F], true);
+          t.layer(il, 'ffn_down.bias', [E], true);
+        }
       }
-    }
-  },
+    },
 
-  build(b) {
-    const { hp, w } = b;
-    const n = b.nTokens;
-    let x = b.inpEmbd(w.get('token_embd.weight'));
-    for (let il = 0; il < hp.nLayer; il++) {
-      const L = (name: string) => w.layer(il, name);
-      const Lopt = (name: string) => w.layerOpt(il, name);
-      let res = x;
-      const a = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
-      let cur: ReturnType<typeof b.mm>;
-      if (isRecurrent(hp, il)) cur = b.mamba2(il, a);
-      else if (ffLength(hp, il) === 0) {
-        const hd = hp.nEmbdHeadK;
-        const nKv = headCountKv(hp, il);
-        const q = reshape(b.cb(b.mm(L('attn_q.weight'), a), 'Qcur', il), [hd, headCount(hp, il), n]);
-        const k = reshape(b.cb(b.mm(L('attn_k.weight'), a), 'Kcur', il), [hd, nKv, n]);
-        const v = reshape(b.cb(b.mm(L('attn_v.weight'), a), 'Vcur', il), [hp.nEmbdHeadV, nKv, n]);
-        const scale = hp.attentionScale !== 0 ? hp.attentionScale : 1 / Math.sqrt(hd);
-        cur = b.attention(il, q, k, v, L('attn_output.weight'), Lopt('attn_output.bias'), scale);
-      } else {
-        const u = b.cb(b.linear(L('ffn_up.weight'), Lopt('ffn_up.bias'), a), 'ffn_up', il);
-        const r = b.cb(ops.sqr(b.cb(ops.relu(u), 'ffn_relu', il)), 'ffn_sqr(relu)', il);
-        cur = b.cb(b.linear(L('ffn_down.weight'), Lopt('ffn_down.bias'), r), 'ffn_out', il);
+    build(b) {
+      const { hp, w } = b;
+      const n = b.nTokens;
+      let x = b.inpEmbd(w.get('token_embd.weight'));
+      for (let il = 0; il < hp.nLayer; il++) {
+        const L = (name: string) => w.layer(il, name);
+        const Lopt = (name: string) => w.layerOpt(il, name);
+        let res = x;
+        const a = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
+        let cur: ReturnType<typeof b.mm>;
+        if (isRecurrent(hp, il)) cur = b.mamba2(il, a);
+        else if (ffLength(hp, il) === 0) {
+          const hd = hp.nEmbdHeadK;
+          const nKv = headCountKv(hp, il);
+          const q = reshape(b.cb(b.mm(L('attn_q.weight'), a), 'Qcur', il), [hd, headCount(hp, il), n]);
+          const k = reshape(b.cb(b.mm(L('attn_k.weight'), a), 'Kcur', il), [hd, nKv, n]);
+          const v = reshape(b.cb(b.mm(L('attn_v.weight'), a), 'Vcur', il), [hp.nEmbdHeadV, nKv, n]);
+          const scale = hp.attentionScale !== 0 ? hp.attentionScale : 1 / Math.sqrt(hd);
+          cur = b.attention(il, q, k, v, L('attn_output.weight'), Lopt('attn_output.bias'), scale);
+        } else if (hp.moe) {
+          const routed = b.moeFfn(
+            a,
+            {
+              gateInp: L('ffn_gate_inp.weight'),
+              up: L('ffn_up_exps.weight'),
+              down: L('ffn_down_exps.weight'),
+              probsBias: L('exp_probs_b.bias'),
+              nExpertUsed: hp.moe.nExpertUsed,
+              gating: 'sigmoid',
+              normW: hp.moe.weightsNorm,
+              wScale: hp.moe.weightsScale,
+              act: 'relu_sqr',
+            },
+            il,
+          );
+          const u = b.cb(b.mm(L('ffn_up_shexp.weight'), a), 'ffn_up', il);
+          const r = b.cb(ops.sqr(b.cb(ops.relu(u), 'ffn_relu', il)), 'ffn_sqr(relu)', il);
+          const shared = b.cb(b.mm(L('ffn_down_shexp.weight'), r), 'ffn_shexp', il);
+          cur = b.cb(ops.add(routed, shared), 'ffn_out', il);
+        } else {
+          const u = b.cb(b.linear(L('ffn_up.weight'), Lopt('ffn_up.bias'), a), 'ffn_up', il);
+          const r = b.cb(ops.sqr(b.cb(ops.relu(u), 'ffn_relu', il)), 'ffn_sqr(relu)', il);
+          cur = b.cb(b.linear(L('ffn_down.weight'), Lopt('ffn_down.bias'), r), 'ffn_out', il);
+        }
+        if (il === hp.nLayer - 1) {
+          cur = b.selectOutputs(cur);
+          res = b.selectOutputs(res);
+        }
+        x = b.cb(ops.add(cur, res), 'nemotron_h_block_out', il);
       }
-      if (il === hp.nLayer - 1) {
-        cur = b.selectOutputs(cur);
-        res = b.selectOutputs(res);
-      }
-      x = b.cb(ops.add(cur, res), 'nemotron_h_block_out', il);
-    }
-    return b.outputHead(x);
-  },
-};
+      return b.outputHead(x);
+    },
+  };
+}
+
+export const nemotronH = nemotronHArch('nemotron_h');
+export const nemotronHMoe = nemotronHArch('nemotron_h_moe');

@@ -13,11 +13,15 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
+import type { Tensor } from '../../ggml/tensor.js';
 import type { GGUFFile } from '../../gguf/index.js';
 import { isArrayValue } from '../../gguf/index.js';
 import { ModelError } from '../errors.js';
+import type { GraphBuilder, GraphOutputs } from '../graph.js';
 import { gatedDeltaNetTensors } from '../graph.js';
+import type { HParams } from '../hparams.js';
 import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
+import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
 
 /**
@@ -50,13 +54,13 @@ function layerFlags(file: GGUFFile, key: string, nLayer: number): boolean[] | nu
   return items.map((x) => x === true || x === 1);
 }
 
-export const qwen35: Architecture = {
-  name: 'qwen35',
-  usesKVCache: true,
-  ropeMode: RopeMode.NEOX,
-
-  hparams(hp, file) {
-    const key = (k: string) => `qwen35.${k}`;
+/**
+ * The hyper-parameter hook of qwen35 and qwen35moe (`{arch}.` keys): which layers are
+ * Gated DeltaNet, checked sizes and RoPE sections, the MTP block left out of the stack.
+ */
+export function qwen35Hparams(arch: string): NonNullable<Architecture['hparams']> {
+  return (hp, file) => {
+    const key = (k: string) => `${arch}.${k}`;
     const interval = file.getNumber(key('full_attention_interval'), 4);
     if (!(Number.isInteger(interval) && interval >= 1)) {
       throw new ModelError(`${file.path}: ${key('full_attention_interval')} = ${interval} is not a positive integer`);
@@ -86,51 +90,76 @@ export const qwen35: Architecture = {
         (_, il) => il < nLayer && (listed ? listed[il] : (il + 1) % interval !== 0),
       ),
     };
-  },
+  };
+}
+
+/** Token embedding, output and each layer's norms and mixer (Gated DeltaNet or gated attention). */
+export function qwen35MixerTensors(hp: HParams, t: TensorList): void {
+  const E = hp.nEmbd;
+  const hd = hp.nEmbdHeadK;
+  t.need('token_embd.weight', [E, hp.nVocab]);
+  t.need('output_norm.weight', [E]);
+  t.opt('output.weight', [E, hp.nVocab]);
+  for (let il = 0; il < hp.nLayer; il++) {
+    t.layer(il, 'attn_norm.weight', [E]);
+    t.layer(il, 'post_attention_norm.weight', [E]);
+    if (isRecurrent(hp, il)) gatedDeltaNetTensors(hp, t, il);
+    else {
+      t.layer(il, 'attn_q.weight', [E, 2 * hd * headCount(hp, il)]);
+      t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
+      t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
+      t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
+      t.layer(il, 'attn_q_norm.weight', [hd]);
+      t.layer(il, 'attn_k_norm.weight', [hd]);
+    }
+  }
+}
+
+/**
+ * The qwen35 graph with `ffn` as each layer's feed-forward (of m = the post-attention
+ * norm's output): dense SwiGLU for qwen35, experts plus a gated shared expert for qwen35moe.
+ */
+export function buildQwen35(b: GraphBuilder, ffn: (m: Tensor, il: number) => Tensor): GraphOutputs {
+  const { hp, w } = b;
+  const rope = { mode: RopeMode.NEOX };
+  let x = b.inpEmbd(w.get('token_embd.weight'));
+  for (let il = 0; il < hp.nLayer; il++) {
+    const L = (name: string) => w.layer(il, name);
+    let res = x;
+    const n = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
+    let cur = isRecurrent(hp, il) ? b.gatedDeltaNet(il, n) : b.gatedAttention(il, n, rope);
+    if (il === hp.nLayer - 1) {
+      cur = b.selectOutputs(cur);
+      res = b.selectOutputs(res);
+    }
+    const h = b.cb(ops.add(cur, res), 'attn_residual', il);
+    const m = b.rmsNorm(h, L('post_attention_norm.weight'), 'attn_post_norm', il);
+    cur = ffn(m, il);
+    x = b.cb(ops.add(cur, h), 'l_out', il);
+  }
+  return b.outputHead(x);
+}
+
+export const qwen35: Architecture = {
+  name: 'qwen35',
+  usesKVCache: true,
+  ropeMode: RopeMode.NEOX,
+  hparams: qwen35Hparams('qwen35'),
 
   tensors(hp, t) {
-    const E = hp.nEmbd;
-    const hd = hp.nEmbdHeadK;
-    t.need('token_embd.weight', [E, hp.nVocab]);
-    t.need('output_norm.weight', [E]);
-    t.opt('output.weight', [E, hp.nVocab]);
+    qwen35MixerTensors(hp, t);
     for (let il = 0; il < hp.nLayer; il++) {
-      t.layer(il, 'attn_norm.weight', [E]);
-      t.layer(il, 'post_attention_norm.weight', [E]);
-      if (isRecurrent(hp, il)) gatedDeltaNetTensors(hp, t, il);
-      else {
-        t.layer(il, 'attn_q.weight', [E, 2 * hd * headCount(hp, il)]);
-        t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
-        t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
-        t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
-        t.layer(il, 'attn_q_norm.weight', [hd]);
-        t.layer(il, 'attn_k_norm.weight', [hd]);
-      }
       const F = ffLength(hp, il);
-      t.layer(il, 'ffn_gate.weight', [E, F]);
-      t.layer(il, 'ffn_up.weight', [E, F]);
-      t.layer(il, 'ffn_down.weight', [F, E]);
+      t.layer(il, 'ffn_gate.weight', [hp.nEmbd, F]);
+      t.layer(il, 'ffn_up.weight', [hp.nEmbd, F]);
+      t.layer(il, 'ffn_down.weight', [F, hp.nEmbd]);
     }
   },
 
   build(b) {
-    const { hp, w } = b;
-    const rope = { mode: RopeMode.NEOX };
-    let x = b.inpEmbd(w.get('token_embd.weight'));
-    for (let il = 0; il < hp.nLayer; il++) {
-      const L = (name: string) => w.layer(il, name);
-      let res = x;
-      const n = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
-      let cur = isRecurrent(hp, il) ? b.gatedDeltaNet(il, n) : b.gatedAttention(il, n, rope);
-      if (il === hp.nLayer - 1) {
-        cur = b.selectOutputs(cur);
-        res = b.selectOutputs(res);
-      }
-      const h = b.cb(ops.add(cur, res), 'attn_residual', il);
-      const m = b.rmsNorm(h, L('post_attention_norm.weight'), 'attn_post_norm', il);
-      cur = b.ffnSwiglu(m, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
-      x = b.cb(ops.add(cur, h), 'l_out', il);
-    }
-    return b.outputHead(x);
+    const { w } = b;
+    return buildQwen35(b, (m, il) =>
+      b.ffnSwiglu(m, w.layer(il, 'ffn_gate.weight'), w.layer(il, 'ffn_up.weight'), w.layer(il, 'ffn_down.weight'), il),
+    );
   },
 };

@@ -11,15 +11,16 @@ import { gemma3 } from './gemma3.js';
 import { gemma4 } from './gemma4.js';
 import { gptOss } from './gpt-oss.js';
 import { graniteHybrid } from './granite-hybrid.js';
-import { lfm2 } from './lfm2.js';
+import { lfm2, lfm2moe } from './lfm2.js';
 import { llama } from './llama.js';
-import { nemotronH } from './nemotron-h.js';
+import { nemotronH, nemotronHMoe } from './nemotron-h.js';
 import { phi3 } from './phi3.js';
 import { qwen2 } from './qwen2.js';
 import { qwen2moe } from './qwen2moe.js';
 import { qwen3 } from './qwen3.js';
 import { qwen3moe } from './qwen3moe.js';
 import { qwen35 } from './qwen35.js';
+import { qwen35moe } from './qwen35moe.js';
 import { smollm3 } from './smollm3.js';
 
 const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
@@ -35,9 +36,12 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     phi3,
     smollm3,
     qwen35,
+    qwen35moe,
     lfm2,
+    lfm2moe,
     graniteHybrid,
     nemotronH,
+    nemotronHMoe,
     qwen2moe,
     qwen3moe,
     deepseek2,

@@ -1,0 +1,90 @@
+// qwen35moe: Qwen3.5 / Qwen3.6 mixtures of experts (35B-A3B, 122B-A10B, 397B-A17B). The
+// qwen35 hybrid (Gated DeltaNet and gated attention layers, see qwen35.ts) with every
+// feed-forward replaced by routed experts (softmax router, top-k, weights renormalised)
+// plus one shared expert gated per token by sigmoid(ffn_gate_inp_shexp · m):
+//   x = h + Σ_{e ∈ topk(p)} (p_e / Σp) · FFN_e(m) + σ(w_s·m) · FFN_shared(m),  p = softmax(Wr·m)
+// Expert gate and up stacks are two tensors or one fused `ffn_gate_up_exps` (gate rows
+// first), as llama.cpp accepts both.
+
+import * as ops from '../../ggml/ops.js';
+import { RopeMode } from '../../ggml/ops.js';
+import { ModelError } from '../errors.js';
+import { requireExperts } from '../experts.js';
+import type { Architecture } from './arch.js';
+import { buildQwen35, qwen35Hparams, qwen35MixerTensors } from './qwen35.js';
+
+export const qwen35moe: Architecture = {
+  name: 'qwen35moe',
+  usesKVCache: true,
+  ropeMode: RopeMode.NEOX,
+  hparams: qwen35Hparams('qwen35moe'),
+
+  tensors(hp, t) {
+    const moe = requireExperts(hp.moe, 'qwen35moe');
+    qwen35MixerTensors(hp, t);
+    const E = hp.nEmbd;
+    const nE = moe.nExpert;
+    const F = moe.nFfExp || hp.nFf / moe.nExpertUsed;
+    const Fs = moe.nFfShexp || hp.nFf;
+    for (let il = 0; il < hp.nLayer; il++) {
+      t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
+      t.layer(il, 'ffn_gate_up_exps.weight', [E, 2 * F, nE], true);
+      t.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
+      t.layer(il, 'ffn_up_exps.weight', [E, F, nE], true);
+      t.layer(il, 'ffn_down_exps.weight', [F, E, nE]);
+      // the shared expert is optional in llama.cpp's graph (routed experts alone without it)
+      t.layer(il, 'ffn_gate_inp_shexp.weight', [E], true);
+      t.layer(il, 'ffn_gate_shexp.weight', [E, Fs], true);
+      t.layer(il, 'ffn_up_shexp.weight', [E, Fs], true);
+      t.layer(il, 'ffn_down_shexp.weight', [Fs, E], true);
+    }
+  },
+
+  build(b) {
+    const { w } = b;
+    const moe = requireExperts(b.hp.moe, 'qwen35moe');
+    return buildQwen35(b, (m, il) => {
+      const L = (name: string) => w.layer(il, name);
+      const Lopt = (name: string) => w.layerOpt(il, name);
+      const need = (name: string, why: string) => {
+        const t = Lopt(name);
+        if (!t) throw new ModelError(`qwen35moe: layer ${il} needs 'blk.${il}.${name}' (${why})`);
+        return t;
+      };
+      const gateUp = Lopt('ffn_gate_up_exps.weight');
+      const routed = b.moeFfn(
+        m,
+        {
+          gateInp: L('ffn_gate_inp.weight'),
+          gateUp,
+          gate: gateUp ? undefined : need('ffn_gate_exps.weight', 'it has no ffn_gate_up_exps'),
+          up: gateUp ? undefined : need('ffn_up_exps.weight', 'it has no ffn_gate_up_exps'),
+          down: L('ffn_down_exps.weight'),
+          nExpertUsed: moe.nExpertUsed,
+          gating: 'softmax',
+          normW: true,
+          wScale: 0,
+          act: 'silu',
+        },
+        il,
+      );
+      const up = Lopt('ffn_up_shexp.weight');
+      if (!up) return b.cb(routed, 'ffn_out', il);
+      const shared = b.cb(
+        b.ffnSwiglu(
+          m,
+          need('ffn_gate_shexp.weight', 'it has ffn_up_shexp'),
+          up,
+          need('ffn_down_shexp.weight', 'it has ffn_up_shexp'),
+          il,
+        ),
+        'ffn_shexp',
+        il,
+      );
+      const g = b.cb(b.mm(need('ffn_gate_inp_shexp.weight', 'it has ffn_up_shexp'), m), 'shared_expert_gate', il);
+      const gate = b.cb(ops.sigmoid(g), 'shared_expert_gate_sigmoid', il);
+      const gated = b.cb(ops.mul(shared, gate), 'ffn_shexp_gated', il);
+      return b.cb(ops.add(routed, gated), 'ffn_out', il);
+    });
+  },
+};
