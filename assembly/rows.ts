@@ -4,7 +4,7 @@
 
 import { ldf, ldIndex, stf } from './access';
 import { dequantRow } from './dequant';
-import { extra, param, share0, tAddr, tNb, tNe, tType } from './desc';
+import { extra, LAYOUT_PLAIN, param, share0, tAddr, tLayout, tNb, tNe, tType } from './desc';
 import { quantRow } from './quantize';
 import { blockSize, T_F32, typeSize } from './types';
 
@@ -118,6 +118,29 @@ export function k_cpy(node: usize, ith: i32, nth: i32): void {
   const dq = blockSize(td) > 1;
   const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
   const pd0 = tAddr(node, 0);
+  if (
+    td == T_F32 &&
+    tType(node, 1) == T_F32 &&
+    tLayout(node, 1) == LAYOUT_PLAIN &&
+    dn0 == 4 &&
+    dn1 == <usize>d0 * 4 &&
+    dn2 == dn1 * <usize>d1 &&
+    dn3 == dn2 * <usize>d2
+  ) {
+    // F32 to a contiguous F32 destination (CONT of a view: the recurrent layers' state
+    // tails, gates): each source row, strided or not, to the next ne0 elements
+    const ps = tAddr(node, 1);
+    const sn0 = tNb(node, 1, 0);
+    for (let r = r0; r < r1; r++) {
+      const i1 = r % ne1;
+      const q = r / ne1;
+      const src = ps + <usize>i1 * tNb(node, 1, 1) + <usize>(q % ne2) * tNb(node, 1, 2) + <usize>(q / ne2) * tNb(node, 1, 3);
+      const dst = pd0 + ((<usize>r * <usize>ne0) << 2);
+      if (sn0 == 4) memory.copy(dst, src, <usize>ne0 << 2);
+      else for (let i = 0; i < ne0; i++) store<f32>(dst + (<usize>i << 2), load<f32>(src + <usize>i * sn0));
+    }
+    return;
+  }
   for (let r = r0; r < r1; r++) {
     const i1 = r % ne1;
     const q = r / ne1;
@@ -172,6 +195,10 @@ export function k_concat(node: usize, ith: i32, nth: i32): void {
   const td = tType(node, 0);
   const ta = tType(node, 1);
   const tb = tType(node, 2);
+  if (td == T_F32 && ta == T_F32 && tb == T_F32 && tLayout(node, 1) == LAYOUT_PLAIN && tLayout(node, 2) == LAYOUT_PLAIN) {
+    concatF32(node, r0, r1, dim, cut);
+    return;
+  }
   for (let r = r0; r < r1; r++) {
     const i1 = r % ne1;
     const q = r / ne1;
@@ -198,4 +225,53 @@ export function k_concat(node: usize, ith: i32, nth: i32): void {
       stf(pd + <usize>i0 * tNb(node, 0, 0), td, ldf(p, t == 1 ? ta : tb));
     }
   }
+}
+
+/** CONCAT of F32 tensors, dst rows r0..r1 (the recurrent layers' convolution inputs). */
+function concatF32(node: usize, r0: i32, r1: i32, dim: i32, cut: i32): void {
+  const ne0 = tNe(node, 0, 0);
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nd0 = tNb(node, 0, 0);
+  for (let r = r0; r < r1; r++) {
+    const i1 = r % ne1;
+    const q = r / ne1;
+    const i2 = q % ne2;
+    const i3 = q / ne2;
+    const pd = tAddr(node, 0) + <usize>i1 * tNb(node, 0, 1) + <usize>i2 * tNb(node, 0, 2) + <usize>i3 * tNb(node, 0, 3);
+    // the row's source: a, or b shifted back by a's extent in the joined dimension
+    let t = 1;
+    let j1 = i1;
+    let j2 = i2;
+    let j3 = i3;
+    if (dim == 1 && j1 >= cut) {
+      t = 2;
+      j1 -= cut;
+    } else if (dim == 2 && j2 >= cut) {
+      t = 2;
+      j2 -= cut;
+    } else if (dim == 3 && j3 >= cut) {
+      t = 2;
+      j3 -= cut;
+    }
+    if (dim != 0) {
+      copyF32(pd, nd0, rowOf(node, t, j1, j2, j3), tNb(node, t, 0), ne0);
+      continue;
+    }
+    copyF32(pd, nd0, rowOf(node, 1, j1, j2, j3), tNb(node, 1, 0), cut);
+    copyF32(pd + <usize>cut * nd0, nd0, rowOf(node, 2, j1, j2, j3), tNb(node, 2, 0), ne0 - cut);
+  }
+}
+
+/** n F32 elements from src (stride sn bytes) to dst (stride dn bytes). */
+@inline function copyF32(dst: usize, dn: usize, src: usize, sn: usize, n: i32): void {
+  if (dn == 4 && sn == 4) {
+    memory.copy(dst, src, <usize>n << 2);
+    return;
+  }
+  for (let i = 0; i < n; i++) store<f32>(dst + <usize>i * dn, load<f32>(src + <usize>i * sn));
+}
+
+@inline function rowOf(node: usize, t: i32, i1: i32, i2: i32, i3: i32): usize {
+  return tAddr(node, t) + <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
 }

@@ -134,6 +134,8 @@ export function k_l2_norm(node: usize, ith: i32, nth: i32): void {
 
 // ---- SSM_CONV ---------------------------------------------------------------------------
 
+const CONV_BLOCK = 16;
+
 /**
  * t1 = sx [dConv - 1 + nT, channels, nS], t2 = c [dConv, channels]; t0 = [channels, nT, nS].
  * Split by channels; each output is Σ_i sx · c summed in order, as ggml-cpu sums it.
@@ -153,16 +155,20 @@ export function k_ssm_conv(node: usize, ith: i32, nth: i32): void {
   const d = tAddr(node, 0);
   const d1 = tNb(node, 0, 1);
   const d2 = tNb(node, 0, 2);
+  // channels in blocks of CONV_BLOCK, tokens inside: a token's outputs of a block are
+  // neighbours (one cache line), where a channel at a time wrote each token's far apart
   for (let s = 0; s < nS; s++) {
-    for (let ch = ch0; ch < ch1; ch++) {
-      const row = xs + <usize>s * xs2 + <usize>ch * xs1;
-      const ker = cw + <usize>ch * cw1;
+    for (let cb = ch0; cb < ch1; cb += CONV_BLOCK) {
+      const ce = min(cb + CONV_BLOCK, ch1);
       for (let t = 0; t < nT; t++) {
-        let sum: f32 = 0;
-        for (let i = 0; i < dConv; i++) {
-          sum += load<f32>(row + ((<usize>(t + i)) << 2)) * load<f32>(ker + (<usize>i << 2));
+        const out = d + <usize>s * d2 + <usize>t * d1;
+        for (let ch = cb; ch < ce; ch++) {
+          const row = xs + <usize>s * xs2 + <usize>ch * xs1 + (<usize>t << 2);
+          const ker = cw + <usize>ch * cw1;
+          let sum: f32 = 0;
+          for (let i = 0; i < dConv; i++) sum += load<f32>(row + (<usize>i << 2)) * load<f32>(ker + (<usize>i << 2));
+          store<f32>(out + (<usize>ch << 2), sum);
         }
-        store<f32>(d + <usize>s * d2 + <usize>t * d1 + (<usize>ch << 2), sum);
       }
     }
   }
