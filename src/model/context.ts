@@ -215,6 +215,33 @@ export class Context {
     this.backends = devices.map((d) => initDeviceBackend(d, this.nThreads));
     this.sched = new Scheduler(this.backends);
     if (this.memory) log.info(`KV cache: ${this.memory.describe()}`);
+    this.reserveCompute();
+  }
+
+  /**
+   * Size the compute buffers for a full ubatch (one output) now, as llama.cpp reserves its
+   * worst-case graph: grown later (a short prompt first, a long one next), a buffer is
+   * freed and placed anew, and the old range's pages stay resident in the arena (which
+   * never shrinks) behind whatever was placed after it: 17 MiB of qwen3.5-0.8b's RSS.
+   * Graphs with more outputs or more attended cells still grow the buffers when they come.
+   */
+  private reserveCompute(): void {
+    if (this.embeddings) return;
+    const m = this.nUbatch;
+    const hp = this.model.hp;
+    const nKV = this.memory ? this.memory.caches.map((c) => c.attended(m)) : hp.swaLayers.some((x) => x) ? [m, m] : [m];
+    const b = new GraphBuilder(
+      hp,
+      this.model.weights,
+      { nTokens: m, nOutputs: 1, nKV, nCtx: this.nCtx, nSeqs: 1 },
+      this.memory,
+      this.activeLoras,
+    );
+    const logits = this.model.arch.build(b).logits;
+    if (!logits) return;
+    const graph = buildGraph(logits, ...b.sideEffects);
+    levelNodes(graph);
+    this.sched.reserve(graph);
   }
 
   // ---- evaluation ----

@@ -191,10 +191,11 @@ export class KVCache implements AttentionMemory {
   /**
    * Cells attention reads this ubatch: the extent rounded up to a multiple of 256 (and at
    * least 256, at most the size), as llama.cpp pads it, so the graph's shape stays the
-   * same from one token to the next.
+   * same from one token to the next. `extent` (default: the cells in use now) asks what
+   * it would be for another.
    */
-  attended(): number {
-    return Math.min(this.size, Math.max(256, Math.ceil(this.extent / 256) * 256));
+  attended(extent = this.extent): number {
+    return Math.min(this.size, Math.max(256, Math.ceil(extent / 256) * 256));
   }
 
   // ---- placing a ubatch ----
