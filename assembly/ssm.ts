@@ -298,7 +298,70 @@ export function k_gated_delta_net(node: usize, ith: i32, nth: i32): void {
       } else g0 = <f32>exp64(<f64>load<f32>(pg));
       const vg = f32x4.splat(g0);
       const po = dst + (tok << 2) * <usize>S;
-      for (let j = 0; j < S; j++) {
+      let j = 0;
+      if ((S & 3) == 0) {
+        // rows are independent: four at a time share the loads of k, q and the decay and
+        // overlap their dependency chains; each row's sums keep the order of the loop below
+        for (; j + 4 <= S; j += 4) {
+          const r0 = M + ((<usize>j * S) << 2);
+          const r1 = r0 + (<usize>S << 2);
+          const r2 = r1 + (<usize>S << 2);
+          const r3 = r2 + (<usize>S << 2);
+          let a0 = f32x4.splat(0);
+          let a1 = f32x4.splat(0);
+          let a2 = f32x4.splat(0);
+          let a3 = f32x4.splat(0);
+          for (let i = 0; i < S; i += 4) {
+            const o = <usize>i << 2;
+            const dec = perElement ? v128.load(decay + o) : vg;
+            const kk = v128.load(pk + o);
+            const m0 = f32x4.mul(v128.load(r0 + o), dec);
+            const m1 = f32x4.mul(v128.load(r1 + o), dec);
+            const m2 = f32x4.mul(v128.load(r2 + o), dec);
+            const m3 = f32x4.mul(v128.load(r3 + o), dec);
+            v128.store(r0 + o, m0);
+            v128.store(r1 + o, m1);
+            v128.store(r2 + o, m2);
+            v128.store(r3 + o, m3);
+            a0 = madd(m0, kk, a0);
+            a1 = madd(m1, kk, a1);
+            a2 = madd(m2, kk, a2);
+            a3 = madd(m3, kk, a3);
+          }
+          const pvj = pv + (<usize>j << 2);
+          const vd0 = f32x4.splat((load<f32>(pvj) - hsum(a0)) * beta);
+          const vd1 = f32x4.splat((load<f32>(pvj + 4) - hsum(a1)) * beta);
+          const vd2 = f32x4.splat((load<f32>(pvj + 8) - hsum(a2)) * beta);
+          const vd3 = f32x4.splat((load<f32>(pvj + 12) - hsum(a3)) * beta);
+          a0 = f32x4.splat(0);
+          a1 = f32x4.splat(0);
+          a2 = f32x4.splat(0);
+          a3 = f32x4.splat(0);
+          for (let i = 0; i < S; i += 4) {
+            const o = <usize>i << 2;
+            const kk = v128.load(pk + o);
+            const qq = v128.load(pq + o);
+            const m0 = madd(kk, vd0, v128.load(r0 + o));
+            const m1 = madd(kk, vd1, v128.load(r1 + o));
+            const m2 = madd(kk, vd2, v128.load(r2 + o));
+            const m3 = madd(kk, vd3, v128.load(r3 + o));
+            v128.store(r0 + o, m0);
+            v128.store(r1 + o, m1);
+            v128.store(r2 + o, m2);
+            v128.store(r3 + o, m3);
+            a0 = madd(m0, qq, a0);
+            a1 = madd(m1, qq, a1);
+            a2 = madd(m2, qq, a2);
+            a3 = madd(m3, qq, a3);
+          }
+          const poj = po + (<usize>j << 2);
+          store<f32>(poj, hsum(a0) * scale);
+          store<f32>(poj + 4, hsum(a1) * scale);
+          store<f32>(poj + 8, hsum(a2) * scale);
+          store<f32>(poj + 12, hsum(a3) * scale);
+        }
+      }
+      for (; j < S; j++) {
         const row = M + ((<usize>j * S) << 2);
         // decay the row, then its dot with k
         let acc = f32x4.splat(0);
