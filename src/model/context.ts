@@ -218,6 +218,11 @@ export class Context {
     this.reserveCompute();
   }
 
+  /** Bytes of the compute buffers (every backend's), as reserved or grown so far. */
+  get computeBytes(): number {
+    return this.sched.bufferSizes().reduce((a, b) => a + b, 0);
+  }
+
   /**
    * Size the compute buffers for a full ubatch (one output) now, as llama.cpp reserves its
    * worst-case graph: grown later (a short prompt first, a long one next), a buffer is
