@@ -340,6 +340,50 @@ export function gemmQ4Kx4(
   v128.store(o3, c3);
 }
 
+/** Four rows against two activation rows (results at o0, o1): the steps of gemmQ4Kx4. */
+export function gemmQ4Kx2(c: usize, nsb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  const m4 = C_M4();
+  const bo: usize = 2 * <usize>K + (<usize>K >> 2);
+  for (let sb = 0; sb < nsb; sb++, c += K4_SB) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    for (let j = 0; j < 8; j++) {
+      const q = c + 64 + <usize>(j >> 1) * 128;
+      const e = (<usize>sb << 8) + (<usize>j << 5);
+      let s0 = i16x8.splat(0);
+      let s1 = i16x8.splat(0);
+      if ((j & 1) == 0) {
+        for (let kk: usize = 0; kk < 128; kk += 32) {
+          const u0 = v128.and(v128.load(q + kk), m4);
+          const u1 = v128.and(v128.load(q + kk, 16), m4);
+          const x = e + (kk >> 2);
+          s0 = colStep(a0 + x, u0, u1, s0);
+          s1 = colStep(a1 + x, u0, u1, s1);
+        }
+      } else {
+        for (let kk: usize = 0; kk < 128; kk += 32) {
+          const u0 = v128.and(i16x8.shr_u(v128.load(q + kk), 4), m4);
+          const u1 = v128.and(i16x8.shr_u(v128.load(q + kk, 16), 4), m4);
+          const x = e + (kk >> 2);
+          s0 = colStep(a0 + x, u0, u1, s0);
+          s1 = colStep(a1 + x, u0, u1, s1);
+        }
+      }
+      const sc = (j >> 2) == 0 ? scales0(c) : scales1(c);
+      const ps = pairScale(sc, j & 3);
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(s0, ps));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(s1, ps));
+    }
+    const bs = <usize>sb << 4;
+    c0 = k4Scale(c, a0, sb, K, i0, minSum(c, a0 + bo + bs), c0);
+    c1 = k4Scale(c, a1, sb, K, i1, minSum(c, a1 + bo + bs), c1);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+}
+
 // ---- Q5_0 (ggml's layout): one row against four activation rows -------------------------
 //
 // The same steps per column as qdot.ts dotQ5_0 (so the same bits: a column's result does
@@ -741,4 +785,118 @@ export function gemmQ6Kx4(
   v128.store(o1, c1);
   v128.store(o2, c2);
   v128.store(o3, c3);
+}
+
+// ---- Q6_K against several columns: the group unpacked once ----------------------------
+//
+// With two or more columns, gemmQ6Kx4's per-step decode (five vector ops per quant vector)
+// costs as much as a column's dots, and it is paid again for every four columns. The tiles
+// below take the group unpacked once into thread scratch: per super-block column 1024
+// bytes, sub-block j (0..15, 16 elements) at 64j, its four four-element steps 16 bytes
+// each, lanes [r0 e0..3][r1 e0..3][r2 e0..3][r3 e0..3] holding the quants (0..63). A
+// column then takes per sub-block four relaxed dots against its broadcast activation runs,
+// two per i16 sum (at most 2·2·63·127 per lane) scaled into i32 as gemvQ6K does; the
+// integer sums are the same and q6Finish4 the same float step, so the bits are too.
+
+/** Bytes of one unpacked Q6_K super-block column of a group. */
+export const DQ6: usize = 1024;
+
+/** Unpack the nsb super-block columns of the Q6_K group at c into s (nsb·DQ6 bytes). */
+export function unpackQ6Kx4(c: usize, nsb: i32, s: usize): void {
+  const m4 = C_M4();
+  const m30 = C_M30();
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB) {
+    // the step at w holds sets 0..3 of sub-blocks 8n + 2·set + hk (n = half, hk = step / 4)
+    for (let u: usize = 0; u < 16; u++) {
+      const w = c + 72 + 48 * u;
+      const n = u >> 3;
+      const hk = (u >> 2) & 1;
+      const o = s + ((8 * n + hk) << 6) + ((u & 3) << 4);
+      v128.store(o, q6Set(w, 0, m4, m30));
+      v128.store(o, q6Set(w, 1, m4, m30), 128);
+      v128.store(o, q6Set(w, 2, m4, m30), 256);
+      v128.store(o, q6Set(w, 3, m4, m30), 384);
+    }
+    s += DQ6;
+  }
+}
+
+/** One column's i32 sums (lanes = rows) of half h (0..31, eight elements) of an unpacked super-block at s. */
+@inline function q6Half(s: usize, x: usize, sc: v128): v128 {
+  const p = i16x8.add(rdot(v128.load32_splat(x), v128.load(s)), rdot(v128.load32_splat(x, 4), v128.load(s, 16)));
+  return i32x4.dot_i16x8_s(p, sc);
+}
+
+/**
+ * The Q6_K group at c (nsb super-blocks), unpacked at s, against four activation rows:
+ * results (four rows each) at o0..o3.
+ */
+export function tileQ6Kx4(
+  c: usize, s: usize, nsb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    let i2 = i32x4.splat(0);
+    let i3 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    // a loop over sub-blocks: V8 would hoist (and spill) every load of a longer body
+    for (let j: usize = 0; j < 16; j++) {
+      const sc = q6Scale(c, <i32>(j >> 1), <i32>j & 1);
+      const w = s + (j << 6);
+      const x = e + (j << 4);
+      i0 = i32x4.add(i0, i32x4.add(q6Half(w, a0 + x, sc), q6Half(w + 32, a0 + x + 8, sc)));
+      i1 = i32x4.add(i1, i32x4.add(q6Half(w, a1 + x, sc), q6Half(w + 32, a1 + x + 8, sc)));
+      i2 = i32x4.add(i2, i32x4.add(q6Half(w, a2 + x, sc), q6Half(w + 32, a2 + x + 8, sc)));
+      i3 = i32x4.add(i3, i32x4.add(q6Half(w, a3 + x, sc), q6Half(w + 32, a3 + x + 8, sc)));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+    c1 = q6Finish4(c, a1, sb, K, i1, c1);
+    c2 = q6Finish4(c, a2, sb, K, i2, c2);
+    c3 = q6Finish4(c, a3, sb, K, i3, c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+/** As tileQ6Kx4 for two columns. */
+export function tileQ6Kx2(c: usize, s: usize, nsb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    for (let h: usize = 0; h < 32; h++) {
+      const sc = q6Scale(c, <i32>(h >> 2), <i32>(h >> 1) & 1);
+      const w = s + (h << 5);
+      const x = e + (h << 3);
+      i0 = i32x4.add(i0, q6Half(w, a0 + x, sc));
+      i1 = i32x4.add(i1, q6Half(w, a1 + x, sc));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+    c1 = q6Finish4(c, a1, sb, K, i1, c1);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+}
+
+/** As tileQ6Kx4 for one column. */
+export function tileQ6Kx1(c: usize, s: usize, nsb: i32, K: i32, a0: usize, o0: usize): void {
+  let c0 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    for (let h: usize = 0; h < 32; h++) {
+      i0 = i32x4.add(i0, q6Half(s + (h << 5), a0 + e + (h << 3), q6Scale(c, <i32>(h >> 2), <i32>(h >> 1) & 1)));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+  }
+  v128.store(o0, c0);
 }
