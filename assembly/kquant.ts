@@ -794,9 +794,11 @@ export function gemmQ6Kx4(
 // below take the group unpacked once into thread scratch: per super-block column 1024
 // bytes, sub-block j (0..15, 16 elements) at 64j, its four four-element steps 16 bytes
 // each, lanes [r0 e0..3][r1 e0..3][r2 e0..3][r3 e0..3] holding the quants (0..63). A
-// column then takes per sub-block four relaxed dots against its broadcast activation runs,
-// two per i16 sum (at most 2·2·63·127 per lane) scaled into i32 as gemvQ6K does; the
-// integer sums are the same and q6Finish4 the same float step, so the bits are too.
+// column then takes per sub-block one load of its 16 activation quants, four runs
+// broadcast by shuffles (measured faster than four splat loads, which V8 hoists and
+// spills) and four relaxed dots, two per i16 sum (at most 2·2·63·127 per lane) scaled
+// into i32 as gemvQ6K does; the integer sums are the same and q6Finish4 the same float
+// step, so the bits are too.
 
 /** Bytes of one unpacked Q6_K super-block column of a group. */
 export const DQ6: usize = 1024;
@@ -821,10 +823,12 @@ export function unpackQ6Kx4(c: usize, nsb: i32, s: usize): void {
   }
 }
 
-/** One column's i32 sums (lanes = rows) of half h (0..31, eight elements) of an unpacked super-block at s. */
-@inline function q6Half(s: usize, x: usize, sc: v128): v128 {
-  const p = i16x8.add(rdot(v128.load32_splat(x), v128.load(s)), rdot(v128.load32_splat(x, 4), v128.load(s, 16)));
-  return i32x4.dot_i16x8_s(p, sc);
+/** One column's i32 sums of an unpacked sub-block at w: its 16 activation quants loaded once, runs broadcast by shuffles. */
+@inline function q6Sub16(w: usize, x: usize, sc: v128): v128 {
+  const a = v128.load(x);
+  const lo = i16x8.add(rdot(v128.shuffle<i32>(a, a, 0, 0, 0, 0), v128.load(w)), rdot(v128.shuffle<i32>(a, a, 1, 1, 1, 1), v128.load(w, 16)));
+  const hi = i16x8.add(rdot(v128.shuffle<i32>(a, a, 2, 2, 2, 2), v128.load(w, 32)), rdot(v128.shuffle<i32>(a, a, 3, 3, 3, 3), v128.load(w, 48)));
+  return i32x4.add(i32x4.dot_i16x8_s(lo, sc), i32x4.dot_i16x8_s(hi, sc));
 }
 
 /**
@@ -849,10 +853,10 @@ export function tileQ6Kx4(
       const sc = q6Scale(c, <i32>(j >> 1), <i32>j & 1);
       const w = s + (j << 6);
       const x = e + (j << 4);
-      i0 = i32x4.add(i0, i32x4.add(q6Half(w, a0 + x, sc), q6Half(w + 32, a0 + x + 8, sc)));
-      i1 = i32x4.add(i1, i32x4.add(q6Half(w, a1 + x, sc), q6Half(w + 32, a1 + x + 8, sc)));
-      i2 = i32x4.add(i2, i32x4.add(q6Half(w, a2 + x, sc), q6Half(w + 32, a2 + x + 8, sc)));
-      i3 = i32x4.add(i3, i32x4.add(q6Half(w, a3 + x, sc), q6Half(w + 32, a3 + x + 8, sc)));
+      i0 = i32x4.add(i0, q6Sub16(w, a0 + x, sc));
+      i1 = i32x4.add(i1, q6Sub16(w, a1 + x, sc));
+      i2 = i32x4.add(i2, q6Sub16(w, a2 + x, sc));
+      i3 = i32x4.add(i3, q6Sub16(w, a3 + x, sc));
     }
     c0 = q6Finish4(c, a0, sb, K, i0, c0);
     c1 = q6Finish4(c, a1, sb, K, i1, c1);
@@ -873,12 +877,12 @@ export function tileQ6Kx2(c: usize, s: usize, nsb: i32, K: i32, a0: usize, a1: u
     let i0 = i32x4.splat(0);
     let i1 = i32x4.splat(0);
     const e = <usize>sb << 8;
-    for (let h: usize = 0; h < 32; h++) {
-      const sc = q6Scale(c, <i32>(h >> 2), <i32>(h >> 1) & 1);
-      const w = s + (h << 5);
-      const x = e + (h << 3);
-      i0 = i32x4.add(i0, q6Half(w, a0 + x, sc));
-      i1 = i32x4.add(i1, q6Half(w, a1 + x, sc));
+    for (let j: usize = 0; j < 16; j++) {
+      const sc = q6Scale(c, <i32>(j >> 1), <i32>j & 1);
+      const w = s + (j << 6);
+      const x = e + (j << 4);
+      i0 = i32x4.add(i0, q6Sub16(w, a0 + x, sc));
+      i1 = i32x4.add(i1, q6Sub16(w, a1 + x, sc));
     }
     c0 = q6Finish4(c, a0, sb, K, i0, c0);
     c1 = q6Finish4(c, a1, sb, K, i1, c1);
@@ -893,8 +897,8 @@ export function tileQ6Kx1(c: usize, s: usize, nsb: i32, K: i32, a0: usize, o0: u
   for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
     let i0 = i32x4.splat(0);
     const e = <usize>sb << 8;
-    for (let h: usize = 0; h < 32; h++) {
-      i0 = i32x4.add(i0, q6Half(s + (h << 5), a0 + e + (h << 3), q6Scale(c, <i32>(h >> 2), <i32>(h >> 1) & 1)));
+    for (let j: usize = 0; j < 16; j++) {
+      i0 = i32x4.add(i0, q6Sub16(s + (j << 6), a0 + e + (j << 4), q6Scale(c, <i32>(j >> 1), <i32>j & 1)));
     }
     c0 = q6Finish4(c, a0, sb, K, i0, c0);
   }
