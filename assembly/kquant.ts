@@ -340,50 +340,6 @@ export function gemmQ4Kx4(
   v128.store(o3, c3);
 }
 
-/** Four rows against two activation rows (results at o0, o1): the steps of gemmQ4Kx4. */
-export function gemmQ4Kx2(c: usize, nsb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
-  let c0 = f32x4.splat(0);
-  let c1 = f32x4.splat(0);
-  const m4 = C_M4();
-  const bo: usize = 2 * <usize>K + (<usize>K >> 2);
-  for (let sb = 0; sb < nsb; sb++, c += K4_SB) {
-    let i0 = i32x4.splat(0);
-    let i1 = i32x4.splat(0);
-    for (let j = 0; j < 8; j++) {
-      const q = c + 64 + <usize>(j >> 1) * 128;
-      const e = (<usize>sb << 8) + (<usize>j << 5);
-      let s0 = i16x8.splat(0);
-      let s1 = i16x8.splat(0);
-      if ((j & 1) == 0) {
-        for (let kk: usize = 0; kk < 128; kk += 32) {
-          const u0 = v128.and(v128.load(q + kk), m4);
-          const u1 = v128.and(v128.load(q + kk, 16), m4);
-          const x = e + (kk >> 2);
-          s0 = colStep(a0 + x, u0, u1, s0);
-          s1 = colStep(a1 + x, u0, u1, s1);
-        }
-      } else {
-        for (let kk: usize = 0; kk < 128; kk += 32) {
-          const u0 = v128.and(i16x8.shr_u(v128.load(q + kk), 4), m4);
-          const u1 = v128.and(i16x8.shr_u(v128.load(q + kk, 16), 4), m4);
-          const x = e + (kk >> 2);
-          s0 = colStep(a0 + x, u0, u1, s0);
-          s1 = colStep(a1 + x, u0, u1, s1);
-        }
-      }
-      const sc = (j >> 2) == 0 ? scales0(c) : scales1(c);
-      const ps = pairScale(sc, j & 3);
-      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(s0, ps));
-      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(s1, ps));
-    }
-    const bs = <usize>sb << 4;
-    c0 = k4Scale(c, a0, sb, K, i0, minSum(c, a0 + bo + bs), c0);
-    c1 = k4Scale(c, a1, sb, K, i1, minSum(c, a1 + bo + bs), c1);
-  }
-  v128.store(o0, c0);
-  v128.store(o1, c1);
-}
-
 // ---- Q5_0 (ggml's layout): one row against four activation rows -------------------------
 //
 // The same steps per column as qdot.ts dotQ5_0 (so the same bits: a column's result does

@@ -23,7 +23,7 @@
 import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
-  colsQ5_0x4, DQ6, gemmQ4Kx2, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, tileQ6Kx1,
+  colsQ5_0x4, DQ6, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, tileQ6Kx1,
   tileQ6Kx2, tileQ6Kx4, unpackQ6Kx4, unpackRowQ4K, unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
 import { f16ToF32, f32ToF16 } from './math';
@@ -390,12 +390,6 @@ function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i
     if (q5) gemmQ5_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else if (q6) gemmQ6Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else gemmQ4Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
-  }
-  if (!q5 && !q6 && n + 2 <= c1) {
-    gemmQ4Kx2(
-      chunk, K >> 8, K, actRow(node, n, i2, i3), actRow(node, n + 1, i2, i3), dstAt(node, m0, n, i2, i3), dstAt(node, m0, n + 1, i2, i3),
-    );
-    n += 2;
   }
   for (; n < c1; n++) {
     const x = actRow(node, n, i2, i3);
