@@ -376,7 +376,7 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
 function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
   const q5 = type == T_Q5_0;
   const q6 = type == T_Q6_K;
-  if (q6 && c1 - c0 >= Q6_UNPACK_MIN_COLS && mmUnpackedQ6K(node, ith, chunk, K, m0, i2, i3, c0, c1)) return;
+  if (q6 && unpackQ6K(c1 - c0) && mmUnpackedQ6K(node, ith, chunk, K, m0, i2, i3, c0, c1)) return;
   let n = c0;
   for (; n + 4 <= c1; n += 4) {
     const x0 = actRow(node, n, i2, i3);
@@ -398,8 +398,15 @@ function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i
   }
 }
 
-/** Columns of a chunk from which a group of Q6_K rows is unpacked once (kquant.ts, unpackQ6Kx4). */
-const Q6_UNPACK_MIN_COLS: i32 = 2;
+/**
+ * Whether a group of Q6_K rows is unpacked once (kquant.ts, unpackQ6Kx4) for a chunk of n
+ * columns. Unpacking costs about a quarter of a four-column pass when the weights stream
+ * from memory and saves about a sixth of each such pass after it: so from two columns on,
+ * except four and five, where one pass of gemmQ6Kx4 (and a gemvQ6K) measured faster.
+ */
+@inline function unpackQ6K(n: i32): bool {
+  return n >= 2 && (n < 4 || n > 5);
+}
 
 /**
  * One group of four Q6_K rows against columns [c0, c1): the whole group unpacked into the
