@@ -742,3 +742,121 @@ export function gemmQ6Kx4(
   v128.store(o2, c2);
   v128.store(o3, c3);
 }
+
+// ---- Q6_K against several columns: the group unpacked once ----------------------------
+//
+// With two or more columns, gemmQ6Kx4's per-step decode (five vector ops per quant vector)
+// costs as much as a column's dots, and it is paid again for every four columns. The tiles
+// below take the group unpacked once into thread scratch: per super-block column 1024
+// bytes, sub-block j (0..15, 16 elements) at 64j, its four four-element steps 16 bytes
+// each, lanes [r0 e0..3][r1 e0..3][r2 e0..3][r3 e0..3] holding the quants (0..63). A
+// column then takes per sub-block one load of its 16 activation quants, four runs
+// broadcast by shuffles (measured faster than four splat loads, which V8 hoists and
+// spills) and four relaxed dots, two per i16 sum (at most 2·2·63·127 per lane) scaled
+// into i32 as gemvQ6K does; the integer sums are the same and q6Finish4 the same float
+// step, so the bits are too.
+
+/** Bytes of one unpacked Q6_K super-block column of a group. */
+export const DQ6: usize = 1024;
+
+/** Unpack the nsb super-block columns of the Q6_K group at c into s (nsb·DQ6 bytes). */
+export function unpackQ6Kx4(c: usize, nsb: i32, s: usize): void {
+  const m4 = C_M4();
+  const m30 = C_M30();
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB) {
+    // the step at w holds sets 0..3 of sub-blocks 8n + 2·set + hk (n = half, hk = step / 4)
+    for (let u: usize = 0; u < 16; u++) {
+      const w = c + 72 + 48 * u;
+      const n = u >> 3;
+      const hk = (u >> 2) & 1;
+      const o = s + ((8 * n + hk) << 6) + ((u & 3) << 4);
+      v128.store(o, q6Set(w, 0, m4, m30));
+      v128.store(o, q6Set(w, 1, m4, m30), 128);
+      v128.store(o, q6Set(w, 2, m4, m30), 256);
+      v128.store(o, q6Set(w, 3, m4, m30), 384);
+    }
+    s += DQ6;
+  }
+}
+
+/** One column's i32 sums of an unpacked sub-block at w: its 16 activation quants loaded once, runs broadcast by shuffles. */
+@inline function q6Sub16(w: usize, x: usize, sc: v128): v128 {
+  const a = v128.load(x);
+  const lo = i16x8.add(rdot(v128.shuffle<i32>(a, a, 0, 0, 0, 0), v128.load(w)), rdot(v128.shuffle<i32>(a, a, 1, 1, 1, 1), v128.load(w, 16)));
+  const hi = i16x8.add(rdot(v128.shuffle<i32>(a, a, 2, 2, 2, 2), v128.load(w, 32)), rdot(v128.shuffle<i32>(a, a, 3, 3, 3, 3), v128.load(w, 48)));
+  return i32x4.add(i32x4.dot_i16x8_s(lo, sc), i32x4.dot_i16x8_s(hi, sc));
+}
+
+/**
+ * The Q6_K group at c (nsb super-blocks), unpacked at s, against four activation rows:
+ * results (four rows each) at o0..o3.
+ */
+export function tileQ6Kx4(
+  c: usize, s: usize, nsb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    let i2 = i32x4.splat(0);
+    let i3 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    // a loop over sub-blocks: V8 would hoist (and spill) every load of a longer body
+    for (let j: usize = 0; j < 16; j++) {
+      const sc = q6Scale(c, <i32>(j >> 1), <i32>j & 1);
+      const w = s + (j << 6);
+      const x = e + (j << 4);
+      i0 = i32x4.add(i0, q6Sub16(w, a0 + x, sc));
+      i1 = i32x4.add(i1, q6Sub16(w, a1 + x, sc));
+      i2 = i32x4.add(i2, q6Sub16(w, a2 + x, sc));
+      i3 = i32x4.add(i3, q6Sub16(w, a3 + x, sc));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+    c1 = q6Finish4(c, a1, sb, K, i1, c1);
+    c2 = q6Finish4(c, a2, sb, K, i2, c2);
+    c3 = q6Finish4(c, a3, sb, K, i3, c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+/** As tileQ6Kx4 for two columns. */
+export function tileQ6Kx2(c: usize, s: usize, nsb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    for (let j: usize = 0; j < 16; j++) {
+      const sc = q6Scale(c, <i32>(j >> 1), <i32>j & 1);
+      const w = s + (j << 6);
+      const x = e + (j << 4);
+      i0 = i32x4.add(i0, q6Sub16(w, a0 + x, sc));
+      i1 = i32x4.add(i1, q6Sub16(w, a1 + x, sc));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+    c1 = q6Finish4(c, a1, sb, K, i1, c1);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+}
+
+/** As tileQ6Kx4 for one column. */
+export function tileQ6Kx1(c: usize, s: usize, nsb: i32, K: i32, a0: usize, o0: usize): void {
+  let c0 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    for (let j: usize = 0; j < 16; j++) {
+      i0 = i32x4.add(i0, q6Sub16(s + (j << 6), a0 + e + (j << 4), q6Scale(c, <i32>(j >> 1), <i32>j & 1)));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+  }
+  v128.store(o0, c0);
+}
