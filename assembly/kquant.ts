@@ -56,35 +56,85 @@ export const K4_SB: usize = 576;
   return (<i32>load<u8>(c + 16 + <usize>(h * 16 + k)) >> 4) | (((<i32>load<u8>(c + 48 + <usize>k) >> (h * 4 + 2)) & 3) << 4);
 }
 
-/** Repack four Q4_K rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 144). */
+/**
+ * One Q4_K super-block's scales and mins at p (its 12 packed bytes at p + 4) as 16 bytes:
+ * scale 0..7 in lanes 0..7, min 0..7 in lanes 8..15 (6 bits each, as ggScale / ggMin).
+ */
+@inline function ggScalesMins(p: usize): v128 {
+  // bytes 12..15 of the load are quants, never used
+  const v = v128.load(p + 4);
+  const lo6 = v128.and(v, i8x16.splat(63));
+  const lo4 = v128.and(v, i8x16.splat(15));
+  const hi4 = i8x16.shr_u(v, 4);
+  const top = i8x16.shl(i8x16.shr_u(v, 6), 4);
+  // scales 0..3, low bits of 4..7, mins 0..3, low bits of 4..7
+  const base = v128.shuffle<u8>(v128.shuffle<u8>(lo6, lo4, 0, 1, 2, 3, 24, 25, 26, 27, 4, 5, 6, 7, 0, 0, 0, 0), hi4,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 24, 25, 26, 27);
+  // the top two bits of scales and mins 4..7 (lanes from the zero vector are 0)
+  const z = i8x16.splat(0);
+  return v128.or(base, v128.shuffle<u8>(top, z, 16, 16, 16, 16, 0, 1, 2, 3, 16, 16, 16, 16, 4, 5, 6, 7));
+}
+
+/** A 4 x 4 transpose of 32-bit words: row r of the result holds word r of a, b, c, d. */
+@inline function transposeStore(a: v128, b: v128, c: v128, d: v128, dst: usize): void {
+  const t0 = v128.shuffle<u32>(a, b, 0, 4, 1, 5);
+  const t1 = v128.shuffle<u32>(a, b, 2, 6, 3, 7);
+  const t2 = v128.shuffle<u32>(c, d, 0, 4, 1, 5);
+  const t3 = v128.shuffle<u32>(c, d, 2, 6, 3, 7);
+  v128.store(dst, v128.shuffle<u32>(t0, t2, 0, 1, 4, 5));
+  v128.store(dst, v128.shuffle<u32>(t0, t2, 2, 3, 6, 7), 16);
+  v128.store(dst, v128.shuffle<u32>(t1, t3, 0, 1, 4, 5), 32);
+  v128.store(dst, v128.shuffle<u32>(t1, t3, 2, 3, 6, 7), 48);
+}
+
+/**
+ * Repack four Q4_K rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 144).
+ * Vector form of the layout above: the rows' scales and mins are decoded to bytes and
+ * swizzled into A and H, and the quant words transposed four rows at a time.
+ */
 export function repackQ4K(src: usize, dst: usize, nsb: i32, ts: i32, rowBytes: i32): void {
+  const rb = <usize>rowBytes;
+  const m15 = i8x16.splat(15);
   for (let b = 0; b < nsb; b++) {
     const c = dst + <usize>b * K4_SB;
-    v128.store(c + 16, i64x2.splat(0));
-    v128.store(c + 32, i64x2.splat(0));
-    v128.store(c + 48, i64x2.splat(0));
-    for (let r = 0; r < 4; r++) {
-      const p = src + <usize>r * <usize>rowBytes + <usize>b * 144;
-      store<u16>(c + (<usize>r << 1), load<u16>(p));
-      store<u16>(c + 8 + (<usize>r << 1), load<u16>(p, 2));
-      for (let j = 0; j < 8; j++) {
-        const h = j >> 2;
-        const sc = ggScale(p + 4, j);
-        const mn = ggMin(p + 4, j);
-        const ks = c + 16 + <usize>(h * 16 + scPos(j, r));
-        const km = c + 16 + <usize>(h * 16 + mnPos(j, r));
-        store<u8>(ks, load<u8>(ks) | (sc & 15));
-        store<u8>(km, load<u8>(km) | ((mn & 15) << 4));
-        const hs = c + 48 + <usize>scPos(j, r);
-        const hm = c + 48 + <usize>mnPos(j, r);
-        store<u8>(hs, load<u8>(hs) | ((sc >> 4) << (h * 4)));
-        store<u8>(hm, load<u8>(hm) | ((mn >> 4) << (h * 4 + 2)));
-      }
-      for (let g = 0; g < 4; g++) {
-        for (let kk = 0; kk < 8; kk++) {
-          store<u32>(c + 64 + <usize>(g * 128 + kk * 16 + r * 4), load<u32>(p + 16 + <usize>(g * 32 + kk * 4)));
-        }
-      }
+    const p0 = src + <usize>b * 144;
+    const p1 = p0 + rb;
+    const p2 = p1 + rb;
+    const p3 = p2 + rb;
+    store<u16>(c, load<u16>(p0));
+    store<u16>(c, load<u16>(p1), 2);
+    store<u16>(c, load<u16>(p2), 4);
+    store<u16>(c, load<u16>(p3), 6);
+    store<u16>(c, load<u16>(p0, 2), 8);
+    store<u16>(c, load<u16>(p1, 2), 10);
+    store<u16>(c, load<u16>(p2, 2), 12);
+    store<u16>(c, load<u16>(p3, 2), 14);
+    const r0 = ggScalesMins(p0);
+    const r1 = ggScalesMins(p1);
+    const r2 = ggScalesMins(p2);
+    const r3 = ggScalesMins(p3);
+    // (sub-block j, row r) pairs: rows 0/1 and 2/3 interleaved per j, scales then mins
+    const s01 = v128.shuffle<u8>(r0, r1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const s23 = v128.shuffle<u8>(r2, r3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const m01 = v128.shuffle<u8>(r0, r1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const m23 = v128.shuffle<u8>(r2, r3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    // position k of half h: the scale of (4h + k/4, row k%4), the min of (4h + 2(k/8) + k%2, row (k/2)%4)
+    const sc0 = v128.shuffle<u8>(s01, s23, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+    const sc1 = v128.shuffle<u8>(s01, s23, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+    const mn0 = v128.shuffle<u8>(m01, m23, 0, 2, 1, 3, 16, 18, 17, 19, 4, 6, 5, 7, 20, 22, 21, 23);
+    const mn1 = v128.shuffle<u8>(m01, m23, 8, 10, 9, 11, 24, 26, 25, 27, 12, 14, 13, 15, 28, 30, 29, 31);
+    v128.store(c, v128.or(v128.and(sc0, m15), i8x16.shl(mn0, 4)), 16);
+    v128.store(c, v128.or(v128.and(sc1, m15), i8x16.shl(mn1, 4)), 32);
+    const h = v128.or(
+      v128.or(i8x16.shr_u(sc0, 4), i8x16.shl(i8x16.shr_u(mn0, 4), 2)),
+      v128.or(i8x16.shl(i8x16.shr_u(sc1, 4), 4), i8x16.shl(i8x16.shr_u(mn1, 4), 6)),
+    );
+    v128.store(c, h, 48);
+    for (let g = 0; g < 4; g++) {
+      const q = <usize>(16 + g * 32);
+      const o = c + 64 + <usize>(g * 128);
+      transposeStore(v128.load(p0 + q), v128.load(p1 + q), v128.load(p2 + q), v128.load(p3 + q), o);
+      transposeStore(v128.load(p0 + q, 16), v128.load(p1 + q, 16), v128.load(p2 + q, 16), v128.load(p3 + q, 16), o + 64);
     }
   }
 }
@@ -741,4 +791,122 @@ export function gemmQ6Kx4(
   v128.store(o1, c1);
   v128.store(o2, c2);
   v128.store(o3, c3);
+}
+
+// ---- Q6_K against several columns: the group unpacked once ----------------------------
+//
+// With two or more columns, gemmQ6Kx4's per-step decode (five vector ops per quant vector)
+// costs as much as a column's dots, and it is paid again for every four columns. The tiles
+// below take the group unpacked once into thread scratch: per super-block column 1024
+// bytes, sub-block j (0..15, 16 elements) at 64j, its four four-element steps 16 bytes
+// each, lanes [r0 e0..3][r1 e0..3][r2 e0..3][r3 e0..3] holding the quants (0..63). A
+// column then takes per sub-block one load of its 16 activation quants, four runs
+// broadcast by shuffles (measured faster than four splat loads, which V8 hoists and
+// spills) and four relaxed dots, two per i16 sum (at most 2·2·63·127 per lane) scaled
+// into i32 as gemvQ6K does; the integer sums are the same and q6Finish4 the same float
+// step, so the bits are too.
+
+/** Bytes of one unpacked Q6_K super-block column of a group. */
+export const DQ6: usize = 1024;
+
+/** Unpack the nsb super-block columns of the Q6_K group at c into s (nsb·DQ6 bytes). */
+export function unpackQ6Kx4(c: usize, nsb: i32, s: usize): void {
+  const m4 = C_M4();
+  const m30 = C_M30();
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB) {
+    // the step at w holds sets 0..3 of sub-blocks 8n + 2·set + hk (n = half, hk = step / 4)
+    for (let u: usize = 0; u < 16; u++) {
+      const w = c + 72 + 48 * u;
+      const n = u >> 3;
+      const hk = (u >> 2) & 1;
+      const o = s + ((8 * n + hk) << 6) + ((u & 3) << 4);
+      v128.store(o, q6Set(w, 0, m4, m30));
+      v128.store(o, q6Set(w, 1, m4, m30), 128);
+      v128.store(o, q6Set(w, 2, m4, m30), 256);
+      v128.store(o, q6Set(w, 3, m4, m30), 384);
+    }
+    s += DQ6;
+  }
+}
+
+/** One column's i32 sums of an unpacked sub-block at w: its 16 activation quants loaded once, runs broadcast by shuffles. */
+@inline function q6Sub16(w: usize, x: usize, sc: v128): v128 {
+  const a = v128.load(x);
+  const lo = i16x8.add(rdot(v128.shuffle<i32>(a, a, 0, 0, 0, 0), v128.load(w)), rdot(v128.shuffle<i32>(a, a, 1, 1, 1, 1), v128.load(w, 16)));
+  const hi = i16x8.add(rdot(v128.shuffle<i32>(a, a, 2, 2, 2, 2), v128.load(w, 32)), rdot(v128.shuffle<i32>(a, a, 3, 3, 3, 3), v128.load(w, 48)));
+  return i32x4.add(i32x4.dot_i16x8_s(lo, sc), i32x4.dot_i16x8_s(hi, sc));
+}
+
+/**
+ * The Q6_K group at c (nsb super-blocks), unpacked at s, against four activation rows:
+ * results (four rows each) at o0..o3.
+ */
+export function tileQ6Kx4(
+  c: usize, s: usize, nsb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    let i2 = i32x4.splat(0);
+    let i3 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    // a loop over sub-blocks: V8 would hoist (and spill) every load of a longer body
+    for (let j: usize = 0; j < 16; j++) {
+      const sc = q6Scale(c, <i32>(j >> 1), <i32>j & 1);
+      const w = s + (j << 6);
+      const x = e + (j << 4);
+      i0 = i32x4.add(i0, q6Sub16(w, a0 + x, sc));
+      i1 = i32x4.add(i1, q6Sub16(w, a1 + x, sc));
+      i2 = i32x4.add(i2, q6Sub16(w, a2 + x, sc));
+      i3 = i32x4.add(i3, q6Sub16(w, a3 + x, sc));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+    c1 = q6Finish4(c, a1, sb, K, i1, c1);
+    c2 = q6Finish4(c, a2, sb, K, i2, c2);
+    c3 = q6Finish4(c, a3, sb, K, i3, c3);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+/** As tileQ6Kx4 for two columns. */
+export function tileQ6Kx2(c: usize, s: usize, nsb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    let i1 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    for (let j: usize = 0; j < 16; j++) {
+      const sc = q6Scale(c, <i32>(j >> 1), <i32>j & 1);
+      const w = s + (j << 6);
+      const x = e + (j << 4);
+      i0 = i32x4.add(i0, q6Sub16(w, a0 + x, sc));
+      i1 = i32x4.add(i1, q6Sub16(w, a1 + x, sc));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+    c1 = q6Finish4(c, a1, sb, K, i1, c1);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+}
+
+/** As tileQ6Kx4 for one column. */
+export function tileQ6Kx1(c: usize, s: usize, nsb: i32, K: i32, a0: usize, o0: usize): void {
+  let c0 = f32x4.splat(0);
+  for (let sb = 0; sb < nsb; sb++, c += K6_SB, s += DQ6) {
+    let i0 = i32x4.splat(0);
+    const e = <usize>sb << 8;
+    for (let j: usize = 0; j < 16; j++) {
+      i0 = i32x4.add(i0, q6Sub16(s + (j << 6), a0 + e + (j << 4), q6Scale(c, <i32>(j >> 1), <i32>j & 1)));
+    }
+    c0 = q6Finish4(c, a0, sb, K, i0, c0);
+  }
+  v128.store(o0, c0);
 }

@@ -23,13 +23,13 @@
 import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
-  colsQ5_0x4, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, unpackRowQ4K,
-  unpackRowQ5_0, unpackRowQ6K,
+  colsQ5_0x4, DQ6, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, tileQ6Kx1,
+  tileQ6Kx2, tileQ6Kx4, unpackQ6Kx4, unpackRowQ4K, unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
 import { f16ToF32, f32ToF16 } from './math';
 import {
   DQ4, 
-  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x4, groupQ8_0, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
+  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x2, groupQ4_0x4, groupQ8_0, groupQ8_0x2, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
 } from './qdot';
 import { readRow } from './rows';
 import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0 } from './types';
@@ -326,6 +326,15 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
       if (type == T_Q4_0) groupQ4_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
       else groupQ8_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
     }
+    if (n + 2 <= c1) {
+      const x0 = actRow(node, n, i2, i3);
+      const x1 = actRow(node, n + 1, i2, i3);
+      const o0 = dstAt(node, m0, n, i2, i3);
+      const o1 = dstAt(node, m0, n + 1, i2, i3);
+      if (type == T_Q4_0) groupQ4_0x2(chunk, nb, K, x0, x1, o0, o1);
+      else groupQ8_0x2(chunk, nb, K, x0, x1, o0, o1);
+      n += 2;
+    }
     for (; n < c1; n++) {
       const act = actRow(node, n, i2, i3);
       const r = type == T_Q4_0 ? groupQ4_0(chunk, nb, act, K) : groupQ8_0(chunk, nb, act, K);
@@ -334,7 +343,7 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     return;
   }
   if (mc == 4 && tLayout(node, 1) == LAYOUT_K4 && extra(node, 6) != 0 && m0 + 4 <= tWord(node, 1, 14)) {
-    mmGroupK4(node, type, tAddr(node, 1) + base + <usize>m0 * nb1, K, m0, i2, i3, c0, c1);
+    mmGroupK4(node, ith, type, tAddr(node, 1) + base + <usize>m0 * nb1, K, m0, i2, i3, c0, c1);
     return;
   }
   const scratch = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
@@ -364,9 +373,10 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
 }
 
 /** A whole group of four interleaved Q4_K / Q5_0 / Q6_K rows (kquant.ts): columns four at a time, then one. */
-function mmGroupK4(node: usize, type: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
+function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
   const q5 = type == T_Q5_0;
   const q6 = type == T_Q6_K;
+  if (q6 && unpackQ6K(c1 - c0) && mmUnpackedQ6K(node, ith, chunk, K, m0, i2, i3, c0, c1)) return;
   let n = c0;
   for (; n + 4 <= c1; n += 4) {
     const x0 = actRow(node, n, i2, i3);
@@ -386,6 +396,43 @@ function mmGroupK4(node: usize, type: i32, chunk: usize, K: i32, m0: i32, i2: i3
     const v = q5 ? gemvQ5_0(chunk, K >> 5, x, K) : q6 ? gemvQ6K(chunk, K >> 8, x, K) : gemvQ4K(chunk, K >> 8, x, K);
     v128.store(dstAt(node, m0, n, i2, i3), v);
   }
+}
+
+/**
+ * Whether a group of Q6_K rows is unpacked once (kquant.ts, unpackQ6Kx4) for a chunk of n
+ * columns. Unpacking costs about a quarter of a four-column pass when the weights stream
+ * from memory and saves about a sixth of each such pass after it: so from two columns on,
+ * except four and five, where one pass of gemmQ6Kx4 (and a gemvQ6K) measured faster.
+ */
+@inline function unpackQ6K(n: i32): bool {
+  return n >= 2 && (n < 4 || n > 5);
+}
+
+/**
+ * One group of four Q6_K rows against columns [c0, c1): the whole group unpacked into the
+ * thread's scratch, then every column against it (fours, a pair, one). The same bits as
+ * gemmQ6Kx4 / gemvQ6K. False (nothing done) when the scratch cannot hold the group.
+ */
+function mmUnpackedQ6K(node: usize, ith: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): bool {
+  const room = <usize>(extra(node, 8) > 0 ? extra(node, 8) : extra(node, 4));
+  const nsb = K >> 8;
+  if (<usize>nsb * DQ6 > room) return false;
+  const scr = <usize>extra(node, 3) + <usize>ith * <usize>extra(node, 4);
+  unpackQ6Kx4(chunk, nsb, scr);
+  let n = c0;
+  for (; n + 4 <= c1; n += 4) {
+    tileQ6Kx4(
+      chunk, scr, nsb, K,
+      actRow(node, n, i2, i3), actRow(node, n + 1, i2, i3), actRow(node, n + 2, i2, i3), actRow(node, n + 3, i2, i3),
+      dstAt(node, m0, n, i2, i3), dstAt(node, m0, n + 1, i2, i3), dstAt(node, m0, n + 2, i2, i3), dstAt(node, m0, n + 3, i2, i3),
+    );
+  }
+  if (n + 2 <= c1) {
+    tileQ6Kx2(chunk, scr, nsb, K, actRow(node, n, i2, i3), actRow(node, n + 1, i2, i3), dstAt(node, m0, n, i2, i3), dstAt(node, m0, n + 1, i2, i3));
+    n += 2;
+  }
+  if (n < c1) tileQ6Kx1(chunk, scr, nsb, K, actRow(node, n, i2, i3), dstAt(node, m0, n, i2, i3));
+  return true;
 }
 
 /**

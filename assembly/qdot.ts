@@ -468,6 +468,38 @@ export function groupQ4_0x4(
   v128.store(o3, c3);
 }
 
+/** Four interleaved Q4_0 rows against two activation rows (the steps of groupQ4_0x4). */
+export function groupQ4_0x2(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
+  if (!ASC_FEATURE_RELAXED_SIMD) {
+    v128.store(o0, groupQ4_0(chunk, nb, a0, K));
+    v128.store(o1, groupQ4_0(chunk, nb, a1, K));
+    return;
+  }
+  const m = C_M4();
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    const w0 = v128.load(chunk, 8);
+    const w1 = v128.load(chunk, 24);
+    const w2 = v128.load(chunk, 40);
+    const w3 = v128.load(chunk, 56);
+    const l0 = v128.and(w0, m);
+    const h0 = v128.and(i16x8.shr_u(w0, 4), m);
+    const l1 = v128.and(w1, m);
+    const h1 = v128.and(i16x8.shr_u(w1, 4), m);
+    const l2 = v128.and(w2, m);
+    const h2 = v128.and(i16x8.shr_u(w2, 4), m);
+    const l3 = v128.and(w3, m);
+    const h3 = v128.and(i16x8.shr_u(w3, 4), m);
+    const dw = f16x4(v128.load16x4_u(chunk));
+    c0 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a0, b, K, dw, c0);
+    c1 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a1, b, K, dw, c1);
+    chunk += 72;
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+}
+
 /** One column's step over a block of four interleaved Q8_0 rows. */
 @inline function colQ8_0(chunk: usize, act: usize, b: i32, K: i32, dw: v128, acc: v128): v128 {
   const a = act + <usize>b * 32 * QB;
@@ -556,6 +588,50 @@ export function groupQ8_0x4(
   v128.store(o1, c1);
   v128.store(o2, c2);
   v128.store(o3, c3);
+}
+
+/** Four interleaved Q8_0 rows against two activation rows (the steps of groupQ8_0x4). */
+export function groupQ8_0x2(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    const dw = f16x4(v128.load16x4_u(chunk));
+    if (ASC_FEATURE_RELAXED_SIMD) {
+      const r0a = v128.load(chunk, 8);
+      const r0b = v128.load(chunk, 24);
+      const r1a = v128.load(chunk, 40);
+      const r1b = v128.load(chunk, 56);
+      const r2a = v128.load(chunk, 72);
+      const r2b = v128.load(chunk, 88);
+      const r3a = v128.load(chunk, 104);
+      const r3b = v128.load(chunk, 120);
+      const w00 = i16x8.extend_low_i8x16_s(r0a);
+      const w01 = i16x8.extend_high_i8x16_s(r0a);
+      const w02 = i16x8.extend_low_i8x16_s(r0b);
+      const w03 = i16x8.extend_high_i8x16_s(r0b);
+      const w10 = i16x8.extend_low_i8x16_s(r1a);
+      const w11 = i16x8.extend_high_i8x16_s(r1a);
+      const w12 = i16x8.extend_low_i8x16_s(r1b);
+      const w13 = i16x8.extend_high_i8x16_s(r1b);
+      const w20 = i16x8.extend_low_i8x16_s(r2a);
+      const w21 = i16x8.extend_high_i8x16_s(r2a);
+      const w22 = i16x8.extend_low_i8x16_s(r2b);
+      const w23 = i16x8.extend_high_i8x16_s(r2b);
+      const w30 = i16x8.extend_low_i8x16_s(r3a);
+      const w31 = i16x8.extend_high_i8x16_s(r3a);
+      const w32 = i16x8.extend_low_i8x16_s(r3b);
+      const w33 = i16x8.extend_high_i8x16_s(r3b);
+      const q = <usize>b << 5;
+      c0 = q8Finish(q8Wide(a0 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a0, b, K, dw, c0);
+      c1 = q8Finish(q8Wide(a1 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a1, b, K, dw, c1);
+    } else {
+      c0 = colQ8_0(chunk, a0, b, K, dw, c0);
+      c1 = colQ8_0(chunk, a1, b, K, dw, c1);
+    }
+    chunk += 136;
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
 }
 
 /** One Q6_K row against four activation rows; the four dot products. */

@@ -4,9 +4,13 @@
 //   memory (enough copies to exceed the caches, one graph of one product per copy), in GB/s
 //   of weight bytes at 1 and 2 threads, and as a ratio to the bandwidth of the same run;
 // - matrix-matrix products, 512 x 4096 x 4096 (the prompt-processing shape), in
-//   GFLOP/s-equivalent (2·M·N·K / time) at 2 threads.
+//   GFLOP/s-equivalent (2·M·N·K / time) at 2 threads;
+// - few columns (2..16 activation rows: speculative verification, parallel slots) against
+//   8960x1536 weights streamed from memory: CPU time per product over one column's, at 1
+//   thread (same process; CPU time, so a shared machine's load matters less).
 // Medians of several runs after a warm-up. `npm run bench:kernels -- --json` prints one
-// JSON document instead.
+// JSON document instead. --no-fewcols skips the last part, --only-fewcols runs only it,
+// --fewcols-n=1,2,4 sets its column counts, LLAMA_TS_BENCH_ROUNDS its rounds (9).
 
 import { tensorSet } from '../src/backends/api.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
@@ -183,7 +187,9 @@ const result = {
   bandwidth_gbs: {} as Record<string, number>,
   matvec: [] as { type: string; rows: number; cols: number; threads: number; gbs: number; ratio: number }[],
   matmul: [] as { type: string; m: number; n: number; k: number; threads: number; gflops: number }[],
+  fewcols: [] as { type: string; rows: number; cols: number; n: number; cpuMs: number; ratio: number }[],
 };
+const onlyFew = process.argv.includes('--only-fewcols');
 
 say(`cpu device: ${cpuDevice.description}, ${cpuDevice.variant} SIMD kernels`);
 cpuDevice.workers(2);
@@ -194,7 +200,7 @@ say(
 
 say('\nmatrix-vector (weights streamed from memory), GB/s of weights and ratio to read bandwidth');
 say('type   rows x cols   1 thread        2 threads       target (2 threads)');
-for (const name of process.argv.includes('--no-matvec') ? [] : MATVEC_TYPES.filter(want)) {
+for (const name of process.argv.includes('--no-matvec') || onlyFew ? [] : MATVEC_TYPES.filter(want)) {
   for (const [M, K] of [
     [4096, 4096],
     [2048, 8192],
@@ -216,7 +222,7 @@ for (const name of process.argv.includes('--no-matvec') ? [] : MATVEC_TYPES.filt
 }
 
 say(`\nmatrix-matrix 512 x 4096 x 4096 (N x M x K), ${mmThreads} threads, GFLOP/s-equivalent`);
-for (const name of process.argv.includes('--no-matmul') ? [] : MATMUL_TYPES.filter(want)) {
+for (const name of process.argv.includes('--no-matmul') || onlyFew ? [] : MATMUL_TYPES.filter(want)) {
   const type = GGMLType[name];
   const [M, K, N] = [4096, 4096, 512];
   const w = weights(type, K, M, 0);
@@ -227,6 +233,63 @@ for (const name of process.argv.includes('--no-matmul') ? [] : MATMUL_TYPES.filt
   say(
     `${name.padEnd(6)} ${gflops.toFixed(1).padStart(7)} GFLOP/s  (${(s * 1000).toFixed(0)} ms)${name === 'F32' ? '' : '   orientation >= 170'}`,
   );
+}
+
+/**
+ * CPU seconds per evaluation of the products ws[i] x b for each column count in ns: the
+ * graphs evaluated in turn, round after round (a shared machine's load drifts over all of
+ * them alike), the least of the rounds after a warm-up one (other processes only ever add
+ * to a product's CPU time).
+ */
+async function cpuProducts(backend: Backend, ws: Tensor[], ns: number[], rounds: number): Promise<number[]> {
+  const K = ws[0].ne[0];
+  const runs = ns.map((N) => {
+    const b = newTensor(GGMLType.F32, [K, N], 'x');
+    const graph = buildGraph(...ws.map((w) => ops.mulMat(w, b)));
+    const alloc = new GraphAllocator([cpuDevice.bufferType()]);
+    alloc.allocGraph(graph);
+    const x = new Float32Array(K * N);
+    const r = rng(7);
+    for (let i = 0; i < x.length; i++) x[i] = r() * 2 - 1;
+    tensorSet(b, x);
+    return { graph, alloc, cpu: [] as number[] };
+  });
+  for (let i = 0; i <= rounds; i++) {
+    for (const run of runs) {
+      const c0 = process.cpuUsage();
+      await backend.graphCompute(run.graph);
+      const c = process.cpuUsage(c0);
+      if (i > 0) run.cpu.push((c.user + c.system) / 1e6);
+    }
+  }
+  for (const run of runs) run.alloc.free();
+  return runs.map((run) => Math.min(...run.cpu));
+}
+
+const FEWCOLS_TYPES = ['Q4_0', 'Q8_0', 'Q4_K', 'Q6_K'] as const;
+// --fewcols-n=1,2,4 (column counts; the first is the base of the ratios)
+const FEWCOLS_N = (process.argv.find((a) => a.startsWith('--fewcols-n='))?.slice(12) ?? '1,2,3,4,5,8,12,16')
+  .split(',')
+  .map(Number);
+if (!process.argv.includes('--no-fewcols')) {
+  say(
+    `\nfew columns, 8960x1536 weights streamed from memory, 1 thread: CPU time of an N-column product over N=${FEWCOLS_N[0]}'s`,
+  );
+  say(`type   ${FEWCOLS_N.map((n) => `N=${n}`.padStart(6)).join(' ')}   (CPU ms per matrix, N=${FEWCOLS_N.join('/')})`);
+  const backend = cpuDevice.initBackend('threads=1');
+  for (const name of FEWCOLS_TYPES.filter(want)) {
+    const [M, K] = [8960, 1536];
+    const w = weights(GGMLType[name], K, M, 256 * 2 ** 20);
+    const secs = await cpuProducts(backend, w.ws, FEWCOLS_N, Number(process.env.LLAMA_TS_BENCH_ROUNDS) || 9);
+    const base = secs[0];
+    const cells = FEWCOLS_N.map((n, i) => {
+      result.fewcols.push({ type: name, rows: M, cols: K, n, cpuMs: secs[i] * 1000, ratio: secs[i] / base });
+      return (secs[i] / base).toFixed(2).padStart(6);
+    });
+    w.free();
+    const ms = secs.map((x) => ((x * 1000) / w.ws.length).toFixed(2)).join('/');
+    say(`${name.padEnd(6)} ${cells.join(' ')}   (${ms})`);
+  }
 }
 
 if (json) console.log(JSON.stringify(result));

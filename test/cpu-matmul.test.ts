@@ -75,3 +75,32 @@ test('cpu matmul: a column gives the same bits alone as in a batch (every type)'
     for (const x of bufs) x.free();
   }
 });
+
+test('cpu matmul: few columns (2..8: the pair, unpacked and four-column tiles) give each column the bits it has alone', async () => {
+  // K = 768: three Q4_K/Q6_K super-blocks, 24 Q4_0/Q8_0 blocks; M = 13: three groups and a row
+  const K = 768;
+  const M = 13;
+  for (const name of ['Q4_0', 'Q8_0', 'Q4_K', 'Q6_K'] as const) {
+    const type = GGMLType[name];
+    const a = newTensor(type, [K, M]);
+    const bufs = allocTensors([a], cpuDevice.bufferType(), 'weights');
+    tensorSet(a, randomData(a, 31));
+    const data = randomData(newTensor(GGMLType.F32, [K, 8]), 32) as Float32Array;
+    const alone: Float32Array[] = [];
+    for (let j = 0; j < 8; j++) {
+      const one = newTensor(GGMLType.F32, [K, 1]);
+      const r = await computeOn(cpuDevice, [ops.mulMat(a, one)], [[one, data.subarray(j * K, (j + 1) * K)]]);
+      alone.push(Float32Array.from(r.values[0]));
+      r.allocator.free();
+    }
+    for (const N of [2, 3, 5, 6, 7, 8]) {
+      const b = newTensor(GGMLType.F32, [K, N]);
+      const r = await computeOn(cpuDevice, [ops.mulMat(a, b)], [[b, data.subarray(0, N * K)]]);
+      for (let j = 0; j < N; j++) {
+        assert.deepEqual(r.values[0].subarray(j * M, (j + 1) * M), alone[j], `${name} N=${N} column ${j}`);
+      }
+      r.allocator.free();
+    }
+    for (const x of bufs) x.free();
+  }
+});

@@ -3,8 +3,9 @@
 // three generate through the one loop (src/generation) with the chain's mt19937 (at
 // T = 0.8, with llama.cpp's default chain and with top-k / top-p set).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
 import { type LlamaContext, loadModel } from '../src/index.js';
 import { LlamaServer } from '../src/server/index.js';
 import { tinyLlama } from './helpers/models.js';
@@ -25,31 +26,14 @@ const CASES: { name: string; cli: string[]; options: Record<string, number> }[] 
   },
 ];
 
-function runCli(seed: number, extra: string[]): number[] {
-  const r = spawnSync(
-    process.execPath,
-    [
-      BIN,
-      'run',
-      '-m',
-      MODEL,
-      '-p',
-      PROMPT,
-      '-n',
-      String(N),
-      '--temp',
-      '0.8',
-      '--seed',
-      String(seed),
-      '-t',
-      '1',
-      '--json',
-      ...extra,
-    ],
-    { encoding: 'utf8', timeout: 60000 },
-  );
-  assert.equal(r.status, 0, r.stderr);
-  return (JSON.parse(r.stdout) as { generated_tokens: number[] }).generated_tokens;
+// run as a child without blocking: the server under test lives in this process, and a
+// blocked event loop lets its keep-alive timer close the client's idle connection unseen
+// (the next request then fails with ECONNRESET)
+async function runCli(seed: number, extra: string[]): Promise<number[]> {
+  const args = [BIN, 'run', '-m', MODEL, '-p', PROMPT, '-n', String(N), '--temp', '0.8', '--seed', String(seed)];
+  args.push('-t', '1', '--json', ...extra);
+  const { stdout } = await promisify(execFile)(process.execPath, args, { encoding: 'utf8', timeout: 60000 });
+  return (JSON.parse(stdout) as { generated_tokens: number[] }).generated_tokens;
 }
 
 describe('one seed, one text: CLI, library and server', () => {
@@ -90,7 +74,7 @@ describe('one seed, one text: CLI, library and server', () => {
           })
         ).tokens!;
         assert.equal(lib.length, N);
-        assert.deepEqual(runCli(seed, c.cli), lib, `run --seed ${seed}`);
+        assert.deepEqual(await runCli(seed, c.cli), lib, `run --seed ${seed}`);
         assert.deepEqual(await viaServer(seed, c.options), lib, `server seed ${seed}`);
         seen.push(lib);
       }

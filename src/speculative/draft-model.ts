@@ -202,19 +202,15 @@ export class DraftModelDrafter implements Drafter {
     grammar: GrammarSampler | undefined,
     pMin: number,
   ): { token: number; probs?: Float32Array } | null {
-    if (grammar) {
+    // the top 10 without the grammar: when it allows all ten they are also the top 10 within
+    // it (masking only removes tokens), so the whole-vocabulary mask, a new one per grammar
+    // state and the draft's main cost on a long forced passage, is needed only otherwise
+    let top = topTokens(logits);
+    if (grammar && !top.every((id) => grammar.allows(id))) {
       if (this.iota.length !== logits.length) this.iota = Int32Array.from(logits.keys());
       logits = logits.slice();
       grammar.apply({ ids: this.iota, logits, n: logits.length });
-    }
-    // the top 10, best first (ties: lower id first)
-    const top: number[] = [];
-    for (let i = 0; i < logits.length; i++) {
-      if (top.length === TOP_K && logits[i] <= logits[top[TOP_K - 1]]) continue;
-      let j = top.length < TOP_K ? top.length : TOP_K - 1;
-      while (j > 0 && logits[top[j - 1]] < logits[i]) j--;
-      top.splice(j, 0, i);
-      if (top.length > TOP_K) top.pop();
+      top = topTokens(logits);
     }
     const temp = this.temperature > 0 ? this.temperature : 1;
     const max = logits[top[0]];
@@ -237,4 +233,17 @@ export class DraftModelDrafter implements Drafter {
     }
     return { token: top[top.length - 1], probs };
   }
+}
+
+/** The TOP_K highest logits' ids, best first (ties: lower id first). */
+function topTokens(logits: Float32Array): number[] {
+  const top: number[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    if (top.length === TOP_K && logits[i] <= logits[top[TOP_K - 1]]) continue;
+    let j = top.length < TOP_K ? top.length : TOP_K - 1;
+    while (j > 0 && logits[top[j - 1]] < logits[i]) j--;
+    top.splice(j, 0, i);
+    if (top.length > TOP_K) top.pop();
+  }
+  return top;
 }
