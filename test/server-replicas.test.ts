@@ -197,8 +197,20 @@ describe('3 replicas behind nginx', { skip: NGINX ? false : NO_NGINX, timeout: 6
     }
     assert.equal(c.state, 'loading');
     await c.load();
-    // back in rotation once fail_timeout (1 s) lapses
-    await sleep(1200);
+    // Back in rotation once fail_timeout (1 s) lapses, counted on nginx's clock of whole
+    // seconds: a replica taken out during second T is skipped through second T + 1. Until
+    // then the keys that hash to it go to the next replica and come back to it later, cold
+    // (which once moved a conversation in the next tests). So wait past that, then until a
+    // request is seen on it.
+    await sleep(2100);
+    for (let i = 0; i < 60 && !proxy.routed().some((r) => r.status === 200 && r.upstreams.at(-1) === cAddr); i++) {
+      const x = await chat(proxy.url, [{ role: 'user', content: `Probe ${i}.` }], { maxTokens: 1 });
+      assert.equal(incomplete(x), '', `probe ${i}`);
+    }
+    assert.ok(
+      proxy.routed().some((r) => r.status === 200 && r.upstreams.at(-1) === cAddr),
+      'the loaded replica never got a request',
+    );
     joined = proxy.routed().length;
   });
 
