@@ -28,6 +28,24 @@ export const LAYOUT_K4: i32 = 2;
 @inline export function tNb(node: usize, t: i32, i: i32): usize {
   return <usize>load<u32>(node + ((<usize>t * 16 + 6 + <usize>i) << 2));
 }
+
+// Coordinates (i1, i2, i3) of flat row r of a tensor with ne1 x ne2 rows per i3, set by
+// rowAt for the caller to read (globals of this instance: each worker has its own).
+export let c1: i32 = 0;
+export let c2: i32 = 0;
+export let c3: i32 = 0;
+
+@inline export function rowAt(r: i32, ne1: i32, ne2: i32): void {
+  c1 = r % ne1;
+  const q = r / ne1;
+  c2 = q % ne2;
+  c3 = q / ne2;
+}
+
+/** Address of row (i1, i2, i3) of tensor t of a node. */
+@inline export function rowPtr(node: usize, t: i32, i1: i32, i2: i32, i3: i32): usize {
+  return tAddr(node, t) + <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
+}
 @inline export function tLayout(node: usize, t: i32): i32 {
   return load<i32>(node + ((<usize>t * 16 + 10) << 2));
 }

@@ -4,25 +4,10 @@
 
 import { ldf, stf } from './access';
 import { roundF16x4 } from './consts';
-import { extra, param, share0, tAddr, tNb, tNe, tRows, tType } from './desc';
+import { c1, c2, c3, extra, param, rowAt, rowPtr, share0, tNb, tNe, tRows, tType } from './desc';
 import { exp64, expf4, f16ToF32, f32ToF16, tanh64, tanhf4 } from './math';
 import { T_F32 } from './types';
 
-// row coordinates, set by rowAt
-let c1: i32 = 0;
-let c2: i32 = 0;
-let c3: i32 = 0;
-
-@inline function rowAt(r: i32, ne1: i32, ne2: i32): void {
-  c1 = r % ne1;
-  const q = r / ne1;
-  c2 = q % ne2;
-  c3 = q / ne2;
-}
-
-@inline function rowPtr(node: usize, t: i32, i1: i32, i2: i32, i3: i32): usize {
-  return tAddr(node, t) + <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
-}
 
 const B_ADD: i32 = 0;
 const B_MUL: i32 = 1;
