@@ -683,6 +683,10 @@ export function gemvQ6K(c: usize, nsb: i32, act: usize, K: i32): v128 {
     for (let u4 = 0; u4 < 4; u4++) {
       const n = u4 >> 1;
       const hk = u4 & 1;
+      const c0 = q6Scale(c, 4 * n, hk);
+      const c1 = q6Scale(c, 4 * n + 1, hk);
+      const c2 = q6Scale(c, 4 * n + 2, hk);
+      const c3 = q6Scale(c, 4 * n + 3, hk);
       // i16 lanes hold at most 2·2·63·127: two steps, then into i32 with the scales
       for (let kp = 0; kp < 2; kp++) {
         let s1 = i16x8.splat(0);
@@ -701,8 +705,8 @@ export function gemvQ6K(c: usize, nsb: i32, act: usize, K: i32): v128 {
           s3 = i16x8.add(s3, rdot(v128.load32_splat(a, 64), v128.or(v128.and(i16x8.shr_u(la, 4), m4), v128.and(h, m30))));
           s4 = i16x8.add(s4, rdot(v128.load32_splat(a, 96), v128.or(v128.and(i16x8.shr_u(lb, 4), m4), v128.and(i16x8.shr_u(h, 2), m30))));
         }
-        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s1, q6Scale(c, 4 * n, hk)), i32x4.dot_i16x8_s(s2, q6Scale(c, 4 * n + 1, hk))));
-        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s3, q6Scale(c, 4 * n + 2, hk)), i32x4.dot_i16x8_s(s4, q6Scale(c, 4 * n + 3, hk))));
+        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s1, c0), i32x4.dot_i16x8_s(s2, c1)));
+        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s3, c2), i32x4.dot_i16x8_s(s4, c3)));
       }
     }
     acc = q6Finish4(c, act, sb, K, isum, acc);
