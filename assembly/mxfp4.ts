@@ -45,21 +45,37 @@ export function dequantMXFP4(src: usize, nb: i32, dst: usize): void {
   }
 }
 
+/** The codebook plus 12 (0..24): the relaxed build's weight operand (see blockSums). */
+@inline function codebookBiased(): v128 {
+  return i8x16(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+}
+
 /**
- * Σ w·a over one block as i32x4 partial sums: w the block's 32 int8 values (lo, hi), a
- * the activation quants of the build's format (int8 in the relaxed build, the sign moved
- * onto them so the weights are the 7-bit operand; int16 even/odd halves in the strict one).
+ * The block's 32 codes in the build's form: relaxed, the values plus 12 (a valid 7-bit
+ * operand); strict, the values.
+ */
+@inline function blockLo(q: v128): v128 {
+  return i8x16.swizzle(ASC_FEATURE_RELAXED_SIMD ? codebookBiased() : codebook(), v128.and(q, i8x16.splat(0x0f)));
+}
+@inline function blockHi(q: v128): v128 {
+  return i8x16.swizzle(ASC_FEATURE_RELAXED_SIMD ? codebookBiased() : codebook(), i8x16.shr_u(q, 4));
+}
+
+/**
+ * Σ w·a over one block as i32x4 partial sums: lo, hi from blockLo/blockHi, a the
+ * activation quants of the build's format (int8 in the relaxed build; int16 even/odd
+ * halves in the strict one). Relaxed: Σ (w + 12)·a − Σ 12·a per pair of elements, so each
+ * i16 lane (at most 2·2·24·127 before the subtraction) and each i32 lane hold exactly what
+ * signed products would, with no sign handling.
  */
 @inline function blockSums(lo: v128, hi: v128, act: usize): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) {
-    const s0 = i8x16.lt_s(lo, i8x16.splat(0));
-    const s1 = i8x16.lt_s(hi, i8x16.splat(0));
-    const a0 = i8x16.sub(v128.xor(v128.load(act), s0), s0);
-    const a1 = i8x16.sub(v128.xor(v128.load(act, 16), s1), s1);
-    const ones = i16x8.splat(1);
-    const p0 = i16x8.relaxed_dot_i8x16_i7x16_s(a0, i8x16.abs(lo));
-    const p1 = i16x8.relaxed_dot_i8x16_i7x16_s(a1, i8x16.abs(hi));
-    return i32x4.add(i32x4.dot_i16x8_s(p0, ones), i32x4.dot_i16x8_s(p1, ones));
+    const a0 = v128.load(act);
+    const a1 = v128.load(act, 16);
+    const twelve = i8x16.splat(12);
+    const p = i16x8.add(i16x8.relaxed_dot_i8x16_i7x16_s(a0, lo), i16x8.relaxed_dot_i8x16_i7x16_s(a1, hi));
+    const o = i16x8.add(i16x8.relaxed_dot_i8x16_i7x16_s(a0, twelve), i16x8.relaxed_dot_i8x16_i7x16_s(a1, twelve));
+    return i32x4.dot_i16x8_s(i16x8.sub(p, o), i16x8.splat(1));
   }
   const e0 = i16x8.shr_s(i16x8.shl(lo, 8), 8);
   const e1 = i16x8.shr_s(lo, 8);
@@ -78,7 +94,7 @@ export function dotMXFP4(w: usize, nb: i32, act: usize, K: i32): f32 {
   for (let b = 0; b < nb; b++, w += 17) {
     const s = e8m0Half(load<u8>(w)) * load<f32>(ad + (<usize>b << 2));
     const q = v128.load(w, 1);
-    const i = blockSums(codesLo(q), codesHi(q), act + <usize>b * 32 * QB);
+    const i = blockSums(blockLo(q), blockHi(q), act + <usize>b * 32 * QB);
     acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i), f32x4.splat(s)));
   }
   return hsum(acc);
@@ -97,8 +113,8 @@ export function dotMXFP4x4(w: usize, nb: i32, x0: usize, x1: usize, x2: usize, x
   for (let b = 0; b < nb; b++, w += 17) {
     const e = e8m0Half(load<u8>(w));
     const q = v128.load(w, 1);
-    const lo = codesLo(q);
-    const hi = codesHi(q);
+    const lo = blockLo(q);
+    const hi = blockHi(q);
     const o = <usize>b * 32 * QB;
     const so = <usize>b << 2;
     c0 = f32x4.add(c0, f32x4.mul(f32x4.convert_i32x4_s(blockSums(lo, hi, x0 + o)), f32x4.splat(e * load<f32>(x0 + k2 + so))));

@@ -1,6 +1,6 @@
 // CPU device kernel benchmark (prints figures and ratios; not a test):
 // - memory read bandwidth (a wasm SIMD sum over 512 MiB) at 1 and 2 threads;
-// - matrix-vector products, 4096x4096 and 2048x8192 (rows x cols), weights streamed from
+// - matrix-vector products (MXFP4 too, reported without a target), 4096x4096 and 2048x8192 (rows x cols), weights streamed from
 //   memory (enough copies to exceed the caches, one graph of one product per copy), in GB/s
 //   of weight bytes at 1 and 2 threads, and as a ratio to the bandwidth of the same run;
 // - matrix-matrix products, 512 x 4096 x 4096 (the prompt-processing shape), in
@@ -90,6 +90,11 @@ function weightBytes(type: number, K: number, rows: number): Uint8Array {
     setBlockScales(type, bytes, () => 0.001 + r() * 0.01);
     return bytes;
   }
+  if (type === GGMLType.MXFP4) {
+    // E8M0 exponent bytes: 2^-8 .. 2^-1
+    for (let b = 0; b < bytes.length / ts; b++) bytes[b * ts] = 119 + ((r() * 8) | 0);
+    return bytes;
+  }
   for (let b = 0; b < bytes.length / ts; b++) {
     for (const off of SCALES[name]) {
       const h = f32ToF16(0.001 + r() * 0.01);
@@ -173,8 +178,8 @@ async function bandwidth(nth: number): Promise<number> {
 }
 
 const IQ = ['IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ3_XXS', 'IQ3_S', 'IQ1_S', 'IQ1_M', 'TQ1_0', 'TQ2_0'] as const;
-const MATVEC_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', ...IQ] as const;
-const MATMUL_TYPES = ['F32', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', ...IQ] as const;
+const MATVEC_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', 'MXFP4', ...IQ] as const;
+const MATMUL_TYPES = ['F32', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', 'MXFP4', ...IQ] as const;
 const TARGETS: Record<string, number> = {
   Q4_0: 0.65,
   Q8_0: 0.75,
