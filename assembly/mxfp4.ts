@@ -55,10 +55,13 @@ export function dequantMXFP4(src: usize, nb: i32, dst: usize): void {
  * operand); strict, the values.
  */
 @inline function blockLo(q: v128): v128 {
-  return i8x16.swizzle(ASC_FEATURE_RELAXED_SIMD ? codebookBiased() : codebook(), v128.and(q, i8x16.splat(0x0f)));
+  // the indices are 0..15, so the relaxed swizzle (a bare pshufb) is exact
+  if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(codebookBiased(), v128.and(q, i8x16.splat(0x0f)));
+  return i8x16.swizzle(codebook(), v128.and(q, i8x16.splat(0x0f)));
 }
 @inline function blockHi(q: v128): v128 {
-  return i8x16.swizzle(ASC_FEATURE_RELAXED_SIMD ? codebookBiased() : codebook(), i8x16.shr_u(q, 4));
+  if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(codebookBiased(), i8x16.shr_u(q, 4));
+  return i8x16.swizzle(codebook(), i8x16.shr_u(q, 4));
 }
 
 /**
