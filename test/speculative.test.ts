@@ -319,6 +319,34 @@ test('a draft model drafts for several sequences in one batch as for each alone'
   }
 });
 
+test('a draft model evaluates a prompt ahead (prefill): the first draft then evaluates one token and drafts the same', async () => {
+  const ahead = new DraftModelDrafter(draftModel, { nSeq: 2, nCtx: 256, nThreads: 2 });
+  const cold = new DraftModelDrafter(draftModel, { nSeq: 2, nCtx: 256, nThreads: 2 });
+  let evaluated = 0;
+  const decode = ahead.ctx.decode.bind(ahead.ctx);
+  ahead.ctx.decode = (b) => {
+    evaluated += b.tokens.length;
+    return decode(b);
+  };
+  try {
+    const ps = prompts(2);
+    await ahead.prefill(ps.map((p, seq) => ({ seq, tokens: p })));
+    assert.equal(evaluated, ps[0].length + ps[1].length, 'the prompts, once');
+    evaluated = 0;
+    const reqs = ps.map((p, seq) => ({ seq, tokens: [...p, 11], nMax: 5 }));
+    const got = await ahead.draft(reqs);
+    // catching up is the new token of each sequence; then four extension steps of two
+    assert.equal(evaluated, 2 + 4 * 2);
+    assert.deepEqual(
+      got.map((d) => d.tokens),
+      (await cold.draft(reqs)).map((d) => d.tokens),
+    );
+  } finally {
+    ahead.free();
+    cold.free();
+  }
+});
+
 test('a draft model must share the target vocabulary', async () => {
   const other = await Model.load(ensureModel('tiny-qwen2', 'F32'));
   try {

@@ -625,6 +625,7 @@ export class Batcher {
     }
     this.loraSteps++;
     await this.compute(() => this.ctx.decode({ tokens, pos, seqIds, logits }));
+    await this.prefillDrafts(outs);
     const t1 = performance.now();
     this.stats.nDecode++;
     this.stats.nTokens += tokens.length;
@@ -666,6 +667,27 @@ export class Batcher {
       }
       if (unit.finished) this.release(slot);
       if (o.promptDone) this.startFollowers(unit, logits, t1);
+    }
+  }
+
+  /**
+   * Speculative decoding: a draft model evaluates the prompts finished in this step as part
+   * of prompt processing (as llama.cpp's server does), not at the first draft.
+   */
+  private async prefillDrafts(
+    outs: readonly { slot: Slot; unit: GenerationUnit; promptDone: boolean }[],
+  ): Promise<void> {
+    const drafter = this.opts.drafter;
+    if (!drafter?.prefill) return;
+    const reqs = outs
+      .filter((o) => o.promptDone && o.unit.draft && o.slot.unit === o.unit && o.unit.state !== 'done')
+      .map((o) => ({ seq: o.slot.seq, tokens: o.slot.tokens }));
+    if (reqs.length === 0) return;
+    try {
+      await this.compute(() => drafter.prefill!(reqs));
+    } catch (e) {
+      // as a failed draft: the first draft catches up instead (or fails in turn)
+      log.warn(`drafting failed: ${(e as Error).message}`);
     }
   }
 

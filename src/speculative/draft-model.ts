@@ -98,67 +98,26 @@ export class DraftModelDrafter implements Drafter {
     this.ctx.free();
   }
 
+  /**
+   * Evaluates each sequence's tokens ahead of its first draft: the prompt, while the target
+   * evaluates it (llama.cpp's speculative example and server process the draft model's
+   * prompt with the target's, so that it counts as prompt processing). The next draft()
+   * then evaluates only what follows.
+   */
+  async prefill(requests: readonly Pick<DraftRequest, 'seq' | 'tokens'>[]): Promise<void> {
+    await this.catchUp(requests, false);
+  }
+
   async draft(requests: readonly DraftRequest[]): Promise<Draft[]> {
     const ctx = this.ctx;
     const out: Draft[] = requests.map(() => ({ tokens: [] }));
     const live = requests.map((r, i) => ({ r, i })).filter(({ r }) => r.nMax > 0 && r.tokens.length > 0);
     if (live.length === 0) return out;
     // 1. catch up: each sequence evaluates what it does not hold yet (at least its last token)
-    const pending: { seq: number; tokens: number[]; pos: number }[] = [];
-    for (const { r } of live) {
-      if (r.seq < 0 || r.seq >= this.cached.length) throw new SpeculativeError(`draft: no sequence ${r.seq}`);
-      const held = this.cached[r.seq];
-      let lcp = 0;
-      while (lcp < held.length && lcp < r.tokens.length && held[lcp] === r.tokens[lcp]) lcp++;
-      lcp = Math.min(lcp, r.tokens.length - 1);
-      // a sliding window may have lost cells the kept prefix's continuation reads
-      if (lcp > 0 && ctx.slidingWindow) lcp = ctx.reusablePrefix(r.seq, lcp);
-      if (r.tokens.length + r.nMax > ctx.nCtx) {
-        throw new SpeculativeError(
-          `draft: sequence ${r.seq} has ${r.tokens.length} tokens, more than the draft context (${ctx.nCtx}) holds with a draft`,
-        );
-      }
-      ctx.seqRm(r.seq, lcp, -1);
-      held.length = lcp;
-      pending.push({ seq: r.seq, tokens: r.tokens.slice(lcp) as number[], pos: lcp });
-    }
-    // in one batch when it fits, logits with each sequence's last token; otherwise everything
-    // but the last tokens in batches of n_batch first, then the last tokens together
-    const rowOf = new Map<number, number>();
-    const total = pending.reduce((a, p) => a + p.tokens.length, 0);
-    const batch: { t: number[]; p: number[]; s: number[]; l: boolean[] } = { t: [], p: [], s: [], l: [] };
-    const flush = async () => {
-      if (batch.t.length === 0) return;
-      await ctx.decode({ tokens: batch.t, pos: batch.p, seqIds: batch.s, logits: batch.l });
-      batch.t = [];
-      batch.p = [];
-      batch.s = [];
-      batch.l = [];
-    };
-    const add = (seq: number, token: number, pos: number, logits: boolean) => {
-      if (logits) rowOf.set(seq, batch.t.length);
-      batch.t.push(token);
-      batch.p.push(pos);
-      batch.s.push(seq);
-      batch.l.push(logits);
-      this.cached[seq].push(token);
-    };
-    if (total <= ctx.nBatch) {
-      for (const p of pending) {
-        for (const [j, t] of p.tokens.entries()) add(p.seq, t, p.pos + j, j === p.tokens.length - 1);
-      }
-    } else {
-      for (const p of pending) {
-        for (let j = 0; j < p.tokens.length - 1; j++) {
-          add(p.seq, p.tokens[j], p.pos + j, false);
-          if (batch.t.length === ctx.nBatch) await flush();
-        }
-      }
-      await flush();
-      for (const p of pending) add(p.seq, p.tokens[p.tokens.length - 1], p.pos + p.tokens.length - 1, true);
-    }
-    await flush();
-
+    const rowOf = await this.catchUp(
+      live.map(({ r }) => r),
+      true,
+    );
     // 2. extend: one token per drafting sequence and decode
     let drafting = live.map(({ r, i }) => ({ r, i, row: rowOf.get(r.seq)!, grammar: r.grammar?.clone() }));
     while (drafting.length > 0) {
@@ -194,6 +153,73 @@ export class DraftModelDrafter implements Drafter {
       }
     }
     return out;
+  }
+
+  /**
+   * Evaluates what each sequence does not hold yet, keeping the prefix it shares with what
+   * it holds. With `last`, its last token is always evaluated (with logits: the row of each
+   * sequence's is returned); without, every token is kept and nothing is evaluated again.
+   */
+  private async catchUp(
+    requests: readonly { seq: number; tokens: readonly number[]; nMax?: number }[],
+    last: boolean,
+  ): Promise<Map<number, number>> {
+    const ctx = this.ctx;
+    const pending: { seq: number; tokens: number[]; pos: number }[] = [];
+    for (const r of requests) {
+      if (r.seq < 0 || r.seq >= this.cached.length) throw new SpeculativeError(`draft: no sequence ${r.seq}`);
+      const held = this.cached[r.seq];
+      let lcp = 0;
+      while (lcp < held.length && lcp < r.tokens.length && held[lcp] === r.tokens[lcp]) lcp++;
+      if (last) lcp = Math.min(lcp, r.tokens.length - 1);
+      // a sliding window may have lost cells the kept prefix's continuation reads
+      if (lcp > 0 && ctx.slidingWindow) lcp = ctx.reusablePrefix(r.seq, lcp);
+      if (r.tokens.length + (r.nMax ?? 0) > ctx.nCtx) {
+        throw new SpeculativeError(
+          `draft: sequence ${r.seq} has ${r.tokens.length} tokens, more than the draft context (${ctx.nCtx}) holds with a draft`,
+        );
+      }
+      ctx.seqRm(r.seq, lcp, -1);
+      held.length = lcp;
+      if (lcp < r.tokens.length) pending.push({ seq: r.seq, tokens: r.tokens.slice(lcp) as number[], pos: lcp });
+    }
+    // in one batch when it fits, logits with each sequence's last token; otherwise everything
+    // but the last tokens in batches of n_batch first, then the last tokens together
+    const rowOf = new Map<number, number>();
+    const total = pending.reduce((a, p) => a + p.tokens.length, 0);
+    const batch: { t: number[]; p: number[]; s: number[]; l: boolean[] } = { t: [], p: [], s: [], l: [] };
+    const flush = async () => {
+      if (batch.t.length === 0) return;
+      await ctx.decode({ tokens: batch.t, pos: batch.p, seqIds: batch.s, logits: batch.l });
+      batch.t = [];
+      batch.p = [];
+      batch.s = [];
+      batch.l = [];
+    };
+    const add = (seq: number, token: number, pos: number, logits: boolean) => {
+      if (logits) rowOf.set(seq, batch.t.length);
+      batch.t.push(token);
+      batch.p.push(pos);
+      batch.s.push(seq);
+      batch.l.push(logits);
+      this.cached[seq].push(token);
+    };
+    if (total <= ctx.nBatch) {
+      for (const p of pending) {
+        for (const [j, t] of p.tokens.entries()) add(p.seq, t, p.pos + j, last && j === p.tokens.length - 1);
+      }
+    } else {
+      for (const p of pending) {
+        for (let j = 0; j < p.tokens.length - 1; j++) {
+          add(p.seq, p.tokens[j], p.pos + j, false);
+          if (batch.t.length === ctx.nBatch) await flush();
+        }
+      }
+      await flush();
+      for (const p of pending) add(p.seq, p.tokens[p.tokens.length - 1], p.pos + p.tokens.length - 1, last);
+    }
+    await flush();
+    return rowOf;
   }
 
   /** The next draft token from a logits row (within the grammar), or null to stop (below pMin). */

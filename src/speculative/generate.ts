@@ -1,7 +1,8 @@
 // Speculative generation of one sequence on a context (tests and benchmarks; the server and
-// the library run the same steps inside their generation units): evaluate the prompt, then
-// per step draft up to nDraft tokens, evaluate [last, ...draft] in one decode with logits
-// for every token, verify, and drop the rejected tokens from the KV cache.
+// the library run the same steps inside their generation units): evaluate the prompt (and
+// have a draft model evaluate it too), then per step draft up to nDraft tokens, evaluate
+// [last, ...draft] in one decode with logits for every token, verify, and drop the
+// rejected tokens from the KV cache.
 import type { Context } from '../model/index.js';
 import type { Mt19937, SamplerChain } from '../sampling/index.js';
 import { type Drafter, newStats, SpeculativeError, type SpeculativeStats } from './types.js';
@@ -52,6 +53,8 @@ export async function speculativeGenerate(ctx: Context, o: SpeculativeGenerateOp
       logits: chunk.map((_, j) => i + j === o.prompt.length - 1),
     });
   }
+  // the draft model evaluates the prompt with the target, as prompt processing
+  await o.drafter?.prefill?.([{ seq, tokens: o.prompt }]);
   let last = o.chain.sample(ctx.getLogits(-1));
   out.push(last);
   let decodes = 0;

@@ -38,6 +38,11 @@ export interface Drafter {
   readonly kind: string;
   /** Drafts for several sequences at once (a drafter with a model evaluates them in one batch per step). */
   draft(requests: readonly DraftRequest[]): Promise<Draft[]>;
+  /**
+   * Evaluates sequences' prompts while the target evaluates them, ahead of their first
+   * draft (a drafter with a model; the others keep nothing to evaluate).
+   */
+  prefill?(requests: readonly { seq: number; tokens: readonly number[] }[]): Promise<void>;
   /** Forget what is kept for a sequence (its slot starts over). */
   reset?(seq: number): void;
   /** Free what the drafter holds (a draft model's context). */
