@@ -57,11 +57,11 @@ export function dequantMXFP4(src: usize, nb: i32, dst: usize): void {
 @inline function blockLo(q: v128): v128 {
   // the indices are 0..15, so the relaxed swizzle (a bare pshufb) is exact
   if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(codebookBiased(), v128.and(q, i8x16.splat(0x0f)));
-  return i8x16.swizzle(codebook(), v128.and(q, i8x16.splat(0x0f)));
+  return codesLo(q);
 }
 @inline function blockHi(q: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(codebookBiased(), i8x16.shr_u(q, 4));
-  return i8x16.swizzle(codebook(), i8x16.shr_u(q, 4));
+  return codesHi(q);
 }
 
 /**

@@ -1,8 +1,9 @@
 // CPU device kernel benchmark (prints figures and ratios; not a test):
 // - memory read bandwidth (a wasm SIMD sum over 512 MiB) at 1 and 2 threads;
-// - matrix-vector products (MXFP4 too, reported without a target), 4096x4096 and 2048x8192 (rows x cols), weights streamed from
-//   memory (enough copies to exceed the caches, one graph of one product per copy), in GB/s
-//   of weight bytes at 1 and 2 threads, and as a ratio to the bandwidth of the same run;
+// - matrix-vector products (MXFP4 too, reported without a target), 4096x4096 and
+//   2048x8192 (rows x cols), weights streamed from memory (enough copies to exceed the
+//   caches, one graph of one product per copy), in GB/s of weight bytes at 1 and 2
+//   threads, and as a ratio to the bandwidth of the same run;
 // - matrix-matrix products, 512 x 4096 x 4096 (the prompt-processing shape), in
 //   GFLOP/s-equivalent (2·M·N·K / time) at 2 threads;
 // - few columns (2..16 activation rows: speculative verification, parallel slots) against

@@ -157,11 +157,11 @@ export class DraftModelDrafter implements Drafter {
 
   /**
    * Evaluates what each sequence does not hold yet, keeping the prefix it shares with what
-   * it holds. With `last`, its last token is always evaluated (with logits: the row of each
-   * sequence's is returned); without, every token is kept and nothing is evaluated again.
+   * it holds. With `last`, each sequence's last token is always evaluated, with logits, and
+   * the map gives its row; without, what a sequence already holds is not evaluated again.
    */
   private async catchUp(
-    requests: readonly { seq: number; tokens: readonly number[]; nMax?: number }[],
+    requests: readonly (Pick<DraftRequest, 'seq' | 'tokens'> & { nMax?: number })[],
     last: boolean,
   ): Promise<Map<number, number>> {
     const ctx = this.ctx;

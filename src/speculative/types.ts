@@ -42,7 +42,7 @@ export interface Drafter {
    * Evaluates sequences' prompts while the target evaluates them, ahead of their first
    * draft (a drafter with a model; the others keep nothing to evaluate).
    */
-  prefill?(requests: readonly { seq: number; tokens: readonly number[] }[]): Promise<void>;
+  prefill?(requests: readonly Pick<DraftRequest, 'seq' | 'tokens'>[]): Promise<void>;
   /** Forget what is kept for a sequence (its slot starts over). */
   reset?(seq: number): void;
   /** Free what the drafter holds (a draft model's context). */
