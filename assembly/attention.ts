@@ -25,9 +25,12 @@
 // The chunks do not depend on the thread count, so neither do the results.
 
 import { ldf } from './access';
-import { f16x4, roundF16x4, widenF16Row } from './consts';
+import {
+  C_F32, F_CEPHES_LN2_HI, F_CEPHES_LN2_LO, F_CEPHES_P0, F_CEPHES_P1, F_CEPHES_P2, F_CEPHES_P3, F_CEPHES_P4, F_CEPHES_P5,
+  F_EXP_MIN, F_LOG2E, F_ONE, f16x4, roundF16x4, widenF16Row,
+} from './consts';
 import { extra, param, tAddr, tNb, tNe, tType } from './desc';
-import { tanh64 } from './math';
+import { pow2, tanh64 } from './math';
 import { readRow } from './rows';
 import { T_F16 } from './types';
 import { ROUND_F16, roundActRow } from './vecdot';
@@ -49,20 +52,19 @@ const RMAX: i32 = 32;
  * polynomial (Cephes' expf coefficients) in Horner form, times 2^n.
  */
 @inline function expNeg4(x: v128): v128 {
-  const tiny = f32x4.lt(x, f32x4.splat(-87.3));
-  const xc = f32x4.max(x, f32x4.splat(-87.3));
-  const n = f32x4.nearest(f32x4.mul(xc, f32x4.splat(1.4426950408889634)));
-  let r = f32x4.sub(xc, f32x4.mul(n, f32x4.splat(0.693359375)));
-  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(-2.12194440e-4)));
-  let p = f32x4.splat(1.9875691500e-4);
-  p = madd(p, r, f32x4.splat(1.3981999507e-3));
-  p = madd(p, r, f32x4.splat(8.3334519073e-3));
-  p = madd(p, r, f32x4.splat(4.1665795894e-2));
-  p = madd(p, r, f32x4.splat(1.6666665459e-1));
-  p = madd(p, r, f32x4.splat(5.0000001201e-1));
-  const y = madd(p, f32x4.mul(r, r), f32x4.add(r, f32x4.splat(1)));
-  const e = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
-  return v128.andnot(f32x4.mul(y, e), tiny);
+  const tiny = f32x4.lt(x, C_F32(F_EXP_MIN));
+  const xc = f32x4.pmax(x, C_F32(F_EXP_MIN));
+  const n = f32x4.nearest(f32x4.mul(xc, C_F32(F_LOG2E)));
+  let r = f32x4.sub(xc, f32x4.mul(n, C_F32(F_CEPHES_LN2_HI)));
+  r = f32x4.sub(r, f32x4.mul(n, C_F32(F_CEPHES_LN2_LO)));
+  let p = C_F32(F_CEPHES_P0);
+  p = madd(p, r, C_F32(F_CEPHES_P1));
+  p = madd(p, r, C_F32(F_CEPHES_P2));
+  p = madd(p, r, C_F32(F_CEPHES_P3));
+  p = madd(p, r, C_F32(F_CEPHES_P4));
+  p = madd(p, r, C_F32(F_CEPHES_P5));
+  const y = madd(p, f32x4.mul(r, r), f32x4.add(r, C_F32(F_ONE)));
+  return v128.andnot(f32x4.mul(y, pow2(n)), tiny);
 }
 
 @inline function ceil4(n: i32): i32 {

@@ -136,6 +136,48 @@ const BASE: usize = 1024;
   return v128.load(BASE, 384);
 }
 
+// f32 constants, every lane (src/backends/cpu/arena.ts, F32_CONSTANTS, the same order)
+export const F_EXP_MIN: i32 = 0; // -87.3
+export const F_EXP_MAX: i32 = 1; // 88.3
+export const F_LOG2E: i32 = 2;
+export const F_LN2_HI: i32 = 3; // expf4's Cody-Waite split of ln 2
+export const F_LN2_LO: i32 = 4;
+export const F_INV5040: i32 = 5; // expf4's Taylor coefficients 1/7! .. 1/2!
+export const F_INV720: i32 = 6;
+export const F_INV120: i32 = 7;
+export const F_INV24: i32 = 8;
+export const F_INV6: i32 = 9;
+export const F_HALF: i32 = 10;
+export const F_ONE: i32 = 11;
+export const F_POW2: i32 = 12; // 1.5·2^23 + 127 (pow2)
+export const F_CEPHES_LN2_HI: i32 = 13; // expNeg4's split of ln 2 and Cephes' expf coefficients
+export const F_CEPHES_LN2_LO: i32 = 14;
+export const F_CEPHES_P0: i32 = 15;
+export const F_CEPHES_P1: i32 = 16;
+export const F_CEPHES_P2: i32 = 17;
+export const F_CEPHES_P3: i32 = 18;
+export const F_CEPHES_P4: i32 = 19;
+export const F_CEPHES_P5: i32 = 20;
+export const F_GELU_C: i32 = 21; // -2·sqrt(2/π)
+export const F_GELU_A: i32 = 22; // 0.044715
+export const F_TEN: i32 = 23;
+export const F_MINUS_TEN: i32 = 24;
+
+/** f32 constant F_* in every lane (a load: see the top of this file). */
+@inline export function C_F32(i: i32): v128 {
+  return v128.load(BASE + 496 + (<usize>i << 4));
+}
+
+/**
+ * Lanes of a where the comparison mask m is set, else of b: the same lanes as bitselect
+ * (every 32-bit lane of m is all ones or all zeros), one blend on x64 with relaxed SIMD
+ * where bitselect is three instructions.
+ */
+@inline export function sel32(a: v128, b: v128, m: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_laneselect(a, b, m);
+  return v128.bitselect(a, b, m);
+}
+
 /** Four f32 rounded to f16 precision and back (round to nearest even, as F16C). */
 @inline export function roundF16x4(x: v128): v128 {
   const a = v128.and(x, C_ABS());
@@ -144,8 +186,8 @@ const BASE: usize = 1024;
   let r = v128.and(i32x4.add(i32x4.add(a, C_FFF()), v128.and(i32x4.shr_u(a, 13), C_ONE32())), C_TRUNC13());
   // below 2^-14: multiples of 2^-24 (0.75 has that ulp)
   const sub = f32x4.sub(f32x4.add(a, C_075()), C_075());
-  r = v128.bitselect(sub, r, i32x4.lt_s(a, C_MINNORM16()));
-  r = v128.bitselect(C_INF(), r, i32x4.ge_s(a, C_OVF16()));
-  r = v128.bitselect(a, r, i32x4.gt_s(a, C_INF()));
+  r = sel32(sub, r, i32x4.lt_s(a, C_MINNORM16()));
+  r = sel32(C_INF(), r, i32x4.ge_s(a, C_OVF16()));
+  r = sel32(a, r, i32x4.gt_s(a, C_INF()));
   return v128.or(r, sign);
 }

@@ -3,7 +3,7 @@
 // fast path and a generic one.
 
 import { ldf, stf } from './access';
-import { roundF16x4 } from './consts';
+import { C_F32, F_GELU_A, F_GELU_C, F_MINUS_TEN, F_ONE, F_TEN, roundF16x4, sel32 } from './consts';
 import { c1, c2, c3, extra, param, rowAt, rowPtr, share0, tNb, tNe, tRows, tType } from './desc';
 import { exp64, expf4, f16ToF32, f32ToF16, tanh64, tanhf4 } from './math';
 import { T_F32 } from './types';
@@ -125,7 +125,7 @@ function unary(node: usize, ith: i32, nth: i32, kind: i32): void {
         const o = <usize>i << 2;
         const x = v128.load(pa + o);
         const e = expf4(f32x4.neg(x));
-        v128.store(pd + o, f32x4.div(x, f32x4.add(f32x4.splat(1), e)));
+        v128.store(pd + o, f32x4.div(x, f32x4.add(C_F32(F_ONE), e)));
       }
     } else if (fast && kind == U_GELU) {
       for (; i + 4 <= ne0; i += 4) {
@@ -170,13 +170,14 @@ function unary(node: usize, ith: i32, nth: i32, kind: i32): void {
  */
 @inline function geluF16x4(x: v128): v128 {
   const h = roundF16x4(x);
-  const c = f32x4.mul(f32x4.splat(<f32>(-2 * SQRT_2_OVER_PI)), h);
-  const y2 = f32x4.mul(c, f32x4.add(f32x4.splat(1), f32x4.mul(f32x4.mul(f32x4.splat(<f32>0.044715), h), h)));
-  const g = roundF16x4(f32x4.div(h, f32x4.add(f32x4.splat(1), expf4(y2))));
+  const one = C_F32(F_ONE);
+  const c = f32x4.mul(C_F32(F_GELU_C), h);
+  const y2 = f32x4.mul(c, f32x4.add(one, f32x4.mul(f32x4.mul(C_F32(F_GELU_A), h), h)));
+  const g = roundF16x4(f32x4.div(h, f32x4.add(one, expf4(y2))));
   // x <= -10: 0; x >= 10: x
-  const lo = f32x4.le(x, f32x4.splat(-10));
-  const hi = f32x4.ge(x, f32x4.splat(10));
-  return v128.bitselect(x, v128.andnot(g, lo), hi);
+  const lo = f32x4.le(x, C_F32(F_MINUS_TEN));
+  const hi = f32x4.ge(x, C_F32(F_TEN));
+  return sel32(x, v128.andnot(g, lo), hi);
 }
 
 export function k_scale(node: usize, ith: i32, nth: i32): void {

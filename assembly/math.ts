@@ -3,6 +3,11 @@
 // would become data segments, and kernel modules must have none: instantiating a module
 // writes its data segments over the shared memory).
 
+import {
+  C_F32, F_EXP_MAX, F_EXP_MIN, F_HALF, F_INV120, F_INV24, F_INV5040, F_INV6, F_INV720, F_LN2_HI, F_LN2_LO, F_LOG2E, F_ONE,
+  F_POW2, sel32,
+} from './consts';
+
 // ---- f16 / bf16 ---------------------------------------------------------------------
 
 /** f16 bits to f32 (exact, subnormals, inf and NaN included). */
@@ -108,23 +113,33 @@ export function exp64(x: f64): f64 {
   return <f32>exp64(<f64>x);
 }
 
+/**
+ * 2^n for four integral f32 n in [-126, 127]: n + 127 lands in the low mantissa bits of
+ * n + 1.5·2^23 + 127, and shifting left by 23 leaves just those bits as the exponent (two
+ * instructions; the saturating conversion is six on x64).
+ */
+@inline export function pow2(n: v128): v128 {
+  return i32x4.shl(f32x4.add(n, C_F32(F_POW2)), 23);
+}
+
 /** e^x for four f32 lanes (relative error about 2e-7); exactly 0 below -87.3. */
 @inline export function expf4(x: v128): v128 {
-  const tiny = f32x4.lt(x, f32x4.splat(-87.3));
-  const xc = f32x4.max(f32x4.min(x, f32x4.splat(88.3)), f32x4.splat(-87.3));
-  const n = f32x4.nearest(f32x4.mul(xc, f32x4.splat(1.4426950408889634)));
-  let r = f32x4.sub(xc, f32x4.mul(n, f32x4.splat(0.693145751953125)));
-  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(1.428606765330187e-6)));
-  let p = f32x4.splat(1.0 / 5040.0);
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 720.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 120.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 24.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 6.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(0.5));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
-  const e = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
-  const y = f32x4.mul(p, e);
+  const tiny = f32x4.lt(x, C_F32(F_EXP_MIN));
+  // pmin/pmax (one instruction each, where min/max are seven on x64) clamp the same: the
+  // bounds are not zero and a NaN x stays NaN either way
+  const xc = f32x4.pmax(f32x4.pmin(x, C_F32(F_EXP_MAX)), C_F32(F_EXP_MIN));
+  const n = f32x4.nearest(f32x4.mul(xc, C_F32(F_LOG2E)));
+  let r = f32x4.sub(xc, f32x4.mul(n, C_F32(F_LN2_HI)));
+  r = f32x4.sub(r, f32x4.mul(n, C_F32(F_LN2_LO)));
+  let p = C_F32(F_INV5040);
+  p = f32x4.add(f32x4.mul(p, r), C_F32(F_INV720));
+  p = f32x4.add(f32x4.mul(p, r), C_F32(F_INV120));
+  p = f32x4.add(f32x4.mul(p, r), C_F32(F_INV24));
+  p = f32x4.add(f32x4.mul(p, r), C_F32(F_INV6));
+  p = f32x4.add(f32x4.mul(p, r), C_F32(F_HALF));
+  p = f32x4.add(f32x4.mul(p, r), C_F32(F_ONE));
+  p = f32x4.add(f32x4.mul(p, r), C_F32(F_ONE));
+  const y = f32x4.mul(p, pow2(n));
   return v128.andnot(y, tiny);
 }
 
@@ -145,7 +160,7 @@ export function exp64(x: f64): f64 {
   const e = expf4(f32x4.add(a, a));
   const big = f32x4.sub(f32x4.splat(1), f32x4.div(f32x4.splat(2), f32x4.add(e, f32x4.splat(1))));
   const signed = v128.or(big, v128.and(x, i32x4.splat(0x80000000)));
-  return v128.bitselect(small, signed, f32x4.lt(a, f32x4.splat(0.625)));
+  return sel32(small, signed, f32x4.lt(a, f32x4.splat(0.625)));
 }
 
 // ---- sin, cos, tanh (double precision) ------------------------------------------------

@@ -26,8 +26,44 @@ export const ARENA_HEADER = PAGE;
  */
 export const CONSTANTS_AT = 1024;
 
+/**
+ * The f32 constants after the integer ones, in assembly/consts.ts's order (F_* indices):
+ * as the kernels' literals were, rounded from these doubles to f32.
+ */
+const F32_CONSTANTS = [
+  -87.3,
+  88.3,
+  Math.LOG2E,
+  0.693145751953125,
+  1.428606765330187e-6,
+  1 / 5040,
+  1 / 720,
+  1 / 120,
+  1 / 24,
+  1 / 6,
+  0.5,
+  1,
+  12583039,
+  0.693359375,
+  -2.1219444e-4,
+  1.98756915e-4,
+  1.3981999507e-3,
+  8.3334519073e-3,
+  4.1665795894e-2,
+  1.6666665459e-1,
+  5.0000001201e-1,
+  -2 * Math.sqrt(2 / Math.PI),
+  0.044715,
+  10,
+  -10,
+];
+
+function f32Bits(v: number): number {
+  return new Uint32Array(new Float32Array([v]).buffer)[0];
+}
+
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * 31);
+  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length));
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -63,6 +99,8 @@ function constantTable(): Uint8Array {
   fill(28, 1, 0x10);
   fill(29, 4, 0x8fffffff);
   fill(30, 2, 0x7c00);
+  // f32 constants of the exp, SiLU, GELU and softmax kernels (assembly/consts.ts, C_F32)
+  for (const [i, v] of F32_CONSTANTS.entries()) fill(31 + i, 4, f32Bits(v));
   return t;
 }
 
