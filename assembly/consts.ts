@@ -162,6 +162,13 @@ export const F_GELU_C: i32 = 21; // -2·sqrt(2/π)
 export const F_GELU_A: i32 = 22; // 0.044715
 export const F_TEN: i32 = 23;
 export const F_MINUS_TEN: i32 = 24;
+export const F_TWO: i32 = 25;
+export const F_TANH_P0: i32 = 26; // tanhf4's odd polynomial (Cephes' tanhf), below 0.625
+export const F_TANH_P1: i32 = 27;
+export const F_TANH_P2: i32 = 28;
+export const F_TANH_P3: i32 = 29;
+export const F_TANH_P4: i32 = 30;
+export const F_TANH_SMALL: i32 = 31; // 0.625
 
 /** f32 constant F_* in every lane (a load: see the top of this file). */
 @inline export function C_F32(i: i32): v128 {

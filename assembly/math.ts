@@ -5,7 +5,7 @@
 
 import {
   C_F32, F_EXP_MAX, F_EXP_MIN, F_HALF, F_INV120, F_INV24, F_INV5040, F_INV6, F_INV720, F_LN2_HI, F_LN2_LO, F_LOG2E, F_ONE,
-  F_POW2, sel32,
+  C_ABS, F_POW2, F_TANH_P0, F_TANH_P1, F_TANH_P2, F_TANH_P3, F_TANH_P4, F_TANH_SMALL, F_TWO, sel32,
 } from './consts';
 
 // ---- f16 / bf16 ---------------------------------------------------------------------
@@ -150,17 +150,18 @@ export function exp64(x: f64): f64 {
 @inline export function tanhf4(x: v128): v128 {
   const a = f32x4.abs(x);
   const s = f32x4.mul(x, x);
-  let p = f32x4.splat(-5.70498872745e-3);
-  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(2.06390887954e-2));
-  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(-5.37397155531e-2));
-  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(1.33314422036e-1));
-  p = f32x4.add(f32x4.mul(p, s), f32x4.splat(-3.33332819422e-1));
+  let p = C_F32(F_TANH_P0);
+  p = f32x4.add(f32x4.mul(p, s), C_F32(F_TANH_P1));
+  p = f32x4.add(f32x4.mul(p, s), C_F32(F_TANH_P2));
+  p = f32x4.add(f32x4.mul(p, s), C_F32(F_TANH_P3));
+  p = f32x4.add(f32x4.mul(p, s), C_F32(F_TANH_P4));
   const small = f32x4.add(f32x4.mul(f32x4.mul(p, s), x), x);
-  // e^2a overflows to inf above ~44: 2/(inf + 1) = 0, tanh = 1
+  // above ~44, e^2a is expf4's clamped maximum: 2/(e + 1) vanishes, tanh = 1
+  const one = C_F32(F_ONE);
   const e = expf4(f32x4.add(a, a));
-  const big = f32x4.sub(f32x4.splat(1), f32x4.div(f32x4.splat(2), f32x4.add(e, f32x4.splat(1))));
-  const signed = v128.or(big, v128.and(x, i32x4.splat(0x80000000)));
-  return sel32(small, signed, f32x4.lt(a, f32x4.splat(0.625)));
+  const big = f32x4.sub(one, f32x4.div(C_F32(F_TWO), f32x4.add(e, one)));
+  const signed = v128.or(big, v128.andnot(x, C_ABS()));
+  return sel32(small, signed, f32x4.lt(a, C_F32(F_TANH_SMALL)));
 }
 
 // ---- sin, cos, tanh (double precision) ------------------------------------------------

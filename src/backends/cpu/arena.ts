@@ -56,6 +56,13 @@ const F32_CONSTANTS = [
   0.044715,
   10,
   -10,
+  2,
+  -5.70498872745e-3,
+  2.06390887954e-2,
+  -5.37397155531e-2,
+  1.33314422036e-1,
+  -3.33332819422e-1,
+  0.625,
 ];
 
 function f32Bits(v: number): number {
@@ -99,7 +106,7 @@ function constantTable(): Uint8Array {
   fill(28, 1, 0x10);
   fill(29, 4, 0x8fffffff);
   fill(30, 2, 0x7c00);
-  // f32 constants of the exp, SiLU, GELU and softmax kernels (assembly/consts.ts, C_F32)
+  // f32 constants of the exp, tanh, SiLU, GELU and softmax kernels (assembly/consts.ts, C_F32)
   for (const [i, v] of F32_CONSTANTS.entries()) fill(31 + i, 4, f32Bits(v));
   return t;
 }
