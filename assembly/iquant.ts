@@ -14,6 +14,8 @@
 // odd-indexed (the activations' order). Then int16 scales per 16 at +2K and f32 scales
 // per 256 at +2K+K/8.
 //
+// TQ2_0 in the relaxed build takes neither path: dotTQ2_0 reads its 2-bit fields directly.
+//
 // The grids live in every arena's header (src/backends/cpu/arena.ts writes them; keep
 // the offsets in step): 8 bytes per IQ2/IQ1 point, 4 per IQ3 point, then the 128 sign
 // bytes of IQ2_XXS/IQ2_XS/IQ3_XXS (7 stored bits completed to even parity), then 8 mask
@@ -586,4 +588,41 @@ export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usi
     type == T_IQ2_XXS || type == T_IQ2_XS || type == T_IQ2_S || type == T_IQ3_XXS || type == T_IQ3_S ||
     type == T_IQ1_S || type == T_IQ1_M || type == T_TQ1_0 || type == T_TQ2_0
   );
+}
+
+/**
+ * TQ2_0, relaxed build: one row of nsb blocks at w against one per-256 activation row,
+ * straight from the 2-bit fields (no unpacked row): Σ (q − 1)·a = Σ q·a − Σ a per block,
+ * q ∈ 0..3 the 7-bit operand of the 16-bit dot (16 products of at most 3·127 per lane),
+ * Σ a from the activation row's per-32 sums; then the block's integer total times
+ * d·d_a, summed in order. Every column count uses it, so a column's result does not
+ * depend on the batch.
+ */
+export function dotTQ2_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  const a32 = ad + (<usize>K >> 2);
+  const m3 = i8x16.splat(3);
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 66) {
+    // one 2-bit field of 32 bytes per loop pass (a long straight body makes V8 spill)
+    let p = i16x8.splat(0);
+    for (let j: usize = 0; j < 64; j += 32) {
+      let q0 = v128.load(w + j);
+      let q1 = v128.load(w + j, 16);
+      for (let l = 0; l < 4; l++, a += 32) {
+        p = i16x8.add(p, i16x8.add(rdot7(v128.load(a), v128.and(q0, m3)), rdot7(v128.load(a, 16), v128.and(q1, m3))));
+        q0 = i16x8.shr_u(q0, 2);
+        q1 = i16x8.shr_u(q1, 2);
+      }
+    }
+    const t = i32x4.sub(i32x4.dot_i16x8_s(p, i16x8.splat(1)), i32x4.extadd_pairwise_i16x8_s(v128.load(a32 + (<usize>sb << 4))));
+    const d = load<f32>(ad + (<usize>sb << 2)) * f16ToF32(load<u16>(w, 64));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(t), f32x4.splat(d)));
+  }
+  return hsum(acc);
+}
+
+@inline function rdot7(a: v128, w: v128): v128 {
+  return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
 }
