@@ -14,7 +14,8 @@
 // odd-indexed (the activations' order). Then int16 scales per 16 at +2K and f32 scales
 // per 256 at +2K+K/8.
 //
-// TQ2_0 in the relaxed build takes neither path: dotTQ2_0 reads its 2-bit fields directly.
+// TQ2_0 and TQ1_0 in the relaxed build take neither path: dotTQ2_0 and dotTQ1_0 read
+// their fields directly.
 //
 // The grids live in every arena's header (src/backends/cpu/arena.ts writes them; keep
 // the offsets in step): 8 bytes per IQ2/IQ1 point, 4 per IQ3 point, then the 128 sign
@@ -618,6 +619,64 @@ export function dotTQ2_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
     }
     const t = i32x4.sub(i32x4.dot_i16x8_s(p, i16x8.splat(1)), i32x4.extadd_pairwise_i16x8_s(v128.load(a32 + (<usize>sb << 4))));
     const d = load<f32>(ad + (<usize>sb << 2)) * f16ToF32(load<u16>(w, 64));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(t), f32x4.splat(d)));
+  }
+  return hsum(acc);
+}
+
+/**
+ * TQ1_0, relaxed build: as dotTQ2_0, with the trits computed in the loop (trit n of byte q
+ * is (q·3^n mod 256)·3 >> 8: 16-bit lanes multiplied by 3 step by step) instead of
+ * staged: 48 bytes of five trits (elements 32n + m of bytes 0..31, 160 + 16n + m of
+ * bytes 32..47), then four of the four qh bytes (240 + 4n + m).
+ */
+export function dotTQ1_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  const a32 = ad + (<usize>K >> 2);
+  const three = i16x8.splat(3);
+  const ff = i16x8.splat(0xff);
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 54) {
+    let p = i16x8.splat(0);
+    const q0 = v128.load(w);
+    const q1 = v128.load(w, 16);
+    let l0 = i16x8.extend_low_i8x16_u(q0);
+    let h0 = i16x8.extend_high_i8x16_u(q0);
+    let l1 = i16x8.extend_low_i8x16_u(q1);
+    let h1 = i16x8.extend_high_i8x16_u(q1);
+    for (let n = 0; n < 5; n++, a += 32) {
+      l0 = i16x8.mul(l0, three);
+      h0 = i16x8.mul(h0, three);
+      l1 = i16x8.mul(l1, three);
+      h1 = i16x8.mul(h1, three);
+      const t0 = i8x16.narrow_i16x8_u(i16x8.shr_u(l0, 8), i16x8.shr_u(h0, 8));
+      const t1 = i8x16.narrow_i16x8_u(i16x8.shr_u(l1, 8), i16x8.shr_u(h1, 8));
+      p = i16x8.add(p, i16x8.add(rdot7(v128.load(a), t0), rdot7(v128.load(a, 16), t1)));
+      l0 = v128.and(l0, ff);
+      h0 = v128.and(h0, ff);
+      l1 = v128.and(l1, ff);
+      h1 = v128.and(h1, ff);
+    }
+    const q2 = v128.load(w, 32);
+    let l2 = i16x8.extend_low_i8x16_u(q2);
+    let h2 = i16x8.extend_high_i8x16_u(q2);
+    for (let n = 0; n < 5; n++, a += 16) {
+      l2 = i16x8.mul(l2, three);
+      h2 = i16x8.mul(h2, three);
+      p = i16x8.add(p, rdot7(v128.load(a), i8x16.narrow_i16x8_u(i16x8.shr_u(l2, 8), i16x8.shr_u(h2, 8))));
+      l2 = v128.and(l2, ff);
+      h2 = v128.and(h2, ff);
+    }
+    // the qh bytes in every 4-byte run, run n scaled by 3^n (mod 256), then one more step
+    const qh = i32x4.splat(load<u32>(w, 48));
+    const lh = v128.and(i16x8.mul(i16x8.extend_low_i8x16_u(qh), i16x8(1, 1, 1, 1, 3, 3, 3, 3)), ff);
+    const hh = v128.and(i16x8.mul(i16x8.extend_high_i8x16_u(qh), i16x8(9, 9, 9, 9, 27, 27, 27, 27)), ff);
+    const th = i8x16.narrow_i16x8_u(i16x8.shr_u(i16x8.mul(lh, three), 8), i16x8.shr_u(i16x8.mul(hh, three), 8));
+    p = i16x8.add(p, rdot7(v128.load(a), th));
+    a += 16;
+    const t = i32x4.sub(i32x4.dot_i16x8_s(p, i16x8.splat(1)), i32x4.extadd_pairwise_i16x8_s(v128.load(a32 + (<usize>sb << 4))));
+    const d = load<f32>(ad + (<usize>sb << 2)) * f16ToF32(load<u16>(w, 52));
     acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(t), f32x4.splat(d)));
   }
   return hsum(acc);

@@ -32,10 +32,10 @@ import {
   dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x2, groupQ4_0x4, groupQ8_0, groupQ8_0x2, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
 } from './qdot';
 import { readRow } from './rows';
-import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0, T_TQ2_0 } from './types';
+import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0, T_TQ1_0, T_TQ2_0 } from './types';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
 import { dotMXFP4, dotMXFP4x4 } from './mxfp4';
-import { dotIQ, dotIQ1, dotIQx4, dotTQ2_0, isIQ, unpackIQ } from './iquant';
+import { dotIQ, dotIQ1, dotIQx4, dotTQ1_0, dotTQ2_0, isIQ, unpackIQ } from './iquant';
 
 const FMT_F32: i32 = 0;
 const FMT_Q32: i32 = 1;
@@ -567,9 +567,12 @@ function mmRows(
         store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
       }
       for (; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotMXFP4(pa, K >> 5, actRow(node, n, i2, i3), K));
-    } else if (ASC_FEATURE_RELAXED_SIMD && type == T_TQ2_0) {
-      // straight from the 2-bit fields, column by column (iquant.ts)
-      for (let n = c0; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotTQ2_0(pa, K >> 8, actRow(node, n, i2, i3), K));
+    } else if (ASC_FEATURE_RELAXED_SIMD && (type == T_TQ2_0 || type == T_TQ1_0)) {
+      // straight from the 2-bit fields or trits, column by column (iquant.ts)
+      for (let n = c0; n < c1; n++) {
+        const act = actRow(node, n, i2, i3);
+        store<f32>(dstAt(node, m, n, i2, i3), type == T_TQ2_0 ? dotTQ2_0(pa, K >> 8, act, K) : dotTQ1_0(pa, K >> 8, act, K));
+      }
     } else if (isIQ(type) && c1 - c0 == 1) {
       // one column: decoded and dotted super-block by super-block (iquant.ts)
       store<f32>(dstAt(node, m, c0, i2, i3), dotIQ1(type, pa, K >> 8, actRow(node, c0, i2, i3), K, scratch));
