@@ -20,7 +20,8 @@
 // The grids live in every arena's header (src/backends/cpu/arena.ts writes them; keep
 // the offsets in step): 8 bytes per IQ2/IQ1 point, 4 per IQ3 point, then the 128 sign
 // bytes of IQ2_XXS/IQ2_XS/IQ3_XXS (7 stored bits completed to even parity), then 8 mask
-// bytes (0xff where the bit is set) for each of the 256 sign bytes.
+// bytes (0xff where the bit is set) for each of the 256 sign bytes, then the same masks
+// for each of the 128 stored 7-bit values.
 
 import { f16ToF32 } from './math';
 import { hsum } from './dot';
@@ -36,6 +37,8 @@ const G_IQ3S: usize = TABLES + 31744;
 const KSIGNS: usize = TABLES + 33792;
 /** 8 bytes per sign byte: 0xff where its bit k is set. */
 const MASK8: usize = TABLES + 34048;
+/** 8 mask bytes per 7 stored sign bits (MASK8 of the parity-completed byte). */
+const KMASK: usize = TABLES + 36096;
 
 // ---------------------------------------------------------------- f32 rows
 
@@ -589,6 +592,93 @@ export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usi
     type == T_IQ2_XXS || type == T_IQ2_XS || type == T_IQ2_S || type == T_IQ3_XXS || type == T_IQ3_S ||
     type == T_IQ1_S || type == T_IQ1_M || type == T_TQ1_0 || type == T_TQ2_0
   );
+}
+
+/** The 8 sign masks of the 7 stored sign bits in the low bits of i. */
+@inline function kmask(i: u32): i64 {
+  return load<i64>(KMASK + (<usize>(i & 127) << 3));
+}
+
+/**
+ * IQ2_XXS, relaxed build, one column: decoded and dotted 16 values at a time, without
+ * staging, the signs moved onto the activations (grid bytes are at most 43: 7-bit
+ * operands as they are). The integer lane sums and the float steps are dotIQ1's, so the
+ * results are the same bits as the staged and the unpacked paths.
+ */
+export function dotIQ2XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 66) {
+    let isum = i32x4.splat(0);
+    for (let q = w + 2; q < w + 66; q += 8, a += 32) {
+      const aux = load<u32>(q, 4);
+      const g0 = i64x2(load<i64>(G_IQ2XXS + (<usize>load<u8>(q) << 3)), load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 1) << 3)));
+      const m0 = i64x2(kmask(aux), kmask(aux >> 7));
+      const g1 = i64x2(load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 2) << 3)), load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 3) << 3)));
+      const m1 = i64x2(kmask(aux >> 14), kmask(aux >> 21));
+      const x0 = i8x16.sub(v128.xor(v128.load(a), m0), m0);
+      const x1 = i8x16.sub(v128.xor(v128.load(a, 16), m1), m1);
+      const p = i16x8.add(rdot7(x0, g0), rdot7(x1, g1));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(<i16>(2 * (aux >> 28) + 1))));
+    }
+    const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
+}
+
+/** IQ2_XS, as dotIQ2XXS: 9-bit grid indices with their 7 sign bits, a scale per 16. */
+export function dotIQ2XS(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 74) {
+    let isum = i32x4.splat(0);
+    for (let g: usize = 0; g < 16; g++, a += 16) {
+      const q0 = <u32>load<u16>(w + 2 + (g << 2));
+      const q1 = <u32>load<u16>(w + 4 + (g << 2));
+      const gv = i64x2(load<i64>(G_IQ2XS + (<usize>(q0 & 511) << 3)), load<i64>(G_IQ2XS + (<usize>(q1 & 511) << 3)));
+      const m = i64x2(kmask(q0 >> 9), kmask(q1 >> 9));
+      const x = i8x16.sub(v128.xor(v128.load(a), m), m);
+      const s = <i16>(2 * ((<u32>load<u8>(w + 66 + (g >> 1)) >> (<u32>(g & 1) << 2)) & 15) + 1);
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot7(x, gv), i16x8.splat(s)));
+    }
+    const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
+}
+
+/** IQ3_XXS, as dotIQ2XXS: 4-byte grid points (at most 62), a scale per 32. */
+export function dotIQ3XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 98) {
+    let isum = i32x4.splat(0);
+    for (let ib: usize = 0; ib < 8; ib++, a += 32) {
+      const q = w + 2 + (ib << 3);
+      const aux = load<u32>(w + 66 + (ib << 2));
+      const g0 = i32x4(g3(q, 0), g3(q, 1), g3(q, 2), g3(q, 3));
+      const g1 = i32x4(g3(q, 4), g3(q, 5), g3(q, 6), g3(q, 7));
+      const m0 = i64x2(kmask(aux), kmask(aux >> 7));
+      const m1 = i64x2(kmask(aux >> 14), kmask(aux >> 21));
+      const x0 = i8x16.sub(v128.xor(v128.load(a), m0), m0);
+      const x1 = i8x16.sub(v128.xor(v128.load(a, 16), m1), m1);
+      // each 16-bit lane at most 2·2·62·127 = 31,496
+      const p = i16x8.add(rdot7(x0, g0), rdot7(x1, g1));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(<i16>(2 * (aux >> 28) + 1))));
+    }
+    const dd = f16ToF32(load<u16>(w)) * <f32>0.25 * load<f32>(ad + (<usize>sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
+}
+
+/** IQ3_XXS grid point of index byte j at q (4 bytes). */
+@inline function g3(q: usize, j: usize): i32 {
+  return load<i32>(G_IQ3XXS + (<usize>load<u8>(q + j) << 2));
 }
 
 /**

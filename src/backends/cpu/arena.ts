@@ -114,12 +114,13 @@ function constantTable(): Uint8Array {
 /**
  * The IQ1/IQ2/IQ3 codebooks the kernels read from address 16384 of every arena (see
  * assembly/iquant.ts, same offsets): 8 bytes per IQ2/IQ1 point (IQ1 signed), 4 per IQ3
- * point, then the 128 parity-completed sign bytes, then 8 mask bytes per sign byte.
+ * point, then the 128 parity-completed sign bytes, then 8 mask bytes per sign byte, then
+ * 8 mask bytes per 7 stored sign bits.
  */
 export const IQ_TABLES_AT = 16384;
 
 function iqTables(): Uint8Array {
-  const t = new Uint8Array(34048 + 2048);
+  const t = new Uint8Array(34048 + 2048 + 1024);
   const put = (at: number, v: Int8Array) => t.set(new Uint8Array(v.buffer, v.byteOffset, v.length), at);
   put(0, gridValues(GRID_IQ2XXS));
   put(2048, gridValues(GRID_IQ2XS));
@@ -130,6 +131,8 @@ function iqTables(): Uint8Array {
   for (let i = 0; i < 128; i++) t[33792 + i] = signsOf7(i);
   // the 8 sign masks (0xff where bit k is set) of every sign byte
   for (let s = 0; s < 256; s++) for (let k = 0; k < 8; k++) t[34048 + 8 * s + k] = (s >> k) & 1 ? 0xff : 0;
+  // the same masks indexed by the 7 stored bits (the parity completion folded in)
+  for (let i = 0; i < 128; i++) t.copyWithin(36096 + 8 * i, 34048 + 8 * signsOf7(i), 34048 + 8 * signsOf7(i) + 8);
   return t;
 }
 
