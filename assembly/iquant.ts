@@ -676,6 +676,63 @@ export function dotIQ3XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
   return hsum(acc);
 }
 
+/** IQ2_S, as dotIQ2XXS: 10-bit grid indices, a sign byte per 8 values, a scale per 16. */
+export function dotIQ2S(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 82) {
+    let isum = i32x4.splat(0);
+    for (let g: usize = 0; g < 16; g++, a += 16) {
+      // group g: values 16g.. of sub-block g >> 1, its grid bytes and sign bytes 2g, 2g + 1
+      const qh = <u32>load<u8>(w + 66 + (g >> 1));
+      const l = <u32>(g & 1) << 1;
+      const i0 = <u32>load<u8>(w + 2 + (g << 1)) | ((qh << (8 - 2 * l)) & 0x300);
+      const i1 = <u32>load<u8>(w + 3 + (g << 1)) | ((qh << (6 - 2 * l)) & 0x300);
+      const gv = i64x2(load<i64>(G_IQ2S + (<usize>i0 << 3)), load<i64>(G_IQ2S + (<usize>i1 << 3)));
+      const m = i64x2(signMask8(<u32>load<u8>(w + 34 + (g << 1))), signMask8(<u32>load<u8>(w + 35 + (g << 1))));
+      const x = i8x16.sub(v128.xor(v128.load(a), m), m);
+      const s = <i16>(2 * ((<u32>load<u8>(w + 74 + (g >> 1)) >> (l << 1)) & 15) + 1);
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot7(x, gv), i16x8.splat(s)));
+    }
+    const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
+}
+
+/** IQ3_S, as dotIQ2XXS: 9-bit indices of 4-byte grid points, a sign byte per 8, a scale per 32. */
+export function dotIQ3S(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 110) {
+    let isum = i32x4.splat(0);
+    for (let ib: usize = 0; ib < 8; ib++, a += 32) {
+      const qh = <u32>load<u8>(w + 66 + ib);
+      const q = w + 2 + (ib << 3);
+      const g0 = i32x4(g3s(q, 0, qh), g3s(q, 1, qh), g3s(q, 2, qh), g3s(q, 3, qh));
+      const g1 = i32x4(g3s(q, 4, qh), g3s(q, 5, qh), g3s(q, 6, qh), g3s(q, 7, qh));
+      const sg = w + 74 + (ib << 2);
+      const m0 = i64x2(signMask8(<u32>load<u8>(sg)), signMask8(<u32>load<u8>(sg, 1)));
+      const m1 = i64x2(signMask8(<u32>load<u8>(sg, 2)), signMask8(<u32>load<u8>(sg, 3)));
+      const x0 = i8x16.sub(v128.xor(v128.load(a), m0), m0);
+      const x1 = i8x16.sub(v128.xor(v128.load(a, 16), m1), m1);
+      const p = i16x8.add(rdot7(x0, g0), rdot7(x1, g1));
+      const sv = <u32>load<u8>(w + 106 + (ib >> 1)) >> (<u32>(ib & 1) << 2);
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(<i16>(2 * (sv & 15) + 1))));
+    }
+    const dd = f16ToF32(load<u16>(w)) * load<f32>(ad + (<usize>sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
+}
+
+/** IQ3_S grid point j (0..7) of a sub-block: low byte at q + j, bit j of qh the ninth. */
+@inline function g3s(q: usize, j: u32, qh: u32): i32 {
+  return load<i32>(G_IQ3S + (<usize>(<u32>load<u8>(q + j) | ((qh << (8 - j)) & 256)) << 2));
+}
+
 /** IQ3_XXS grid point of index byte j at q (4 bytes). */
 @inline function g3(q: usize, j: usize): i32 {
   return load<i32>(G_IQ3XXS + (<usize>load<u8>(q + j) << 2));
