@@ -733,6 +733,66 @@ export function dotIQ3S(w: usize, nsb: i32, act: usize, K: i32): f32 {
   return load<i32>(G_IQ3S + (<usize>(<u32>load<u8>(q + j) | ((qh << (8 - j)) & 256)) << 2));
 }
 
+/**
+ * Σ v·a per 16-bit lane for 16 IQ1 values v = 8g + δ (g ∈ {-1, 0, 1} from the grid, δ = ±1
+ * per byte in d) against the activations at a: with u = v + 16 (7 to 25, unsigned),
+ * Σ u·a − 16·Σ a, each lane the pair dotIQ1's lane holds.
+ */
+@inline function iq1Lanes(g: v128, d: v128, a: usize): v128 {
+  const u = i8x16.add(i8x16.add(i8x16.shl(g, 3), d), i8x16.splat(16));
+  const x = v128.load(a);
+  return i16x8.sub(rdot7(x, u), i16x8.shl(rdot7(x, i8x16.splat(1)), 4));
+}
+
+/** IQ1_S, one column, as dotIQ2XXS: 11-bit indices of signed grid points, δ and a scale per 32. */
+export function dotIQ1S(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 50) {
+    let isum = i32x4.splat(0);
+    for (let ib: usize = 0; ib < 8; ib++, a += 32) {
+      const qh = <u32>load<u16>(w + 34 + (ib << 1));
+      const q = w + 2 + (ib << 2);
+      const d = i8x16.splat(qh & 0x8000 ? -1 : 1);
+      const g0 = i64x2(g1s(<u32>load<u8>(q) | ((qh & 7) << 8)), g1s(<u32>load<u8>(q, 1) | (((qh >> 3) & 7) << 8)));
+      const g1 = i64x2(g1s(<u32>load<u8>(q, 2) | (((qh >> 6) & 7) << 8)), g1s(<u32>load<u8>(q, 3) | (((qh >> 9) & 7) << 8)));
+      const s = i16x8.splat(<i16>(2 * ((qh >> 12) & 7) + 1));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(g0, d, a), s));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(g1, d, a + 16), s));
+    }
+    const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
+}
+
+/** IQ1_M, one column, as dotIQ1S: δ per 8 values, a scale per 16, the block scale in the scale bits. */
+export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  let a = act;
+  for (let sb = 0; sb < nsb; sb++, w += 56) {
+    let isum = i32x4.splat(0);
+    for (let g: usize = 0; g < 16; g++, a += 16) {
+      const qh = <u32>load<u8>(w + 32 + g);
+      const i0 = <u32>load<u8>(w + (g << 1)) | ((qh & 7) << 8);
+      const i1 = <u32>load<u8>(w + (g << 1) + 1) | (((qh >> 4) & 7) << 8);
+      const d = i64x2(qh & 0x08 ? -1 : 0x0101010101010101, qh & 0x80 ? -1 : 0x0101010101010101);
+      const sw = <u32>load<u16>(w + 48 + ((g >> 2) << 1)) >> (6 * <u32>((g >> 1) & 1) + 3 * <u32>(g & 1));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(i64x2(g1s(i0), g1s(i1)), d, a), i16x8.splat(<i16>(2 * (sw & 7) + 1))));
+    }
+    const dd = iq1mScale(w) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+  }
+  return hsum(acc);
+}
+
+/** IQ1 grid point i (8 signed bytes). */
+@inline function g1s(i: u32): i64 {
+  return load<i64>(G_IQ1S + (<usize>i << 3));
+}
+
 /** IQ3_XXS grid point of index byte j at q (4 bytes). */
 @inline function g3(q: usize, j: usize): i32 {
   return load<i32>(G_IQ3XXS + (<usize>load<u8>(q + j) << 2));
