@@ -551,9 +551,20 @@ export function dotIQx4(u: usize, a0: usize, a1: usize, a2: usize, a3: usize, K:
 /**
  * One row of nsb super-blocks of `type` at w against one activation row, decoding each
  * super-block into the 256-byte staging at t (and its scales at t + 256) and dotting it
- * at once: for a single column, unpacking the whole row first would cost more.
+ * at once: for a single column, unpacking the whole row first would cost more. The relaxed
+ * build skips the staging for every IQ type (dotIQ2XXS and its siblings below).
  */
 export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usize): f32 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    // decoded and dotted 16 values at a time, without staging (below)
+    if (type == T_IQ2_XXS) return dotIQ2XXS(w, nsb, act, K);
+    if (type == T_IQ2_XS) return dotIQ2XS(w, nsb, act, K);
+    if (type == T_IQ2_S) return dotIQ2S(w, nsb, act, K);
+    if (type == T_IQ3_XXS) return dotIQ3XXS(w, nsb, act, K);
+    if (type == T_IQ3_S) return dotIQ3S(w, nsb, act, K);
+    if (type == T_IQ1_S) return dotIQ1S(w, nsb, act, K);
+    if (type == T_IQ1_M) return dotIQ1M(w, nsb, act, K);
+  }
   const k = <usize>K;
   const ts: usize = type == T_IQ2_XXS ? 66 : type == T_IQ2_XS ? 74 : type == T_IQ2_S ? 82 : type == T_IQ3_XXS ? 98
     : type == T_IQ3_S ? 110 : type == T_IQ1_S ? 50 : type == T_IQ1_M ? 56 : type == T_TQ1_0 ? 54 : 66;

@@ -32,10 +32,10 @@ import {
   dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x2, groupQ4_0x4, groupQ8_0, groupQ8_0x2, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
 } from './qdot';
 import { readRow } from './rows';
-import { T_BF16, T_F16, T_F32, T_IQ1_M, T_IQ1_S, T_IQ2_S, T_IQ2_XS, T_IQ2_XXS, T_IQ3_S, T_IQ3_XXS, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0, T_TQ1_0, T_TQ2_0 } from './types';
+import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0, T_TQ1_0, T_TQ2_0 } from './types';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
 import { dotMXFP4, dotMXFP4x4 } from './mxfp4';
-import { dotIQ, dotIQ1, dotIQ1M, dotIQ1S, dotIQ2S, dotIQ2XS, dotIQ2XXS, dotIQ3S, dotIQ3XXS, dotIQx4, dotTQ1_0, dotTQ2_0, isIQ, unpackIQ } from './iquant';
+import { dotIQ, dotIQ1, dotIQx4, dotTQ1_0, dotTQ2_0, isIQ, unpackIQ } from './iquant';
 
 const FMT_F32: i32 = 0;
 const FMT_Q32: i32 = 1;
@@ -575,17 +575,7 @@ function mmRows(
       }
     } else if (isIQ(type) && c1 - c0 == 1) {
       // one column: decoded and dotted super-block by super-block (iquant.ts)
-      const act = actRow(node, c0, i2, i3);
-      let v: f32;
-      if (ASC_FEATURE_RELAXED_SIMD && type == T_IQ2_XXS) v = dotIQ2XXS(pa, K >> 8, act, K);
-      else if (ASC_FEATURE_RELAXED_SIMD && type == T_IQ2_XS) v = dotIQ2XS(pa, K >> 8, act, K);
-      else if (ASC_FEATURE_RELAXED_SIMD && type == T_IQ3_XXS) v = dotIQ3XXS(pa, K >> 8, act, K);
-      else if (ASC_FEATURE_RELAXED_SIMD && type == T_IQ2_S) v = dotIQ2S(pa, K >> 8, act, K);
-      else if (ASC_FEATURE_RELAXED_SIMD && type == T_IQ3_S) v = dotIQ3S(pa, K >> 8, act, K);
-      else if (ASC_FEATURE_RELAXED_SIMD && type == T_IQ1_S) v = dotIQ1S(pa, K >> 8, act, K);
-      else if (ASC_FEATURE_RELAXED_SIMD && type == T_IQ1_M) v = dotIQ1M(pa, K >> 8, act, K);
-      else v = dotIQ1(type, pa, K >> 8, act, K, scratch);
-      store<f32>(dstAt(node, m, c0, i2, i3), v);
+      store<f32>(dstAt(node, m, c0, i2, i3), dotIQ1(type, pa, K >> 8, actRow(node, c0, i2, i3), K, scratch));
     } else if (isIQ(type)) {
       // unpacked once for the row, then every column of the chunk (iquant.ts)
       const k = <usize>K;
