@@ -95,6 +95,17 @@ const BASE: usize = 1024;
   for (; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
 }
 
+/**
+ * The four f16 values at h to f32, exactly, as widenF16Row converts them: sign-extended,
+ * shifted, bits 28-30 cleared, times 2^112; four holding an infinity or NaN go through
+ * f16x4 (a branch almost never taken: such scales only come from broken files).
+ */
+@inline export function f16x4At(h: usize): v128 {
+  const v = v128.load64_zero(h);
+  if (v128.any_true(i16x8.eq(v128.and(v, C_EXP16()), C_EXP16()))) return f16x4(i32x4.extend_low_i16x8_u(v));
+  return f32x4.mul(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v), 13), C_8FFF()), C_P112());
+}
+
 /** f16 (low 16 bits of each i32 lane) to f32, using the constant table. */
 @inline export function f16x4(h: v128): v128 {
   const em = v128.and(h, C_7FFF());

@@ -10,7 +10,7 @@
 // corrected with the activation sums. Strict build: weights split into int16 lanes and
 // i32x4.dot_i16x8_s against the permuted int16 activations.
 
-import { C_BIT8, C_LANE16, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, f16x4 } from './consts';
+import { C_BIT8, C_LANE16, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, f16x4, f16x4At } from './consts';
 import { hsum, madd } from './dot';
 import { f16ToF32 } from './math';
 
@@ -162,7 +162,7 @@ export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
       const h2 = v128.and(i16x8.shr_u(w2, 4), m);
       const l3 = v128.and(w3, m);
       const h3 = v128.and(i16x8.shr_u(w3, 4), m);
-      c = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, act, b, K, f16x4(v128.load16x4_u(chunk)), c);
+      c = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, act, b, K, f16x4At(chunk), c);
       chunk += 72;
     }
     return c;
