@@ -82,15 +82,13 @@ const BASE: usize = 1024;
   for (; i + 8 <= n; i += 8) {
     const v = v128.load(h + (<usize>i << 1));
     const o = x + (<usize>i << 2);
-    if (v128.any_true(i16x8.eq(v128.and(v, C_EXP16()), C_EXP16()))) {
+    if (infNaN16(v)) {
       v128.store(o, f16x4(i32x4.extend_low_i16x8_u(v)));
       v128.store(o, f16x4(i32x4.extend_high_i16x8_u(v)), 16);
       continue;
     }
-    const lo = v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v), 13), C_8FFF());
-    const hi = v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(v), 13), C_8FFF());
-    v128.store(o, f32x4.mul(lo, C_P112()));
-    v128.store(o, f32x4.mul(hi, C_P112()), 16);
+    v128.store(o, finite16(i32x4.extend_low_i16x8_s(v)));
+    v128.store(o, finite16(i32x4.extend_high_i16x8_s(v)), 16);
   }
   for (; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
 }
@@ -102,8 +100,18 @@ const BASE: usize = 1024;
  */
 @inline export function f16x4At(h: usize): v128 {
   const v = v128.load64_zero(h);
-  if (v128.any_true(i16x8.eq(v128.and(v, C_EXP16()), C_EXP16()))) return f16x4(i32x4.extend_low_i16x8_u(v));
-  return f32x4.mul(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v), 13), C_8FFF()), C_P112());
+  if (infNaN16(v)) return f16x4(i32x4.extend_low_i16x8_u(v));
+  return finite16(i32x4.extend_low_i16x8_s(v));
+}
+
+/** Whether any i16 lane of v is an f16 infinity or NaN (exponent bits all set). */
+@inline function infNaN16(v: v128): bool {
+  return v128.any_true(i16x8.eq(v128.and(v, C_EXP16()), C_EXP16()));
+}
+
+/** Finite f16 values, sign-extended to i32 lanes, to f32 exactly (widenF16Row's short path). */
+@inline function finite16(x: v128): v128 {
+  return f32x4.mul(v128.and(i32x4.shl(x, 13), C_8FFF()), C_P112());
 }
 
 /** f16 (low 16 bits of each i32 lane) to f32, using the constant table. */

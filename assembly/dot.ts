@@ -8,6 +8,11 @@ import { f16ToF32 } from './math';
   return f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 2) + (f32x4.extract_lane(v, 1) + f32x4.extract_lane(v, 3));
 }
 
+/** The 16-bit dot of signed bytes a with 7-bit unsigned bytes w (relaxed build). */
+@inline export function rdot(a: v128, w: v128): v128 {
+  return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
+}
+
 /** a + x*y (fused where the relaxed build allows). */
 @inline export function madd(x: v128, y: v128, a: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(x, y, a);

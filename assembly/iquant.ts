@@ -24,7 +24,7 @@
 // for each of the 128 stored 7-bit values.
 
 import { f16ToF32 } from './math';
-import { hsum } from './dot';
+import { hsum, rdot } from './dot';
 import { T_IQ1_M, T_IQ1_S, T_IQ2_S, T_IQ2_XS, T_IQ2_XXS, T_IQ3_S, T_IQ3_XXS, T_TQ1_0, T_TQ2_0 } from './types';
 
 const TABLES: usize = 16384;
@@ -39,6 +39,16 @@ const KSIGNS: usize = TABLES + 33792;
 const MASK8: usize = TABLES + 34048;
 /** 8 mask bytes per 7 stored sign bits (MASK8 of the parity-completed byte). */
 const KMASK: usize = TABLES + 36096;
+
+/** The activation bytes at a with the signs of the mask m (0xff lanes negated). */
+@inline function signed(a: usize, m: v128): v128 {
+  return i8x16.sub(v128.xor(v128.load(a), m), m);
+}
+
+/** acc + f32(isum) · d per lane: a super-block's integer lane sums into the float accumulator. */
+@inline function addBlock(acc: v128, isum: v128, d: f32): v128 {
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(d)));
+}
 
 // ---------------------------------------------------------------- f32 rows
 
@@ -490,8 +500,8 @@ export function unpackIQ(type: i32, w: usize, nsb: i32, dst: usize, t: usize): v
 @inline function group16(u: usize, K: usize, e: usize, a: usize, s: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) {
     const m = v128.load(u + K + e);
-    const x = i8x16.sub(v128.xor(v128.load(a), m), m);
-    return i32x4.dot_i16x8_s(i16x8.relaxed_dot_i8x16_i7x16_s(x, v128.load(u + e)), s);
+    const x = signed(a, m);
+    return i32x4.dot_i16x8_s(rdot(x, v128.load(u + e)), s);
   }
   const w = u + (e << 1);
   const p = i32x4.add(i32x4.dot_i16x8_s(v128.load(w), v128.load(a)), i32x4.dot_i16x8_s(v128.load(w, 16), v128.load(a, 16)));
@@ -513,7 +523,7 @@ export function dotIQ(u: usize, act: usize, K: i32): f32 {
       isum = i32x4.add(isum, group16(u, k, e, act + e * QB, s));
     }
     const d = load<f32>(u + 2 * k + (k >> 3) + (sb << 2)) * load<f32>(act + 2 * k + (sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(d)));
+    acc = addBlock(acc, isum, d);
   }
   return hsum(acc);
 }
@@ -579,8 +589,8 @@ export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usi
       const a = act + ((sb << 8) + (g << 4)) * QB;
       if (ASC_FEATURE_RELAXED_SIMD) {
         const m = i8x16.lt_s(v, i8x16.splat(0));
-        const x = i8x16.sub(v128.xor(v128.load(a), m), m);
-        isum = i32x4.add(isum, i32x4.dot_i16x8_s(i16x8.relaxed_dot_i8x16_i7x16_s(x, i8x16.abs(v)), s));
+        const x = signed(a, m);
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(x, i8x16.abs(v)), s));
       } else {
         const ev = i8x16.shuffle(v, v, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
         const od = i8x16.shuffle(v, v, 1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
@@ -592,7 +602,7 @@ export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usi
       }
     }
     const dd = d * load<f32>(act + 2 * k + (sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -628,13 +638,13 @@ export function dotIQ2XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
       const m0 = i64x2(kmask(aux), kmask(aux >> 7));
       const g1 = i64x2(load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 2) << 3)), load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 3) << 3)));
       const m1 = i64x2(kmask(aux >> 14), kmask(aux >> 21));
-      const x0 = i8x16.sub(v128.xor(v128.load(a), m0), m0);
-      const x1 = i8x16.sub(v128.xor(v128.load(a, 16), m1), m1);
-      const p = i16x8.add(rdot7(x0, g0), rdot7(x1, g1));
+      const x0 = signed(a, m0);
+      const x1 = signed(a + 16, m1);
+      const p = i16x8.add(rdot(x0, g0), rdot(x1, g1));
       isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(<i16>(2 * (aux >> 28) + 1))));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -651,12 +661,12 @@ export function dotIQ2XS(w: usize, nsb: i32, act: usize, K: i32): f32 {
       const q1 = <u32>load<u16>(w + 4 + (g << 2));
       const gv = i64x2(load<i64>(G_IQ2XS + (<usize>(q0 & 511) << 3)), load<i64>(G_IQ2XS + (<usize>(q1 & 511) << 3)));
       const m = i64x2(kmask(q0 >> 9), kmask(q1 >> 9));
-      const x = i8x16.sub(v128.xor(v128.load(a), m), m);
+      const x = signed(a, m);
       const s = <i16>(2 * ((<u32>load<u8>(w + 66 + (g >> 1)) >> (<u32>(g & 1) << 2)) & 15) + 1);
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot7(x, gv), i16x8.splat(s)));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(x, gv), i16x8.splat(s)));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -675,14 +685,14 @@ export function dotIQ3XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
       const g1 = i32x4(g3(q, 4), g3(q, 5), g3(q, 6), g3(q, 7));
       const m0 = i64x2(kmask(aux), kmask(aux >> 7));
       const m1 = i64x2(kmask(aux >> 14), kmask(aux >> 21));
-      const x0 = i8x16.sub(v128.xor(v128.load(a), m0), m0);
-      const x1 = i8x16.sub(v128.xor(v128.load(a, 16), m1), m1);
+      const x0 = signed(a, m0);
+      const x1 = signed(a + 16, m1);
       // each 16-bit lane at most 2·2·62·127 = 31,496
-      const p = i16x8.add(rdot7(x0, g0), rdot7(x1, g1));
+      const p = i16x8.add(rdot(x0, g0), rdot(x1, g1));
       isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(<i16>(2 * (aux >> 28) + 1))));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.25 * load<f32>(ad + (<usize>sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -702,12 +712,12 @@ export function dotIQ2S(w: usize, nsb: i32, act: usize, K: i32): f32 {
       const i1 = <u32>load<u8>(w + 3 + (g << 1)) | ((qh << (6 - 2 * l)) & 0x300);
       const gv = i64x2(load<i64>(G_IQ2S + (<usize>i0 << 3)), load<i64>(G_IQ2S + (<usize>i1 << 3)));
       const m = i64x2(signMask8(<u32>load<u8>(w + 34 + (g << 1))), signMask8(<u32>load<u8>(w + 35 + (g << 1))));
-      const x = i8x16.sub(v128.xor(v128.load(a), m), m);
+      const x = signed(a, m);
       const s = <i16>(2 * ((<u32>load<u8>(w + 74 + (g >> 1)) >> (l << 1)) & 15) + 1);
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot7(x, gv), i16x8.splat(s)));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(x, gv), i16x8.splat(s)));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -727,14 +737,14 @@ export function dotIQ3S(w: usize, nsb: i32, act: usize, K: i32): f32 {
       const sg = w + 74 + (ib << 2);
       const m0 = i64x2(signMask8(<u32>load<u8>(sg)), signMask8(<u32>load<u8>(sg, 1)));
       const m1 = i64x2(signMask8(<u32>load<u8>(sg, 2)), signMask8(<u32>load<u8>(sg, 3)));
-      const x0 = i8x16.sub(v128.xor(v128.load(a), m0), m0);
-      const x1 = i8x16.sub(v128.xor(v128.load(a, 16), m1), m1);
-      const p = i16x8.add(rdot7(x0, g0), rdot7(x1, g1));
+      const x0 = signed(a, m0);
+      const x1 = signed(a + 16, m1);
+      const p = i16x8.add(rdot(x0, g0), rdot(x1, g1));
       const sv = <u32>load<u8>(w + 106 + (ib >> 1)) >> (<u32>(ib & 1) << 2);
       isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(<i16>(2 * (sv & 15) + 1))));
     }
     const dd = f16ToF32(load<u16>(w)) * load<f32>(ad + (<usize>sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -752,7 +762,7 @@ export function dotIQ3S(w: usize, nsb: i32, act: usize, K: i32): f32 {
 @inline function iq1Lanes(g: v128, d: v128, a: usize): v128 {
   const u = i8x16.add(i8x16.add(i8x16.shl(g, 3), d), i8x16.splat(16));
   const x = v128.load(a);
-  return i16x8.sub(rdot7(x, u), i16x8.shl(rdot7(x, i8x16.splat(1)), 4));
+  return i16x8.sub(rdot(x, u), i16x8.shl(rdot(x, i8x16.splat(1)), 4));
 }
 
 /** IQ1_S, one column, as dotIQ2XXS: 11-bit indices of signed grid points, δ and a scale per 32. */
@@ -773,7 +783,7 @@ export function dotIQ1S(w: usize, nsb: i32, act: usize, K: i32): f32 {
       isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(g1, d, a + 16), s));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -794,7 +804,7 @@ export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
       isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(i64x2(g1s(i0), g1s(i1)), d, a), i16x8.splat(<i16>(2 * (sw & 7) + 1))));
     }
     const dd = iq1mScale(w) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), f32x4.splat(dd)));
+    acc = addBlock(acc, isum, dd);
   }
   return hsum(acc);
 }
@@ -807,6 +817,11 @@ export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
 /** IQ3_XXS grid point of index byte j at q (4 bytes). */
 @inline function g3(q: usize, j: usize): i32 {
   return load<i32>(G_IQ3XXS + (<usize>load<u8>(q + j) << 2));
+}
+
+/** Σ q·a (p: i16 lanes) widened to i32 lanes, less Σ a from the 8 per-32 activation sums at s: Σ (q − 1)·a. */
+@inline function lessSums(p: v128, s: usize): v128 {
+  return i32x4.sub(i32x4.dot_i16x8_s(p, i16x8.splat(1)), i32x4.extadd_pairwise_i16x8_s(v128.load(s)));
 }
 
 /**
@@ -830,14 +845,14 @@ export function dotTQ2_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
       let q0 = v128.load(w + j);
       let q1 = v128.load(w + j, 16);
       for (let l = 0; l < 4; l++, a += 32) {
-        p = i16x8.add(p, i16x8.add(rdot7(v128.load(a), v128.and(q0, m3)), rdot7(v128.load(a, 16), v128.and(q1, m3))));
+        p = i16x8.add(p, i16x8.add(rdot(v128.load(a), v128.and(q0, m3)), rdot(v128.load(a, 16), v128.and(q1, m3))));
         q0 = i16x8.shr_u(q0, 2);
         q1 = i16x8.shr_u(q1, 2);
       }
     }
-    const t = i32x4.sub(i32x4.dot_i16x8_s(p, i16x8.splat(1)), i32x4.extadd_pairwise_i16x8_s(v128.load(a32 + (<usize>sb << 4))));
+    const t = lessSums(p, a32 + (<usize>sb << 4));
     const d = load<f32>(ad + (<usize>sb << 2)) * f16ToF32(load<u16>(w, 64));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(t), f32x4.splat(d)));
+    acc = addBlock(acc, t, d);
   }
   return hsum(acc);
 }
@@ -870,7 +885,7 @@ export function dotTQ1_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
       h1 = i16x8.mul(h1, three);
       const t0 = i8x16.narrow_i16x8_u(i16x8.shr_u(l0, 8), i16x8.shr_u(h0, 8));
       const t1 = i8x16.narrow_i16x8_u(i16x8.shr_u(l1, 8), i16x8.shr_u(h1, 8));
-      p = i16x8.add(p, i16x8.add(rdot7(v128.load(a), t0), rdot7(v128.load(a, 16), t1)));
+      p = i16x8.add(p, i16x8.add(rdot(v128.load(a), t0), rdot(v128.load(a, 16), t1)));
       l0 = v128.and(l0, ff);
       h0 = v128.and(h0, ff);
       l1 = v128.and(l1, ff);
@@ -882,7 +897,7 @@ export function dotTQ1_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
     for (let n = 0; n < 5; n++, a += 16) {
       l2 = i16x8.mul(l2, three);
       h2 = i16x8.mul(h2, three);
-      p = i16x8.add(p, rdot7(v128.load(a), i8x16.narrow_i16x8_u(i16x8.shr_u(l2, 8), i16x8.shr_u(h2, 8))));
+      p = i16x8.add(p, rdot(v128.load(a), i8x16.narrow_i16x8_u(i16x8.shr_u(l2, 8), i16x8.shr_u(h2, 8))));
       l2 = v128.and(l2, ff);
       h2 = v128.and(h2, ff);
     }
@@ -891,15 +906,11 @@ export function dotTQ1_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
     const lh = v128.and(i16x8.mul(i16x8.extend_low_i8x16_u(qh), i16x8(1, 1, 1, 1, 3, 3, 3, 3)), ff);
     const hh = v128.and(i16x8.mul(i16x8.extend_high_i8x16_u(qh), i16x8(9, 9, 9, 9, 27, 27, 27, 27)), ff);
     const th = i8x16.narrow_i16x8_u(i16x8.shr_u(i16x8.mul(lh, three), 8), i16x8.shr_u(i16x8.mul(hh, three), 8));
-    p = i16x8.add(p, rdot7(v128.load(a), th));
+    p = i16x8.add(p, rdot(v128.load(a), th));
     a += 16;
-    const t = i32x4.sub(i32x4.dot_i16x8_s(p, i16x8.splat(1)), i32x4.extadd_pairwise_i16x8_s(v128.load(a32 + (<usize>sb << 4))));
+    const t = lessSums(p, a32 + (<usize>sb << 4));
     const d = load<f32>(ad + (<usize>sb << 2)) * f16ToF32(load<u16>(w, 52));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(t), f32x4.splat(d)));
+    acc = addBlock(acc, t, d);
   }
   return hsum(acc);
-}
-
-@inline function rdot7(a: v128, w: v128): v128 {
-  return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
 }

@@ -11,12 +11,8 @@
 // i32x4.dot_i16x8_s against the permuted int16 activations.
 
 import { C_BIT8, C_LANE16, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, f16x4, f16x4At } from './consts';
-import { hsum, madd } from './dot';
+import { hsum, madd, rdot } from './dot';
 import { f16ToF32 } from './math';
-
-@inline function rdot(a: v128, w: v128): v128 {
-  return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
-}
 
 /** Sum of a 32-element Q4_0 block (16 bytes at w, unsigned nibbles) with activations. */
 @inline function q4Block(w: v128, act: usize): v128 {

@@ -6,14 +6,11 @@
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { tensorSet } from '../src/backends/api.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
 import type { Device } from '../src/backends/impl.js';
 import { referenceDevice } from '../src/backends/reference/index.js';
-import { computeOn } from '../src/backends/testing/compute.js';
+import { weightProduct } from '../src/backends/testing/compute.js';
 import { nmse, randomData } from '../src/backends/testing/op-harness.js';
-import { allocTensors } from '../src/ggml/alloc.js';
-import * as ops from '../src/ggml/ops.js';
 import { newTensor } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 
@@ -27,17 +24,7 @@ for (const name of TYPES) {
     const [K, M, N] = [768, 7, 6];
     const wdata = randomData(newTensor(type, [K, M]), 41);
     const data = randomData(newTensor(GGMLType.F32, [K, N]), 42) as Float32Array;
-    const product = async (dev: Device, j0: number, n: number) => {
-      const a = newTensor(type, [K, M]);
-      const bufs = allocTensors([a], dev.bufferType(), 'weights');
-      tensorSet(a, wdata);
-      const b = newTensor(GGMLType.F32, [K, n]);
-      const r = await computeOn(dev, [ops.mulMat(a, b)], [[b, data.subarray(j0 * K, (j0 + n) * K)]]);
-      const out = r.values[0].slice();
-      r.allocator.free();
-      for (const x of bufs) x.free();
-      return out;
-    };
+    const product = (dev: Device, j0: number, n: number) => weightProduct(dev, type, K, M, wdata, data, j0, n);
     const got = await product(cpuDevice, 0, N);
     const e = nmse(got, await product(referenceDevice, 0, N));
     assert.ok(e <= 5e-4, `${name}: NMSE ${e}`);

@@ -1,10 +1,11 @@
 // Run a small graph on one device: allocate its inputs and intermediates, upload the
 // input data, compute, read the outputs back. For tests and the op harness.
 
-import { GraphAllocator } from '../../ggml/alloc.js';
+import { allocTensors, GraphAllocator } from '../../ggml/alloc.js';
 import { buildGraph, type Graph } from '../../ggml/graph.js';
+import * as ops from '../../ggml/ops.js';
 import { dequantize } from '../../ggml/quants/index.js';
-import type { Tensor } from '../../ggml/tensor.js';
+import { newTensor, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { tensorGet, tensorGetF32, tensorSet } from '../api.js';
 import type { Device } from '../impl.js';
@@ -67,5 +68,31 @@ export async function readF32(t: Tensor): Promise<Float32Array> {
       }
     }
   }
+  return out;
+}
+
+/**
+ * Columns [j0, j0 + n) of `data` (K floats each) times weights of `type` [K, M] whose
+ * bytes are `wdata`, placed in dev's weights buffer as a model places them (so the CPU
+ * device repacks them): the [M, n] product.
+ */
+export async function weightProduct(
+  dev: Device,
+  type: GGMLType,
+  K: number,
+  M: number,
+  wdata: ArrayBufferView,
+  data: Float32Array,
+  j0: number,
+  n: number,
+): Promise<Float32Array> {
+  const a = newTensor(type, [K, M]);
+  const bufs = allocTensors([a], dev.bufferType(), 'weights');
+  tensorSet(a, wdata);
+  const b = newTensor(GGMLType.F32, [K, n]);
+  const r = await computeOn(dev, [ops.mulMat(a, b)], [[b, data.subarray(j0 * K, (j0 + n) * K)]]);
+  const out = r.values[0].slice();
+  r.allocator.free();
+  for (const x of bufs) x.free();
   return out;
 }
