@@ -5,6 +5,21 @@
 
 const BASE: usize = 1024;
 
+/**
+ * Engine flags the host writes at this address of every arena (src/backends/cpu/arena.ts,
+ * FLAGS_AT): bit 0 = accumulate 8-bit dots straight into 32-bit lanes (dotAdd).
+ */
+const FLAGS: usize = 512;
+
+/**
+ * Whether the relaxed build's Q4_0 kernels use i32x4.relaxed_dot_i8x16_i7x16_add_s rather
+ * than the 16-bit dot and an add: the same exact integer sums, so the same results; the
+ * host sets it where the engine runs the former faster (one VNNI instruction).
+ */
+@inline export function dotAdd(): bool {
+  return ASC_FEATURE_RELAXED_SIMD && (load<u32>(FLAGS) & 1) != 0;
+}
+
 /** 0x0f in every byte. */
 @inline export function C_M4(): v128 {
   return v128.load(BASE);

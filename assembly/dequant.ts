@@ -2,8 +2,8 @@
 // addressed through (scale pointer, quant pointer, block stride) so that the same code
 // reads ggml's layout and the 4-row interleaved one.
 
-import { qQs, qrow, qScale, qStride } from './desc';
-import { dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
+import { LAYOUT_K4, qQs, qrow, qScale, qStride, tLayout } from './desc';
+import { dequantRowQ4_0, dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
 import { bf16ToF32, f16ToF32, f16x4ToF32 } from './math';
 import {
   T_BF16, T_F16, T_F32, T_I32, T_IQ4_NL, T_IQ4_XS, T_Q2_K, T_Q3_K, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q5_1, T_Q5_K,
@@ -288,6 +288,12 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       for (let i = 0; i < n; i++) store<f32>(dst + (<usize>i << 2), <f32>load<i32>(src + (<usize>i << 2)));
       return;
     case T_Q4_0:
+      if (tLayout(node, t) == LAYOUT_K4) {
+        krow(node, t, o, 18);
+        if (kRow >= 0) dequantRowQ4_0(kGroup, kRow, n >> 5, dst);
+        else dequantQ4_0(kGroup, kGroup + 2, 18, n >> 5, dst);
+        return;
+      }
       qrow(node, t, o, 18);
       dequantQ4_0(qScale, qQs, qStride, n >> 5, dst);
       return;

@@ -19,9 +19,9 @@
 // decode with a few vector ops into bytes whose order suits a per-row multiply.
 // Relaxed-SIMD build only (the host uses this layout only with that build).
 
-import { C_BIT8, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, f16x4 } from './consts';
+import { C_BIT8, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, dotAdd, f16x4, f16x4At } from './consts';
 import { LAYOUT_K4, tAddr, tLayout, tWord } from './desc';
-import { hsum } from './dot';
+import { hsum, madd } from './dot';
 import { f16ToF32 } from './math';
 
 export const K4_SB: usize = 576;
@@ -215,6 +215,12 @@ export function krow(node: usize, t: i32, o: usize, ts: usize): void {
 //
 // Activation rows as in matmul.ts (per-256 format): int8 quants at +0, f32 scale per 256
 // at +2K, i16 sums per 32 at +2K+K/4.
+
+/** acc + Σ a·w in 32-bit lanes (relaxed build; dotAdd's form). */
+@inline function rda(a: v128, w: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, w, acc);
+  return i32x4.add(acc, i32x4.dot_i16x8_s(rdot(a, w), i16x8.splat(1)));
+}
 
 @inline function rdot(a: v128, w: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
@@ -580,6 +586,192 @@ export function gemmQ5_0x4(
   v128.store(o1, c1);
   v128.store(o2, c2);
   v128.store(o3, c3);
+}
+
+// ---- Q4_0 in the k4 layout ----------------------------------------------------------------
+//
+// A group's block column (4 x 18 = 72 bytes): +0 d of rows 0..3 (f16); +8 + 16kk: byte
+// 4r+e = qs[4kk+e] of row r (low nibble: element 4kk+e, high nibble: element 16+4kk+e).
+// Each quant vector meets one broadcast run of four activation bytes and gives a lane pair
+// per row, so four rows need no horizontal sums (rep4's 16 bytes per row need them). Per
+// block and row the integer Σ q·a − 8 Σ a is exact and the float step is rep4's (qdot.ts
+// colQ4_0: acc + isum·(d·da), fused), so both layouts give the same bits.
+
+/** Repack four Q4_0 rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 18). */
+export function repackQ4_0(src: usize, dst: usize, nb: i32, ts: i32, rowBytes: i32): void {
+  for (let b = 0; b < nb; b++) {
+    const c = dst + <usize>b * 72;
+    for (let r = 0; r < 4; r++) {
+      const p = src + <usize>r * <usize>rowBytes + <usize>b * 18;
+      store<u16>(c + (<usize>r << 1), load<u16>(p));
+      for (let kk = 0; kk < 4; kk++) store<u32>(c + 8 + <usize>(16 * kk + 4 * r), load<u32>(p + 2 + <usize>(4 * kk)));
+    }
+  }
+}
+
+/** Restore row r (0..3) of the group at c (nb blocks) in ggml's layout at dst. */
+export function unpackRowQ4_0(c: usize, r: i32, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, c += 72, dst += 18) {
+    store<u16>(dst, load<u16>(c + (<usize>r << 1)));
+    for (let kk = 0; kk < 4; kk++) store<u32>(dst + 2 + <usize>(4 * kk), load<u32>(c + 8 + <usize>(16 * kk + 4 * r)));
+  }
+}
+
+/** Dequantize row r of the group at c (nb blocks) to f32 at dst, as ggml does. */
+export function dequantRowQ4_0(c: usize, r: i32, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, c += 72, dst += 128) {
+    const d = f16ToF32(load<u16>(c + (<usize>r << 1)));
+    for (let j = 0; j < 16; j++) {
+      const q = <i32>load<u8>(c + 8 + <usize>((j >> 2) * 16 + r * 4 + (j & 3)));
+      store<f32>(dst + (j << 2), <f32>((q & 15) - 8) * d);
+      store<f32>(dst + ((j + 16) << 2), <f32>((q >> 4) - 8) * d);
+    }
+  }
+}
+
+/**
+ * Σ q·a − off (off: 8 Σ a) of one block column (four rows, lanes) with one activation
+ * row's block at a: in 16-bit lane pairs then widened, or (wide) accumulated in 32-bit
+ * lanes from −off on, two chains (dotAdd). The same exact integers either way.
+ */
+@inline function q4Int(c: usize, a: usize, m4: v128, off: v128, wide: bool): v128 {
+  const w0 = v128.load(c, 8);
+  const w1 = v128.load(c, 24);
+  const w2 = v128.load(c, 40);
+  const w3 = v128.load(c, 56);
+  if (wide) {
+    let p = rda(v128.load32_splat(a), v128.and(w0, m4), i32x4.neg(off));
+    let q = rda(v128.load32_splat(a, 4), v128.and(w1, m4), i32x4.splat(0));
+    p = rda(v128.load32_splat(a, 8), v128.and(w2, m4), p);
+    q = rda(v128.load32_splat(a, 12), v128.and(w3, m4), q);
+    p = rda(v128.load32_splat(a, 16), v128.and(i16x8.shr_u(w0, 4), m4), p);
+    q = rda(v128.load32_splat(a, 20), v128.and(i16x8.shr_u(w1, 4), m4), q);
+    p = rda(v128.load32_splat(a, 24), v128.and(i16x8.shr_u(w2, 4), m4), p);
+    q = rda(v128.load32_splat(a, 28), v128.and(i16x8.shr_u(w3, 4), m4), q);
+    return i32x4.add(p, q);
+  }
+  // i16 lanes: at most 8·2·15·127
+  let p = rdot(v128.load32_splat(a), v128.and(w0, m4));
+  p = i16x8.add(p, rdot(v128.load32_splat(a, 4), v128.and(w1, m4)));
+  p = i16x8.add(p, rdot(v128.load32_splat(a, 8), v128.and(w2, m4)));
+  p = i16x8.add(p, rdot(v128.load32_splat(a, 12), v128.and(w3, m4)));
+  p = i16x8.add(p, rdot(v128.load32_splat(a, 16), v128.and(i16x8.shr_u(w0, 4), m4)));
+  p = i16x8.add(p, rdot(v128.load32_splat(a, 20), v128.and(i16x8.shr_u(w1, 4), m4)));
+  p = i16x8.add(p, rdot(v128.load32_splat(a, 24), v128.and(i16x8.shr_u(w2, 4), m4)));
+  p = i16x8.add(p, rdot(v128.load32_splat(a, 28), v128.and(i16x8.shr_u(w3, 4), m4)));
+  return i32x4.sub(i32x4.dot_i16x8_s(p, C_ONES16()), off);
+}
+
+/** One column's block step: acc + (Σ q·a − 8 Σ a)·(d·da) for block b of activation row act (lanes = rows; dw: the rows' d). */
+@inline function q4Col(c: usize, act: usize, b: i32, K: i32, m4: v128, dw: v128, acc: v128, wide: bool): v128 {
+  const ad = act + 2 * <usize>K;
+  const isum = q4Int(c, act + (<usize>b << 5), m4, v128.load32_splat(ad + (<usize>K >> 3) + (<usize>b << 2)), wide);
+  return madd(f32x4.convert_i32x4_s(isum), f32x4.mul(dw, v128.load32_splat(ad + (<usize>b << 2))), acc);
+}
+
+/** Four rows (the group at c, nb blocks) against one activation row: [r0..r3]. */
+export function gemvQ4_0(c: usize, nb: i32, act: usize, K: i32): v128 {
+  return dotAdd() ? gemvQ4_0Of(c, nb, act, K, true) : gemvQ4_0Of(c, nb, act, K, false);
+}
+
+@inline function gemvQ4_0Of(c: usize, nb: i32, act: usize, K: i32, wide: bool): v128 {
+  let acc = f32x4.splat(0);
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, c += 72) acc = q4Col(c, act, b, K, m4, f16x4At(c), acc, wide);
+  return acc;
+}
+
+/** Four rows against four activation rows (results at o0..o3); per column the steps of gemvQ4_0. */
+export function gemmQ4_0x4(
+  c: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  if (dotAdd()) gemmQ4_0x4Of(c, nb, K, a0, a1, a2, a3, o0, o1, o2, o3, true);
+  else gemmQ4_0x4Of(c, nb, K, a0, a1, a2, a3, o0, o1, o2, o3, false);
+}
+
+@inline function gemmQ4_0x4Of(
+  c: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize,
+  wide: bool,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  const m4 = C_M4();
+  for (let b = 0; b < nb; b++, c += 72) {
+    // the eight quant vectors decoded once for the four columns
+    const w0 = v128.load(c, 8);
+    const w1 = v128.load(c, 24);
+    const w2 = v128.load(c, 40);
+    const w3 = v128.load(c, 56);
+    const l0 = v128.and(w0, m4);
+    const l1 = v128.and(w1, m4);
+    const l2 = v128.and(w2, m4);
+    const l3 = v128.and(w3, m4);
+    const h0 = v128.and(i16x8.shr_u(w0, 4), m4);
+    const h1 = v128.and(i16x8.shr_u(w1, 4), m4);
+    const h2 = v128.and(i16x8.shr_u(w2, 4), m4);
+    const h3 = v128.and(i16x8.shr_u(w3, 4), m4);
+    const dw = f16x4At(c);
+    c0 = q4Col8(a0, b, K, l0, l1, l2, l3, h0, h1, h2, h3, dw, c0, wide);
+    c1 = q4Col8(a1, b, K, l0, l1, l2, l3, h0, h1, h2, h3, dw, c1, wide);
+    c2 = q4Col8(a2, b, K, l0, l1, l2, l3, h0, h1, h2, h3, dw, c2, wide);
+    c3 = q4Col8(a3, b, K, l0, l1, l2, l3, h0, h1, h2, h3, dw, c3, wide);
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+/** q4Col with the block's quant vectors decoded (l: low nibbles, h: high, of vectors 0..3). */
+@inline function q4Col8(
+  act: usize, b: i32, K: i32, l0: v128, l1: v128, l2: v128, l3: v128, h0: v128, h1: v128, h2: v128, h3: v128,
+  dw: v128, acc: v128, wide: bool,
+): v128 {
+  const a = act + (<usize>b << 5);
+  const ad = act + 2 * <usize>K;
+  const off = v128.load32_splat(ad + (<usize>K >> 3) + (<usize>b << 2));
+  let i: v128;
+  if (wide) {
+    let p = rda(v128.load32_splat(a), l0, i32x4.neg(off));
+    let q = rda(v128.load32_splat(a, 4), l1, i32x4.splat(0));
+    p = rda(v128.load32_splat(a, 8), l2, p);
+    q = rda(v128.load32_splat(a, 12), l3, q);
+    p = rda(v128.load32_splat(a, 16), h0, p);
+    q = rda(v128.load32_splat(a, 20), h1, q);
+    p = rda(v128.load32_splat(a, 24), h2, p);
+    q = rda(v128.load32_splat(a, 28), h3, q);
+    i = i32x4.add(p, q);
+  } else {
+    let p = rdot(v128.load32_splat(a), l0);
+    p = i16x8.add(p, rdot(v128.load32_splat(a, 4), l1));
+    p = i16x8.add(p, rdot(v128.load32_splat(a, 8), l2));
+    p = i16x8.add(p, rdot(v128.load32_splat(a, 12), l3));
+    p = i16x8.add(p, rdot(v128.load32_splat(a, 16), h0));
+    p = i16x8.add(p, rdot(v128.load32_splat(a, 20), h1));
+    p = i16x8.add(p, rdot(v128.load32_splat(a, 24), h2));
+    p = i16x8.add(p, rdot(v128.load32_splat(a, 28), h3));
+    i = i32x4.sub(i32x4.dot_i16x8_s(p, C_ONES16()), off);
+  }
+  return madd(f32x4.convert_i32x4_s(i), f32x4.mul(dw, v128.load32_splat(ad + (<usize>b << 2))), acc);
+}
+
+/**
+ * Unpack n block columns of a group (at c) for the tiles of qdot.ts (tileQ4_0x2/x1, the
+ * DQ4 format of unpackQ4_0x4): the four d as f32, then the low and the high nibbles of
+ * the four quant vectors, which already hold four bytes of each row in turn.
+ */
+export function unpackQ4_0k4(c: usize, n: i32, s: usize): void {
+  const m4 = C_M4();
+  for (let b = 0; b < n; b++, c += 72, s += 144) {
+    v128.store(s, f16x4At(c));
+    for (let kk: usize = 0; kk < 64; kk += 16) {
+      const w = v128.load(c + kk, 8);
+      v128.store(s + kk, v128.and(w, m4), 16);
+      v128.store(s + kk, v128.and(i16x8.shr_u(w, 4), m4), 80);
+    }
+  }
 }
 
 // ---- Q6_K in the k4 layout -------------------------------------------------------------

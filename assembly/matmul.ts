@@ -23,8 +23,8 @@
 import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
-  colsQ5_0x4, DQ6, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow, tileQ6Kx1,
-  tileQ6Kx2, tileQ6Kx4, unpackQ6Kx4, unpackRowQ4K, unpackRowQ5_0, unpackRowQ6K,
+  colsQ5_0x4, DQ6, gemmQ4_0x4, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4_0, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow,
+  tileQ6Kx1, tileQ6Kx2, tileQ6Kx4, unpackQ4_0k4, unpackQ6Kx4, unpackRowQ4_0, unpackRowQ4K, unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
 import { f16ToF32, f32ToF16 } from './math';
 import {
@@ -312,7 +312,7 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   ) {
     const chunk = tAddr(node, 1) + base + <usize>m0 * nb1;
     const nb = K >> 5;
-    if (ASC_FEATURE_RELAXED_SIMD && type == T_Q4_0 && c1 - c0 >= UNPACK_MIN_COLS && mmUnpacked(node, ith, chunk, nb, K, m0, i2, i3, c0, c1)) return;
+    if (ASC_FEATURE_RELAXED_SIMD && type == T_Q4_0 && c1 - c0 >= UNPACK_MIN_COLS && mmUnpacked(node, ith, chunk, nb, K, m0, i2, i3, c0, c1, false)) return;
     let n = c0;
     for (; n + 4 <= c1; n += 4) {
       const x0 = actRow(node, n, i2, i3);
@@ -372,11 +372,13 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
 }
 
-/** A whole group of four interleaved Q4_K / Q5_0 / Q6_K rows (kquant.ts): columns four at a time, then one. */
+/** A whole group of four interleaved Q4_K / Q5_0 / Q6_K / Q4_0 rows (kquant.ts): columns four at a time, then one. */
 function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
   const q5 = type == T_Q5_0;
   const q6 = type == T_Q6_K;
+  const q4 = type == T_Q4_0;
   if (q6 && unpackQ6K(c1 - c0) && mmUnpackedQ6K(node, ith, chunk, K, m0, i2, i3, c0, c1)) return;
+  if (ASC_FEATURE_RELAXED_SIMD && q4 && c1 - c0 >= UNPACK_MIN_COLS && mmUnpacked(node, ith, chunk, K >> 5, K, m0, i2, i3, c0, c1, true)) return;
   let n = c0;
   for (; n + 4 <= c1; n += 4) {
     const x0 = actRow(node, n, i2, i3);
@@ -387,13 +389,20 @@ function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i
     const o1 = dstAt(node, m0, n + 1, i2, i3);
     const o2 = dstAt(node, m0, n + 2, i2, i3);
     const o3 = dstAt(node, m0, n + 3, i2, i3);
-    if (q5) gemmQ5_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
+    if (q4) gemmQ4_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
+    else if (q5) gemmQ5_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else if (q6) gemmQ6Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else gemmQ4Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
   }
   for (; n < c1; n++) {
     const x = actRow(node, n, i2, i3);
-    const v = q5 ? gemvQ5_0(chunk, K >> 5, x, K) : q6 ? gemvQ6K(chunk, K >> 8, x, K) : gemvQ4K(chunk, K >> 8, x, K);
+    const v = q4
+      ? gemvQ4_0(chunk, K >> 5, x, K)
+      : q5
+        ? gemvQ5_0(chunk, K >> 5, x, K)
+        : q6
+          ? gemvQ6K(chunk, K >> 8, x, K)
+          : gemvQ4K(chunk, K >> 8, x, K);
     v128.store(dstAt(node, m0, n, i2, i3), v);
   }
 }
@@ -442,12 +451,12 @@ function mmUnpackedQ6K(node: usize, ith: i32, chunk: usize, K: i32, m0: i32, i2:
 const UNPACK_MIN_COLS: i32 = 8;
 
 /**
- * One group of four Q4_0 rows against columns [c0, c1): the group's blocks unpacked into
- * the thread's scratch a piece at a time, each piece then used for every column (pairs,
- * then one). The results are the same bits as groupQ4_0x4's. False (nothing done) when the
- * scratch cannot hold one block.
+ * One group of four Q4_0 rows (rep4 layout, or k4 when k4) against columns [c0, c1): the
+ * group's blocks unpacked into the thread's scratch a piece at a time, each piece then used
+ * for every column (pairs, then one). The results are the same bits as groupQ4_0x4's and
+ * gemmQ4_0x4's. False (nothing done) when the scratch cannot hold one block.
  */
-function mmUnpacked(node: usize, ith: i32, chunk: usize, nb: i32, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): bool {
+function mmUnpacked(node: usize, ith: i32, chunk: usize, nb: i32, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32, k4: bool): bool {
   const room = <usize>(extra(node, 8) > 0 ? extra(node, 8) : extra(node, 4)) / DQ4;
   if (room == 0) return false;
   // pieces of at most 32 blocks keep the unpacked rows in L1 next to the activations
@@ -456,7 +465,8 @@ function mmUnpacked(node: usize, ith: i32, chunk: usize, nb: i32, K: i32, m0: i3
   for (let b0 = 0; b0 < nb; b0 += P) {
     const n = min(P, nb - b0);
     const first = b0 == 0;
-    unpackQ4_0x4(chunk + <usize>b0 * 72, n, scr);
+    if (k4) unpackQ4_0k4(chunk + <usize>b0 * 72, n, scr);
+    else unpackQ4_0x4(chunk + <usize>b0 * 72, n, scr);
     let c = c0;
     for (; c + 2 <= c1; c += 2) {
       const x0 = actRow(node, c, i2, i3);
@@ -487,10 +497,25 @@ function mmRows(
     const pa = tAddr(node, 1) + o;
     if (type == T_Q4_0 || type == T_Q8_0) {
       const ts: usize = type == T_Q4_0 ? 18 : 34;
-      qrow(node, 1, o, ts);
-      const sc = qScale;
-      const qs = qQs;
-      const st = qStride;
+      let sc: usize;
+      let qs: usize;
+      let st: usize;
+      if (tLayout(node, 1) == LAYOUT_K4) {
+        // a Q4_0 row of a k4 group outside the tiles (a view): ggml's bytes in scratch
+        krow(node, 1, o, 18);
+        sc = kGroup;
+        if (kRow >= 0) {
+          unpackRowQ4_0(kGroup, kRow, K >> 5, scratch);
+          sc = scratch;
+        }
+        qs = sc + 2;
+        st = 18;
+      } else {
+        qrow(node, 1, o, ts);
+        sc = qScale;
+        qs = qQs;
+        st = qStride;
+      }
       for (let n = c0; n < c1; n++) {
         const act = actRow(node, n, i2, i3);
         const v = type == T_Q4_0 ? dotQ4_0(sc, qs, st, K >> 5, act, K) : dotQ8_0(sc, qs, st, K >> 5, act, K);

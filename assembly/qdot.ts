@@ -10,7 +10,7 @@
 // corrected with the activation sums. Strict build: weights split into int16 lanes and
 // i32x4.dot_i16x8_s against the permuted int16 activations.
 
-import { C_BIT8, C_LANE16, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, f16x4, f16x4At } from './consts';
+import { C_BIT8, C_LANE16, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, C_W4, C_W8, dotAdd, f16x4, f16x4At } from './consts';
 import { hsum, madd, rdot } from './dot';
 import { f16ToF32 } from './math';
 
@@ -770,10 +770,27 @@ export function unpackQ4_0x4(chunk: usize, n: i32, s: usize): void {
   return v128.shuffle<i32>(x, x, 3, 3, 3, 3);
 }
 
-/** Σ over the 8 runs of one column's block (activation quants at q) against unpacked vectors w0..w7. */
-@inline function col8(q: usize, w0: v128, w1: v128, w2: v128, w3: v128, w4: v128, w5: v128, w6: v128, w7: v128): v128 {
+/**
+ * Σ q·a − sub over the 8 runs of one column's block (activation quants at q) against
+ * unpacked vectors w0..w7 (i32 lanes): 16-bit lanes widened at the end, or (wide, dotAdd)
+ * 32-bit lanes from −sub on in two chains. The same exact integers either way.
+ */
+@inline function col8(
+  q: usize, sub: v128, w0: v128, w1: v128, w2: v128, w3: v128, w4: v128, w5: v128, w6: v128, w7: v128, wide: bool,
+): v128 {
   const x = v128.load(q);
   const y = v128.load(q, 16);
+  if (wide) {
+    let p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc0(x), w0, i32x4.neg(sub));
+    let r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc1(x), w1, i32x4.splat(0));
+    p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc2(x), w2, p);
+    r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc3(x), w3, r);
+    p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc0(y), w4, p);
+    r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc1(y), w5, r);
+    p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc2(y), w6, p);
+    r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc3(y), w7, r);
+    return i32x4.add(p, r);
+  }
   let p = rdot(bc0(x), w0);
   p = i16x8.add(p, rdot(bc1(x), w1));
   p = i16x8.add(p, rdot(bc2(x), w2));
@@ -781,12 +798,12 @@ export function unpackQ4_0x4(chunk: usize, n: i32, s: usize): void {
   p = i16x8.add(p, rdot(bc0(y), w4));
   p = i16x8.add(p, rdot(bc1(y), w5));
   p = i16x8.add(p, rdot(bc2(y), w6));
-  return i16x8.add(p, rdot(bc3(y), w7));
+  p = i16x8.add(p, rdot(bc3(y), w7));
+  return i32x4.sub(i32x4.dot_i16x8_s(p, C_ONES16()), sub);
 }
 
-/** A Q4_0 column's float step (colQ4_0's): acc + (Σ − 8·Σa) · (dw · da). */
-@inline function fin4(p: v128, sub: v128, dw: v128, da: v128, acc: v128): v128 {
-  const i = i32x4.sub(i32x4.dot_i16x8_s(p, C_ONES16()), sub);
+/** A Q4_0 column's float step (colQ4_0's): acc + i · (dw · da), i = Σ − 8·Σa. */
+@inline function fin4(i: v128, dw: v128, da: v128, acc: v128): v128 {
   return madd(f32x4.convert_i32x4_s(i), f32x4.mul(dw, da), acc);
 }
 
@@ -796,6 +813,13 @@ export function unpackQ4_0x4(chunk: usize, n: i32, s: usize): void {
  * before b0 unless first. The unpacked vectors are loaded once for both columns.
  */
 export function tileQ4_0x2(s: usize, b0: i32, n: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize, first: bool): void {
+  if (ASC_FEATURE_RELAXED_SIMD && dotAdd()) tileQ4_0x2Of(s, b0, n, K, a0, a1, o0, o1, first, true);
+  else tileQ4_0x2Of(s, b0, n, K, a0, a1, o0, o1, first, false);
+}
+
+@inline function tileQ4_0x2Of(
+  s: usize, b0: i32, n: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize, first: bool, wide: bool,
+): void {
   const ad0 = a0 + 2 * <usize>K;
   const ad1 = a1 + 2 * <usize>K;
   const sk = <usize>K >> 3;
@@ -813,8 +837,8 @@ export function tileQ4_0x2(s: usize, b0: i32, n: i32, K: i32, a0: usize, a1: usi
     const q = <usize>b << 5;
     const f = <usize>b << 2;
     const dw = v128.load(s);
-    c0 = fin4(col8(a0 + q, w0, w1, w2, w3, w4, w5, w6, w7), v128.load32_splat(ad0 + sk + f), dw, v128.load32_splat(ad0 + f), c0);
-    c1 = fin4(col8(a1 + q, w0, w1, w2, w3, w4, w5, w6, w7), v128.load32_splat(ad1 + sk + f), dw, v128.load32_splat(ad1 + f), c1);
+    c0 = fin4(col8(a0 + q, v128.load32_splat(ad0 + sk + f), w0, w1, w2, w3, w4, w5, w6, w7, wide), dw, v128.load32_splat(ad0 + f), c0);
+    c1 = fin4(col8(a1 + q, v128.load32_splat(ad1 + sk + f), w0, w1, w2, w3, w4, w5, w6, w7, wide), dw, v128.load32_splat(ad1 + f), c1);
   }
   v128.store(o0, c0);
   v128.store(o1, c1);
@@ -822,17 +846,22 @@ export function tileQ4_0x2(s: usize, b0: i32, n: i32, K: i32, a0: usize, a1: usi
 
 /** Q4_0, one column (see tileQ4_0x2). */
 export function tileQ4_0x1(s: usize, b0: i32, n: i32, K: i32, a: usize, o: usize, first: bool): void {
+  if (ASC_FEATURE_RELAXED_SIMD && dotAdd()) tileQ4_0x1Of(s, b0, n, K, a, o, first, true);
+  else tileQ4_0x1Of(s, b0, n, K, a, o, first, false);
+}
+
+@inline function tileQ4_0x1Of(s: usize, b0: i32, n: i32, K: i32, a: usize, o: usize, first: bool, wide: bool): void {
   const ad = a + 2 * <usize>K;
   const sk = <usize>K >> 3;
   let c = first ? f32x4.splat(0) : v128.load(o);
   for (let b = b0; b < b0 + n; b++, s += DQ4) {
     const f = <usize>b << 2;
-    const p = col8(
-      a + (<usize>b << 5),
+    const i = col8(
+      a + (<usize>b << 5), v128.load32_splat(ad + sk + f),
       v128.load(s, 16), v128.load(s, 32), v128.load(s, 48), v128.load(s, 64),
-      v128.load(s, 80), v128.load(s, 96), v128.load(s, 112), v128.load(s, 128),
+      v128.load(s, 80), v128.load(s, 96), v128.load(s, 112), v128.load(s, 128), wide,
     );
-    c = fin4(p, v128.load32_splat(ad + sk + f), v128.load(s), v128.load32_splat(ad + f), c);
+    c = fin4(i, v128.load(s), v128.load32_splat(ad + f), c);
   }
   v128.store(o, c);
 }

@@ -1,4 +1,4 @@
-// The CPU device's buffers: Q4_0/Q8_0 (and Q4_K, Q6_K, Q5_0 weights) tensors are stored 4-row interleaved and every
+// The CPU device's buffers: Q4_0/Q8_0 (and Q4_K, Q6_K, Q5_0, Q4_0 weights: k4) tensors are stored 4-row interleaved and every
 // sub-range write and read must still see ggml's bytes (randomized offsets and sizes,
 // memsets, views); the plain host buffer type keeps ggml's layout.
 
@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { tensorGet, tensorMemset, tensorSet } from '../src/backends/api.js';
 import type { CpuBuffer } from '../src/backends/cpu/buffer.js';
+import { q4_0Layout } from '../src/backends/cpu/engine-flags.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
 import { Rep4Layout } from '../src/backends/cpu/layout.js';
 import { K4Layout } from '../src/backends/cpu/layout-k.js';
@@ -50,28 +51,81 @@ const SHAPES: [number, number[]][] = [
   [GGMLType.Q6_K, [512, 5, 2]],
 ];
 
-test('cpu buffer: Q4_0/Q8_0 are stored interleaved, not in ggml layout', () => {
-  const t = newTensor(GGMLType.Q4_0, [64, 8]);
+test('cpu buffer: Q8_0 (and Q4_0 outside the k4 layout) are stored rep4-interleaved, not in ggml layout', async () => {
+  const t = newTensor(GGMLType.Q8_0, [64, 8]);
   const [buf] = allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[];
   assert.equal(cpuDevice.bufferType().isHost, false);
+  const q4 = newTensor(GGMLType.Q4_0, [64, 8]);
+  const [qw] = await withQ4Layout('rep4', () => allocTensors([q4], cpuDevice.bufferType()) as CpuBuffer[]);
+  assert.ok(qw.layoutOf(q4) instanceof Rep4Layout);
+  qw.free();
   assert.ok(buf.layoutOf(t) instanceof Rep4Layout);
   const data = bytes(rng(7), t.nbytes);
   tensorSet(t, data);
   const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
   assert.notDeepEqual(Uint8Array.from(raw), data);
   // row 1's first scale sits right after row 0's in the first block column
+  assert.equal(raw[2], data[68]);
+  assert.equal(raw[3], data[69]);
+  buf.free();
+  // Q4_0 that kernels may write (not weights) keeps rep4 in either build
+  const q = newTensor(GGMLType.Q4_0, [64, 8]);
+  const [qb] = allocTensors([q], cpuDevice.bufferType(), 'any') as CpuBuffer[];
+  assert.ok(qb.layoutOf(q) instanceof Rep4Layout);
+  qb.free();
+});
+
+test('cpu buffer: Q4_0 weights can take the k4 layout (relaxed-SIMD kernels; rep4 otherwise)', async () => {
+  const t = newTensor(GGMLType.Q4_0, [64, 8]);
+  const [buf] = await withQ4Layout('k4', () => allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[]);
+  if (cpuDevice.variant !== 'relaxed') {
+    assert.ok(buf.layoutOf(t) instanceof Rep4Layout);
+    buf.free();
+    return;
+  }
+  assert.ok(buf.layoutOf(t) instanceof K4Layout);
+  const data = bytes(rng(8), t.nbytes);
+  tensorSet(t, data);
+  const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
+  // row 1's d right after row 0's; then four quant bytes of each row in turn
   assert.equal(raw[2], data[36]);
   assert.equal(raw[3], data[37]);
+  assert.deepEqual(Array.from(raw.subarray(8, 16)), [...data.subarray(2, 6), ...data.subarray(38, 42)]);
+  assert.deepEqual(Array.from(raw.subarray(24, 28)), Array.from(data.subarray(6, 10)));
   buf.free();
 });
+
+/** Runs fn with Q4_0 weights in the given layout (engine-flags.ts q4_0Layout; the relaxed build only has k4). */
+async function withQ4Layout<T>(layout: 'k4' | 'rep4', fn: () => Promise<T> | T): Promise<T> {
+  const saved = process.env.LLAMA_TS_Q4_0_LAYOUT;
+  process.env.LLAMA_TS_Q4_0_LAYOUT = layout;
+  try {
+    return await fn();
+  } finally {
+    if (saved === undefined) delete process.env.LLAMA_TS_Q4_0_LAYOUT;
+    else process.env.LLAMA_TS_Q4_0_LAYOUT = saved;
+  }
+}
 
 for (const seed of [1, 2, 3]) {
   test(`cpu buffer: random sub-range writes, memsets and reads round-trip (seed ${seed})`, async () => {
     const r = rng(seed);
-    for (const [type, ne] of SHAPES) {
+    // Q4_0 weights once more in the layout this engine does not choose by itself
+    const other = q4_0Layout() === 'k4' ? 'rep4' : 'k4';
+    const shapes = [
+      ...SHAPES.map((s) => [...s, undefined] as const),
+      ...SHAPES.filter(([t]) => t === GGMLType.Q4_0).map((s) => [...s, other] as const),
+    ];
+    for (const [type, ne, layout] of shapes) {
+      const saved = process.env.LLAMA_TS_Q4_0_LAYOUT;
+      if (layout) process.env.LLAMA_TS_Q4_0_LAYOUT = layout;
       const t = newTensor(type, ne, 't');
       const model = newTensor(type, ne, 'm');
       const bufs = allocTensors([newTensor(GGMLType.F32, [3], 'pad'), t], cpuDevice.bufferType());
+      if (layout) {
+        if (saved === undefined) delete process.env.LLAMA_TS_Q4_0_LAYOUT;
+        else process.env.LLAMA_TS_Q4_0_LAYOUT = saved;
+      }
       const hbufs = allocTensors([model], referenceDevice.bufferType());
       const full = bytes(r, t.nbytes);
       tensorSet(t, full);
@@ -130,12 +184,13 @@ test('cpu buffer: Q4_K is stored interleaved (relaxed-SIMD kernels only)', () =>
   buf.free();
 });
 
-for (const name of ['Q4_K', 'Q5_0', 'Q6_K'] as const) {
+for (const name of ['Q4_K', 'Q5_0', 'Q6_K', 'Q4_0'] as const) {
   test(`cpu buffer: GET_ROWS and products with row views of interleaved ${name} weights match the reference`, async () => {
     // 11 rows: two interleaved groups and three plain rows; views start inside a group
     const run = async (dev: typeof cpuDevice | typeof referenceDevice) => {
       const a = newTensor(GGMLType[name], [512, 11], 'a');
-      const bufs = allocTensors([a], dev.bufferType(), 'weights');
+      // (Q4_0 in the k4 layout whatever this engine would choose)
+      const bufs = await withQ4Layout('k4', () => allocTensors([a], dev.bufferType(), 'weights'));
       tensorSet(a, randomData(a, 31));
       const idx = newTensor(GGMLType.I32, [6], 'idx');
       const x = newTensor(GGMLType.F32, [512, 3], 'x');

@@ -14,6 +14,7 @@ import {
   gridValues,
   signsOf7,
 } from '../../ggml/quants/iq-grids.js';
+import { engineFlags } from './engine-flags.js';
 import { Wasm, type WasmMemory } from './wasm-api.js';
 
 export const PAGE = 65536;
@@ -25,6 +26,9 @@ export const ARENA_HEADER = PAGE;
  * assembly/consts.ts): each entry is 16 bytes.
  */
 export const CONSTANTS_AT = 1024;
+
+/** The engine flags word (engine-flags.ts; assembly/consts.ts reads it). */
+export const FLAGS_AT = 512;
 
 /**
  * The f32 constants after the integer ones, in assembly/consts.ts's order (F_* indices):
@@ -160,6 +164,7 @@ export class Arena {
     this.view = new Uint8Array(this.memory.buffer);
     this.view.set(constantTable(), CONSTANTS_AT);
     this.view.set(iqTables(), IQ_TABLES_AT);
+    new Uint32Array(this.memory.buffer, FLAGS_AT, 1)[0] = engineFlags();
   }
 
   /** The whole memory as bytes (refreshed after growth). */

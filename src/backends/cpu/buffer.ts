@@ -11,6 +11,7 @@ import { GGMLType } from '../../ggml/types.js';
 import { HostBuffer } from '../host.js';
 import type { Buffer, BufferType, BufferUsage, Device } from '../impl.js';
 import type { Arena } from './arena.js';
+import { q4_0Layout } from './engine-flags.js';
 import { Rep4Layout } from './layout.js';
 import { K4Layout } from './layout-k.js';
 import { Wasm, type WasmModule } from './wasm-api.js';
@@ -84,16 +85,19 @@ export class CpuBuffer implements Buffer, ArenaBacked {
   }
 
   initTensor(t: Tensor): void {
-    if (!t.viewSrc && Rep4Layout.applies(t)) this.layouts.set(t, new Rep4Layout(t.type, t.ne));
-    // Q5_0 rows can be written by kernels (CPY, SET_ROWS) in ggml's layout only: weights only
-    else if (
-      !t.viewSrc &&
+    if (t.viewSrc) return;
+    // Q5_0 and Q4_0 rows can be written by kernels (CPY, SET_ROWS) in ggml's and rep4's
+    // layouts only: k4 for weights only (other Q4_0 tensors, and the strict build's, rep4;
+    // Q4_0 weights where the engine runs rep4's kernels faster too: engine-flags.ts)
+    const writable = t.type === GGMLType.Q5_0 || t.type === GGMLType.Q4_0;
+    if (
       K4Layout.applies(t) &&
       relaxedKernels(this.bufferType) &&
-      (t.type !== GGMLType.Q5_0 || this.usage === 'weights')
+      (!writable || this.usage === 'weights') &&
+      (t.type !== GGMLType.Q4_0 || q4_0Layout() === 'k4')
     ) {
       this.layouts.set(t, new K4Layout(t.type, t.ne));
-    }
+    } else if (Rep4Layout.applies(t)) this.layouts.set(t, new Rep4Layout(t.type, t.ne));
   }
 
   /** The range was checked by the caller (api.ts); a freed buffer is this one's to refuse. */

@@ -1,4 +1,4 @@
-// The 4-row interleaved layout of Q4_K, Q6_K and Q5_0 weights (the "k4" layout), and the
+// The 4-row interleaved layout of Q4_K, Q6_K, Q5_0 and Q4_0 weights (the "k4" layout), and the
 // byte mapping between it and ggml's layout, for any sub-range.
 //
 // As Rep4Layout (layout.ts): in each matrix, rows are taken four at a time (rows left
@@ -6,7 +6,9 @@
 // reordered by block column (K-quants: super-block): the four rows' scales, then (Q4_K) their
 // 6-bit scales and mins re-packed so that a few vector ops decode them into bytes, or
 // (Q5_0) the high bits regrouped by four-element step, then the quants with four bytes of
-// each row in turn (assembly/kquant.ts describes the bytes). Bits move between bytes, so
+// each row in turn (assembly/kquant.ts describes the bytes). Q4_0 (relaxed build, weights
+// only) takes this layout rather than rep4's (layout.ts): four bytes of each row in turn
+// let a kernel use one quant vector for all four rows without horizontal sums. Bits move between bytes, so
 // a partly written group is unpacked, patched and repacked.
 
 import type { Tensor } from '../../ggml/tensor.js';
@@ -36,21 +38,27 @@ export class K4Layout extends InterleavedLayout {
     ne: readonly number[],
   ) {
     const q5 = type === GGMLType.Q5_0;
-    const ts = q5 ? 22 : type === GGMLType.Q6_K ? 210 : 144;
-    const nsb = ne[0] / (q5 ? 32 : 256);
+    const q4 = type === GGMLType.Q4_0;
+    const ts = q4 ? 18 : q5 ? 22 : type === GGMLType.Q6_K ? 210 : 144;
+    const nsb = ne[0] / (q5 || q4 ? 32 : 256);
     super(nsb * ts, ts, ne);
     this.nsb = nsb;
-    this.repackExport = q5 ? 'repackQ5_0' : type === GGMLType.Q6_K ? 'repackQ6K' : 'repackQ4K';
+    this.repackExport = q4 ? 'repackQ4_0' : q5 ? 'repackQ5_0' : type === GGMLType.Q6_K ? 'repackQ6K' : 'repackQ4K';
   }
 
   /** Whether tensors of this type and shape are stored interleaved. */
   static applies(t: Tensor): boolean {
-    const k = t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0 || t.type === GGMLType.Q6_K;
+    const k =
+      t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0 || t.type === GGMLType.Q6_K || t.type === GGMLType.Q4_0;
     return k && t.ne[1] >= 4 && t.isContiguous();
   }
 
   /** Four ggml rows at src[s] (rowBytes apart) into the group at dst[d]. */
   packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    if (this.type === GGMLType.Q4_0) {
+      this.moveQ4(src, s, dst, d, true);
+      return;
+    }
     if (this.type === GGMLType.Q5_0) {
       this.packQ5(src, s, dst, d);
       return;
@@ -96,6 +104,10 @@ export class K4Layout extends InterleavedLayout {
 
   /** The group at src[s] back to four ggml rows at dst[d]. */
   unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
+    if (this.type === GGMLType.Q4_0) {
+      this.moveQ4(dst, d, src, s, false);
+      return;
+    }
     if (this.type === GGMLType.Q5_0) {
       this.unpackQ5(src, s, dst, d);
       return;
@@ -140,6 +152,31 @@ export class K4Layout extends InterleavedLayout {
             dst[i + 1] = src[o + 1];
             dst[i + 2] = src[o + 2];
             dst[i + 3] = src[o + 3];
+          }
+        }
+      }
+    }
+  }
+
+  // Q4_0 block column (72 bytes): d of rows 0..3 (f16) at +0; at +8 + 16kk byte 4r+e =
+  // qs[4kk+e] of row r. Whole bytes move, so one routine serves both directions (pack:
+  // ggml rows at g[gs] to the group at k[ks]; unpack: the reverse).
+  private moveQ4(g: Uint8Array, gs: number, k: Uint8Array, ks: number, pack: boolean): void {
+    const { rowBytes, nsb } = this;
+    for (let b = 0; b < nsb; b++) {
+      const c = ks + b * 72;
+      for (let r = 0; r < 4; r++) {
+        const p = gs + r * rowBytes + b * 18;
+        for (let i = 0; i < 2; i++) {
+          if (pack) k[c + 2 * r + i] = g[p + i];
+          else g[p + i] = k[c + 2 * r + i];
+        }
+        for (let kk = 0; kk < 4; kk++) {
+          for (let e = 0; e < 4; e++) {
+            const o = c + 8 + 16 * kk + 4 * r + e;
+            const q = p + 2 + 4 * kk + e;
+            if (pack) k[o] = g[q];
+            else g[q] = k[o];
           }
         }
       }
