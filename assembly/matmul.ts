@@ -20,6 +20,7 @@
 // expert's rows, so a prompt reads each used expert's weights once per column chunk and
 // a decode step reads only the chosen experts' rows.
 
+import { dotAdd } from './consts';
 import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
 import {
@@ -378,7 +379,7 @@ function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i
   const q6 = type == T_Q6_K;
   const q4 = type == T_Q4_0;
   if (q6 && unpackQ6K(c1 - c0) && mmUnpackedQ6K(node, ith, chunk, K, m0, i2, i3, c0, c1)) return;
-  if (ASC_FEATURE_RELAXED_SIMD && q4 && c1 - c0 >= UNPACK_MIN_COLS && mmUnpacked(node, ith, chunk, K >> 5, K, m0, i2, i3, c0, c1, true)) return;
+  if (ASC_FEATURE_RELAXED_SIMD && q4 && dotAdd() && c1 - c0 >= UNPACK_MIN_COLS_K4 && mmUnpacked(node, ith, chunk, K >> 5, K, m0, i2, i3, c0, c1, true)) return;
   let n = c0;
   for (; n + 4 <= c1; n += 4) {
     const x0 = actRow(node, n, i2, i3);
@@ -449,6 +450,14 @@ function mmUnpackedQ6K(node: usize, ith: i32, chunk: usize, K: i32, m0: i32, i2:
  * unpackQ4_0x4) rather than decoded per four columns: unpacking costs about one column.
  */
 const UNPACK_MIN_COLS: i32 = 8;
+
+/**
+ * The same for k4 Q4_0 groups, whose four-column kernel needs no horizontal sums: the tiles
+ * pay only with the 32-bit dot form (dotAdd), from about 20 columns (Zen 5, Node 24, CPU
+ * time in one process: 0.95x of the four-column kernel's at 32 and 512 columns, 1.0-1.1x
+ * at 9-17); with 16-bit dots they took 1.5x the four-column kernel's time at 8 to 512.
+ */
+const UNPACK_MIN_COLS_K4: i32 = 20;
 
 /**
  * One group of four Q4_0 rows (rep4 layout, or k4 when k4) against columns [c0, c1): the
