@@ -108,5 +108,6 @@ function probeFlags(): number {
 export function q4_0Layout(): 'k4' | 'rep4' {
   const env = process.env.LLAMA_TS_Q4_0_LAYOUT;
   if (env === 'k4' || env === 'rep4') return env;
-  return Number(process.versions.v8.split('.')[0]) >= 13 ? 'k4' : 'rep4';
+  // (no V8 version, another engine: rep4, the layout that does not depend on it)
+  return Number((process.versions.v8 ?? '0').split('.')[0]) >= 13 ? 'k4' : 'rep4';
 }
