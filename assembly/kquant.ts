@@ -1,6 +1,6 @@
-// Q4_K, Q6_K and Q5_0 weights in the 4-row interleaved layout ("k4" layout;
+// Q4_K, Q6_K, Q5_0 and Q4_0 weights in the 4-row interleaved layout ("k4" layout;
 // src/backends/cpu/layout-k.ts) and their kernels: Q4_K first, then Q5_0 (also a
-// four-column tile for ggml's layout), then Q6_K.
+// four-column tile for ggml's layout), then Q4_0, then Q6_K.
 //
 // In a matrix, rows are taken four at a time (rows left over keep ggml's layout); a group
 // of four rows occupies the same bytes as in ggml's layout, reordered by super-block
@@ -629,46 +629,6 @@ export function dequantRowQ4_0(c: usize, r: i32, nb: i32, dst: usize): void {
   }
 }
 
-/**
- * Σ q·a − off (off: 8 Σ a) of one block column (four rows, lanes) with one activation
- * row's block at a: in 16-bit lane pairs then widened, or (wide) accumulated in 32-bit
- * lanes from −off on, two chains (dotAdd). The same exact integers either way.
- */
-@inline function q4Int(c: usize, a: usize, m4: v128, off: v128, wide: bool): v128 {
-  const w0 = v128.load(c, 8);
-  const w1 = v128.load(c, 24);
-  const w2 = v128.load(c, 40);
-  const w3 = v128.load(c, 56);
-  if (wide) {
-    let p = rda(v128.load32_splat(a), v128.and(w0, m4), i32x4.neg(off));
-    let q = rda(v128.load32_splat(a, 4), v128.and(w1, m4), i32x4.splat(0));
-    p = rda(v128.load32_splat(a, 8), v128.and(w2, m4), p);
-    q = rda(v128.load32_splat(a, 12), v128.and(w3, m4), q);
-    p = rda(v128.load32_splat(a, 16), v128.and(i16x8.shr_u(w0, 4), m4), p);
-    q = rda(v128.load32_splat(a, 20), v128.and(i16x8.shr_u(w1, 4), m4), q);
-    p = rda(v128.load32_splat(a, 24), v128.and(i16x8.shr_u(w2, 4), m4), p);
-    q = rda(v128.load32_splat(a, 28), v128.and(i16x8.shr_u(w3, 4), m4), q);
-    return i32x4.add(p, q);
-  }
-  // i16 lanes: at most 8·2·15·127
-  let p = rdot(v128.load32_splat(a), v128.and(w0, m4));
-  p = i16x8.add(p, rdot(v128.load32_splat(a, 4), v128.and(w1, m4)));
-  p = i16x8.add(p, rdot(v128.load32_splat(a, 8), v128.and(w2, m4)));
-  p = i16x8.add(p, rdot(v128.load32_splat(a, 12), v128.and(w3, m4)));
-  p = i16x8.add(p, rdot(v128.load32_splat(a, 16), v128.and(i16x8.shr_u(w0, 4), m4)));
-  p = i16x8.add(p, rdot(v128.load32_splat(a, 20), v128.and(i16x8.shr_u(w1, 4), m4)));
-  p = i16x8.add(p, rdot(v128.load32_splat(a, 24), v128.and(i16x8.shr_u(w2, 4), m4)));
-  p = i16x8.add(p, rdot(v128.load32_splat(a, 28), v128.and(i16x8.shr_u(w3, 4), m4)));
-  return i32x4.sub(i32x4.dot_i16x8_s(p, C_ONES16()), off);
-}
-
-/** One column's block step: acc + (Σ q·a − 8 Σ a)·(d·da) for block b of activation row act (lanes = rows; dw: the rows' d). */
-@inline function q4Col(c: usize, act: usize, b: i32, K: i32, m4: v128, dw: v128, acc: v128, wide: bool): v128 {
-  const ad = act + 2 * <usize>K;
-  const isum = q4Int(c, act + (<usize>b << 5), m4, v128.load32_splat(ad + (<usize>K >> 3) + (<usize>b << 2)), wide);
-  return madd(f32x4.convert_i32x4_s(isum), f32x4.mul(dw, v128.load32_splat(ad + (<usize>b << 2))), acc);
-}
-
 /** Four rows (the group at c, nb blocks) against one activation row: [r0..r3]. */
 export function gemvQ4_0(c: usize, nb: i32, act: usize, K: i32): v128 {
   return dotAdd() ? gemvQ4_0Of(c, nb, act, K, true) : gemvQ4_0Of(c, nb, act, K, false);
@@ -677,7 +637,18 @@ export function gemvQ4_0(c: usize, nb: i32, act: usize, K: i32): v128 {
 @inline function gemvQ4_0Of(c: usize, nb: i32, act: usize, K: i32, wide: bool): v128 {
   let acc = f32x4.splat(0);
   const m4 = C_M4();
-  for (let b = 0; b < nb; b++, c += 72) acc = q4Col(c, act, b, K, m4, f16x4At(c), acc, wide);
+  for (let b = 0; b < nb; b++, c += 72) {
+    const w0 = v128.load(c, 8);
+    const w1 = v128.load(c, 24);
+    const w2 = v128.load(c, 40);
+    const w3 = v128.load(c, 56);
+    acc = q4Col8(
+      act, b, K,
+      v128.and(w0, m4), v128.and(w1, m4), v128.and(w2, m4), v128.and(w3, m4),
+      v128.and(i16x8.shr_u(w0, 4), m4), v128.and(i16x8.shr_u(w1, 4), m4), v128.and(i16x8.shr_u(w2, 4), m4), v128.and(i16x8.shr_u(w3, 4), m4),
+      f16x4At(c), acc, wide,
+    );
+  }
   return acc;
 }
 
@@ -724,7 +695,12 @@ export function gemmQ4_0x4(
   v128.store(o3, c3);
 }
 
-/** q4Col with the block's quant vectors decoded (l: low nibbles, h: high, of vectors 0..3). */
+/**
+ * One column's block step: acc + (Σ q·a − 8 Σ a)·(d·da) for block b of activation row act
+ * (lanes = rows; l/h: the low/high nibbles of the block's four quant vectors; dw: the rows'
+ * d). The sums in 16-bit lane pairs, widened at the end, or (wide, dotAdd) in 32-bit lanes
+ * from −8 Σ a on, two chains: the same exact integers either way.
+ */
 @inline function q4Col8(
   act: usize, b: i32, K: i32, l0: v128, l1: v128, l2: v128, l3: v128, h0: v128, h1: v128, h2: v128, h3: v128,
   dw: v128, acc: v128, wide: bool,
