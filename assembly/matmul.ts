@@ -487,6 +487,21 @@ function mmUnpacked(node: usize, ith: i32, chunk: usize, nb: i32, K: i32, m0: i3
   return true;
 }
 
+/**
+ * The ggml-layout bytes of the row of k4 weights (Q4_0, Q5_0, Q4_K, Q6_K) that starts `o`
+ * logical bytes into the node's weights, for rows outside the tiles (a view): in place
+ * when the row is outside any group, else unpacked into scratch.
+ */
+function k4Row(node: usize, type: i32, o: usize, K: i32, scratch: usize): usize {
+  krow(node, 1, o, type == T_Q4_0 ? 18 : type == T_Q5_0 ? 22 : type == T_Q4_K ? 144 : 210);
+  if (kRow < 0) return kGroup;
+  if (type == T_Q4_0) unpackRowQ4_0(kGroup, kRow, K >> 5, scratch);
+  else if (type == T_Q5_0) unpackRowQ5_0(kGroup, kRow, K >> 5, scratch);
+  else if (type == T_Q4_K) unpackRowQ4K(kGroup, kRow, K >> 8, scratch);
+  else unpackRowQ6K(kGroup, kRow, K >> 8, scratch);
+  return scratch;
+}
+
 /** Σ_b min_b · corr_b: Q8_1's block-sum rounding against Q4_1/Q5_1 mins (vecdot.ts). */
 function q81Correction(w: usize, ts: usize, corr: usize, nb: i32): f32 {
   let s: f32 = 0;
@@ -510,13 +525,7 @@ function mmRows(
       let qs: usize;
       let st: usize;
       if (tLayout(node, 1) == LAYOUT_K4) {
-        // a Q4_0 row of a k4 group outside the tiles (a view): ggml's bytes in scratch
-        krow(node, 1, o, 18);
-        sc = kGroup;
-        if (kRow >= 0) {
-          unpackRowQ4_0(kGroup, kRow, K >> 5, scratch);
-          sc = scratch;
-        }
+        sc = k4Row(node, type, o, K, scratch);
         qs = sc + 2;
         st = 18;
       } else {
@@ -531,16 +540,7 @@ function mmRows(
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
     } else if (type == T_Q5_0) {
-      let q5 = pa;
-      if (tLayout(node, 1) == LAYOUT_K4) {
-        // a row of an interleaved group outside the tiles (a view): ggml's bytes in scratch
-        krow(node, 1, o, 22);
-        q5 = kGroup;
-        if (kRow >= 0) {
-          unpackRowQ5_0(kGroup, kRow, K >> 5, scratch);
-          q5 = scratch;
-        }
-      }
+      const q5 = tLayout(node, 1) == LAYOUT_K4 ? k4Row(node, type, o, K, scratch) : pa;
       let n = c0;
       if (ASC_FEATURE_RELAXED_SIMD) {
         for (; n + 4 <= c1; n += 4) {
@@ -559,17 +559,7 @@ function mmRows(
         store<f32>(dstAt(node, m, n, i2, i3), dotQ5_0(q5, K >> 5, actRow(node, n, i2, i3), K));
       }
     } else if (type == T_Q4_K || type == T_Q6_K) {
-      let pa = tAddr(node, 1) + o;
-      if (tLayout(node, 1) == LAYOUT_K4) {
-        // a row of an interleaved group outside the tiles (a view): ggml's bytes in scratch
-        krow(node, 1, o, type == T_Q4_K ? 144 : 210);
-        pa = kGroup;
-        if (kRow >= 0) {
-          if (type == T_Q4_K) unpackRowQ4K(kGroup, kRow, K >> 8, scratch);
-          else unpackRowQ6K(kGroup, kRow, K >> 8, scratch);
-          pa = scratch;
-        }
-      }
+      const pa = tLayout(node, 1) == LAYOUT_K4 ? k4Row(node, type, o, K, scratch) : tAddr(node, 1) + o;
       let n = c0;
       for (; n + 4 <= c1; n += 4) {
         const x0 = actRow(node, n, i2, i3);

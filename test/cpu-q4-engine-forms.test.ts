@@ -11,7 +11,7 @@ import { FLAGS_AT } from '../src/backends/cpu/arena.js';
 import { dotAddExact, engineFlags, FLAG_DOT_ADD } from '../src/backends/cpu/engine-flags.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
 import { referenceDevice } from '../src/backends/reference/index.js';
-import { weightProduct } from '../src/backends/testing/compute.js';
+import { weightProduct, withQ4_0Layout } from '../src/backends/testing/compute.js';
 import { nmse, randomData } from '../src/backends/testing/op-harness.js';
 import { newTensor } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
@@ -36,15 +36,15 @@ for (const K of [96, 2048]) {
     const want = await weightProduct(referenceDevice, GGMLType.Q4_0, K, M, wdata, data, 0, N);
     const forms = dotAddExact() ? [0, FLAG_DOT_ADD] : [0];
     if (forms.length === 1) t.diagnostic('the 32-bit relaxed dot is not exact on this engine: 16-bit form only');
-    const saved = process.env.LLAMA_TS_Q4_0_LAYOUT;
     let first: Float32Array | undefined;
     try {
-      for (const layout of ['rep4', 'k4']) {
+      for (const layout of ['rep4', 'k4'] as const) {
         for (const f of forms) {
-          process.env.LLAMA_TS_Q4_0_LAYOUT = layout;
           setFlags(f);
           const what = `${layout}, dot form ${f}`;
-          const got = await weightProduct(cpuDevice, GGMLType.Q4_0, K, M, wdata, data, 0, N);
+          const product = (j0: number, n: number) =>
+            withQ4_0Layout(layout, () => weightProduct(cpuDevice, GGMLType.Q4_0, K, M, wdata, data, j0, n));
+          const got = await product(0, N);
           const e = nmse(got, want);
           assert.ok(e <= 5e-4, `${what}: NMSE ${e}`);
           if (first) assert.deepEqual(got, first, `${what} against rep4, 16-bit form`);
@@ -57,14 +57,15 @@ for (const K of [96, 2048]) {
             [9, 5],
             [12, 9],
           ]) {
-            const part = await weightProduct(cpuDevice, GGMLType.Q4_0, K, M, wdata, data, j0, n);
-            assert.deepEqual(part, got.subarray(j0 * M, (j0 + n) * M), `${what}: columns ${j0}..${j0 + n - 1}`);
+            assert.deepEqual(
+              await product(j0, n),
+              got.subarray(j0 * M, (j0 + n) * M),
+              `${what}: columns ${j0}..${j0 + n - 1}`,
+            );
           }
         }
       }
     } finally {
-      if (saved === undefined) delete process.env.LLAMA_TS_Q4_0_LAYOUT;
-      else process.env.LLAMA_TS_Q4_0_LAYOUT = saved;
       setFlags(engineFlags());
     }
   });

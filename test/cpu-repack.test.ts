@@ -11,7 +11,7 @@ import { cpuDevice } from '../src/backends/cpu/index.js';
 import { Rep4Layout } from '../src/backends/cpu/layout.js';
 import { K4Layout } from '../src/backends/cpu/layout-k.js';
 import { referenceDevice } from '../src/backends/reference/index.js';
-import { computeOn } from '../src/backends/testing/compute.js';
+import { computeOn, withQ4_0Layout } from '../src/backends/testing/compute.js';
 import { nmse, randomData } from '../src/backends/testing/op-harness.js';
 import { allocTensors } from '../src/ggml/alloc.js';
 import * as ops from '../src/ggml/ops.js';
@@ -56,7 +56,7 @@ test('cpu buffer: Q8_0 (and Q4_0 outside the k4 layout) are stored rep4-interlea
   const [buf] = allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[];
   assert.equal(cpuDevice.bufferType().isHost, false);
   const q4 = newTensor(GGMLType.Q4_0, [64, 8]);
-  const [qw] = await withQ4Layout('rep4', () => allocTensors([q4], cpuDevice.bufferType()) as CpuBuffer[]);
+  const [qw] = await withQ4_0Layout('rep4', () => allocTensors([q4], cpuDevice.bufferType()) as CpuBuffer[]);
   assert.ok(qw.layoutOf(q4) instanceof Rep4Layout);
   qw.free();
   assert.ok(buf.layoutOf(t) instanceof Rep4Layout);
@@ -77,7 +77,7 @@ test('cpu buffer: Q8_0 (and Q4_0 outside the k4 layout) are stored rep4-interlea
 
 test('cpu buffer: Q4_0 weights can take the k4 layout (relaxed-SIMD kernels; rep4 otherwise)', async () => {
   const t = newTensor(GGMLType.Q4_0, [64, 8]);
-  const [buf] = await withQ4Layout('k4', () => allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[]);
+  const [buf] = await withQ4_0Layout('k4', () => allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[]);
   if (cpuDevice.variant !== 'relaxed') {
     assert.ok(buf.layoutOf(t) instanceof Rep4Layout);
     buf.free();
@@ -95,18 +95,6 @@ test('cpu buffer: Q4_0 weights can take the k4 layout (relaxed-SIMD kernels; rep
   buf.free();
 });
 
-/** Runs fn with Q4_0 weights in the given layout (engine-flags.ts q4_0Layout; the relaxed build only has k4). */
-async function withQ4Layout<T>(layout: 'k4' | 'rep4', fn: () => Promise<T> | T): Promise<T> {
-  const saved = process.env.LLAMA_TS_Q4_0_LAYOUT;
-  process.env.LLAMA_TS_Q4_0_LAYOUT = layout;
-  try {
-    return await fn();
-  } finally {
-    if (saved === undefined) delete process.env.LLAMA_TS_Q4_0_LAYOUT;
-    else process.env.LLAMA_TS_Q4_0_LAYOUT = saved;
-  }
-}
-
 for (const seed of [1, 2, 3]) {
   test(`cpu buffer: random sub-range writes, memsets and reads round-trip (seed ${seed})`, async () => {
     const r = rng(seed);
@@ -117,15 +105,10 @@ for (const seed of [1, 2, 3]) {
       ...SHAPES.filter(([t]) => t === GGMLType.Q4_0).map((s) => [...s, other] as const),
     ];
     for (const [type, ne, layout] of shapes) {
-      const saved = process.env.LLAMA_TS_Q4_0_LAYOUT;
-      if (layout) process.env.LLAMA_TS_Q4_0_LAYOUT = layout;
       const t = newTensor(type, ne, 't');
       const model = newTensor(type, ne, 'm');
-      const bufs = allocTensors([newTensor(GGMLType.F32, [3], 'pad'), t], cpuDevice.bufferType());
-      if (layout) {
-        if (saved === undefined) delete process.env.LLAMA_TS_Q4_0_LAYOUT;
-        else process.env.LLAMA_TS_Q4_0_LAYOUT = saved;
-      }
+      const alloc = () => allocTensors([newTensor(GGMLType.F32, [3], 'pad'), t], cpuDevice.bufferType());
+      const bufs = layout ? await withQ4_0Layout(layout, alloc) : alloc();
       const hbufs = allocTensors([model], referenceDevice.bufferType());
       const full = bytes(r, t.nbytes);
       tensorSet(t, full);
@@ -190,7 +173,7 @@ for (const name of ['Q4_K', 'Q5_0', 'Q6_K', 'Q4_0'] as const) {
     const run = async (dev: typeof cpuDevice | typeof referenceDevice) => {
       const a = newTensor(GGMLType[name], [512, 11], 'a');
       // (Q4_0 in the k4 layout whatever this engine would choose)
-      const bufs = await withQ4Layout('k4', () => allocTensors([a], dev.bufferType(), 'weights'));
+      const bufs = await withQ4_0Layout('k4', () => allocTensors([a], dev.bufferType(), 'weights'));
       tensorSet(a, randomData(a, 31));
       const idx = newTensor(GGMLType.I32, [6], 'idx');
       const x = newTensor(GGMLType.F32, [512, 3], 'x');

@@ -96,3 +96,19 @@ export async function weightProduct(
   for (const x of bufs) x.free();
   return out;
 }
+
+/**
+ * Runs fn with Q4_0 weights allocated meanwhile in the given layout of the CPU device's
+ * relaxed build (engine-flags.ts q4_0Layout, through LLAMA_TS_Q4_0_LAYOUT), then restores
+ * the setting.
+ */
+export async function withQ4_0Layout<T>(layout: 'k4' | 'rep4', fn: () => Promise<T> | T): Promise<T> {
+  const saved = process.env.LLAMA_TS_Q4_0_LAYOUT;
+  process.env.LLAMA_TS_Q4_0_LAYOUT = layout;
+  try {
+    return await fn();
+  } finally {
+    if (saved === undefined) delete process.env.LLAMA_TS_Q4_0_LAYOUT;
+    else process.env.LLAMA_TS_Q4_0_LAYOUT = saved;
+  }
+}
