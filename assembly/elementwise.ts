@@ -127,6 +127,13 @@ function unary(node: usize, ith: i32, nth: i32, kind: i32): void {
         const e = expf4(f32x4.neg(x));
         v128.store(pd + o, f32x4.div(x, f32x4.add(C_F32(F_ONE), e)));
       }
+    } else if (fast && kind == U_SIGMOID) {
+      // as ggml's f32 sigmoid, 1 / (1 + e^-x)
+      for (; i + 4 <= ne0; i += 4) {
+        const o = <usize>i << 2;
+        const e = expf4(f32x4.neg(v128.load(pa + o)));
+        v128.store(pd + o, f32x4.div(C_F32(F_ONE), f32x4.add(C_F32(F_ONE), e)));
+      }
     } else if (fast && kind == U_GELU) {
       for (; i + 4 <= ne0; i += 4) {
         const o = <usize>i << 2;

@@ -128,16 +128,37 @@ export function k_cpy(node: usize, ith: i32, nth: i32): void {
     dn3 == dn2 * <usize>d2
   ) {
     // F32 to a contiguous F32 destination (CONT of a view: the recurrent layers' state
-    // tails, gates): each source row, strided or not, to the next ne0 elements
+    // tails, gates): each source row, strided or not, to the next ne0 elements. Rows are
+    // often a few elements long (a convolution state's 3), so the row's place is counted
+    // up rather than divided out, and short rows are copied inline.
     const ps = tAddr(node, 1);
     const sn0 = tNb(node, 1, 0);
+    const sn1 = tNb(node, 1, 1);
+    const sn2 = tNb(node, 1, 2);
+    const sn3 = tNb(node, 1, 3);
+    let i1 = r0 % ne1;
+    const q0 = r0 / ne1;
+    let i2 = q0 % ne2;
+    let i3 = q0 / ne2;
+    let dst = pd0 + ((<usize>r0 * <usize>ne0) << 2);
+    const rowBytes = <usize>ne0 << 2;
+    const short = ne0 <= 4 && sn0 == 4;
+    const srcEnd = extentEnd(node, 1);
     for (let r = r0; r < r1; r++) {
-      const i1 = r % ne1;
-      const q = r / ne1;
-      const src = ps + <usize>i1 * tNb(node, 1, 1) + <usize>(q % ne2) * tNb(node, 1, 2) + <usize>(q / ne2) * tNb(node, 1, 3);
-      const dst = pd0 + ((<usize>r * <usize>ne0) << 2);
-      if (sn0 == 4) memory.copy(dst, src, <usize>ne0 << 2);
-      else for (let i = 0; i < ne0; i++) store<f32>(dst + (<usize>i << 2), load<f32>(src + <usize>i * sn0));
+      const src = ps + <usize>i1 * sn1 + <usize>i2 * sn2 + <usize>i3 * sn3;
+      // rows of up to four contiguous elements (a convolution state's tail) as one vector:
+      // its store passes the row's end into the next row, which this range writes next;
+      // its load stays within the source's extent
+      if (short && r + 1 < r1 && src + 16 <= srcEnd) v128.store(dst, v128.load(src));
+      else copyF32(dst, 4, src, sn0, ne0);
+      dst += rowBytes;
+      if (++i1 == ne1) {
+        i1 = 0;
+        if (++i2 == ne2) {
+          i2 = 0;
+          i3++;
+        }
+      }
     }
     return;
   }
@@ -227,51 +248,112 @@ export function k_concat(node: usize, ith: i32, nth: i32): void {
   }
 }
 
-/** CONCAT of F32 tensors, dst rows r0..r1 (the recurrent layers' convolution inputs). */
+/**
+ * CONCAT of F32 tensors, dst rows r0..r1 (the recurrent layers' convolution inputs: rows of
+ * a few elements, so the row's place is counted up rather than divided out).
+ */
 function concatF32(node: usize, r0: i32, r1: i32, dim: i32, cut: i32): void {
   const ne0 = tNe(node, 0, 0);
   const ne1 = tNe(node, 0, 1);
   const ne2 = tNe(node, 0, 2);
+  // strides and bases in locals: the stores below may alias the node record for all the
+  // compiler knows, so reading them there would reload them every row
+  const pd0 = tAddr(node, 0);
   const nd0 = tNb(node, 0, 0);
+  const nd1 = tNb(node, 0, 1);
+  const nd2 = tNb(node, 0, 2);
+  const nd3 = tNb(node, 0, 3);
+  const pa0 = tAddr(node, 1);
+  const na0 = tNb(node, 1, 0);
+  const na1 = tNb(node, 1, 1);
+  const na2 = tNb(node, 1, 2);
+  const na3 = tNb(node, 1, 3);
+  const pb0 = tAddr(node, 2);
+  const nb0 = tNb(node, 2, 0);
+  const nb1 = tNb(node, 2, 1);
+  const nb2 = tNb(node, 2, 2);
+  const nb3 = tNb(node, 2, 3);
+  // b's coordinates are a's shifted back by a's extent in the joined dimension
+  const s1 = dim == 1 ? <usize>cut * nb1 : 0;
+  const s2 = dim == 2 ? <usize>cut * nb2 : 0;
+  const s3 = dim == 3 ? <usize>cut * nb3 : 0;
+  const quad = dim == 0 && ne0 == 4 && cut == 3 && nd0 == 4 && na0 == 4;
+  const aEnd = extentEnd(node, 1);
+  let i1 = r0 % ne1;
+  const q0 = r0 / ne1;
+  let i2 = q0 % ne2;
+  let i3 = q0 / ne2;
+  if (quad) {
+    // a decode step's convolution input: per row the state's three elements and the
+    // token's, as one vector (its load reads one element past a's row: within a's extent
+    // but at the end), pointers stepped along runs of dim 1
+    for (let r = r0; r < r1; ) {
+      const run = min(ne1 - i1, r1 - r);
+      let pd = pd0 + <usize>i1 * nd1 + <usize>i2 * nd2 + <usize>i3 * nd3;
+      let pa = pa0 + <usize>i1 * na1 + <usize>i2 * na2 + <usize>i3 * na3;
+      let pb = pb0 + <usize>i1 * nb1 + <usize>i2 * nb2 + <usize>i3 * nb3;
+      for (let k = 0; k < run; k++) {
+        if (pa + 16 <= aEnd) v128.store(pd, f32x4.replace_lane(v128.load(pa), 3, load<f32>(pb)));
+        else {
+          copyF32(pd, 4, pa, 4, 3);
+          store<f32>(pd + 12, load<f32>(pb));
+        }
+        pd += nd1;
+        pa += na1;
+        pb += nb1;
+      }
+      r += run;
+      i1 = 0;
+      if (++i2 == ne2) {
+        i2 = 0;
+        i3++;
+      }
+    }
+    return;
+  }
   for (let r = r0; r < r1; r++) {
-    const i1 = r % ne1;
-    const q = r / ne1;
-    const i2 = q % ne2;
-    const i3 = q / ne2;
-    const pd = tAddr(node, 0) + <usize>i1 * tNb(node, 0, 1) + <usize>i2 * tNb(node, 0, 2) + <usize>i3 * tNb(node, 0, 3);
-    // the row's source: a, or b shifted back by a's extent in the joined dimension
-    let t = 1;
-    let j1 = i1;
-    let j2 = i2;
-    let j3 = i3;
-    if (dim == 1 && j1 >= cut) {
-      t = 2;
-      j1 -= cut;
-    } else if (dim == 2 && j2 >= cut) {
-      t = 2;
-      j2 -= cut;
-    } else if (dim == 3 && j3 >= cut) {
-      t = 2;
-      j3 -= cut;
+    const pd = pd0 + <usize>i1 * nd1 + <usize>i2 * nd2 + <usize>i3 * nd3;
+    const pa = pa0 + <usize>i1 * na1 + <usize>i2 * na2 + <usize>i3 * na3;
+    const pb = pb0 + <usize>i1 * nb1 + <usize>i2 * nb2 + <usize>i3 * nb3;
+    if (dim == 0) {
+      copyF32(pd, nd0, pa, na0, cut);
+      copyF32(pd + <usize>cut * nd0, nd0, pb, nb0, ne0 - cut);
+    } else {
+      const inA = dim == 1 ? i1 < cut : dim == 2 ? i2 < cut : i3 < cut;
+      if (inA) copyF32(pd, nd0, pa, na0, ne0);
+      else copyF32(pd, nd0, pb - s1 - s2 - s3, nb0, ne0);
     }
-    if (dim != 0) {
-      copyF32(pd, nd0, rowOf(node, t, j1, j2, j3), tNb(node, t, 0), ne0);
-      continue;
+    if (++i1 == ne1) {
+      i1 = 0;
+      if (++i2 == ne2) {
+        i2 = 0;
+        i3++;
+      }
     }
-    copyF32(pd, nd0, rowOf(node, 1, j1, j2, j3), tNb(node, 1, 0), cut);
-    copyF32(pd + <usize>cut * nd0, nd0, rowOf(node, 2, j1, j2, j3), tNb(node, 2, 0), ne0 - cut);
   }
 }
 
-/** n F32 elements from src (stride sn bytes) to dst (stride dn bytes). */
+/** One past the last byte of tensor t's elements (plain F32 layout). */
+@inline function extentEnd(node: usize, t: i32): usize {
+  let end = tAddr(node, t) + 4;
+  for (let d = 0; d < 4; d++) end += <usize>(tNe(node, t, d) - 1) * tNb(node, t, d);
+  return end;
+}
+
+/**
+ * n F32 elements from src (stride sn bytes) to dst (stride dn bytes). memory.copy is a call
+ * out of the module in V8, which costs more than a few elements' loads and stores.
+ */
 @inline function copyF32(dst: usize, dn: usize, src: usize, sn: usize, n: i32): void {
   if (dn == 4 && sn == 4) {
-    memory.copy(dst, src, <usize>n << 2);
+    if (n >= 32) {
+      memory.copy(dst, src, <usize>n << 2);
+      return;
+    }
+    let i = 0;
+    for (; i + 4 <= n; i += 4) v128.store(dst + (<usize>i << 2), v128.load(src + (<usize>i << 2)));
+    for (; i < n; i++) store<f32>(dst + (<usize>i << 2), load<f32>(src + (<usize>i << 2)));
     return;
   }
   for (let i = 0; i < n; i++) store<f32>(dst + <usize>i * dn, load<f32>(src + <usize>i * sn));
-}
-
-@inline function rowOf(node: usize, t: i32, i1: i32, i2: i32, i3: i32): usize {
-  return tAddr(node, t) + <usize>i1 * tNb(node, t, 1) + <usize>i2 * tNb(node, t, 2) + <usize>i3 * tNb(node, t, 3);
 }

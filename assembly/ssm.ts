@@ -147,7 +147,29 @@ export function k_ssm_conv(node: usize, ith: i32, nth: i32): void {
       const ce = min(cb + CONV_BLOCK, ch1);
       for (let t = 0; t < nT; t++) {
         const out = d + <usize>s * d2 + <usize>t * d1;
-        for (let ch = cb; ch < ce; ch++) {
+        let ch = cb;
+        if (dConv == 4) {
+          // four channels at once: their four taps' products, transposed so that each
+          // lane adds its channel's products in the scalar loop's order
+          for (; ch + 4 <= ce; ch += 4) {
+            const row = xs + <usize>s * xs2 + <usize>ch * xs1 + (<usize>t << 2);
+            const ker = cw + <usize>ch * cw1;
+            const p0 = f32x4.mul(v128.load(row), v128.load(ker));
+            const p1 = f32x4.mul(v128.load(row + xs1), v128.load(ker + cw1));
+            const p2 = f32x4.mul(v128.load(row + 2 * xs1), v128.load(ker + 2 * cw1));
+            const p3 = f32x4.mul(v128.load(row + 3 * xs1), v128.load(ker + 3 * cw1));
+            const a = v128.shuffle<f32>(p0, p1, 0, 4, 1, 5);
+            const b = v128.shuffle<f32>(p2, p3, 0, 4, 1, 5);
+            const c = v128.shuffle<f32>(p0, p1, 2, 6, 3, 7);
+            const e = v128.shuffle<f32>(p2, p3, 2, 6, 3, 7);
+            let sum = f32x4.add(f32x4.splat(0), v128.shuffle<f32>(a, b, 0, 1, 4, 5));
+            sum = f32x4.add(sum, v128.shuffle<f32>(a, b, 2, 3, 6, 7));
+            sum = f32x4.add(sum, v128.shuffle<f32>(c, e, 0, 1, 4, 5));
+            sum = f32x4.add(sum, v128.shuffle<f32>(c, e, 2, 3, 6, 7));
+            v128.store(out + (<usize>ch << 2), sum);
+          }
+        }
+        for (; ch < ce; ch++) {
           const row = xs + <usize>s * xs2 + <usize>ch * xs1 + (<usize>t << 2);
           const ker = cw + <usize>ch * cw1;
           let sum: f32 = 0;

@@ -587,6 +587,21 @@ function moeCases(add: AddCase): void {
       return { out: ops.concat(a, b, dim), inputs: [a0, b] };
     });
   }
+  // the recurrent layers' convolution input and state tail (graph.ts convInput): the state's
+  // rows of dConv - 1 joined with the transposed new inputs, then the last dConv - 1 columns
+  // made contiguous (rows of a few elements: the kernels' short-row paths)
+  for (const [nT, nS] of [
+    [1, 2],
+    [5, 1],
+  ]) {
+    add(`CONCAT dim 0 of a [3,37,${nS}] state and transposed [37,${nT},${nS}] inputs, CONT of its tail`, () => {
+      const state = newTensor(F32, [3, 37, nS]);
+      const x = newTensor(F32, [37, nT, nS]);
+      const sx = ops.concat(state, transpose(x), 0);
+      const tail = view(sx, [3, 37, nS], [sx.nb[1], sx.nb[2]], nT * sx.nb[0]);
+      return { out: ops.add(ops.cont(tail), ops.scale(state, 0.5)), inputs: [state, x] };
+    });
+  }
   // gpt-oss's sinks in ggml-cpu's other two paths: tiled (64 query rows or more) and
   // split (one query against 512+ keys: the sink joins once, with the first key chunk,
   // here one whose keys are all hidden, or all visible), small sinks and ones above every
