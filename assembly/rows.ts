@@ -52,6 +52,26 @@ export function k_get_rows(node: usize, ith: i32, nth: i32): void {
   const ti = tType(node, 2);
   const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
   const direct = tType(node, 0) == T_F32 && tNb(node, 0, 0) == 4;
+  if (nr < nth && direct && tType(node, 1) == T_F32 && tNb(node, 1, 0) == 4) {
+    // fewer rows than workers (a recurrent layer's state: one long row per sequence):
+    // every worker copies its share of each row's elements
+    const n = tNe(node, 1, 0);
+    const e0 = share0(n, ith, nth);
+    const e1 = share0(n, ith + 1, nth);
+    for (let r = 0; r < nr; r++) {
+      const i10 = r % k;
+      const q = r / k;
+      const i11 = q % nb1;
+      const i12 = q / nb1;
+      const pi = tAddr(node, 2) + <usize>i10 * tNb(node, 2, 0) + <usize>i11 * tNb(node, 2, 1) + <usize>i12 * tNb(node, 2, 2);
+      const row = <i32>ldIndex(pi, ti);
+      if (row < 0 || row >= rowsA) unreachable();
+      const ps = tAddr(node, 1) + <usize>row * tNb(node, 1, 1) + <usize>i11 * tNb(node, 1, 2) + <usize>i12 * tNb(node, 1, 3);
+      const pd = tAddr(node, 0) + <usize>i10 * tNb(node, 0, 1) + <usize>i11 * tNb(node, 0, 2) + <usize>i12 * tNb(node, 0, 3);
+      memory.copy(pd + (<usize>e0 << 2), ps + (<usize>e0 << 2), <usize>(e1 - e0) << 2);
+    }
+    return;
+  }
   for (let r = r0; r < r1; r++) {
     const i10 = r % k;
     const q = r / k;
@@ -82,6 +102,26 @@ export function k_set_rows(node: usize, ith: i32, nth: i32): void {
   const cne1 = tNe(node, 2, 1);
   const cne2 = tNe(node, 2, 2);
   const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
+  if (nr < nth && tType(node, 0) == T_F32 && tNb(node, 0, 0) == 4 && tType(node, 1) == T_F32 && tNb(node, 1, 0) == 4) {
+    // fewer rows than workers (a recurrent layer's new state): every worker copies its
+    // share of each row's elements
+    const n = tNe(node, 1, 0);
+    const e0 = share0(n, ith, nth);
+    const e1 = share0(n, ith + 1, nth);
+    for (let r = 0; r < nr; r++) {
+      const i = r % k;
+      const q = r / k;
+      const i12 = q % ne2;
+      const i13 = q / ne2;
+      const pi = tAddr(node, 2) + <usize>i * tNb(node, 2, 0) + <usize>(i12 % cne1) * tNb(node, 2, 1) + <usize>(i13 % cne2) * tNb(node, 2, 2);
+      const dr = <i32>ldIndex(pi, ti);
+      if (dr < 0 || dr >= rowsD) unreachable();
+      const ps = tAddr(node, 1) + <usize>i * tNb(node, 1, 1) + <usize>i12 * tNb(node, 1, 2) + <usize>i13 * tNb(node, 1, 3);
+      const pd = tAddr(node, 0) + <usize>dr * tNb(node, 0, 1) + <usize>i12 * tNb(node, 0, 2) + <usize>i13 * tNb(node, 0, 3);
+      memory.copy(pd + (<usize>e0 << 2), ps + (<usize>e0 << 2), <usize>(e1 - e0) << 2);
+    }
+    return;
+  }
   for (let r = r0; r < r1; r++) {
     const i = r % k;
     const q = r / k;

@@ -68,7 +68,8 @@ function copyShare(s: number, nth: number): void {
   if (b > a) dst.set(src.subarray(from + a, from + b), to + a);
 }
 
-// LLAMA_TS_CPU_PROFILE=N: worker 0 prints, every N jobs, its time per kernel and waiting at barriers
+// LLAMA_TS_CPU_PROFILE=N: each worker prints, every N jobs, its time per kernel and waiting at
+// barriers (a worker's waits are the others' work: imbalance shows only side by side)
 const PROFILE_EVERY = Number(process.env.LLAMA_TS_CPU_PROFILE) || 0;
 const profile = new Map<string, { ms: number; n: number }>();
 let profiledJobs = 0;
@@ -90,7 +91,7 @@ function printProfile(): void {
       `  ${k.padEnd(16)} ${e.ms.toFixed(1).padStart(9)} ms ${((100 * e.ms) / total).toFixed(1).padStart(5)}%  ${e.n} calls, ${((1000 * e.ms) / e.n).toFixed(1)} us each`,
   );
   // synchronously: the process may end right after the job
-  writeSync(2, `llama-ts cpu profile (worker 0, ${profiledJobs} jobs, ${total.toFixed(1)} ms):\n${lines.join('\n')}\n`);
+  writeSync(2, `llama-ts cpu profile (worker ${me}, ${profiledJobs} jobs, ${total.toFixed(1)} ms):\n${lines.join('\n')}\n`);
   profile.clear();
   profiledJobs = 0;
 }
@@ -181,7 +182,7 @@ for (;;) {
   const nth = ctrl[C.NTH];
   if (me >= nth) continue;
   runJob();
-  if (PROFILE_EVERY && me === 0 && ++profiledJobs >= PROFILE_EVERY) printProfile();
+  if (PROFILE_EVERY && ++profiledJobs >= PROFILE_EVERY) printProfile();
   if (Atomics.add(ctrl, C.DONE, 1) === nth - 1) {
     Atomics.store(ctrl, C.FINISHED, gen);
     Atomics.notify(ctrl, C.FINISHED);

@@ -302,6 +302,18 @@ export function opCases(): OpCase[] {
     const dst = view(cache, [8, 2], [cache.nb[1] * 2], cache.nb[1]);
     return { out: ops.cpy(ops.cpy(a, dst), newTensor(F32, [8, 2])), inputs: [cache, a] };
   });
+  // one long F32 row, as a recurrent layer's state is read from and written to its cache
+  // (fewer rows than workers: each worker copies a share of the row)
+  add('GET_ROWS(F32) of one 40000-element row, then SET_ROWS of it into another row', () => {
+    const states = newTensor(F32, [40000, 3]);
+    const idx = newTensor(I32, [1]);
+    const row = ops.getRows(states, idx);
+    const back = ops.setRows(states, ops.scale(row, 2), newTensor(I32, [1], 'to'));
+    return {
+      out: ops.cpy(back, newTensor(F32, [40000, 3])),
+      inputs: [states, [idx, new Int32Array([2])], [back.src[1], new Int32Array([0])]],
+    };
+  });
   add('CONT permuted [5,4,3] -> [3,5,4]', () => {
     const a = newTensor(F32, [5, 4, 3]);
     return { out: ops.cont(permute(a, [1, 2, 0, 3])), inputs: [a] };
