@@ -91,7 +91,10 @@ function printProfile(): void {
       `  ${k.padEnd(16)} ${e.ms.toFixed(1).padStart(9)} ms ${((100 * e.ms) / total).toFixed(1).padStart(5)}%  ${e.n} calls, ${((1000 * e.ms) / e.n).toFixed(1)} us each`,
   );
   // synchronously: the process may end right after the job
-  writeSync(2, `llama-ts cpu profile (worker ${me}, ${profiledJobs} jobs, ${total.toFixed(1)} ms):\n${lines.join('\n')}\n`);
+  writeSync(
+    2,
+    `llama-ts cpu profile (worker ${me}, ${profiledJobs} jobs, ${total.toFixed(1)} ms):\n${lines.join('\n')}\n`,
+  );
   profile.clear();
   profiledJobs = 0;
 }
