@@ -184,12 +184,13 @@ export function k_cpy(node: usize, ith: i32, nth: i32): void {
     const rowBytes = <usize>ne0 << 2;
     const short = ne0 <= 4 && sn0 == 4;
     const srcEnd = extentEnd(node, 1);
+    const dstEnd = pd0 + <usize>r1 * rowBytes;
     for (let r = r0; r < r1; r++) {
       const src = ps + <usize>i1 * sn1 + <usize>i2 * sn2 + <usize>i3 * sn3;
       // rows of up to four contiguous elements (a convolution state's tail) as one vector:
-      // its store passes the row's end into the next row, which this range writes next;
-      // its load stays within the source's extent
-      if (short && r + 1 < r1 && src + 16 <= srcEnd) v128.store(dst, v128.load(src));
+      // its store may pass the row's end into the next rows, only this range's, which it
+      // writes next; its load stays within the source's extent
+      if (short && dst + 16 <= dstEnd && src + 16 <= srcEnd) v128.store(dst, v128.load(src));
       else copyF32(dst, 4, src, sn0, ne0);
       dst += rowBytes;
       if (++i1 == ne1) {

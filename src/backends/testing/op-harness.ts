@@ -314,6 +314,17 @@ export function opCases(): OpCase[] {
       inputs: [states, [idx, new Int32Array([2])], [back.src[1], new Int32Array([0])]],
     };
   });
+  // rows of one and three elements cut from wider rows, enough of them to be split over the
+  // workers (the short-row copy must not write past its share)
+  for (const [w, at] of [
+    [1, 2],
+    [3, 1],
+  ]) {
+    add(`CONT of a [${w},40000] column view of [4,40000] (offset ${at})`, () => {
+      const a = newTensor(F32, [4, 40000]);
+      return { out: ops.cont(view(a, [w, 40000], [a.nb[1]], at * 4)), inputs: [a] };
+    });
+  }
   add('CONT permuted [5,4,3] -> [3,5,4]', () => {
     const a = newTensor(F32, [5, 4, 3]);
     return { out: ops.cont(permute(a, [1, 2, 0, 3])), inputs: [a] };
