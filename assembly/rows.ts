@@ -47,31 +47,16 @@ export function k_get_rows(node: usize, ith: i32, nth: i32): void {
   const nb1 = tNe(node, 2, 1);
   const nr = k * nb1 * tNe(node, 2, 2);
   const rowsA = tNe(node, 1, 1);
-  const r0 = share0(nr, ith, nth);
-  const r1 = share0(nr, ith + 1, nth);
   const ti = tType(node, 2);
   const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
   const direct = tType(node, 0) == T_F32 && tNb(node, 0, 0) == 4;
-  if (nr < nth && direct && tType(node, 1) == T_F32 && tNb(node, 1, 0) == 4) {
-    // fewer rows than workers (a recurrent layer's state: one long row per sequence):
-    // every worker copies its share of each row's elements
-    const n = tNe(node, 1, 0);
-    const e0 = share0(n, ith, nth);
-    const e1 = share0(n, ith + 1, nth);
-    for (let r = 0; r < nr; r++) {
-      const i10 = r % k;
-      const q = r / k;
-      const i11 = q % nb1;
-      const i12 = q / nb1;
-      const pi = tAddr(node, 2) + <usize>i10 * tNb(node, 2, 0) + <usize>i11 * tNb(node, 2, 1) + <usize>i12 * tNb(node, 2, 2);
-      const row = <i32>ldIndex(pi, ti);
-      if (row < 0 || row >= rowsA) unreachable();
-      const ps = tAddr(node, 1) + <usize>row * tNb(node, 1, 1) + <usize>i11 * tNb(node, 1, 2) + <usize>i12 * tNb(node, 1, 3);
-      const pd = tAddr(node, 0) + <usize>i10 * tNb(node, 0, 1) + <usize>i11 * tNb(node, 0, 2) + <usize>i12 * tNb(node, 0, 3);
-      memory.copy(pd + (<usize>e0 << 2), ps + (<usize>e0 << 2), <usize>(e1 - e0) << 2);
-    }
-    return;
-  }
+  // fewer rows than workers (a recurrent layer's state: one long F32 row per sequence):
+  // every worker takes every row, and copies its share [e0, e1) of the row's elements
+  const split = nr < nth && direct && tType(node, 1) == T_F32 && tNb(node, 1, 0) == 4;
+  const r0 = split ? 0 : share0(nr, ith, nth);
+  const r1 = split ? nr : share0(nr, ith + 1, nth);
+  const e0 = share0(tNe(node, 1, 0), ith, nth);
+  const e1 = share0(tNe(node, 1, 0), ith + 1, nth);
   for (let r = r0; r < r1; r++) {
     const i10 = r % k;
     const q = r / k;
@@ -82,7 +67,10 @@ export function k_get_rows(node: usize, ith: i32, nth: i32): void {
     if (row < 0 || row >= rowsA) unreachable();
     if (direct) {
       const pd = tAddr(node, 0) + <usize>i10 * tNb(node, 0, 1) + <usize>i11 * tNb(node, 0, 2) + <usize>i12 * tNb(node, 0, 3);
-      readRow(node, 1, row, i11, i12, pd);
+      if (split) {
+        const ps = tAddr(node, 1) + <usize>row * tNb(node, 1, 1) + <usize>i11 * tNb(node, 1, 2) + <usize>i12 * tNb(node, 1, 3);
+        memory.copy(pd + (<usize>e0 << 2), ps + (<usize>e0 << 2), <usize>(e1 - e0) << 2);
+      } else readRow(node, 1, row, i11, i12, pd);
     } else {
       readRow(node, 1, row, i11, i12, scratch);
       writeRow(node, 0, i10, i11, i12, scratch);
@@ -96,32 +84,17 @@ export function k_set_rows(node: usize, ith: i32, nth: i32): void {
   const ne2 = tNe(node, 1, 2);
   const nr = k * ne2 * tNe(node, 1, 3);
   const rowsD = tNe(node, 0, 1);
-  const r0 = share0(nr, ith, nth);
-  const r1 = share0(nr, ith + 1, nth);
   const ti = tType(node, 2);
   const cne1 = tNe(node, 2, 1);
   const cne2 = tNe(node, 2, 2);
   const scratch = <usize>extra(node, 0) + <usize>ith * <usize>extra(node, 1);
-  if (nr < nth && tType(node, 0) == T_F32 && tNb(node, 0, 0) == 4 && tType(node, 1) == T_F32 && tNb(node, 1, 0) == 4) {
-    // fewer rows than workers (a recurrent layer's new state): every worker copies its
-    // share of each row's elements
-    const n = tNe(node, 1, 0);
-    const e0 = share0(n, ith, nth);
-    const e1 = share0(n, ith + 1, nth);
-    for (let r = 0; r < nr; r++) {
-      const i = r % k;
-      const q = r / k;
-      const i12 = q % ne2;
-      const i13 = q / ne2;
-      const pi = tAddr(node, 2) + <usize>i * tNb(node, 2, 0) + <usize>(i12 % cne1) * tNb(node, 2, 1) + <usize>(i13 % cne2) * tNb(node, 2, 2);
-      const dr = <i32>ldIndex(pi, ti);
-      if (dr < 0 || dr >= rowsD) unreachable();
-      const ps = tAddr(node, 1) + <usize>i * tNb(node, 1, 1) + <usize>i12 * tNb(node, 1, 2) + <usize>i13 * tNb(node, 1, 3);
-      const pd = tAddr(node, 0) + <usize>dr * tNb(node, 0, 1) + <usize>i12 * tNb(node, 0, 2) + <usize>i13 * tNb(node, 0, 3);
-      memory.copy(pd + (<usize>e0 << 2), ps + (<usize>e0 << 2), <usize>(e1 - e0) << 2);
-    }
-    return;
-  }
+  // fewer rows than workers (a recurrent layer's new state): every worker takes every
+  // row, and copies its share [e0, e1) of the row's elements
+  const split = nr < nth && tType(node, 0) == T_F32 && tNb(node, 0, 0) == 4 && tType(node, 1) == T_F32 && tNb(node, 1, 0) == 4;
+  const r0 = split ? 0 : share0(nr, ith, nth);
+  const r1 = split ? nr : share0(nr, ith + 1, nth);
+  const e0 = share0(tNe(node, 1, 0), ith, nth);
+  const e1 = share0(tNe(node, 1, 0), ith + 1, nth);
   for (let r = r0; r < r1; r++) {
     const i = r % k;
     const q = r / k;
@@ -130,6 +103,12 @@ export function k_set_rows(node: usize, ith: i32, nth: i32): void {
     const pi = tAddr(node, 2) + <usize>i * tNb(node, 2, 0) + <usize>(i12 % cne1) * tNb(node, 2, 1) + <usize>(i13 % cne2) * tNb(node, 2, 2);
     const dr = <i32>ldIndex(pi, ti);
     if (dr < 0 || dr >= rowsD) unreachable();
+    if (split) {
+      const ps = tAddr(node, 1) + <usize>i * tNb(node, 1, 1) + <usize>i12 * tNb(node, 1, 2) + <usize>i13 * tNb(node, 1, 3);
+      const pd = tAddr(node, 0) + <usize>dr * tNb(node, 0, 1) + <usize>i12 * tNb(node, 0, 2) + <usize>i13 * tNb(node, 0, 3);
+      memory.copy(pd + (<usize>e0 << 2), ps + (<usize>e0 << 2), <usize>(e1 - e0) << 2);
+      continue;
+    }
     readRow(node, 1, i, i12, i13, scratch);
     writeRow(node, 0, dr, i12, i13, scratch);
   }
