@@ -204,6 +204,15 @@ export const F_TANH_P3: i32 = 29;
 export const F_TANH_P4: i32 = 30;
 export const F_TANH_SMALL: i32 = 31; // 0.625
 
+/** MXFP4's codebook (E2M1 values doubled, -12..12) plus 12, by 4-bit code: 0..24. */
+@inline export function C_MXFP4_BIASED(): v128 {
+  return v128.load(BASE, 1008);
+}
+/** MXFP4's codebook as it is (signed bytes). */
+@inline export function C_MXFP4(): v128 {
+  return v128.load(BASE, 1024);
+}
+
 /** f32 constant F_* in every lane (a load: see the top of this file). */
 @inline export function C_F32(i: i32): v128 {
   return v128.load(BASE + 496 + (<usize>i << 4));

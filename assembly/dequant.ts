@@ -3,14 +3,14 @@
 // reads ggml's layout and the 4-row interleaved one.
 
 import { LAYOUT_K4, qQs, qrow, qScale, qStride, tLayout } from './desc';
+import { dequantIQ, isIQ } from './iquant';
 import { dequantRowQ4_0, dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
 import { bf16ToF32, f16ToF32, f16x4ToF32 } from './math';
+import { dequantMXFP4, dequantRowMXFP4 } from './mxfp4';
 import {
-  T_BF16, T_F16, T_F32, T_I32, T_IQ4_NL, T_IQ4_XS, T_Q2_K, T_Q3_K, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q5_1, T_Q5_K,
-  T_Q6_K, T_Q8_0, T_MXFP4,
+  T_BF16, T_F16, T_F32, T_I32, T_IQ4_NL, T_IQ4_XS, T_MXFP4,T_Q2_K, T_Q3_K, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q5_1, T_Q5_K,
+  T_Q6_K, T_Q8_0, 
 } from './types';
-import { dequantMXFP4 } from './mxfp4';
-import { dequantIQ, isIQ } from './iquant';
 
 /** The IQ4_NL codebook as one vector (a constant, not a data segment). */
 @inline function iq4Table(): v128 {
@@ -338,7 +338,9 @@ export function dequantRow(node: usize, t: i32, type: i32, o: usize, dst: usize,
       dequantIQ4_XS(src, n >> 8, dst);
       return;
     case T_MXFP4:
-      dequantMXFP4(src, n >> 5, dst);
+      krow(node, t, o, 17);
+      if (kRow >= 0) dequantRowMXFP4(kGroup, kRow, n >> 5, dst);
+      else dequantMXFP4(kGroup, n >> 5, dst);
       return;
     default:
       if (isIQ(type)) {

@@ -8,7 +8,7 @@ export { k_add, k_gelu, k_mul, k_norm, k_rms_norm, k_scale, k_silu, k_soft_max, 
 export { k_clamp, k_div, k_sigmoid, k_sum_rows } from './elementwise';
 export { k_add_id, k_argsort, k_swiglu_oai } from './experts';
 export { k_mm, k_mm_prep, k_mmid } from './matmul';
-export { repack4, repackQ4_0, repackQ4K, repackQ5_0, repackQ6K } from './repack';
+export { repack4, repackMXFP4, repackQ4_0, repackQ4K, repackQ5_0, repackQ6K } from './repack';
 export { k_rope } from './rope';
 export { k_concat, k_cpy, k_get_rows, k_set_rows } from './rows';
 export { kqInit, kqQ2_K, kqQ3_K, kqQ4_K, kqQ5_K, kqQ6_K } from './kquantize';

@@ -217,12 +217,12 @@ export function krow(node: usize, t: i32, o: usize, ts: usize): void {
 // at +2K, i16 sums per 32 at +2K+K/4.
 
 /** acc + Σ a·w in 32-bit lanes (relaxed build; dotAdd's form). */
-@inline function rda(a: v128, w: v128, acc: v128): v128 {
+@inline export function rda(a: v128, w: v128, acc: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, w, acc);
   return i32x4.add(acc, i32x4.dot_i16x8_s(rdot(a, w), i16x8.splat(1)));
 }
 
-@inline function rdot(a: v128, w: v128): v128 {
+@inline export function rdot(a: v128, w: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
   // the plain-SIMD build does not use this layout; an exact equivalent keeps it compiling
   const ae = i16x8.shr_s(i16x8.shl(a, 8), 8);

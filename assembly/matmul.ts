@@ -23,11 +23,13 @@
 import { dotAdd } from './consts';
 import { extra, LAYOUT_K4, LAYOUT_REP4, qQs, qrow, qScale, qStride, share0, tAddr, tLayout, tNb, tNe, tType, tWord } from './desc';
 import { dotBF16, dotF16, dotF32, tileFloat4x1, tileFloat4x2 } from './dot';
+import { dotIQ, dotIQ1, dotIQx4, dotTQ1_0, dotTQ2_0, isIQ, unpackIQ } from './iquant';
 import {
   colsQ5_0x4, DQ6, gemmQ4_0x4, gemmQ4Kx4, gemmQ5_0x4, gemmQ6Kx4, gemvQ4_0, gemvQ4K, gemvQ5_0, gemvQ6K, kGroup, kRow, krow,
   tileQ6Kx1, tileQ6Kx2, tileQ6Kx4, unpackQ4_0k4, unpackQ6Kx4, unpackRowQ4_0, unpackRowQ4K, unpackRowQ5_0, unpackRowQ6K,
 } from './kquant';
 import { f16ToF32, f32ToF16 } from './math';
+import { dotMXFP4, dotMXFP4x4, gemmMXFP4x4, gemvMXFP4, unpackRowMXFP4 } from './mxfp4';
 import {
   DQ4, 
   dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x2, groupQ4_0x4, groupQ8_0, groupQ8_0x2, groupQ8_0x4, QB,tileQ4_0x1, tileQ4_0x2, unpackQ4_0x4,
@@ -35,8 +37,6 @@ import {
 import { readRow } from './rows';
 import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0, T_TQ1_0, T_TQ2_0 } from './types';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
-import { dotMXFP4, dotMXFP4x4 } from './mxfp4';
-import { dotIQ, dotIQ1, dotIQx4, dotTQ1_0, dotTQ2_0, isIQ, unpackIQ } from './iquant';
 
 const FMT_F32: i32 = 0;
 const FMT_Q32: i32 = 1;
@@ -373,11 +373,12 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
   mmRows(node, scratch, type, plainRows, m0, mc, base, i2, i3, a2, a3, c0, c1);
 }
 
-/** A whole group of four interleaved Q4_K / Q5_0 / Q6_K / Q4_0 rows (kquant.ts): columns four at a time, then one. */
+/** A whole group of four interleaved Q4_K / Q5_0 / Q6_K / Q4_0 / MXFP4 rows (kquant.ts, mxfp4.ts): columns four at a time, then one. */
 function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i32, i2: i32, i3: i32, c0: i32, c1: i32): void {
   const q5 = type == T_Q5_0;
   const q6 = type == T_Q6_K;
   const q4 = type == T_Q4_0;
+  const mx = type == T_MXFP4;
   if (q6 && unpackQ6K(c1 - c0) && mmUnpackedQ6K(node, ith, chunk, K, m0, i2, i3, c0, c1)) return;
   if (ASC_FEATURE_RELAXED_SIMD && q4 && dotAdd() && c1 - c0 >= UNPACK_MIN_COLS_K4 && mmUnpacked(node, ith, chunk, K >> 5, K, m0, i2, i3, c0, c1, true)) return;
   let n = c0;
@@ -391,6 +392,7 @@ function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i
     const o2 = dstAt(node, m0, n + 2, i2, i3);
     const o3 = dstAt(node, m0, n + 3, i2, i3);
     if (q4) gemmQ4_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
+    else if (mx) gemmMXFP4x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else if (q5) gemmQ5_0x4(chunk, K >> 5, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else if (q6) gemmQ6Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
     else gemmQ4Kx4(chunk, K >> 8, K, x0, x1, x2, x3, o0, o1, o2, o3);
@@ -399,7 +401,9 @@ function mmGroupK4(node: usize, ith: i32, type: i32, chunk: usize, K: i32, m0: i
     const x = actRow(node, n, i2, i3);
     const v = q4
       ? gemvQ4_0(chunk, K >> 5, x, K)
-      : q5
+      : mx
+        ? gemvMXFP4(chunk, K >> 5, x, K)
+        : q5
         ? gemvQ5_0(chunk, K >> 5, x, K)
         : q6
           ? gemvQ6K(chunk, K >> 8, x, K)
@@ -488,14 +492,15 @@ function mmUnpacked(node: usize, ith: i32, chunk: usize, nb: i32, K: i32, m0: i3
 }
 
 /**
- * The ggml-layout bytes of the row of k4 weights (Q4_0, Q5_0, Q4_K, Q6_K) that starts `o`
+ * The ggml-layout bytes of the row of k4 weights (Q4_0, Q5_0, Q4_K, Q6_K, MXFP4) that starts `o`
  * logical bytes into the node's weights, for rows outside the tiles (a view): in place
  * when the row is outside any group, else unpacked into scratch.
  */
 function k4Row(node: usize, type: i32, o: usize, K: i32, scratch: usize): usize {
-  krow(node, 1, o, type == T_Q4_0 ? 18 : type == T_Q5_0 ? 22 : type == T_Q4_K ? 144 : 210);
+  krow(node, 1, o, type == T_Q4_0 ? 18 : type == T_Q5_0 ? 22 : type == T_MXFP4 ? 17 : type == T_Q4_K ? 144 : 210);
   if (kRow < 0) return kGroup;
   if (type == T_Q4_0) unpackRowQ4_0(kGroup, kRow, K >> 5, scratch);
+  else if (type == T_MXFP4) unpackRowMXFP4(kGroup, kRow, K >> 5, scratch);
   else if (type == T_Q5_0) unpackRowQ5_0(kGroup, kRow, K >> 5, scratch);
   else if (type == T_Q4_K) unpackRowQ4K(kGroup, kRow, K >> 8, scratch);
   else unpackRowQ6K(kGroup, kRow, K >> 8, scratch);
@@ -578,19 +583,20 @@ function mmRows(
         store<f32>(dstAt(node, m, n, i2, i3), v);
       }
     } else if (type == T_MXFP4 && extra(node, 2) == FMT_Q32) {
+      const mx = tLayout(node, 1) == LAYOUT_K4 ? k4Row(node, type, o, K, scratch) : pa;
       let n = c0;
       for (; n + 4 <= c1; n += 4) {
         const x0 = actRow(node, n, i2, i3);
         const x1 = actRow(node, n + 1, i2, i3);
         const x2 = actRow(node, n + 2, i2, i3);
         const x3 = actRow(node, n + 3, i2, i3);
-        const v = dotMXFP4x4(pa, K >> 5, x0, x1, x2, x3, K);
+        const v = dotMXFP4x4(mx, K >> 5, x0, x1, x2, x3, K);
         store<f32>(dstAt(node, m, n, i2, i3), f32x4.extract_lane(v, 0));
         store<f32>(dstAt(node, m, n + 1, i2, i3), f32x4.extract_lane(v, 1));
         store<f32>(dstAt(node, m, n + 2, i2, i3), f32x4.extract_lane(v, 2));
         store<f32>(dstAt(node, m, n + 3, i2, i3), f32x4.extract_lane(v, 3));
       }
-      for (; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotMXFP4(pa, K >> 5, actRow(node, n, i2, i3), K));
+      for (; n < c1; n++) store<f32>(dstAt(node, m, n, i2, i3), dotMXFP4(mx, K >> 5, actRow(node, n, i2, i3), K));
     } else if (ASC_FEATURE_RELAXED_SIMD && (type == T_TQ2_0 || type == T_TQ1_0)) {
       // straight from the 2-bit fields or trits, column by column (iquant.ts)
       for (let n = c0; n < c1; n++) {

@@ -20,3 +20,4 @@ export function repack4(src: usize, dst: usize, nb: i32, ts: i32, rowBytes: i32)
 }
 
 export { repackQ4_0, repackQ4K, repackQ5_0, repackQ6K } from './kquant';
+export { repackMXFP4 } from './mxfp4';

@@ -28,7 +28,20 @@ async function product(dev: Device, type: number, K: number, M: number, N: numbe
   return r.values[0];
 }
 
-const TYPES = ['F32', 'F16', 'BF16', 'Q4_0', 'Q8_0', 'Q4_K', 'Q6_K', 'Q5_K', 'Q4_1', 'Q5_0', 'IQ4_NL'] as const;
+const TYPES = [
+  'F32',
+  'F16',
+  'BF16',
+  'Q4_0',
+  'Q8_0',
+  'Q4_K',
+  'Q6_K',
+  'Q5_K',
+  'Q4_1',
+  'Q5_0',
+  'IQ4_NL',
+  'MXFP4',
+] as const;
 
 for (const name of TYPES) {
   test(`cpu matmul ${name}: K=512, M=67 (16 groups + 3 rows), N in {1, 9, 70}, batches`, async () => {
@@ -80,7 +93,7 @@ test('cpu matmul: few columns (2..8: the pair, unpacked and four-column tiles) g
   // K = 768: three Q4_K/Q6_K super-blocks, 24 Q4_0/Q8_0 blocks; M = 13: three groups and a row
   const K = 768;
   const M = 13;
-  for (const name of ['Q4_0', 'Q8_0', 'Q4_K', 'Q6_K'] as const) {
+  for (const name of ['Q4_0', 'Q8_0', 'Q4_K', 'Q6_K', 'MXFP4'] as const) {
     const type = GGMLType[name];
     const a = newTensor(type, [K, M]);
     const bufs = allocTensors([a], cpuDevice.bufferType(), 'weights');

@@ -1,4 +1,4 @@
-// The CPU device's buffers: Q4_0/Q8_0 (and Q4_K, Q6_K, Q5_0, Q4_0 weights: k4) tensors are stored 4-row interleaved and every
+// The CPU device's buffers: Q4_0/Q8_0 (and Q4_K, Q6_K, Q5_0, MXFP4, Q4_0 weights: k4) tensors are stored 4-row interleaved and every
 // sub-range write and read must still see ggml's bytes (randomized offsets and sizes,
 // memsets, views); the plain host buffer type keeps ggml's layout.
 
@@ -49,6 +49,8 @@ const SHAPES: [number, number[]][] = [
   [GGMLType.Q5_0, [96, 9, 2]],
   [GGMLType.Q6_K, [256, 7]],
   [GGMLType.Q6_K, [512, 5, 2]],
+  [GGMLType.MXFP4, [64, 7]],
+  [GGMLType.MXFP4, [96, 9, 2]],
 ];
 
 test('cpu buffer: Q8_0 (and Q4_0 outside the k4 layout) are stored rep4-interleaved, not in ggml layout', async () => {
@@ -148,6 +150,27 @@ for (const seed of [1, 2, 3]) {
   });
 }
 
+test('cpu buffer: MXFP4 is stored interleaved (relaxed-SIMD kernels only)', () => {
+  const t = newTensor(GGMLType.MXFP4, [64, 8]);
+  const [buf] = allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[];
+  if (cpuDevice.variant !== 'relaxed') {
+    assert.equal(buf.layoutOf(t), undefined);
+    buf.free();
+    return;
+  }
+  assert.ok(buf.layoutOf(t) instanceof K4Layout);
+  const data = bytes(rng(10), t.nbytes);
+  tensorSet(t, data);
+  const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
+  // the four rows' exponent bytes, then four quant bytes of each row in turn (rows 34 bytes)
+  assert.deepEqual(Array.from(raw.subarray(0, 4)), [data[0], data[34], data[68], data[102]]);
+  assert.deepEqual(Array.from(raw.subarray(4, 12)), [...data.subarray(1, 5), ...data.subarray(35, 39)]);
+  assert.deepEqual(Array.from(raw.subarray(20, 24)), Array.from(data.subarray(5, 9)));
+  // the second block column
+  assert.equal(raw[68 + 1], data[34 + 17]);
+  buf.free();
+});
+
 test('cpu buffer: Q4_K is stored interleaved (relaxed-SIMD kernels only)', () => {
   const t = newTensor(GGMLType.Q4_K, [512, 8]);
   const [buf] = allocTensors([t], cpuDevice.bufferType()) as CpuBuffer[];
@@ -167,7 +190,7 @@ test('cpu buffer: Q4_K is stored interleaved (relaxed-SIMD kernels only)', () =>
   buf.free();
 });
 
-for (const name of ['Q4_K', 'Q5_0', 'Q6_K', 'Q4_0'] as const) {
+for (const name of ['Q4_K', 'Q5_0', 'Q6_K', 'Q4_0', 'MXFP4'] as const) {
   test(`cpu buffer: GET_ROWS and products with row views of interleaved ${name} weights match the reference`, async () => {
     // 11 rows: two interleaved groups and three plain rows; views start inside a group
     const run = async (dev: typeof cpuDevice | typeof referenceDevice) => {

@@ -74,7 +74,7 @@ function f32Bits(v: number): number {
 }
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length));
+  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 2));
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -112,6 +112,13 @@ function constantTable(): Uint8Array {
   fill(30, 2, 0x7c00);
   // f32 constants of the exp, tanh, SiLU, GELU and softmax kernels (assembly/consts.ts, C_F32)
   for (const [i, v] of F32_CONSTANTS.entries()) fill(31 + i, 4, f32Bits(v));
+  // MXFP4's E2M1 values doubled, plus 12 (the relaxed build's unsigned operand) and as they are
+  const mx = 31 + F32_CONSTANTS.length;
+  const e2m1 = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+  for (let k = 0; k < 16; k++) {
+    dv.setUint8(mx * 16 + k, e2m1[k] + 12);
+    dv.setInt8((mx + 1) * 16 + k, e2m1[k]);
+  }
   return t;
 }
 

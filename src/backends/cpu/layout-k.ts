@@ -1,5 +1,5 @@
-// The 4-row interleaved layout of Q4_K, Q6_K, Q5_0 and Q4_0 weights (the "k4" layout), and the
-// byte mapping between it and ggml's layout, for any sub-range.
+// The 4-row interleaved layout of Q4_K, Q6_K, Q5_0, Q4_0 and MXFP4 weights (the "k4" layout),
+// and the byte mapping between it and ggml's layout, for any sub-range.
 //
 // As Rep4Layout (layout.ts): in each matrix, rows are taken four at a time (rows left
 // over keep ggml's layout) and a group of four rows occupies the same 4 * rowBytes bytes,
@@ -8,7 +8,8 @@
 // (Q5_0) the high bits regrouped by four-element step, then the quants with four bytes of
 // each row in turn (assembly/kquant.ts describes the bytes). Q4_0 (relaxed build, weights
 // only) takes this layout rather than rep4's (layout.ts): four bytes of each row in turn
-// let a kernel use one quant vector for all four rows without horizontal sums. Bits move between bytes, so
+// let a kernel use one quant vector for all four rows without horizontal sums; MXFP4 (relaxed
+// build) the same, its four exponent bytes first (assembly/mxfp4.ts). Bits move between bytes, so
 // a partly written group is unpacked, patched and repacked.
 
 import type { Tensor } from '../../ggml/tensor.js';
@@ -39,23 +40,36 @@ export class K4Layout extends InterleavedLayout {
   ) {
     const q5 = type === GGMLType.Q5_0;
     const q4 = type === GGMLType.Q4_0;
-    const ts = q4 ? 18 : q5 ? 22 : type === GGMLType.Q6_K ? 210 : 144;
-    const nsb = ne[0] / (q5 || q4 ? 32 : 256);
+    const mx = type === GGMLType.MXFP4;
+    const ts = q4 ? 18 : q5 ? 22 : mx ? 17 : type === GGMLType.Q6_K ? 210 : 144;
+    const nsb = ne[0] / (q5 || q4 || mx ? 32 : 256);
     super(nsb * ts, ts, ne);
     this.nsb = nsb;
-    this.repackExport = q4 ? 'repackQ4_0' : q5 ? 'repackQ5_0' : type === GGMLType.Q6_K ? 'repackQ6K' : 'repackQ4K';
+    this.repackExport = q4
+      ? 'repackQ4_0'
+      : q5
+        ? 'repackQ5_0'
+        : mx
+          ? 'repackMXFP4'
+          : type === GGMLType.Q6_K
+            ? 'repackQ6K'
+            : 'repackQ4K';
   }
 
   /** Whether tensors of this type and shape are stored interleaved. */
   static applies(t: Tensor): boolean {
     const k =
-      t.type === GGMLType.Q4_K || t.type === GGMLType.Q5_0 || t.type === GGMLType.Q6_K || t.type === GGMLType.Q4_0;
+      t.type === GGMLType.Q4_K ||
+      t.type === GGMLType.Q5_0 ||
+      t.type === GGMLType.Q6_K ||
+      t.type === GGMLType.Q4_0 ||
+      t.type === GGMLType.MXFP4;
     return k && t.ne[1] >= 4 && t.isContiguous();
   }
 
   /** Four ggml rows at src[s] (rowBytes apart) into the group at dst[d]. */
   packGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
-    if (this.type === GGMLType.Q4_0) {
+    if (this.type === GGMLType.Q4_0 || this.type === GGMLType.MXFP4) {
       this.moveQ4(src, s, dst, d, true);
       return;
     }
@@ -104,7 +118,7 @@ export class K4Layout extends InterleavedLayout {
 
   /** The group at src[s] back to four ggml rows at dst[d]. */
   unpackGroup(src: Uint8Array, s: number, dst: Uint8Array, d: number): void {
-    if (this.type === GGMLType.Q4_0) {
+    if (this.type === GGMLType.Q4_0 || this.type === GGMLType.MXFP4) {
       this.moveQ4(dst, d, src, s, false);
       return;
     }
@@ -159,22 +173,24 @@ export class K4Layout extends InterleavedLayout {
   }
 
   // Q4_0 block column (72 bytes): d of rows 0..3 (f16) at +0; at +8 + 16kk byte 4r+e =
-  // qs[4kk+e] of row r. Whole bytes move, so one routine serves both directions (pack:
-  // ggml rows at g[gs] to the group at k[ks]; unpack: the reverse).
+  // qs[4kk+e] of row r. MXFP4 (68 bytes) the same with one-byte e for the two-byte d.
+  // Whole bytes move, so one routine serves both directions (pack: ggml rows at g[gs] to
+  // the group at k[ks]; unpack: the reverse).
   private moveQ4(g: Uint8Array, gs: number, k: Uint8Array, ks: number, pack: boolean): void {
-    const { rowBytes, nsb } = this;
+    const { rowBytes, nsb, ts } = this;
+    const h = ts - 16;
     for (let b = 0; b < nsb; b++) {
-      const c = ks + b * 72;
+      const c = ks + b * 4 * ts;
       for (let r = 0; r < 4; r++) {
-        const p = gs + r * rowBytes + b * 18;
-        for (let i = 0; i < 2; i++) {
-          if (pack) k[c + 2 * r + i] = g[p + i];
-          else g[p + i] = k[c + 2 * r + i];
+        const p = gs + r * rowBytes + b * ts;
+        for (let i = 0; i < h; i++) {
+          if (pack) k[c + h * r + i] = g[p + i];
+          else g[p + i] = k[c + h * r + i];
         }
         for (let kk = 0; kk < 4; kk++) {
           for (let e = 0; e < 4; e++) {
-            const o = c + 8 + 16 * kk + 4 * r + e;
-            const q = p + 2 + 4 * kk + e;
+            const o = c + 4 * h + 16 * kk + 4 * r + e;
+            const q = p + h + 4 * kk + e;
             if (pack) k[o] = g[q];
             else g[q] = k[o];
           }
