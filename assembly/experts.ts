@@ -4,8 +4,10 @@
 // SwiGLU. Work is split by rows.
 
 import { stf } from './access';
+import { C_F32, F_ONE } from './consts';
 import { param, share0, tAddr, tNb, tNe, tType } from './desc';
-import { exp64 } from './math';
+import { exp64, expf4 } from './math';
+import { T_F32 } from './types';
 
 // ---- ARGSORT: libstdc++'s introsort on i32 indices (see reference/ops/sort.ts) ----------
 
@@ -194,7 +196,8 @@ export function k_add_id(node: usize, ith: i32, nth: i32): void {
 
 /**
  * SWIGLU_OAI: t0 = dst, t1 = gate, t2 = up (F32, contiguous rows); params alpha, limit.
- * x = min(g, limit), y = clamp(u, ±limit): x / (1 + e^(-alpha·x)) · (y + 1).
+ * x = min(g, limit), y = clamp(u, ±limit): x / (1 + e^(-alpha·x)) · (y + 1), in f32 as
+ * ggml-cpu (four lanes at a time with expf4 where the rows are f32; the tail in double).
  */
 export function k_swiglu_oai(node: usize, ith: i32, nth: i32): void {
   const n = tNe(node, 0, 0);
@@ -206,6 +209,10 @@ export function k_swiglu_oai(node: usize, ith: i32, nth: i32): void {
   const alpha = param(node, 0);
   const limit = param(node, 1);
   const td = tType(node, 0);
+  const fast = td == T_F32 && tNb(node, 0, 0) == 4 && tType(node, 1) == T_F32 && tNb(node, 1, 0) == 4 && tType(node, 2) == T_F32 && tNb(node, 2, 0) == 4;
+  const lim = f32x4.splat(<f32>limit);
+  const nlim = f32x4.splat(-(<f32>limit));
+  const nalpha = f32x4.splat(-(<f32>alpha));
   for (let r = r0; r < r1; r++) {
     const i1 = r % ne1;
     const q = r / ne1;
@@ -214,7 +221,18 @@ export function k_swiglu_oai(node: usize, ith: i32, nth: i32): void {
     const pd = rowAddr(node, 0, i1, i2, i3);
     const pg = rowAddr(node, 1, i1, i2, i3);
     const pu = rowAddr(node, 2, i1, i2, i3);
-    for (let k = 0; k < n; k++) {
+    let k = 0;
+    if (fast) {
+      for (; k + 4 <= n; k += 4) {
+        const o = <usize>k << 2;
+        // pmin / pmax are std::min / std::clamp's comparisons (a NaN gate stays NaN)
+        const x = f32x4.pmin(v128.load(pg + o), lim);
+        const y = f32x4.pmin(f32x4.pmax(v128.load(pu + o), nlim), lim);
+        const g = f32x4.div(x, f32x4.add(C_F32(F_ONE), expf4(f32x4.mul(nalpha, x))));
+        v128.store(pd + o, f32x4.mul(g, f32x4.add(y, C_F32(F_ONE))));
+      }
+    }
+    for (; k < n; k++) {
       const x = Math.min(<f64>load<f32>(pg + (<usize>k << 2)), limit);
       const y = Math.min(Math.max(<f64>load<f32>(pu + (<usize>k << 2)), -limit), limit);
       stf(pd + (<usize>k << 2), td, <f32>((x / (1 + exp64(-alpha * x))) * (y + 1)));

@@ -165,19 +165,45 @@ export function k_mm_prep(node: usize, ith: i32, nth: i32): void {
   }
 }
 
-/** Step 2: dst[m, n, i2, i3] for the thread's groups of four rows of a. */
+/**
+ * The units (groups of four rows) of a product are dealt in pieces that the workers claim
+ * as they go, through a counter in the node record that the host zeroes before every run
+ * (encode.ts, EncodedJob.counters): two workers streaming weights rarely get the same
+ * bandwidth, and with fixed shares the first one done waited at the barrier (10-15 % of a
+ * gpt-oss-20b decode step on 2 threads). Each unit's results depend only on the unit and
+ * the column chunk, so any dealing gives the same bits.
+ */
+const PIECES_PER_THREAD: i32 = 16;
+
+/** Units per piece for `units` units over nth workers (all of them when one worker). */
+@inline function pieceSize(units: i32, nth: i32): i32 {
+  return nth == 1 ? max(units, 1) : max(1, units / (nth * PIECES_PER_THREAD));
+}
+
+/** The first unit of the next unclaimed piece (>= units when none is left). */
+@inline function claim(node: usize, piece: i32): i32 {
+  return atomic.add<i32>(node + 640 + (MM_COUNTER << 2), 1) * piece;
+}
+
+/** The record's extra word holding the claim counter (encode.ts writes and zeroes it). */
+const MM_COUNTER: usize = 9;
+
+/** Step 2: dst[m, n, i2, i3] for the groups of four rows of a that the thread claims. */
 export function k_mm(node: usize, ith: i32, nth: i32): void {
-  const K = tNe(node, 1, 0);
+  const G = (tNe(node, 1, 1) + 3) >> 2;
+  const units = G * tNe(node, 0, 2) * tNe(node, 0, 3);
+  const piece = pieceSize(units, nth);
+  for (let u0 = claim(node, piece); u0 < units; u0 = claim(node, piece)) mmUnits(node, ith, u0, min(units, u0 + piece));
+}
+
+/** k_mm for units [u0, u1). */
+function mmUnits(node: usize, ith: i32, u0: i32, u1: i32): void {
   const M = tNe(node, 1, 1);
   const N = tNe(node, 0, 1);
   const ne12 = tNe(node, 0, 2);
-  const ne13 = tNe(node, 0, 3);
   const r2 = ne12 / tNe(node, 1, 2);
-  const r3 = ne13 / tNe(node, 1, 3);
+  const r3 = tNe(node, 0, 3) / tNe(node, 1, 3);
   const G = (M + 3) >> 2;
-  const units = G * ne12 * ne13;
-  const u0 = share0(units, ith, nth);
-  const u1 = share0(units, ith + 1, nth);
   // the chunk is sized for 2.5·K bytes per activation row; the relaxed build's per-32 rows
   // use half of that (int8 quants), so twice the columns fit the same cache
   let nc = extra(node, 5);
@@ -257,9 +283,17 @@ export function k_mmid(node: usize, ith: i32, nth: i32): void {
   const G = (M + 3) >> 2;
   let used = 0;
   for (let e = 0; e < nE; e++) if (load<i32>(counts + (<usize>e << 2)) > 0) used++;
+  // (used expert, group of four rows) units, claimed in pieces as k_mm's
   const units = used * G;
-  const u0 = share0(units, ith, nth);
-  const u1 = share0(units, ith + 1, nth);
+  const piece = pieceSize(units, nth);
+  for (let u0 = claim(node, piece); u0 < units; u0 = claim(node, piece)) mmidUnits(node, ith, counts, starts, map, u0, min(units, u0 + piece));
+}
+
+/** k_mmid for units [u0, u1) with the thread's column map (counts, starts rewound, map). */
+function mmidUnits(node: usize, ith: i32, counts: usize, starts: usize, map: usize, u0: i32, u1: i32): void {
+  const M = tNe(node, 1, 1);
+  const nE = tNe(node, 1, 2);
+  const G = (M + 3) >> 2;
   let nc = extra(node, 5);
   if (ASC_FEATURE_RELAXED_SIMD && extra(node, 2) == FMT_Q32) nc *= 2;
   const NC = nc >= 8 ? nc & ~3 : nc;

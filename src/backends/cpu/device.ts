@@ -299,6 +299,7 @@ interface CachedJob {
   epoch: number;
   steps: Int32Array;
   nsteps: number;
+  counters: [Arena, number][];
   ops: [string, number][];
 }
 
@@ -346,13 +347,14 @@ export class CpuBackend implements Backend {
         epoch: dev.arenas.epoch,
         steps: job.steps,
         nsteps: job.nsteps,
+        counters: job.counters,
         ops: [...counts],
       };
       this.cached = graph.reusable ? c : null;
     }
     for (const [op, n] of c.ops) dev.opCounts.set(op, (dev.opCounts.get(op) ?? 0) + n);
     if (c.nsteps === 0) return;
-    const run = pool.run(c.steps, c.nsteps, nth);
+    const run = pool.run(c.steps, c.nsteps, nth, c.counters);
     this.last = run.catch(() => {});
     await run;
   }

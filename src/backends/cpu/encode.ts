@@ -393,6 +393,11 @@ export interface WorkRegions {
 export interface EncodedJob {
   steps: Int32Array;
   nsteps: number;
+  /**
+   * Words (arena, word index) to zero before every run of the job: the matmul steps' claim
+   * counters (assembly/matmul.ts: workers take pieces of a product as they go).
+   */
+  counters: [Arena, number][];
 }
 
 /**
@@ -430,6 +435,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
     bases.set(arena, { rec: base, act, scratch: align(act + e.act), slot: e.slot, next: 0, actKey: null });
   }
   const units: Unit[] = [];
+  const counters: [Arena, number][] = [];
   const views = new Map<Arena, { i32: Int32Array; f64: Float64Array }>();
   for (const p of plans) {
     const b = bases.get(p.home)!;
@@ -496,6 +502,8 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
       i32[ex + 8] = p.mmScratch ?? 0;
+      // ex + 9: the claim counter (zero here, and before every run)
+      counters.push([p.home, r32 + ex + 9]);
       if (kernels[0] === 'k_mm_prep') {
         actRange = [p.home.index, b.act, b.act + p.shared];
         // the same activations (tensor, format, rounding) as the last product prepared here:
@@ -591,7 +599,7 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       b.actKey = null;
     }
   }
-  return layOut(units, nth);
+  return { ...layOut(units, nth), counters };
 }
 
 /** A byte range [lo, hi) of one arena: [arena index, lo, hi]. */
@@ -644,7 +652,7 @@ const isSingle = (u: Unit) => u.kind === 'single' || u.kind === 'single0';
  * only with single-worker units on one worker join that worker in the same phase (a worker
  * runs its steps in order). Moving a unit before non-conflicting ones keeps every result.
  */
-function layOut(units: Unit[], nth: number): EncodedJob {
+function layOut(units: Unit[], nth: number): Omit<EncodedJob, 'counters'> {
   const phases: { units: Unit[]; load: number[] }[] = [];
   let floor = 0;
   for (const u of units) {

@@ -63,13 +63,18 @@ export class Pool {
    * Run `nsteps` steps (STEP_WORDS int32 each, from `steps`) on `nth` workers. Jobs are
    * serialized; the promise settles when every worker is done.
    */
-  run(steps: Int32Array, nsteps: number, nth: number): Promise<void> {
-    const job = this.queue.then(() => this.exec(steps, nsteps, nth));
+  run(steps: Int32Array, nsteps: number, nth: number, counters: readonly [Arena, number][] = []): Promise<void> {
+    const job = this.queue.then(() => this.exec(steps, nsteps, nth, counters));
     this.queue = job.catch(() => {});
     return job;
   }
 
-  private async exec(steps: Int32Array, nsteps: number, nth: number): Promise<void> {
+  private async exec(
+    steps: Int32Array,
+    nsteps: number,
+    nth: number,
+    counters: readonly [Arena, number][],
+  ): Promise<void> {
     if (this.closed) throw new Error('cpu: the worker pool is closed');
     nth = Math.max(1, Math.min(nth, this.workers.length));
     for (const w of this.workers) w.ref();
@@ -80,6 +85,8 @@ export class Pool {
         this.control[C.STEPS + 1] = K_ARENA;
         await this.go(1, this.workers.length);
       }
+      // the job's claim counters start at zero (its previous run left them past the end)
+      for (const [arena, word] of counters) new Int32Array(arena.memory.buffer, word * 4, 1)[0] = 0;
       for (let done = 0; done < nsteps; done += STEP_CAP) {
         const n = Math.min(STEP_CAP, nsteps - done);
         this.control.set(steps.subarray(done * STEP_WORDS, (done + n) * STEP_WORDS), C.STEPS);
