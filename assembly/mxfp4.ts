@@ -22,8 +22,12 @@ import { QB } from './qdot';
 @inline function e8m0Half4(p: usize): v128 {
   const e = i32x4.extend_low_i16x8_u(v128.load8x8_u(p));
   const one = C_ONE32();
-  // e >= 2: (e − 1) << 23; e = 0, 1: 0x00200000 << e, which is (e + 1) << 21
-  return sel32(i32x4.shl(i32x4.add(e, one), 21), i32x4.shl(i32x4.sub(e, one), 23), i32x4.le_u(e, one));
+  const normal = i32x4.shl(i32x4.sub(e, one), 23);
+  // a byte of 0 or 1 (the subnormal results) is rare: test the four at once (a zero byte
+  // of w & 0xfefefefe), and only then take e = 0, 1 to 0x00200000 << e = (e + 1) << 21
+  const w = load<u32>(p) & 0xfefefefe;
+  if (((w - 0x01010101) & ~w & 0x80808080) == 0) return normal;
+  return sel32(i32x4.shl(i32x4.add(e, one), 21), normal, i32x4.le_u(e, one));
 }
 
 /** The block's 32 values as int8 lanes: elements 0..15 (lo) and 16..31 (hi). */
@@ -179,10 +183,10 @@ const KVALUES: usize = 1024 + 1024;
   dw: v128, acc: v128, wide: bool,
 ): v128 {
   const a = act + (<usize>b << 5);
-  const bias = i32x4.splat(bias12(act, b, K));
+  const b12 = bias12(act, b, K);
   let i: v128;
   if (wide) {
-    let p = rda(v128.load32_splat(a), l0, i32x4.neg(bias));
+    let p = rda(v128.load32_splat(a), l0, i32x4.splat(-b12));
     let q = rda(v128.load32_splat(a, 4), l1, i32x4.splat(0));
     p = rda(v128.load32_splat(a, 8), l2, p);
     q = rda(v128.load32_splat(a, 12), l3, q);
@@ -200,7 +204,7 @@ const KVALUES: usize = 1024 + 1024;
     q = i16x8.add(q, rdot(v128.load32_splat(a, 20), h1));
     q = i16x8.add(q, rdot(v128.load32_splat(a, 24), h2));
     q = i16x8.add(q, rdot(v128.load32_splat(a, 28), h3));
-    i = i32x4.sub(i32x4.add(i32x4.dot_i16x8_s(p, C_ONES16()), i32x4.dot_i16x8_s(q, C_ONES16())), bias);
+    i = i32x4.sub(i32x4.add(i32x4.dot_i16x8_s(p, C_ONES16()), i32x4.dot_i16x8_s(q, C_ONES16())), i32x4.splat(b12));
   }
   return madd(f32x4.convert_i32x4_s(i), f32x4.mul(dw, v128.load32_splat(act + 2 * <usize>K + (<usize>b << 2))), acc);
 }

@@ -12,6 +12,8 @@ import { computeOn } from '../src/backends/testing/compute.js';
 import { nmse, randomData } from '../src/backends/testing/op-harness.js';
 import { allocTensors } from '../src/ggml/alloc.js';
 import * as ops from '../src/ggml/ops.js';
+import { f16ToF32, f32ToF16 } from '../src/ggml/fp16.js';
+import { dequantizeMXFP4 } from '../src/ggml/quants/mxfp4.js';
 import { newTensor } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 
@@ -115,5 +117,49 @@ test('cpu matmul: few columns (2..8: the pair, unpacked and four-column tiles) g
       r.allocator.free();
     }
     for (const x of bufs) x.free();
+  }
+});
+
+test('cpu matmul MXFP4: exponent bytes 0 and 1 (subnormal scales) and large ones, in groups and alone', async () => {
+  // 9 rows: two interleaved groups and a plain row; every block of a row has the same
+  // exponent byte. Expected: the exact sum over ggml's dequantized weights and the
+  // activations rounded as ggml-cpu's Q8_0 (vec_dot_type), in double (the reference
+  // device loses bits where the products are subnormal)
+  const K = 256;
+  const E = [0, 1, 2, 3, 127, 1, 0, 200, 0];
+  const a = newTensor(GGMLType.MXFP4, [K, E.length]);
+  const bytes = randomData(a, 41) as Uint8Array;
+  for (let r = 0; r < E.length; r++) for (let b = 0; b < K / 32; b++) bytes[r * (K / 32) * 17 + b * 17] = E[r];
+  const w = new Float32Array(K * E.length);
+  dequantizeMXFP4(bytes, 0, w, 0, (K / 32) * E.length);
+  const x = randomData(newTensor(GGMLType.F32, [K, 5]), 42) as Float32Array;
+  const expected = (r: number, c: number) => {
+    let sum = 0;
+    for (let b = 0; b < K / 32; b++) {
+      const xs = x.subarray(c * K + b * 32, c * K + b * 32 + 32);
+      const amax = xs.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      const d = f16ToF32(f32ToF16(amax / 127));
+      const id = amax ? 127 / amax : 0;
+      for (let j = 0; j < 32; j++) sum += w[r * K + b * 32 + j] * Math.round(xs[j] * id) * d;
+    }
+    return sum;
+  };
+  for (const cols of [1, 5]) {
+    const t = newTensor(GGMLType.MXFP4, [K, E.length]);
+    const bufs = allocTensors([t], cpuDevice.bufferType(), 'weights');
+    tensorSet(t, bytes);
+    const y = newTensor(GGMLType.F32, [K, cols]);
+    const r = await computeOn(cpuDevice, [ops.mulMat(t, y)], [[y, x.subarray(0, K * cols)]]);
+    const got = r.values[0];
+    for (const f of bufs) f.free();
+    r.allocator.free();
+    for (let c = 0; c < cols; c++) {
+      for (let m = 0; m < E.length; m++) {
+        const want = expected(m, c);
+        const v = got[c * E.length + m];
+        assert.ok(want !== 0 && Number.isFinite(want));
+        assert.ok(Math.abs(v - want) <= 1e-5 * Math.abs(want), `${cols} columns: row ${m} (e ${E[m]}), column ${c}: ${v} vs ${want}`);
+      }
+    }
   }
 });
