@@ -11,8 +11,8 @@ import { referenceDevice } from '../src/backends/reference/index.js';
 import { computeOn } from '../src/backends/testing/compute.js';
 import { nmse, randomData } from '../src/backends/testing/op-harness.js';
 import { allocTensors } from '../src/ggml/alloc.js';
-import * as ops from '../src/ggml/ops.js';
 import { f16ToF32, f32ToF16 } from '../src/ggml/fp16.js';
+import * as ops from '../src/ggml/ops.js';
 import { dequantizeMXFP4 } from '../src/ggml/quants/mxfp4.js';
 import { newTensor } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
@@ -158,7 +158,10 @@ test('cpu matmul MXFP4: exponent bytes 0 and 1 (subnormal scales) and large ones
         const want = expected(m, c);
         const v = got[c * E.length + m];
         assert.ok(want !== 0 && Number.isFinite(want));
-        assert.ok(Math.abs(v - want) <= 1e-5 * Math.abs(want), `${cols} columns: row ${m} (e ${E[m]}), column ${c}: ${v} vs ${want}`);
+        assert.ok(
+          Math.abs(v - want) <= 1e-5 * Math.abs(want),
+          `${cols} columns: row ${m} (e ${E[m]}), column ${c}: ${v} vs ${want}`,
+        );
       }
     }
   }
