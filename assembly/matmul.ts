@@ -218,9 +218,46 @@ function mmUnits(node: usize, ith: i32, u0: i32, u1: i32): void {
       const i2 = bi % ne12;
       const i3 = bi / ne12;
       const m0 = g << 2;
+      if (c1 - c0 == 1) {
+        // one column: the run of whole interleaved groups from here in one loop
+        const n = gemvRun(node, g, min(G, g + u1 - u), i2 / r2, i3 / r3, actRow(node, c0, i2, i3), dstAt(node, m0, c0, i2, i3));
+        if (n > 0) {
+          u += n - 1;
+          continue;
+        }
+      }
       mmGroup(node, ith, m0, min(4, M - m0), i2, i3, i2 / r2, i3 / r3, c0, c1);
     }
   }
+}
+
+/**
+ * One column against the whole interleaved groups [g0, g1) of matrix (a2, a3) (act: its
+ * activation row, out: group g0's four results): each group's kernel as mmGroup runs it
+ * for one column (k4: mmGroupK4; rep4 Q4_0 / Q8_0: groupQ4_0 / groupQ8_0), without
+ * mmGroup's per-group dispatch, which cost as much as a short group's product (a decode
+ * step's 2048- and 768-wide rows). Returns the groups done (0: g0 is not a whole group,
+ * or the weights are not interleaved).
+ */
+function gemvRun(node: usize, g0: i32, g1: i32, a2: i32, a3: i32, act: usize, out: usize): i32 {
+  const layout = tLayout(node, 1);
+  const type = tType(node, 1);
+  const rep4 = layout == LAYOUT_REP4 && (type == T_Q4_0 || type == T_Q8_0);
+  if ((layout != LAYOUT_K4 && !rep4) || extra(node, 6) == 0) return 0;
+  g1 = min(g1, tWord(node, 1, 14) >> 2);
+  if (g0 >= g1) return 0;
+  const K = tNe(node, 1, 0);
+  const step = <usize>tNb(node, 1, 1) << 2;
+  let c = tAddr(node, 1) + <usize>a2 * tNb(node, 1, 2) + <usize>a3 * tNb(node, 1, 3) + <usize>g0 * step;
+  const n = g1 - g0;
+  if (rep4 && type == T_Q4_0) for (let i = 0; i < n; i++, c += step, out += 16) v128.store(out, groupQ4_0(c, K >> 5, act, K));
+  else if (rep4) for (let i = 0; i < n; i++, c += step, out += 16) v128.store(out, groupQ8_0(c, K >> 5, act, K));
+  else if (type == T_Q4_0) for (let i = 0; i < n; i++, c += step, out += 16) v128.store(out, gemvQ4_0(c, K >> 5, act, K));
+  else if (type == T_MXFP4) for (let i = 0; i < n; i++, c += step, out += 16) v128.store(out, gemvMXFP4(c, K >> 5, act, K));
+  else if (type == T_Q5_0) for (let i = 0; i < n; i++, c += step, out += 16) v128.store(out, gemvQ5_0(c, K >> 5, act, K));
+  else if (type == T_Q6_K) for (let i = 0; i < n; i++, c += step, out += 16) v128.store(out, gemvQ6K(c, K >> 8, act, K));
+  else for (let i = 0; i < n; i++, c += step, out += 16) v128.store(out, gemvQ4K(c, K >> 8, act, K));
+  return n;
 }
 
 /**
@@ -309,7 +346,10 @@ function mmidUnits(node: usize, ith: i32, counts: usize, starts: usize, map: usi
     for (let c0 = 0; c0 < cnt; c0 += NC) {
       const c1 = min(cnt, c0 + NC);
       colMap = map + (<usize>first << 3);
-      for (let g = g0; g < g1; g++) {
+      let g = g0;
+      // one column (a decode step's expert): the run of whole interleaved groups in one loop
+      if (c1 - c0 == 1) g += gemvRun(node, g0, g1, e, 0, actRow(node, c0, 0, 0), dstAt(node, g0 << 2, c0, 0, 0));
+      for (; g < g1; g++) {
         const m0 = g << 2;
         mmGroup(node, ith, m0, min(4, M - m0), 0, 0, e, 0, c0, c1);
       }
