@@ -56,17 +56,9 @@ const FLAGS: usize = 512;
 @inline export function C_7FFF(): v128 {
   return v128.load(BASE, 64);
 }
-/** 2^112 (f32) in every lane. */
-@inline export function C_P112(): v128 {
-  return v128.load(BASE, 80);
-}
 /** 0x7bff in every i32 lane. */
 @inline export function C_7BFF(): v128 {
   return v128.load(BASE, 96);
-}
-/** 0x70000000 in every i32 lane. */
-@inline export function C_INF_ADJ(): v128 {
-  return v128.load(BASE, 112);
 }
 /** 0x00ff in every i16 lane. */
 @inline export function C_W8(): v128 {
@@ -81,60 +73,44 @@ const FLAGS: usize = 512;
 @inline export function C_8FFF(): v128 {
   return v128.load(BASE, 464);
 }
-/** 0x7c00 (an f16's exponent bits) in every i16 lane. */
-@inline export function C_EXP16(): v128 {
-  return v128.load(BASE, 480);
-}
+
+// f16 to f32. x64 takes a microcode assist (around a hundred cycles) for every subnormal
+// operand of a float multiply, and f16 subnormals are common where they are scales: the
+// super-block scales of Q6_K and Q4_K tensors are often below 2^-14 (a multiply by 2^112
+// made Q6_K products a third slower and Q4_0 ones three times slower on such files). So
+// no float operation here sees a subnormal: normal values are rebiased by an integer add,
+// subnormals are their integer mantissa times 2^-24.
 
 /**
- * n (a multiple of 4) f16 values at h to f32 at x, exactly. Eight at a time: each
- * sign-extended, shifted to f32's mantissa and exponent place, bits 28-30 (copies of the
- * sign) cleared, times 2^112 (which also makes subnormals exact); a group holding an
- * infinity or NaN goes through f16x4.
+ * n (a multiple of 4) f16 values at h to f32 at x, exactly, four at a time through
+ * f16x4At.
  */
 @inline export function widenF16Row(h: usize, x: usize, n: i32): void {
-  let i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const v = v128.load(h + (<usize>i << 1));
-    const o = x + (<usize>i << 2);
-    if (infNaN16(v)) {
-      v128.store(o, f16x4(i32x4.extend_low_i16x8_u(v)));
-      v128.store(o, f16x4(i32x4.extend_high_i16x8_u(v)), 16);
-      continue;
-    }
-    v128.store(o, finite16(i32x4.extend_low_i16x8_s(v)));
-    v128.store(o, finite16(i32x4.extend_high_i16x8_s(v)), 16);
-  }
-  for (; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4(v128.load16x4_u(h + (<usize>i << 1))));
+  for (let i = 0; i < n; i += 4) v128.store(x + (<usize>i << 2), f16x4At(h + (<usize>i << 1)));
 }
 
 /**
- * The four f16 values at h to f32, exactly, as widenF16Row converts them: sign-extended,
- * shifted, bits 28-30 cleared, times 2^112; four holding an infinity or NaN go through
- * f16x4 (a branch almost never taken: such scales only come from broken files).
+ * The four f16 values at h to f32, exactly (as f16x4). Four normal values (the common
+ * case, told by one scalar test of their exponent fields) are sign-extended, shifted, bits
+ * 28-30 (copies of the sign) cleared and rebiased by an integer add; four holding a zero,
+ * a subnormal, an infinity or a NaN go through f16x4.
  */
 @inline export function f16x4At(h: usize): v128 {
-  const v = v128.load64_zero(h);
-  if (infNaN16(v)) return f16x4(i32x4.extend_low_i16x8_u(v));
-  return finite16(i32x4.extend_low_i16x8_s(v));
+  const x = load<u64>(h);
+  // an exponent field of 0 or 31 becomes 0 here, any other one is at least 0x0800
+  const y = ((x & 0x7c007c007c007c00) + 0x0400040004000400) & 0x7800780078007800;
+  if (((y - 0x0001000100010001) & ~y & 0x8000800080008000) != 0) return f16x4(v128.load16x4_u(h));
+  return i32x4.add(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v128.load64_zero(h)), 13), C_8FFF()), C_BIAS112());
 }
 
-/** Whether any i16 lane of v is an f16 infinity or NaN (exponent bits all set). */
-@inline function infNaN16(v: v128): bool {
-  return v128.any_true(i16x8.eq(v128.and(v, C_EXP16()), C_EXP16()));
-}
-
-/** Finite f16 values, sign-extended to i32 lanes, to f32 exactly (widenF16Row's short path). */
-@inline function finite16(x: v128): v128 {
-  return f32x4.mul(v128.and(i32x4.shl(x, 13), C_8FFF()), C_P112());
-}
-
-/** f16 (low 16 bits of each i32 lane) to f32, using the constant table. */
+/** f16 (low 16 bits of each i32 lane) to f32, exactly, with no float operation on a subnormal. */
 @inline export function f16x4(h: v128): v128 {
   const em = v128.and(h, C_7FFF());
-  // exponent 31 (inf, NaN) must land on f32's 255: add 224 to it before the 2^112 scaling
-  const sh = i32x4.add(i32x4.shl(em, 13), v128.and(i32x4.gt_s(em, C_7BFF()), C_INF_ADJ()));
-  return v128.or(f32x4.mul(sh, C_P112()), i32x4.shl(v128.xor(h, em), 16));
+  // normal, infinite, NaN: the exponent rebiased (31, infinity and NaN, lands on 255: 112 more)
+  const n = i32x4.add(i32x4.add(i32x4.shl(em, 13), C_BIAS112()), v128.and(i32x4.gt_s(em, C_7BFF()), C_BIAS112()));
+  // zero, subnormal: the mantissa (below 2^10, converted exactly) times 2^-24
+  const s = f32x4.mul(f32x4.convert_i32x4_s(em), C_2M24());
+  return v128.or(sel32(s, n, i32x4.lt_s(em, C_0400())), i32x4.shl(v128.xor(h, em), 16));
 }
 
 /** 0x7fffffff in every i32 lane. */
@@ -211,6 +187,19 @@ export const F_TANH_SMALL: i32 = 31; // 0.625
 /** MXFP4's codebook as it is (signed bytes). */
 @inline export function C_MXFP4(): v128 {
   return v128.load(BASE, 1024);
+}
+
+/** 112 << 23 in every i32 lane: f16's exponent rebiased to f32's. */
+@inline export function C_BIAS112(): v128 {
+  return v128.load(BASE, 1040);
+}
+/** 2^-24 (f32) in every lane: f16's subnormal step. */
+@inline export function C_2M24(): v128 {
+  return v128.load(BASE, 1056);
+}
+/** 0x400 in every i32 lane: the smallest normal f16. */
+@inline export function C_0400(): v128 {
+  return v128.load(BASE, 1072);
 }
 
 /** f32 constant F_* in every lane (a load: see the top of this file). */

@@ -1,6 +1,6 @@
 // Dot products of float rows (f32 activations against F32, F16 and BF16 weights).
 
-import { f16x4 } from './consts';
+import { f16x4At } from './consts';
 import { f16ToF32 } from './math';
 
 /** (v0 + v2) + (v1 + v3): the order hsum4 uses, so one column and four agree exactly. */
@@ -48,8 +48,8 @@ export function dotF16(w: usize, y: usize, n: i32): f32 {
   let i = 0;
   for (; i + 8 <= n; i += 8) {
     const o = <usize>i << 2;
-    a0 = madd(f16x4(v128.load16x4_u(w + (<usize>i << 1))), v128.load(y + o), a0);
-    a1 = madd(f16x4(v128.load16x4_u(w + (<usize>i << 1), 8)), v128.load(y + o, 16), a1);
+    a0 = madd(f16x4At(w + (<usize>i << 1)), v128.load(y + o), a0);
+    a1 = madd(f16x4At(w + (<usize>i << 1) + 8), v128.load(y + o, 16), a1);
   }
   let s = hsum(f32x4.add(a0, a1));
   for (; i < n; i++) s += f16ToF32(load<u16>(w + (<usize>i << 1))) * load<f32>(y + (<usize>i << 2));
@@ -73,7 +73,7 @@ export function dotBF16(w: usize, y: usize, n: i32): f32 {
 
 /** Four f32 weights at p: T = f32 (F32 weights) or u16 (F16, converted). */
 @inline function loadW<T>(p: usize): v128 {
-  if (sizeof<T>() == 2) return f16x4(v128.load16x4_u(p));
+  if (sizeof<T>() == 2) return f16x4At(p);
   return v128.load(p);
 }
 

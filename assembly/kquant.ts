@@ -19,7 +19,7 @@
 // decode with a few vector ops into bytes whose order suits a per-row multiply.
 // Relaxed-SIMD build only (the host uses this layout only with that build).
 
-import { C_BIT8, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, dotAdd, f16x4, f16x4At } from './consts';
+import { C_BIT8, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, dotAdd, f16x4At } from './consts';
 import { LAYOUT_K4, tAddr, tLayout, tWord } from './desc';
 import { hsum, madd } from './dot';
 import { f16ToF32 } from './math';
@@ -272,8 +272,8 @@ export function krow(node: usize, t: i32, o: usize, ts: usize): void {
 /** acc + isum·d·da − msum·dmin·da for the super-block column at c (lanes = rows). */
 @inline function k4Scale(c: usize, act: usize, sb: i32, K: i32, isum: v128, msum: v128, acc: v128): v128 {
   const da = v128.load32_splat(act + 2 * <usize>K + (<usize>sb << 2));
-  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), da);
-  const dm = f32x4.mul(f16x4(v128.load16x4_u(c + 8)), da);
+  const d = f32x4.mul(f16x4At(c), da);
+  const dm = f32x4.mul(f16x4At(c + 8), da);
   return f32x4.sub(f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d)), f32x4.mul(f32x4.convert_i32x4_s(msum), dm));
 }
 
@@ -519,7 +519,7 @@ export function dequantRowQ5_0(c: usize, r: i32, nb: i32, dst: usize): void {
   // the stored sums are 8 x Σ a (Q4_0's offset): 16 x Σ a is that doubled
   const off = i32x4.shl(v128.load32_splat(ad + (<usize>K >> 3) + (<usize>b << 2)), 1);
   const isum = i32x4.sub(i32x4.add(i32x4.extadd_pairwise_i16x8_s(lo), i32x4.extadd_pairwise_i16x8_s(hi)), off);
-  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), v128.load32_splat(ad + (<usize>b << 2)));
+  const d = f32x4.mul(f16x4At(c), v128.load32_splat(ad + (<usize>b << 2)));
   return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d));
 }
 
@@ -836,7 +836,7 @@ export function dequantRowQ6K(c: usize, r: i32, nsb: i32, dst: usize): void {
   for (let p = 0; p < 8; p++) {
     off = i32x4.add(off, i32x4.dot_i16x8_s(v128.load8x8_s(c + 8 + (<usize>p << 3)), v128.load32_splat(bs + (<usize>p << 2))));
   }
-  const d = f32x4.mul(f16x4(v128.load16x4_u(c)), v128.load32_splat(ad + (<usize>sb << 2)));
+  const d = f32x4.mul(f16x4At(c), v128.load32_splat(ad + (<usize>sb << 2)));
   return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.sub(isum, i32x4.shl(off, 5))), d));
 }
 

@@ -5,29 +5,24 @@
 
 import {
   C_F32, F_EXP_MAX, F_EXP_MIN, F_HALF, F_INV120, F_INV24, F_INV5040, F_INV6, F_INV720, F_LN2_HI, F_LN2_LO, F_LOG2E, F_ONE,
-  C_ABS, F_POW2, F_TANH_P0, F_TANH_P1, F_TANH_P2, F_TANH_P3, F_TANH_P4, F_TANH_SMALL, F_TWO, sel32,
+  C_ABS, f16x4, F_POW2, F_TANH_P0, F_TANH_P1, F_TANH_P2, F_TANH_P3, F_TANH_P4, F_TANH_SMALL, F_TWO, sel32,
 } from './consts';
 
 // ---- f16 / bf16 ---------------------------------------------------------------------
 
-/** f16 bits to f32 (exact, subnormals, inf and NaN included). */
+/** f16 bits to f32 (exact, subnormals, inf and NaN included; no float operation on a subnormal: consts.ts). */
 @inline export function f16ToF32(h: u32): f32 {
   const s = (h & 0x8000) << 16;
   const em = h & 0x7fff;
   if (em >= 0x7c00) return reinterpret<f32>(s | 0x7f800000 | ((em & 0x3ff) << 13));
-  // the exponent field lands in f32's; scaling by 2^112 rebiases it and normalizes subnormals
-  const v = reinterpret<f32>(em << 13) * reinterpret<f32>(0x77800000);
-  return reinterpret<f32>(reinterpret<u32>(v) | s);
+  // subnormal (or zero): the mantissa times 2^-24; normal: the exponent rebiased
+  if (em < 0x400) return reinterpret<f32>(reinterpret<u32>(<f32>em * reinterpret<f32>(0x33800000)) | s);
+  return reinterpret<f32>(((em << 13) + 0x38000000) | s);
 }
 
 /** Four f16 values (as the low 16 bits of i32 lanes) to f32x4. */
 @inline export function f16x4ToF32(h: v128): v128 {
-  const em = v128.and(h, i32x4.splat(0x7fff));
-  const s = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
-  const sh = i32x4.shl(em, 13);
-  const v = f32x4.mul(sh, f32x4.splat(reinterpret<f32>(0x77800000)));
-  const special = i32x4.gt_s(em, i32x4.splat(0x7bff));
-  return v128.or(v128.bitselect(v128.or(sh, i32x4.splat(0x7f800000)), v, special), s);
+  return f16x4(h);
 }
 
 /** Four f16 at p to f32x4. */

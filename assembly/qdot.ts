@@ -173,7 +173,7 @@ export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
     const s2 = q4Block(v128.load(chunk, 40), a);
     const s3 = q4Block(v128.load(chunk, 56), a);
     const r = i32x4.sub(reduce4(s0, s1, s2, s3), v128.load32_splat(as + (<usize>b << 2)));
-    const dw = f32x4.mul(f16x4(v128.load16x4_u(chunk)), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
+    const dw = f32x4.mul(f16x4At(chunk), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
     acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), dw));
     chunk += 72;
   }
@@ -184,7 +184,7 @@ export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
 export function groupQ8_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
-    acc = colQ8_0(chunk, act, b, K, f16x4(v128.load16x4_u(chunk)), acc);
+    acc = colQ8_0(chunk, act, b, K, f16x4At(chunk), acc);
     chunk += 136;
   }
   return acc;
@@ -451,7 +451,7 @@ export function groupQ4_0x4(
     const h2 = v128.and(i16x8.shr_u(w2, 4), m);
     const l3 = v128.and(w3, m);
     const h3 = v128.and(i16x8.shr_u(w3, 4), m);
-    const dw = f16x4(v128.load16x4_u(chunk));
+    const dw = f16x4At(chunk);
     c0 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a0, b, K, dw, c0);
     c1 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a1, b, K, dw, c1);
     c2 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a2, b, K, dw, c2);
@@ -487,7 +487,7 @@ export function groupQ4_0x2(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize,
     const h2 = v128.and(i16x8.shr_u(w2, 4), m);
     const l3 = v128.and(w3, m);
     const h3 = v128.and(i16x8.shr_u(w3, 4), m);
-    const dw = f16x4(v128.load16x4_u(chunk));
+    const dw = f16x4At(chunk);
     c0 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a0, b, K, dw, c0);
     c1 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a1, b, K, dw, c1);
     chunk += 72;
@@ -539,7 +539,7 @@ export function groupQ8_0x4(
   let c2 = f32x4.splat(0);
   let c3 = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
-    const dw = f16x4(v128.load16x4_u(chunk));
+    const dw = f16x4At(chunk);
     if (ASC_FEATURE_RELAXED_SIMD) {
       // widen the four rows once, use them for the four columns (the integer sums are the
       // same as q8Block's, so one column and four still agree exactly)
@@ -591,7 +591,7 @@ export function groupQ8_0x2(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize,
   let c0 = f32x4.splat(0);
   let c1 = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
-    const dw = f16x4(v128.load16x4_u(chunk));
+    const dw = f16x4At(chunk);
     if (ASC_FEATURE_RELAXED_SIMD) {
       const r0a = v128.load(chunk, 8);
       const r0b = v128.load(chunk, 24);
@@ -751,7 +751,7 @@ export const DQ4: usize = 144;
 /** Unpack n blocks of a Q4_0 group (72-byte blocks at chunk) to s: scales, 4 low-nibble runs (elements 0..15), 4 high (16..31). */
 export function unpackQ4_0x4(chunk: usize, n: i32, s: usize): void {
   for (let b = 0; b < n; b++, chunk += 72, s += DQ4) {
-    v128.store(s, f16x4(v128.load16x4_u(chunk)));
+    v128.store(s, f16x4At(chunk));
     tr4(v128.load(chunk, 8), v128.load(chunk, 24), v128.load(chunk, 40), v128.load(chunk, 56), s + 16, s + 80);
   }
 }

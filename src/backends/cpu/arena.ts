@@ -74,7 +74,7 @@ function f32Bits(v: number): number {
 }
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 2));
+  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 5));
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -119,6 +119,10 @@ function constantTable(): Uint8Array {
     dv.setUint8(mx * 16 + k, e2m1[k] + 12);
     dv.setInt8((mx + 1) * 16 + k, e2m1[k]);
   }
+  // f16 to f32 without a float operation on a subnormal (assembly/consts.ts, f16x4)
+  fill(mx + 2, 4, 0x38000000); // 112 << 23: the exponent rebias
+  fill(mx + 3, 4, 0x33800000); // 2^-24
+  fill(mx + 4, 4, 0x400); // the smallest normal f16's bits
   return t;
 }
 
