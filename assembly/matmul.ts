@@ -167,7 +167,7 @@ export function k_mm_prep(node: usize, ith: i32, nth: i32): void {
 
 /**
  * The units (groups of four rows) of a product are dealt in pieces that the workers claim
- * as they go, through a counter in the node record that the host zeroes before every run
+ * as they go, through a counter (claim) that the host zeroes before every run
  * (encode.ts, EncodedJob.counters): two workers streaming weights rarely get the same
  * bandwidth, and with fixed shares the first one done waited at the barrier (10-15 % of a
  * gpt-oss-20b decode step on 2 threads). Each unit's results depend only on the unit and
@@ -176,23 +176,34 @@ export function k_mm_prep(node: usize, ith: i32, nth: i32): void {
 const PIECES_PER_THREAD: i32 = 16;
 
 /** Units per piece for `units` units over nth workers (all of them when one worker). */
-@inline function pieceSize(units: i32, nth: i32): i32 {
-  return nth == 1 ? max(units, 1) : max(1, units / (nth * PIECES_PER_THREAD));
+@inline function pieceSize(node: usize, units: i32, nth: i32): i32 {
+  if (nth == 1) return max(units, 1);
+  // equal pieces, per worker as many as keep a piece at PIECE_BYTES of weights or more
+  // (from 1 to PIECES_PER_THREAD): a claim costs about a microsecond on this VM, and
+  // lfm2-1.2b's 2.4 MB products decoded 32 t/s in 16 pieces a worker, 47 in one
+  const bytes = <u64>units * 4 * <u64>tNb(node, 1, 1);
+  const k = <i32>min(<u64>PIECES_PER_THREAD, max(<u64>1, bytes / (<u64>nth * PIECE_BYTES)));
+  const n = nth * k;
+  return (units + n - 1) / n;
 }
 
-/** The first unit of the next unclaimed piece (>= units when none is left). */
+/** Bytes of weights below which a piece is not split further. */
+const PIECE_BYTES: u64 = 1 << 20;
+
+/**
+ * The first unit of the next unclaimed piece (>= units when none is left). The counter sits
+ * on a cache line of its own (encode.ts; extra word 9 holds its address), not on the
+ * record's line of extras, which the kernels read all along.
+ */
 @inline function claim(node: usize, piece: i32): i32 {
-  return atomic.add<i32>(node + 640 + (MM_COUNTER << 2), 1) * piece;
+  return atomic.add<i32>(<usize>extra(node, 9), 1) * piece;
 }
-
-/** The record's extra word holding the claim counter (encode.ts writes and zeroes it). */
-const MM_COUNTER: usize = 9;
 
 /** Step 2: dst[m, n, i2, i3] for the groups of four rows of a that the thread claims. */
 export function k_mm(node: usize, ith: i32, nth: i32): void {
   const G = (tNe(node, 1, 1) + 3) >> 2;
   const units = G * tNe(node, 0, 2) * tNe(node, 0, 3);
-  const piece = pieceSize(units, nth);
+  const piece = pieceSize(node, units, nth);
   for (let u0 = claim(node, piece); u0 < units; u0 = claim(node, piece)) mmUnits(node, ith, u0, min(units, u0 + piece));
 }
 
@@ -322,7 +333,7 @@ export function k_mmid(node: usize, ith: i32, nth: i32): void {
   for (let e = 0; e < nE; e++) if (load<i32>(counts + (<usize>e << 2)) > 0) used++;
   // (used expert, group of four rows) units, claimed in pieces as k_mm's
   const units = used * G;
-  const piece = pieceSize(units, nth);
+  const piece = pieceSize(node, units, nth);
   for (let u0 = claim(node, piece); u0 < units; u0 = claim(node, piece)) mmidUnits(node, ith, counts, starts, map, u0, min(units, u0 + piece));
 }
 

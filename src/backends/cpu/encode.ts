@@ -22,6 +22,8 @@ const SLOTS = 8;
 /** Byte offset of the f64 parameters and word offset of the i32 extras in a record. */
 const PARAM_BYTE = 512;
 export const EXTRA_WORD = 160;
+/** Bytes of a record's claim-counter line (assembly/matmul.ts, claim). */
+const COUNTER_BYTES = 64;
 
 interface Loc {
   arena: Arena;
@@ -426,19 +428,23 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
   }
   const bases = new Map<
     Arena,
-    { rec: number; act: number; scratch: number; slot: number; next: number; actKey: unknown }
+    { rec: number; counters: number; act: number; scratch: number; slot: number; next: number; actKey: unknown }
   >();
   for (const [arena, e] of need) {
     const scratch = e.staged + e.slot * nth;
-    const base = work.ensure(arena, e.records * RECORD_BYTES + e.act + scratch + 128);
-    const act = align(base + e.records * RECORD_BYTES);
-    bases.set(arena, { rec: base, act, scratch: align(act + e.act), slot: e.slot, next: 0, actKey: null });
+    // after the records, a 64-byte line per record for its claim counter: a line apart from
+    // anything the kernels read, which the workers' atomic adds would take from each other
+    const base = work.ensure(arena, e.records * (RECORD_BYTES + COUNTER_BYTES) + e.act + scratch + 192);
+    const counters = align(base + e.records * RECORD_BYTES);
+    const act = align(counters + e.records * COUNTER_BYTES);
+    bases.set(arena, { rec: base, counters, act, scratch: align(act + e.act), slot: e.slot, next: 0, actKey: null });
   }
   const units: Unit[] = [];
   const counters: [Arena, number][] = [];
   const views = new Map<Arena, { i32: Int32Array; f64: Float64Array }>();
   for (const p of plans) {
     const b = bases.get(p.home)!;
+    const counter = b.counters + b.next * COUNTER_BYTES;
     const rec = b.rec + b.next++ * RECORD_BYTES;
     let v = views.get(p.home);
     if (!v) {
@@ -502,8 +508,9 @@ export function encodeGraph(nodes: readonly Tensor[], nth: number, work: WorkReg
       i32[ex + 6] = p.mm.whole ? 1 : 0;
       i32[ex + 7] = p.mm.round;
       i32[ex + 8] = p.mmScratch ?? 0;
-      // ex + 9: the claim counter (zero here, and before every run)
-      counters.push([p.home, r32 + ex + 9]);
+      // ex + 9: the claim counter's address (zeroed before every run)
+      i32[ex + 9] = counter;
+      counters.push([p.home, counter >>> 2]);
       if (kernels[0] === 'k_mm_prep') {
         actRange = [p.home.index, b.act, b.act + p.shared];
         // the same activations (tensor, format, rounding) as the last product prepared here:
