@@ -201,6 +201,10 @@ export const F_TANH_SMALL: i32 = 31; // 0.625
 @inline export function C_0400(): v128 {
   return v128.load(BASE, 1072);
 }
+/** 0x3f in every byte. */
+@inline export function C_M3F(): v128 {
+  return v128.load(BASE, 1088);
+}
 
 /** f32 constant F_* in every lane (a load: see the top of this file). */
 @inline export function C_F32(i: i32): v128 {

@@ -19,7 +19,7 @@
 // decode with a few vector ops into bytes whose order suits a per-row multiply.
 // Relaxed-SIMD build only (the host uses this layout only with that build).
 
-import { C_BIT8, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, dotAdd, f16x4At } from './consts';
+import { C_BIT8, C_M3F, C_M4, C_M10, C_M30, C_ONES16, C_QH_HI, C_QH_LO, dotAdd, f16x4At } from './consts';
 import { LAYOUT_K4, tAddr, tLayout, tWord } from './desc';
 import { hsum, madd } from './dot';
 import { f16ToF32 } from './math';
@@ -754,12 +754,26 @@ export function unpackQ4_0k4(c: usize, n: i32, s: usize): void {
 //
 // A group's super-block column (4 x 210 = 840 bytes): +0 d of rows 0..3 (f16); +8 the
 // scales, byte 8p + 2r + t = scale of sub-block 2p+t of row r; +72 + 48u for u = 8n + kk
-// (half n, four-element step kk = 0..7): 16 bytes of ql[64n+4kk+e], 16 of ql[64n+32+4kk+e]
-// and 16 of qh[32n+4kk+e], byte 4r+e of each from row r. Quant sets of a step (as ggml):
-// elements 128n + 4kk + e (+0, +32, +64, +96) from the low nibbles of the first / second
-// ql bytes and the high nibbles of the same, high bits 0-1, 2-3, 4-5, 6-7 of qh.
+// (half n, four-element step kk = 0..7): three 16-byte vectors A, B, C, byte 4r+e of each
+// from row r, holding the step's four quants (0..63) q0..q3 of elements 128n + 4kk + e +
+// 32s (s = 0..3, ggml's sets: ggml's ql/qh split them 4 + 2 bits):
+//   A = q0 | (q2 >> 4) << 6,  B = q1 | (q3 >> 4) << 6,  C = (q2 & 15) | (q3 & 15) << 4.
+// q0 and q1 then take one AND each, q2 and q3 four and five vector ops (ggml's split takes
+// four or five for every quant): the one-column kernel is bound by its instruction count.
 
 export const K6_SB: usize = 840;
+
+// Four bytes at a time (one per element e): ggml's ql[64n+4kk+e], ql[64n+32+4kk+e] and
+// qh[32n+4kk+e] words to A, B, C and back (host twin: src/backends/cpu/layout-k.ts).
+@inline function k6A(la: u32, h: u32): u32 {
+  return (la & 0x0f0f0f0f) | ((h & 0x03030303) << 4) | ((h & 0x30303030) << 2);
+}
+@inline function k6B(lb: u32, h: u32): u32 {
+  return (lb & 0x0f0f0f0f) | ((h & 0x0c0c0c0c) << 2) | (h & 0xc0c0c0c0);
+}
+@inline function k6C(la: u32, lb: u32): u32 {
+  return ((la >> 4) & 0x0f0f0f0f) | (lb & 0xf0f0f0f0);
+}
 
 /** Repack four Q6_K rows (ggml layout at src, rowBytes apart) into the group at dst (ts: 210). */
 export function repackQ6K(src: usize, dst: usize, nsb: i32, ts: i32, rowBytes: i32): void {
@@ -773,9 +787,12 @@ export function repackQ6K(src: usize, dst: usize, nsb: i32, ts: i32, rowBytes: i
         const n = u >> 3;
         const kk = u & 7;
         const o = c + 72 + <usize>(48 * u + 4 * r);
-        store<u32>(o, load<u32>(p + <usize>(64 * n + 4 * kk)));
-        store<u32>(o + 16, load<u32>(p + <usize>(64 * n + 32 + 4 * kk)));
-        store<u32>(o + 32, load<u32>(p + <usize>(128 + 32 * n + 4 * kk)));
+        const la = load<u32>(p + <usize>(64 * n + 4 * kk));
+        const lb = load<u32>(p + <usize>(64 * n + 32 + 4 * kk));
+        const h = load<u32>(p + <usize>(128 + 32 * n + 4 * kk));
+        store<u32>(o, k6A(la, h));
+        store<u32>(o + 16, k6B(lb, h));
+        store<u32>(o + 32, k6C(la, lb));
       }
     }
   }
@@ -790,9 +807,15 @@ export function unpackRowQ6K(c: usize, r: i32, nsb: i32, dst: usize): void {
       const n = u >> 3;
       const kk = u & 7;
       const o = c + 72 + <usize>(48 * u + 4 * r);
-      store<u32>(dst + <usize>(64 * n + 4 * kk), load<u32>(o));
-      store<u32>(dst + <usize>(64 * n + 32 + 4 * kk), load<u32>(o + 16));
-      store<u32>(dst + <usize>(128 + 32 * n + 4 * kk), load<u32>(o + 32));
+      const A = load<u32>(o);
+      const B = load<u32>(o + 16);
+      const C = load<u32>(o + 32);
+      store<u32>(dst + <usize>(64 * n + 4 * kk), (A & 0x0f0f0f0f) | ((C & 0x0f0f0f0f) << 4));
+      store<u32>(dst + <usize>(64 * n + 32 + 4 * kk), (B & 0x0f0f0f0f) | (C & 0xf0f0f0f0));
+      store<u32>(
+        dst + <usize>(128 + 32 * n + 4 * kk),
+        ((A >> 4) & 0x03030303) | ((B >> 2) & 0x0c0c0c0c) | ((A >> 2) & 0x30303030) | (B & 0xc0c0c0c0),
+      );
     }
   }
 }
@@ -804,19 +827,19 @@ export function dequantRowQ6K(c: usize, r: i32, nsb: i32, dst: usize): void {
     for (let n = 0; n < 2; n++) {
       for (let l = 0; l < 32; l++) {
         const o = c + 72 + <usize>(48 * (8 * n + (l >> 2)) + 4 * r + (l & 3));
-        const a = <i32>load<u8>(o);
-        const cc = <i32>load<u8>(o + 16);
-        const h = <i32>load<u8>(o + 32);
+        const A = <i32>load<u8>(o);
+        const B = <i32>load<u8>(o + 16);
+        const C = <i32>load<u8>(o + 32);
         const is = n * 8 + (l >> 4);
         const s0 = d * <f32>load<i8>(c + 8 + <usize>(8 * (is >> 1) + 2 * r + (is & 1)));
         const s2 = d * <f32>load<i8>(c + 8 + <usize>(8 * ((is + 2) >> 1) + 2 * r + (is & 1)));
         const s4 = d * <f32>load<i8>(c + 8 + <usize>(8 * ((is + 4) >> 1) + 2 * r + (is & 1)));
         const s6 = d * <f32>load<i8>(c + 8 + <usize>(8 * ((is + 6) >> 1) + 2 * r + (is & 1)));
         const y = dst + (<usize>(n * 128 + l) << 2);
-        store<f32>(y, s0 * <f32>(((a & 15) | ((h & 3) << 4)) - 32));
-        store<f32>(y + 128, s2 * <f32>(((cc & 15) | (((h >> 2) & 3) << 4)) - 32));
-        store<f32>(y + 256, s4 * <f32>(((a >> 4) | (((h >> 4) & 3) << 4)) - 32));
-        store<f32>(y + 384, s6 * <f32>(((cc >> 4) | (((h >> 6) & 3) << 4)) - 32));
+        store<f32>(y, s0 * <f32>((A & 63) - 32));
+        store<f32>(y + 128, s2 * <f32>((B & 63) - 32));
+        store<f32>(y + 256, s4 * <f32>(((C & 15) | ((A >> 6) << 4)) - 32));
+        store<f32>(y + 384, s6 * <f32>(((C >> 4) | ((B >> 6) << 4)) - 32));
       }
     }
   }
@@ -840,41 +863,81 @@ export function dequantRowQ6K(c: usize, r: i32, nsb: i32, dst: usize): void {
   return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.sub(isum, i32x4.shl(off, 5))), d));
 }
 
+/** i32 lanes [s_r0, s_r1, s_r2, s_r3] of sub-block 2p+t of the super-block column at c. */
+@inline function q6Scale32(c: usize, p: i32, t: i32): v128 {
+  const e = v128.load8x8_s(c + 8 + (<usize>p << 3));
+  return i32x4.extend_low_i16x8_s(t == 0 ? v128.shuffle<i16>(e, e, 0, 2, 4, 6, 0, 2, 4, 6) : v128.shuffle<i16>(e, e, 1, 3, 5, 7, 1, 3, 5, 7));
+}
+
+/** Quants q0..q3 of the step whose vectors A, B, C are at w (see the layout above). */
+@inline function q6Q0(w: usize): v128 {
+  return v128.and(v128.load(w), C_M3F());
+}
+@inline function q6Q1(w: usize): v128 {
+  return v128.and(v128.load(w, 16), C_M3F());
+}
+@inline function q6Q2(w: usize, m4: v128, m30: v128): v128 {
+  return v128.or(v128.and(v128.load(w, 32), m4), v128.and(i16x8.shr_u(v128.load(w), 2), m30));
+}
+@inline function q6Q3(w: usize, m4: v128, m30: v128): v128 {
+  return v128.or(v128.and(i16x8.shr_u(v128.load(w, 32), 4), m4), v128.and(i16x8.shr_u(v128.load(w, 16), 2), m30));
+}
+
 /** Four rows (the group at c, nsb super-blocks) against one activation row: [r0..r3]. */
 export function gemvQ6K(c: usize, nsb: i32, act: usize, K: i32): v128 {
+  return dotAdd() ? gemvQ6KOf(c, nsb, act, K, true) : gemvQ6KOf(c, nsb, act, K, false);
+}
+
+/**
+ * Steps in memory order, pointers advanced rather than recomputed (V8 does not reduce the
+ * multiplies); per (half n, hk) the four steps 4hk..4hk+3, whose set s is sub-block
+ * 8n + 2s + hk. Wide (dotAdd): a sub-block's sum in 32-bit lanes, times its scales once;
+ * else two steps in i16 lane pairs (at most 2·2·63·127) scaled into i32. The same exact
+ * integers either way, and q6Finish4 the same float step.
+ */
+@inline function gemvQ6KOf(c: usize, nsb: i32, act: usize, K: i32, wide: bool): v128 {
   let acc = f32x4.splat(0);
   const m4 = C_M4();
   const m30 = C_M30();
   for (let sb = 0; sb < nsb; sb++, c += K6_SB) {
     let isum = i32x4.splat(0);
-    // (n, hk): steps kk = 4hk..4hk+3 of half n, whose four sets are sub-blocks 8n + 2s + hk
+    let w = c + 72;
     for (let u4 = 0; u4 < 4; u4++) {
       const n = u4 >> 1;
       const hk = u4 & 1;
-      const c0 = q6Scale(c, 4 * n, hk);
-      const c1 = q6Scale(c, 4 * n + 1, hk);
-      const c2 = q6Scale(c, 4 * n + 2, hk);
-      const c3 = q6Scale(c, 4 * n + 3, hk);
-      // i16 lanes hold at most 2·2·63·127: two steps, then into i32 with the scales
-      for (let kp = 0; kp < 2; kp++) {
-        let s1 = i16x8.splat(0);
-        let s2 = i16x8.splat(0);
-        let s3 = i16x8.splat(0);
-        let s4 = i16x8.splat(0);
-        for (let k2 = 0; k2 < 2; k2++) {
-          const kk = 4 * hk + 2 * kp + k2;
-          const w = c + 72 + <usize>(48 * (8 * n + kk));
-          const la = v128.load(w);
-          const lb = v128.load(w, 16);
-          const h = v128.load(w, 32);
-          const a = act + (<usize>sb << 8) + <usize>(128 * n + 4 * kk);
-          s1 = i16x8.add(s1, rdot(v128.load32_splat(a), v128.or(v128.and(la, m4), v128.and(i16x8.shl(h, 4), m30))));
-          s2 = i16x8.add(s2, rdot(v128.load32_splat(a, 32), v128.or(v128.and(lb, m4), v128.and(i16x8.shl(h, 2), m30))));
-          s3 = i16x8.add(s3, rdot(v128.load32_splat(a, 64), v128.or(v128.and(i16x8.shr_u(la, 4), m4), v128.and(h, m30))));
-          s4 = i16x8.add(s4, rdot(v128.load32_splat(a, 96), v128.or(v128.and(i16x8.shr_u(lb, 4), m4), v128.and(i16x8.shr_u(h, 2), m30))));
+      let a = act + (<usize>sb << 8) + <usize>(128 * n + 16 * hk);
+      if (wide) {
+        let s0 = i32x4.splat(0);
+        let s1 = i32x4.splat(0);
+        let s2 = i32x4.splat(0);
+        let s3 = i32x4.splat(0);
+        for (let k = 0; k < 4; k++, w += 48, a += 4) {
+          s0 = rda(v128.load32_splat(a), q6Q0(w), s0);
+          s1 = rda(v128.load32_splat(a, 32), q6Q1(w), s1);
+          s2 = rda(v128.load32_splat(a, 64), q6Q2(w, m4, m30), s2);
+          s3 = rda(v128.load32_splat(a, 96), q6Q3(w, m4, m30), s3);
         }
-        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s1, c0), i32x4.dot_i16x8_s(s2, c1)));
-        isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s3, c2), i32x4.dot_i16x8_s(s4, c3)));
+        isum = i32x4.add(isum, i32x4.add(i32x4.mul(s0, q6Scale32(c, 4 * n, hk)), i32x4.mul(s1, q6Scale32(c, 4 * n + 1, hk))));
+        isum = i32x4.add(isum, i32x4.add(i32x4.mul(s2, q6Scale32(c, 4 * n + 2, hk)), i32x4.mul(s3, q6Scale32(c, 4 * n + 3, hk))));
+      } else {
+        const c0 = q6Scale(c, 4 * n, hk);
+        const c1 = q6Scale(c, 4 * n + 1, hk);
+        const c2 = q6Scale(c, 4 * n + 2, hk);
+        const c3 = q6Scale(c, 4 * n + 3, hk);
+        for (let kp = 0; kp < 2; kp++) {
+          let s0 = i16x8.splat(0);
+          let s1 = i16x8.splat(0);
+          let s2 = i16x8.splat(0);
+          let s3 = i16x8.splat(0);
+          for (let k2 = 0; k2 < 2; k2++, w += 48, a += 4) {
+            s0 = i16x8.add(s0, rdot(v128.load32_splat(a), q6Q0(w)));
+            s1 = i16x8.add(s1, rdot(v128.load32_splat(a, 32), q6Q1(w)));
+            s2 = i16x8.add(s2, rdot(v128.load32_splat(a, 64), q6Q2(w, m4, m30)));
+            s3 = i16x8.add(s3, rdot(v128.load32_splat(a, 96), q6Q3(w, m4, m30)));
+          }
+          isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s0, c0), i32x4.dot_i16x8_s(s1, c1)));
+          isum = i32x4.add(isum, i32x4.add(i32x4.dot_i16x8_s(s2, c2), i32x4.dot_i16x8_s(s3, c3)));
+        }
       }
     }
     acc = q6Finish4(c, act, sb, K, isum, acc);
@@ -884,11 +947,10 @@ export function gemvQ6K(c: usize, nsb: i32, act: usize, K: i32): v128 {
 
 /** One quant set (0..3, a constant) of the step whose 48 bytes are at w. */
 @inline function q6Set(w: usize, set: i32, m4: v128, m30: v128): v128 {
-  const h = v128.load(w, 32);
-  if (set == 0) return v128.or(v128.and(v128.load(w), m4), v128.and(i16x8.shl(h, 4), m30));
-  if (set == 1) return v128.or(v128.and(v128.load(w, 16), m4), v128.and(i16x8.shl(h, 2), m30));
-  if (set == 2) return v128.or(v128.and(i16x8.shr_u(v128.load(w), 4), m4), v128.and(h, m30));
-  return v128.or(v128.and(i16x8.shr_u(v128.load(w, 16), 4), m4), v128.and(i16x8.shr_u(h, 2), m30));
+  if (set == 0) return q6Q0(w);
+  if (set == 1) return q6Q1(w);
+  if (set == 2) return q6Q2(w, m4, m30);
+  return q6Q3(w, m4, m30);
 }
 
 /** Four rows against four activation rows (results at o0..o3); per column the integer sums and float steps of gemvQ6K. */
@@ -967,7 +1029,7 @@ export function gemmQ6Kx4(
 
 // ---- Q6_K against several columns: the group unpacked once ----------------------------
 //
-// With two or more columns, gemmQ6Kx4's per-step decode (five vector ops per quant vector)
+// With two or more columns, gemmQ6Kx4's per-step decode (one to five vector ops a vector)
 // costs as much as a column's dots, and it is paid again for every four columns. The tiles
 // below take the group unpacked once into thread scratch: per super-block column 1024
 // bytes, sub-block j (0..15, 16 elements) at 64j, its four four-element steps 16 bytes

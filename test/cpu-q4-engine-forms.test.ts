@@ -70,3 +70,51 @@ for (const K of [96, 2048]) {
     }
   });
 }
+
+// The other k4-layout types whose one-column kernels have both dot forms: the same bits in
+// either form and for every column count (Q6_K: one-column, four-column and unpacked tiles;
+// Q4_K and MXFP4: one- and four-column), close to the reference device. Q6_K's scales are
+// signed: random bytes give both signs.
+for (const name of ['Q4_K', 'Q6_K', 'MXFP4'] as const) {
+  test(`cpu ${name} dot forms give the same bits (K=512, M=11, columns 1-21)`, async (t) => {
+    if (cpuDevice.variant !== 'relaxed') {
+      t.skip('the strict build has one layout and one dot form');
+      return;
+    }
+    const type = GGMLType[name];
+    const K = 512;
+    const M = 11;
+    const N = 21;
+    const wdata = randomData(newTensor(type, [K, M]), 51);
+    const data = randomData(newTensor(GGMLType.F32, [K, N]), 52) as Float32Array;
+    const want = await weightProduct(referenceDevice, type, K, M, wdata, data, 0, N);
+    const forms = dotAddExact() ? [0, FLAG_DOT_ADD] : [0];
+    let first: Float32Array | undefined;
+    try {
+      for (const f of forms) {
+        setFlags(f);
+        const product = (j0: number, n: number) => weightProduct(cpuDevice, type, K, M, wdata, data, j0, n);
+        const got = await product(0, N);
+        const e = nmse(got, want);
+        assert.ok(e <= 5e-4, `dot form ${f}: NMSE ${e}`);
+        if (first) assert.deepEqual(got, first, `dot form ${f} against the 16-bit form`);
+        first ??= got;
+        for (const [j0, n] of [
+          [0, 1],
+          [3, 2],
+          [5, 4],
+          [9, 5],
+          [12, 9],
+        ]) {
+          assert.deepEqual(
+            await product(j0, n),
+            got.subarray(j0 * M, (j0 + n) * M),
+            `dot form ${f}: columns ${j0}..${j0 + n - 1}`,
+          );
+        }
+      }
+    } finally {
+      setFlags(engineFlags());
+    }
+  });
+}

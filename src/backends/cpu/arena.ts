@@ -74,7 +74,7 @@ function f32Bits(v: number): number {
 }
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 5));
+  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 6));
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -123,6 +123,7 @@ function constantTable(): Uint8Array {
   fill(mx + 2, 4, 0x38000000); // 112 << 23: the exponent rebias
   fill(mx + 3, 4, 0x33800000); // 2^-24
   fill(mx + 4, 4, 0x400); // the smallest normal f16's bits
+  fill(mx + 5, 1, 0x3f); // Q6_K's six-bit quants (kquant.ts)
   return t;
 }
 

@@ -250,10 +250,13 @@ export class K4Layout extends InterleavedLayout {
 
   // Q6_K super-block column (840 bytes): d of rows 0..3 at +0; at +8 + 8p + 2r the two
   // scales of sub-blocks 2p, 2p+1 of row r; at +72 + 48u (u = 8n + kk) 16 bytes each of
-  // ql[64n+4kk+e], ql[64n+32+4kk+e], qh[32n+4kk+e], byte 4r+e from row r. Whole bytes
-  // move, so one mapping serves both directions: ggml rows at g[gs], group at k[ks].
+  // A, B, C (assembly/kquant.ts), byte 4r+e from row r, made from ggml's ql[64n+4kk+e],
+  // ql[64n+32+4kk+e] and qh[32n+4kk+e] four bytes at a time (k6Words / ggmlWords).
+  // ggml rows at g[gs], group at k[ks]; pack: ggml to group, else back.
   private moveQ6(g: Uint8Array, gs: number, k: Uint8Array, ks: number, pack: boolean): void {
     const { rowBytes, nsb } = this;
+    const gv = new DataView(g.buffer, g.byteOffset, g.byteLength);
+    const kv = new DataView(k.buffer, k.byteOffset, k.byteLength);
     const mv = (gi: number, ki: number, n: number) => {
       for (let i = 0; i < n; i++) {
         if (pack) k[ki + i] = g[gi + i];
@@ -270,11 +273,46 @@ export class K4Layout extends InterleavedLayout {
           const n = u >> 3;
           const kk = u & 7;
           const o = c + 72 + 48 * u + 4 * r;
-          mv(p + 64 * n + 4 * kk, o, 4);
-          mv(p + 64 * n + 32 + 4 * kk, o + 16, 4);
-          mv(p + 128 + 32 * n + 4 * kk, o + 32, 4);
+          const pa = p + 64 * n + 4 * kk;
+          const pb = pa + 32;
+          const ph = p + 128 + 32 * n + 4 * kk;
+          if (pack) {
+            const [A, B, C] = k6Words(gv.getUint32(pa, true), gv.getUint32(pb, true), gv.getUint32(ph, true));
+            kv.setUint32(o, A, true);
+            kv.setUint32(o + 16, B, true);
+            kv.setUint32(o + 32, C, true);
+          } else {
+            const [la, lb, h] = ggmlWords(
+              kv.getUint32(o, true),
+              kv.getUint32(o + 16, true),
+              kv.getUint32(o + 32, true),
+            );
+            gv.setUint32(pa, la, true);
+            gv.setUint32(pb, lb, true);
+            gv.setUint32(ph, h, true);
+          }
         }
       }
     }
   }
+}
+
+/**
+ * ggml's Q6_K words (four bytes, one per element: low-nibble bytes la and lb, high-bit
+ * byte h) to the k4 layout's A, B, C: A = q0 | (q2 >> 4) << 6, B = q1 | (q3 >> 4) << 6,
+ * C = (q2 & 15) | (q3 & 15) << 4, per byte.
+ */
+export function k6Words(la: number, lb: number, h: number): [number, number, number] {
+  const A = (la & 0x0f0f0f0f) | ((h & 0x03030303) << 4) | ((h & 0x30303030) << 2);
+  const B = (lb & 0x0f0f0f0f) | ((h & 0x0c0c0c0c) << 2) | (h & 0xc0c0c0c0);
+  const C = ((la >>> 4) & 0x0f0f0f0f) | (lb & 0xf0f0f0f0);
+  return [A >>> 0, B >>> 0, C >>> 0];
+}
+
+/** The inverse of k6Words. */
+export function ggmlWords(A: number, B: number, C: number): [number, number, number] {
+  const la = (A & 0x0f0f0f0f) | ((C & 0x0f0f0f0f) << 4);
+  const lb = (B & 0x0f0f0f0f) | (C & 0xf0f0f0f0);
+  const h = ((A >>> 4) & 0x03030303) | ((B >>> 2) & 0x0c0c0c0c) | ((A >>> 2) & 0x30303030) | (B & 0xc0c0c0c0);
+  return [la >>> 0, lb >>> 0, h >>> 0];
 }
