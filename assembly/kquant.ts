@@ -277,14 +277,39 @@ export function krow(node: usize, t: i32, o: usize, ts: usize): void {
   return f32x4.sub(f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(isum), d)), f32x4.mul(f32x4.convert_i32x4_s(msum), dm));
 }
 
-/** i16 pair sums per row of quant group g's two sub-blocks (low nibbles into sA, high into sB). */
-@inline function k4Group(q: usize, ag: usize, m4: v128, sc: v128, lowHalf: bool): v128 {
+/**
+ * Integer sum, per row, of quant group g's two sub-blocks (low nibbles: sub-block 2g, high:
+ * 2g+1) at q with activation quants x, times their scales (sc: the half's decoded scales;
+ * lowHalf: group 0 or 2 of the half). Pointers advanced rather than recomputed (V8 does not
+ * reduce the multiplies). Wide (dotAdd): 32-bit lanes, one multiply by the scales per
+ * sub-block; else i16 lane pairs (at most 8·2·15·127) dotted with the paired scales. The
+ * same exact integers either way.
+ */
+@inline function k4Group(q: usize, x: usize, m4: v128, sc: v128, lowHalf: bool, wide: bool): v128 {
+  const e = lowHalf ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
+  if (wide) {
+    let pA = i32x4.splat(0);
+    let qA = i32x4.splat(0);
+    let pB = i32x4.splat(0);
+    let qB = i32x4.splat(0);
+    for (let k = 0; k < 4; k++, q += 32, x += 8) {
+      const w0 = v128.load(q);
+      const w1 = v128.load(q, 16);
+      pA = rda(v128.load32_splat(x), v128.and(w0, m4), pA);
+      qA = rda(v128.load32_splat(x, 4), v128.and(w1, m4), qA);
+      pB = rda(v128.load32_splat(x, 32), v128.and(i16x8.shr_u(w0, 4), m4), pB);
+      qB = rda(v128.load32_splat(x, 36), v128.and(i16x8.shr_u(w1, 4), m4), qB);
+    }
+    return i32x4.add(
+      i32x4.mul(i32x4.add(pA, qA), i32x4.extend_low_i16x8_u(e)),
+      i32x4.mul(i32x4.add(pB, qB), i32x4.extend_high_i16x8_u(e)),
+    );
+  }
   let sA = i16x8.splat(0);
   let sB = i16x8.splat(0);
-  for (let kk: usize = 0; kk < 128; kk += 32) {
-    const w0 = v128.load(q + kk);
-    const w1 = v128.load(q + kk, 16);
-    const x = ag + (kk >> 2);
+  for (let k = 0; k < 4; k++, q += 32, x += 8) {
+    const w0 = v128.load(q);
+    const w1 = v128.load(q, 16);
     sA = i16x8.add(sA, i16x8.add(rdot(v128.load32_splat(x), v128.and(w0, m4)), rdot(v128.load32_splat(x, 4), v128.and(w1, m4))));
     sB = i16x8.add(
       sB,
@@ -294,31 +319,30 @@ export function krow(node: usize, t: i32, o: usize, ts: usize): void {
       ),
     );
   }
-  const e = lowHalf ? i16x8.extend_low_i8x16_u(sc) : i16x8.extend_high_i8x16_u(sc);
   return i32x4.add(
     i32x4.dot_i16x8_s(sA, v128.shuffle<i16>(e, e, 0, 0, 1, 1, 2, 2, 3, 3)),
     i32x4.dot_i16x8_s(sB, v128.shuffle<i16>(e, e, 4, 4, 5, 5, 6, 6, 7, 7)),
   );
 }
 
-/** Integer sum of the super-block column at c with one activation row (a: its quants of this super-block). */
-@inline function k4Int(c: usize, a: usize): v128 {
-  const m4 = C_M4();
-  // loops, not unrolled: V8 hoists every load of an unrolled body and spills
-  const s0 = scales0(c);
-  let isum = k4Group(c + 64, a, m4, s0, true);
-  isum = i32x4.add(isum, k4Group(c + 192, a + 64, m4, s0, false));
-  const s1 = scales1(c);
-  isum = i32x4.add(isum, k4Group(c + 320, a + 128, m4, s1, true));
-  return i32x4.add(isum, k4Group(c + 448, a + 192, m4, s1, false));
-}
-
 /** Four rows (the group at c, nsb super-blocks) against one activation row: [r0..r3]. */
 export function gemvQ4K(c: usize, nsb: i32, act: usize, K: i32): v128 {
+  return dotAdd() ? gemvQ4KOf(c, nsb, act, K, true) : gemvQ4KOf(c, nsb, act, K, false);
+}
+
+@inline function gemvQ4KOf(c: usize, nsb: i32, act: usize, K: i32, wide: bool): v128 {
   let acc = f32x4.splat(0);
+  const m4 = C_M4();
   const bs = act + 2 * <usize>K + (<usize>K >> 2);
   for (let sb = 0; sb < nsb; sb++, c += K4_SB) {
-    const isum = k4Int(c, act + (<usize>sb << 8));
+    const a = act + (<usize>sb << 8);
+    // loops, not unrolled: V8 hoists every load of an unrolled body and spills
+    const s0 = scales0(c);
+    const s1 = scales1(c);
+    let isum = k4Group(c + 64, a, m4, s0, true, wide);
+    isum = i32x4.add(isum, k4Group(c + 192, a + 64, m4, s0, false, wide));
+    isum = i32x4.add(isum, k4Group(c + 320, a + 128, m4, s1, true, wide));
+    isum = i32x4.add(isum, k4Group(c + 448, a + 192, m4, s1, false, wide));
     acc = k4Scale(c, act, sb, K, isum, minSum(c, bs + (<usize>sb << 4)), acc);
   }
   return acc;
