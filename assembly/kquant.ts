@@ -658,20 +658,45 @@ export function gemvQ4_0(c: usize, nb: i32, act: usize, K: i32): v128 {
   return dotAdd() ? gemvQ4_0Of(c, nb, act, K, true) : gemvQ4_0Of(c, nb, act, K, false);
 }
 
+/**
+ * q4Col8's steps with pointers advanced rather than recomputed from the block index (V8
+ * does not reduce the multiplies; the kernel is bound by its instruction count): the same
+ * integers and the same float step, so the same bits.
+ */
 @inline function gemvQ4_0Of(c: usize, nb: i32, act: usize, K: i32, wide: bool): v128 {
   let acc = f32x4.splat(0);
   const m4 = C_M4();
-  for (let b = 0; b < nb; b++, c += 72) {
+  let a = act;
+  let da = act + 2 * <usize>K;
+  let so = da + (<usize>K >> 3);
+  for (let b = 0; b < nb; b++, c += 72, a += 32, da += 4, so += 4) {
     const w0 = v128.load(c, 8);
     const w1 = v128.load(c, 24);
     const w2 = v128.load(c, 40);
     const w3 = v128.load(c, 56);
-    acc = q4Col8(
-      act, b, K,
-      v128.and(w0, m4), v128.and(w1, m4), v128.and(w2, m4), v128.and(w3, m4),
-      v128.and(i16x8.shr_u(w0, 4), m4), v128.and(i16x8.shr_u(w1, 4), m4), v128.and(i16x8.shr_u(w2, 4), m4), v128.and(i16x8.shr_u(w3, 4), m4),
-      f16x4At(c), acc, wide,
-    );
+    let i: v128;
+    if (wide) {
+      let p = rda(v128.load32_splat(a), v128.and(w0, m4), i32x4.splat(0));
+      let q = rda(v128.load32_splat(a, 4), v128.and(w1, m4), i32x4.splat(0));
+      p = rda(v128.load32_splat(a, 8), v128.and(w2, m4), p);
+      q = rda(v128.load32_splat(a, 12), v128.and(w3, m4), q);
+      p = rda(v128.load32_splat(a, 16), v128.and(i16x8.shr_u(w0, 4), m4), p);
+      q = rda(v128.load32_splat(a, 20), v128.and(i16x8.shr_u(w1, 4), m4), q);
+      p = rda(v128.load32_splat(a, 24), v128.and(i16x8.shr_u(w2, 4), m4), p);
+      q = rda(v128.load32_splat(a, 28), v128.and(i16x8.shr_u(w3, 4), m4), q);
+      i = i32x4.sub(i32x4.add(p, q), v128.load32_splat(so));
+    } else {
+      let p = rdot(v128.load32_splat(a), v128.and(w0, m4));
+      p = i16x8.add(p, rdot(v128.load32_splat(a, 4), v128.and(w1, m4)));
+      p = i16x8.add(p, rdot(v128.load32_splat(a, 8), v128.and(w2, m4)));
+      p = i16x8.add(p, rdot(v128.load32_splat(a, 12), v128.and(w3, m4)));
+      p = i16x8.add(p, rdot(v128.load32_splat(a, 16), v128.and(i16x8.shr_u(w0, 4), m4)));
+      p = i16x8.add(p, rdot(v128.load32_splat(a, 20), v128.and(i16x8.shr_u(w1, 4), m4)));
+      p = i16x8.add(p, rdot(v128.load32_splat(a, 24), v128.and(i16x8.shr_u(w2, 4), m4)));
+      p = i16x8.add(p, rdot(v128.load32_splat(a, 28), v128.and(i16x8.shr_u(w3, 4), m4)));
+      i = i32x4.sub(i32x4.dot_i16x8_s(p, C_ONES16()), v128.load32_splat(so));
+    }
+    acc = madd(f32x4.convert_i32x4_s(i), f32x4.mul(f16x4At(c), v128.load32_splat(da)), acc);
   }
   return acc;
 }
