@@ -182,10 +182,33 @@ export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
 
 /** Four interleaved Q8_0 rows (136-byte chunks: 4 scales, 4 x 32 quants). */
 export function groupQ8_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD && dotAdd()) return groupQ8_0Wide(chunk, nb, act, K);
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
     acc = colQ8_0(chunk, act, b, K, f16x4At(chunk), acc);
     chunk += 136;
+  }
+  return acc;
+}
+
+/** q8Block in 32-bit lanes (dotAdd): the same exact sums, one instruction fewer per vector. */
+@inline function q8BlockWide(w: usize, act: usize): v128 {
+  const w0 = v128.load(w);
+  const w1 = v128.load(w, 16);
+  const s0 = i8x16.lt_s(w0, i8x16.splat(0));
+  const s1 = i8x16.lt_s(w1, i8x16.splat(0));
+  const a0 = i8x16.sub(v128.xor(v128.load(act), s0), s0);
+  const a1 = i8x16.sub(v128.xor(v128.load(act, 16), s1), s1);
+  return i32x4.relaxed_dot_i8x16_i7x16_add_s(a1, i8x16.abs(w1), i32x4.relaxed_dot_i8x16_i7x16_add_s(a0, i8x16.abs(w0), i32x4.splat(0)));
+}
+
+/** groupQ8_0 with the 32-bit dot form, pointers advanced: colQ8_0's integers and float step. */
+function groupQ8_0Wide(chunk: usize, nb: i32, act: usize, K: i32): v128 {
+  let acc = f32x4.splat(0);
+  let da = act + 2 * <usize>K;
+  for (let b = 0; b < nb; b++, chunk += 136, act += 32, da += 4) {
+    const r = reduce4(q8BlockWide(chunk + 8, act), q8BlockWide(chunk + 40, act), q8BlockWide(chunk + 72, act), q8BlockWide(chunk + 104, act));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), f32x4.mul(f16x4At(chunk), f32x4.splat(load<f32>(da)))));
   }
   return acc;
 }

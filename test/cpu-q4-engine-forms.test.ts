@@ -71,11 +71,11 @@ for (const K of [96, 2048]) {
   });
 }
 
-// The other k4-layout types whose one-column kernels have both dot forms: the same bits in
-// either form and for every column count (Q6_K: one-column, four-column and unpacked tiles;
-// Q4_K and MXFP4: one- and four-column), close to the reference device. Q6_K's scales are
-// signed: random bytes give both signs.
-for (const name of ['Q4_K', 'Q6_K', 'MXFP4'] as const) {
+// The other types whose one-column kernels have both dot forms (k4 Q4_K, Q6_K, MXFP4; rep4
+// Q8_0): the same bits in either form and for every column count (one-column, two- or
+// four-column kernels, Q6_K's unpacked tiles), close to the reference device. Random bytes
+// give Q6_K scales of both signs.
+for (const name of ['Q4_K', 'Q6_K', 'MXFP4', 'Q8_0'] as const) {
   test(`cpu ${name} dot forms give the same bits (K=512, M=11, columns 1-21)`, async (t) => {
     if (cpuDevice.variant !== 'relaxed') {
       t.skip('the strict build has one layout and one dot form');
