@@ -2,10 +2,11 @@
 // addressed through (scale pointer, quant pointer, block stride) so that the same code
 // reads ggml's layout and the 4-row interleaved one.
 
+import { f16x4 } from './consts';
 import { LAYOUT_K4, qQs, qrow, qScale, qStride, tLayout } from './desc';
 import { dequantIQ, isIQ } from './iquant';
 import { dequantRowQ4_0, dequantRowQ4K, dequantRowQ5_0, dequantRowQ6K, kGroup, kRow, krow } from './kquant';
-import { bf16ToF32, f16ToF32, f16x4ToF32 } from './math';
+import { bf16ToF32, f16ToF32 } from './math';
 import { dequantMXFP4, dequantRowMXFP4 } from './mxfp4';
 import {
   T_BF16, T_F16, T_F32, T_I32, T_IQ4_NL, T_IQ4_XS, T_MXFP4,T_Q2_K, T_Q3_K, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q5_1, T_Q5_K,
@@ -255,7 +256,7 @@ function dequantQ6_K(src: usize, nb: i32, dst: usize): void {
 
 function convertF16(src: usize, n: i32, dst: usize): void {
   let i = 0;
-  for (; i + 4 <= n; i += 4) v128.store(dst + (<usize>i << 2), f16x4ToF32(v128.load16x4_u(src + (<usize>i << 1))));
+  for (; i + 4 <= n; i += 4) v128.store(dst + (<usize>i << 2), f16x4(v128.load16x4_u(src + (<usize>i << 1))));
   for (; i < n; i++) store<f32>(dst + (<usize>i << 2), f16ToF32(load<u16>(src + (<usize>i << 1))));
 }
 

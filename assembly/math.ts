@@ -5,7 +5,7 @@
 
 import {
   C_F32, F_EXP_MAX, F_EXP_MIN, F_HALF, F_INV120, F_INV24, F_INV5040, F_INV6, F_INV720, F_LN2_HI, F_LN2_LO, F_LOG2E, F_ONE,
-  C_ABS, f16x4, F_POW2, F_TANH_P0, F_TANH_P1, F_TANH_P2, F_TANH_P3, F_TANH_P4, F_TANH_SMALL, F_TWO, sel32,
+  C_ABS, F_POW2, F_TANH_P0, F_TANH_P1, F_TANH_P2, F_TANH_P3, F_TANH_P4, F_TANH_SMALL, F_TWO, sel32,
 } from './consts';
 
 // ---- f16 / bf16 ---------------------------------------------------------------------
@@ -18,16 +18,6 @@ import {
   // subnormal (or zero): the mantissa times 2^-24; normal: the exponent rebiased
   if (em < 0x400) return reinterpret<f32>(reinterpret<u32>(<f32>em * reinterpret<f32>(0x33800000)) | s);
   return reinterpret<f32>(((em << 13) + 0x38000000) | s);
-}
-
-/** Four f16 values (as the low 16 bits of i32 lanes) to f32x4. */
-@inline export function f16x4ToF32(h: v128): v128 {
-  return f16x4(h);
-}
-
-/** Four f16 at p to f32x4. */
-@inline export function loadF16x4(p: usize): v128 {
-  return f16x4ToF32(v128.load16x4_u(p));
 }
 
 /** f32 to f16 bits, round to nearest even (as F16C). */
