@@ -804,15 +804,16 @@ export function unpackQ4_0x4(chunk: usize, n: i32, s: usize): void {
   const x = v128.load(q);
   const y = v128.load(q, 16);
   if (wide) {
+    const z = i32x4.splat(0);
     let p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc0(x), w0, i32x4.neg(sub));
-    let r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc1(x), w1, i32x4.splat(0));
-    p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc2(x), w2, p);
-    r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc3(x), w3, r);
+    let r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc1(x), w1, z);
+    let t = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc2(x), w2, z);
+    let u = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc3(x), w3, z);
     p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc0(y), w4, p);
     r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc1(y), w5, r);
-    p = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc2(y), w6, p);
-    r = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc3(y), w7, r);
-    return i32x4.add(p, r);
+    t = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc2(y), w6, t);
+    u = i32x4.relaxed_dot_i8x16_i7x16_add_s(bc3(y), w7, u);
+    return i32x4.add(i32x4.add(p, r), i32x4.add(t, u));
   }
   let p = rdot(bc0(x), w0);
   p = i16x8.add(p, rdot(bc1(x), w1));
@@ -887,4 +888,130 @@ export function tileQ4_0x1(s: usize, b0: i32, n: i32, K: i32, a: usize, o: usize
     c = fin4(i, v128.load(s), v128.load32_splat(ad + f), c);
   }
   v128.store(o, c);
+}
+
+// ---- Q4_0, two k4 groups at once (eight rows) ---------------------------------------------
+//
+// The tiles above broadcast each 4-byte activation run with a shuffle and use it for one
+// vector of four rows: one shuffle per dot, and shuffles and dots compete for the same
+// vector pipes (Zen 5: a one-column-pair tile of four rows ran at about one dot a cycle).
+// Two groups unpacked side by side let every broadcast feed both groups' vectors. 32-bit
+// dot form only (dotAdd); the integer sums and the float step per block are col8's and
+// fin4's, so the results are the bits of tileQ4_0x2 / gemmQ4_0x4 / gemvQ4_0.
+
+/** Bytes of one unpacked block column of two groups (unpackQ4_0k4Pair). */
+export const DQ8: usize = 288;
+
+/**
+ * Unpack n block columns of two k4 Q4_0 groups (at ca, cb): per block, group a's four d
+ * as f32, group b's, then for each of the eight runs (low nibbles of the four quant
+ * vectors, then high) group a's vector and group b's.
+ */
+export function unpackQ4_0k4Pair(ca: usize, cb: usize, n: i32, s: usize): void {
+  const m4 = C_M4();
+  for (let b = 0; b < n; b++, ca += 72, cb += 72, s += DQ8) {
+    v128.store(s, f16x4At(ca));
+    v128.store(s, f16x4At(cb), 16);
+    for (let kk: usize = 0; kk < 64; kk += 16) {
+      const wa = v128.load(ca + kk, 8);
+      const wb = v128.load(cb + kk, 8);
+      const o = s + 2 * kk;
+      v128.store(o, v128.and(wa, m4), 32);
+      v128.store(o, v128.and(wb, m4), 48);
+      v128.store(o, v128.and(i16x8.shr_u(wa, 4), m4), 160);
+      v128.store(o, v128.and(i16x8.shr_u(wb, 4), m4), 176);
+    }
+  }
+}
+
+/**
+ * Unpacked blocks [b0, b0 + n) of two groups (at s, unpackQ4_0k4Pair) against two columns
+ * (activation rows a0, a1): group a's four results at oa0 / oa1, group b's at ob0 / ob1,
+ * which hold the sums over the blocks before b0 unless first. Needs dotAdd.
+ * A block goes in four steps of two runs (the inner loop, not unrolled: unrolled, V8
+ * hoists all the loads of the block and spills; a step's 14 vectors stay in registers).
+ */
+export function tileQ4_0Pairx2(
+  s: usize, b0: i32, n: i32, K: i32, a0: usize, a1: usize, oa0: usize, oa1: usize, ob0: usize, ob1: usize, first: bool,
+): void {
+  const ad0 = a0 + 2 * <usize>K;
+  const ad1 = a1 + 2 * <usize>K;
+  const sk = <usize>K >> 3;
+  const z = f32x4.splat(0);
+  let ca0 = first ? z : v128.load(oa0);
+  let ca1 = first ? z : v128.load(oa1);
+  let cb0 = first ? z : v128.load(ob0);
+  let cb1 = first ? z : v128.load(ob1);
+  for (let b = b0; b < b0 + n; b++, s += DQ8) {
+    const q = <usize>b << 5;
+    const f = <usize>b << 2;
+    let pa0 = i32x4.neg(v128.load32_splat(ad0 + sk + f));
+    let pa1 = i32x4.neg(v128.load32_splat(ad1 + sk + f));
+    let pb0 = pa0;
+    let pb1 = pa1;
+    // runs 2i and 2i + 1 (elements 8i .. 8i + 7 of the block; high nibbles from i = 2)
+    for (let i: usize = 0; i < 4; i++) {
+      const x0 = v128.load64_splat(a0 + q + 8 * i);
+      const x1 = v128.load64_splat(a1 + q + 8 * i);
+      const w = s + 64 * i;
+      let u = bc0(x0);
+      let v = bc0(x1);
+      let wa = v128.load(w, 32);
+      let wb = v128.load(w, 48);
+      pa0 = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, wa, pa0);
+      pb0 = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, wb, pb0);
+      pa1 = i32x4.relaxed_dot_i8x16_i7x16_add_s(v, wa, pa1);
+      pb1 = i32x4.relaxed_dot_i8x16_i7x16_add_s(v, wb, pb1);
+      u = bc1(x0);
+      v = bc1(x1);
+      wa = v128.load(w, 64);
+      wb = v128.load(w, 80);
+      pa0 = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, wa, pa0);
+      pb0 = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, wb, pb0);
+      pa1 = i32x4.relaxed_dot_i8x16_i7x16_add_s(v, wa, pa1);
+      pb1 = i32x4.relaxed_dot_i8x16_i7x16_add_s(v, wb, pb1);
+    }
+    const da0 = v128.load32_splat(ad0 + f);
+    const da1 = v128.load32_splat(ad1 + f);
+    const dwa = v128.load(s);
+    const dwb = v128.load(s, 16);
+    ca0 = fin4(pa0, dwa, da0, ca0);
+    ca1 = fin4(pa1, dwa, da1, ca1);
+    cb0 = fin4(pb0, dwb, da0, cb0);
+    cb1 = fin4(pb1, dwb, da1, cb1);
+  }
+  v128.store(oa0, ca0);
+  v128.store(oa1, ca1);
+  v128.store(ob0, cb0);
+  v128.store(ob1, cb1);
+}
+
+/** One column against two unpacked groups (see tileQ4_0Pairx2). */
+export function tileQ4_0Pairx1(s: usize, b0: i32, n: i32, K: i32, a: usize, oa: usize, ob: usize, first: bool): void {
+  const ad = a + 2 * <usize>K;
+  const sk = <usize>K >> 3;
+  const z = f32x4.splat(0);
+  let ca = first ? z : v128.load(oa);
+  let cb = first ? z : v128.load(ob);
+  for (let b = b0; b < b0 + n; b++, s += DQ8) {
+    const q = <usize>b << 5;
+    const f = <usize>b << 2;
+    let pa = i32x4.neg(v128.load32_splat(ad + sk + f));
+    let pb = pa;
+    for (let i: usize = 0; i < 4; i++) {
+      const x = v128.load64_splat(a + q + 8 * i);
+      const w = s + 64 * i;
+      let u = bc0(x);
+      pa = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, v128.load(w, 32), pa);
+      pb = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, v128.load(w, 48), pb);
+      u = bc1(x);
+      pa = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, v128.load(w, 64), pa);
+      pb = i32x4.relaxed_dot_i8x16_i7x16_add_s(u, v128.load(w, 80), pb);
+    }
+    const da = v128.load32_splat(ad + f);
+    ca = fin4(pa, v128.load(s), da, ca);
+    cb = fin4(pb, v128.load(s, 16), da, cb);
+  }
+  v128.store(oa, ca);
+  v128.store(ob, cb);
 }
