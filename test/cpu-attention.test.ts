@@ -14,7 +14,7 @@ import type { Device } from '../src/backends/impl.js';
 import { referenceDevice, referenceGgmlCpuDevice } from '../src/backends/reference/index.js';
 import { computeOn } from '../src/backends/testing/compute.js';
 import { nmse, randomData } from '../src/backends/testing/op-harness.js';
-import { f32ToF16 } from '../src/ggml/fp16.js';
+import { f16ToF32, f32ToF16 } from '../src/ggml/fp16.js';
 import * as ops from '../src/ggml/ops.js';
 import { newTensor, permute } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
@@ -168,6 +168,33 @@ test('cpu flash attention: one token against 1000 cells (split case), against th
           else first = got;
         }
       }
+    }
+  }
+});
+
+// The kernels widen each F16 K and V row of the cache eight halves at a time, with one
+// test for a zero, subnormal, infinite or NaN half among them (those go the long way).
+// With one visible key the output is that key's V row itself: every zero, subnormal and
+// a spread of normal halves, in groups of eight with and without such a half, come back
+// exact, by the row kernel (300 cells) and by the split one (1000 cells).
+test('cpu flash attention: F16 V rows of zeros, subnormals and normals come back exact', async () => {
+  const D = 256;
+  const nHead = 32;
+  const halves: number[] = [];
+  for (let h = 0; h < 0x800; h++) halves.push(h, h | 0x8000); // zeros and subnormals
+  for (let i = 0; halves.length < D * nHead; i++) halves.push(((0x0400 + i * 7919) % 0x7800) + 0x0400 * (i % 2)); // normals
+  // groups of eight: first the special ones packed, then mixed with normals
+  const v0 = Uint16Array.from(halves.slice(0, D * nHead));
+  for (let i = 0; i < v0.length / 2; i += 16) [v0[i + 3], v0[v0.length - 1 - i]] = [v0[v0.length - 1 - i], v0[i + 3]];
+  const s: Shape = { D, nHead, nHeadKV: nHead, kvType: GGMLType.F16 };
+  for (const nKV of [300, 1000]) {
+    const d = data(s, 1, nKV);
+    const v = new Uint16Array((d.v as Uint16Array).buffer.slice(0));
+    v.set(v0, 0); // cell 0, every head
+    const got = await attend(cpuDevice, s, d.q, d.k, v, [0], nKV, 0);
+    for (let i = 0; i < D * nHead; i++) {
+      const want = f16ToF32(v0[i]);
+      assert.ok(got[i] === want, `${nKV} cells: half 0x${v0[i].toString(16)} gave ${got[i]}, want ${want}`);
     }
   }
 });
