@@ -22,11 +22,14 @@
 // as above from an empty state, and leaves its rows' max, sum and unnormalized V sum at
 // extra 4 (per head and chunk: M, S, 0, 0, then V4 floats). k_flash_attn_merge then folds
 // each head's chunks in order (ggml_flash_attn_ext_reduce_partials) and divides by the sum.
-// The chunks do not depend on the thread count, so neither do the results.
+// The chunks do not depend on the thread count, so neither do the results. With F16 keys
+// (the KV cache's) a chunk's scores are read from the cache rows directly (scoresF16, the
+// row kernel's dot per key), without widening and transposing the block's K: at long
+// contexts that conversion was the larger part of a decode's attention.
 
 import { ldf } from './access';
 import {
-  C_F32, F_CEPHES_LN2_HI, F_CEPHES_LN2_LO, F_CEPHES_P0, F_CEPHES_P1, F_CEPHES_P2, F_CEPHES_P3, F_CEPHES_P4, F_CEPHES_P5,
+  C_7C00_16, C_8FFF, C_BIAS112, C_F32, F_CEPHES_LN2_HI, F_CEPHES_LN2_LO, F_CEPHES_P0, F_CEPHES_P1, F_CEPHES_P2, F_CEPHES_P3, F_CEPHES_P4, F_CEPHES_P5,
   F_EXP_MIN, F_LOG2E, F_ONE, f16x4, roundF16x4, widenF16Row,
 } from './consts';
 import { extra, param, tAddr, tNb, tNe, tType } from './desc';
@@ -94,6 +97,7 @@ function convertBlock(
   V4: i32,
   tmp: usize,
   blk: usize,
+  withK: bool = true,
 ): void {
   const D = tNe(node, 2, 0);
   const Dv = tNe(node, 3, 0);
@@ -103,7 +107,7 @@ function convertBlock(
   const vF16 = tType(node, 3) == T_F16 && tNb(node, 3, 0) == 2 && (Dv & 3) == 0;
   const kBase = tAddr(node, 2) + <usize>ik2 * tNb(node, 2, 2) + <usize>ik3 * tNb(node, 2, 3);
   const vBase = tAddr(node, 3) + <usize>iv2 * tNb(node, 3, 2) + <usize>iv3 * tNb(node, 3, 3);
-  for (let k4 = 0; k4 < B; k4 += 4) {
+  for (let k4 = 0; withK && k4 < B; k4 += 4) {
     for (let i = 0; i < 4; i++) {
       const row = tmp + <usize>i * tstride;
       const j = j0 + k4 + i;
@@ -262,6 +266,92 @@ function scores1(q: usize, kt: usize, D: i32, sp: usize): void {
     v128.store(o, a1, 16);
     v128.store(o, a2, 32);
     v128.store(o, a3, 48);
+  }
+}
+
+/** Eight F16 values at h widened in registers: [0..4) to lo, [4..8) to hi (as widenF16Row). */
+@inline function widen8Lo(v: v128, h: usize, special: bool): v128 {
+  if (special) return f16x4(v128.load16x4_u(h));
+  return i32x4.add(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v), 13), C_8FFF()), C_BIAS112());
+}
+@inline function widen8Hi(v: v128, h: usize, special: bool): v128 {
+  if (special) return f16x4(v128.load16x4_u(h, 8));
+  return i32x4.add(v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(v), 13), C_8FFF()), C_BIAS112());
+}
+@inline function special8(v: v128): bool {
+  const e = v128.and(v, C_7C00_16());
+  return v128.any_true(v128.or(i16x8.eq(e, i16x8.splat(0)), i16x8.eq(e, C_7C00_16())));
+}
+
+/** Σ of a row's four lanes, (0 + 1) + (2 + 3): the row kernel's dot (attention-row.ts). */
+@inline function hsum4(a: v128): f32 {
+  return f32x4.extract_lane(a, 0) + f32x4.extract_lane(a, 1) + (f32x4.extract_lane(a, 2) + f32x4.extract_lane(a, 3));
+}
+
+/**
+ * The split case with F16 keys (the KV cache's): raw scores of R query rows (q, stride
+ * qs) against the n keys from the row at kp (rows kn bytes apart), read from the cache
+ * directly instead of a widened, transposed block: each key's eight halves are widened in
+ * registers for four rows at a time. A score is the row kernel's dot (four lanes over d,
+ * then (0 + 1) + (2 + 3)). Scores of the block past n are 0 (the caller masks them).
+ */
+function scoresF16(q: usize, qs: usize, R: i32, kp: usize, kn: usize, n: i32, D: i32, sp: usize): void {
+  const D8 = D & ~7;
+  for (let k = 0; k < B; k++) {
+    if (k >= n) {
+      for (let r = 0; r < R; r++) store<f32>(sp + ((<usize>r * B + k) << 2), 0);
+      continue;
+    }
+    const kr = kp + <usize>k * kn;
+    let r = 0;
+    for (; r + 4 <= R; r += 4) {
+      let a0 = f32x4.splat(0);
+      let a1 = f32x4.splat(0);
+      let a2 = f32x4.splat(0);
+      let a3 = f32x4.splat(0);
+      let pq = q + <usize>r * qs;
+      let ph = kr;
+      for (let d = 0; d < D8; d += 8, pq += 32, ph += 16) {
+        const v = v128.load(ph);
+        const sp8 = special8(v);
+        const lo = widen8Lo(v, ph, sp8);
+        const hi = widen8Hi(v, ph, sp8);
+        a0 = madd(v128.load(pq), lo, a0);
+        a1 = madd(v128.load(pq + qs), lo, a1);
+        a2 = madd(v128.load(pq + 2 * qs), lo, a2);
+        a3 = madd(v128.load(pq + 3 * qs), lo, a3);
+        a0 = madd(v128.load(pq, 16), hi, a0);
+        a1 = madd(v128.load(pq + qs, 16), hi, a1);
+        a2 = madd(v128.load(pq + 2 * qs, 16), hi, a2);
+        a3 = madd(v128.load(pq + 3 * qs, 16), hi, a3);
+      }
+      if (D8 < D) {
+        const lo = f16x4(v128.load16x4_u(ph));
+        a0 = madd(v128.load(pq), lo, a0);
+        a1 = madd(v128.load(pq + qs), lo, a1);
+        a2 = madd(v128.load(pq + 2 * qs), lo, a2);
+        a3 = madd(v128.load(pq + 3 * qs), lo, a3);
+      }
+      const o = sp + ((<usize>r * B + k) << 2);
+      const rs = <usize>B << 2;
+      store<f32>(o, hsum4(a0));
+      store<f32>(o + rs, hsum4(a1));
+      store<f32>(o + 2 * rs, hsum4(a2));
+      store<f32>(o + 3 * rs, hsum4(a3));
+    }
+    for (; r < R; r++) {
+      let a = f32x4.splat(0);
+      let pq = q + <usize>r * qs;
+      let ph = kr;
+      for (let d = 0; d < D8; d += 8, pq += 32, ph += 16) {
+        const v = v128.load(ph);
+        const sp8 = special8(v);
+        a = madd(v128.load(pq), widen8Lo(v, ph, sp8), a);
+        a = madd(v128.load(pq, 16), widen8Hi(v, ph, sp8), a);
+      }
+      if (D8 < D) a = madd(v128.load(pq), f16x4(v128.load16x4_u(ph)), a);
+      store<f32>(sp + ((<usize>r * B + k) << 2), hsum4(a));
+    }
   }
 }
 
@@ -493,6 +583,8 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
   // split: key chunks of kcb blocks, each a unit of its own
   const part = <usize>extra(node, 4);
   const kcb = part != 0 ? extra(node, 5) : nBlk;
+  // split case with F16 keys: scores straight from the cache rows (scoresF16)
+  const kDirect = part != 0 && tType(node, 2) == T_F16 && tNb(node, 2, 0) == 2 && (D & 3) == 0 && !(extra(node, 3) != 0 && nTiles > 1);
   const nKC = part != 0 ? (nBlk + kcb - 1) / kcb : 1;
   const units = ne3 * nChunks * nTiles * nKC;
 
@@ -529,6 +621,7 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
     const ik3 = iq3 / rk3;
     const iv2 = h0 / rv2;
     const iv3 = iq3 / rv3;
+    const kBase = tAddr(node, 2) + <usize>ik2 * tNb(node, 2, 2) + <usize>ik3 * tNb(node, 2, 3);
     if (cached && (ik2 != cK2 || ik3 != cK3 || iv2 != cV2 || iv3 != cV3)) {
       cK2 = ik2;
       cK3 = ik3;
@@ -586,13 +679,17 @@ export function k_flash_attn(node: usize, ith: i32, nth: i32): void {
         blk = kvBase + <usize>jb * blkBytes;
         for (; conv <= jb; conv++) convertBlock(node, conv * B, nKV, ik2, ik3, iv2, iv3, D4, V4, tmp, kvBase + <usize>conv * blkBytes);
       } else {
-        convertBlock(node, j0, nKV, ik2, ik3, iv2, iv3, D4, V4, tmp, blk);
+        convertBlock(node, j0, nKV, ik2, ik3, iv2, iv3, D4, V4, tmp, blk, !kDirect);
       }
       const vb = blk + ((<usize>D4 * B) << 2);
       let r = 0;
-      for (; r + 4 <= R; r += 4) scores4(qt + <usize>r * qs, qs, blk, D, sp + ((<usize>r * B) << 2));
-      for (; r + 2 <= R; r += 2) scores2(qt + <usize>r * qs, qs, blk, D, sp + ((<usize>r * B) << 2));
-      for (; r < R; r++) scores1(qt + <usize>r * qs, blk, D, sp + ((<usize>r * B) << 2));
+      if (kDirect) {
+        scoresF16(qt, qs, R, kBase + <usize>j0 * tNb(node, 2, 1), tNb(node, 2, 1), j1 - j0, D, sp);
+      } else {
+        for (; r + 4 <= R; r += 4) scores4(qt + <usize>r * qs, qs, blk, D, sp + ((<usize>r * B) << 2));
+        for (; r + 2 <= R; r += 2) scores2(qt + <usize>r * qs, qs, blk, D, sp + ((<usize>r * B) << 2));
+        for (; r < R; r++) scores1(qt + <usize>r * qs, blk, D, sp + ((<usize>r * B) << 2));
+      }
       // scale, softcap, mask; online softmax over the block
       for (r = 0; r < R; r++) {
         const s = st + (<usize>r << 4);
