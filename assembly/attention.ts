@@ -29,8 +29,8 @@
 
 import { ldf } from './access';
 import {
-  C_7C00_16, C_8FFF, C_BIAS112, C_F32, F_CEPHES_LN2_HI, F_CEPHES_LN2_LO, F_CEPHES_P0, F_CEPHES_P1, F_CEPHES_P2, F_CEPHES_P3, F_CEPHES_P4, F_CEPHES_P5,
-  F_EXP_MIN, F_LOG2E, F_ONE, f16x4, roundF16x4, widenF16Row,
+  C_F32, F_CEPHES_LN2_HI, F_CEPHES_LN2_LO, F_CEPHES_P0, F_CEPHES_P1, F_CEPHES_P2, F_CEPHES_P3, F_CEPHES_P4, F_CEPHES_P5,
+  F_EXP_MIN, F_LOG2E, F_ONE, f16x4, roundF16x4, special8, widen8Hi, widen8Lo, widenF16Row,
 } from './consts';
 import { extra, param, tAddr, tNb, tNe, tType } from './desc';
 import { pow2, tanh64 } from './math';
@@ -269,20 +269,6 @@ function scores1(q: usize, kt: usize, D: i32, sp: usize): void {
   }
 }
 
-/** Eight F16 values at h widened in registers: [0..4) to lo, [4..8) to hi (as widenF16Row). */
-@inline function widen8Lo(v: v128, h: usize, special: bool): v128 {
-  if (special) return f16x4(v128.load16x4_u(h));
-  return i32x4.add(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v), 13), C_8FFF()), C_BIAS112());
-}
-@inline function widen8Hi(v: v128, h: usize, special: bool): v128 {
-  if (special) return f16x4(v128.load16x4_u(h, 8));
-  return i32x4.add(v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(v), 13), C_8FFF()), C_BIAS112());
-}
-@inline function special8(v: v128): bool {
-  const e = v128.and(v, C_7C00_16());
-  return v128.any_true(v128.or(i16x8.eq(e, i16x8.splat(0)), i16x8.eq(e, C_7C00_16())));
-}
-
 /** Σ of a row's four lanes, (0 + 1) + (2 + 3): the row kernel's dot (attention-row.ts). */
 @inline function hsum4(a: v128): f32 {
   return f32x4.extract_lane(a, 0) + f32x4.extract_lane(a, 1) + (f32x4.extract_lane(a, 2) + f32x4.extract_lane(a, 3));
@@ -297,11 +283,7 @@ function scores1(q: usize, kt: usize, D: i32, sp: usize): void {
  */
 function scoresF16(q: usize, qs: usize, R: i32, kp: usize, kn: usize, n: i32, D: i32, sp: usize): void {
   const D8 = D & ~7;
-  for (let k = 0; k < B; k++) {
-    if (k >= n) {
-      for (let r = 0; r < R; r++) store<f32>(sp + ((<usize>r * B + k) << 2), 0);
-      continue;
-    }
+  for (let k = 0; k < n; k++) {
     const kr = kp + <usize>k * kn;
     let r = 0;
     for (; r + 4 <= R; r += 4) {
@@ -353,6 +335,7 @@ function scoresF16(q: usize, qs: usize, R: i32, kp: usize, kn: usize, n: i32, D:
       store<f32>(sp + ((<usize>r * B + k) << 2), hsum4(a));
     }
   }
+  for (let r = 0; r < R; r++) memory.fill(sp + ((<usize>r * B + n) << 2), 0, <usize>(B - n) << 2);
 }
 
 /**

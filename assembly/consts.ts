@@ -90,17 +90,38 @@ const FLAGS: usize = 512;
   let i = 0;
   for (; i + 8 <= n; i += 8, h += 16, x += 32) {
     const v = v128.load(h);
-    const e = v128.and(v, C_7C00_16());
-    if (v128.any_true(v128.or(i16x8.eq(e, i16x8.splat(0)), i16x8.eq(e, C_7C00_16())))) {
-      // a zero, subnormal, infinity or NaN among them
-      v128.store(x, f16x4(v128.load16x4_u(h)));
-      v128.store(x, f16x4(v128.load16x4_u(h, 8)), 16);
-    } else {
-      v128.store(x, i32x4.add(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v), 13), C_8FFF()), C_BIAS112()));
-      v128.store(x, i32x4.add(v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(v), 13), C_8FFF()), C_BIAS112()), 16);
-    }
+    const special = special8(v);
+    v128.store(x, widen8Lo(v, h, special));
+    v128.store(x, widen8Hi(v, h, special), 16);
   }
   if (i < n) v128.store(x, f16x4At(h));
+}
+
+/** Whether the eight f16 in v hold a zero, subnormal, infinity or NaN (one vector test). */
+@inline export function special8(v: v128): bool {
+  const e = v128.and(v, C_7C00_16());
+  return v128.any_true(v128.or(i16x8.eq(e, i16x8.splat(0)), i16x8.eq(e, C_7C00_16())));
+}
+
+/**
+ * Halves 0..3 of the eight f16 in v (loaded from h) as f32, exactly: rebiased when none
+ * of the eight is special (special8), else through f16x4.
+ */
+@inline export function widen8Lo(v: v128, h: usize, special: bool): v128 {
+  return special ? f16x4(v128.load16x4_u(h)) : normalF16x4(i32x4.extend_low_i16x8_s(v));
+}
+
+/** Halves 4..7 (see widen8Lo). */
+@inline export function widen8Hi(v: v128, h: usize, special: bool): v128 {
+  return special ? f16x4(v128.load16x4_u(h, 8)) : normalF16x4(i32x4.extend_high_i16x8_s(v));
+}
+
+/**
+ * Four normal f16, sign-extended to i32 lanes, as f32: shifted into place, bits 28-30
+ * (copies of the sign) cleared, the exponent rebiased by an integer add.
+ */
+@inline function normalF16x4(s: v128): v128 {
+  return i32x4.add(v128.and(i32x4.shl(s, 13), C_8FFF()), C_BIAS112());
 }
 
 /** 0x7c00 (f16's exponent field) in every i16 lane. */
@@ -119,7 +140,7 @@ const FLAGS: usize = 512;
   // an exponent field of 0 or 31 becomes 0 here, any other one is at least 0x0800
   const y = ((x & 0x7c007c007c007c00) + 0x0400040004000400) & 0x7800780078007800;
   if (((y - 0x0001000100010001) & ~y & 0x8000800080008000) != 0) return f16x4(v128.load16x4_u(h));
-  return i32x4.add(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(v128.load64_zero(h)), 13), C_8FFF()), C_BIAS112());
+  return normalF16x4(i32x4.extend_low_i16x8_s(v128.load64_zero(h)));
 }
 
 /** f16 (low 16 bits of each i32 lane) to f32, exactly, with no float operation on a subnormal. */
