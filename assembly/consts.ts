@@ -245,6 +245,14 @@ export const F_TANH_SMALL: i32 = 31; // 0.625
 @inline export function C_M3F(): v128 {
   return v128.load(BASE, 1088);
 }
+/** 3 in every byte (TQ2_0's 2-bit fields). */
+@inline export function C_M03(): v128 {
+  return v128.load(BASE, 1104);
+}
+/** 3 in every i16 lane (TQ1_0's trits). */
+@inline export function C_W3(): v128 {
+  return v128.load(BASE, 1120);
+}
 
 /** f32 constant F_* in every lane (a load: see the top of this file). */
 @inline export function C_F32(i: i32): v128 {

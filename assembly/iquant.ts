@@ -24,7 +24,9 @@
 // for each of the 128 stored 7-bit values.
 
 import { f16ToF32 } from './math';
+import { C_LANE16, C_M03, C_M4, C_M10, C_ONES16, C_W3, C_W8, dotAdd } from './consts';
 import { hsum, rdot } from './dot';
+import { rda } from './kquant';
 import { T_IQ1_M, T_IQ1_S, T_IQ2_S, T_IQ2_XS, T_IQ2_XXS, T_IQ3_S, T_IQ3_XXS, T_TQ1_0, T_TQ2_0 } from './types';
 
 const TABLES: usize = 16384;
@@ -39,6 +41,10 @@ const KSIGNS: usize = TABLES + 33792;
 const MASK8: usize = TABLES + 34048;
 /** 8 mask bytes per 7 stored sign bits (MASK8 of the parity-completed byte). */
 const KMASK: usize = TABLES + 36096;
+/** IQ1: bytes 8 and 16 (the rest 0): swizzled by grid bytes -1/0/1, 0/8/16 (a negative index gives 0). */
+const IQ1_SWZ: usize = TABLES + 37120;
+/** IQ1: 8 + δ per byte (9, or 7 where δ = -1) for the four δ pairs of two 8-value halves (bit 0: low half, bit 1: high). */
+const IQ1_DELTA: usize = TABLES + 37136;
 
 /** The activation bytes at a with the signs of the mask m (0xff lanes negated). */
 @inline function signed(a: usize, m: v128): v128 {
@@ -615,9 +621,27 @@ export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usi
   );
 }
 
-/** The 8 sign masks of the 7 stored sign bits in the low bits of i. */
-@inline function kmask(i: u32): i64 {
-  return load<i64>(KMASK + (<usize>(i & 127) << 3));
+/**
+ * The 8 bytes at p0 and at p1 as one vector, loaded into its lanes: i64x2 of two scalar
+ * loads would go through general registers (a load, a move and an insert each).
+ */
+@inline function lanes64(p0: usize, p1: usize): v128 {
+  return v128.load64_lane(p1, v128.load64_zero(p0), 1);
+}
+
+/** The 4 bytes at p0..p3 as one vector (lanes64's reason). */
+@inline function lanes32(p0: usize, p1: usize, p2: usize, p3: usize): v128 {
+  return v128.load32_lane(p3, v128.load32_lane(p2, v128.load32_lane(p1, v128.load32_zero(p0), 1), 2), 3);
+}
+
+/** Address of the sign masks of the 7 stored sign bits in the low bits of i. */
+@inline function kmaskAt(i: u32): usize {
+  return KMASK + (<usize>(i & 127) << 3);
+}
+
+/** Address of the sign masks of sign byte s. */
+@inline function mask8At(s: u32): usize {
+  return MASK8 + (<usize>s << 3);
 }
 
 /**
@@ -634,10 +658,10 @@ export function dotIQ2XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
     let isum = i32x4.splat(0);
     for (let q = w + 2; q < w + 66; q += 8, a += 32) {
       const aux = load<u32>(q, 4);
-      const g0 = i64x2(load<i64>(G_IQ2XXS + (<usize>load<u8>(q) << 3)), load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 1) << 3)));
-      const m0 = i64x2(kmask(aux), kmask(aux >> 7));
-      const g1 = i64x2(load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 2) << 3)), load<i64>(G_IQ2XXS + (<usize>load<u8>(q, 3) << 3)));
-      const m1 = i64x2(kmask(aux >> 14), kmask(aux >> 21));
+      const g0 = lanes64(G_IQ2XXS + (<usize>load<u8>(q) << 3), G_IQ2XXS + (<usize>load<u8>(q, 1) << 3));
+      const m0 = lanes64(kmaskAt(aux), kmaskAt(aux >> 7));
+      const g1 = lanes64(G_IQ2XXS + (<usize>load<u8>(q, 2) << 3), G_IQ2XXS + (<usize>load<u8>(q, 3) << 3));
+      const m1 = lanes64(kmaskAt(aux >> 14), kmaskAt(aux >> 21));
       const x0 = signed(a, m0);
       const x1 = signed(a + 16, m1);
       const p = i16x8.add(rdot(x0, g0), rdot(x1, g1));
@@ -649,6 +673,20 @@ export function dotIQ2XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
   return hsum(acc);
 }
 
+/**
+ * The sixteen 4-bit scales in the 8 bytes at p (low nibble first), as 2s + 1 in the i16
+ * lanes of two vectors: scales 0-7 (lo) and 8-15. A group's scale is then broadcast by one
+ * swizzle (C_LANE16) instead of being extracted, shifted and splatted from a general register.
+ */
+@inline function nibbles16(p: usize): v128 {
+  const b = v128.load64_zero(p);
+  return i8x16.shuffle(v128.and(b, C_M4()), v128.and(i16x8.shr_u(b, 4), C_M4()), 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+}
+
+@inline function oddScales(n: v128): v128 {
+  return i16x8.add(i16x8.shl(n, 1), C_ONES16());
+}
+
 /** IQ2_XS, as dotIQ2XXS: 9-bit grid indices with their 7 sign bits, a scale per 16. */
 export function dotIQ2XS(w: usize, nsb: i32, act: usize, K: i32): f32 {
   const ad = act + 2 * <usize>K;
@@ -656,14 +694,19 @@ export function dotIQ2XS(w: usize, nsb: i32, act: usize, K: i32): f32 {
   let a = act;
   for (let sb = 0; sb < nsb; sb++, w += 74) {
     let isum = i32x4.splat(0);
-    for (let g: usize = 0; g < 16; g++, a += 16) {
-      const q0 = <u32>load<u16>(w + 2 + (g << 2));
-      const q1 = <u32>load<u16>(w + 4 + (g << 2));
-      const gv = i64x2(load<i64>(G_IQ2XS + (<usize>(q0 & 511) << 3)), load<i64>(G_IQ2XS + (<usize>(q1 & 511) << 3)));
-      const m = i64x2(kmask(q0 >> 9), kmask(q1 >> 9));
-      const x = signed(a, m);
-      const s = <i16>(2 * ((<u32>load<u8>(w + 66 + (g >> 1)) >> (<u32>(g & 1) << 2)) & 15) + 1);
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(x, gv), i16x8.splat(s)));
+    const n = nibbles16(w + 66);
+    let sv = oddScales(i16x8.extend_low_i8x16_u(n));
+    let q = w + 2;
+    for (let h = 0; h < 2; h++) {
+      for (let j = 0; j < 8; j++, a += 16, q += 4) {
+        // two 16-bit fields: 9-bit grid index, then 7 sign bits; as byte offsets (8 per entry)
+        const f = load<u32>(q);
+        const gv = lanes64(G_IQ2XS + (<usize>(f << 3) & 0xff8), G_IQ2XS + (<usize>(f >> 13) & 0xff8));
+        const m = lanes64(KMASK + (<usize>(f >> 6) & 0x3f8), KMASK + (<usize>(f >> 22) & 0x3f8));
+        const x = signed(a, m);
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(x, gv), i8x16.relaxed_swizzle(sv, C_LANE16(j))));
+      }
+      sv = oddScales(i16x8.extend_high_i8x16_u(n));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
     acc = addBlock(acc, isum, dd);
@@ -681,10 +724,10 @@ export function dotIQ3XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
     for (let ib: usize = 0; ib < 8; ib++, a += 32) {
       const q = w + 2 + (ib << 3);
       const aux = load<u32>(w + 66 + (ib << 2));
-      const g0 = i32x4(g3(q, 0), g3(q, 1), g3(q, 2), g3(q, 3));
-      const g1 = i32x4(g3(q, 4), g3(q, 5), g3(q, 6), g3(q, 7));
-      const m0 = i64x2(kmask(aux), kmask(aux >> 7));
-      const m1 = i64x2(kmask(aux >> 14), kmask(aux >> 21));
+      const g0 = lanes32(g3At(q, 0), g3At(q, 1), g3At(q, 2), g3At(q, 3));
+      const g1 = lanes32(g3At(q, 4), g3At(q, 5), g3At(q, 6), g3At(q, 7));
+      const m0 = lanes64(kmaskAt(aux), kmaskAt(aux >> 7));
+      const m1 = lanes64(kmaskAt(aux >> 14), kmaskAt(aux >> 21));
       const x0 = signed(a, m0);
       const x1 = signed(a + 16, m1);
       // each 16-bit lane at most 2·2·62·127 = 31,496
@@ -697,24 +740,30 @@ export function dotIQ3XXS(w: usize, nsb: i32, act: usize, K: i32): f32 {
   return hsum(acc);
 }
 
-/** IQ2_S, as dotIQ2XXS: 10-bit grid indices, a sign byte per 8 values, a scale per 16. */
+/** IQ2_S, as dotIQ2XS: 10-bit grid indices, a sign byte per 8 values, a scale per 16. */
 export function dotIQ2S(w: usize, nsb: i32, act: usize, K: i32): f32 {
   const ad = act + 2 * <usize>K;
   let acc = f32x4.splat(0);
   let a = act;
   for (let sb = 0; sb < nsb; sb++, w += 82) {
     let isum = i32x4.splat(0);
-    for (let g: usize = 0; g < 16; g++, a += 16) {
-      // group g: values 16g.. of sub-block g >> 1, its grid bytes and sign bytes 2g, 2g + 1
-      const qh = <u32>load<u8>(w + 66 + (g >> 1));
-      const l = <u32>(g & 1) << 1;
-      const i0 = <u32>load<u8>(w + 2 + (g << 1)) | ((qh << (8 - 2 * l)) & 0x300);
-      const i1 = <u32>load<u8>(w + 3 + (g << 1)) | ((qh << (6 - 2 * l)) & 0x300);
-      const gv = i64x2(load<i64>(G_IQ2S + (<usize>i0 << 3)), load<i64>(G_IQ2S + (<usize>i1 << 3)));
-      const m = i64x2(signMask8(<u32>load<u8>(w + 34 + (g << 1))), signMask8(<u32>load<u8>(w + 35 + (g << 1))));
-      const x = signed(a, m);
-      const s = <i16>(2 * ((<u32>load<u8>(w + 74 + (g >> 1)) >> (l << 1)) & 15) + 1);
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(x, gv), i16x8.splat(s)));
+    const n = nibbles16(w + 74);
+    let sv = oddScales(i16x8.extend_low_i8x16_u(n));
+    let q = w + 2;
+    for (let h = 0; h < 2; h++) {
+      // two groups of 16 per pass (sub-block g >> 1: one byte of high index bits, 2 per point)
+      for (let j = 0; j < 8; j += 2, a += 32, q += 4) {
+        const qh = <usize>load<u8>(w + 66 + (q - w - 2) / 4);
+        const ib = <usize>load<u32>(q);
+        const sg = <usize>load<u32>(q, 32);
+        const g0 = lanes64(G_IQ2S + (((ib & 0xff) | ((qh << 8) & 0x300)) << 3), G_IQ2S + ((((ib >> 8) & 0xff) | ((qh << 6) & 0x300)) << 3));
+        const m0 = lanes64(MASK8 + ((sg & 0xff) << 3), MASK8 + (((sg >> 8) & 0xff) << 3));
+        const g1 = lanes64(G_IQ2S + ((((ib >> 16) & 0xff) | ((qh << 4) & 0x300)) << 3), G_IQ2S + (((ib >> 24) | ((qh << 2) & 0x300)) << 3));
+        const m1 = lanes64(MASK8 + (((sg >> 16) & 0xff) << 3), MASK8 + ((sg >> 24) << 3));
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(signed(a, m0), g0), i8x16.relaxed_swizzle(sv, C_LANE16(j))));
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(signed(a + 16, m1), g1), i8x16.relaxed_swizzle(sv, C_LANE16(j + 1))));
+      }
+      sv = oddScales(i16x8.extend_high_i8x16_u(n));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
     acc = addBlock(acc, isum, dd);
@@ -732,11 +781,11 @@ export function dotIQ3S(w: usize, nsb: i32, act: usize, K: i32): f32 {
     for (let ib: usize = 0; ib < 8; ib++, a += 32) {
       const qh = <u32>load<u8>(w + 66 + ib);
       const q = w + 2 + (ib << 3);
-      const g0 = i32x4(g3s(q, 0, qh), g3s(q, 1, qh), g3s(q, 2, qh), g3s(q, 3, qh));
-      const g1 = i32x4(g3s(q, 4, qh), g3s(q, 5, qh), g3s(q, 6, qh), g3s(q, 7, qh));
+      const g0 = lanes32(g3sAt(q, 0, qh), g3sAt(q, 1, qh), g3sAt(q, 2, qh), g3sAt(q, 3, qh));
+      const g1 = lanes32(g3sAt(q, 4, qh), g3sAt(q, 5, qh), g3sAt(q, 6, qh), g3sAt(q, 7, qh));
       const sg = w + 74 + (ib << 2);
-      const m0 = i64x2(signMask8(<u32>load<u8>(sg)), signMask8(<u32>load<u8>(sg, 1)));
-      const m1 = i64x2(signMask8(<u32>load<u8>(sg, 2)), signMask8(<u32>load<u8>(sg, 3)));
+      const m0 = lanes64(mask8At(<u32>load<u8>(sg)), mask8At(<u32>load<u8>(sg, 1)));
+      const m1 = lanes64(mask8At(<u32>load<u8>(sg, 2)), mask8At(<u32>load<u8>(sg, 3)));
       const x0 = signed(a, m0);
       const x1 = signed(a + 16, m1);
       const p = i16x8.add(rdot(x0, g0), rdot(x1, g1));
@@ -749,23 +798,26 @@ export function dotIQ3S(w: usize, nsb: i32, act: usize, K: i32): f32 {
   return hsum(acc);
 }
 
-/** IQ3_S grid point j (0..7) of a sub-block: low byte at q + j, bit j of qh the ninth. */
-@inline function g3s(q: usize, j: u32, qh: u32): i32 {
-  return load<i32>(G_IQ3S + (<usize>(<u32>load<u8>(q + j) | ((qh << (8 - j)) & 256)) << 2));
+/** Address of IQ3_S grid point j (0..7) of a sub-block: low byte at q + j, bit j of qh the ninth. */
+@inline function g3sAt(q: usize, j: u32, qh: u32): usize {
+  return G_IQ3S + (<usize>(<u32>load<u8>(q + j) | ((qh << (8 - j)) & 256)) << 2);
 }
 
 /**
- * Σ v·a per 16-bit lane for 16 IQ1 values v = 8g + δ (g ∈ {-1, 0, 1} from the grid, δ = ±1
- * per byte in d) against the activations at a: with u = v + 16 (7 to 25, unsigned),
- * Σ u·a − 16·Σ a, each lane the pair dotIQ1's lane holds.
+ * 16 IQ1 values v = 8g + δ as u = v + 16 (7 to 25: the 7-bit operand of the 16-bit dot):
+ * the grid bytes g (-1, 0, 1) swizzled to 0, 8, 16, plus 8 + δ per byte from dv.
  */
-@inline function iq1Lanes(g: v128, d: v128, a: usize): v128 {
-  const u = i8x16.add(i8x16.add(i8x16.shl(g, 3), d), i8x16.splat(16));
-  const x = v128.load(a);
-  return i16x8.sub(rdot(x, u), i16x8.shl(rdot(x, i8x16.splat(1)), 4));
+@inline function iq1U(lo: usize, hi: usize, dv: v128): v128 {
+  const g = v128.load64_lane(G_IQ1S + (hi << 3), v128.load64_zero(G_IQ1S + (lo << 3)), 1);
+  return i8x16.add(i8x16.relaxed_swizzle(v128.load(IQ1_SWZ), g), dv);
 }
 
-/** IQ1_S, one column, as dotIQ2XXS: 11-bit indices of signed grid points, δ and a scale per 32. */
+/**
+ * IQ1_S, one column, as dotIQ2XXS: 11-bit indices of signed grid points, δ and a scale per
+ * 32. Each 16-bit lane holds Σ u·a − 16·Σ a over its pair (u = v + 16), so that the lanes,
+ * and the results, are those of the unpacked path. Grid points load straight into vector
+ * lanes, and δ comes from a table: V8 would build both in general registers.
+ */
 export function dotIQ1S(w: usize, nsb: i32, act: usize, K: i32): f32 {
   const ad = act + 2 * <usize>K;
   let acc = f32x4.splat(0);
@@ -773,14 +825,18 @@ export function dotIQ1S(w: usize, nsb: i32, act: usize, K: i32): f32 {
   for (let sb = 0; sb < nsb; sb++, w += 50) {
     let isum = i32x4.splat(0);
     for (let ib: usize = 0; ib < 8; ib++, a += 32) {
-      const qh = <u32>load<u16>(w + 34 + (ib << 1));
+      const qh = <usize>load<u16>(w + 34 + (ib << 1));
       const q = w + 2 + (ib << 2);
-      const d = i8x16.splat(qh & 0x8000 ? -1 : 1);
-      const g0 = i64x2(g1s(<u32>load<u8>(q) | ((qh & 7) << 8)), g1s(<u32>load<u8>(q, 1) | (((qh >> 3) & 7) << 8)));
-      const g1 = i64x2(g1s(<u32>load<u8>(q, 2) | (((qh >> 6) & 7) << 8)), g1s(<u32>load<u8>(q, 3) | (((qh >> 9) & 7) << 8)));
-      const s = i16x8.splat(<i16>(2 * ((qh >> 12) & 7) + 1));
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(g0, d, a), s));
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(g1, d, a + 16), s));
+      // δ = -1 (bit 15): the fourth table entry (7 in both halves), else the first (9)
+      const dv = v128.load(IQ1_DELTA + (qh >> 15) * 48);
+      const u0 = iq1U(<usize>load<u8>(q) | ((qh & 7) << 8), <usize>load<u8>(q, 1) | ((qh & 0x38) << 5), dv);
+      const u1 = iq1U(<usize>load<u8>(q, 2) | ((qh & 0x1c0) << 2), <usize>load<u8>(q, 3) | ((qh & 0xe00) >> 1), dv);
+      const x0 = v128.load(a);
+      const x1 = v128.load(a, 16);
+      const c16 = C_M10();
+      // (each lane at most 2·2·9·127 in magnitude)
+      const p = i16x8.sub(i16x8.add(rdot(x0, u0), rdot(x1, u1)), i16x8.add(rdot(x0, c16), rdot(x1, c16)));
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(<i16>(2 * ((qh >> 12) & 7) + 1))));
     }
     const dd = f16ToF32(load<u16>(w)) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
     acc = addBlock(acc, isum, dd);
@@ -795,13 +851,16 @@ export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
   let a = act;
   for (let sb = 0; sb < nsb; sb++, w += 56) {
     let isum = i32x4.splat(0);
+    // the sixteen 3-bit scales, at bits 16·(g >> 2) + 3·(g & 3)
+    const sc = load<u64>(w, 48);
     for (let g: usize = 0; g < 16; g++, a += 16) {
-      const qh = <u32>load<u8>(w + 32 + g);
-      const i0 = <u32>load<u8>(w + (g << 1)) | ((qh & 7) << 8);
-      const i1 = <u32>load<u8>(w + (g << 1) + 1) | (((qh >> 4) & 7) << 8);
-      const d = i64x2(qh & 0x08 ? -1 : 0x0101010101010101, qh & 0x80 ? -1 : 0x0101010101010101);
-      const sw = <u32>load<u16>(w + 48 + ((g >> 2) << 1)) >> (6 * <u32>((g >> 1) & 1) + 3 * <u32>(g & 1));
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(iq1Lanes(i64x2(g1s(i0), g1s(i1)), d, a), i16x8.splat(<i16>(2 * (sw & 7) + 1))));
+      const qh = <usize>load<u8>(w + 32 + g);
+      const dv = v128.load(IQ1_DELTA + ((qh & 8) << 1) + ((qh & 0x80) >> 2));
+      const u = iq1U(<usize>load<u8>(w + (g << 1)) | ((qh & 7) << 8), <usize>load<u8>(w + (g << 1), 1) | ((qh & 0x70) << 4), dv);
+      const x = v128.load(a);
+      const p = i16x8.sub(rdot(x, u), rdot(x, C_M10()));
+      const s = <i16>(2 * (<u32>(sc >> ((16 * (g >> 2) + 3 * (g & 3)) as u64)) & 7) + 1);
+      isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(s)));
     }
     const dd = iq1mScale(w) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
     acc = addBlock(acc, isum, dd);
@@ -814,9 +873,9 @@ export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
   return load<i64>(G_IQ1S + (<usize>i << 3));
 }
 
-/** IQ3_XXS grid point of index byte j at q (4 bytes). */
-@inline function g3(q: usize, j: usize): i32 {
-  return load<i32>(G_IQ3XXS + (<usize>load<u8>(q + j) << 2));
+/** Address of the IQ3_XXS grid point of index byte j at q (4 bytes). */
+@inline function g3At(q: usize, j: usize): usize {
+  return G_IQ3XXS + (<usize>load<u8>(q + j) << 2);
 }
 
 /** Σ q·a (p: i16 lanes) widened to i32 lanes, less Σ a from the 8 per-32 activation sums at s: Σ (q − 1)·a. */
@@ -827,30 +886,42 @@ export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
 /**
  * TQ2_0, relaxed build: one row of nsb blocks at w against one per-256 activation row,
  * straight from the 2-bit fields (no unpacked row): Σ (q − 1)·a = Σ q·a − Σ a per block,
- * q ∈ 0..3 the 7-bit operand of the 16-bit dot (16 products of at most 3·127 per lane),
- * Σ a from the activation row's per-32 sums; then the block's integer total times
- * d·d_a, summed in order. Every column count uses it, so a column's result does not
- * depend on the batch.
+ * q ∈ 0..3 the 7-bit operand of the dot, Σ a from the activation row's per-32 sums; then
+ * the block's integer total times d·d_a, summed in order. Every column count uses it, so
+ * a column's result does not depend on the batch. Where the engine has a one-instruction
+ * 32-bit dot (dotAdd) the products go straight into 32-bit lanes: each lane then sums the
+ * same four bytes of every 16 as the 16-bit dot's pair of lanes, so the same results.
  */
 export function dotTQ2_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
+  return dotAdd() ? dotTQ2_0Of(w, nsb, act, K, true) : dotTQ2_0Of(w, nsb, act, K, false);
+}
+
+@inline function dotTQ2_0Of(w: usize, nsb: i32, act: usize, K: i32, wide: bool): f32 {
   const ad = act + 2 * <usize>K;
   const a32 = ad + (<usize>K >> 2);
-  const m3 = i8x16.splat(3);
   let acc = f32x4.splat(0);
   let a = act;
   for (let sb = 0; sb < nsb; sb++, w += 66) {
     // one 2-bit field of 32 bytes per loop pass (a long straight body makes V8 spill)
     let p = i16x8.splat(0);
+    let r = i32x4.splat(0);
+    let r1 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 32) {
       let q0 = v128.load(w + j);
       let q1 = v128.load(w + j, 16);
       for (let l = 0; l < 4; l++, a += 32) {
-        p = i16x8.add(p, i16x8.add(rdot(v128.load(a), v128.and(q0, m3)), rdot(v128.load(a, 16), v128.and(q1, m3))));
+        if (wide) {
+          r = rda(v128.load(a), v128.and(q0, C_M03()), r);
+          r1 = rda(v128.load(a, 16), v128.and(q1, C_M03()), r1);
+        } else {
+          p = i16x8.add(p, i16x8.add(rdot(v128.load(a), v128.and(q0, C_M03())), rdot(v128.load(a, 16), v128.and(q1, C_M03()))));
+        }
         q0 = i16x8.shr_u(q0, 2);
         q1 = i16x8.shr_u(q1, 2);
       }
     }
-    const t = lessSums(p, a32 + (<usize>sb << 4));
+    const s = a32 + (<usize>sb << 4);
+    const t = wide ? i32x4.sub(i32x4.add(r, r1), i32x4.extadd_pairwise_i16x8_s(v128.load(s))) : lessSums(p, s);
     const d = load<f32>(ad + (<usize>sb << 2)) * f16ToF32(load<u16>(w, 64));
     acc = addBlock(acc, t, d);
   }
@@ -866,8 +937,6 @@ export function dotTQ2_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
 export function dotTQ1_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
   const ad = act + 2 * <usize>K;
   const a32 = ad + (<usize>K >> 2);
-  const three = i16x8.splat(3);
-  const ff = i16x8.splat(0xff);
   let acc = f32x4.splat(0);
   let a = act;
   for (let sb = 0; sb < nsb; sb++, w += 54) {
@@ -879,33 +948,33 @@ export function dotTQ1_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
     let l1 = i16x8.extend_low_i8x16_u(q1);
     let h1 = i16x8.extend_high_i8x16_u(q1);
     for (let n = 0; n < 5; n++, a += 32) {
-      l0 = i16x8.mul(l0, three);
-      h0 = i16x8.mul(h0, three);
-      l1 = i16x8.mul(l1, three);
-      h1 = i16x8.mul(h1, three);
+      l0 = i16x8.mul(l0, C_W3());
+      h0 = i16x8.mul(h0, C_W3());
+      l1 = i16x8.mul(l1, C_W3());
+      h1 = i16x8.mul(h1, C_W3());
       const t0 = i8x16.narrow_i16x8_u(i16x8.shr_u(l0, 8), i16x8.shr_u(h0, 8));
       const t1 = i8x16.narrow_i16x8_u(i16x8.shr_u(l1, 8), i16x8.shr_u(h1, 8));
       p = i16x8.add(p, i16x8.add(rdot(v128.load(a), t0), rdot(v128.load(a, 16), t1)));
-      l0 = v128.and(l0, ff);
-      h0 = v128.and(h0, ff);
-      l1 = v128.and(l1, ff);
-      h1 = v128.and(h1, ff);
+      l0 = v128.and(l0, C_W8());
+      h0 = v128.and(h0, C_W8());
+      l1 = v128.and(l1, C_W8());
+      h1 = v128.and(h1, C_W8());
     }
     const q2 = v128.load(w, 32);
     let l2 = i16x8.extend_low_i8x16_u(q2);
     let h2 = i16x8.extend_high_i8x16_u(q2);
     for (let n = 0; n < 5; n++, a += 16) {
-      l2 = i16x8.mul(l2, three);
-      h2 = i16x8.mul(h2, three);
+      l2 = i16x8.mul(l2, C_W3());
+      h2 = i16x8.mul(h2, C_W3());
       p = i16x8.add(p, rdot(v128.load(a), i8x16.narrow_i16x8_u(i16x8.shr_u(l2, 8), i16x8.shr_u(h2, 8))));
-      l2 = v128.and(l2, ff);
-      h2 = v128.and(h2, ff);
+      l2 = v128.and(l2, C_W8());
+      h2 = v128.and(h2, C_W8());
     }
     // the qh bytes in every 4-byte run, run n scaled by 3^n (mod 256), then one more step
     const qh = i32x4.splat(load<u32>(w, 48));
-    const lh = v128.and(i16x8.mul(i16x8.extend_low_i8x16_u(qh), i16x8(1, 1, 1, 1, 3, 3, 3, 3)), ff);
-    const hh = v128.and(i16x8.mul(i16x8.extend_high_i8x16_u(qh), i16x8(9, 9, 9, 9, 27, 27, 27, 27)), ff);
-    const th = i8x16.narrow_i16x8_u(i16x8.shr_u(i16x8.mul(lh, three), 8), i16x8.shr_u(i16x8.mul(hh, three), 8));
+    const lh = v128.and(i16x8.mul(i16x8.extend_low_i8x16_u(qh), i16x8(1, 1, 1, 1, 3, 3, 3, 3)), C_W8());
+    const hh = v128.and(i16x8.mul(i16x8.extend_high_i8x16_u(qh), i16x8(9, 9, 9, 9, 27, 27, 27, 27)), C_W8());
+    const th = i8x16.narrow_i16x8_u(i16x8.shr_u(i16x8.mul(lh, C_W3()), 8), i16x8.shr_u(i16x8.mul(hh, C_W3()), 8));
     p = i16x8.add(p, rdot(v128.load(a), th));
     a += 16;
     const t = lessSums(p, a32 + (<usize>sb << 4));
