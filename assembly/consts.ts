@@ -253,6 +253,10 @@ export const F_TANH_SMALL: i32 = 31; // 0.625
 @inline export function C_W3(): v128 {
   return v128.load(BASE, 1120);
 }
+/** 2^13, 2^10, 2^7, 2^4, twice, in the i16 lanes: IQ1_M's 3-bit scale k of a word to the top (iquant.ts). */
+@inline export function C_IQ1M_SHIFT(): v128 {
+  return v128.load(BASE, 1136);
+}
 
 /** f32 constant F_* in every lane (a load: see the top of this file). */
 @inline export function C_F32(i: i32): v128 {

@@ -21,10 +21,17 @@
 // the offsets in step): 8 bytes per IQ2/IQ1 point, 4 per IQ3 point, then the 128 sign
 // bytes of IQ2_XXS/IQ2_XS/IQ3_XXS (7 stored bits completed to even parity), then 8 mask
 // bytes (0xff where the bit is set) for each of the 256 sign bytes, then the same masks
-// for each of the 128 stored 7-bit values.
+// for each of the 128 stored 7-bit values, then IQ1's swizzle and its 8 + δ bytes.
+//
+// The one-column kernels (dotIQ2XXS and siblings) decode straight from the weights. They
+// are bound by instruction count, not memory, so they avoid what V8 compiles into many
+// instructions: vectors built from scalars in general registers (grid points load into
+// lanes instead), constants written as splats (rematerialized every iteration; loaded
+// from the tables instead), per-group scales extracted in general registers (a swizzle of
+// a per-super-block vector instead), and short loop passes (two groups a pass).
 
 import { f16ToF32 } from './math';
-import { C_LANE16, C_M03, C_M4, C_M10, C_ONES16, C_W3, C_W8, dotAdd } from './consts';
+import { C_IQ1M_SHIFT, C_LANE16, C_M03, C_M4, C_M10, C_ONES16, C_W3, C_W8, dotAdd } from './consts';
 import { hsum, rdot } from './dot';
 import { rda } from './kquant';
 import { T_IQ1_M, T_IQ1_S, T_IQ2_S, T_IQ2_XS, T_IQ2_XXS, T_IQ3_S, T_IQ3_XXS, T_TQ1_0, T_TQ2_0 } from './types';
@@ -43,7 +50,10 @@ const MASK8: usize = TABLES + 34048;
 const KMASK: usize = TABLES + 36096;
 /** IQ1: bytes 8 and 16 (the rest 0): swizzled by grid bytes -1/0/1, 0/8/16 (a negative index gives 0). */
 const IQ1_SWZ: usize = TABLES + 37120;
-/** IQ1: 8 + δ per byte (9, or 7 where δ = -1) for the four δ pairs of two 8-value halves (bit 0: low half, bit 1: high). */
+/**
+ * IQ1: 8 + δ per byte (9, or 7 where δ = -1) by IQ1_M's high-bits byte: bit 3 the low 8
+ * values' δ, bit 7 the high 8 values' (16 bytes per byte value).
+ */
 const IQ1_DELTA: usize = TABLES + 37136;
 
 /** The activation bytes at a with the signs of the mask m (0xff lanes negated). */
@@ -698,13 +708,17 @@ export function dotIQ2XS(w: usize, nsb: i32, act: usize, K: i32): f32 {
     let sv = oddScales(i16x8.extend_low_i8x16_u(n));
     let q = w + 2;
     for (let h = 0; h < 2; h++) {
-      for (let j = 0; j < 8; j++, a += 16, q += 4) {
-        // two 16-bit fields: 9-bit grid index, then 7 sign bits; as byte offsets (8 per entry)
+      for (let j = 0; j < 8; j += 2, a += 32, q += 8) {
+        // per group two 16-bit fields: 9-bit grid index, then 7 sign bits; as byte offsets
+        // (8 per entry); two groups a pass
         const f = load<u32>(q);
-        const gv = lanes64(G_IQ2XS + (<usize>(f << 3) & 0xff8), G_IQ2XS + (<usize>(f >> 13) & 0xff8));
-        const m = lanes64(KMASK + (<usize>(f >> 6) & 0x3f8), KMASK + (<usize>(f >> 22) & 0x3f8));
-        const x = signed(a, m);
-        isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(x, gv), i8x16.relaxed_swizzle(sv, C_LANE16(j))));
+        const e = load<u32>(q, 4);
+        const g0 = lanes64(G_IQ2XS + (<usize>(f << 3) & 0xff8), G_IQ2XS + (<usize>(f >> 13) & 0xff8));
+        const m0 = lanes64(KMASK + (<usize>(f >> 6) & 0x3f8), KMASK + (<usize>(f >> 22) & 0x3f8));
+        const g1 = lanes64(G_IQ2XS + (<usize>(e << 3) & 0xff8), G_IQ2XS + (<usize>(e >> 13) & 0xff8));
+        const m1 = lanes64(KMASK + (<usize>(e >> 6) & 0x3f8), KMASK + (<usize>(e >> 22) & 0x3f8));
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(signed(a, m0), g0), i8x16.relaxed_swizzle(sv, C_LANE16(j))));
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(signed(a + 16, m1), g1), i8x16.relaxed_swizzle(sv, C_LANE16(j + 1))));
       }
       sv = oddScales(i16x8.extend_high_i8x16_u(n));
     }
@@ -827,8 +841,8 @@ export function dotIQ1S(w: usize, nsb: i32, act: usize, K: i32): f32 {
     for (let ib: usize = 0; ib < 8; ib++, a += 32) {
       const qh = <usize>load<u16>(w + 34 + (ib << 1));
       const q = w + 2 + (ib << 2);
-      // δ = -1 (bit 15): the fourth table entry (7 in both halves), else the first (9)
-      const dv = v128.load(IQ1_DELTA + (qh >> 15) * 48);
+      // δ = -1 (bit 15): the entry of 0x88 (7 in both halves), else that of 0 (9)
+      const dv = v128.load(IQ1_DELTA + (qh >> 15) * (0x88 << 4));
       const u0 = iq1U(<usize>load<u8>(q) | ((qh & 7) << 8), <usize>load<u8>(q, 1) | ((qh & 0x38) << 5), dv);
       const u1 = iq1U(<usize>load<u8>(q, 2) | ((qh & 0x1c0) << 2), <usize>load<u8>(q, 3) | ((qh & 0xe00) >> 1), dv);
       const x0 = v128.load(a);
@@ -844,6 +858,19 @@ export function dotIQ1S(w: usize, nsb: i32, act: usize, K: i32): f32 {
   return hsum(acc);
 }
 
+/**
+ * IQ1_M's sixteen 3-bit scales (four per 16-bit word at p, at bits 0, 3, 6 and 9) as 2s + 1
+ * in the i16 lanes of the scales of groups 0-7 (half 0) or 8-15: each word in four lanes,
+ * field k moved to the top bits by a product with 2^(13 - 3k), then shifted down.
+ */
+@inline function iq1mScales(p: usize, half: i32): v128 {
+  const wd = v128.load64_zero(p);
+  const r = half == 0
+    ? i8x16.shuffle(wd, wd, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3)
+    : i8x16.shuffle(wd, wd, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
+  return i16x8.add(i16x8.shl(i16x8.shr_u(i16x8.mul(r, C_IQ1M_SHIFT()), 13), 1), C_ONES16());
+}
+
 /** IQ1_M, one column, as dotIQ1S: δ per 8 values, a scale per 16, the block scale in the scale bits. */
 export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
   const ad = act + 2 * <usize>K;
@@ -851,16 +878,27 @@ export function dotIQ1M(w: usize, nsb: i32, act: usize, K: i32): f32 {
   let a = act;
   for (let sb = 0; sb < nsb; sb++, w += 56) {
     let isum = i32x4.splat(0);
-    // the sixteen 3-bit scales, at bits 16·(g >> 2) + 3·(g & 3)
-    const sc = load<u64>(w, 48);
-    for (let g: usize = 0; g < 16; g++, a += 16) {
-      const qh = <usize>load<u8>(w + 32 + g);
-      const dv = v128.load(IQ1_DELTA + ((qh & 8) << 1) + ((qh & 0x80) >> 2));
-      const u = iq1U(<usize>load<u8>(w + (g << 1)) | ((qh & 7) << 8), <usize>load<u8>(w + (g << 1), 1) | ((qh & 0x70) << 4), dv);
-      const x = v128.load(a);
-      const p = i16x8.sub(rdot(x, u), rdot(x, C_M10()));
-      const s = <i16>(2 * (<u32>(sc >> ((16 * (g >> 2) + 3 * (g & 3)) as u64)) & 7) + 1);
-      isum = i32x4.add(isum, i32x4.dot_i16x8_s(p, i16x8.splat(s)));
+    let sv = iq1mScales(w + 48, 0);
+    let q = w;
+    let qh = w + 32;
+    for (let h = 0; h < 2; h++) {
+      // two groups of 16 a pass: index bytes at q, high bits (and δ) bytes at qh
+      for (let j = 0; j < 8; j += 2, a += 32, q += 4, qh += 2) {
+        const ib = <usize>load<u32>(q);
+        const hb = <usize>load<u16>(qh);
+        const h0 = hb & 0xff;
+        const h1 = hb >> 8;
+        const u0 = iq1U((ib & 0xff) | ((h0 & 7) << 8), ((ib >> 8) & 0xff) | ((h0 & 0x70) << 4), v128.load(IQ1_DELTA + (h0 << 4)));
+        const u1 = iq1U(((ib >> 16) & 0xff) | ((h1 & 7) << 8), (ib >> 24) | ((h1 & 0x70) << 4), v128.load(IQ1_DELTA + (h1 << 4)));
+        const x0 = v128.load(a);
+        const x1 = v128.load(a, 16);
+        const c16 = C_M10();
+        const p0 = i16x8.sub(rdot(x0, u0), rdot(x0, c16));
+        const p1 = i16x8.sub(rdot(x1, u1), rdot(x1, c16));
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(p0, i8x16.relaxed_swizzle(sv, C_LANE16(j))));
+        isum = i32x4.add(isum, i32x4.dot_i16x8_s(p1, i8x16.relaxed_swizzle(sv, C_LANE16(j + 1))));
+      }
+      sv = iq1mScales(w + 48, 1);
     }
     const dd = iq1mScale(w) * <f32>0.125 * load<f32>(ad + (<usize>sb << 2));
     acc = addBlock(acc, isum, dd);

@@ -74,7 +74,7 @@ function f32Bits(v: number): number {
 }
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 8));
+  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 9));
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -126,6 +126,7 @@ function constantTable(): Uint8Array {
   fill(mx + 5, 1, 0x3f); // Q6_K's six-bit quants (kquant.ts)
   fill(mx + 6, 1, 3); // TQ2_0's 2-bit fields (iquant.ts)
   fill(mx + 7, 2, 3); // TQ1_0's trits
+  for (let k = 0; k < 8; k++) dv.setUint16((mx + 8) * 16 + 2 * k, 1 << (13 - 3 * (k & 3)), true); // IQ1_M's scales
   return t;
 }
 
@@ -138,7 +139,7 @@ function constantTable(): Uint8Array {
 export const IQ_TABLES_AT = 16384;
 
 function iqTables(): Uint8Array {
-  const t = new Uint8Array(34048 + 2048 + 1024 + 80);
+  const t = new Uint8Array(34048 + 2048 + 1024 + 16 + 4096);
   const put = (at: number, v: Int8Array) => t.set(new Uint8Array(v.buffer, v.byteOffset, v.length), at);
   put(0, gridValues(GRID_IQ2XXS));
   put(2048, gridValues(GRID_IQ2XS));
@@ -151,11 +152,11 @@ function iqTables(): Uint8Array {
   for (let s = 0; s < 256; s++) for (let k = 0; k < 8; k++) t[34048 + 8 * s + k] = (s >> k) & 1 ? 0xff : 0;
   // the same masks indexed by the 7 stored bits (the parity completion folded in)
   for (let i = 0; i < 128; i++) t.copyWithin(36096 + 8 * i, 34048 + 8 * signsOf7(i), 34048 + 8 * signsOf7(i) + 8);
-  // IQ1: the swizzle taking grid bytes -1, 0, 1 to 0, 8, 16, then 8 + δ per byte for each
-  // pair of δ signs of two 8-value halves (bit 0 the low half; a set bit is δ = -1)
+  // IQ1: the swizzle taking grid bytes -1, 0, 1 to 0, 8, 16, then 8 + δ per byte by IQ1_M's
+  // high-bits byte (bit 3: δ = -1 for the low 8 values, bit 7: for the high 8)
   t[37120] = 8;
   t[37121] = 16;
-  for (let k = 0; k < 4; k++) for (let j = 0; j < 16; j++) t[37136 + 16 * k + j] = (k >> (j >> 3)) & 1 ? 7 : 9;
+  for (let b = 0; b < 256; b++) for (let j = 0; j < 16; j++) t[37136 + 16 * b + j] = b & (j < 8 ? 8 : 0x80) ? 7 : 9;
   return t;
 }
 
