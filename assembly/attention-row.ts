@@ -18,10 +18,11 @@
 // numerics (src/backends/reference/ops/attention.ts) describe the same arithmetic.
 //
 // Per-thread scratch (encode.ts faRowScratchBytes mirrors it), for up to GMAX heads:
-// q GMAX x D4 f32, acc GMAX x V4 f32, state GMAX x 4 f32 (M, S, mask), k D4 f32, v V4 f32.
+// q GMAX x D4 f32, acc GMAX x V4 f32, state GMAX x 4 f32 (M, S, mask, q·k then the key's
+// weight), k D4 f32, v V4 f32.
 
 import { ldf } from './access';
-import { f16x4, roundF16x4, widenF16Row } from './consts';
+import { C_8193, f16x4, roundF16x4, widenF16Row } from './consts';
 import { extra, param, tAddr, tNb, tNe, tType } from './desc';
 import { expf, tanh64 } from './math';
 import { readRow } from './rows';
@@ -43,15 +44,84 @@ const GMAX: i32 = 32;
 
 /** Four f32 rounded to f16 precision (Veltkamp's split at 13 bits: round to nearest even). */
 @inline function toF16Precision(x: v128): v128 {
-  const c = f32x4.mul(x, f32x4.splat(8193));
+  const c = f32x4.mul(x, C_8193());
   return f32x4.sub(c, f32x4.sub(c, x));
 }
 
-/** Σ q[d]·k[d] over D4 (a multiple of 4) f32 lanes, four partial sums. */
-@inline function dot(q: usize, k: usize, D4: i32): f32 {
+/** The four partial sums of a dot (lanes 0-3) added as (0 + 1) + (2 + 3). */
+@inline function hsum4(a: v128): f32 {
+  return f32x4.extract_lane(a, 0) + f32x4.extract_lane(a, 1) + (f32x4.extract_lane(a, 2) + f32x4.extract_lane(a, 3));
+}
+
+/**
+ * Σ q[d]·k[d] over D4 (a multiple of 4) f32 lanes, four partial sums, for the query rows
+ * of four heads at q (stride qs) against one key k; each head's dot to st + 12 (state
+ * stride 16). The four dots run side by side: one dot alone is a chain of dependent
+ * multiply-adds (its latency, not the machine's throughput, set the pace). Each head's
+ * arithmetic is the one-row dot's.
+ */
+function dots4(q: usize, qs: usize, k: usize, D4: i32, st: usize): void {
+  let a0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0);
+  for (let d = 0; d < D4; d += 4) {
+    const o = <usize>d << 2;
+    const kv = v128.load(k + o);
+    a0 = madd(v128.load(q + o), kv, a0);
+    a1 = madd(v128.load(q + qs + o), kv, a1);
+    a2 = madd(v128.load(q + 2 * qs + o), kv, a2);
+    a3 = madd(v128.load(q + 3 * qs + o), kv, a3);
+  }
+  store<f32>(st, hsum4(a0), 12);
+  store<f32>(st, hsum4(a1), 28);
+  store<f32>(st, hsum4(a2), 44);
+  store<f32>(st, hsum4(a3), 60);
+}
+
+/**
+ * acc = acc + v·w for the V sums of four heads (at acc, stride as) and one V row, each
+ * head's weight w at st + 12 (state stride 16); with f16 sums each result rounded to f16
+ * precision. One V load serves four heads; each head's arithmetic is addV1's.
+ */
+@inline function addV4(acc: usize, as: usize, v: usize, V4: i32, st: usize, f16: bool): void {
+  const w0 = v128.load32_splat(st + 12);
+  const w1 = v128.load32_splat(st + 28);
+  const w2 = v128.load32_splat(st + 44);
+  const w3 = v128.load32_splat(st + 60);
+  for (let d = 0; d < V4; d += 4) {
+    const o = <usize>d << 2;
+    const x = v128.load(v + o);
+    const p0 = acc + o;
+    const p1 = p0 + as;
+    const p2 = p1 + as;
+    const p3 = p2 + as;
+    const y0 = madd(x, w0, v128.load(p0));
+    const y1 = madd(x, w1, v128.load(p1));
+    const y2 = madd(x, w2, v128.load(p2));
+    const y3 = madd(x, w3, v128.load(p3));
+    v128.store(p0, f16 ? toF16Precision(y0) : y0);
+    v128.store(p1, f16 ? toF16Precision(y1) : y1);
+    v128.store(p2, f16 ? toF16Precision(y2) : y2);
+    v128.store(p3, f16 ? toF16Precision(y3) : y3);
+  }
+}
+
+/** addV4 for one head. */
+function addV1(acc: usize, v: usize, V4: i32, st: usize, f16: bool): void {
+  const w = v128.load32_splat(st + 12);
+  if (f16) {
+    for (let d = 0; d < V4; d += 4) v128.store(acc + (<usize>d << 2), toF16Precision(madd(v128.load(v + (<usize>d << 2)), w, v128.load(acc + (<usize>d << 2)))));
+  } else {
+    for (let d = 0; d < V4; d += 4) v128.store(acc + (<usize>d << 2), madd(v128.load(v + (<usize>d << 2)), w, v128.load(acc + (<usize>d << 2))));
+  }
+}
+
+/** dots4 for one head. */
+function dot1(q: usize, k: usize, D4: i32, st: usize): void {
   let a = f32x4.splat(0);
   for (let d = 0; d < D4; d += 4) a = madd(v128.load(q + (<usize>d << 2)), v128.load(k + (<usize>d << 2)), a);
-  return f32x4.extract_lane(a, 0) + f32x4.extract_lane(a, 1) + (f32x4.extract_lane(a, 2) + f32x4.extract_lane(a, 3));
+  store<f32>(st, hsum4(a), 12);
 }
 
 /** Heads per unit: a GQA group, split further when there are fewer units than threads. */
@@ -175,42 +245,52 @@ export function k_flash_attn_row(node: usize, ith: i32, nth: i32): void {
       }
       if (vF16Rows) widenF16Row(vBase + <usize>j * tNb(node, 3, 1), vr, V4);
       else readRow(node, 3, j, iv2, iv3, vr);
+      // every head's dot first, four at a time (a hidden head's is computed and not used)
+      let g4 = 0;
+      for (; g4 + 4 <= gn; g4 += 4) dots4(qb + <usize>g4 * qs, qs, kp, D4, stb + (<usize>g4 << 4));
+      for (; g4 < gn; g4++) dot1(qb + <usize>g4 * qs, kp, D4, stb + (<usize>g4 << 4));
+      // each head's softmax step (a new maximum rescales its V sum), its weight for this
+      // key to st + 12 in place of the dot
       for (let g = 0; g < gn; g++) {
         const st = stb + (<usize>g << 4);
         const mv = load<f32>(st, 8);
         if (mv == -Infinity) continue;
-        let s = dot(qb + <usize>g * qs, kp, D4) * scale;
+        let s = load<f32>(st, 12) * scale;
         if (softcap != 0) s = <f32>(<f64>softcap * tanh64(<f64>s));
         s += mv;
         const M = load<f32>(st);
         let ms: f32 = 1;
         let vs: f32 = 1;
-        const acc = accb + <usize>g * as;
         if (s > M) {
           ms = expf(M - s);
           store<f32>(st, s);
+          const acc = accb + <usize>g * as;
           const m4 = f32x4.splat(ms);
-          for (let d = 0; d < V4; d += 4) {
-            const p = acc + (<usize>d << 2);
-            const y = f32x4.mul(v128.load(p), m4);
-            v128.store(p, vF16 ? toF16Precision(y) : y);
+          if (vF16) {
+            for (let d = 0; d < V4; d += 4) v128.store(acc + (<usize>d << 2), toF16Precision(f32x4.mul(v128.load(acc + (<usize>d << 2)), m4)));
+          } else {
+            for (let d = 0; d < V4; d += 4) v128.store(acc + (<usize>d << 2), f32x4.mul(v128.load(acc + (<usize>d << 2)), m4));
           }
         } else {
           vs = expf(s - M);
         }
-        const v4 = f32x4.splat(vs);
-        if (vF16) {
-          for (let d = 0; d < V4; d += 4) {
-            const p = acc + (<usize>d << 2);
-            v128.store(p, toF16Precision(madd(v128.load(vr + (<usize>d << 2)), v4, v128.load(p))));
-          }
-        } else {
-          for (let d = 0; d < V4; d += 4) {
-            const p = acc + (<usize>d << 2);
-            v128.store(p, madd(v128.load(vr + (<usize>d << 2)), v4, v128.load(p)));
-          }
-        }
         store<f32>(st, load<f32>(st, 4) * ms + vs, 4);
+        store<f32>(st, vs, 12);
+      }
+      // then the V row into the sums, four heads a pass where all four see the key
+      let g = 0;
+      for (; g + 4 <= gn; g += 4) {
+        const st = stb + (<usize>g << 4);
+        if (load<f32>(st, 8) != -Infinity && load<f32>(st, 24) != -Infinity && load<f32>(st, 40) != -Infinity && load<f32>(st, 56) != -Infinity) {
+          if (vF16) addV4(accb + <usize>g * as, as, vr, V4, st, true);
+          else addV4(accb + <usize>g * as, as, vr, V4, st, false);
+        } else {
+          for (let k = 0; k < 4; k++) if (load<f32>(st + (<usize>k << 4), 8) != -Infinity) addV1(accb + <usize>(g + k) * as, vr, V4, st + (<usize>k << 4), vF16);
+        }
+      }
+      for (; g < gn; g++) {
+        const st = stb + (<usize>g << 4);
+        if (load<f32>(st, 8) != -Infinity) addV1(accb + <usize>g * as, vr, V4, st, vF16);
       }
     }
     if (tType(node, 5) >= 0) {

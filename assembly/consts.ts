@@ -257,6 +257,10 @@ export const F_TANH_SMALL: i32 = 31; // 0.625
 @inline export function C_IQ1M_SHIFT(): v128 {
   return v128.load(BASE, 1136);
 }
+/** 8193 = 2^13 + 1 (f32) in every lane: Veltkamp's split at f16's precision. */
+@inline export function C_8193(): v128 {
+  return v128.load(BASE, 1152);
+}
 
 /** f32 constant F_* in every lane (a load: see the top of this file). */
 @inline export function C_F32(i: i32): v128 {
