@@ -764,10 +764,11 @@ export function dotIQ2S(w: usize, nsb: i32, act: usize, K: i32): f32 {
     const n = nibbles16(w + 74);
     let sv = oddScales(i16x8.extend_low_i8x16_u(n));
     let q = w + 2;
+    let ph = w + 66;
     for (let h = 0; h < 2; h++) {
-      // two groups of 16 per pass (sub-block g >> 1: one byte of high index bits, 2 per point)
-      for (let j = 0; j < 8; j += 2, a += 32, q += 4) {
-        const qh = <usize>load<u8>(w + 66 + (q - w - 2) / 4);
+      // two groups of 16 per pass: a sub-block, with one byte of high index bits (2 per point)
+      for (let j = 0; j < 8; j += 2, a += 32, q += 4, ph++) {
+        const qh = <usize>load<u8>(ph);
         const ib = <usize>load<u32>(q);
         const sg = <usize>load<u32>(q, 32);
         const g0 = lanes64(G_IQ2S + (((ib & 0xff) | ((qh << 8) & 0x300)) << 3), G_IQ2S + ((((ib >> 8) & 0xff) | ((qh << 6) & 0x300)) << 3));
