@@ -8,11 +8,19 @@
 // gives plain decoding's tokens.
 //
 //   npm run bench:speculative [-- --target qwen2.5-1.5b --draft qwen2.5-0.5b --type Q4_0
-//       -n 128 --n-draft 8 -t THREADS -r 1 --json]
+//       -n 128 --n-draft 8 -t THREADS -r 1 --json --llama-cpp]
+//
+// --llama-cpp adds what bounds the speed-ups on this machine, for llama-ts and for native
+// llama.cpp (node-llama-cpp, installed on first use outside the repository) on the same
+// files: one decode of the target and of the draft, and one verification (n-draft + 1
+// tokens, logits for each), after the prompt; with every draft accepted and drafting
+// costing only its decodes, (a) is at most (n+1)·target / (n·draft + verification) and
+// (b) at most (n+1)·target / verification.
 //
 // Models come from the generator's cache (generated on first use: the 1.5B target takes
 // a few minutes and ~1 GiB in Q4_0).
 import { availableParallelism, cpus, loadavg } from 'node:os';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureModel, type FileTypeName, isFileTypeName, progressPrinter } from '../src/generator/index.js';
 import { setLogCallback } from '../src/log.js';
@@ -29,6 +37,7 @@ import {
   type SpeculativeRun,
   speculativeGenerate,
 } from '../src/speculative/index.js';
+import { ensureOracle } from './oracle.js';
 
 const { values: o } = parseArgs({
   options: {
@@ -41,6 +50,7 @@ const { values: o } = parseArgs({
     threads: { type: 'string', short: 't', default: String(Math.min(4, availableParallelism())) },
     reps: { type: 'string', short: 'r', default: '1' },
     json: { type: 'boolean', default: false },
+    'llama-cpp': { type: 'boolean', default: false },
   },
 });
 
@@ -76,6 +86,113 @@ interface ModeResult {
   /** The same by CPU time per token (what a loaded machine measures better). */
   cpuSpeedup: number;
   identical: boolean;
+}
+
+/** Best times (ms) of one decode of the target and of the draft, and of one verification. */
+interface DecodeCosts {
+  target: number;
+  draft: number;
+  verify: number;
+}
+
+const COST_REPS = 12;
+
+async function bestOf(run: () => Promise<number>): Promise<number> {
+  await run();
+  let best = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < COST_REPS; i++) best = Math.min(best, await run());
+  return best;
+}
+
+/** llama-ts: a context per model, the prompt evaluated, then decodes of `n` tokens (logits for each) removed again. */
+async function costsLlamaTs(
+  paths: { target: string; draft: string },
+  prompt: number[],
+  tokens: number[],
+  nVerify: number,
+  threads: number,
+): Promise<DecodeCosts> {
+  const time = async (path: string, sizes: number[]) => {
+    const model = await Model.load(path);
+    const ctx = new Context(model, { nCtx: Math.ceil((prompt.length + nVerify + 8) / 256) * 256, nThreads: threads });
+    try {
+      await ctx.decode({ tokens: prompt });
+      const out: number[] = [];
+      for (const n of sizes) {
+        const t = tokens.slice(0, n);
+        out.push(
+          await bestOf(async () => {
+            const t0 = performance.now();
+            await ctx.decode({ tokens: t, pos: t.map((_, i) => prompt.length + i), logits: t.map(() => true) });
+            const dt = performance.now() - t0;
+            ctx.seqRm(0, prompt.length, -1);
+            return dt;
+          }),
+        );
+      }
+      return out;
+    } finally {
+      ctx.free();
+      model.free();
+    }
+  };
+  const [target, verify] = await time(paths.target, [1, nVerify]);
+  const [draft] = await time(paths.draft, [1]);
+  return { target, draft, verify };
+}
+
+/** The same through node-llama-cpp: `controlledEvaluate` with a token generated at every position, then erased. */
+async function costsLlamaCpp(
+  paths: { target: string; draft: string },
+  prompt: number[],
+  tokens: number[],
+  nVerify: number,
+  threads: number,
+): Promise<DecodeCosts> {
+  // biome-ignore lint/suspicious/noExplicitAny: the oracle is loaded from outside the repository, untyped
+  const nlc: any = await import(pathToFileURL(ensureOracle()).href);
+  const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+  const time = async (path: string, sizes: number[]) => {
+    const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+    const ctx = await model.createContext({
+      contextSize: Math.ceil((prompt.length + nVerify + 8) / 256) * 256,
+      batchSize: 512,
+      threads: { ideal: threads, min: threads },
+      sequences: 1,
+    });
+    try {
+      const seq = ctx.getSequence();
+      await seq.evaluateWithoutGeneratingNewTokens(prompt);
+      const out: number[] = [];
+      for (const n of sizes) {
+        const input = tokens.slice(0, n).map((t) => [t, { generateNext: { token: true } }]);
+        out.push(
+          await bestOf(async () => {
+            const t0 = performance.now();
+            await seq.controlledEvaluate(input);
+            const dt = performance.now() - t0;
+            await seq.eraseContextTokenRanges([{ start: seq.nextTokenIndex - n, end: seq.nextTokenIndex }]);
+            return dt;
+          }),
+        );
+      }
+      return out;
+    } finally {
+      await ctx.dispose();
+      await model.dispose();
+    }
+  };
+  const [target, verify] = await time(paths.target, [1, nVerify]);
+  const [draft] = await time(paths.draft, [1]);
+  return { target, draft, verify };
+}
+
+function costRows(costs: [string, DecodeCosts][], nDraft: number): string {
+  const rows = costs.map(([engine, c]) => {
+    const n1 = nDraft + 1;
+    return `| ${engine} | ${c.target.toFixed(1)} | ${c.draft.toFixed(1)} (${(c.draft / c.target).toFixed(2)}) | ${c.verify.toFixed(1)} (${(c.verify / c.target).toFixed(2)}) | ${((n1 * c.target) / (nDraft * c.draft + c.verify)).toFixed(2)}x | ${((n1 * c.target) / c.verify).toFixed(2)}x |`;
+  });
+  return `| engine | target, 1 token ms | draft, 1 token ms (/ target) | verification, ${nDraft + 1} tokens ms (/ target) | (a) at most | (b) at most |\n|---|---|---|---|---|---|\n${rows.join('\n')}\n`;
 }
 
 async function main(): Promise<void> {
@@ -210,6 +327,16 @@ async function main(): Promise<void> {
       .map((x) => x.toFixed(1))
       .join(' ')}\n`,
   );
+  if (o['llama-cpp']) {
+    const paths = { target: targetPath, draft: draftPath };
+    const costs: [string, DecodeCosts][] = [
+      ['llama-ts', await costsLlamaTs(paths, prompt, passage, nDraft + 1, threads)],
+      ['llama.cpp (node-llama-cpp)', await costsLlamaCpp(paths, prompt, passage, nDraft + 1, threads)],
+    ];
+    process.stdout.write(
+      `\nbounds at 100% acceptance (best of ${COST_REPS} decodes after the prompt, ${threads} threads):\n${costRows(costs, nDraft)}`,
+    );
+  }
   if (results.some((r) => !r.identical)) process.exitCode = 1;
 }
 

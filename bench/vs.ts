@@ -24,14 +24,13 @@
 // node-llama-cpp@3.21.1 is installed on first use into ~/.cache/llama-ts/oracles (or
 // LLAMA_TS_ORACLES), never into the repository; models come from the generator's cache.
 
-import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readSync } from 'node:fs';
-import { homedir, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ensureOracle } from './oracle.js';
 import { randomTokens } from './tokens.js';
 
-const NLC_VERSION = '3.21.1';
 const PP = 512;
 const TG = 128;
 
@@ -57,28 +56,6 @@ interface ChildResult {
 const argv = process.argv.slice(2);
 const opt = (name: string, dflt: string) =>
   argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
-
-function oracleDir(): string {
-  const root = process.env.LLAMA_TS_ORACLES ?? join(homedir(), '.cache', 'llama-ts', 'oracles');
-  return join(root, `node-llama-cpp-${NLC_VERSION}`);
-}
-
-function ensureOracle(): string {
-  const dir = oracleDir();
-  const entry = join(dir, 'node_modules', 'node-llama-cpp', 'dist', 'index.js');
-  if (!existsSync(entry)) {
-    mkdirSync(dir, { recursive: true });
-    process.stderr.write(`bench:vs: installing node-llama-cpp@${NLC_VERSION} into ${dir} (hundreds of MB)\n`);
-    execFileSync(
-      'npm',
-      ['install', '--prefix', dir, `node-llama-cpp@${NLC_VERSION}`, '--ignore-scripts', '--no-audit', '--no-fund'],
-      {
-        stdio: ['ignore', 'ignore', 'inherit'],
-      },
-    );
-  }
-  return entry;
-}
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
