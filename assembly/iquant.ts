@@ -938,25 +938,33 @@ export function dotTQ2_0(w: usize, nsb: i32, act: usize, K: i32): f32 {
 @inline function dotTQ2_0Of(w: usize, nsb: i32, act: usize, K: i32, wide: bool): f32 {
   const ad = act + 2 * <usize>K;
   const a32 = ad + (<usize>K >> 2);
+  // loaded once (a splat would be rematerialized at every use)
+  const m3 = C_M03();
   let acc = f32x4.splat(0);
   let a = act;
   for (let sb = 0; sb < nsb; sb++, w += 66) {
-    // one 2-bit field of 32 bytes per loop pass (a long straight body makes V8 spill)
+    // 64 bytes of 2-bit fields a loop pass, four fields of 32 bytes written out: a loop per
+    // field cost more in loop control than in arithmetic
     let p = i16x8.splat(0);
     let r = i32x4.splat(0);
     let r1 = i32x4.splat(0);
-    for (let j: usize = 0; j < 64; j += 32) {
-      let q0 = v128.load(w + j);
-      let q1 = v128.load(w + j, 16);
-      for (let l = 0; l < 4; l++, a += 32) {
-        if (wide) {
-          r = rda(v128.load(a), v128.and(q0, C_M03()), r);
-          r1 = rda(v128.load(a, 16), v128.and(q1, C_M03()), r1);
-        } else {
-          p = i16x8.add(p, i16x8.add(rdot(v128.load(a), v128.and(q0, C_M03())), rdot(v128.load(a, 16), v128.and(q1, C_M03()))));
-        }
-        q0 = i16x8.shr_u(q0, 2);
-        q1 = i16x8.shr_u(q1, 2);
+    for (let j: usize = 0; j < 64; j += 32, a += 128) {
+      const q0 = v128.load(w + j);
+      const q1 = v128.load(w + j, 16);
+      if (wide) {
+        r = rda(v128.load(a), v128.and(q0, m3), r);
+        r1 = rda(v128.load(a, 16), v128.and(q1, m3), r1);
+        r = rda(v128.load(a, 32), v128.and(i16x8.shr_u(q0, 2), m3), r);
+        r1 = rda(v128.load(a, 48), v128.and(i16x8.shr_u(q1, 2), m3), r1);
+        r = rda(v128.load(a, 64), v128.and(i16x8.shr_u(q0, 4), m3), r);
+        r1 = rda(v128.load(a, 80), v128.and(i16x8.shr_u(q1, 4), m3), r1);
+        r = rda(v128.load(a, 96), v128.and(i16x8.shr_u(q0, 6), m3), r);
+        r1 = rda(v128.load(a, 112), v128.and(i16x8.shr_u(q1, 6), m3), r1);
+      } else {
+        p = i16x8.add(p, i16x8.add(rdot(v128.load(a), v128.and(q0, m3)), rdot(v128.load(a, 16), v128.and(q1, m3))));
+        p = i16x8.add(p, i16x8.add(rdot(v128.load(a, 32), v128.and(i16x8.shr_u(q0, 2), m3)), rdot(v128.load(a, 48), v128.and(i16x8.shr_u(q1, 2), m3))));
+        p = i16x8.add(p, i16x8.add(rdot(v128.load(a, 64), v128.and(i16x8.shr_u(q0, 4), m3)), rdot(v128.load(a, 80), v128.and(i16x8.shr_u(q1, 4), m3))));
+        p = i16x8.add(p, i16x8.add(rdot(v128.load(a, 96), v128.and(i16x8.shr_u(q0, 6), m3)), rdot(v128.load(a, 112), v128.and(i16x8.shr_u(q1, 6), m3))));
       }
     }
     const s = a32 + (<usize>sb << 4);
