@@ -104,36 +104,29 @@ async function bestOf(run: () => Promise<number>): Promise<number> {
   return best;
 }
 
-/** llama-ts: a context per model, the prompt evaluated, then decodes of `n` tokens (logits for each) removed again. */
-async function costsLlamaTs(
+/**
+ * One engine's model with the prompt evaluated: `decode(n)` times one decode of the first
+ * n measured tokens after the prompt (logits for each) and removes them again.
+ */
+interface CostSession {
+  decode(n: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** The target's decode and verification and the draft's decode, each the best of COST_REPS. */
+async function measureCosts(
+  open: (path: string) => Promise<CostSession>,
   paths: { target: string; draft: string },
-  prompt: number[],
-  tokens: number[],
   nVerify: number,
-  threads: number,
 ): Promise<DecodeCosts> {
   const time = async (path: string, sizes: number[]) => {
-    const model = await Model.load(path);
-    const ctx = new Context(model, { nCtx: Math.ceil((prompt.length + nVerify + 8) / 256) * 256, nThreads: threads });
+    const session = await open(path);
     try {
-      await ctx.decode({ tokens: prompt });
       const out: number[] = [];
-      for (const n of sizes) {
-        const t = tokens.slice(0, n);
-        out.push(
-          await bestOf(async () => {
-            const t0 = performance.now();
-            await ctx.decode({ tokens: t, pos: t.map((_, i) => prompt.length + i), logits: t.map(() => true) });
-            const dt = performance.now() - t0;
-            ctx.seqRm(0, prompt.length, -1);
-            return dt;
-          }),
-        );
-      }
+      for (const n of sizes) out.push(await bestOf(() => session.decode(n)));
       return out;
     } finally {
-      ctx.free();
-      model.free();
+      await session.close();
     }
   };
   const [target, verify] = await time(paths.target, [1, nVerify]);
@@ -141,50 +134,59 @@ async function costsLlamaTs(
   return { target, draft, verify };
 }
 
+/** llama-ts: a context per model; each decode removed again with seqRm. */
+function llamaTsSession(prompt: number[], tokens: number[], nCtx: number, threads: number) {
+  return async (path: string): Promise<CostSession> => {
+    const model = await Model.load(path);
+    const ctx = new Context(model, { nCtx, nThreads: threads });
+    await ctx.decode({ tokens: prompt });
+    return {
+      async decode(n) {
+        const t = tokens.slice(0, n);
+        const t0 = performance.now();
+        await ctx.decode({ tokens: t, pos: t.map((_, i) => prompt.length + i), logits: t.map(() => true) });
+        const dt = performance.now() - t0;
+        ctx.seqRm(0, prompt.length, -1);
+        return dt;
+      },
+      async close() {
+        ctx.free();
+        model.free();
+      },
+    };
+  };
+}
+
 /** The same through node-llama-cpp: `controlledEvaluate` with a token generated at every position, then erased. */
-async function costsLlamaCpp(
-  paths: { target: string; draft: string },
-  prompt: number[],
-  tokens: number[],
-  nVerify: number,
-  threads: number,
-): Promise<DecodeCosts> {
+async function llamaCppSession(prompt: number[], tokens: number[], nCtx: number, threads: number) {
   // biome-ignore lint/suspicious/noExplicitAny: the oracle is loaded from outside the repository, untyped
   const nlc: any = await import(pathToFileURL(ensureOracle()).href);
   const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
-  const time = async (path: string, sizes: number[]) => {
+  return async (path: string): Promise<CostSession> => {
     const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
     const ctx = await model.createContext({
-      contextSize: Math.ceil((prompt.length + nVerify + 8) / 256) * 256,
+      contextSize: nCtx,
       batchSize: 512,
       threads: { ideal: threads, min: threads },
       sequences: 1,
     });
-    try {
-      const seq = ctx.getSequence();
-      await seq.evaluateWithoutGeneratingNewTokens(prompt);
-      const out: number[] = [];
-      for (const n of sizes) {
+    const seq = ctx.getSequence();
+    await seq.evaluateWithoutGeneratingNewTokens(prompt);
+    return {
+      async decode(n) {
         const input = tokens.slice(0, n).map((t) => [t, { generateNext: { token: true } }]);
-        out.push(
-          await bestOf(async () => {
-            const t0 = performance.now();
-            await seq.controlledEvaluate(input);
-            const dt = performance.now() - t0;
-            await seq.eraseContextTokenRanges([{ start: seq.nextTokenIndex - n, end: seq.nextTokenIndex }]);
-            return dt;
-          }),
-        );
-      }
-      return out;
-    } finally {
-      await ctx.dispose();
-      await model.dispose();
-    }
+        const t0 = performance.now();
+        await seq.controlledEvaluate(input);
+        const dt = performance.now() - t0;
+        await seq.eraseContextTokenRanges([{ start: seq.nextTokenIndex - n, end: seq.nextTokenIndex }]);
+        return dt;
+      },
+      async close() {
+        await ctx.dispose();
+        await model.dispose();
+      },
+    };
   };
-  const [target, verify] = await time(paths.target, [1, nVerify]);
-  const [draft] = await time(paths.draft, [1]);
-  return { target, draft, verify };
 }
 
 function costRows(costs: [string, DecodeCosts][], nDraft: number): string {
@@ -329,9 +331,13 @@ async function main(): Promise<void> {
   );
   if (o['llama-cpp']) {
     const paths = { target: targetPath, draft: draftPath };
+    const nVerify = nDraft + 1;
     const costs: [string, DecodeCosts][] = [
-      ['llama-ts', await costsLlamaTs(paths, prompt, passage, nDraft + 1, threads)],
-      ['llama.cpp (node-llama-cpp)', await costsLlamaCpp(paths, prompt, passage, nDraft + 1, threads)],
+      ['llama-ts', await measureCosts(llamaTsSession(prompt, passage, nCtx, threads), paths, nVerify)],
+      [
+        'llama.cpp (node-llama-cpp)',
+        await measureCosts(await llamaCppSession(prompt, passage, nCtx, threads), paths, nVerify),
+      ],
     ];
     process.stdout.write(
       `\nbounds at 100% acceptance (best of ${COST_REPS} decodes after the prompt, ${threads} threads):\n${costRows(costs, nDraft)}`,
