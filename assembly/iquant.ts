@@ -286,9 +286,14 @@ export function dequantIQ(type: i32, src: usize, n: i32, dst: usize): void {
 
 // ---------------------------------------------------------------- unpacked rows
 
+/** Address of the sign masks of sign byte s (0..255). */
+@inline function mask8At(s: u32): usize {
+  return MASK8 + (<usize>s << 3);
+}
+
 /** The 8 sign masks (0xff where bit k of s is set) of a sign byte. */
 @inline function signMask8(s: u32): u64 {
-  return load<u64>(MASK8 + (<usize>(s & 0xff) << 3));
+  return load<u64>(mask8At(s & 0xff));
 }
 
 /** Two points of 8 grid bytes with their sign bytes, as 16 signed values (staging at t). */
@@ -649,10 +654,6 @@ export function dotIQ1(type: i32, w: usize, nsb: i32, act: usize, K: i32, t: usi
   return KMASK + (<usize>(i & 127) << 3);
 }
 
-/** Address of the sign masks of sign byte s. */
-@inline function mask8At(s: u32): usize {
-  return MASK8 + (<usize>s << 3);
-}
 
 /**
  * IQ2_XXS, relaxed build, one column: decoded and dotted 16 values at a time, without
@@ -770,11 +771,11 @@ export function dotIQ2S(w: usize, nsb: i32, act: usize, K: i32): f32 {
       for (let j = 0; j < 8; j += 2, a += 32, q += 4, ph++) {
         const qh = <usize>load<u8>(ph);
         const ib = <usize>load<u32>(q);
-        const sg = <usize>load<u32>(q, 32);
+        const sg = load<u32>(q, 32);
         const g0 = lanes64(G_IQ2S + (((ib & 0xff) | ((qh << 8) & 0x300)) << 3), G_IQ2S + ((((ib >> 8) & 0xff) | ((qh << 6) & 0x300)) << 3));
-        const m0 = lanes64(MASK8 + ((sg & 0xff) << 3), MASK8 + (((sg >> 8) & 0xff) << 3));
+        const m0 = lanes64(mask8At(sg & 0xff), mask8At((sg >> 8) & 0xff));
         const g1 = lanes64(G_IQ2S + ((((ib >> 16) & 0xff) | ((qh << 4) & 0x300)) << 3), G_IQ2S + (((ib >> 24) | ((qh << 2) & 0x300)) << 3));
-        const m1 = lanes64(MASK8 + (((sg >> 16) & 0xff) << 3), MASK8 + ((sg >> 24) << 3));
+        const m1 = lanes64(mask8At((sg >> 16) & 0xff), mask8At(sg >> 24));
         isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(signed(a, m0), g0), i8x16.relaxed_swizzle(sv, C_LANE16(j))));
         isum = i32x4.add(isum, i32x4.dot_i16x8_s(rdot(signed(a + 16, m1), g1), i8x16.relaxed_swizzle(sv, C_LANE16(j + 1))));
       }
