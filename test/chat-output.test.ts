@@ -183,6 +183,75 @@ describe('replies read as they stream', () => {
   });
 });
 
+/** A reply cut at the end of `text` (max_tokens): its streamed deltas, then the cut reading's, add up to the cut reading. */
+function cutStream(opts: ChatOutputOptions, text: string): ChatOutput {
+  const p = new ChatOutputParser({ ...opts, makeId: ids });
+  let prev: ChatOutput = { content: '', tool_calls: [] };
+  let acc: ChatOutput = { content: '', tool_calls: [] };
+  for (let i = 1; i <= text.length; i++) {
+    const next = p.update(text.slice(0, i));
+    const d = chatDelta(prev, next);
+    if (d) acc = applyChatDelta(acc, d);
+    prev = next;
+  }
+  const cut = p.cut(text);
+  const d = chatDelta(prev, cut);
+  if (d) acc = applyChatDelta(acc, d);
+  assert.deepEqual(acc, cut, 'the streamed deltas add up to the cut reading');
+  return cut;
+}
+
+const callsOf = (o: ChatOutput) => o.tool_calls.map((c) => [c.function.name, c.function.arguments]);
+
+describe('replies cut before their end (max_tokens): read as llama.cpp reads them', () => {
+  test('a call cut in its arguments stays unterminated; one cut after its name has "{"', () => {
+    for (const [opts, text, args] of [
+      [{ tools: 'hermes' }, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Y', '{"city":"Y'],
+      [{ tools: 'hermes' }, '<tool_call>\n{"name": "get_weather", "argu', '{'],
+      [
+        { tools: 'hermes' },
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Yo", "days": 3}',
+        '{"city":"Yo","days":3}',
+      ],
+      [{ tools: 'llama3' }, '{"name": "get_weather", "parameters": {"city": "Y', '{"city":"Y'],
+      [{ tools: 'mistral' }, '[TOOL_CALLS][{"name": "get_weather", "arguments": {"ci', '{"ci'],
+      [{ tools: 'mistral' }, '[TOOL_CALLS]get_weather[ARGS]', '{'],
+      [{ tools: 'generic' }, '{"tool_call": {"name": "get_weather", "arguments": {"days": 3', '{"days":3'],
+    ] as const) {
+      const cut = cutStream(opts, text);
+      assert.deepEqual(callsOf(cut), [['get_weather', args]], text);
+      assert.equal(cut.content, '', text);
+    }
+    // read as finished instead, the first two would be whole-looking or differ (what a cut must not do)
+    const done = new ChatOutputParser({ tools: 'hermes' }).update('<tool_call>\n{"name": "get_weather", "argu', true);
+    assert.deepEqual(callsOf(done), [['get_weather', '{}']]);
+  });
+
+  test('text that may begin a call stays held back; a reasoning block is kept', () => {
+    assert.deepEqual(cutStream({ tools: 'hermes' }, 'Sure. <tool_ca'), { content: 'Sure.', tool_calls: [] });
+    assert.deepEqual(cutStream({ tools: 'hermes' }, '<tool_call>\n{"name": "get_w'), { content: '', tool_calls: [] });
+    const r = cutStream(
+      { tools: 'hermes', reasoning: true, thinkingForcedOpen: true },
+      'a plan\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Y',
+    );
+    assert.equal(r.reasoning_content, 'a plan');
+    assert.deepEqual(callsOf(r), [['get_weather', '{"city":"Y']]);
+    const thinking = cutStream({ tools: 'hermes', reasoning: true, thinkingForcedOpen: true }, 'a plan </thi');
+    assert.deepEqual(thinking, { content: '', reasoning_content: 'a plan', tool_calls: [] });
+    // no tools: the text as written
+    assert.deepEqual(cutStream({}, 'Once upon a ti'), { content: 'Once upon a ti', tool_calls: [] });
+  });
+
+  test('harmony (read whole): a call cut in its body has its arguments as written', () => {
+    const p = new ChatOutputParser({ tools: 'harmony', makeId: ids });
+    const cut = p.cut(
+      '<|channel|>analysis<|message|>think<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Y',
+    );
+    assert.equal(cut.reasoning_content, 'think');
+    assert.deepEqual(callsOf(cut), [['get_weather', '{"city": "Y']]);
+  });
+});
+
 const TOOLS: Tool[] = [
   {
     type: 'function',

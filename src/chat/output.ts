@@ -319,6 +319,20 @@ export class ChatOutputParser {
     this.makeId = opts.makeId ?? randomToolCallId;
   }
 
+  /**
+   * The reply `text` as it stood when generation stopped before the reply ended (a token
+   * limit, the context, a stop request), read as llama.cpp reads such a reply (its final
+   * parse is lenient, as its partial ones): nothing is completed. What was held back stays
+   * held back (it may be the start of a call that never came), and a call is returned as
+   * far as written, its arguments unterminated JSON (`{` when only its name was written),
+   * never closed into a call that looks whole. A format read whole is read whole.
+   */
+  cut(text: string): ChatOutput {
+    const out = this.opts.tools === 'harmony' ? this.update(text, true) : this.update(text);
+    for (const c of out.tool_calls) if (c.function.arguments === '') c.function.arguments = '{';
+    return out;
+  }
+
   /** The reply `text` as far as can be known (`final`: the reply is finished). */
   update(text: string, final = false): ChatOutput {
     let rest = text;

@@ -982,8 +982,11 @@ export class GenerationUnit {
         if (!this.stoppedWord && this.matcher) this.emit(this.matcher.flush());
       }
       if (this.parser) {
-        // the reply read as finished: what was held back is settled
-        const final = this.parser.update(this.text, true);
+        // a reply that ended (end-of-generation, a stop word) is read as finished: what was
+        // held back is settled; one stopped before its end (n_predict, the context, a stop
+        // request) is read as cut: a call it was writing stays unfinished (llama.cpp's)
+        const ended = this.stoppedEos || this.stoppedWord;
+        const final = ended ? this.parser.update(this.text, true) : this.parser.cut(this.text);
         const d = chatDelta(this.chatOut, final);
         this.chatOut = final;
         if (d) {

@@ -198,15 +198,16 @@ function requestBody(b: Body, forCount = false): Body {
   return body;
 }
 
+/** tool_use only for a reply that ended with its calls; one cut by max_tokens is max_tokens (a call in it unfinished). */
 function stopReason(r: LlamaCompletionResult, stops: unknown): { reason: string; sequence: string | null } {
+  if (!r.stopped_eos && !r.stopped_word) return { reason: 'max_tokens', sequence: null };
   if ((r.tool_calls ?? []).length > 0) return { reason: 'tool_use', sequence: null };
   if (r.stopped_word) {
     const asked = Array.isArray(stops) ? stops : typeof stops === 'string' ? [stops] : [];
     if (asked.includes(r.stopping_word)) return { reason: 'stop_sequence', sequence: r.stopping_word };
     return { reason: 'end_turn', sequence: null };
   }
-  if (r.stopped_eos) return { reason: 'end_turn', sequence: null };
-  return { reason: 'max_tokens', sequence: null };
+  return { reason: 'end_turn', sequence: null };
 }
 
 function usageOf(r: LlamaCompletionResult): Record<string, number> {

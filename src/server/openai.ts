@@ -168,8 +168,13 @@ export function completionLogprobObject(entries: readonly TokenLogprob[], textOf
   };
 }
 
+/**
+ * A chat choice's finish_reason: 'tool_calls' only for a reply that ended with its calls;
+ * one stopped by max_tokens or the context is 'length' whatever it was writing (a call
+ * cut there is unfinished; OpenAI's and llama-server's rule, and clients' length error).
+ */
 export function chatFinishReason(r: FinishReason, toolCalls: boolean): string {
-  return toolCalls ? 'tool_calls' : r;
+  return r === 'stop' && toolCalls ? 'tool_calls' : r;
 }
 
 /** A chat reply as OpenAI's assistant message: content (null when only calls), reasoning_content (llama-server's), tool_calls. */

@@ -246,6 +246,14 @@ function logprobsOf(r: LlamaCompletionResult | undefined): unknown[] {
   }));
 }
 
+/**
+ * 'incomplete' for a reply stopped by max_output_tokens or the context, whatever it was
+ * writing (a function call cut there is unfinished), as OpenAI's Responses API; else 'completed'.
+ */
+function responseStatus(r: LlamaCompletionResult): 'incomplete' | 'completed' {
+  return oa.finishReason(r) === 'length' ? 'incomplete' : 'completed';
+}
+
 /** Output items, as the stream built them (same ids) or from a result. */
 class Output {
   readonly items: Record<string, unknown>[] = [];
@@ -253,6 +261,8 @@ class Output {
   message: { index: number; text: string } | undefined;
   calls: { index: number; name: string; args: string; callId: string; itemId: string }[] = [];
   private seq = 0;
+  /** The reply was cut (max_output_tokens): the item it was writing when cut closes 'incomplete'. */
+  private cut = false;
 
   constructor(private readonly emit?: (type: string, data: Record<string, unknown>) => void) {}
 
@@ -268,6 +278,16 @@ class Output {
     this.send(type, data);
   }
 
+  /** An item's status as it closes: 'incomplete' for the last one of a cut reply (OpenAI's). */
+  private closedStatus(index: number): string {
+    return this.cut && index === this.items.length - 1 ? 'incomplete' : 'completed';
+  }
+
+  private closed(index: number): boolean {
+    const s = this.items[index]!.status;
+    return s === 'completed' || s === 'incomplete';
+  }
+
   private reasoningItem(done: boolean): Record<string, unknown> {
     const r = this.reasoning!;
     return {
@@ -275,7 +295,7 @@ class Output {
       id: this.items[r.index]!.id,
       summary: [],
       content: done ? [{ type: 'reasoning_text', text: r.text }] : [],
-      ...(done ? { status: 'completed' } : {}),
+      ...(done ? { status: this.closedStatus(r.index) } : {}),
     };
   }
 
@@ -284,7 +304,7 @@ class Output {
     return {
       type: 'message',
       id: this.items[m.index]!.id,
-      status: done ? 'completed' : 'in_progress',
+      status: done ? this.closedStatus(m.index) : 'in_progress',
       role: 'assistant',
       content: done ? [{ type: 'output_text', text: m.text, annotations: [], logprobs }] : [],
     };
@@ -299,7 +319,7 @@ class Output {
 
   private closeReasoning(): void {
     const r = this.reasoning;
-    if (!r || this.items[r.index]!.status === 'completed') return;
+    if (!r || this.closed(r.index)) return;
     const id = this.items[r.index]!.id as string;
     this.send('response.reasoning_text.done', { item_id: id, output_index: r.index, content_index: 0, text: r.text });
     this.items[r.index] = this.reasoningItem(true);
@@ -308,7 +328,7 @@ class Output {
 
   private closeMessage(logprobs: unknown[] = []): void {
     const m = this.message;
-    if (!m || this.items[m.index]!.status === 'completed') return;
+    if (!m || this.closed(m.index)) return;
     const id = this.items[m.index]!.id as string;
     const part = { type: 'output_text', text: m.text, annotations: [], logprobs };
     this.send('response.output_text.done', {
@@ -326,14 +346,14 @@ class Output {
   private closeCall(i: number): void {
     const c = this.calls[i]!;
     const item = this.items[c.index]!;
-    if (item.status === 'completed') return;
+    if (this.closed(c.index)) return;
     this.send('response.function_call_arguments.done', {
       item_id: c.itemId,
       output_index: c.index,
       name: c.name,
       arguments: c.args,
     });
-    this.items[c.index] = { ...item, arguments: c.args, status: 'completed' };
+    this.items[c.index] = { ...item, arguments: c.args, status: this.closedStatus(c.index) };
     this.send('response.output_item.done', { output_index: c.index, item: this.items[c.index] });
   }
 
@@ -410,8 +430,12 @@ class Output {
     }
   }
 
-  /** Closes every open item; a reply with nothing gets an empty message. */
-  finish(r: LlamaCompletionResult): void {
+  /**
+   * Closes every open item; a reply with nothing gets an empty message. `cut`: the reply
+   * stopped at max_output_tokens (the item being written is incomplete, a call in it too).
+   */
+  finish(r: LlamaCompletionResult, cut: boolean): void {
+    this.cut = cut;
     if (!this.message && this.calls.length === 0) {
       this.closeReasoning();
       this.openMessage();
@@ -480,8 +504,8 @@ export async function create(host: GenerationHost, c: RequestContext): Promise<v
     try {
       const r = await done;
       start();
-      out.finish(r);
-      const status = oa.finishReason(r) === 'length' && (r.tool_calls ?? []).length === 0 ? 'incomplete' : 'completed';
+      const status = responseStatus(r);
+      out.finish(r, status === 'incomplete');
       out.event(`response.${status}`, { response: responseObject(b, id, model, created, status, out.items, r) });
       sse.done(true);
     } catch (e) {
@@ -510,8 +534,8 @@ export async function create(host: GenerationHost, c: RequestContext): Promise<v
       ],
     });
   }
-  out.finish(r);
-  const status = oa.finishReason(r) === 'length' && (r.tool_calls ?? []).length === 0 ? 'incomplete' : 'completed';
+  const status = responseStatus(r);
+  out.finish(r, status === 'incomplete');
   const response = responseObject(b, id, model, created, status, out.items, r);
   const text = out.message?.text;
   sendJson(res, 200, text !== undefined ? { ...response, output_text: text } : response);
