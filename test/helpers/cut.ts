@@ -19,7 +19,10 @@ export interface CutPoints {
 export function cutPoints(tokens: readonly string[]): CutPoints {
   const texts: string[] = [];
   let acc = '';
-  for (const t of tokens) texts.push((acc += t));
+  for (const t of tokens) {
+    acc += t;
+    texts.push(acc);
+  }
   const first = (what: string, ok: (text: string) => boolean) => {
     const i = texts.findIndex(ok);
     if (i < 0) throw new Error(`the reference reply never reaches ${what}: ${JSON.stringify(acc)}`);
