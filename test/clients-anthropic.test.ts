@@ -86,9 +86,11 @@ describe('@anthropic-ai/sdk 1.15.0', () => {
     assert.equal((r.content[0] as Anthropic.TextBlock).text, full.slice(0, full.indexOf(stop)));
   });
 
+  // one call (with parallel tool use, the tiny model calls again and again until
+  // max_tokens cuts the last call, and the stop reason is then max_tokens)
   for (const [what, choice] of [
-    ['any', { type: 'any' as const }],
-    ['a named tool', { type: 'tool' as const, name: 'get_weather' }],
+    ['any', { type: 'any' as const, disable_parallel_tool_use: true }],
+    ['a named tool', { type: 'tool' as const, name: 'get_weather', disable_parallel_tool_use: true }],
   ] as const) {
     test(`tools, tool_choice ${what}: tool_use with valid input, streamed as input_json_delta`, async () => {
       const req = params({
