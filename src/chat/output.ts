@@ -11,7 +11,9 @@
 //     `delta.content` / `delta.reasoning_content` / `delta.tool_calls[i].function.arguments`.
 // `update(text, true)` reads the reply as finished: what was held back is settled, and the
 // result's content, reasoning and calls are that (so streamed and non-streamed replies are
-// the same). Call ids are made once per call and kept.
+// the same). `cut(text)` reads a reply stopped before its end (max_tokens): nothing is
+// settled or completed, a call stays as far as written. Call ids are made once per call
+// and kept.
 //
 // Formats (tool-calls.ts names them): hermes `<tool_call>{…}</tool_call>`, mistral
 // `[TOOL_CALLS][{…}]` (or `name[ARGS]{…}`), llama3 (a reply that is call JSON, or
