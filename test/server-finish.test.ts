@@ -20,8 +20,8 @@ const H = { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/jso
 
 let server: LlamaServer;
 
-async function post(path: string, body: unknown): Promise<Json> {
-  const r = await fetch(`${server.url}${path}`, { method: 'POST', headers: H, body: JSON.stringify(body) });
+async function post(path: string, body: unknown, s = server): Promise<Json> {
+  const r = await fetch(`${s.url}${path}`, { method: 'POST', headers: H, body: JSON.stringify(body) });
   const text = await r.text();
   assert.equal(r.status, 200, text);
   return JSON.parse(text);
@@ -129,6 +129,19 @@ describe('OpenAI chat completions', () => {
       assert.equal(finish, 'length', `stream: ${stream}`);
       assert.equal(reasoning, think.reasoning);
       unfinished(args, think.args);
+    }
+  });
+
+  test('a call cut by the context (no max_tokens): "length" too', async () => {
+    // one slot whose context ends where the reference call is inside its arguments
+    const nCtx = ref.promptTokens + ref.points.inArgs;
+    const small = await startServer({ chatTemplate: THINKING_HERMES, embeddings: false, parallel: 1, nCtx });
+    try {
+      const r = (await post('/v1/chat/completions', { messages: ask, ...forced }, small)).choices[0];
+      assert.equal(r.finish_reason, 'length');
+      unfinished(r.message.tool_calls[0].function.arguments, ref.args);
+    } finally {
+      await small.close();
     }
   });
 

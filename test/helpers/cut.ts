@@ -55,18 +55,20 @@ export const FORCED_CALL = {
 export async function referenceCall(
   url: string,
   extra: Record<string, unknown> = {},
-): Promise<{ args: string; reasoning: string | undefined; points: CutPoints }> {
+): Promise<{ args: string; reasoning: string | undefined; points: CutPoints; promptTokens: number }> {
   const r = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ ...FORCED_CALL, ...extra, max_tokens: 300, logprobs: true }),
   });
   // biome-ignore lint/suspicious/noExplicitAny: the response is read by shape
-  const c = ((await r.json()) as any).choices[0];
+  const body = (await r.json()) as any;
+  const c = body.choices[0];
   if (c.finish_reason !== 'tool_calls') throw new Error(`the reference call did not end: ${JSON.stringify(c)}`);
   return {
     args: c.message.tool_calls[0].function.arguments,
     reasoning: c.message.reasoning_content,
     points: cutPoints(c.logprobs.content.map((e: { token: string }) => e.token)),
+    promptTokens: body.usage.prompt_tokens,
   };
 }
