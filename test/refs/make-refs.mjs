@@ -1,10 +1,12 @@
-// Regenerates the references in this folder: generates each model with llama-ts's seeded
-// generator (the same specs test/model-swa-refs.test.ts uses), then asks llama.cpp through
-// node-llama-cpp 3.21.1 for its answers. Run from the repository root after `npm run build`:
-//   node test/refs/swa/make-refs.mjs [REF_MJS] [EMBED_REF_MJS]
+// Regenerates the references of one set of generated models (test/refs/<set>/): generates
+// each model with llama-ts's seeded generator (the specs its test uses, from
+// test/helpers/<set>-ref-models.ts), then asks llama.cpp through node-llama-cpp 3.21.1 for
+// its answers. Run from the repository root after `npm run build`:
+//   node test/refs/make-refs.mjs <swa|q8> [REF_MJS] [EMBED_REF_MJS]
 // REF_MJS: ../shared/tools/ref.mjs or a copy (logits, top-10, teacher-forced greedy);
 // EMBED_REF_MJS: test/refs/swa/embed-ref.mjs (pooled embeddings). Both expect node-llama-cpp
-// where `npm run bench:vs` installs it (NLC_DIR). Models go to a temporary folder.
+// where `npm run bench:vs` installs it (NLC_DIR). Models go to a temporary folder; the
+// set's models.json gets their SHA-256.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,16 +14,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const root = join(here, '../../..');
+const SETS = { swa: 'REF_MODELS', q8: 'Q8_REF_MODELS' };
+const set = process.argv[2];
+if (!(set in SETS)) throw new Error(`usage: make-refs.mjs <${Object.keys(SETS).join('|')}> [REF_MJS] [EMBED_REF_MJS]`);
+const root = join(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const here = join(root, 'test/refs', set);
 const { generateModel } = await import(join(root, 'dist/src/generator/index.js'));
-const { REF_MODELS } = await import(join(root, 'dist/test/helpers/swa-ref-models.js'));
-const refTool = process.argv[2] ?? join(root, '../shared/tools/ref.mjs');
-const embedTool = process.argv[3] ?? join(here, 'embed-ref.mjs');
+const models = (await import(join(root, `dist/test/helpers/${set}-ref-models.js`)))[SETS[set]];
+const refTool = process.argv[3] ?? join(root, '../shared/tools/ref.mjs');
+const embedTool = process.argv[4] ?? join(root, 'test/refs/swa/embed-ref.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'llama-ts-refs-'));
 const manifest = {};
 try {
-  for (const m of REF_MODELS) {
+  for (const m of models) {
     const path = join(dir, `${m.name}.gguf`);
     generateModel(m.spec, path);
     const sha256 = createHash('sha256').update(readFileSync(path)).digest('hex');
