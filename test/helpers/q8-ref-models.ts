@@ -40,3 +40,18 @@ export const Q8_REF_MODELS: RefModel[] = (['F32', 'Q8_0'] as const).flatMap((t):
     refs: [{ file: `q8-deepseek2-${t}.ref.json`, input: 'prompts.json', ctx: 256, kind: 'logits', tol: tol(t) }],
   },
 ]);
+
+/** The shared fixtures the same prompts run on (references in test/refs/q8/fixture-*). */
+export interface FixtureRef {
+  /** Reference file in test/refs/q8/. */
+  file: string;
+  /** The model, under ../shared/. */
+  shared: string;
+  tol: number;
+}
+
+export const Q8_FIXTURE_REFS: FixtureRef[] = ['gemma2-F32', 'gemma2-Q8_0', 'deepseek2-F32'].map((stem) => ({
+  file: `fixture-${stem}.ref.json`,
+  shared: `fixtures/archs/${stem}.gguf`,
+  tol: stem.endsWith('F32') ? 0.02 : 0.1,
+}));
