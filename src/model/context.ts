@@ -207,6 +207,11 @@ export class Context {
         }
       }
     }
+    // the unfused path multiplies by V transposed, which a block-quantized V cannot be (llama.cpp refuses it too)
+    const vType = model.arch.vFromK ? params.typeK : params.typeV;
+    if (params.flashAttn === false && traitsOf(CACHE_TYPES[vType ?? 'f16']).quantized) {
+      throw new ContextError(`a ${vType} V cache needs flash attention (flashAttn: false was asked)`);
+    }
     this.memory = model.arch.usesKVCache
       ? createMemory(hp, {
           nCtx: this.nCtx,
