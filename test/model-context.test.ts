@@ -227,6 +227,30 @@ test('KV cache types: f32 and q8_0 stay close to f16', async () => {
   assert.throws(() => new Context(models.get('llama')!, { typeK: 'q8_0' }), /the head size is 16/);
 });
 
+test('flashAttn: false (llama.cpp unfused attention) stays close to flash attention, token by token too', async () => {
+  const m = await model('wide');
+  const fa = await allLogits(m, PROMPT);
+  const unfused = await allLogits(m, PROMPT, { flashAttn: false });
+  const single = await withContext(m, { nCtx: 64, flashAttn: false }, async (c) => {
+    const out: Float32Array[] = [];
+    for (const t of PROMPT) {
+      await c.decode({ tokens: [t] });
+      out.push(c.getLogits(-1));
+    }
+    return out;
+  });
+  for (let i = 0; i < PROMPT.length; i++) {
+    // the probabilities rounded to f16 against V: close, and not the same computation
+    assert.ok(maxDiff(fa[i], unfused[i]) < 0.02, `token ${i}: ${maxDiff(fa[i], unfused[i])}`);
+    assert.ok(maxDiff(unfused[i], single[i]) < 1e-4, `token ${i} alone: ${maxDiff(unfused[i], single[i])}`);
+  }
+  assert.ok(fa.some((x, i) => maxDiff(x, unfused[i]) > 0));
+  assert.throws(
+    () => new Context(m, { typeK: 'q8_0', typeV: 'q8_0', flashAttn: false }),
+    /a q8_0 V cache needs flash attention/,
+  );
+});
+
 test('a full KV cache and bad batches are ContextErrors', async () => {
   const m = await model('llama');
   await withContext(m, { nCtx: 8 }, async (c) => {

@@ -56,8 +56,8 @@ async function run(path: string, device: Device, cases: RefCase[], tol: number, 
 /**
  * Every case within tolerance: top-10 logits within tol of node-llama-cpp's or of
  * llama.node's (two llama.cpp builds that differ where it matters: node-llama-cpp 3.21.1
- * runs DeepSeek-2 without flash attention, and a non-flash emulation of ours matches it to
- * 0.0000, llama.node 1.7.15 with it, as we do); top-10 membership and greedy tokens as
+ * runs DeepSeek-2 without flash attention, as runRefCase then does (oracleParams), which
+ * matches it to 0.0000, llama.node 1.7.15 with it); top-10 membership and greedy tokens as
  * node-llama-cpp's except near-ties. Otherwise (a routing choice flipped by a rounding) the
  * same within it on the reference kernels with ggml-cpu numerics.
  */

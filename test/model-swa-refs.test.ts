@@ -1,6 +1,6 @@
 // Fidelity for what ../shared/fixtures/archs leaves out, against references made with
 // llama.cpp (node-llama-cpp 3.21.1) for generated models (test/refs/swa/, made by
-// make-refs.mjs there): Gemma 4's per-layer embeddings, shared-KV layers, full layers
+// test/refs/make-refs.mjs swa): Gemma 4's per-layer embeddings, shared-KV layers, full layers
 // without attn_v and layer output scales; Phi-3's LongRoPE (short and long factors by
 // context size) and its ignored sliding window; EmbeddingGemma's embeddings; a 512-token
 // window cutting a prompt of ~860 tokens, evaluated in ubatches of 64 so the window's ring
@@ -53,7 +53,11 @@ for (const m of REF_MODELS) {
     const path = join(dir, `${m.name}.gguf`);
     generateModel(m.spec, path);
     const sha = createHash('sha256').update(readFileSync(path)).digest('hex');
-    assert.equal(sha, manifest[m.name]?.sha256, `${m.name}: the generator now writes other bytes; rerun make-refs.mjs`);
+    assert.equal(
+      sha,
+      manifest[m.name]?.sha256,
+      `${m.name}: the generator now writes other bytes; rerun test/refs/make-refs.mjs swa`,
+    );
     for (const r of m.refs) {
       const ref = JSON.parse(readFileSync(join(REFS, r.file), 'utf8'));
       const lines: string[] = [];

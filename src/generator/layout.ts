@@ -301,7 +301,7 @@ function planGemma(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
   const tied = s.tiedEmbeddings;
   // embeddings are scaled by √n_embd (the norms absorb it); a tied table of std n_embd^-0.25
   // gives logits of std ~n_embd^0.25, as for the llama family
-  add('token_embd.weight', [E, nVocab], { mean: 0, std: tied ? E ** -0.25 : 1 / Math.sqrt(E) });
+  add('token_embd.weight', [E, nVocab], { mean: 0, std: s.embdStd || (tied ? E ** -0.25 : 1 / Math.sqrt(E)) });
   if (nPL > 0) {
     add('per_layer_token_embd.weight', [nPL * L, nVocab], { mean: 0, std: 1 / Math.sqrt(nPL) });
     add('per_layer_model_proj.weight', [E, nPL * L], linear(E));

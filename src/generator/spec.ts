@@ -174,6 +174,12 @@ export interface ModelShape {
   swaPattern?: number | boolean[];
   /** `rope.freq_base_swa`. */
   ropeFreqBaseSwa?: number;
+  /**
+   * Gemma family: std of the token embedding table (default or 0: n_embd^-0.25 when it is
+   * tied, 1/√n_embd otherwise). A tied table scores each token's own row highest, so a smaller std
+   * keeps the model from predicting the last input token back with probability ~1.
+   */
+  embdStd?: number;
   /** gemma2: `attn_logit_softcapping` and `final_logit_softcapping` (gemma3/4: final only, 0 = none). */
   attnSoftcap?: number;
   finalSoftcap?: number;
@@ -273,6 +279,7 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     slidingWindow: s.slidingWindow ?? 0,
     swaPattern: s.swaPattern ?? 0,
     ropeFreqBaseSwa: s.ropeFreqBaseSwa ?? 10000,
+    embdStd: s.embdStd ?? 0,
     attnSoftcap: s.attnSoftcap ?? 0,
     finalSoftcap: s.finalSoftcap ?? 0,
     headDimSwa: s.headDimSwa ?? headDim,

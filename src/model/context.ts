@@ -76,6 +76,14 @@ export interface ContextParams {
    */
   checkpoints?: number;
   /**
+   * Attention as flash attention (default true, llama.cpp's choice on CPU) or, false, as
+   * llama.cpp runs it with `flash_attn` off: scores and probabilities as matrix products,
+   * the probabilities rounded to F16 against the F16 V cache. node-llama-cpp turns flash
+   * attention off for Gemma 2 and for models whose K and V heads differ in size (DeepSeek's
+   * latent attention): false reproduces its answers there.
+   */
+  flashAttn?: boolean;
+  /**
    * Keep every named intermediate of the last decode (`attn_norm-0`, `Qcur-0`, ...) for
    * `intermediates`: a debugging aid for comparing with llama.cpp's dumps. Slower.
    */
@@ -134,6 +142,7 @@ export class Context {
   private readonly pooled = new Map<number, Float32Array>();
   private nLastBatch = 0;
   private readonly keep: boolean;
+  private readonly flashAttn: boolean;
   /**
    * The graph of the last ubatch, evaluated again (inputs refilled) when the next ubatch
    * has the same shape and the scheduler still holds its allocation: generating token by
@@ -172,6 +181,7 @@ export class Context {
     this.embeddings = params.embeddings ?? !model.arch.usesKVCache;
     this.pooling = params.pooling ?? model.hp.pooling;
     this.keep = params.keepIntermediates ?? false;
+    this.flashAttn = params.flashAttn ?? true;
     this.onMatMulInput = params.onMatMulInput;
     if (this.embeddings && this.pooling === 'rank') {
       if (!model.arch.rank) throw new ContextError(`${model.arch.name} models cannot rank (pooling_type rank)`);
@@ -196,6 +206,11 @@ export class Context {
           );
         }
       }
+    }
+    // the unfused path multiplies by V transposed, which a block-quantized V cannot be (llama.cpp refuses it too)
+    const vType = model.arch.vFromK ? params.typeK : params.typeV;
+    if (params.flashAttn === false && traitsOf(CACHE_TYPES[vType ?? 'f16']).quantized) {
+      throw new ContextError(`a ${vType} V cache needs flash attention (flashAttn: false was asked)`);
     }
     this.memory = model.arch.usesKVCache
       ? createMemory(hp, {
@@ -238,7 +253,7 @@ export class Context {
     const b = new GraphBuilder(
       hp,
       this.model.weights,
-      { nTokens: m, nOutputs: 1, nKV, nCtx: this.nCtx, nSeqs: 1 },
+      { nTokens: m, nOutputs: 1, nKV, nCtx: this.nCtx, nSeqs: 1, flashAttn: this.flashAttn },
       this.memory,
       this.activeLoras,
     );
@@ -433,7 +448,7 @@ export class Context {
       const b = new GraphBuilder(
         hp,
         this.model.weights,
-        { nTokens: m, nOutputs, nKV, nCtx: this.nCtx, nSeqs },
+        { nTokens: m, nOutputs, nKV, nCtx: this.nCtx, nSeqs, flashAttn: this.flashAttn },
         this.memory,
         this.activeLoras,
       );

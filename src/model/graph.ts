@@ -42,6 +42,11 @@ export interface UbatchShape {
   /** Cells of context per sequence (picks Phi-3's LongRoPE factors). */
   nCtx: number;
   /**
+   * Attention as one FLASH_ATTN_EXT (default, llama.cpp's choice on CPU) or, false, as
+   * llama.cpp's unfused path with flash attention off (see `attention`).
+   */
+  flashAttn?: boolean;
+  /**
    * Sequences in the ubatch when the memory has recurrent layers: the tokens are then
    * grouped by sequence, nTokens / nSeqs consecutive tokens each. Default 1.
    */
@@ -284,7 +289,6 @@ export class GraphBuilder {
     o: { sinks?: Tensor; vMla?: Tensor } = {},
   ): Tensor {
     const hp = this.hp;
-    const n = this.nTokens;
     const hdK = headDimK(hp, il);
     const hdV = headDimV(hp, il);
     const nHeadKv = headCountKv(hp, il);
@@ -317,13 +321,17 @@ export class GraphBuilder {
       mask = this.inpMask(lk.cache);
     } else {
       if (!k || !v) throw new Error(`graph: layer ${il} needs K and V without a cache`);
-      const kp = permute(k, [0, 2, 1, 3]);
-      const vp = permute(v, [0, 2, 1, 3]);
-      kAll = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
-      vAll = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
+      kAll = permute(k, [0, 2, 1, 3]);
+      vAll = permute(v, [0, 2, 1, 3]);
+      // flash attention takes F16 K/V; the unfused path multiplies the F32 ones
+      if (this.ub.flashAttn !== false) {
+        kAll = ops.cpy(kAll, newTensor(GGMLType.F16, [kAll.ne[0], kAll.ne[1], kAll.ne[2]]));
+        vAll = ops.cpy(vAll, newTensor(GGMLType.F16, [vAll.ne[0], vAll.ne[1], vAll.ne[2]]));
+      }
       mask = this.inpMask(isSwa(hp, il) ? 1 : 0);
     }
     const qp = permute(q, [0, 2, 1, 3]);
+    if (this.ub.flashAttn === false) return this.attentionUnfused(il, qp, kAll, vAll, mask, wo, bo, kqScale, o);
     let fa = ops.flashAttnExt(qp, kAll, vAll, mask, kqScale, 0, hp.attnSoftcap);
     if (o.sinks) fa = ops.flashAttnExtAddSinks(fa, o.sinks);
     this.cb(fa, '__fattn__', il);
@@ -333,7 +341,43 @@ export class GraphBuilder {
       const ph = this.cb(ops.mulMat(o.vMla, permute(fa, [0, 2, 1, 3])), 'fattn_mla', il);
       cur = ops.cont(permute(ph, [0, 2, 1, 3]));
     }
-    cur = this.cb(reshape(cur, [cur.ne[0] * cur.ne[1], n]), 'kqv_out', il);
+    return this.attentionOutput(il, cur, wo, bo);
+  }
+
+  /**
+   * llama.cpp's attention with flash attention off (what node-llama-cpp runs for Gemma 2 and
+   * for models whose K and V heads differ in size, DeepSeek's MLA among them): scores
+   * k·q as a matrix product (q rounded to F16 against the F16 cache), soft-capped, then
+   * softmax(scores·kqScale + mask) in F32, and the probabilities times V as a second
+   * product (the probabilities rounded to F16 against the F16 cache: the rounding flash
+   * attention skips, and the difference that matters on quantized files). qp [hdK, n, nHead],
+   * kAll [hdK, nKV, nHeadKv], vAll [hdV, nKV, nHeadKv] (permuted views).
+   */
+  private attentionUnfused(
+    il: number,
+    qp: Tensor,
+    kAll: Tensor,
+    vAll: Tensor,
+    mask: Tensor,
+    wo: Tensor | null,
+    bo: Tensor | undefined,
+    kqScale: number,
+    o: { sinks?: Tensor; vMla?: Tensor },
+  ): Tensor {
+    if (o.sinks) throw new Error(`graph: layer ${il}: attention sinks need flash attention`);
+    let kq = this.cb(ops.mulMat(kAll, qp), 'kq', il); // [nKV, n, nHead]
+    if (this.hp.attnSoftcap) kq = this.cb(this.softcap(kq, this.hp.attnSoftcap), 'kq_scaled_2', il);
+    kq = this.cb(ops.softMax(kq, mask, kqScale), 'kq_soft_max', il);
+    // llama.cpp's unfused cache keeps V transposed: the same values, rows of nKV
+    const vt = this.cb(ops.cont(transpose(vAll)), 'v_cont', il); // [nKV, hdV, nHeadKv]
+    let kqv = this.cb(ops.mulMat(vt, kq), 'kqv', il); // [hdV, n, nHead]
+    if (o.vMla) kqv = this.cb(ops.mulMat(o.vMla, kqv), 'kqv_mla', il);
+    return this.attentionOutput(il, ops.cont(permute(kqv, [0, 2, 1, 3])), wo, bo);
+  }
+
+  /** The heads' outputs cur [hdV, nHead, n] as rows, then wo·rows (+ bo) when there is wo. */
+  private attentionOutput(il: number, cur: Tensor, wo: Tensor | null, bo: Tensor | undefined): Tensor {
+    cur = this.cb(reshape(cur, [cur.ne[0] * cur.ne[1], cur.ne[2]]), 'kqv_out', il);
     if (!wo) return cur;
     return this.cb(this.linear(wo, bo, cur), 'attn_out', il);
   }

@@ -7,6 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { Context, type Model } from '../../src/model/index.js';
+import { oracleParams } from './arch-refs.js';
 
 export interface RefCase {
   prompt: string;
@@ -47,7 +48,7 @@ export async function runRefCase(model: Model, c: RefCase, tol: number, where: s
   const ours = model.vocab.encode(c.prompt, { addSpecial: true, parseSpecial: false });
   const withBos = ours[0] === c.tokens[0] ? ours : [c.tokens[0], ...ours];
   assert.deepEqual(withBos, c.tokens, `${where}: prompt tokens`);
-  const ctx = new Context(model, { nCtx: 256 });
+  const ctx = new Context(model, { nCtx: 256, ...oracleParams(model) });
   try {
     await ctx.decode({ tokens: c.tokens });
     const first = ctx.getLogits(-1);

@@ -1,5 +1,5 @@
 // The generated models whose llama.cpp references live in test/refs/swa/ (made by
-// test/refs/swa/make-refs.mjs): what the shared fixtures leave out of the sliding-window
+// test/refs/make-refs.mjs swa): what the shared fixtures leave out of the sliding-window
 // architectures. The manifest there holds each generated file's SHA-256, so a change to
 // the generator shows as a mismatch instead of as a wrong comparison.
 

@@ -1,0 +1,59 @@
+// Regenerates the references of one set of generated models (test/refs/<set>/): generates
+// each model with llama-ts's seeded generator (the specs its test uses, from
+// test/helpers/<set>-ref-models.ts), then asks llama.cpp through node-llama-cpp 3.21.1 for
+// its answers. Run from the repository root after `npm run build`:
+//   node test/refs/make-refs.mjs <swa|q8> [REF_MJS] [EMBED_REF_MJS]
+// REF_MJS: ../shared/tools/ref.mjs or a copy (logits, top-10, teacher-forced greedy);
+// EMBED_REF_MJS: test/refs/swa/embed-ref.mjs (pooled embeddings). Both expect node-llama-cpp
+// where `npm run bench:vs` installs it (NLC_DIR). Models go to a temporary folder; the
+// set's models.json gets their SHA-256 (and that of the ../shared models a set also has
+// references for).
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// per set: the generated models, and references of ../shared models (their SHA-256 too)
+const SETS = { swa: ['REF_MODELS'], q8: ['Q8_REF_MODELS', 'Q8_FIXTURE_REFS'] };
+const set = process.argv[2];
+if (!(set in SETS)) throw new Error(`usage: make-refs.mjs <${Object.keys(SETS).join('|')}> [REF_MJS] [EMBED_REF_MJS]`);
+const root = join(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const here = join(root, 'test/refs', set);
+const { generateModel } = await import(join(root, 'dist/src/generator/index.js'));
+const mod = await import(join(root, `dist/test/helpers/${set}-ref-models.js`));
+const models = mod[SETS[set][0]];
+const fixtures = SETS[set][1] ? mod[SETS[set][1]] : [];
+const refTool = process.argv[3] ?? join(root, '../shared/tools/ref.mjs');
+const embedTool = process.argv[4] ?? join(root, 'test/refs/swa/embed-ref.mjs');
+const dir = mkdtempSync(join(tmpdir(), 'llama-ts-refs-'));
+const manifest = {};
+try {
+  for (const m of models) {
+    const path = join(dir, `${m.name}.gguf`);
+    generateModel(m.spec, path);
+    const sha256 = createHash('sha256').update(readFileSync(path)).digest('hex');
+    manifest[m.name] = { sha256 };
+    for (const r of m.refs) {
+      const out = join(here, r.file);
+      const input = join(here, r.input);
+      const args =
+        r.kind === 'embedding'
+          ? [embedTool, path, input, out, '--ctx', String(r.ctx)]
+          : [refTool, path, input, out, '--ctx', String(r.ctx), '--no-second'];
+      process.stderr.write(`${r.file}: node ${args.map((a) => a.replace(dir, '$TMP')).join(' ')}\n`);
+      execFileSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+    }
+  }
+  for (const f of fixtures) {
+    const path = join(root, '../shared', f.shared);
+    manifest[f.shared] = { sha256: createHash('sha256').update(readFileSync(path)).digest('hex') };
+    const args = [refTool, path, join(here, 'prompts.json'), join(here, f.file), '--ctx', '256', '--no-second'];
+    process.stderr.write(`${f.file}: node ${args.join(' ')}\n`);
+    execFileSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+  writeFileSync(join(here, 'models.json'), `${JSON.stringify(manifest, null, 1)}\n`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
