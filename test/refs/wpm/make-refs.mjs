@@ -20,7 +20,6 @@ const { setLogCallback } = await import(`${root}dist/src/log.js`);
 const VOCAB = `${shared}vocab/ggml-vocab-bert-bge.gguf`;
 
 const nfd = (s) => s.normalize('NFD');
-const nfc = (s) => s.normalize('NFC');
 
 /** Named strings per script: letters with their combining marks, both normalization forms where they differ. */
 const SCRIPTS = {
