@@ -231,8 +231,8 @@ export function k_sum_rows(node: usize, ith: i32, nth: i32): void {
   }
 }
 
-/** RMS_NORM (centre = false) and NORM (centre = true), sums in double. */
-function normRows(node: usize, ith: i32, nth: i32, centre: bool): void {
+/** RMS_NORM: the sum of squares in f32 lanes folded into a double (strided rows: in double). */
+export function k_rms_norm(node: usize, ith: i32, nth: i32): void {
   const ne0 = tNe(node, 0, 0);
   const ne1 = tNe(node, 0, 1);
   const ne2 = tNe(node, 0, 2);
@@ -249,14 +249,8 @@ function normRows(node: usize, ith: i32, nth: i32, centre: bool): void {
     rowAt(r, ne1, ne2);
     const pd = rowPtr(node, 0, c1, c2, c3);
     const pa = rowPtr(node, 1, c1, c2, c3);
-    let mean: f64 = 0;
-    if (centre) {
-      let sum: f64 = 0;
-      for (let i = 0; i < ne0; i++) sum += <f64>ldf(pa + <usize>i * na0, ta);
-      mean = sum / ne0;
-    }
     let ss: f64 = 0;
-    if (fast && !centre) {
+    if (fast) {
       let acc0 = f32x4.splat(0);
       let acc1 = f32x4.splat(0);
       let i = 0;
@@ -275,12 +269,12 @@ function normRows(node: usize, ith: i32, nth: i32, centre: bool): void {
       }
     } else {
       for (let i = 0; i < ne0; i++) {
-        const x = <f64>ldf(pa + <usize>i * na0, ta) - mean;
+        const x = <f64>ldf(pa + <usize>i * na0, ta);
         ss += x * x;
       }
     }
     const sc = 1 / Math.sqrt(ss / ne0 + eps);
-    if (fast && !centre) {
+    if (fast) {
       const s4 = f32x4.splat(<f32>sc);
       let i = 0;
       for (; i + 4 <= ne0; i += 4) {
@@ -290,18 +284,66 @@ function normRows(node: usize, ith: i32, nth: i32, centre: bool): void {
       for (; i < ne0; i++) store<f32>(pd + (<usize>i << 2), <f32>(<f64>load<f32>(pa + (<usize>i << 2)) * sc));
     } else {
       for (let i = 0; i < ne0; i++) {
-        stf(pd + <usize>i * nd0, td, <f32>((<f64>ldf(pa + <usize>i * na0, ta) - mean) * sc));
+        stf(pd + <usize>i * nd0, td, <f32>(<f64>ldf(pa + <usize>i * na0, ta) * sc));
       }
     }
   }
 }
 
-export function k_rms_norm(node: usize, ith: i32, nth: i32): void {
-  normRows(node, ith, nth, false);
+/**
+ * NORM as ggml-cpu computes it (ggml_compute_forward_norm_f32, x86-64 AVX-512 build, which
+ * node-llama-cpp loads on AVX-512 machines): the mean from a double sum rounded to f32,
+ * y = x - mean in f32, the squares of y summed per 16 elements in _mm512_reduce_add_ps's
+ * tree (lanes i + 8, then i + 4, then 0 + 2 and 1 + 3, then the two) into a double (a
+ * tail under 16 one by one), variance and scale 1/sqrtf(variance + eps) in f32, then
+ * y·scale. Every rounding of llama.cpp's, so a layer norm's output is bit for bit
+ * llama.cpp's: an ulp off would round differently where an F16 K/V or a Q8_0 activation
+ * is rounded next, and BERT rerankers amplified such flips to 1e-3 in their scores.
+ */
+export function k_norm(node: usize, ith: i32, nth: i32): void {
+  const ne0 = tNe(node, 0, 0);
+  const ne1 = tNe(node, 0, 1);
+  const ne2 = tNe(node, 0, 2);
+  const nr = tRows(node, 0);
+  const r0 = share0(nr, ith, nth);
+  const r1 = share0(nr, ith + 1, nth);
+  const td = tType(node, 0);
+  const ta = tType(node, 1);
+  const nd0 = tNb(node, 0, 0);
+  const na0 = tNb(node, 1, 0);
+  const eps = <f32>param(node, 0);
+  for (let r = r0; r < r1; r++) {
+    rowAt(r, ne1, ne2);
+    const pd = rowPtr(node, 0, c1, c2, c3);
+    const pa = rowPtr(node, 1, c1, c2, c3);
+    let sum: f64 = 0;
+    for (let i = 0; i < ne0; i++) sum += <f64>ldf(pa + <usize>i * na0, ta);
+    const mean = <f32>sum / <f32>ne0;
+    for (let i = 0; i < ne0; i++) stf(pd + <usize>i * nd0, td, ldf(pa + <usize>i * na0, ta) - mean);
+    let ss: f64 = 0;
+    let i = 0;
+    for (; i + 16 <= ne0; i += 16) {
+      const p = pd + <usize>i * nd0;
+      const u0 = sqAt(p, nd0, td, 0) + sqAt(p, nd0, td, 8) + (sqAt(p, nd0, td, 4) + sqAt(p, nd0, td, 12));
+      const u1 = sqAt(p, nd0, td, 1) + sqAt(p, nd0, td, 9) + (sqAt(p, nd0, td, 5) + sqAt(p, nd0, td, 13));
+      const u2 = sqAt(p, nd0, td, 2) + sqAt(p, nd0, td, 10) + (sqAt(p, nd0, td, 6) + sqAt(p, nd0, td, 14));
+      const u3 = sqAt(p, nd0, td, 3) + sqAt(p, nd0, td, 11) + (sqAt(p, nd0, td, 7) + sqAt(p, nd0, td, 15));
+      ss += <f64>(u0 + u2 + (u1 + u3));
+    }
+    for (; i < ne0; i++) ss += <f64>sqAt(pd, nd0, td, i);
+    const variance = <f32>(ss / ne0);
+    const scale = <f32>1 / Mathf.sqrt(variance + eps);
+    for (let j = 0; j < ne0; j++) {
+      const q = pd + <usize>j * nd0;
+      stf(q, td, ldf(q, td) * scale);
+    }
+  }
 }
 
-export function k_norm(node: usize, ith: i32, nth: i32): void {
-  normRows(node, ith, nth, true);
+/** Square of element j of a row (f32 arithmetic). */
+@inline function sqAt(p: usize, nb0: usize, t: i32, j: i32): f32 {
+  const y = ldf(p + <usize>j * nb0, t);
+  return y * y;
 }
 
 /** SOFT_MAX: t1 = a, t2 = mask (optional: type -1). Scratch: extra 0 + ith * extra 1. */
