@@ -402,6 +402,8 @@ export class EngineContext {
         ...(o.n_threads ? { nThreads: o.n_threads } : {}),
         typeK: o.cache_type_k,
         typeV: o.cache_type_v,
+        // 'auto' is on: every device here runs the fused op (llama.cpp's auto probes for it)
+        flashAttn: o.flash_attn_type !== 'off',
         swaFull: o.swa_full,
         ...(encoder ? { embeddings: true, ...(o.pooling_type ? { pooling: o.pooling_type } : {}) } : {}),
       });

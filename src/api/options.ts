@@ -4,7 +4,13 @@
 import { MAX_DRAFT, MAX_LORA } from '../generation/index.js';
 import { MAX_SEQ } from '../model/index.js';
 import { LlamaError } from './errors.js';
-import type { CacheTypeOption, LibVariant, LlamaModelOptions, PoolingTypeOption } from './types.js';
+import type {
+  CacheTypeOption,
+  FlashAttnTypeOption,
+  LibVariant,
+  LlamaModelOptions,
+  PoolingTypeOption,
+} from './types.js';
 
 function show(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
@@ -52,6 +58,7 @@ export function stringOption(name: string, v: unknown): string | undefined {
 
 export const POOLING_TYPES: readonly PoolingTypeOption[] = ['none', 'mean', 'cls', 'last', 'rank'];
 export const CACHE_TYPES: readonly CacheTypeOption[] = ['f16', 'f32', 'q8_0'];
+export const FLASH_ATTN_TYPES: readonly FlashAttnTypeOption[] = ['auto', 'on', 'off'];
 export const LIB_VARIANTS: readonly LibVariant[] = ['default', 'vulkan', 'cuda', 'snapdragon'];
 
 /** The model options the engine worker receives (plain data: no callbacks or signals). */
@@ -69,6 +76,7 @@ export interface EngineModelOptions {
   devices?: string[];
   cache_type_k: CacheTypeOption;
   cache_type_v: CacheTypeOption;
+  flash_attn_type: FlashAttnTypeOption;
   ctx_shift: boolean;
   swa_full: boolean;
   chat_template?: string;
@@ -122,7 +130,7 @@ function limitsOption<T>(name: string, v: unknown): T | undefined {
   return { ...(v as T) };
 }
 
-const IGNORED = ['use_mlock', 'use_mmap', 'flash_attn'];
+const IGNORED = ['use_mlock', 'use_mmap'];
 
 /** Checks loadModel's options (those that need no model); throws LlamaError. */
 export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
@@ -166,6 +174,13 @@ export function checkModelOptions(o: LlamaModelOptions): EngineModelOptions {
     devices,
     cache_type_k: enumOption('cache_type_k', o.cache_type_k, CACHE_TYPES) ?? 'f16',
     cache_type_v: enumOption('cache_type_v', o.cache_type_v, CACHE_TYPES) ?? 'f16',
+    flash_attn_type:
+      enumOption('flash_attn_type', o.flash_attn_type, FLASH_ATTN_TYPES) ??
+      (o.flash_attn === undefined || o.flash_attn === null
+        ? 'auto'
+        : boolOption('flash_attn', o.flash_attn, true)
+          ? 'on'
+          : 'off'),
     ctx_shift: boolOption('ctx_shift', o.ctx_shift, true),
     swa_full: boolOption('swa_full', o.swa_full, false),
     chat_template: stringOption('chat_template', o.chat_template),

@@ -12,6 +12,8 @@ export type LibVariant = 'default' | 'vulkan' | 'cuda' | 'snapdragon';
 export type PoolingTypeOption = 'none' | 'mean' | 'cls' | 'last' | 'rank';
 
 export type CacheTypeOption = 'f16' | 'f32' | 'q8_0';
+/** llama.cpp's flash_attn_type. */
+export type FlashAttnTypeOption = 'auto' | 'on' | 'off';
 
 export interface LlamaModelOptions {
   /** Path of the GGUF file. */
@@ -71,7 +73,15 @@ export interface LlamaModelOptions {
   use_mlock?: boolean;
   /** Accepted for compatibility; weights are always read into memory (no effect). */
   use_mmap?: boolean;
-  /** Accepted for compatibility (flash attention is always on). */
+  /**
+   * Attention as one fused op ('on'; 'auto' resolves to it on every device here, as
+   * llama.cpp's auto does on CPU) or, 'off', as two matrix products with the
+   * probabilities rounded to F16 (llama.cpp's path without flash attention: the answers
+   * of bindings that turn it off, such as node-llama-cpp for Gemma 2). A quantized V cache
+   * needs it on. Default 'auto'.
+   */
+  flash_attn_type?: FlashAttnTypeOption;
+  /** llama.node's older switch, read when flash_attn_type is not given: true 'on', false 'off'. */
   flash_attn?: boolean;
   /** 'default' uses the fastest devices; 'cuda' / 'vulkan' prefer GPU devices when registered. */
   lib_variant?: LibVariant;

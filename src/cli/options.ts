@@ -4,6 +4,7 @@
 // the option parsing helpers.
 import { availableParallelism } from 'node:os';
 import { LlamaError } from '../api/errors.js';
+import type { FlashAttnTypeOption } from '../api/types.js';
 import { type Device, deviceByName } from '../backends/api.js';
 import { GGUFError, openGGUF } from '../gguf/index.js';
 import { ContextError, defaultDevices, ModelError } from '../model/index.js';
@@ -64,6 +65,7 @@ export const SHARED_OPTIONS = {
   threads: { type: 'string', short: 't' },
   'batch-size': { type: 'string', short: 'b' },
   device: { type: 'string' },
+  'flash-attn': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -79,6 +81,7 @@ export const SHARED_HELP: Record<SharedOption, string> = {
   threads: `  -t, --threads N         kernel threads (default ${DEFAULT_THREADS}: the cores, at most 4)`,
   'batch-size': '  -b, --batch-size N      tokens per decode call (default 512)',
   device: "      --device NAME       compute device (see 'llama-ts devices'; default: the fastest)",
+  'flash-attn': '  -fa, --flash-attn V     on, off or auto (default auto: on): attention as one fused op',
   json: '      --json              one JSON object on stdout',
   help: '  -h, --help              show this help',
 };
@@ -95,12 +98,21 @@ export function commandOptions<S extends SharedOption, O extends Record<string, 
 
 /** llama.cpp's two-letter short options, which parseArgs cannot take. */
 export function normalizeArgv(argv: readonly string[]): string[] {
-  return argv.map((a) => (a === '-hf' ? '--hf-repo' : a === '-np' ? '--parallel' : a));
+  const long: Record<string, string> = { '-hf': '--hf-repo', '-np': '--parallel', '-fa': '--flash-attn' };
+  return argv.map((a) => long[a] ?? a);
 }
 
 /** -t: threads, with the one default. */
 export function threadsOption(v: string | undefined): number {
   return intOption('-t', v, DEFAULT_THREADS, 1);
+}
+
+/** -fa: llama.cpp's flash_attn_type (undefined: auto). */
+export function flashAttnOption(v: string | undefined): FlashAttnTypeOption | undefined {
+  if (v === undefined) return undefined;
+  if (v !== 'on' && v !== 'off' && v !== 'auto')
+    throw new UsageError(`--flash-attn must be on, off or auto, got '${v}'`);
+  return v;
 }
 
 /** --device: the name of a registered device (undefined: the default choice). */

@@ -7,6 +7,7 @@
 // Sampling flags are llama.cpp's, read from the option table (src/generation/options.ts).
 import { parseArgs } from 'node:util';
 import type { LlamaContext } from '../api/context.js';
+import type { FlashAttnTypeOption } from '../api/types.js';
 import { loadModel } from '../api/index.js';
 import { checkValue, OPTIONS, type OptionSpec } from '../generation/index.js';
 import {
@@ -16,6 +17,7 @@ import {
   defaultContext,
   deviceOption,
   extractAdapterArgs,
+  flashAttnOption,
   intOption,
   normalizeArgv,
   normalizeSpeculativeArgv,
@@ -58,6 +60,7 @@ ${SHARED_HELP.threads}
 ${SHARED_HELP['ctx-size']} (default: the model's, at most 4096)
 ${SHARED_HELP['batch-size']}
 ${SHARED_HELP.device}
+${SHARED_HELP['flash-attn']}
       --json              print one JSON object: prompt_tokens, generated_tokens, text,
                           timings
       --top-logits K      with --json: the K highest next-token [id, logit] after the prompt
@@ -114,6 +117,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   let nBatch: number;
   let topLogits: number;
   let device: string | undefined;
+  let flashAttn: FlashAttnTypeOption | undefined;
   let sampling: Record<string, unknown>;
   let extras: Record<string, unknown>;
   try {
@@ -133,6 +137,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     topLogits = intOption('--top-logits', o['top-logits'], 0);
     device = deviceOption(o.device);
+    flashAttn = flashAttnOption(o['flash-attn']);
     sampling = samplingFlags(o as Record<string, unknown>);
     extras = adapterModelOptions(o, adapters.lora);
   } catch (e) {
@@ -151,6 +156,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       n_batch: Math.min(nBatch, ctxSize),
       n_threads: threads,
       ...(device ? { devices: [device] } : {}),
+      ...(flashAttn ? { flash_attn_type: flashAttn } : {}),
       ...extras,
     });
     const loadMs = performance.now() - t0;
@@ -219,7 +225,7 @@ function parse(argv: string[]) {
     allowPositionals: true,
     strict: true,
     options: commandOptions(
-      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'batch-size', 'device', 'json', 'help'],
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'batch-size', 'device', 'flash-attn', 'json', 'help'],
       {
         ...flags,
         ...SPECULATIVE_OPTIONS,

@@ -11,6 +11,7 @@ import {
   DEFAULT_THREADS,
   deviceOption,
   extractAdapterArgs,
+  flashAttnOption,
   intOption,
   normalizeArgv,
   normalizeSpeculativeArgv,
@@ -57,6 +58,7 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
       --swa-full          sliding-window layers get a full-size KV cache (any cached prefix
                           stays reusable; more memory)
+  -fa, --flash-attn V     on, off or auto (default auto: on): attention as one fused op
       --chat-template T   chat template override (Jinja text or a built-in name)
       --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
       --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
@@ -129,6 +131,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let server: LlamaServer | undefined;
   try {
     const device = deviceOption(o.device);
+    const flashAttn = flashAttnOption(o['flash-attn']);
     const model = await resolveModelArg({
       model: o.model,
       hfRepo: o['hf-repo'],
@@ -146,6 +149,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(device ? { devices: [device] } : {}),
       ctxShift: !o['no-context-shift'],
       ...(o['swa-full'] ? { swaFull: true } : {}),
+      ...(flashAttn ? { flashAttn } : {}),
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(o.cors !== undefined ? { cors: o.cors } : {}),
       maxQueue,
@@ -228,27 +232,30 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'help'], {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      parallel: { type: 'string' },
-      'api-key': { type: 'string' },
-      cors: { type: 'string' },
-      queue: { type: 'string' },
-      'max-body': { type: 'string' },
-      'max-body-memory': { type: 'string' },
-      timeout: { type: 'string' },
-      'max-connections': { type: 'string' },
-      'shutdown-timeout': { type: 'string' },
-      alias: { type: 'string' },
-      embeddings: { type: 'boolean' },
-      'no-context-shift': { type: 'boolean' },
-      'swa-full': { type: 'boolean' },
-      'chat-template': { type: 'string' },
-      'slot-save-path': { type: 'string' },
-      'log-level': { type: 'string' },
-      reranking: { type: 'boolean' },
-      ...SPECULATIVE_OPTIONS,
-    } as const),
+    options: commandOptions(
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'flash-attn', 'help'],
+      {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        parallel: { type: 'string' },
+        'api-key': { type: 'string' },
+        cors: { type: 'string' },
+        queue: { type: 'string' },
+        'max-body': { type: 'string' },
+        'max-body-memory': { type: 'string' },
+        timeout: { type: 'string' },
+        'max-connections': { type: 'string' },
+        'shutdown-timeout': { type: 'string' },
+        alias: { type: 'string' },
+        embeddings: { type: 'boolean' },
+        'no-context-shift': { type: 'boolean' },
+        'swa-full': { type: 'boolean' },
+        'chat-template': { type: 'string' },
+        'slot-save-path': { type: 'string' },
+        'log-level': { type: 'string' },
+        reranking: { type: 'boolean' },
+        ...SPECULATIVE_OPTIONS,
+      } as const,
+    ),
   });
 }

@@ -194,6 +194,11 @@ export class Context {
     if (!this.embeddings && !model.arch.usesKVCache) {
       throw new ContextError(`${model.arch.name} is an embedding model: create the context with embeddings: true`);
     }
+    // the unfused path multiplies by V transposed, which a block-quantized V cannot be (llama.cpp refuses it too)
+    const vType = model.arch.vFromK ? params.typeK : params.typeV;
+    if (params.flashAttn === false && traitsOf(CACHE_TYPES[vType ?? 'f16']).quantized) {
+      throw new ContextError(`a ${vType} V cache needs flash attention (flashAttn: false was asked)`);
+    }
     for (let il = 0; il < hp.nLayer; il++) {
       for (const [what, type, width] of [
         ['K', params.typeK, headDimK(hp, il)],
@@ -206,11 +211,6 @@ export class Context {
           );
         }
       }
-    }
-    // the unfused path multiplies by V transposed, which a block-quantized V cannot be (llama.cpp refuses it too)
-    const vType = model.arch.vFromK ? params.typeK : params.typeV;
-    if (params.flashAttn === false && traitsOf(CACHE_TYPES[vType ?? 'f16']).quantized) {
-      throw new ContextError(`a ${vType} V cache needs flash attention (flashAttn: false was asked)`);
     }
     this.memory = model.arch.usesKVCache
       ? createMemory(hp, {

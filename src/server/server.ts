@@ -23,6 +23,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
+  type FlashAttnTypeOption,
   type LlamaCompletionOptions,
   type LlamaCompletionResult,
   type LlamaCompletionToken,
@@ -115,6 +116,8 @@ export interface ServerOptions {
   slotSavePath?: string;
   /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
   swaFull?: boolean;
+  /** llama-server's --flash-attn: 'auto' (default; on), 'on' or 'off'. */
+  flashAttn?: FlashAttnTypeOption;
 }
 
 /** Where a server is in its life: loading (503), ready, draining (shutting down: 503 to new requests), closed, or failed to load. */
@@ -278,6 +281,7 @@ export class LlamaServer implements GenerationHost {
         ctx_shift: opts.ctxShift ?? true,
         signal: this.loadAbort.signal,
         ...(opts.swaFull ? { swa_full: true } : {}),
+        ...(opts.flashAttn ? { flash_attn_type: opts.flashAttn } : {}),
         ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
         ...(opts.devices ? { devices: opts.devices } : {}),
         ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
