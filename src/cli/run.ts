@@ -7,8 +7,8 @@
 // Sampling flags are llama.cpp's, read from the option table (src/generation/options.ts).
 import { parseArgs } from 'node:util';
 import type { LlamaContext } from '../api/context.js';
-import type { FlashAttnTypeOption } from '../api/types.js';
 import { loadModel } from '../api/index.js';
+import type { FlashAttnTypeOption } from '../api/types.js';
 import { checkValue, OPTIONS, type OptionSpec } from '../generation/index.js';
 import {
   ADAPTER_HELP,
