@@ -34,6 +34,8 @@ export const gemmaEmbedding: Architecture = {
     const E = hp.nEmbd;
     t.need('token_embd.weight', [E, hp.nVocab]);
     t.need('output_norm.weight', [E]);
+    // (an output projection llama.cpp's loader takes and an embedding model never uses)
+    t.opt('output.weight', [E, hp.nVocab]);
     t.opt('dense_2.weight', [E, -1]);
     t.opt('dense_3.weight', [-1, E]);
     gemma3LayerTensors(hp, t);
