@@ -5,39 +5,10 @@
 // REF_MJS: ../shared/tools/ref.mjs or a copy (logits, top-10, teacher-forced greedy);
 // EMBED_REF_MJS: test/refs/swa/embed-ref.mjs (pooled embeddings). Both expect node-llama-cpp
 // where `npm run bench:vs` installs it (NLC_DIR). Models go to a temporary folder.
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { makeRefs } from '../make-refs-lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
-const root = join(here, '../../..');
-const { generateModel } = await import(join(root, 'dist/src/generator/index.js'));
-const { REF_MODELS } = await import(join(root, 'dist/test/helpers/swa-ref-models.js'));
-const refTool = process.argv[2] ?? join(root, '../shared/tools/ref.mjs');
-const embedTool = process.argv[3] ?? join(here, 'embed-ref.mjs');
-const dir = mkdtempSync(join(tmpdir(), 'llama-ts-refs-'));
-const manifest = {};
-try {
-  for (const m of REF_MODELS) {
-    const path = join(dir, `${m.name}.gguf`);
-    generateModel(m.spec, path);
-    const sha256 = createHash('sha256').update(readFileSync(path)).digest('hex');
-    manifest[m.name] = { sha256 };
-    for (const r of m.refs) {
-      const out = join(here, r.file);
-      const input = join(here, r.input);
-      const args =
-        r.kind === 'embedding'
-          ? [embedTool, path, input, out, '--ctx', String(r.ctx)]
-          : [refTool, path, input, out, '--ctx', String(r.ctx), '--no-second'];
-      process.stderr.write(`${r.file}: node ${args.map((a) => a.replace(dir, '$TMP')).join(' ')}\n`);
-      execFileSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
-    }
-  }
-  writeFileSync(join(here, 'models.json'), `${JSON.stringify(manifest, null, 1)}\n`);
-} finally {
-  rmSync(dir, { recursive: true, force: true });
-}
+const { REF_MODELS } = await import(join(here, '../../../dist/test/helpers/swa-ref-models.js'));
+await makeRefs(here, REF_MODELS, process.argv[2], process.argv[3]);
