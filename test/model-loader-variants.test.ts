@@ -2,7 +2,8 @@
 // ("wrong number of tensors"; checked with node-llama-cpp 3.21.1 for each case below), and
 // so does ours, naming the tensor, instead of loading it with the tensor ignored or used as
 // another architecture would. The accepted variants are checked against llama.cpp's answers
-// in model-variant-refs.test.ts. No ../shared needed: the models are generated.
+// in model-variant-refs.test.ts. Keys llama.cpp's gemma4 loader requires are required here
+// too. No ../shared needed: the models are generated.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { generateModel, type ModelShape, presetSpec } from '../src/generator/index.js';
+import { GGUFWriter, openGGUF } from '../src/gguf/index.js';
 import { Model, ModelError } from '../src/model/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llama-ts-loader-'));
@@ -65,3 +67,36 @@ for (const c of REFUSED) {
     );
   });
 }
+
+/** A copy of `src` without the metadata key `key`. */
+function withoutKey(src: string, key: string): string {
+  const dst = join(dir, `without-${key}.gguf`);
+  const f = openGGUF(src);
+  try {
+    const w = new GGUFWriter({ alignment: f.alignment });
+    for (const [k, kv] of f.metadata) if (k !== key) w.set(k, kv.type, kv.value);
+    for (const t of f.tensors) w.addTensor(t.name, t.type, [...t.dims], f.readTensorData(t));
+    w.write(dst);
+  } finally {
+    f.close();
+  }
+  return dst;
+}
+
+test('gemma4 without a key its llama.cpp loader requires: refused, naming the key', async () => {
+  const path = join(dir, 'tiny-gemma4.gguf');
+  generateModel(presetSpec('tiny-gemma4', 'F32'), path);
+  for (const k of [
+    'attention.sliding_window_pattern',
+    'attention.key_length_swa',
+    'attention.value_length_swa',
+    'embedding_length_per_layer_input',
+  ]) {
+    const key = `gemma4.${k}`;
+    await assert.rejects(
+      Model.load(withoutKey(path, key)),
+      (e: unknown) => e instanceof ModelError && e.message.includes(`missing key '${key}'`),
+      key,
+    );
+  }
+});

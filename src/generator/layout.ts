@@ -282,8 +282,18 @@ function gemmaKeys(
     kv.push(u32('attention.shared_kv_layers', s.sharedKvLayers));
     kv.push(u32('embedding_length_per_layer_input', s.embdPerLayer));
   } else if (arch !== 'gemma2' && s.slidingWindow > 0) {
+    // (an array here is what llama.cpp's gemma3 / gemma-embedding loaders pass over: test/refs/variants)
     kv.push(
-      u32('attention.sliding_window_pattern', typeof s.swaPattern === 'number' && s.swaPattern > 0 ? s.swaPattern : 6),
+      Array.isArray(s.swaPattern)
+        ? {
+            key: `${arch}.attention.sliding_window_pattern`,
+            type: GGUFValueType.ARRAY,
+            value: { itemType: GGUFValueType.BOOL, items: s.swaPattern },
+          }
+        : u32(
+            'attention.sliding_window_pattern',
+            typeof s.swaPattern === 'number' && s.swaPattern > 0 ? s.swaPattern : 6,
+          ),
     );
     kv.push(f32('rope.freq_base_swa', s.ropeFreqBaseSwa));
   }

@@ -2,7 +2,8 @@
 // test/refs/variants/make-refs.mjs): tensor layouts llama.cpp's loaders take besides the one
 // its converters write for the dense and embedding architectures (the projections of
 // ModelShape): q/k/v fused into attn_qkv or separate, biases on projections that usually
-// have none, llama's output bias-free MLP with biases, LongRoPE on llama, qwen2's output bias.
+// have none, LongRoPE on llama, qwen2's output bias; and a gemma3 sliding-window pattern
+// given as an array, which llama.cpp's gemma3 loader passes over.
 
 import { type ModelShape, type ModelSpec, presetSpec } from '../../src/generator/index.js';
 import type { RefModel } from './swa-ref-models.js';
@@ -83,6 +84,12 @@ export const VARIANT_MODELS: RefModel[] = [
       refs: [logits(`tiny-${a}-qkv-F32`, 'F32')],
     }),
   ),
+  {
+    name: 'tiny-gemma3-swa-array-F32',
+    spec: variant('tiny-gemma3', 'F32', { swaPattern: [false, true, false, true, false, true] }),
+    covers: 'gemma3 with sliding_window_pattern as a per-layer array, which llama.cpp passes over (period 6)',
+    refs: [logits('tiny-gemma3-swa-array-F32', 'F32')],
+  },
   ...(['bert', 'gemma-embedding'] as const).map(
     (a): RefModel => ({
       name: `tiny-${a}-qkv-F32`,

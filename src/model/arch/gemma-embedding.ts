@@ -25,7 +25,7 @@ export const gemmaEmbedding: Architecture = {
       causal: false,
       swaType: 'symmetric',
       nSwa: file.getNumber(key('attention.sliding_window')),
-      swaLayers: readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 6),
+      swaLayers: readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 6, false),
       ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBaseSwa),
     };
   },

@@ -25,7 +25,7 @@ export const gemma2: Architecture = {
       ...hp,
       swaType: 'standard',
       nSwa: file.getNumber(key('attention.sliding_window'), 4096),
-      swaLayers: readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 2),
+      swaLayers: readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 2, false),
       ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBase),
       ropeFreqScaleSwa: hp.ropeFreqScale,
       attnSoftcap: file.getNumber(key('attn_logit_softcapping'), 50),
@@ -37,12 +37,13 @@ export const gemma2: Architecture = {
     const E = hp.nEmbd;
     t.need('token_embd.weight', [E, hp.nVocab]);
     t.need('output_norm.weight', [E]);
+    // every layer sized as layer 0, as llama.cpp's loader does (other sizes are refused)
+    const hk = headDimK(hp, 0);
+    const q = hk * headCount(hp, 0);
+    const F = ffLength(hp, 0);
     for (let il = 0; il < hp.nLayer; il++) {
-      const hk = headDimK(hp, il);
-      const q = hk * headCount(hp, il);
-      const F = ffLength(hp, il);
       t.layer(il, 'attn_norm.weight', [E]);
-      t.qkv(il, E, q, hk * headCountKv(hp, il), headDimV(hp, il) * headCountKv(hp, il));
+      t.qkv(il, E, q, hk * headCountKv(hp, 0), headDimV(hp, 0) * headCountKv(hp, 0));
       t.layer(il, 'attn_output.weight', [q, E]);
       t.layer(il, 'post_attention_norm.weight', [E]);
       t.layer(il, 'ffn_norm.weight', [E]);

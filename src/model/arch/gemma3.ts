@@ -32,7 +32,7 @@ export const gemma3: Architecture = {
       swaType: swa ? 'standard' : 'none',
       nSwa: swa ? nSwa : 0,
       swaLayers: swa
-        ? readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 6)
+        ? readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 6, false)
         : new Array<boolean>(hp.nLayer).fill(false),
       ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBaseSwa),
       finalSoftcap: file.getNumber(key('final_logit_softcapping'), 0),
@@ -58,12 +58,13 @@ export const gemma3: Architecture = {
 /** The tensors of Gemma 3's layers (EmbeddingGemma's too). */
 export function gemma3LayerTensors(hp: HParams, t: TensorList): void {
   const E = hp.nEmbd;
+  // every layer sized as layer 0, as llama.cpp's loader does (other sizes are refused)
+  const hk = headDimK(hp, 0);
+  const q = hk * headCount(hp, 0);
+  const F = ffLength(hp, 0);
   for (let il = 0; il < hp.nLayer; il++) {
-    const hk = headDimK(hp, il);
-    const q = hk * headCount(hp, il);
-    const F = ffLength(hp, il);
     t.layer(il, 'attn_norm.weight', [E]);
-    t.qkv(il, E, q, hk * headCountKv(hp, il), headDimV(hp, il) * headCountKv(hp, il));
+    t.qkv(il, E, q, hk * headCountKv(hp, 0), headDimV(hp, 0) * headCountKv(hp, 0));
     t.layer(il, 'attn_output.weight', [q, E]);
     t.layer(il, 'attn_q_norm.weight', [hk]);
     t.layer(il, 'attn_k_norm.weight', [hk]);
