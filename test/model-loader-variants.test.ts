@@ -3,7 +3,7 @@
 // so does ours, naming the tensor, instead of loading it with the tensor ignored or used as
 // another architecture would. The accepted variants are checked against llama.cpp's answers
 // in model-variant-refs.test.ts. Keys llama.cpp's gemma4 loader requires are required here
-// too. No ../shared needed: the models are generated.
+// too (before, the norm epsilons defaulted to 1e-5 and 1e-12). No ../shared needed: the models are generated.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -83,20 +83,32 @@ function withoutKey(src: string, key: string): string {
   return dst;
 }
 
-test('gemma4 without a key its llama.cpp loader requires: refused, naming the key', async () => {
-  const path = join(dir, 'tiny-gemma4.gguf');
-  generateModel(presetSpec('tiny-gemma4', 'F32'), path);
-  for (const k of [
-    'attention.sliding_window_pattern',
-    'attention.key_length_swa',
-    'attention.value_length_swa',
-    'embedding_length_per_layer_input',
-  ]) {
-    const key = `gemma4.${k}`;
-    await assert.rejects(
-      Model.load(withoutKey(path, key)),
-      (e: unknown) => e instanceof ModelError && e.message.includes(`missing key '${key}'`),
-      key,
-    );
-  }
-});
+const REQUIRED_KEYS: [string, string[]][] = [
+  ['tiny-llama', ['llama.attention.layer_norm_rms_epsilon']],
+  ['tiny-qwen2', ['qwen2.attention.layer_norm_rms_epsilon']],
+  ['tiny-phi3', ['phi3.attention.layer_norm_rms_epsilon']],
+  ['tiny-bert', ['bert.attention.layer_norm_epsilon']],
+  [
+    'tiny-gemma4',
+    [
+      'gemma4.attention.sliding_window_pattern',
+      'gemma4.attention.key_length_swa',
+      'gemma4.attention.value_length_swa',
+      'gemma4.embedding_length_per_layer_input',
+    ],
+  ],
+];
+
+for (const [preset, keys] of REQUIRED_KEYS) {
+  test(`${preset} without a key its llama.cpp loader requires (no default): refused, naming the key`, async () => {
+    const path = join(dir, `${preset}.gguf`);
+    generateModel(presetSpec(preset, 'F32'), path);
+    for (const key of keys) {
+      await assert.rejects(
+        Model.load(withoutKey(path, key)),
+        (e: unknown) => e instanceof ModelError && e.message.includes(`missing key '${key}'`),
+        key,
+      );
+    }
+  });
+}

@@ -124,6 +124,11 @@ export class Model {
   private static async fromFile(file: GGUFFile, opts: LoadOptions): Promise<Model> {
     const archName = file.architecture;
     const arch = architecture(archName, file.path);
+    for (const k of arch.requiredKeys ?? []) {
+      const key = `${archName}.${k}`;
+      if (!file.has(key))
+        throw new ModelError(`${file.path}: missing key '${key}' (llama.cpp's ${archName} loader requires it)`);
+    }
     let hp = readHParams(file, archName);
     if (arch.hparams) hp = arch.hparams(hp, file);
     if (arch.ropeMode !== undefined) checkRope(hp, file.path, arch.ropeWholeHead === true);

@@ -13,6 +13,7 @@ import type { Architecture } from './arch.js';
 export const bert: Architecture = {
   name: 'bert',
   usesKVCache: false,
+  requiredKeys: ['attention.layer_norm_epsilon'],
   equalHeadSizes: true,
   rank: { token: 'first', softmax: false },
 

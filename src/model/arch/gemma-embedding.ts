@@ -17,6 +17,7 @@ import { gemma3Layers, gemma3LayerTensors } from './gemma3.js';
 export const gemmaEmbedding: Architecture = {
   name: 'gemma-embedding',
   usesKVCache: false,
+  requiredKeys: ['attention.layer_norm_rms_epsilon', 'attention.sliding_window'],
 
   hparams(hp, file) {
     const key = (k: string) => `gemma-embedding.${k}`;

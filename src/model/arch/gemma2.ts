@@ -17,6 +17,7 @@ import type { Architecture } from './arch.js';
 export const gemma2: Architecture = {
   name: 'gemma2',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
 
   hparams(hp, file) {

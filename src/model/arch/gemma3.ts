@@ -21,6 +21,7 @@ import type { Architecture } from './arch.js';
 export const gemma3: Architecture = {
   name: 'gemma3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
 
   hparams(hp, file) {

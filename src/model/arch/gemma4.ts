@@ -36,6 +36,14 @@ import type { Architecture } from './arch.js';
 export const gemma4: Architecture = {
   name: 'gemma4',
   usesKVCache: true,
+  requiredKeys: [
+    'attention.layer_norm_rms_epsilon',
+    'attention.sliding_window',
+    'attention.sliding_window_pattern',
+    'attention.key_length_swa',
+    'attention.value_length_swa',
+    'embedding_length_per_layer_input',
+  ],
   ropeMode: RopeMode.NEOX,
 
   hparams(hp, file) {
@@ -44,16 +52,6 @@ export const gemma4: Architecture = {
     const nLayerKv = hp.nLayer - shared;
     if (shared > 0 && nLayerKv < 2) {
       throw new ModelError(`${file.path}: ${shared} shared-KV layers leave fewer than 2 layers with their own KV`);
-    }
-    // keys llama.cpp's gemma4 loader requires (no defaults)
-    for (const k of [
-      'attention.sliding_window_pattern',
-      'attention.key_length_swa',
-      'attention.value_length_swa',
-      'embedding_length_per_layer_input',
-    ]) {
-      if (!file.has(key(k)))
-        throw new ModelError(`${file.path}: missing key '${key(k)}' (llama.cpp's gemma4 loader requires it)`);
     }
     // one flag per layer; one number is every layer's flag (llama.cpp's get_key_or_arr), not a period
     const swaLayers = readLayerFlags(file, key('attention.sliding_window_pattern'), hp.nLayer);

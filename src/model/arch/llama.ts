@@ -97,6 +97,7 @@ export function decoderOutput(b: GraphBuilder, x: Tensor): GraphOutputs {
 export const llama: Architecture = {
   name: 'llama',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NORMAL,
   ropeWholeHead: true,
 

@@ -28,6 +28,7 @@ function rope(hp: HParams, w: Weights, nCtx: number): RopeConfig {
 export const phi3: Architecture = {
   name: 'phi3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
   equalHeadSizes: true,
 

@@ -12,6 +12,7 @@ import { decoderTensors } from './llama.js';
 export const qwen2: Architecture = {
   name: 'qwen2',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
   ropeWholeHead: true,
   equalHeadSizes: true,

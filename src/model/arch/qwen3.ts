@@ -14,6 +14,7 @@ import { decoderOutput, decoderTensors } from './llama.js';
 export const qwen3: Architecture = {
   name: 'qwen3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
   // Qwen3-Reranker: the yes/no rows of the output projection, softmaxed, on the last token
   rank: { token: 'last', softmax: true },

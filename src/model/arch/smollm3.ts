@@ -21,6 +21,7 @@ function usesRope(il: number): boolean {
 export const smollm3: Architecture = {
   name: 'smollm3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NORMAL,
   ropeWholeHead: true,
   equalHeadSizes: true,
