@@ -164,6 +164,7 @@ export class Model {
           `${file.path}: tensor '${spec.name}' has shape [${info.dims.join(', ')}], expected [${want}]`,
         );
       }
+      if (spec.skip) continue;
       file.assertSupportedType(info);
       const t = newTensor(info.type, info.dims, info.name).setFlag(TensorFlag.WEIGHT);
       tensors.set(info.name, t);

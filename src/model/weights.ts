@@ -16,6 +16,11 @@ export interface TensorSpec {
    */
   ifPresent?: string;
   ifAbsent?: string;
+  /**
+   * Part of the model but never read (llama.cpp's TENSOR_SKIP, e.g. multi-token-prediction
+   * layers): accepted and shape-checked when present, not loaded.
+   */
+  skip?: boolean;
 }
 
 /** Extra conditions of a layer tensor (see TensorSpec). */
@@ -23,6 +28,7 @@ export interface LayerOpts {
   optional?: boolean;
   ifPresent?: string;
   ifAbsent?: string;
+  skip?: boolean;
 }
 
 /** Collects TensorSpecs in a readable way: `t.need('output_norm.weight', [nEmbd])`. */
@@ -45,6 +51,7 @@ export class TensorList {
     const spec: TensorSpec = { name: `blk.${il}.${name}`, ne, optional: o.optional === true };
     if (o.ifPresent) spec.ifPresent = `blk.${il}.${o.ifPresent}`;
     if (o.ifAbsent) spec.ifAbsent = `blk.${il}.${o.ifAbsent}`;
+    if (o.skip) spec.skip = true;
     this.specs.push(spec);
     return this;
   }
