@@ -79,6 +79,8 @@ function planUsual(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
   // nEmbd^0.25) instead of std 1.
   add('token_embd.weight', [E, nVocab], { mean: 0, std: s.tiedEmbeddings ? E ** -0.25 : 1 });
   if (arch === 'llama') longRopeFactors(s, add);
+  // Llama 3.1's factors run from 1 (high frequencies) to 8 (low ones)
+  if (arch === 'llama' && s.ropeFreqs) add('rope_freqs.weight', [s.ropeDim / 2], { mean: 3, std: 1 });
   const ex = s.experts;
   const hasBias = arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss';
   for (let l = 0; l < s.nLayer; l++) {

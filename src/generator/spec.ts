@@ -201,6 +201,8 @@ export interface ModelShape {
    * `output`, ...; with fused q/k/v, a bias on any of q/k/v gives attn_qkv one).
    */
   projections?: ProjectionLayout;
+  /** llama: a `rope_freqs.weight` RoPE divides its frequencies by (as Llama 3.1's converter writes). */
+  ropeFreqs?: boolean;
   /** gemma-embedding: width of the dense projections after pooling (0: none). */
   denseDim?: number;
   /**
@@ -299,6 +301,7 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     layerOutputScale: s.layerOutputScale ?? false,
     longRope: s.longRope ?? { nCtxOrig: 0, attnFactor: 1 },
     projections: s.projections ?? {},
+    ropeFreqs: s.ropeFreqs ?? false,
     denseDim: s.denseDim ?? 0,
     qkNormScale: s.qkNormScale ?? 1,
     layerKinds: s.layerKinds ?? '',

@@ -47,6 +47,12 @@ export const VARIANT_MODELS: RefModel[] = [
       logits('tiny-llama-qkv-longrope-F32', 'F32', 1024, '-ctx1024'),
     ],
   },
+  {
+    name: 'tiny-llama-head32-freqs-F32',
+    spec: variant('tiny-llama', 'F32', { headDim: 32, ropeFreqs: true }),
+    covers: 'llama with head size 32 (attention.key_length > n_embd / n_head) and rope_freqs (Llama 3.1)',
+    refs: [logits('tiny-llama-head32-freqs-F32', 'F32')],
+  },
   ...(['F32', 'Q8_0'] as const).map(
     (t): RefModel => ({
       name: `tiny-phi3-split-${t}`,
