@@ -112,3 +112,21 @@ for (const [preset, keys] of REQUIRED_KEYS) {
     }
   });
 }
+
+test('bert without a token type count, EmbeddingGemma dense layers without their widths: refused as by llama.cpp', async () => {
+  const bert = join(dir, 'tiny-bert-types.gguf');
+  generateModel(presetSpec('tiny-bert', 'F32'), bert);
+  await assert.rejects(
+    Model.load(withoutKey(bert, 'tokenizer.ggml.token_type_count')),
+    (e: unknown) =>
+      e instanceof ModelError && /token_type_count = 0; a bert model needs a token type count/.test(e.message),
+  );
+  // llama.cpp sizes dense_2 by dense_2_feat_out (0 when absent): the file's tensor does not fit
+  const emb = join(dir, 'tiny-gemma-embedding.gguf');
+  generateModel(presetSpec('tiny-gemma-embedding', 'F32'), emb);
+  await assert.rejects(
+    Model.load(withoutKey(emb, 'gemma-embedding.dense_2_feat_out')),
+    (e: unknown) =>
+      e instanceof ModelError && /tensor 'dense_2\.weight' has shape \[64, 96\], expected \[64, 0\]/.test(e.message),
+  );
+});

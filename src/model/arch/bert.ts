@@ -8,7 +8,12 @@
 
 import * as ops from '../../ggml/ops.js';
 import { view } from '../../ggml/tensor.js';
+import type { HParams } from '../hparams.js';
+import { ModelError } from '../errors.js';
 import type { Architecture } from './arch.js';
+
+/** `tokenizer.ggml.token_type_count` of a loaded bert model (the rows of token_types). */
+const TOKEN_TYPES = new WeakMap<HParams, number>();
 
 export const bert: Architecture = {
   name: 'bert',
@@ -17,15 +22,24 @@ export const bert: Architecture = {
   equalHeadSizes: true,
   rank: { token: 'first', softmax: false },
 
-  hparams(hp) {
-    return { ...hp, causal: false };
+  hparams(hp, file) {
+    // llama.cpp's bert loader: "model needs to define token type count"
+    const nTypes = file.getNumber('tokenizer.ggml.token_type_count', 0);
+    if (!Number.isInteger(nTypes) || nTypes <= 0) {
+      throw new ModelError(
+        `${file.path}: tokenizer.ggml.token_type_count = ${nTypes}; a bert model needs a token type count (as llama.cpp)`,
+      );
+    }
+    const out = { ...hp, causal: false };
+    TOKEN_TYPES.set(out, nTypes);
+    return out;
   },
 
   tensors(hp, t) {
     const { nEmbd: E, nVocab: V, nFf: F, nHeadKv, nEmbdHeadV: hv } = hp;
     t.need('token_embd.weight', [E, V]);
-    t.opt('token_types.weight', [E, -1]);
-    t.need('position_embd.weight', [E, -1]);
+    t.opt('token_types.weight', [E, TOKEN_TYPES.get(hp) ?? -1]);
+    t.need('position_embd.weight', [E, hp.nCtxTrain]);
     t.need('token_embd_norm.weight', [E]);
     t.need('token_embd_norm.bias', [E]);
     for (let il = 0; il < hp.nLayer; il++) {
