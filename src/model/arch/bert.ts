@@ -8,8 +8,8 @@
 
 import * as ops from '../../ggml/ops.js';
 import { view } from '../../ggml/tensor.js';
-import type { HParams } from '../hparams.js';
 import { ModelError } from '../errors.js';
+import type { HParams } from '../hparams.js';
 import type { Architecture } from './arch.js';
 
 /** `tokenizer.ggml.token_type_count` of a loaded bert model (the rows of token_types). */
