@@ -77,6 +77,12 @@ export const VARIANT_MODELS: RefModel[] = [
     refs: [logits('tiny-qwen3-qkv-F32', 'F32')],
   },
   {
+    name: 'tiny-qwen3-yarn-F32',
+    spec: variant('tiny-qwen3', 'F32', { yarn: { factor: 4, originalContext: 128 } }),
+    covers: 'qwen3 with YaRN (factor 4 over an original context of 128)',
+    refs: [logits('tiny-qwen3-yarn-F32', 'F32')],
+  },
+  {
     name: 'tiny-smollm3-biases-F32',
     spec: variant('tiny-smollm3', 'F32', { projections: { biases: QKV_BIASES } }),
     covers: 'smollm3 with q/k/v biases',
