@@ -120,7 +120,7 @@ test('gemma4: a layer with a router but without one of its expert norms is refus
       } finally {
         model.free();
       }
-    }, /layer 1 has a router but no 'blk\.1\.pre_ffw_norm_2\.weight'/);
+    }, /missing tensor 'blk\.1\.pre_ffw_norm_2\.weight'/);
   } finally {
     setLogCallback(null);
   }

@@ -33,6 +33,9 @@ types llama-quantize would choose for FTYPE.
   --n-ff N            override the preset's feed-forward width (n_ff)
   --n-head N          override the preset's attention head count (n_head)
   --n-head-kv N       override the preset's K/V head count (n_head_kv; 1 = multi-query)
+  --qkv fused|split   q/k/v as one attn_qkv, or (phi3) as attn_q/k/v: layouts llama.cpp's loaders also take
+  --biases LIST       add a bias to each of these projections that has none, e.g.
+                      attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down,output
   --quiet             no progress
 A random LoRA adapter for MODEL.gguf (llama.cpp's adapter format):
   --targets LIST      weights to adapt in every layer, of ${LORA_TARGETS.join(', ')}
@@ -58,6 +61,8 @@ export function main(argv: string[]): number {
       'n-ff': { type: 'string' },
       'n-head': { type: 'string' },
       'n-head-kv': { type: 'string' },
+      qkv: { type: 'string' },
+      biases: { type: 'string' },
       quiet: { type: 'boolean' },
       'lora-for': { type: 'string' },
       targets: { type: 'string' },
@@ -116,6 +121,14 @@ export function main(argv: string[]): number {
     const n = Number(v);
     if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n <= 0) return fail(`--${flag} ${v} is not a positive integer`);
     shape[field] = n;
+  }
+  if (values.qkv !== undefined && values.qkv !== 'fused' && values.qkv !== 'split')
+    return fail(`--qkv must be fused or split`);
+  if (values.qkv || values.biases) {
+    shape.projections = {
+      ...(values.qkv ? { qkv: values.qkv as 'fused' | 'split' } : {}),
+      ...(values.biases ? { biases: values.biases.split(',').filter((b) => b !== '') } : {}),
+    };
   }
   const opts = { seed, shape, ...(vocab ? { vocab } : {}), ...(onProgress ? { onProgress } : {}) };
   let spec: ReturnType<typeof presetSpec>;

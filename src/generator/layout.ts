@@ -3,7 +3,7 @@
 import { GGUFValueType } from '../gguf/index.js';
 import { swaPattern } from '../model/hparams.js';
 import { planRecurrent, recurrentKeys } from './layout-recurrent.js';
-import { type GenArch, isGemma, isRecurrentArch, type ResolvedShape } from './spec.js';
+import { type GenArch, isGemma, isRecurrentArch, type ProjectionLayout, type ResolvedShape } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
 /** How a tensor's values are drawn: normal(mean, std). */
@@ -26,6 +26,11 @@ const linear = (fanIn: number): TensorInit => ({ mean: 0, std: 1 / Math.sqrt(fan
 
 /** Tensors of a model in converter order (token embeddings, blocks in module order, head). */
 export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTensor[] {
+  return withProjections(planUsual(arch, s, nVocab), s.projections);
+}
+
+/** The layout the converters write. */
+function planUsual(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTensor[] {
   if (isGemma(arch)) return planGemma(arch, s, nVocab);
   if (arch === 'phi3') return planPhi3(s, nVocab);
   if (isRecurrentArch(arch)) return planRecurrent(arch, s, nVocab);
@@ -73,6 +78,9 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
   // doubles as the output projection, so it gets a scale that keeps logits moderate (std ~
   // nEmbd^0.25) instead of std 1.
   add('token_embd.weight', [E, nVocab], { mean: 0, std: s.tiedEmbeddings ? E ** -0.25 : 1 });
+  if (arch === 'llama') longRopeFactors(s, add);
+  // Llama 3.1's factors run from 1 (high frequencies) to 8 (low ones)
+  if (arch === 'llama' && s.ropeFreqs) add('rope_freqs.weight', [s.ropeDim / 2], { mean: 3, std: 1 });
   const ex = s.experts;
   const hasBias = arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss';
   for (let l = 0; l < s.nLayer; l++) {
@@ -231,6 +239,11 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   }
   if (arch === 'gpt-oss') kv.push(u32('attention.sliding_window', s.slidingWindow || 128));
   if (isGemma(arch)) kv.push(...gemmaKeys(arch, s, u32, f32));
+  if (arch === 'llama' && s.longRope.nCtxOrig > 0) {
+    kv.push({ key: 'llama.rope.scaling.type', type: GGUFValueType.STRING, value: 'longrope' });
+    kv.push(u32('rope.scaling.original_context_length', s.longRope.nCtxOrig));
+    kv.push(f32('rope.scaling.attn_factor', s.longRope.attnFactor));
+  }
   if (arch === 'phi3') {
     if (s.longRope.nCtxOrig > 0) {
       kv.push(u32('rope.scaling.original_context_length', s.longRope.nCtxOrig));
@@ -271,8 +284,18 @@ function gemmaKeys(
     kv.push(u32('attention.shared_kv_layers', s.sharedKvLayers));
     kv.push(u32('embedding_length_per_layer_input', s.embdPerLayer));
   } else if (arch !== 'gemma2' && s.slidingWindow > 0) {
+    // (an array here is what llama.cpp's gemma3 / gemma-embedding loaders pass over: test/refs/variants)
     kv.push(
-      u32('attention.sliding_window_pattern', typeof s.swaPattern === 'number' && s.swaPattern > 0 ? s.swaPattern : 6),
+      Array.isArray(s.swaPattern)
+        ? {
+            key: `${arch}.attention.sliding_window_pattern`,
+            type: GGUFValueType.ARRAY,
+            value: { itemType: GGUFValueType.BOOL, items: s.swaPattern },
+          }
+        : u32(
+            'attention.sliding_window_pattern',
+            typeof s.swaPattern === 'number' && s.swaPattern > 0 ? s.swaPattern : 6,
+          ),
     );
     kv.push(f32('rope.freq_base_swa', s.ropeFreqBaseSwa));
   }
@@ -371,11 +394,7 @@ function planPhi3(s: ResolvedShape, nVocab: number): PlannedTensor[] {
   const q = s.nHead * s.headDim;
   const kv = s.nHeadKv * s.headDim;
   add('token_embd.weight', [E, nVocab], { mean: 0, std: s.tiedEmbeddings ? E ** -0.25 : 1 });
-  if (s.longRope.nCtxOrig > 0) {
-    // LongRoPE divides each pair's frequency by a factor: near 1 for the short set, up to tens for the long one
-    add('rope_factors_long.weight', [s.ropeDim / 2], { mean: 8, std: 3 });
-    add('rope_factors_short.weight', [s.ropeDim / 2], { mean: 1.05, std: 0.03 });
-  }
+  longRopeFactors(s, add);
   for (let l = 0; l < s.nLayer; l++) {
     const b = `blk.${l}.`;
     add(`${b}attn_norm.weight`, [E], NORM);
@@ -387,5 +406,88 @@ function planPhi3(s: ResolvedShape, nVocab: number): PlannedTensor[] {
   }
   add('output_norm.weight', [E], NORM);
   if (!s.tiedEmbeddings) add('output.weight', [E, nVocab], linear(E));
+  return out;
+}
+
+/** LongRoPE's factor sets (phi3, llama), when the shape has them. */
+function longRopeFactors(s: ResolvedShape, add: (name: string, dims: number[], init: TensorInit) => void): void {
+  if (s.longRope.nCtxOrig <= 0) return;
+  // LongRoPE divides each pair's frequency by a factor: near 1 for the short set, up to tens for the long one
+  add('rope_factors_long.weight', [s.ropeDim / 2], { mean: 8, std: 3 });
+  add('rope_factors_short.weight', [s.ropeDim / 2], { mean: 1.05, std: 0.03 });
+}
+
+/**
+ * The converters' layout rewritten to a projection layout llama.cpp's loaders also take:
+ * the named biases added (after their weights), then q/k/v fused into attn_qkv (rows q, k,
+ * v; one bias when any had one) or attn_qkv split into attn_q/k/v (its bias likewise).
+ */
+function withProjections(plan: PlannedTensor[], p: ProjectionLayout): PlannedTensor[] {
+  let out = plan;
+  const biases = new Set(p.biases ?? []);
+  if (biases.size > 0) {
+    out = [];
+    const has = new Set(plan.map((t) => t.name));
+    for (const t of plan) {
+      out.push(t);
+      const m = /^(?:blk\.\d+\.)?([a-z_]+)\.weight$/.exec(t.name);
+      const bias = t.name.replace(/\.weight$/, '.bias');
+      if (m && biases.has(m[1]) && !has.has(bias)) out.push({ name: bias, dims: [t.dims[1]], init: BIAS });
+    }
+  }
+  if (p.qkv === 'fused') out = fuseQkv(out);
+  if (p.qkv === 'split') out = splitQkv(out);
+  return out;
+}
+
+const QKV = ['attn_q', 'attn_k', 'attn_v'] as const;
+
+function fuseQkv(plan: PlannedTensor[]): PlannedTensor[] {
+  const byName = new Map(plan.map((t) => [t.name, t]));
+  const out: PlannedTensor[] = [];
+  for (const t of plan) {
+    const m = /^(blk\.\d+\.)attn_([qkv])\.(weight|bias)$/.exec(t.name);
+    if (!m) {
+      out.push(t);
+      continue;
+    }
+    const [, b, which, kind] = m;
+    if (kind === 'weight' && which === 'q') {
+      const parts = QKV.map((x) => byName.get(`${b}${x}.weight`)!);
+      const rows = parts.reduce((n, x) => n + x.dims[1], 0);
+      out.push({ name: `${b}attn_qkv.weight`, dims: [t.dims[0], rows], init: t.init });
+      if (QKV.some((x) => byName.has(`${b}${x}.bias`)))
+        out.push({ name: `${b}attn_qkv.bias`, dims: [rows], init: BIAS });
+    }
+  }
+  return out;
+}
+
+function splitQkv(plan: PlannedTensor[]): PlannedTensor[] {
+  const out: PlannedTensor[] = [];
+  const weights = new Map<string, number[]>();
+  for (const t of plan) {
+    const m = /^(blk\.\d+\.)attn_qkv\.(weight|bias)$/.exec(t.name);
+    if (!m) {
+      out.push(t);
+      continue;
+    }
+    const [, b, kind] = m;
+    if (kind === 'weight') {
+      // the attn_output that follows tells the query width (n_head · head size)
+      const q = plan.find((x) => x.name === `${b}attn_output.weight`)!.dims[0];
+      const kv = (t.dims[1] - q) / 2;
+      const rows = [q, kv, kv];
+      weights.set(b, rows);
+      QKV.forEach((x, i) => {
+        out.push({ name: `${b}${x}.weight`, dims: [t.dims[0], rows[i]], init: t.init });
+      });
+    } else {
+      const rows = weights.get(b)!;
+      QKV.forEach((x, i) => {
+        out.push({ name: `${b}${x}.bias`, dims: [rows[i]], init: BIAS });
+      });
+    }
+  }
   return out;
 }

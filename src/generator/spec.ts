@@ -195,8 +195,20 @@ export interface ModelShape {
   fullLayersWithoutV?: boolean;
   /** gemma4: a `layer_output_scale` per layer. */
   layerOutputScale?: boolean;
-  /** phi3: LongRoPE factor tensors and `rope.scaling.original_context_length` / `attn_factor`. */
+  /**
+   * phi3 and llama: LongRoPE factor tensors and `rope.scaling.original_context_length` /
+   * `attn_factor` (llama: also `rope.scaling.type` longrope, which its loader needs).
+   */
   longRope?: { nCtxOrig: number; attnFactor: number };
+  /**
+   * Projection layouts llama.cpp's loaders take besides the converters' usual one
+   * (test/refs/variants): q/k/v as one fused attn_qkv or as separate attn_q/k/v (phi3), and
+   * a bias on each named projection that has none (`attn_q`, `attn_output`, `ffn_up`,
+   * `output`, ...; with fused q/k/v, a bias on any of q/k/v gives attn_qkv one).
+   */
+  projections?: ProjectionLayout;
+  /** llama: a `rope_freqs.weight` RoPE divides its frequencies by (as Llama 3.1's converter writes). */
+  ropeFreqs?: boolean;
   /** gemma-embedding: width of the dense projections after pooling (0: none). */
   denseDim?: number;
   /**
@@ -221,6 +233,11 @@ export interface ModelShape {
   ropeSections?: number[];
   /** granitehybrid: `embedding_scale`, `residual_scale`, `logit_scale`, `attention.scale` (0: not written). */
   granite?: { embeddingScale: number; residualScale: number; logitScale: number; attentionScale: number };
+}
+
+export interface ProjectionLayout {
+  qkv?: 'fused' | 'split';
+  biases?: string[];
 }
 
 export type VocabSpec =
@@ -290,6 +307,8 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     fullLayersWithoutV: s.fullLayersWithoutV ?? false,
     layerOutputScale: s.layerOutputScale ?? false,
     longRope: s.longRope ?? { nCtxOrig: 0, attnFactor: 1 },
+    projections: s.projections ?? {},
+    ropeFreqs: s.ropeFreqs ?? false,
     denseDim: s.denseDim ?? 0,
     qkNormScale: s.qkNormScale ?? 1,
     layerKinds: s.layerKinds ?? '',

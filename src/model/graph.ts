@@ -84,6 +84,26 @@ export interface RopeConfig {
   attnFactor?: number;
 }
 
+/** Optional biases of a feed-forward's projections. */
+export interface FfnBiases {
+  gate?: Tensor;
+  up?: Tensor;
+  down?: Tensor;
+}
+
+/**
+ * The frequency factors RoPE divides by (llama.cpp's get_rope_factors): `rope_freqs`
+ * (Llama 3.1+) when the model has it, else LongRoPE's long set when a sequence's context
+ * exceeds the original one (rope.scaling.original_context_length; llama.cpp compares its
+ * context padded to 256), its short set otherwise; none in most models.
+ */
+export function ropeFactors(hp: HParams, w: Weights, nCtx: number): Tensor | undefined {
+  const freqs = w.opt('rope_freqs.weight');
+  if (freqs) return freqs;
+  const long = Math.ceil(nCtx / 256) * 256 > hp.nCtxOrig;
+  return w.opt(long ? 'rope_factors_long.weight' : 'rope_factors_short.weight');
+}
+
 /** ggml_rope_ext's options for layer il (also used to re-rotate shifted cache cells). */
 export function ropeOptions(hp: HParams, cfg: RopeConfig, il: number): ops.RopeOptions {
   const yarn = hp.ropeScaling === 'yarn';
@@ -419,12 +439,15 @@ export class GraphBuilder {
     return { embd, logits };
   }
 
-  /** SwiGLU feed-forward: down · (silu(gate · x) ⊙ (up · x)). */
-  ffnSwiglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number): Tensor {
-    const g = this.cb(this.mm(gate, x), 'ffn_gate', il);
-    const u = this.cb(this.mm(up, x), 'ffn_up', il);
+  /**
+   * SwiGLU feed-forward: down · (silu(gate · x + bg) ⊙ (up · x + bu)) + bd, each bias only
+   * when the model has it (llama's optional MLP biases).
+   */
+  ffnSwiglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number, bias: FfnBiases = {}): Tensor {
+    const g = this.cb(this.linear(gate, bias.gate, x), 'ffn_gate', il);
+    const u = this.cb(this.linear(up, bias.up, x), 'ffn_up', il);
     const s = this.cb(ops.mul(ops.silu(g), u), 'ffn_swiglu', il);
-    return this.cb(this.mm(down, s), 'ffn_out', il);
+    return this.cb(this.linear(down, bias.down, s), 'ffn_out', il);
   }
 
   /**
@@ -557,31 +580,43 @@ export class GraphBuilder {
   }
 
   /**
-   * One fused q/k/v projection (llama.cpp's build_qkv with wqkv): q [hd, nHead, n],
-   * k and v [hd, nHeadKv, n] as views of the rows of wqkv·x (+ bias).
+   * Layer il's q/k/v projections of x as llama.cpp's build_qkv takes them from the file
+   * (TensorList.qkv): one fused attn_qkv (+ bias), q [hd, nHead, n] and k, v [hd, nHeadKv, n]
+   * as views of its rows; or attn_q/k/v, each + its bias when the model has one.
    */
-  qkvFused(w: Tensor, b: Tensor | undefined, x: Tensor, il: number): { q: Tensor; k: Tensor; v: Tensor } {
-    const hp = this.hp;
+  qkv(il: number, x: Tensor): { q: Tensor; k: Tensor; v: Tensor } {
+    const { hp, w } = this;
     const hd = headDimK(hp, il);
     const nh = headCount(hp, il);
     const nkv = headCountKv(hp, il);
-    const qkv = this.cb(this.linear(w, b, x), 'wqkv', il);
-    const n = qkv.ne[1];
-    const e = qkv.nb[0];
-    const part = (heads: number, at: number) => view(qkv, [hd, heads, n], [hd * e, qkv.nb[1]], at * e);
-    return { q: part(nh, 0), k: part(nkv, nh * hd), v: part(nkv, (nh + nkv) * hd) };
+    const n = x.ne[1];
+    const fused = w.layerOpt(il, 'attn_qkv.weight');
+    if (fused) {
+      const qkv = this.cb(this.linear(fused, w.layerOpt(il, 'attn_qkv.bias'), x), 'wqkv', il);
+      const e = qkv.nb[0];
+      const part = (heads: number, at: number) => view(qkv, [hd, heads, n], [hd * e, qkv.nb[1]], at * e);
+      return { q: part(nh, 0), k: part(nkv, nh * hd), v: part(nkv, (nh + nkv) * hd) };
+    }
+    const proj = (p: string, name: string) =>
+      this.cb(this.linear(w.layer(il, `attn_${p}.weight`), w.layerOpt(il, `attn_${p}.bias`), x), name, il);
+    return {
+      q: reshape(proj('q', 'Qcur'), [hd, nh, n]),
+      k: reshape(proj('k', 'Kcur'), [hd, nkv, n]),
+      v: reshape(proj('v', 'Vcur'), [headDimV(hp, il), nkv, n]),
+    };
   }
 
   /**
    * The output head: final RMSNorm (`result_norm`), the output projection (`output.weight`,
-   * or the token embeddings when tied) and, when the model says so, soft-capped logits
+   * or the token embeddings when tied; + `output.bias` when the architecture takes one) and,
+   * when the model says so, soft-capped logits
    * (`result_output`).
    */
   outputHead(x: Tensor): GraphOutputs {
     const w = this.w;
     const embd = this.rmsNorm(x, w.get('output_norm.weight'), 'result_norm');
     const out = w.opt('output.weight') ?? w.get('token_embd.weight');
-    let logits = this.mm(out, embd);
+    let logits = this.linear(out, w.opt('output.bias'), embd);
     if (this.hp.finalSoftcap) logits = this.softcap(logits, this.hp.finalSoftcap);
     return { embd, logits: this.cb(logits, 'result_output') };
   }

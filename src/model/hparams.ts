@@ -2,8 +2,11 @@
 // llama.cpp's defaults for keys a file may omit.
 
 import { type GGUFFile, isArrayValue } from '../gguf/index.js';
+import { logger } from '../log.js';
 import { ModelError } from './errors.js';
 import { type ExpertParams, readExpertParams } from './experts.js';
+
+const log = logger('model');
 
 /**
  * How per-token embeddings become one per sequence (llama_pooling_type); 'rank': a
@@ -239,9 +242,23 @@ export function readPerLayer(file: GGUFFile, key: string, nLayer: number, fallba
 /**
  * `attention.sliding_window_pattern`: a period (every n-th layer full, as set_swa_pattern)
  * or one bool per layer (true: sliding window). Absent: the period `defaultPeriod`.
+ * `arrays` false: the architecture's llama.cpp loader reads a period only, and passes over
+ * an array (its get_key_or_arr into one number), so an array means the default period too.
  */
-export function readSwaPattern(file: GGUFFile, key: string, nLayer: number, defaultPeriod: number): boolean[] {
+export function readSwaPattern(
+  file: GGUFFile,
+  key: string,
+  nLayer: number,
+  defaultPeriod: number,
+  arrays = true,
+): boolean[] {
   const kv = file.get(key);
+  if (kv && isArrayValue(kv.value) && !arrays) {
+    log.warn(
+      `${file.path}: '${key}' is an array; llama.cpp reads only a period here and uses ${defaultPeriod}, as we do`,
+    );
+    return swaPattern(nLayer, defaultPeriod);
+  }
   if (kv && isArrayValue(kv.value)) {
     const items = Array.from(kv.value.items as ArrayLike<unknown>);
     if (items.length !== nLayer) {
@@ -250,6 +267,18 @@ export function readSwaPattern(file: GGUFFile, key: string, nLayer: number, defa
     return items.map((x) => x === true || (typeof x === 'number' && x !== 0));
   }
   return swaPattern(nLayer, file.getNumber(key, defaultPeriod));
+}
+
+/**
+ * A flag per layer from an array of one per layer, or one value for every layer
+ * (llama.cpp's get_key_or_arr into per-layer flags, as gemma4's sliding-window pattern).
+ */
+export function readLayerFlags(file: GGUFFile, key: string, nLayer: number): boolean[] {
+  const kv = file.get(key);
+  if (kv && isArrayValue(kv.value)) return readSwaPattern(file, key, nLayer, 0);
+  const v = kv?.value;
+  const on = v === true || (typeof v === 'number' && v !== 0) || (typeof v === 'bigint' && v !== 0n);
+  return new Array<boolean>(nLayer).fill(on);
 }
 
 /** llama.cpp's LLAMA_MAX_LAYERS. */

@@ -124,9 +124,19 @@ export class Model {
   private static async fromFile(file: GGUFFile, opts: LoadOptions): Promise<Model> {
     const archName = file.architecture;
     const arch = architecture(archName, file.path);
+    for (const k of arch.requiredKeys ?? []) {
+      const key = `${archName}.${k}`;
+      if (!file.has(key))
+        throw new ModelError(`${file.path}: missing key '${key}' (llama.cpp's ${archName} loader requires it)`);
+    }
     let hp = readHParams(file, archName);
     if (arch.hparams) hp = arch.hparams(hp, file);
     if (arch.ropeMode !== undefined) checkRope(hp, file.path, arch.ropeWholeHead === true);
+    if (arch.equalHeadSizes && hp.nEmbdHeadK !== hp.nEmbdHeadV) {
+      throw new ModelError(
+        `${file.path}: ${archName}.attention.key_length = ${hp.nEmbdHeadK} differs from ${archName}.attention.value_length = ${hp.nEmbdHeadV}; llama.cpp's ${archName} graph needs one head size`,
+      );
+    }
 
     // (the vocabulary is built later, while the weights' memory is faulted in, unless the
     // vocabulary size comes from it)
@@ -139,11 +149,14 @@ export class Model {
     const wanted = new Set<string>();
     const tensors = new Map<string, Tensor>();
     for (const spec of list.specs) {
+      if (spec.ifPresent && !file.tensor(spec.ifPresent)) continue;
+      if (spec.ifAbsent && file.tensor(spec.ifAbsent)) continue;
       wanted.add(spec.name);
       const info = file.tensor(spec.name);
       if (!info) {
         if (spec.optional) continue;
-        throw new ModelError(`${file.path}: missing tensor '${spec.name}'`);
+        const or = spec.ifAbsent ? ` (or '${spec.ifAbsent}' in its place)` : '';
+        throw new ModelError(`${file.path}: missing tensor '${spec.name}'${or}`);
       }
       if (!shapeMatches(info.dims, spec.ne)) {
         const want = spec.ne.map((x) => (x < 0 ? '*' : String(x))).join(', ');
@@ -151,6 +164,7 @@ export class Model {
           `${file.path}: tensor '${spec.name}' has shape [${info.dims.join(', ')}], expected [${want}]`,
         );
       }
+      if (spec.skip) continue;
       file.assertSupportedType(info);
       const t = newTensor(info.type, info.dims, info.name).setFlag(TensorFlag.WEIGHT);
       tensors.set(info.name, t);
@@ -163,8 +177,14 @@ export class Model {
         `${file.path}: ${archName}.block_count = ${hp.nLayer}, but the file has tensor '${extra.name}' of a later layer`,
       );
     }
+    // llama.cpp refuses such a file ("wrong number of tensors"): a tensor it would not read
+    // is one whose part in the model this architecture does not know
     if (unused.length > 0) {
-      log.warn(`${file.path}: ${unused.length} tensor(s) not used by ${archName}, e.g. '${unused[0].name}'`);
+      const names = unused.slice(0, 4).map((t) => `'${t.name}'`);
+      if (unused.length > 4) names.push(`and ${unused.length - 4} more`);
+      throw new ModelError(
+        `${file.path}: ${unused.length} tensor(s) not part of a ${archName} model: ${names.join(', ')} (llama.cpp refuses the file too: wrong number of tensors)`,
+      );
     }
 
     // placement: input on the host, the last nGpuLayers layers (and the output past

@@ -9,6 +9,26 @@ export interface TensorSpec {
   name: string;
   ne: number[];
   optional?: boolean;
+  /**
+   * The tensor belongs to the model only when the file has (`ifPresent`) or lacks
+   * (`ifAbsent`) this other tensor: llama.cpp's either-or layouts (a fused attn_qkv or
+   * separate attn_q/k/v), where a tensor of the other layout is one the model does not use.
+   */
+  ifPresent?: string;
+  ifAbsent?: string;
+  /**
+   * Part of the model but never read (llama.cpp's TENSOR_SKIP, e.g. multi-token-prediction
+   * layers): accepted and shape-checked when present, not loaded.
+   */
+  skip?: boolean;
+}
+
+/** Extra conditions of a layer tensor (see TensorSpec). */
+export interface LayerOpts {
+  optional?: boolean;
+  ifPresent?: string;
+  ifAbsent?: string;
+  skip?: boolean;
 }
 
 /** Collects TensorSpecs in a readable way: `t.need('output_norm.weight', [nEmbd])`. */
@@ -25,9 +45,34 @@ export class TensorList {
     return this;
   }
 
-  /** Per-layer tensors: `blk.{il}.{name}`. */
-  layer(il: number, name: string, ne: number[], optional = false): this {
-    this.specs.push({ name: `blk.${il}.${name}`, ne, optional });
+  /** Per-layer tensors: `blk.{il}.{name}` (conditions name other tensors of the same layer). */
+  layer(il: number, name: string, ne: number[], opts: boolean | LayerOpts = false): this {
+    const o = typeof opts === 'boolean' ? { optional: opts } : opts;
+    const spec: TensorSpec = { name: `blk.${il}.${name}`, ne, optional: o.optional === true };
+    if (o.ifPresent) spec.ifPresent = `blk.${il}.${o.ifPresent}`;
+    if (o.ifAbsent) spec.ifAbsent = `blk.${il}.${o.ifAbsent}`;
+    if (o.skip) spec.skip = true;
+    this.specs.push(spec);
+    return this;
+  }
+
+  /**
+   * A layer's q/k/v projections as llama.cpp's create_tensor_qkv takes them: one fused
+   * attn_qkv (rows q, then k, then v; optional bias) or, without it, attn_q/k/v with
+   * optional biases.
+   */
+  qkv(il: number, nEmbd: number, q: number, k: number, v: number): this {
+    const fused = 'attn_qkv.weight';
+    this.layer(il, fused, [nEmbd, q + k + v], true);
+    this.layer(il, 'attn_qkv.bias', [q + k + v], { optional: true, ifPresent: fused });
+    for (const [p, n] of [
+      ['q', q],
+      ['k', k],
+      ['v', v],
+    ] as const) {
+      this.layer(il, `attn_${p}.weight`, [nEmbd, n], { ifAbsent: fused });
+      this.layer(il, `attn_${p}.bias`, [n], { optional: true, ifAbsent: fused });
+    }
     return this;
   }
 }

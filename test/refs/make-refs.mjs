@@ -2,7 +2,7 @@
 // each model with llama-ts's seeded generator (the specs its test uses, from
 // test/helpers/<set>-ref-models.ts), then asks llama.cpp through node-llama-cpp 3.21.1 for
 // its answers. Run from the repository root after `npm run build`:
-//   node test/refs/make-refs.mjs <swa|q8> [REF_MJS] [EMBED_REF_MJS]
+//   node test/refs/make-refs.mjs <swa|q8|variants> [REF_MJS] [EMBED_REF_MJS]
 // REF_MJS: ../shared/tools/ref.mjs or a copy (logits, top-10, teacher-forced greedy);
 // EMBED_REF_MJS: test/refs/swa/embed-ref.mjs (pooled embeddings). Both expect node-llama-cpp
 // where `npm run bench:vs` installs it (NLC_DIR). Models go to a temporary folder; the
@@ -15,16 +15,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// per set: the generated models, and references of ../shared models (their SHA-256 too)
-const SETS = { swa: ['REF_MODELS'], q8: ['Q8_REF_MODELS', 'Q8_FIXTURE_REFS'] };
+// per set: its module in dist/test/helpers/, the generated models, and references of
+// ../shared models (their SHA-256 too)
+const SETS = {
+  swa: ['swa-ref-models', 'REF_MODELS'],
+  q8: ['q8-ref-models', 'Q8_REF_MODELS', 'Q8_FIXTURE_REFS'],
+  variants: ['variant-ref-models', 'VARIANT_MODELS'],
+};
 const set = process.argv[2];
 if (!(set in SETS)) throw new Error(`usage: make-refs.mjs <${Object.keys(SETS).join('|')}> [REF_MJS] [EMBED_REF_MJS]`);
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const here = join(root, 'test/refs', set);
 const { generateModel } = await import(join(root, 'dist/src/generator/index.js'));
-const mod = await import(join(root, `dist/test/helpers/${set}-ref-models.js`));
-const models = mod[SETS[set][0]];
-const fixtures = SETS[set][1] ? mod[SETS[set][1]] : [];
+const [file, modelsName, fixturesName] = SETS[set];
+const mod = await import(join(root, `dist/test/helpers/${file}.js`));
+const models = mod[modelsName];
+const fixtures = fixturesName ? mod[fixturesName] : [];
 const refTool = process.argv[3] ?? join(root, '../shared/tools/ref.mjs');
 const embedTool = process.argv[4] ?? join(root, 'test/refs/swa/embed-ref.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'llama-ts-refs-'));

@@ -22,6 +22,13 @@ export interface Architecture {
   keyRope?(hp: HParams, w: Weights, il: number, nCtx: number): RopeConfig | null;
   /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
   readonly ropeWholeHead?: boolean;
+  /**
+   * `{arch}.*` keys the file must have (llama.cpp's loader reads them without a default and
+   * refuses a file without them), e.g. `attention.layer_norm_rms_epsilon`.
+   */
+  readonly requiredKeys?: readonly string[];
+  /** Keys and values must have one head size (`attention.key_length` = `value_length`), as its llama.cpp graph asserts. */
+  readonly equalHeadSizes?: boolean;
   /** How it ranks with pooling_type rank (a classification head); absent: it cannot. */
   readonly rank?: RankHead;
   /**

@@ -3,43 +3,56 @@
 //   x = LN(tok_embd[t] + type_embd[0] + pos_embd[p])
 //   per layer: h = LN(x + Wo·attn(Wq·x + bq, Wk·x + bk, Wv·x + bv) + bo)
 //              x = LN(h + Wdown·gelu(Wup·h + bup) + bdown)
-// The per-token outputs are pooled (pooling_type: mean, cls, ...) by the context.
+// q/k/v come separate or fused, and every bias is optional (as llama.cpp's loader takes
+// them). The per-token outputs are pooled (pooling_type: mean, cls, ...) by the context.
 
 import * as ops from '../../ggml/ops.js';
-import { reshape, view } from '../../ggml/tensor.js';
+import { view } from '../../ggml/tensor.js';
+import { ModelError } from '../errors.js';
+import type { HParams } from '../hparams.js';
 import type { Architecture } from './arch.js';
+
+/** `tokenizer.ggml.token_type_count` of a loaded bert model (the rows of token_types). */
+const TOKEN_TYPES = new WeakMap<HParams, number>();
 
 export const bert: Architecture = {
   name: 'bert',
   usesKVCache: false,
+  requiredKeys: ['attention.layer_norm_epsilon'],
+  equalHeadSizes: true,
   rank: { token: 'first', softmax: false },
 
-  hparams(hp) {
-    return { ...hp, causal: false };
+  hparams(hp, file) {
+    // llama.cpp's bert loader: "model needs to define token type count"
+    const nTypes = file.getNumber('tokenizer.ggml.token_type_count', 0);
+    if (!Number.isInteger(nTypes) || nTypes <= 0) {
+      throw new ModelError(
+        `${file.path}: tokenizer.ggml.token_type_count = ${nTypes}; a bert model needs a token type count (as llama.cpp)`,
+      );
+    }
+    const out = { ...hp, causal: false };
+    TOKEN_TYPES.set(out, nTypes);
+    return out;
   },
 
   tensors(hp, t) {
-    const { nEmbd: E, nVocab: V, nFf: F, nHead, nHeadKv, nEmbdHeadK: hk, nEmbdHeadV: hv } = hp;
+    const { nEmbd: E, nVocab: V, nFf: F, nHeadKv, nEmbdHeadV: hv } = hp;
     t.need('token_embd.weight', [E, V]);
-    t.opt('token_types.weight', [E, -1]);
-    t.need('position_embd.weight', [E, -1]);
+    t.opt('token_types.weight', [E, TOKEN_TYPES.get(hp) ?? -1]);
+    t.need('position_embd.weight', [E, hp.nCtxTrain]);
     t.need('token_embd_norm.weight', [E]);
     t.need('token_embd_norm.bias', [E]);
     for (let il = 0; il < hp.nLayer; il++) {
-      t.layer(il, 'attn_q.weight', [E, hk * nHead]);
-      t.layer(il, 'attn_q.bias', [hk * nHead]);
-      t.layer(il, 'attn_k.weight', [E, hk * nHeadKv]);
-      t.layer(il, 'attn_k.bias', [hk * nHeadKv]);
-      t.layer(il, 'attn_v.weight', [E, hv * nHeadKv]);
-      t.layer(il, 'attn_v.bias', [hv * nHeadKv]);
-      t.layer(il, 'attn_output.weight', [hv * nHead, E]);
-      t.layer(il, 'attn_output.bias', [E]);
+      // (llama.cpp's shapes: n_embd-wide queries; every bias optional)
+      t.qkv(il, E, E, hv * nHeadKv, hv * nHeadKv);
+      t.layer(il, 'attn_output.weight', [E, E]);
+      t.layer(il, 'attn_output.bias', [E], true);
       t.layer(il, 'attn_output_norm.weight', [E]);
       t.layer(il, 'attn_output_norm.bias', [E]);
       t.layer(il, 'ffn_up.weight', [E, F]);
-      t.layer(il, 'ffn_up.bias', [F]);
+      t.layer(il, 'ffn_up.bias', [F], true);
       t.layer(il, 'ffn_down.weight', [F, E]);
-      t.layer(il, 'ffn_down.bias', [E]);
+      t.layer(il, 'ffn_down.bias', [E], true);
       t.layer(il, 'layer_output_norm.weight', [E]);
       t.layer(il, 'layer_output_norm.bias', [E]);
     }
@@ -52,7 +65,6 @@ export const bert: Architecture = {
 
   build(b) {
     const { hp, w } = b;
-    const n = b.nTokens;
     let x = b.inpEmbd(w.get('token_embd.weight'));
     const types = w.opt('token_types.weight');
     if (types) x = ops.add(x, view(types, [hp.nEmbd], [], 0));
@@ -62,17 +74,8 @@ export const bert: Architecture = {
 
     for (let il = 0; il < hp.nLayer; il++) {
       const L = (name: string) => w.layer(il, name);
-      const q = b.cb(b.linear(L('attn_q.weight'), L('attn_q.bias'), x), 'Qcur', il);
-      const k = b.cb(b.linear(L('attn_k.weight'), L('attn_k.bias'), x), 'Kcur', il);
-      const v = b.cb(b.linear(L('attn_v.weight'), L('attn_v.bias'), x), 'Vcur', il);
-      let cur = b.attention(
-        il,
-        reshape(q, [hp.nEmbdHeadK, hp.nHead, n]),
-        reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]),
-        reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]),
-        L('attn_output.weight'),
-        L('attn_output.bias'),
-      );
+      const { q, k, v } = b.qkv(il, x);
+      let cur = b.attention(il, q, k, v, L('attn_output.weight'), w.layerOpt(il, 'attn_output.bias'));
       let res = x;
       if (il === hp.nLayer - 1) {
         cur = b.selectOutputs(cur);
@@ -80,7 +83,8 @@ export const bert: Architecture = {
       }
       cur = ops.add(cur, res);
       const ffnInp = b.layerNorm(cur, L('attn_output_norm.weight'), L('attn_output_norm.bias'), 'ffn_inp', il);
-      cur = b.ffnGelu(ffnInp, L('ffn_up.weight'), L('ffn_up.bias'), L('ffn_down.weight'), L('ffn_down.bias'), il);
+      const upB = w.layerOpt(il, 'ffn_up.bias');
+      cur = b.ffnGelu(ffnInp, L('ffn_up.weight'), upB, L('ffn_down.weight'), w.layerOpt(il, 'ffn_down.bias'), il);
       cur = ops.add(cur, ffnInp);
       x = b.layerNorm(cur, L('layer_output_norm.weight'), L('layer_output_norm.bias'), 'l_out', il);
     }

@@ -11,13 +11,13 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import { ffLength, headCount, headCountKv, headDimK, headDimV, readSwaPattern } from '../hparams.js';
 import type { Architecture } from './arch.js';
 
 export const gemma2: Architecture = {
   name: 'gemma2',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
 
   hparams(hp, file) {
@@ -26,7 +26,7 @@ export const gemma2: Architecture = {
       ...hp,
       swaType: 'standard',
       nSwa: file.getNumber(key('attention.sliding_window'), 4096),
-      swaLayers: readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 2),
+      swaLayers: readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 2, false),
       ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBase),
       ropeFreqScaleSwa: hp.ropeFreqScale,
       attnSoftcap: file.getNumber(key('attn_logit_softcapping'), 50),
@@ -38,14 +38,13 @@ export const gemma2: Architecture = {
     const E = hp.nEmbd;
     t.need('token_embd.weight', [E, hp.nVocab]);
     t.need('output_norm.weight', [E]);
+    // every layer sized as layer 0, as llama.cpp's loader does (other sizes are refused)
+    const hk = headDimK(hp, 0);
+    const q = hk * headCount(hp, 0);
+    const F = ffLength(hp, 0);
     for (let il = 0; il < hp.nLayer; il++) {
-      const hk = headDimK(hp, il);
-      const q = hk * headCount(hp, il);
-      const F = ffLength(hp, il);
       t.layer(il, 'attn_norm.weight', [E]);
-      t.layer(il, 'attn_q.weight', [E, q]);
-      t.layer(il, 'attn_k.weight', [E, hk * headCountKv(hp, il)]);
-      t.layer(il, 'attn_v.weight', [E, headDimV(hp, il) * headCountKv(hp, il)]);
+      t.qkv(il, E, q, hk * headCountKv(hp, 0), headDimV(hp, 0) * headCountKv(hp, 0));
       t.layer(il, 'attn_output.weight', [q, E]);
       t.layer(il, 'post_attention_norm.weight', [E]);
       t.layer(il, 'ffn_norm.weight', [E]);
@@ -58,24 +57,19 @@ export const gemma2: Architecture = {
 
   build(b) {
     const { hp, w } = b;
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NEOX };
     // the 27B model (46 layers) scales queries by 1/√(n_embd/n_head)
     const qScale = hp.nLayer === 46 ? 1 / Math.sqrt(hp.nEmbd / hp.nHead) : 1 / Math.sqrt(hp.nEmbdHeadK);
     let x = b.cb(ops.scale(b.inpEmbd(w.get('token_embd.weight')), Math.sqrt(hp.nEmbd)), 'inp_scaled');
     for (let il = 0; il < hp.nLayer; il++) {
       const L = (name: string) => w.layer(il, name);
-      const hd = headDimK(hp, il);
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      let q = b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il);
-      let k = b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il);
-      const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
-      q = b.cb(b.rope(reshape(q, [hd, headCount(hp, il), n]), rope, il), 'Qcur', il);
-      k = b.cb(b.rope(reshape(k, [hd, headCountKv(hp, il), n]), rope, il), 'Kcur', il);
+      const qkv = b.qkv(il, cur);
+      let q = b.cb(b.rope(qkv.q, rope, il), 'Qcur', il);
+      const k = b.cb(b.rope(qkv.k, rope, il), 'Kcur', il);
       q = ops.scale(q, qScale);
-      const v3 = reshape(v, [headDimV(hp, il), headCountKv(hp, il), n]);
-      cur = b.attention(il, q, k, v3, L('attn_output.weight'), undefined, 1);
+      cur = b.attention(il, q, k, qkv.v, L('attn_output.weight'), undefined, 1);
 
       let res = x;
       if (il === hp.nLayer - 1) {

@@ -12,7 +12,7 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape, type Tensor } from '../../ggml/tensor.js';
+import type { Tensor } from '../../ggml/tensor.js';
 import type { GraphBuilder } from '../graph.js';
 import { ffLength, type HParams, headCount, headCountKv, headDimK, headDimV, readSwaPattern } from '../hparams.js';
 import type { TensorList } from '../weights.js';
@@ -21,6 +21,7 @@ import type { Architecture } from './arch.js';
 export const gemma3: Architecture = {
   name: 'gemma3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
 
   hparams(hp, file) {
@@ -32,7 +33,7 @@ export const gemma3: Architecture = {
       swaType: swa ? 'standard' : 'none',
       nSwa: swa ? nSwa : 0,
       swaLayers: swa
-        ? readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 6)
+        ? readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 6, false)
         : new Array<boolean>(hp.nLayer).fill(false),
       ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBaseSwa),
       finalSoftcap: file.getNumber(key('final_logit_softcapping'), 0),
@@ -58,14 +59,13 @@ export const gemma3: Architecture = {
 /** The tensors of Gemma 3's layers (EmbeddingGemma's too). */
 export function gemma3LayerTensors(hp: HParams, t: TensorList): void {
   const E = hp.nEmbd;
+  // every layer sized as layer 0, as llama.cpp's loader does (other sizes are refused)
+  const hk = headDimK(hp, 0);
+  const q = hk * headCount(hp, 0);
+  const F = ffLength(hp, 0);
   for (let il = 0; il < hp.nLayer; il++) {
-    const hk = headDimK(hp, il);
-    const q = hk * headCount(hp, il);
-    const F = ffLength(hp, il);
     t.layer(il, 'attn_norm.weight', [E]);
-    t.layer(il, 'attn_q.weight', [E, q]);
-    t.layer(il, 'attn_k.weight', [E, hk * headCountKv(hp, il)]);
-    t.layer(il, 'attn_v.weight', [E, headDimV(hp, il) * headCountKv(hp, il)]);
+    t.qkv(il, E, q, hk * headCountKv(hp, 0), headDimV(hp, 0) * headCountKv(hp, 0));
     t.layer(il, 'attn_output.weight', [q, E]);
     t.layer(il, 'attn_q_norm.weight', [hk]);
     t.layer(il, 'attn_k_norm.weight', [hk]);
@@ -81,24 +81,19 @@ export function gemma3LayerTensors(hp: HParams, t: TensorList): void {
 /** The scaled embeddings through every Gemma 3 layer (EmbeddingGemma's too); queries scaled by qScale. */
 export function gemma3Layers(b: GraphBuilder, qScale: number): Tensor {
   const { hp, w } = b;
-  const n = b.nTokens;
   const rope = { mode: RopeMode.NEOX };
   let x = b.cb(ops.scale(b.inpEmbd(w.get('token_embd.weight')), Math.sqrt(hp.nEmbd)), 'inp_scaled');
   for (let il = 0; il < hp.nLayer; il++) {
     const L = (name: string) => w.layer(il, name);
-    const hd = headDimK(hp, il);
     let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-    let q = b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il);
-    let k = b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il);
-    const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
-    q = b.rmsNorm(reshape(q, [hd, headCount(hp, il), n]), L('attn_q_norm.weight'), 'Qcur_normed', il);
+    const qkv = b.qkv(il, cur);
+    let q = b.rmsNorm(qkv.q, L('attn_q_norm.weight'), 'Qcur_normed', il);
     q = b.cb(b.rope(q, rope, il), 'Qcur', il);
-    k = b.rmsNorm(reshape(k, [hd, headCountKv(hp, il), n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
+    let k = b.rmsNorm(qkv.k, L('attn_k_norm.weight'), 'Kcur_normed', il);
     k = b.cb(b.rope(k, rope, il), 'Kcur', il);
     q = ops.scale(q, qScale);
-    const v3 = reshape(v, [headDimV(hp, il), headCountKv(hp, il), n]);
-    cur = b.attention(il, q, k, v3, L('attn_output.weight'), undefined, 1);
+    cur = b.attention(il, q, k, qkv.v, L('attn_output.weight'), undefined, 1);
 
     let res = x;
     if (il === hp.nLayer - 1) {

@@ -29,13 +29,21 @@ import { permute, reshape, type Tensor, view } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
 import { type ExpertParams, requireExperts } from '../experts.js';
 import type { GraphBuilder } from '../graph.js';
-import { ffLength, headCount, headCountKv, headDimK, isSwa, readSwaPattern } from '../hparams.js';
+import { ffLength, headCount, headCountKv, headDimK, isSwa, readLayerFlags } from '../hparams.js';
 import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
 
 export const gemma4: Architecture = {
   name: 'gemma4',
   usesKVCache: true,
+  requiredKeys: [
+    'attention.layer_norm_rms_epsilon',
+    'attention.sliding_window',
+    'attention.sliding_window_pattern',
+    'attention.key_length_swa',
+    'attention.value_length_swa',
+    'embedding_length_per_layer_input',
+  ],
   ropeMode: RopeMode.NEOX,
 
   hparams(hp, file) {
@@ -45,7 +53,8 @@ export const gemma4: Architecture = {
     if (shared > 0 && nLayerKv < 2) {
       throw new ModelError(`${file.path}: ${shared} shared-KV layers leave fewer than 2 layers with their own KV`);
     }
-    const swaLayers = readSwaPattern(file, key('attention.sliding_window_pattern'), hp.nLayer, 0);
+    // one flag per layer; one number is every layer's flag (llama.cpp's get_key_or_arr), not a period
+    const swaLayers = readLayerFlags(file, key('attention.sliding_window_pattern'), hp.nLayer);
     // shared layers read layer nLayerKv-2 (sliding window) or nLayerKv-1 (full), as llama.cpp
     if (shared > 0 && !(swaLayers[nLayerKv - 2] && !swaLayers[nLayerKv - 1])) {
       throw new ModelError(
@@ -195,22 +204,28 @@ export const gemma4: Architecture = {
 };
 
 /**
- * The expert tensors of layer il, all optional as in llama.cpp (a layer without a router
- * is dense); moeBlock requires the rest once a layer has its router.
+ * The expert tensors of layer il, as llama.cpp's loader takes them: a layer without a router
+ * is dense (and holds none of them); with one, its scale, the three norms, the down stack
+ * and either one fused gate+up stack or separate gate and up stacks are required.
  */
 function expertTensors(t: TensorList, il: number, E: number, moe: ExpertParams): void {
   const nE = moe.nExpert;
   const F = moe.nFfExp;
-  t.layer(il, 'ffn_gate_inp.weight', [E, nE], true);
-  t.layer(il, 'ffn_gate_inp.scale', [E], true);
-  t.layer(il, 'pre_ffw_norm_2.weight', [E], true);
-  t.layer(il, 'post_ffw_norm_1.weight', [E], true);
-  t.layer(il, 'post_ffw_norm_2.weight', [E], true);
-  t.layer(il, 'ffn_gate_up_exps.weight', [E, 2 * F, nE], true);
-  t.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
-  t.layer(il, 'ffn_up_exps.weight', [E, F, nE], true);
-  t.layer(il, 'ffn_down_exps.weight', [F, E, nE], true);
-  for (const s of ['ffn_gate_exps.scale', 'ffn_up_exps.scale', 'ffn_down_exps.scale']) t.layer(il, s, [nE], true);
+  const router = 'ffn_gate_inp.weight';
+  const fused = 'ffn_gate_up_exps.weight';
+  const withRouter = { ifPresent: router };
+  t.layer(il, router, [E, nE], true);
+  t.layer(il, 'ffn_gate_inp.scale', [E], withRouter);
+  t.layer(il, 'pre_ffw_norm_2.weight', [E], withRouter);
+  t.layer(il, 'post_ffw_norm_1.weight', [E], withRouter);
+  t.layer(il, 'post_ffw_norm_2.weight', [E], withRouter);
+  t.layer(il, fused, [E, 2 * F, nE], { optional: true, ifPresent: router });
+  t.layer(il, 'ffn_gate_exps.weight', [E, F, nE], { ifPresent: router, ifAbsent: fused });
+  t.layer(il, 'ffn_up_exps.weight', [E, F, nE], { ifPresent: router, ifAbsent: fused });
+  t.layer(il, 'ffn_down_exps.weight', [F, E, nE], withRouter);
+  for (const s of ['ffn_gate_exps.scale', 'ffn_up_exps.scale', 'ffn_down_exps.scale']) {
+    t.layer(il, s, [nE], { optional: true, ifPresent: router });
+  }
 }
 
 /**

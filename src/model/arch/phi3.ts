@@ -1,4 +1,5 @@
-// phi3: Phi-3, Phi-3.5 and Phi-4-mini. One fused q/k/v projection and one fused gate+up
+// phi3: Phi-3, Phi-3.5 and Phi-4-mini. One fused q/k/v projection (or, as llama.cpp's
+// loader also takes, separate q/k/v; either with optional biases) and one fused gate+up
 // projection per layer; RoPE (NEOX mode) may rotate only part of each head (Phi-4-mini:
 // 3/4), and LongRoPE models divide its frequencies by per-dimension factors, the long set
 // when the context exceeds the original one (rope.scaling.original_context_length), the
@@ -7,32 +8,29 @@
 //   per layer: [q; k; v] = Wqkv·n, n = rmsnorm(x)·attn_norm
 //              h = x + Wo·attn(rope(q), rope(k), v)
 //              x = h + Wdown·(silu(g) ⊙ u), [g; u] = Wup·(rmsnorm(h)·ffn_norm)
-//   logits = Woutput·(rmsnorm(x)·output_norm) (+ output bias)
+//   logits = Woutput·(rmsnorm(x)·output_norm)
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
 import { logger } from '../../log.js';
-import type { RopeConfig } from '../graph.js';
-import { ffLength, type HParams, headCount, headCountKv, headDimK } from '../hparams.js';
+import { type RopeConfig, ropeFactors } from '../graph.js';
+import { type HParams, headDimK } from '../hparams.js';
 import type { Weights } from '../weights.js';
 import type { Architecture } from './arch.js';
+import { ropeFactorTensors } from './llama.js';
 
 const log = logger('model');
 
-/**
- * LongRoPE's frequency factors for a context of nCtx cells (none in most files): the long
- * set beyond the original context. llama.cpp compares its context size padded to 256.
- */
 function rope(hp: HParams, w: Weights, nCtx: number): RopeConfig {
-  const long = Math.ceil(nCtx / 256) * 256 > hp.nCtxOrig;
-  const factors = long ? w.opt('rope_factors_long.weight') : w.opt('rope_factors_short.weight');
-  return { mode: RopeMode.NEOX, freqFactors: factors ?? w.opt('rope_freqs.weight') };
+  return { mode: RopeMode.NEOX, freqFactors: ropeFactors(hp, w, nCtx) };
 }
 
 export const phi3: Architecture = {
   name: 'phi3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
+  equalHeadSizes: true,
 
   hparams(hp, file) {
     if (file.getNumber('phi3.attention.sliding_window', 0) > 0) {
@@ -46,26 +44,20 @@ export const phi3: Architecture = {
   },
 
   tensors(hp, t) {
+    // (llama.cpp's shapes: queries and the output projection n_embd wide)
     const E = hp.nEmbd;
+    const kv = hp.nEmbdHeadV * hp.nHeadKv;
     t.need('token_embd.weight', [E, hp.nVocab]);
     t.need('output_norm.weight', [E]);
     t.opt('output.weight', [E, hp.nVocab]);
-    t.opt('output.bias', [hp.nVocab]);
-    t.opt('rope_factors_long.weight', [hp.nRot / 2]);
-    t.opt('rope_factors_short.weight', [hp.nRot / 2]);
+    ropeFactorTensors(hp, t, true);
     for (let il = 0; il < hp.nLayer; il++) {
-      const hk = headDimK(hp, il);
-      const q = hk * headCount(hp, il);
-      const kv = hk * headCountKv(hp, il);
-      const F = ffLength(hp, il);
       t.layer(il, 'attn_norm.weight', [E]);
-      t.layer(il, 'attn_qkv.weight', [E, q + 2 * kv]);
-      t.layer(il, 'attn_qkv.bias', [q + 2 * kv], true);
-      t.layer(il, 'attn_output.weight', [q, E]);
-      t.layer(il, 'attn_output.bias', [E], true);
+      t.qkv(il, E, E, kv, kv);
+      t.layer(il, 'attn_output.weight', [E, E]);
       t.layer(il, 'ffn_norm.weight', [E]);
-      t.layer(il, 'ffn_up.weight', [E, 2 * F]);
-      t.layer(il, 'ffn_down.weight', [F, E]);
+      t.layer(il, 'ffn_down.weight', [hp.nFf, E]);
+      t.layer(il, 'ffn_up.weight', [E, 2 * hp.nFf]);
     }
   },
 
@@ -78,11 +70,11 @@ export const phi3: Architecture = {
       const residual = x;
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      const { q, k, v } = b.qkvFused(L('attn_qkv.weight'), w.layerOpt(il, 'attn_qkv.bias'), cur, il);
+      const { q, k, v } = b.qkv(il, cur);
       let qr = b.cb(b.rope(q, cfg, il), 'Qcur', il);
       const kr = b.cb(b.rope(k, cfg, il), 'Kcur', il);
       qr = b.cb(ops.scale(qr, 1 / Math.sqrt(headDimK(hp, il))), 'Qcur', il);
-      cur = b.attention(il, qr, kr, v, L('attn_output.weight'), w.layerOpt(il, 'attn_output.bias'), 1);
+      cur = b.attention(il, qr, kr, v, L('attn_output.weight'), undefined, 1);
 
       let res = residual;
       if (il === hp.nLayer - 1) {
@@ -94,9 +86,6 @@ export const phi3: Architecture = {
       cur = b.ffnSwigluFused(cur, L('ffn_up.weight'), L('ffn_down.weight'), il);
       x = b.cb(ops.add(ffnInp, cur), 'l_out', il);
     }
-    const out = b.outputHead(x);
-    const bias = w.opt('output.bias');
-    if (bias && out.logits) out.logits = b.cb(ops.add(out.logits, bias), 'result_output');
-    return out;
+    return b.outputHead(x);
   },
 };

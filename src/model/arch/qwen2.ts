@@ -1,26 +1,28 @@
-// qwen2: Qwen1.5 / Qwen2 / Qwen2.5. A llama-style decoder with biases on q, k and v, and
-// RoPE rotating the two halves of each head (NEOX mode).
+// qwen2: Qwen1.5 / Qwen2 / Qwen2.5. A llama-style decoder with biases on q, k and v (as
+// llama.cpp, optional; q/k/v may also come fused), RoPE rotating the two halves of each head
+// (NEOX mode), and an optional output bias.
 //   per layer: h = x + Wo·attn(rope(Wq·n + bq), rope(Wk·n + bk), Wv·n + bv), n = rmsnorm(x)·attn_norm
 //              x = h + Wdown·(silu(Wgate·m) ⊙ Wup·m),                      m = rmsnorm(h)·ffn_norm
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import type { Architecture } from './arch.js';
-import { decoderOutput, decoderTensors } from './llama.js';
+import { decoderTensors } from './llama.js';
 
 export const qwen2: Architecture = {
   name: 'qwen2',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
+  ropeWholeHead: true,
+  equalHeadSizes: true,
 
   tensors(hp, t) {
-    decoderTensors(hp, t, 'qkv');
+    decoderTensors(hp, t, { outputBias: true, qWidth: 'embd' });
   },
 
   build(b) {
     const { hp, w } = b;
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NEOX };
     let x = b.inpEmbd(w.get('token_embd.weight'));
     for (let il = 0; il < hp.nLayer; il++) {
@@ -28,13 +30,10 @@ export const qwen2: Architecture = {
       const inpSA = x;
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      let q = b.cb(b.linear(L('attn_q.weight'), L('attn_q.bias'), cur), 'Qcur', il);
-      let k = b.cb(b.linear(L('attn_k.weight'), L('attn_k.bias'), cur), 'Kcur', il);
-      const v = b.cb(b.linear(L('attn_v.weight'), L('attn_v.bias'), cur), 'Vcur', il);
-      q = b.cb(b.rope(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), rope, il), 'Qcur', il);
-      k = b.cb(b.rope(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), rope, il), 'Kcur', il);
-      const v3 = reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]);
-      cur = b.attention(il, q, k, v3, L('attn_output.weight'), w.layerOpt(il, 'attn_output.bias'));
+      const { q, k, v } = b.qkv(il, cur);
+      const qr = b.cb(b.rope(q, rope, il), 'Qcur', il);
+      const kr = b.cb(b.rope(k, rope, il), 'Kcur', il);
+      cur = b.attention(il, qr, kr, v, L('attn_output.weight'));
 
       let res = inpSA;
       if (il === hp.nLayer - 1) {
@@ -46,6 +45,6 @@ export const qwen2: Architecture = {
       cur = b.ffnSwiglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
       x = b.cb(ops.add(cur, ffnInp), 'l_out', il);
     }
-    return decoderOutput(b, x);
+    return b.outputHead(x);
   },
 };

@@ -1,4 +1,5 @@
-// qwen3: Qwen3 dense models. A llama-style decoder without biases whose queries and keys
+// qwen3: Qwen3 dense models. A llama-style decoder (q/k/v separate or fused, each with an
+// optional bias, as llama.cpp's loader takes them) whose queries and keys
 // are RMS-normalised per head (q_norm, k_norm, one weight vector of the head size) before
 // RoPE in NEOX mode.
 //   per layer: q = rope(rmsnorm(Wq·n)·q_norm), k = rope(rmsnorm(Wk·n)·k_norm), v = Wv·n
@@ -7,16 +8,18 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import type { Architecture } from './arch.js';
 import { decoderOutput, decoderTensors } from './llama.js';
 
 export const qwen3: Architecture = {
   name: 'qwen3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NEOX,
   // Qwen3-Reranker: the yes/no rows of the output projection, softmaxed, on the last token
   rank: { token: 'last', softmax: true },
+  ropeWholeHead: true,
+  equalHeadSizes: true,
 
   tensors(hp, t) {
     decoderTensors(hp, t);
@@ -29,7 +32,6 @@ export const qwen3: Architecture = {
 
   build(b) {
     const { hp, w } = b;
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NEOX };
     let x = b.inpEmbd(w.get('token_embd.weight'));
     for (let il = 0; il < hp.nLayer; il++) {
@@ -37,15 +39,12 @@ export const qwen3: Architecture = {
       const inpSA = x;
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      let q = b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il);
-      let k = b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il);
-      const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
-      q = b.rmsNorm(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), L('attn_q_norm.weight'), 'Qcur_normed', il);
-      k = b.rmsNorm(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
+      const qkv = b.qkv(il, cur);
+      let q = b.rmsNorm(qkv.q, L('attn_q_norm.weight'), 'Qcur_normed', il);
+      let k = b.rmsNorm(qkv.k, L('attn_k_norm.weight'), 'Kcur_normed', il);
       q = b.cb(b.rope(q, rope, il), 'Qcur', il);
       k = b.cb(b.rope(k, rope, il), 'Kcur', il);
-      const v3 = reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]);
-      cur = b.attention(il, q, k, v3, L('attn_output.weight'));
+      cur = b.attention(il, q, k, qkv.v, L('attn_output.weight'));
 
       let res = inpSA;
       if (il === hp.nLayer - 1) {

@@ -1,15 +1,15 @@
 // smollm3: SmolLM3 (3B). A llama-style decoder in which every 4th layer (3, 7, ...) uses
-// no positional encoding (NoPE): its queries and keys are not rotated.
+// no positional encoding (NoPE): its queries and keys are not rotated. q/k/v come separate
+// or fused, each with an optional bias (llama.cpp's create_tensor_qkv).
 //   per layer: h = x + Wo·attn(r(Wq·n), r(Wk·n), Wv·n), n = rmsnorm(x)·attn_norm
 //              x = h + Wdown·(silu(Wgate·m) ⊙ Wup·m),  m = rmsnorm(h)·ffn_norm
 //   r = RoPE (NORMAL mode) except on NoPE layers; logits = Woutput·(rmsnorm(x)·output_norm)
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import type { HParams } from '../hparams.js';
-import { ffLength, headCount, headCountKv, headDimK, headDimV } from '../hparams.js';
 import type { Architecture } from './arch.js';
+import { decoderTensors } from './llama.js';
 
 /** llama.cpp's n_no_rope_layer_step for SmolLM3 (fixed; not read from the file). */
 const NO_ROPE_STEP = 4;
@@ -21,53 +21,34 @@ function usesRope(il: number): boolean {
 export const smollm3: Architecture = {
   name: 'smollm3',
   usesKVCache: true,
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   ropeMode: RopeMode.NORMAL,
+  ropeWholeHead: true,
+  equalHeadSizes: true,
 
   keyRope(_hp: HParams, _w, il) {
     return usesRope(il) ? { mode: RopeMode.NORMAL } : null;
   },
 
   tensors(hp, t) {
-    const E = hp.nEmbd;
-    t.need('token_embd.weight', [E, hp.nVocab]);
-    t.need('output_norm.weight', [E]);
-    t.opt('output.weight', [E, hp.nVocab]);
-    for (let il = 0; il < hp.nLayer; il++) {
-      const hk = headDimK(hp, il);
-      const q = hk * headCount(hp, il);
-      const F = ffLength(hp, il);
-      t.layer(il, 'attn_norm.weight', [E]);
-      t.layer(il, 'attn_q.weight', [E, q]);
-      t.layer(il, 'attn_k.weight', [E, hk * headCountKv(hp, il)]);
-      t.layer(il, 'attn_v.weight', [E, headDimV(hp, il) * headCountKv(hp, il)]);
-      t.layer(il, 'attn_output.weight', [q, E]);
-      t.layer(il, 'ffn_norm.weight', [E]);
-      t.layer(il, 'ffn_gate.weight', [E, F]);
-      t.layer(il, 'ffn_up.weight', [E, F]);
-      t.layer(il, 'ffn_down.weight', [F, E]);
-    }
+    decoderTensors(hp, t);
   },
 
   build(b) {
     const { hp, w } = b;
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NORMAL };
     let x = b.inpEmbd(w.get('token_embd.weight'));
     for (let il = 0; il < hp.nLayer; il++) {
       const L = (name: string) => w.layer(il, name);
-      const hd = headDimK(hp, il);
       const inpSA = x;
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      let q = reshape(b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il), [hd, headCount(hp, il), n]);
-      let k = reshape(b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il), [hd, headCountKv(hp, il), n]);
-      const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
+      let { q, k, v } = b.qkv(il, cur);
       if (usesRope(il)) {
         q = b.cb(b.rope(q, rope, il), 'Qcur', il);
         k = b.cb(b.rope(k, rope, il), 'Kcur', il);
       }
-      const v3 = reshape(v, [headDimV(hp, il), headCountKv(hp, il), n]);
-      cur = b.attention(il, q, k, v3, L('attn_output.weight'));
+      cur = b.attention(il, q, k, v, L('attn_output.weight'));
 
       let res = inpSA;
       if (il === hp.nLayer - 1) {
