@@ -165,6 +165,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(extras.draft_min !== undefined ? { draftMin: extras.draft_min as number } : {}),
       ...(extras.draft_p_min !== undefined ? { draftPMin: extras.draft_p_min as number } : {}),
       ...(o.reranking ? { reranking: true } : {}),
+      ...(o['cache-dir'] !== undefined ? { cacheDir: o['cache-dir'] } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;
