@@ -75,8 +75,8 @@ after(async () => {
   await new Promise<void>((r) => (hub ? hub.close(() => r()) : r()));
 });
 
-async function openai(path: string, body: unknown): Promise<Json> {
-  const r = await fetch(`${srv.url}${path}`, {
+async function openai(path: string, body: unknown, server = srv): Promise<Json> {
+  const r = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: { ...auth, 'Content-Type': 'application/json' },
     body: JSON.stringify(body),
@@ -149,8 +149,9 @@ describe('models', () => {
     assert.deepEqual(s.details, m.details);
     assert.equal(s.model_info['general.architecture'], 'llama');
     assert.equal(s.model_info['llama.context_length'], 4096);
-    assert.ok(s.capabilities.includes('completion'));
-    assert.equal(typeof s.template, 'string');
+    // the template served (given in place of the model's), with tools and a thinking switch
+    assert.equal(s.template, THINK_SWITCH);
+    assert.deepEqual(s.capabilities, ['completion', 'tools', 'thinking']);
     assert.equal(typeof s.modelfile, 'string');
     // the embedding model says what it does
     const e = (await olEmb.show({ model: 'bert:latest' })) as unknown as Json;
@@ -180,6 +181,22 @@ describe('models', () => {
     assert.equal(r.status, 400);
     assert.deepEqual(Object.keys((await r.json()) as object), ['error']);
     await rejects(olEmb.chat({ model: 'bert', messages: [{ role: 'user', content: 'x' }] }), 501, /embedding model/);
+    // Ollama streams unless told not to: NDJSON lines, the last one done
+    const s = await fetch(`${srv.url}/api/chat`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'x' }], options: { num_predict: 3 } }),
+    });
+    assert.equal(s.headers.get('content-type'), 'application/x-ndjson');
+    const lines = (await s.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Json);
+    assert.deepEqual(
+      lines.map((l) => l.done),
+      [...lines.slice(1).map(() => false), true],
+    );
+    assert.equal(lines.at(-1)!.eval_count, 3);
   });
 });
 
@@ -234,7 +251,7 @@ describe('generation', () => {
     assert.equal(more.response, whole.choices[0].text);
   });
 
-  test('generate through the template (system) is /v1/chat/completions; num_predict, stop, seed map', async () => {
+  test('generate through the template (system) is /v1/chat/completions; num_predict and stop map; load and unload', async () => {
     const messages = [
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Tell a story' },
@@ -269,41 +286,56 @@ describe('generation', () => {
     });
     assert.equal(stopped.done_reason, 'stop');
     assert.equal(stopped.response, r.response!.slice(0, r.response!.indexOf(word)));
-    // sampled with a seed, every mapped option set, on a short raw prompt (under 64 tokens: a
-    // reused prefix then rounds as a whole evaluation does): the OpenAI endpoint's text
-    const sampling = [
-      {
-        seed: 7,
-        temperature: 1.5,
-        top_k: 50,
-        top_p: 0.95,
-        min_p: 0.01,
-        typical_p: 0.9,
-        repeat_penalty: 1.1,
-        repeat_last_n: 16,
-        presence_penalty: 0.5,
-        frequency_penalty: 0.3,
-      },
-      { seed: 3, temperature: 1, mirostat: 2, mirostat_tau: 4, mirostat_eta: 0.2 },
-    ];
-    for (const o of sampling) {
-      const a = await ol.generate({
-        model: 'tiny',
-        prompt: 'Tell a story',
-        raw: true,
-        options: { ...o, num_predict: 10 },
-      });
-      const ref = await openai('/v1/completions', { prompt: 'Tell a story', ...o, max_tokens: 10 });
-      assert.equal(a.response, ref.choices[0].text, JSON.stringify(o));
-      assert.equal(a.eval_count, ref.usage.completion_tokens);
-      const greedy = await openai('/v1/completions', { prompt: 'Tell a story', temperature: 0, max_tokens: 10 });
-      assert.notEqual(a.response, greedy.choices[0].text);
-    }
     // an empty prompt loads the model; keep_alive 0 "unloads" it
     const load = await ol.generate({ model: 'tiny', prompt: '' });
     assert.deepEqual([load.done, load.done_reason, load.response], [true, 'load', '']);
     const unload = await ol.generate({ model: 'tiny', prompt: '', keep_alive: 0 });
     assert.equal(unload.done_reason, 'unload');
+  });
+
+  test('options: seeded sampling with every mapped option is /v1/completions text', async () => {
+    // one slot: a seeded sample here depends on the slot a request lands in (after other
+    // requests filled the slots, the same seeded request gives other text), so both
+    // requests must run in the same one; a short raw prompt, so a reused prefix rounds as
+    // a whole evaluation does
+    const single = await startServer({ parallel: 1, nCtx: 2048, alias: 'tiny', embeddings: false });
+    const one = new Ollama({ host: single.url, headers: auth });
+    try {
+      const sampling = [
+        {
+          seed: 7,
+          temperature: 1.5,
+          top_k: 50,
+          top_p: 0.95,
+          min_p: 0.01,
+          typical_p: 0.9,
+          repeat_penalty: 1.1,
+          repeat_last_n: 16,
+          presence_penalty: 0.5,
+          frequency_penalty: 0.3,
+        },
+        { seed: 3, temperature: 1, mirostat: 2, mirostat_tau: 4, mirostat_eta: 0.2 },
+      ];
+      for (const o of sampling) {
+        const a = await one.generate({
+          model: 'tiny',
+          prompt: 'Tell a story',
+          raw: true,
+          options: { ...o, num_predict: 10 },
+        });
+        const ref = await openai('/v1/completions', { prompt: 'Tell a story', ...o, max_tokens: 10 }, single);
+        assert.equal(a.response, ref.choices[0].text, JSON.stringify(o));
+        assert.equal(a.eval_count, ref.usage.completion_tokens);
+        const greedy = await openai(
+          '/v1/completions',
+          { prompt: 'Tell a story', temperature: 0, max_tokens: 10 },
+          single,
+        );
+        assert.notEqual(a.response, greedy.choices[0].text);
+      }
+    } finally {
+      await single.close();
+    }
   });
 
   test('chat is /v1/chat/completions greedy text, streamed the same', async () => {

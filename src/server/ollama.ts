@@ -42,6 +42,8 @@ export interface OllamaHost extends GenerationHost {
   readonly cacheDir: string;
   /** The model generates (else it only embeds). */
   readonly generates: boolean;
+  /** The chat template the server was given in place of the model's (Jinja text or a built-in name), if any. */
+  readonly chatTemplate: string | undefined;
   /** A 501 unless the server embeds. */
   requireEmbeddings(): void;
   /** Embeddings of the inputs (normalized by llama.cpp's embd_normalize), and their tokens; undefined when the client went away. */
@@ -250,7 +252,7 @@ function show(host: OllamaHost, c: RequestContext): void {
   requireServed(host, name);
   const info = host.modelInfo;
   const path = resolve(host.modelPath);
-  const template = info.metadata['tokenizer.chat_template'] ?? '';
+  const template = host.chatTemplate ?? info.metadata['tokenizer.chat_template'] ?? '';
   const modelInfo: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(info.metadata)) if (k !== 'tokenizer.chat_template') modelInfo[k] = metaValue(v);
   modelInfo['general.parameter_count'] = info.nParams;

@@ -363,6 +363,10 @@ export class LlamaServer implements ollama.OllamaHost {
     return cacheDir(this.opts.cacheDir);
   }
 
+  get chatTemplate(): string | undefined {
+    return this.opts.chatTemplate;
+  }
+
   /** The model generates (else it only embeds or ranks). */
   get generates(): boolean {
     return this.generative;
