@@ -275,6 +275,28 @@ describe('generation', () => {
     assert.equal(r.done_reason, 'length');
     assert.equal(r.eval_count, 12);
     // a stop string ends it early ("stop"), sampled with a seed: the same twice
+    // `context` through the template: the earlier prompt and reply's tokens, then this turn's
+    const next = await ol.generate({
+      model: 'tiny',
+      prompt: 'And then',
+      context: r.context,
+      think: false,
+      options: GREEDY,
+    });
+    const turn = await openai('/apply-template', {
+      messages: [{ role: 'user', content: 'And then' }],
+      enable_thinking: false,
+    });
+    const turnTokens = (await openai('/tokenize', { content: turn.prompt })).tokens as number[];
+    const refNext = await openai('/v1/completions', {
+      prompt: [...r.context, ...turnTokens],
+      max_tokens: 12,
+      temperature: 0,
+      return_tokens: true,
+    });
+    assert.equal(next.prompt_eval_count, r.context.length + turnTokens.length);
+    assert.equal(next.response, refNext.choices[0].text);
+    assert.deepEqual(next.context, [...r.context, ...turnTokens, ...refNext.tokens]);
     // a stop string (from the middle of that reply) ends the same reply there: "stop"
     const word = r.response!.slice(4, 7);
     const stopped = await ol.generate({
