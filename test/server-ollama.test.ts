@@ -387,6 +387,38 @@ describe('generation', () => {
       assert.ok(isDate(ch.created_at));
     }
     assertFinal(chunks.at(-1)!, 'length');
+    // log-probabilities: each generated token's, with its top alternatives, as the OpenAI endpoint's
+    const lpRef = await openai('/v1/chat/completions', {
+      messages,
+      max_tokens: 12,
+      temperature: 0,
+      enable_thinking: false,
+      logprobs: true,
+      top_logprobs: 2,
+    });
+    const lp = (
+      await ol.chat({ model: 'tiny', messages, think: false, options: GREEDY, logprobs: true, top_logprobs: 2 })
+    ).logprobs as unknown as Json[];
+    const strip = (e: Json) => ({
+      token: e.token,
+      logprob: e.logprob,
+      top: (e.top_logprobs as Json[]).map((t) => [t.token, t.logprob]),
+    });
+    assert.equal(lp.length, 12);
+    assert.deepEqual(lp.map(strip), (lpRef.choices[0].logprobs.content as Json[]).map(strip));
+    const streamedLp: Json[] = [];
+    for await (const ch of await ol.chat({
+      model: 'tiny',
+      messages,
+      think: false,
+      options: GREEDY,
+      logprobs: true,
+      top_logprobs: 2,
+      stream: true,
+    })) {
+      streamedLp.push(...((ch.logprobs ?? []) as unknown as Json[]));
+    }
+    assert.deepEqual(streamedLp.map(strip), lp.map(strip));
   });
 
   test('think: the reasoning in message.thinking (and generate.thinking), apart from the content', async () => {

@@ -160,8 +160,23 @@ function humanCount(n: number): string {
   return String(n);
 }
 
+/** Details already read, by path, size and modification time (a header holds the whole vocabulary: parsed once). */
+const detailsCache = new Map<string, Details>();
+
 /** Ollama's `details` of a GGUF file, from its header. */
 function details(path: string): Details {
+  const st = statSync(path);
+  const key = `${path}\0${st.size}\0${st.mtimeMs}`;
+  let d = detailsCache.get(key);
+  if (!d) {
+    d = readDetails(path);
+    if (detailsCache.size >= 64) detailsCache.clear();
+    detailsCache.set(key, d);
+  }
+  return d;
+}
+
+function readDetails(path: string): Details {
   const f = openGGUF(path);
   try {
     const arch = f.architecture;
