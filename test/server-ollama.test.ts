@@ -28,6 +28,8 @@ type Json = Record<string, any>;
 
 const REPO = 'test-owner/Tiny-GGUF';
 const FILE = 'tiny-q8_0.gguf';
+/** The file `hf.co/REPO` (no quantization) names: Q4_K_M, as Ollama's default (the same bytes here). */
+const FILE_Q4 = 'tiny-q4_k_m.gguf';
 
 let srv: LlamaServer;
 let emb: LlamaServer;
@@ -48,8 +50,8 @@ before(async () => {
     const path = new URL(req.url!, 'http://x').pathname;
     if (path === `/api/models/${REPO}`) {
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ siblings: [{ rfilename: 'README.md' }, { rfilename: FILE }] }));
-    } else if (path === `/${REPO}/resolve/main/${FILE}`) {
+      res.end(JSON.stringify({ siblings: [{ rfilename: 'README.md' }, { rfilename: FILE }, { rfilename: FILE_Q4 }] }));
+    } else if (path === `/${REPO}/resolve/main/${FILE}` || path === `/${REPO}/resolve/main/${FILE_Q4}`) {
       res.writeHead(302, {
         Location: `/cdn/${FILE}`,
         'X-Linked-Etag': `"${sha}"`,
@@ -605,5 +607,30 @@ describe('pull and delete', () => {
       ['tiny:latest'],
     );
     await rejects(ol.delete({ model: name }), 404, /not found/);
+    // no quantization named: Q4_K_M
+    assert.deepEqual(await ol.pull({ model: `hf.co/${REPO}` }), { status: 'success' });
+    assert.ok(existsSync(join(cache, ...REPO.split('/'), FILE_Q4)));
+    assert.deepEqual(
+      (await ol.list()).models.map((m) => m.name),
+      ['tiny:latest', `hf.co/${REPO}:Q4_K_M`],
+    );
+    await ol.delete({ model: `hf.co/${REPO}:latest` });
+    assert.equal(existsSync(join(cache, ...REPO.split('/'), FILE_Q4)), false);
+  });
+
+  test('while the model loads: 503 in Ollama shape; /api/version answers', async () => {
+    const loading = await LlamaServer.listen({ model: clientModel(), port: 0 });
+    try {
+      const v = await fetch(`${loading.url}/api/version`);
+      assert.equal(v.status, 200);
+      const r = await fetch(`${loading.url}/api/chat`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'x' }] }),
+      });
+      assert.equal(r.status, 503);
+      assert.deepEqual(await r.json(), { error: 'Loading model' });
+    } finally {
+      await loading.close();
+    }
   });
 });
