@@ -25,7 +25,9 @@ import {
 const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 
 An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/embeddings,
-/v1/rerank, /v1/models, /health, /metrics, /slots, /tokenize, /detokenize, /lora-adapters. It
+/v1/rerank, /v1/models, /health, /metrics, /slots, /tokenize, /detokenize, /lora-adapters;
+and Ollama's API (/api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/ps,
+/api/pull and /api/delete of hf.co/REPO[:QUANT] in --cache-dir, /api/version). It
 listens at once and answers 503 (/health: {"status":"loading model"}) until the model is
 loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.md).
 
@@ -52,7 +54,7 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
       --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long requests in flight may
                           finish (default 30); then streams end with finish_reason
                           "abort". A second signal exits at once.
-      --alias NAME        the model name reported by /v1/models
+      --alias NAME        the model name reported by /v1/models (and Ollama's /api/tags)
       --embeddings        serve /v1/embeddings with a generative model too
       --reranking, --rerank  serve /v1/rerank (a model with pooling_type rank does anyway)
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
@@ -61,7 +63,7 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
   -fa, --flash-attn V     on, off or auto (default auto: on): attention as one fused op
       --chat-template T   chat template override (Jinja text or a built-in name)
       --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
-      --cache-dir DIR     download cache (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
+      --cache-dir DIR     download cache, and /api/pull's (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
 
@@ -169,6 +171,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(extras.draft_min !== undefined ? { draftMin: extras.draft_min as number } : {}),
       ...(extras.draft_p_min !== undefined ? { draftPMin: extras.draft_p_min as number } : {}),
       ...(o.reranking ? { reranking: true } : {}),
+      ...(o['cache-dir'] !== undefined ? { cacheDir: o['cache-dir'] } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;

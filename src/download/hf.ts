@@ -151,7 +151,8 @@ function authHeaders(url: string): Record<string, string> {
   return new URL(url).origin === new URL(hfEndpoint()).origin ? { Authorization: `Bearer ${token}` } : {};
 }
 
-function splitHfSpec(spec: string): { repo: string; quant: string } {
+/** `owner/name[:quant]` as the repository and the lower-case quantization (default q4_k_m). */
+export function splitHfSpec(spec: string): { repo: string; quant: string } {
   const colon = spec.lastIndexOf(':');
   const repo = colon > 0 ? spec.slice(0, colon) : spec;
   const quant = (colon > 0 ? spec.slice(colon + 1) : 'Q4_K_M').toLowerCase();
@@ -160,7 +161,7 @@ function splitHfSpec(spec: string): { repo: string; quant: string } {
 }
 
 /** The GGUF file for `quant` among `names` (not a projector; a single file before a split one). */
-function pickQuant(names: readonly string[], quant: string): string | undefined {
+export function pickQuant(names: readonly string[], quant: string): string | undefined {
   const files = names.filter((n) => n.toLowerCase().endsWith('.gguf') && !/mmproj/i.test(n));
   const matches = files.filter((n) => n.toLowerCase().includes(quant));
   return matches.find((n) => !/-\d{5}-of-\d{5}\.gguf$/i.test(n)) ?? matches[0];
@@ -207,6 +208,8 @@ export interface Progress {
   file: string;
   received: number;
   total: number | undefined;
+  /** The file's sha256 (hex) when the server names it (an LFS file's X-Linked-Etag / ETag). */
+  sha256?: string;
 }
 
 export interface PullOptions {
@@ -301,7 +304,8 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-async function fileSha256(path: string): Promise<string> {
+/** A file's sha256, hex. */
+export async function fileSha256(path: string): Promise<string> {
   const h = createHash('sha256');
   await pipeline(createReadStream(path), h);
   return h.digest('hex');
@@ -407,11 +411,12 @@ async function transfer(url: string, dest: string, name: string, opts: PullOptio
       if (!res.body) throw new DownloadError(`${url}: empty response`);
       let received = append ? offset : 0;
       const report = opts.onProgress;
-      report?.({ file: name, received, total: target.size });
+      const sha = target.sha256 ? { sha256: target.sha256 } : {};
+      report?.({ file: name, received, total: target.size, ...sha });
       const body = Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>);
       body.on('data', (c: Buffer) => {
         received += c.length;
-        report?.({ file: name, received, total: target.size });
+        report?.({ file: name, received, total: target.size, ...sha });
       });
       await pipeline(body, createWriteStream(part, { flags: append ? 'a' : 'w' }));
       if (target.size !== undefined && received < target.size)
@@ -531,7 +536,7 @@ async function offline(p: Promise<string>, missing: string): Promise<string> {
 }
 
 /** A finished download of `repo` for `quant` in the cache, as the repository listing would pick it. */
-async function cachedQuant(dir: string, repo: string, quant: string): Promise<string | undefined> {
+export async function cachedQuant(dir: string, repo: string, quant: string): Promise<string | undefined> {
   const home = join(dir, ...repo.split('/'));
   let names: string[];
   try {

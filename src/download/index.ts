@@ -1,9 +1,11 @@
 // Model downloads (Hugging Face resolve URLs, a local cache, resumable, locked).
 export {
   cacheDir,
+  cachedQuant,
   cachePath,
   DEFAULT_MODEL,
   DownloadError,
+  fileSha256,
   type HfFile,
   HubUnreachableError,
   hfEndpoint,
@@ -11,9 +13,11 @@ export {
   type Progress,
   type PullOptions,
   parseHfPath,
+  pickQuant,
   pull,
   resolveHfRepo,
   resolveModelArg,
   resolveUrl,
+  splitHfSpec,
   ttyProgress,
 } from './hf.js';

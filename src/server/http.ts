@@ -65,7 +65,7 @@ export interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   url: URL;
-  /** The parsed JSON body (POST), else undefined. */
+  /** The parsed JSON body (POST, DELETE), else undefined. */
   body: unknown;
   /** Values of the route's `:name` path segments. */
   params: Record<string, string>;
@@ -74,7 +74,7 @@ export interface RequestContext {
 export type Handler = (c: RequestContext) => Promise<void> | void;
 
 export interface Route {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   /** The path; a segment `:name` matches any one segment (its value in `RequestContext.params`). */
   path: string;
   handler: Handler;
@@ -332,7 +332,7 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
           res.writeHead(corsOk ? 204 : 403, {
             ...(corsOk
               ? {
-                  'Access-Control-Allow-Methods': 'GET, POST',
+                  'Access-Control-Allow-Methods': 'GET, POST, DELETE',
                   'Access-Control-Allow-Headers':
                     typeof asked === 'string' && asked !== ''
                       ? asked
@@ -364,7 +364,8 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
           throw new ApiError(401, 'invalid API key');
         }
         let body: unknown;
-        if (req.method === 'POST') {
+        // DELETE carries a JSON body too (Ollama's /api/delete)
+        if (req.method === 'POST' || req.method === 'DELETE') {
           const raw = await readBody(req, opts.maxBodyBytes, budget);
           try {
             body = raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));

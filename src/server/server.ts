@@ -11,6 +11,8 @@
 //        /completion /completions /infill /apply-template /slots/:id?action= (native.ts:
 //        llama-server's own shapes) /v1/embeddings /embeddings /tokenize /detokenize
 //        /v1/rerank /rerank /v1/reranking /reranking /lora-adapters (GET too)
+//   Ollama's API (ollama.ts, in its shapes): GET /api/tags /api/ps /api/version, POST
+//        /api/show /api/chat /api/generate /api/embed /api/embeddings /api/pull, DELETE /api/delete
 //
 // Life cycle (for running many behind a balancer, docs/replicas.md): listen() opens the
 // port at once and answers 503 ("loading model") until load() is done; shutdown() stops
@@ -33,16 +35,18 @@ import {
   type ModelInfo,
 } from '../api/index.js';
 import type { TemplateLimits } from '../chat/index.js';
+import { cacheDir } from '../download/index.js';
 import { isPrefixKey, PREFIX_KEY_HEADER } from '../generation/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
 import * as anthropic from './anthropic.js';
-import { Cancelled, type GenerationHost } from './host.js';
+import { Cancelled } from './host.js';
 import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
 import * as native from './native.js';
+import * as ollama from './ollama.js';
 import * as oa from './openai.js';
 import * as responses from './responses.js';
 import { SseWriter } from './sse.js';
@@ -118,6 +122,8 @@ export interface ServerOptions {
   swaFull?: boolean;
   /** llama-server's --flash-attn: 'auto' (default; on), 'on' or 'off'. */
   flashAttn?: FlashAttnTypeOption;
+  /** The download cache (Ollama's /api/pull, /api/delete, /api/tags); default as `cacheDir()` (LLAMA_TS_CACHE, ~/.cache/llama-ts). */
+  cacheDir?: string;
 }
 
 /** Where a server is in its life: loading (503), ready, draining (shutting down: 503 to new requests), closed, or failed to load. */
@@ -180,7 +186,7 @@ function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ran
   }
 }
 
-export class LlamaServer implements GenerationHost {
+export class LlamaServer implements ollama.OllamaHost {
   readonly metrics = new Metrics();
   private http!: Server;
   readonly modelId: string;
@@ -357,6 +363,19 @@ export class LlamaServer implements GenerationHost {
     return VERSION;
   }
 
+  get cacheDir(): string {
+    return cacheDir(this.opts.cacheDir);
+  }
+
+  get chatTemplate(): string | undefined {
+    return this.opts.chatTemplate;
+  }
+
+  /** The model generates (else it only embeds or ranks). */
+  get generates(): boolean {
+    return this.generative;
+  }
+
   get templateLimits(): Omit<TemplateLimits, 'shouldStop'> | undefined {
     return this.opts.templateLimits;
   }
@@ -492,6 +511,22 @@ export class LlamaServer implements GenerationHost {
     add('POST', ['/v1/rerank', '/rerank', '/v1/reranking', '/reranking'], (c) => this.rerank(c));
     add('GET', ['/lora-adapters'], (c) => this.loraAdapters(c));
     add('POST', ['/lora-adapters'], (c) => this.setLoraAdapters(c));
+    // Ollama's API answers errors in its own shape ({ error }); /api/version even while loading
+    for (const e of ollama.endpoints(this)) {
+      r.push({
+        method: e.method,
+        path: e.path,
+        errorBody: ollama.errorBody,
+        handler: async (c) => {
+          try {
+            if (e.whileLoading !== true) this.admit(c.res);
+            await e.handler(c);
+          } catch (err) {
+            throw apiError(err);
+          }
+        },
+      });
+    }
     return r;
   }
 
@@ -947,41 +982,59 @@ export class LlamaServer implements GenerationHost {
 
   private async embeddings(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
+    this.requireEmbeddings();
+    const inputs = oa.embeddingInputs(b);
+    const format = b.encoding_format ?? 'float';
+    if (format !== 'float' && format !== 'base64') {
+      throw new ApiError(400, "'encoding_format' must be 'float' or 'base64'", undefined, 'encoding_format');
+    }
+    const out = await this.embed(inputs, 2, c.res);
+    if (!out) return;
+    sendJson(c.res, 200, {
+      object: 'list',
+      model: this.modelId,
+      data: out.vectors.map((e, index) => ({
+        object: 'embedding',
+        index,
+        embedding: format === 'base64' ? oa.base64Floats(e) : Array.from(e),
+      })),
+      usage: { prompt_tokens: out.nTokens, total_tokens: out.nTokens },
+    });
+  }
+
+  /** A 501 unless this server embeds (an embedding model, or --embeddings). */
+  requireEmbeddings(): void {
     if (this.generative && !this.opts.embeddings) {
       throw new ApiError(
         501,
         'this server does not serve embeddings: start it with --embeddings or an embedding model',
       );
     }
-    const inputs = oa.embeddingInputs(b);
-    const format = b.encoding_format ?? 'float';
-    if (format !== 'float' && format !== 'base64') {
-      throw new ApiError(400, "'encoding_format' must be 'float' or 'base64'", undefined, 'encoding_format');
-    }
-    // one input at a time, in order, on the context's embedding sequence
+  }
+
+  /**
+   * Embeddings of `inputs`, one at a time, in order, on the context's embedding sequence,
+   * normalized by `normalize` (llama.cpp's embd_normalize), and the tokens they held;
+   * undefined when the client went away.
+   */
+  async embed(
+    inputs: (string | number[])[],
+    normalize: number,
+    res: ServerResponse,
+  ): Promise<{ vectors: Float32Array[]; nTokens: number } | undefined> {
     const vectors: Float32Array[] = [];
-    let n = 0;
+    let nTokens = 0;
     for (const x of inputs) {
-      if (c.res.destroyed) return;
-      if (Array.isArray(x) && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
-      if (typeof x === 'string' && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
-      const { embedding } = await this.ctx.embedding(x, { embd_normalize: 2 });
+      if (res.destroyed) return undefined;
+      if (x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
+      const { embedding } = await this.ctx.embedding(x, { embd_normalize: normalize });
       vectors.push(embedding);
-      n +=
+      nTokens +=
         typeof x === 'string'
           ? (await this.ctx.tokenize(x, { add_special: true, parse_special: true })).tokens.length
           : x.length;
     }
-    sendJson(c.res, 200, {
-      object: 'list',
-      model: this.modelId,
-      data: vectors.map((e, index) => ({
-        object: 'embedding',
-        index,
-        embedding: format === 'base64' ? oa.base64Floats(e) : Array.from(e),
-      })),
-      usage: { prompt_tokens: n, total_tokens: n },
-    });
+    return { vectors, nTokens };
   }
 }
 
