@@ -56,6 +56,7 @@ import { boolOption, type EngineModelOptions, intOption, loraListOption, optionE
 import { loadSession, saveSession } from './session.js';
 import type {
   EmbeddingParams,
+  EmbeddingResult,
   PoolingTypeOption,
   RerankParams,
   RerankResult,
@@ -951,13 +952,16 @@ export class EngineContext {
   // ---- embeddings ----
 
   /** The (pooled, normalized) embedding of a text (or of token ids). */
-  embedding(text: string | number[], params: EmbeddingParams = {}): Promise<{ embedding: Float32Array }> {
+  embedding(text: string | number[], params: EmbeddingParams = {}): Promise<EmbeddingResult> {
     try {
       this.check();
       if (typeof text !== 'string' && !Array.isArray(text)) {
         throw optionError('text', text, 'must be a string (or an array of token ids)');
       }
       if (params !== null && typeof params !== 'object') throw optionError('params', params, 'must be an object');
+      if (params?.per_token !== undefined && typeof params.per_token !== 'boolean') {
+        throw optionError('per_token', params.per_token, 'must be a boolean');
+      }
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
@@ -980,9 +984,12 @@ export class EngineContext {
       }
       return this.engine.compute(async () => {
         ectx.clearMemory();
-        await ectx.decode({ tokens });
+        const all = ectx.pooling === 'none' && params?.per_token === true;
+        await ectx.decode(all ? { tokens, logits: tokens.map(() => true) } : { tokens });
         const v = ectx.pooling === 'none' ? ectx.getEmbeddings(-1) : ectx.getEmbeddingsSeq(0);
-        return { embedding: normalizeEmbedding(v, mode) };
+        const out: EmbeddingResult = { embedding: normalizeEmbedding(v, mode) };
+        if (all) out.embeddings = tokens.map((_, i) => ectx.getEmbeddings(i).slice());
+        return out;
       });
     };
     return this.embeddingQueue(run).catch((e) => {

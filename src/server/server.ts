@@ -32,6 +32,7 @@ import {
   type ModelInfo,
 } from '../api/index.js';
 import type { TemplateLimits } from '../chat/index.js';
+import type { ChatTemplateInfo } from './host.js';
 import { isPrefixKey, PREFIX_KEY_HEADER } from '../generation/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
@@ -87,8 +88,26 @@ export interface ServerOptions {
   timeout?: number;
   /** Open connections at most (default 512); beyond: 503 and closed. */
   maxConnections?: number;
-  /** The model name reported (default: the file name). */
+  /** The model name reported (default: the file name); a comma-separated list gives several (llama-server's --alias: the id is the first in sorted order). */
   alias?: string;
+  /** Informational tags, listed by /v1/models (llama-server's --tags, comma-separated). */
+  tags?: string;
+  /**
+   * Server-wide defaults of a request's generation fields, by their llama-server names
+   * (llama-server's --temp, --seed, --n-predict): a request that leaves one out gets it;
+   * /props reports them as default_generation_settings.
+   */
+  defaults?: { temperature?: number; seed?: number; n_predict?: number };
+  /** llama-server's --reasoning-budget: 0 turns thinking off (enable_thinking false); N > 0 is each reply's thinking_budget_tokens; -1 (default): no limit. */
+  reasoningBudget?: number;
+  /** GET /slots (llama-server's --slots / --no-slots). Default true; false: a 501. */
+  slots?: boolean;
+  /** llama-server's --verbose: OpenAI-shaped answers carry `__verbose` (the llama-server-shaped result, with the prompt as evaluated). */
+  verbose?: boolean;
+  /** Pooling of /embeddings (llama-server's --pooling); 'none' gives per-token vectors on /embedding and /embeddings, and /v1/embeddings refuses it. */
+  pooling?: 'none' | 'mean' | 'cls' | 'last' | 'rank';
+  /** Seconds without requests after which the model is unloaded (llama-server's --sleep-idle-seconds); the next request that needs it loads it again. Off by default. */
+  sleepIdleSeconds?: number;
   /** Serve /v1/embeddings with a generative model too (a second context). */
   embeddings?: boolean;
   /** Chat template override (Jinja text or a built-in name). */
@@ -157,6 +176,12 @@ function apiError(e: unknown): unknown {
   return e;
 }
 
+/** A comma-separated list (--alias, --tags): trimmed, without empties, sorted and deduplicated as llama-server's sets. */
+export function nameList(v: string | undefined): string[] {
+  if (v === undefined) return [];
+  return [...new Set(v.split(',').map((x) => x.trim()))].filter((x) => x !== '').sort();
+}
+
 /** From the GGUF header: the training context (0 when it does not say), whether the model generates, whether it ranks. */
 function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ranks: boolean } {
   const f = openGGUF(path);
@@ -199,9 +224,23 @@ export class LlamaServer implements GenerationHost {
   private closing: Promise<void> | undefined;
   /** /v1/rerank is served (once loaded). */
   private rerankingValue = false;
+  /** The names /v1/models lists (--alias), sorted; the first is the model's id. */
+  readonly aliases: string[];
+  readonly tags: string[];
+  private templateInfoValue: ChatTemplateInfo | undefined;
+  /** Requests being handled (for --sleep-idle-seconds), and when the last one ended. */
+  private busy = 0;
+  private lastActive = Date.now();
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** The model is unloaded (--sleep-idle-seconds); `asleep` settles once its context is released. */
+  private sleepingValue = false;
+  private asleep: Promise<void> = Promise.resolve();
+  private waking: Promise<void> | undefined;
 
   private constructor(readonly opts: ServerOptions) {
-    this.modelId = opts.alias ?? basename(opts.model);
+    this.aliases = nameList(opts.alias);
+    this.tags = nameList(opts.tags);
+    this.modelId = this.aliases[0] ?? basename(opts.model);
     this.parallel = opts.parallel ?? 4;
     this.maxQueue = opts.maxQueue ?? 64;
   }
@@ -218,6 +257,10 @@ export class LlamaServer implements GenerationHost {
     const timeout = opts.shutdownTimeout ?? 30;
     if (!(timeout >= 0 && Number.isFinite(timeout))) {
       throw new Error(`the shutdown timeout must be a number of seconds ≥ 0, got ${timeout}`);
+    }
+    const idle = opts.sleepIdleSeconds;
+    if (idle !== undefined && !(idle > 0 && Number.isFinite(idle))) {
+      throw new Error(`the idle seconds before sleeping must be a number > 0, got ${idle}`);
     }
     const s = new LlamaServer(opts);
     s.http = createHttpServer(s.routes(), {
@@ -261,55 +304,18 @@ export class LlamaServer implements GenerationHost {
   }
 
   private async loadModel(): Promise<void> {
-    const opts = this.opts;
-    const parallel = this.parallel;
     try {
-      const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
-      const train = nCtxTrain || 4096;
-      const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
-      const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
-      if (generative && nCtxSlot < 8)
-        throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
-      const ctx = await loadModel({
-        model: opts.model,
-        n_ctx: total,
-        n_batch: Math.min(opts.nBatch ?? 512, total),
-        n_parallel: generative ? parallel : 1,
-        ctx_shift: opts.ctxShift ?? true,
-        signal: this.loadAbort.signal,
-        ...(opts.swaFull ? { swa_full: true } : {}),
-        ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
-        ...(opts.devices ? { devices: opts.devices } : {}),
-        ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
-        // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
-        ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
-        ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
-        ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
-        ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
-        ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
-        ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
-        ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
-        ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
-        ...(ranks ? { pooling_type: 'rank' as const } : {}),
-      });
-      try {
-        // --reranking with a model that cannot rank fails here, not on the first request
-        if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
-        if (generative && this.stateValue === 'loading') {
-          await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
-        }
-        if (this.stateValue !== 'loading') throw new Error('the server was shut down while the model loaded');
-      } catch (e) {
-        await ctx.release();
-        throw e;
-      }
-      this.ctxValue = ctx;
-      this.info = ctx.getModelInfo();
-      this.generative = generative;
-      this.nCtxSlotValue = nCtxSlot;
-      this.rerankingValue = ranks || opts.reranking === true;
+      await this.openContext('loading');
       this.stateValue = 'ready';
-      log.info(`ready on ${this.url} (${parallel} slots of ${nCtxSlot} tokens, model ${this.modelId})`);
+      this.lastActive = Date.now();
+      const idle = this.opts.sleepIdleSeconds;
+      if (idle !== undefined) {
+        this.idleTimer = setInterval(() => this.sleepIfIdle(idle), Math.min(1000, idle * 250));
+        this.idleTimer.unref();
+      }
+      log.info(
+        `ready on ${this.url} (${this.parallel} slots of ${this.nCtxSlotValue} tokens, model ${this.modelId})`,
+      );
     } catch (e) {
       if (this.stateValue === 'loading') {
         this.stateValue = 'failed';
@@ -317,6 +323,94 @@ export class LlamaServer implements GenerationHost {
       }
       throw e;
     }
+  }
+
+  /**
+   * Loads the model into a context with the slots enabled: at start, and again when a
+   * request wakes a sleeping server. The server must still be in `state` once it is
+   * loaded (a shutdown meanwhile releases it).
+   */
+  private async openContext(state: ServerState): Promise<void> {
+    const opts = this.opts;
+    const parallel = this.parallel;
+    const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
+    const train = nCtxTrain || 4096;
+    const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
+    const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
+    if (generative && nCtxSlot < 8) throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
+    const pooling = opts.pooling ?? (ranks ? 'rank' : undefined);
+    const ctx = await loadModel({
+      model: opts.model,
+      n_ctx: total,
+      n_batch: Math.min(opts.nBatch ?? 512, total),
+      n_parallel: generative ? parallel : 1,
+      ctx_shift: opts.ctxShift ?? true,
+      signal: this.loadAbort.signal,
+      ...(opts.swaFull ? { swa_full: true } : {}),
+      ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
+      ...(opts.devices ? { devices: opts.devices } : {}),
+      ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
+      // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
+      ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
+      ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
+      ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
+      ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
+      ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
+      ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
+      ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
+      ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
+      ...(pooling !== undefined ? { pooling_type: pooling } : {}),
+    });
+    try {
+      // --reranking with a model that cannot rank fails here, not on the first request
+      if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
+      if (generative && this.stateValue === state) {
+        await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
+      }
+      if (this.stateValue !== state) throw new Error('the server was shut down while the model loaded');
+    } catch (e) {
+      await ctx.release();
+      throw e;
+    }
+    this.ctxValue = ctx;
+    this.info = ctx.getModelInfo();
+    this.templateInfoValue = ctx.getChatTemplateInfo();
+    this.generative = generative;
+    this.nCtxSlotValue = nCtxSlot;
+    this.rerankingValue = ranks || opts.reranking === true;
+  }
+
+  // ---- sleeping (llama-server's --sleep-idle-seconds) ----
+
+  /** Whether the model is unloaded for idleness (/props is_sleeping). */
+  get sleeping(): boolean {
+    return this.sleepingValue;
+  }
+
+  /** Unloads the model once no request has run for `idle` seconds. */
+  private sleepIfIdle(idle: number): void {
+    if (this.stateValue !== 'ready' || this.sleepingValue || this.busy > 0 || this.inFlight > 0) return;
+    if (Date.now() - this.lastActive < idle * 1000) return;
+    const ctx = this.ctxValue;
+    if (!ctx) return;
+    this.sleepingValue = true;
+    this.ctxValue = undefined;
+    log.info(`idle for ${idle} s: unloading the model until the next request`);
+    this.asleep = ctx.release().catch((e) => log.warn(`releasing the model: ${(e as Error)?.message ?? e}`));
+  }
+
+  /** Loads the model again if it sleeps (one load for the requests that arrive meanwhile). */
+  private async wake(): Promise<void> {
+    if (!this.sleepingValue) return;
+    this.waking ??= (async () => {
+      await this.asleep;
+      log.info('a request arrived: loading the model again');
+      await this.openContext('ready');
+      this.sleepingValue = false;
+    })().finally(() => {
+      this.waking = undefined;
+    });
+    await this.waking;
   }
 
   /** Where the server is in its life. */
@@ -333,6 +427,34 @@ export class LlamaServer implements GenerationHost {
   get modelInfo(): ModelInfo {
     if (!this.info) throw new Error('the model is not loaded yet');
     return this.info;
+  }
+
+  /** The chat template and special tokens (once loaded; kept while the model sleeps). */
+  get chatTemplateInfo(): ChatTemplateInfo {
+    if (!this.templateInfoValue) throw new ApiError(503, 'Loading model');
+    return this.templateInfoValue;
+  }
+
+  /** Server-wide request defaults, by library option name: --temp, --seed, --n-predict, --reasoning-budget. */
+  get requestDefaults(): Readonly<LlamaCompletionOptions> {
+    const d = this.opts.defaults ?? {};
+    const budget = this.opts.reasoningBudget;
+    return {
+      ...(d.temperature !== undefined ? { temperature: d.temperature } : {}),
+      ...(d.seed !== undefined ? { seed: d.seed } : {}),
+      ...(d.n_predict !== undefined ? { n_predict: d.n_predict } : {}),
+      // llama-server's reasoning budget 0 renders templates with thinking off
+      ...(budget === 0 ? { enable_thinking: false } : {}),
+      ...(budget !== undefined && budget > 0 ? { thinking_budget_tokens: budget } : {}),
+    };
+  }
+
+  get slotsEndpoint(): boolean {
+    return this.opts.slots ?? true;
+  }
+
+  get verbose(): boolean {
+    return this.opts.verbose === true;
   }
 
   /** Tokens of context per slot (once loaded). */
@@ -383,6 +505,7 @@ export class LlamaServer implements GenerationHost {
   private async drain(timeoutSeconds: number): Promise<void> {
     if (this.stateValue === 'closed') return;
     this.stateValue = 'draining';
+    clearInterval(this.idleTimer);
     this.loadAbort.abort();
     const closed = new Promise<void>((res) => this.http.close(() => res()));
     // keep-alive connections close as soon as their answers end
@@ -412,6 +535,7 @@ export class LlamaServer implements GenerationHost {
       clearInterval(idle);
     }
     await this.loading?.catch(() => {});
+    await this.waking?.catch(() => {});
     await this.ctxValue?.release();
     this.stateValue = 'closed';
   }
@@ -420,10 +544,12 @@ export class LlamaServer implements GenerationHost {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.stateValue !== 'draining') this.stateValue = 'draining';
+      clearInterval(this.idleTimer);
       this.loadAbort.abort();
       const closed = new Promise<void>((res) => this.http.close(() => res()));
       this.http.closeAllConnections();
       await this.loading?.catch(() => {});
+      await this.waking?.catch(() => {});
       await this.ctxValue?.release();
       await closed;
       this.stateValue = 'closed';
@@ -433,15 +559,27 @@ export class LlamaServer implements GenerationHost {
 
   private routes(): Route[] {
     const r: Route[] = [];
-    const add = (method: 'GET' | 'POST', paths: string[], handler: Route['handler'], pub = false) => {
-      const wrapped: Route['handler'] = async (c) => {
+    // every endpoint but /health: admitted only when ready; `model`: the handler needs the
+    // model, loaded again if it sleeps (/models and /props answer without it)
+    const guard =
+      (handler: Route['handler'], model = true): Route['handler'] =>
+      async (c) => {
         try {
           this.admit(c.res);
-          await handler(c);
+          this.busy++;
+          try {
+            if (model) await this.wake();
+            await handler(c);
+          } finally {
+            this.busy--;
+            this.lastActive = Date.now();
+          }
         } catch (e) {
           throw apiError(e);
         }
       };
+    const add = (method: 'GET' | 'POST', paths: string[], handler: Route['handler'], pub = false, model = true) => {
+      const wrapped = guard(handler, model);
       for (const path of paths) r.push({ method, path, handler: wrapped, public: pub });
     };
     r.push(
@@ -452,7 +590,7 @@ export class LlamaServer implements GenerationHost {
         public: true,
       })),
     );
-    add('GET', ['/v1/models', '/models'], (c) => this.models(c), true);
+    add('GET', ['/v1/models', '/models'], (c) => this.models(c), true, false);
     add('GET', ['/metrics'], (c) => this.metricsText(c));
     add('POST', ['/v1/chat/completions', '/chat/completions'], (c) => this.chat(c));
     add('POST', ['/v1/completions'], (c) => this.completions(c));
@@ -465,13 +603,7 @@ export class LlamaServer implements GenerationHost {
       r.push({
         method: 'POST',
         path,
-        handler: async (c) => {
-          try {
-            await handler(c);
-          } catch (e) {
-            throw apiError(e);
-          }
-        },
+        handler: guard(handler),
         errorBody: anthropic.errorBody,
       });
     }
@@ -479,10 +611,11 @@ export class LlamaServer implements GenerationHost {
     add('POST', ['/completion', '/completions'], (c) => native.completion(this, c));
     add('POST', ['/infill'], (c) => native.infill(this, c));
     add('POST', ['/apply-template'], (c) => native.applyTemplate(this, c));
-    add('GET', ['/props'], (c) => native.props(this, c));
+    add('GET', ['/props'], (c) => native.props(this, c), false, false);
     add('GET', ['/slots'], (c) => native.slots(this, c));
     add('POST', ['/slots/:id'], (c) => native.slotAction(this, c, this.opts.slotSavePath));
-    add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
+    add('POST', ['/v1/embeddings'], (c) => this.embeddings(c, true));
+    add('POST', ['/embedding', '/embeddings'], (c) => this.embeddings(c, false));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
     add('POST', ['/detokenize'], (c) => this.detokenize(c));
     add('POST', ['/v1/rerank', '/rerank', '/v1/reranking', '/reranking'], (c) => this.rerank(c));
@@ -636,13 +769,41 @@ export class LlamaServer implements GenerationHost {
    */
   // ---- simple endpoints ----
 
+  /**
+   * /v1/models: OpenAI's list (with llama-server's aliases, tags and meta) and, as
+   * llama-server, Ollama's `models` list with the model's capabilities.
+   */
   private models(c: RequestContext): void {
     const m = this.modelInfo;
     sendJson(c.res, 200, {
+      models: [
+        {
+          name: this.modelId,
+          model: this.modelId,
+          modified_at: '',
+          size: '',
+          digest: '',
+          type: 'model',
+          description: '',
+          tags: [''],
+          capabilities: [this.generative ? 'completion' : 'embedding'],
+          parameters: '',
+          details: {
+            parent_model: '',
+            format: 'gguf',
+            family: '',
+            families: [''],
+            parameter_size: '',
+            quantization_level: '',
+          },
+        },
+      ],
       object: 'list',
       data: [
         {
           id: this.modelId,
+          aliases: this.aliases,
+          tags: this.tags,
           object: 'model',
           created: this.created,
           owned_by: 'llama-ts',
@@ -734,6 +895,9 @@ export class LlamaServer implements GenerationHost {
       this.metrics.rejected++;
       throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
     }
+    // the server's defaults for what the request leaves out (options is the caller's: it reports them)
+    const o = options as Record<string, unknown>;
+    for (const [k, v] of Object.entries(this.requestDefaults)) if (o[k] === undefined) o[k] = v;
     options.prefix_key = requestPrefixKey(res.req);
     this.inFlight++;
     const running: Running = { interrupt: () => {}, ended: false };
@@ -811,6 +975,8 @@ export class LlamaServer implements GenerationHost {
     }
     const nProbs = oa.chatLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined }, nProbs);
+    // --verbose: the prompt as evaluated goes into __verbose
+    if (this.verbose) options.return_tokens = true;
     const n = options.n_cmpl ?? 1;
     const stream = b.stream === true;
     const includeUsage =
@@ -871,6 +1037,7 @@ export class LlamaServer implements GenerationHost {
       })),
       usage: oa.usage(r),
       timings: oa.timings(r),
+      ...(this.verbose ? { __verbose: await native.verboseResult(this, r, options) } : {}),
     });
   }
 
@@ -881,6 +1048,8 @@ export class LlamaServer implements GenerationHost {
     const nProbs = oa.completionLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined, messages: undefined }, nProbs);
     options.prompt = prompt;
+    const returnTokens = options.return_tokens === true;
+    if (this.verbose) options.return_tokens = true;
     const stream = b.stream === true;
     const includeUsage =
       typeof b.stream_options === 'object' && (b.stream_options as oa.Body | null)?.include_usage === true;
@@ -935,13 +1104,19 @@ export class LlamaServer implements GenerationHost {
       usage: oa.usage(r),
       timings: oa.timings(r),
       // llama-server's return_tokens: the generated ids
-      ...(r.tokens ? { tokens: r.tokens } : {}),
+      ...(returnTokens && r.tokens ? { tokens: r.tokens } : {}),
+      ...(this.verbose ? { __verbose: await native.verboseResult(this, r, options) } : {}),
     });
   }
 
   // ---- embeddings ----
 
-  private async embeddings(c: RequestContext): Promise<void> {
+  /**
+   * /v1/embeddings (OpenAI's list) and llama-server's /embedding, /embeddings: a list of
+   * { index, embedding } where `embedding` holds the pooled vector, or with --pooling none
+   * every token's (not normalized); OpenAI's shape has no room for those: a 400 then.
+   */
+  private async embeddings(c: RequestContext, openai: boolean): Promise<void> {
     const b = oa.asObject(c.body);
     if (this.generative && !this.opts.embeddings) {
       throw new ApiError(
@@ -949,32 +1124,54 @@ export class LlamaServer implements GenerationHost {
         'this server does not serve embeddings: start it with --embeddings or an embedding model',
       );
     }
+    const perToken = this.opts.pooling === 'none';
+    if (openai && perToken) {
+      throw new ApiError(
+        400,
+        "pooling 'none' gives a vector per token, which OpenAI's shape cannot hold: use /embeddings, or another --pooling",
+      );
+    }
     const inputs = oa.embeddingInputs(b);
     const format = b.encoding_format ?? 'float';
     if (format !== 'float' && format !== 'base64') {
       throw new ApiError(400, "'encoding_format' must be 'float' or 'base64'", undefined, 'encoding_format');
     }
+    let normalize = 2;
+    if (!openai && b.embd_normalize !== undefined && b.embd_normalize !== null) {
+      if (!Number.isInteger(b.embd_normalize) || (b.embd_normalize as number) < -1) {
+        throw new ApiError(400, "'embd_normalize' must be an integer ≥ -1", undefined, 'embd_normalize');
+      }
+      normalize = b.embd_normalize as number;
+    }
     // one input at a time, in order, on the context's embedding sequence
-    const vectors: Float32Array[] = [];
+    const vectors: Float32Array[][] = [];
     let n = 0;
     for (const x of inputs) {
       if (c.res.destroyed) return;
       if (Array.isArray(x) && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
       if (typeof x === 'string' && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
-      const { embedding } = await this.ctx.embedding(x, { embd_normalize: 2 });
-      vectors.push(embedding);
+      const r = await this.ctx.embedding(x, { embd_normalize: normalize, ...(perToken ? { per_token: true } : {}) });
+      vectors.push(r.embeddings ?? [r.embedding]);
       n +=
         typeof x === 'string'
           ? (await this.ctx.tokenize(x, { add_special: true, parse_special: true })).tokens.length
           : x.length;
     }
+    if (!openai) {
+      sendJson(
+        c.res,
+        200,
+        vectors.map((rows, index) => ({ index, embedding: rows.map((e) => Array.from(e)) })),
+      );
+      return;
+    }
     sendJson(c.res, 200, {
       object: 'list',
       model: this.modelId,
-      data: vectors.map((e, index) => ({
+      data: vectors.map((rows, index) => ({
         object: 'embedding',
         index,
-        embedding: format === 'base64' ? oa.base64Floats(e) : Array.from(e),
+        embedding: format === 'base64' ? oa.base64Floats(rows[0]!) : Array.from(rows[0]!),
       })),
       usage: { prompt_tokens: n, total_tokens: n },
     });
