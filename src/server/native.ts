@@ -61,10 +61,10 @@ async function prompts(host: GenerationHost, p: unknown): Promise<{ list: (strin
  * llama-server's answer on a text-only model.
  */
 function objectPrompt(x: Body, at: string): string {
-  if (typeof x.prompt_string !== 'string') throw bad(`'${at}.prompt_string' must be a string`, at);
+  if (typeof x.prompt_string !== 'string') throw bad(`'${at}.prompt_string' must be a string`, 'prompt');
   const media = x.multimodal_data;
   if (media !== undefined && media !== null && !(Array.isArray(media) && media.length === 0)) {
-    throw bad(`'${at}.multimodal_data': this model takes no images or audio (no multimodal projector)`, at);
+    throw bad(`'${at}.multimodal_data': this model takes no images or audio (no multimodal projector)`, 'prompt');
   }
   return x.prompt_string;
 }
