@@ -302,6 +302,56 @@ describe('--pooling none: per-token vectors on /embeddings; /v1/embeddings refus
   });
 });
 
+test('return_progress: prompt_progress events before the first batch and after each (llama-server)', async () => {
+  const s = await LlamaServer.start({ model: MODEL, port: 0, parallel: 1, nCtx: 512, nBatch: 64 });
+  try {
+    /** A streamed request's prompt_progress events, and whether any text came before the last. */
+    const progress = async (path: string, body: Json) => {
+      const r = await fetch(`${s.url}${path}`, { method: 'POST', body: JSON.stringify({ ...body, stream: true }) });
+      const events = (await r.text())
+        .split('\n\n')
+        .filter((x) => x.startsWith('data: {'))
+        .map((x) => JSON.parse(x.slice(6)) as Json);
+      const at = events.flatMap((e, i) => (e.prompt_progress ? [i] : []));
+      return { list: at.map((i) => events[i]!.prompt_progress as Json), first: events[at.at(-1)! + 1], events };
+    };
+    const messages = [{ role: 'user', content: 'This is a test'.repeat(10) }];
+    const a = await progress('/v1/chat/completions', { messages, max_tokens: 3, return_progress: true });
+    const total = a.list[0]!.total as number;
+    assert.ok(total > 64);
+    assert.equal(a.list[0]!.cache, 0);
+    assert.equal(a.list[0]!.processed, 0);
+    // one event to start, then one per batch of 64
+    assert.equal(a.list.length, 1 + Math.ceil(total / 64));
+    for (const [i, p] of a.list.entries()) {
+      assert.equal(p.total, total);
+      assert.equal(p.cache, 0);
+      assert.ok(p.time_ms >= 0);
+      if (i > 0) assert.equal(p.processed, Math.min(total, i * 64));
+    }
+    assert.equal(a.list[0]!.processed, 0);
+    assert.equal(a.events[0].choices[0].delta.role, 'assistant');
+    // the same prompt again: the cache holds all but its last token
+    const b = await progress('/v1/chat/completions', { messages, max_tokens: 3, return_progress: true });
+    assert.deepEqual(
+      b.list.map((p) => [p.cache, p.processed]),
+      [
+        [total - 1, total - 1],
+        [total - 1, total],
+      ],
+    );
+    // /completion and /v1/completions too; nothing without return_progress
+    const c = await progress('/completion', { prompt: 'Once upon a time', n_predict: 2, return_progress: true });
+    assert.equal(c.list.at(-1)!.processed, c.list.at(-1)!.total);
+    assert.equal(c.events[0].stop, false);
+    const d = await progress('/v1/completions', { prompt: 'Once upon a time', max_tokens: 2, return_progress: true });
+    assert.equal(d.list.length, 2);
+    assert.equal((await progress('/completion', { prompt: 'Once upon', n_predict: 2 })).list.length, 0);
+  } finally {
+    await s.close();
+  }
+});
+
 test('--sleep-idle-seconds: the model unloads when idle and loads again for the next request', async () => {
   const s = await LlamaServer.start({ model: MODEL, port: 0, parallel: 1, nCtx: 512, sleepIdleSeconds: 0.3 });
   try {

@@ -625,6 +625,7 @@ export class Batcher {
     }
     this.loraSteps++;
     await this.compute(() => this.ctx.decode({ tokens, pos, seqIds, logits }));
+    for (const s of this.slots) s.unit?.reportProgress();
     await this.prefillDrafts(outs);
     const t1 = performance.now();
     this.stats.nDecode++;

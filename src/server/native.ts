@@ -226,6 +226,19 @@ async function run(
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
+        if (ev.prompt_progress) {
+          sse.send({
+            index: i,
+            content: '',
+            tokens: [],
+            stop: false,
+            id_slot: -1,
+            tokens_predicted: 0,
+            tokens_evaluated: ev.prompt_progress.total,
+            prompt_progress: ev.prompt_progress,
+          });
+          return;
+        }
         counts[i]! += ev.logprobs?.length ?? 1;
         sse.send({
           index: i,

@@ -996,6 +996,12 @@ export class LlamaServer implements GenerationHost {
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
+        if (ev.prompt_progress) {
+          // return_progress: llama-server's progress chunk (the role delta, with prompt_progress)
+          const c = oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null, {}, ev.index ?? 0);
+          sse.send({ ...(c as object), prompt_progress: ev.prompt_progress });
+          return;
+        }
         const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
         const delta = oa.chatDeltaFields(ev.delta);
         if (!delta && !ev.logprobs) return;
@@ -1063,6 +1069,11 @@ export class LlamaServer implements GenerationHost {
       sse &&
       ((ev: LlamaCompletionToken) => {
         const i = ev.index ?? 0;
+        if (ev.prompt_progress) {
+          const c = oa.completionChunk(id, model, created, '', null, null, i);
+          sse.send({ ...(c as object), prompt_progress: ev.prompt_progress });
+          return;
+        }
         const offset = offsets[i] ?? 0;
         const lp = ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
         offsets[i] = offset + ev.token.length;
