@@ -352,6 +352,40 @@ test('return_progress: prompt_progress events before the first batch and after e
   }
 });
 
+test("--kv-unified: each slot may use the whole context; idle slots' caches make room, then requests fail", async () => {
+  const s = await LlamaServer.start({ model: MODEL, port: 0, parallel: 4, nCtx: 256, kvUnified: true });
+  try {
+    assert.equal((await get(s, '/props')).body.default_generation_settings.n_ctx, 256);
+    const run = (n: number[]) =>
+      Promise.all(
+        n.map((n_predict) =>
+          post(s, '/completion', { prompt: 'A', n_predict, ignore_eos: true, temperature: 0 }).then((r) => ({
+            status: r.status,
+            n: r.body.timings?.predicted_n,
+          })),
+        ),
+      );
+    // 2 prompt tokens each: 4 × 82 cells do not fit in 256 at once, but the 40-token
+    // request ends first and its cache is dropped for the others
+    const fit = await run([80, 40, 80, 80]);
+    assert.deepEqual(
+      fit.map((r) => [r.status, r.n]),
+      [
+        [200, 80],
+        [200, 40],
+        [200, 80],
+        [200, 80],
+      ],
+    );
+    // 4 × 72 cells cannot fit: every request fails
+    assert.deepEqual((await run([70, 70, 70, 70])).map((r) => r.status), [500, 500, 500, 500]);
+    // the context is usable again afterwards; one request may use more than 256 / 4
+    assert.deepEqual(await run([200]), [{ status: 200, n: 200 }]);
+  } finally {
+    await s.close();
+  }
+});
+
 test('--sleep-idle-seconds: the model unloads when idle and loads again for the next request', async () => {
   const s = await LlamaServer.start({ model: MODEL, port: 0, parallel: 1, nCtx: 512, sleepIdleSeconds: 0.3 });
   try {

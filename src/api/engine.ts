@@ -309,6 +309,12 @@ export interface ParallelConfig {
   n_parallel?: number;
   /** Tokens per decode step, at most (prompt chunks and generated tokens). Default: the context's n_batch. */
   n_batch?: number;
+  /**
+   * (llama-ts) llama.cpp's kv_unified: every slot may use the whole context (up to the
+   * training context), the slots sharing its cells; when they fill it, idle slots' caches
+   * are dropped, then the requests in the step fail. Default false: n_ctx / n_parallel each.
+   */
+  kv_unified?: boolean;
 }
 
 /** tokenize() on a vocabulary: options checked, special tokens as asked. */
@@ -837,7 +843,8 @@ export class EngineContext {
     const n = intOption('n_parallel', c.n_parallel, 2, 1);
     if (n > MAX_PARALLEL) throw optionError('n_parallel', n, `must be at most ${MAX_PARALLEL}`);
     const nBatch = intOption('n_batch', c.n_batch, this.info.nBatch, 1);
-    const nCtxSeq = Math.min(Math.floor(this.ctx.nCtx / n), this.nCtxTrain);
+    const unified = boolOption('kv_unified', c.kv_unified, false);
+    const nCtxSeq = Math.min(unified ? this.ctx.nCtx : Math.floor(this.ctx.nCtx / n), this.nCtxTrain);
     if (nCtxSeq < 8) {
       throw optionError(
         'n_parallel',

@@ -64,6 +64,8 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
       --reasoning-budget N  0: thinking off (templates get enable_thinking false); N > 0:
                           each reply's thinking_budget_tokens; -1 (default): no limit
       --slots, --no-slots GET /slots served or not (a 501) (default: served)
+  -kvu, --kv-unified      each slot may use the whole context, the slots sharing its cells
+                          (when full: idle slots' caches are dropped, then requests fail)
       --pooling TYPE      embedding pooling: none, mean, cls, last, rank (default: the model's);
                           none: per-token vectors on /embeddings, refused by /v1/embeddings
       --sleep-idle-seconds S  unload the model after S seconds without requests; the next
@@ -196,8 +198,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(o.tags !== undefined ? { tags: o.tags } : {}),
       ...(Object.keys(defaults).length > 0 ? { defaults } : {}),
       ...(reasoningBudget !== undefined ? { reasoningBudget } : {}),
-      ...(o.slots === false || o['no-slots'] ? { slots: false } : {}),
+      ...(o['no-slots'] ? { slots: false } : {}),
       ...(o.verbose ? { verbose: true } : {}),
+      ...(o['kv-unified'] ? { kvUnified: true } : {}),
       ...(o.pooling !== undefined ? { pooling: o.pooling as NonNullable<ServerOptions['pooling']> } : {}),
       ...(sleepIdleSeconds !== undefined ? { sleepIdleSeconds } : {}),
       ...(o.embeddings ? { embeddings: true } : {}),
@@ -256,6 +259,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
 const SERVE_SPELLINGS: Record<string, string> = {
   '--rerank': '--reranking',
   '--predict': '--n-predict',
+  '-kvu': '--kv-unified',
 };
 
 /** Flags whose value may be negative (-1: llama-server's "none" / "never"). */
@@ -336,6 +340,7 @@ function parse(argv: string[]) {
       'reasoning-budget': { type: 'string' },
       slots: { type: 'boolean' },
       'no-slots': { type: 'boolean' },
+      'kv-unified': { type: 'boolean' },
       pooling: { type: 'string' },
       'sleep-idle-seconds': { type: 'string' },
       verbose: { type: 'boolean', short: 'v' },

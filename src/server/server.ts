@@ -134,6 +134,12 @@ export interface ServerOptions {
   slotSavePath?: string;
   /** A full-size KV cache for sliding-window layers too (llama-server's --swa-full). Default false. */
   swaFull?: boolean;
+  /**
+   * llama-server's --kv-unified: each slot may use the whole context (at most the training
+   * context), the slots sharing its cells; when they fill it, idle slots' caches go first,
+   * then the requests decoding fail. Default false: nCtx / parallel tokens per slot.
+   */
+  kvUnified?: boolean;
 }
 
 /** Where a server is in its life: loading (503), ready, draining (shutting down: 503 to new requests), closed, or failed to load. */
@@ -336,7 +342,7 @@ export class LlamaServer implements GenerationHost {
     const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
     const train = nCtxTrain || 4096;
     const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
-    const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
+    const nCtxSlot = opts.kvUnified ? Math.min(total, train) : Math.floor(total / (generative ? parallel : 1));
     if (generative && nCtxSlot < 8) throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
     const pooling = opts.pooling ?? (ranks ? 'rank' : undefined);
     const ctx = await loadModel({
@@ -365,7 +371,11 @@ export class LlamaServer implements GenerationHost {
       // --reranking with a model that cannot rank fails here, not on the first request
       if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
       if (generative && this.stateValue === state) {
-        await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
+        await ctx.parallel.enable({
+          n_parallel: parallel,
+          n_batch: opts.nBatch ?? 512,
+          ...(opts.kvUnified ? { kv_unified: true } : {}),
+        });
       }
       if (this.stateValue !== state) throw new Error('the server was shut down while the model loaded');
     } catch (e) {
