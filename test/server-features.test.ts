@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { strftime } from '../src/chat/strftime.js';
 import { LlamaServer } from '../src/server/index.js';
-import { chatModel, embeddingModel } from './server-fixtures.js';
 import { REPO_ROOT, sharedPath } from './helpers/shared.js';
+import { chatModel, embeddingModel } from './server-fixtures.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies
 type Json = Record<string, any>;
@@ -111,7 +111,11 @@ describe('server-wide defaults, names, slots, CORS (as llama-server)', () => {
     for (const origin of ['localhost', 'web.mydomain.fr']) {
       const r = await fetch(`${s.url}/completions`, {
         method: 'OPTIONS',
-        headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'Authorization' },
+        headers: {
+          Origin: origin,
+          'Access-Control-Request-Method': 'POST',
+          'Access-Control-Request-Headers': 'Authorization',
+        },
       });
       assert.equal(r.status, 200);
       assert.equal(r.headers.get('access-control-allow-origin'), origin);
@@ -242,7 +246,7 @@ describe('--verbose, --reasoning-budget 0, the date values templates get', () =>
     assert.ok((c.body.__verbose.prompt as string).endsWith('<think>\n\n</think>\n\n'), c.body.__verbose.prompt);
   });
 
-  test("--verbose: __verbose holds the /completion-shaped result with the prompt as evaluated", async () => {
+  test('--verbose: __verbose holds the /completion-shaped result with the prompt as evaluated', async () => {
     const c = await post(llama3, '/v1/chat/completions', {
       messages: [{ role: 'user', content: 'Hi' }],
       max_tokens: 2,
@@ -378,7 +382,10 @@ test("--kv-unified: each slot may use the whole context; idle slots' caches make
       ],
     );
     // 4 × 72 cells cannot fit: every request fails
-    assert.deepEqual((await run([70, 70, 70, 70])).map((r) => r.status), [500, 500, 500, 500]);
+    assert.deepEqual(
+      (await run([70, 70, 70, 70])).map((r) => r.status),
+      [500, 500, 500, 500],
+    );
     // the context is usable again afterwards; one request may use more than 256 / 4
     assert.deepEqual(await run([200]), [{ status: 200, n: 200 }]);
   } finally {

@@ -1,9 +1,9 @@
 // `llama-ts serve`: the OpenAI-compatible HTTP server (llama-server's endpoints) with
 // continuous batching over --parallel slots. Access logs and status go to stderr.
 import { parseArgs } from 'node:util';
+import { POOLING_TYPES } from '../api/options.js';
 import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
-import { POOLING_TYPES } from '../api/options.js';
 import { LlamaServer, type ServerOptions } from '../server/index.js';
 import {
   ADAPTER_HELP,

@@ -32,13 +32,13 @@ import {
   type ModelInfo,
 } from '../api/index.js';
 import type { TemplateLimits } from '../chat/index.js';
-import type { ChatTemplateInfo } from './host.js';
 import { isPrefixKey, PREFIX_KEY_HEADER } from '../generation/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
 import * as anthropic from './anthropic.js';
+import type { ChatTemplateInfo } from './host.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
@@ -319,9 +319,7 @@ export class LlamaServer implements GenerationHost {
         this.idleTimer = setInterval(() => this.sleepIfIdle(idle), Math.min(1000, idle * 250));
         this.idleTimer.unref();
       }
-      log.info(
-        `ready on ${this.url} (${this.parallel} slots of ${this.nCtxSlotValue} tokens, model ${this.modelId})`,
-      );
+      log.info(`ready on ${this.url} (${this.parallel} slots of ${this.nCtxSlotValue} tokens, model ${this.modelId})`);
     } catch (e) {
       if (this.stateValue === 'loading') {
         this.stateValue = 'failed';
