@@ -397,7 +397,11 @@ test('--sleep-idle-seconds: the model unloads when idle and loads again for the 
   const s = await LlamaServer.start({ model: MODEL, port: 0, parallel: 1, nCtx: 512, sleepIdleSeconds: 0.3 });
   try {
     const first = await post(s, '/completion', { prompt: 'Hello', n_predict: 2, temperature: 0 });
-    await new Promise((r) => setTimeout(r, 1200));
+    // polling /props and /health is not activity
+    for (let i = 0; i < 6; i++) {
+      await get(s, '/props');
+      await new Promise((r) => setTimeout(r, 200));
+    }
     assert.equal((await get(s, '/health')).status, 200);
     const p = await get(s, '/props');
     assert.equal(p.status, 200);

@@ -573,9 +573,14 @@ export class LlamaServer implements GenerationHost {
       async (c) => {
         try {
           this.admit(c.res);
+          // only requests for the model count as activity (polling /props lets it sleep)
+          if (!model) {
+            await handler(c);
+            return;
+          }
           this.busy++;
           try {
-            if (model) await this.wake();
+            await this.wake();
             await handler(c);
           } finally {
             this.busy--;
