@@ -304,6 +304,31 @@ describe('--pooling none: per-token vectors on /embeddings; /v1/embeddings refus
     const oai = await post(pooled, '/v1/embeddings', { input: 'hello' });
     assert.deepEqual(oai.body.data[0].embedding, v);
   });
+
+  test("inputs as llama-server takes them: '', ids and text mixed, lists of those", async () => {
+    for (const [input, n] of [
+      ['', 1],
+      [[12, 34, 'string', 56, 78], 1],
+      [['string1', [12, 34, 56]], 2],
+      [
+        [
+          [12, 34, 56],
+          [12, 'string', 34, 56],
+        ],
+        2,
+      ],
+      [['a', { prompt_string: 'b' }], 2],
+    ] as const) {
+      const r = await post(pooled, '/v1/embeddings', { input });
+      assert.equal(r.status, 200, JSON.stringify(input));
+      assert.equal(r.body.data.length, n);
+      for (const d of r.body.data) assert.ok(d.embedding.length > 1);
+    }
+    const long = await post(pooled, '/v1/embeddings', { input: 'This is a test '.repeat(3000) });
+    assert.equal(long.status, 400);
+    assert.match(long.body.error.message, /too large/);
+    assert.equal((await post(pooled, '/v1/embeddings', { input: [] })).status, 400);
+  });
 });
 
 test('return_progress: prompt_progress events before the first batch and after each (llama-server)', async () => {

@@ -986,7 +986,7 @@ export class EngineContext {
       if (tokens.length > ectx.nBatch) {
         throw new LlamaError(
           'ERR_CONTEXT',
-          `the text is ${tokens.length} tokens; embeddings take at most ${ectx.nBatch} (raise n_ctx)`,
+          `the text is ${tokens.length} tokens, too large: embeddings take at most ${ectx.nBatch} (raise n_ctx)`,
         );
       }
       return this.engine.compute(async () => {

@@ -29,11 +29,21 @@ function bad(message: string, param: string): ApiError {
   return new ApiError(400, message, undefined, param);
 }
 
-/** The prompts of a /completion request: text, token ids, a mix of both, or a list of those (`many`). */
-async function prompts(host: GenerationHost, p: unknown): Promise<{ list: (string | number[])[]; many: boolean }> {
+/**
+ * The prompts of a request (llama-server's rules, for /completion's `prompt` and the
+ * embeddings' `input`): text, token ids, ids and text mixed in one prompt, a
+ * `{ prompt_string }` object, or a list of those (`many`; an array with any number in it
+ * is one prompt). At most `max` prompts.
+ */
+export async function requestPrompts(
+  host: GenerationHost,
+  p: unknown,
+  field: string,
+  max: number,
+): Promise<{ list: (string | number[])[]; many: boolean }> {
   const one = async (x: unknown, at: string): Promise<string | number[]> => {
     if (typeof x === 'string') return x;
-    if (typeof x === 'object' && x !== null && !Array.isArray(x)) return objectPrompt(x as Body, at);
+    if (typeof x === 'object' && x !== null && !Array.isArray(x)) return objectPrompt(x as Body, at, field);
     if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t))) return x as number[];
     if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t) || typeof t === 'string')) {
       // a mix: text pieces tokenized (special tokens parsed), the first with BOS
@@ -44,15 +54,14 @@ async function prompts(host: GenerationHost, p: unknown): Promise<{ list: (strin
       }
       return out;
     }
-    throw bad(`'${at}' must be text, token ids, or a mix of both`, at);
+    throw bad(`'${at}' must be text, token ids, or a mix of both`, field);
   };
-  const whole = (x: unknown) => typeof x === 'string' || Array.isArray(x) || (typeof x === 'object' && x !== null);
-  if (Array.isArray(p) && p.length > 0 && p.every(whole)) {
-    if (p.length > 64) throw bad("'prompt': at most 64 prompts per request", 'prompt');
-    return { list: await Promise.all(p.map((x, i) => one(x, `prompt[${i}]`))), many: true };
+  if (Array.isArray(p) && p.length > 0 && !p.some((x) => typeof x === 'number')) {
+    if (p.length > max) throw bad(`'${field}': at most ${max} prompts per request`, field);
+    return { list: await Promise.all(p.map((x, i) => one(x, `${field}[${i}]`))), many: true };
   }
-  if (p === undefined || p === null) throw bad("'prompt' is required", 'prompt');
-  return { list: [await one(p, 'prompt')], many: false };
+  if (p === undefined || p === null) throw bad(`'${field}' is required`, field);
+  return { list: [await one(p, field)], many: false };
 }
 
 /**
@@ -60,11 +69,11 @@ async function prompts(host: GenerationHost, p: unknown): Promise<{ list: (strin
  * multimodal projector, which this server does not load: with media it is a 400, as
  * llama-server's answer on a text-only model.
  */
-function objectPrompt(x: Body, at: string): string {
-  if (typeof x.prompt_string !== 'string') throw bad(`'${at}.prompt_string' must be a string`, 'prompt');
+function objectPrompt(x: Body, at: string, field: string): string {
+  if (typeof x.prompt_string !== 'string') throw bad(`'${at}.prompt_string' must be a string`, field);
   const media = x.multimodal_data;
   if (media !== undefined && media !== null && !(Array.isArray(media) && media.length === 0)) {
-    throw bad(`'${at}.multimodal_data': this model takes no images or audio (no multimodal projector)`, 'prompt');
+    throw bad(`'${at}.multimodal_data': this model takes no images or audio (no multimodal projector)`, field);
   }
   return x.prompt_string;
 }
@@ -283,7 +292,7 @@ async function run(
 export async function completion(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   host.requireGenerator();
-  await run(host, c, b, await prompts(host, b.prompt));
+  await run(host, c, b, await requestPrompts(host, b.prompt, 'prompt', 64));
 }
 
 export async function infill(host: GenerationHost, c: RequestContext): Promise<void> {

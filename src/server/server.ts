@@ -48,8 +48,9 @@ import { SseWriter } from './sse.js';
 
 const log = logger('server');
 
-/** Documents one /v1/rerank request may hold. */
+/** Documents one /v1/rerank request may hold, and inputs one embeddings request may. */
 const MAX_RERANK_DOCUMENTS = 10000;
+const MAX_EMBEDDING_INPUTS = 10000;
 
 /** llama-ts's version, from package.json (dist/src/server → the package root). */
 const VERSION = ((): string => {
@@ -1154,7 +1155,7 @@ export class LlamaServer implements GenerationHost {
         "pooling 'none' gives a vector per token, which OpenAI's shape cannot hold: use /embeddings, or another --pooling",
       );
     }
-    const inputs = oa.embeddingInputs(b);
+    const { list: inputs } = await native.requestPrompts(this, b.input ?? b.content, 'input', MAX_EMBEDDING_INPUTS);
     const format = b.encoding_format ?? 'float';
     if (format !== 'float' && format !== 'base64') {
       throw new ApiError(400, "'encoding_format' must be 'float' or 'base64'", undefined, 'encoding_format');
@@ -1171,8 +1172,6 @@ export class LlamaServer implements GenerationHost {
     let n = 0;
     for (const x of inputs) {
       if (c.res.destroyed) return;
-      if (Array.isArray(x) && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
-      if (typeof x === 'string' && x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
       const r = await this.ctx.embedding(x, { embd_normalize: normalize, ...(perToken ? { per_token: true } : {}) });
       vectors.push(r.embeddings ?? [r.embedding]);
       n +=
