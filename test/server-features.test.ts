@@ -5,7 +5,7 @@
 // JSON-object prompts; response_fields; post_sampling_probs; --no-slots; comma-separated
 // --alias and --tags with the models list; --sleep-idle-seconds. And `serve`'s flags for them.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { strftime } from '../src/chat/strftime.js';
@@ -438,6 +438,24 @@ test('--sleep-idle-seconds: the model unloads when idle and loads again for the 
     assert.equal((await get(s, '/props')).body.is_sleeping, false);
   } finally {
     await s.close();
+  }
+});
+
+test('serve: bad values of the new flags exit 2 naming the flag', () => {
+  for (const [args, flag] of [
+    [['--pooling', 'max'], '--pooling'],
+    [['--sleep-idle-seconds', '0'], '--sleep-idle-seconds'],
+    [['--seed', '-2'], '--seed'],
+    [['--temp', 'hot'], '--temp'],
+    [['-n', '-3'], '--n-predict'],
+    [['--reasoning-budget', 'x'], '--reasoning-budget'],
+    [['--cors', '*', '--no-cors'], '--no-cors'],
+  ] as const) {
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'llama-ts.js'), 'serve', '-m', MODEL, ...args], {
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr.slice(0, 200)}`);
+    assert.ok(r.stderr.includes(flag), r.stderr.slice(0, 200));
   }
 });
 
