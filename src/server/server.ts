@@ -9,15 +9,18 @@
 //   POST /v1/chat/completions /chat/completions /v1/completions (OpenAI's shapes)
 //        /v1/responses (responses.ts) /v1/messages /v1/messages/count_tokens (anthropic.ts)
 //        /completion /completions /infill /apply-template /slots/:id?action= (native.ts:
-//        llama-server's own shapes) /v1/embeddings /embeddings /tokenize /detokenize
-//        /v1/rerank /rerank /v1/reranking /reranking /lora-adapters (GET too)
+//        llama-server's own shapes) /v1/embeddings (OpenAI's) /embeddings /embedding
+//        (llama-server's) /tokenize /detokenize /v1/rerank /rerank /v1/reranking
+//        /reranking /lora-adapters (GET too)
 //
 // Life cycle (for running many behind a balancer, docs/replicas.md): listen() opens the
 // port at once and answers 503 ("loading model") until load() is done; shutdown() stops
 // accepting, lets requests in flight finish for up to shutdownTimeout seconds, then ends
 // the rest (a stream's last event says finish_reason "abort"; an answer not yet begun is
 // a 503 a balancer may retry elsewhere). Every generation answer carries X-Prefix-Key
-// (src/generation/prefix-key.ts), which a client sends back with its next turn.
+// (src/generation/prefix-key.ts), which a client sends back with its next turn. With
+// sleepIdleSeconds the model is released when idle and loaded again by the next request
+// that needs it (wake()).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
