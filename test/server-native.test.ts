@@ -77,7 +77,8 @@ describe('/completion', () => {
     assert.equal(r.index, 0);
     assert.equal(r.stop, true);
     assert.equal(r.model, server.modelId);
-    assert.equal(r.prompt, req.prompt);
+    // llama-server's echo: the prompt's tokens as text, BOS included
+    assert.equal(r.prompt, `<s> ${req.prompt}`);
     assert.equal(r.tokens_predicted, 4);
     assert.ok(r.tokens_evaluated > 3);
     assert.equal(r.stop_type, 'limit');
@@ -232,7 +233,8 @@ test('GET /slots: each slot, and the one a running request holds', async () => {
     assert.equal(s.id, i);
     assert.equal(s.n_ctx, plain.nCtxSlot);
     assert.equal(s.is_processing, false);
-    assert.equal(s.params.top_k, 40);
+    // as llama-server: no params before a slot holds a request
+    assert.equal('params' in s, false);
     assert.equal(s.next_token[0].has_next_token, false);
   }
   // a long request in slot 1, seen while it runs
@@ -252,6 +254,7 @@ test('GET /slots: each slot, and the one a running request holds', async () => {
   assert.equal(busy[0].is_processing, false);
   assert.equal(busy[1].is_processing, true);
   assert.ok(busy[1].id_task >= 0);
+  assert.equal(busy[1].params.top_k, 40);
   assert.ok(busy[1].next_token[0].n_decoded >= 1);
 });
 

@@ -329,8 +329,14 @@ describe('server: API key, CORS, a full queue', () => {
     const r = await fetch(`${server.url}/health`);
     assert.equal(r.headers.get('access-control-allow-origin'), 'https://example.test');
     const pre = await fetch(`${server.url}/v1/chat/completions`, { method: 'OPTIONS' });
-    assert.equal(pre.status, 204);
-    assert.match(pre.headers.get('access-control-allow-headers')!, /Authorization/);
+    assert.equal(pre.status, 200);
+    assert.equal(pre.headers.get('access-control-allow-headers'), '*');
+    // another origin's preflight is refused
+    const other = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://evil.test' },
+    });
+    assert.equal(other.status, 403);
   });
 
   test('beyond one slot and a queue of one: 503 at once', async () => {

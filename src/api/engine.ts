@@ -56,6 +56,7 @@ import { boolOption, type EngineModelOptions, intOption, loraListOption, optionE
 import { loadSession, saveSession } from './session.js';
 import type {
   EmbeddingParams,
+  EmbeddingResult,
   PoolingTypeOption,
   RerankParams,
   RerankResult,
@@ -308,6 +309,12 @@ export interface ParallelConfig {
   n_parallel?: number;
   /** Tokens per decode step, at most (prompt chunks and generated tokens). Default: the context's n_batch. */
   n_batch?: number;
+  /**
+   * (llama-ts) llama.cpp's kv_unified: every slot may use the whole context (up to the
+   * training context), the slots sharing its cells; when they fill it, idle slots' caches
+   * are dropped, then the requests in the step fail. Default false: n_ctx / n_parallel each.
+   */
+  kv_unified?: boolean;
 }
 
 /** tokenize() on a vocabulary: options checked, special tokens as asked. */
@@ -838,7 +845,8 @@ export class EngineContext {
     const n = intOption('n_parallel', c.n_parallel, 2, 1);
     if (n > MAX_PARALLEL) throw optionError('n_parallel', n, `must be at most ${MAX_PARALLEL}`);
     const nBatch = intOption('n_batch', c.n_batch, this.info.nBatch, 1);
-    const nCtxSeq = Math.min(Math.floor(this.ctx.nCtx / n), this.nCtxTrain);
+    const unified = boolOption('kv_unified', c.kv_unified, false);
+    const nCtxSeq = Math.min(unified ? this.ctx.nCtx : Math.floor(this.ctx.nCtx / n), this.nCtxTrain);
     if (nCtxSeq < 8) {
       throw optionError(
         'n_parallel',
@@ -953,13 +961,16 @@ export class EngineContext {
   // ---- embeddings ----
 
   /** The (pooled, normalized) embedding of a text (or of token ids). */
-  embedding(text: string | number[], params: EmbeddingParams = {}): Promise<{ embedding: Float32Array }> {
+  embedding(text: string | number[], params: EmbeddingParams = {}): Promise<EmbeddingResult> {
     try {
       this.check();
       if (typeof text !== 'string' && !Array.isArray(text)) {
         throw optionError('text', text, 'must be a string (or an array of token ids)');
       }
       if (params !== null && typeof params !== 'object') throw optionError('params', params, 'must be an object');
+      if (params?.per_token !== undefined && typeof params.per_token !== 'boolean') {
+        throw optionError('per_token', params.per_token, 'must be a boolean');
+      }
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
@@ -977,14 +988,17 @@ export class EngineContext {
       if (tokens.length > ectx.nBatch) {
         throw new LlamaError(
           'ERR_CONTEXT',
-          `the text is ${tokens.length} tokens; embeddings take at most ${ectx.nBatch} (raise n_ctx)`,
+          `the text is ${tokens.length} tokens, too large: embeddings take at most ${ectx.nBatch} (raise n_ctx)`,
         );
       }
       return this.engine.compute(async () => {
         ectx.clearMemory();
-        await ectx.decode({ tokens });
+        const all = ectx.pooling === 'none' && params?.per_token === true;
+        await ectx.decode(all ? { tokens, logits: tokens.map(() => true) } : { tokens });
         const v = ectx.pooling === 'none' ? ectx.getEmbeddings(-1) : ectx.getEmbeddingsSeq(0);
-        return { embedding: normalizeEmbedding(v, mode) };
+        const out: EmbeddingResult = { embedding: normalizeEmbedding(v, mode) };
+        if (all) out.embeddings = tokens.map((_, i) => ectx.getEmbeddings(i).slice());
+        return out;
       });
     };
     return this.embeddingQueue(run).catch((e) => {

@@ -144,10 +144,14 @@ export interface TokenizeOptions {
 export interface EmbeddingParams {
   /** -1 none, 0 max-abs (int16 range), 1 taxicab, 2 L2 (default), >2 p-norm. */
   embd_normalize?: number;
+  /** (llama-ts) With pooling 'none': every token's vector too, not normalized (`embeddings`), as llama-server's /embedding gives them. */
+  per_token?: boolean;
 }
 
 export interface EmbeddingResult {
   embedding: Float32Array;
+  /** With `per_token` and pooling 'none': each token's vector, in order, not normalized. */
+  embeddings?: Float32Array[];
 }
 
 /** A LoRA adapter and its scale (llama.node's { path, scaled }). */

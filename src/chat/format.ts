@@ -7,6 +7,7 @@ import { logger } from '../log.js';
 import type { Vocab } from '../vocab/index.js';
 import { extractMedia } from './messages.js';
 import { THINK_END, THINK_START, thinkingForcedOpen } from './reasoning.js';
+import { strftime, toDate } from './strftime.js';
 import {
   ChatTemplate,
   type JinjaRenderer,
@@ -165,7 +166,13 @@ function planFormattedChat(
     }
   }
 
-  const context: Record<string, unknown> = { enable_thinking: params.enable_thinking ?? true };
+  // the date values llama.cpp gives every template (Llama 3.x's "Today Date", FireFunction's)
+  const date = toDate(params.now);
+  const context: Record<string, unknown> = {
+    date_string: strftime(date, '%d %b %Y'),
+    datetime: strftime(date, '%b %d %Y'),
+    enable_thinking: params.enable_thinking ?? true,
+  };
   if (params.reasoning_effort !== undefined) context.reasoning_effort = params.reasoning_effort;
   if (params.tool_choice !== undefined) context.tool_choice = params.tool_choice;
   if (params.parallel_tool_calls !== undefined) context.parallel_tool_calls = params.parallel_tool_calls;

@@ -1,9 +1,10 @@
 // `llama-ts serve`: the OpenAI-compatible HTTP server (llama-server's endpoints) with
 // continuous batching over --parallel slots. Access logs and status go to stderr.
 import { parseArgs } from 'node:util';
+import { POOLING_TYPES } from '../api/options.js';
 import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
-import { LlamaServer } from '../server/index.js';
+import { LlamaServer, type ServerOptions } from '../server/index.js';
 import {
   ADAPTER_HELP,
   adapterModelOptions,
@@ -43,7 +44,9 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
   -t, --threads N         kernel threads (default ${DEFAULT_THREADS}: the cores, at most 4)
       --device NAME       compute device (see 'llama-ts devices')
       --api-key KEY       require 'Authorization: Bearer KEY' (env LLAMA_API_KEY)
-      --cors ORIGIN       allow cross-origin requests from ORIGIN ('*' for any); off by default
+      --cors ORIGIN       allow cross-origin requests from ORIGIN only (default '*': any origin,
+                          as llama-server: the request's Origin is allowed, preflights answered)
+      --no-cors           no CORS headers (browsers then refuse cross-origin requests)
       --queue N           requests waiting for a slot, at most (default 64); beyond: 503
       --max-body BYTES    request body limit (default 10485760); beyond: 413
       --max-body-memory BYTES  bytes of request bodies still arriving, over all
@@ -54,7 +57,23 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
       --shutdown-timeout SECONDS  on SIGTERM or SIGINT, how long requests in flight may
                           finish (default 30); then streams end with finish_reason
                           "abort". A second signal exits at once.
-      --alias NAME        the model name reported by /v1/models (and Ollama's /api/tags)
+  -a, --alias NAMES       the model's names (comma-separated) in /v1/models (and Ollama's /api/tags); its id is the
+                          first in sorted order (default: the file name)
+      --tags TAGS         informational tags (comma-separated) listed by /v1/models
+      --temp T            default temperature of requests that give none (default 0.8)
+  -s, --seed S            default sampling seed of requests that give none (default -1: random)
+  -n, --n-predict N       default tokens to generate of requests that give no limit (-1: until
+                          the end of text or a full context; default -1)
+      --reasoning-budget N  0: thinking off (templates get enable_thinking false); N > 0:
+                          each reply's thinking_budget_tokens; -1 (default): no limit
+      --slots, --no-slots GET /slots served or not (a 501) (default: served)
+  -kvu, --kv-unified      each slot may use the whole context, the slots sharing its cells
+                          (when full: idle slots' caches are dropped, then requests fail)
+      --pooling TYPE      embedding pooling: none, mean, cls, last, rank (default: the model's);
+                          none: per-token vectors on /embeddings, refused by /v1/embeddings
+      --sleep-idle-seconds S  unload the model after S seconds without requests; the next
+                          request that needs it loads it again (/props: is_sleeping)
+  -v, --verbose           log at debug level; OpenAI-shaped answers carry __verbose
       --embeddings        serve /v1/embeddings with a generative model too
       --reranking, --rerank  serve /v1/rerank (a model with pooling_type rank does anyway)
       --no-context-shift  end a reply when its slot's context fills (default: shift, keeping n_keep)
@@ -74,7 +93,7 @@ const RANK: Record<string, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 export async function serveCommand(argv: string[]): Promise<number> {
   // llama.cpp's two-letter short options
-  argv = normalizeSpeculativeArgv(normalizeArgv(argv)).map((a) => (a === '--rerank' ? '--reranking' : a));
+  argv = joinNegativeValues(normalizeSpeculativeArgv(normalizeArgv(argv)).map((a) => SERVE_SPELLINGS[a] ?? a));
   let o: ReturnType<typeof parse>['values'];
   let extras: Record<string, unknown>;
   let port: number;
@@ -89,6 +108,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let maxConnections: number;
   let shutdownTimeout: number;
   let apiKey: string | undefined;
+  let defaults: NonNullable<ServerOptions['defaults']>;
+  let reasoningBudget: number | undefined;
+  let sleepIdleSeconds: number | undefined;
   try {
     const adapters = extractAdapterArgs(argv);
     const args = parse(adapters.argv);
@@ -116,13 +138,31 @@ export async function serveCommand(argv: string[]): Promise<number> {
     maxConnections = intOption('--max-connections', o['max-connections'], 512, 1);
     shutdownTimeout = intOption('--shutdown-timeout', o['shutdown-timeout'], 30, 0);
     apiKey = apiKeyOption(o['api-key'], process.env.LLAMA_API_KEY);
+    defaults = {
+      ...(o.temp !== undefined ? { temperature: numberOption('--temp', o.temp, 0) } : {}),
+      ...(o.seed !== undefined ? { seed: seedOption(o.seed) } : {}),
+      ...(o['n-predict'] !== undefined ? { n_predict: intOption('--n-predict', o['n-predict'], -1, -1) } : {}),
+    };
+    reasoningBudget =
+      o['reasoning-budget'] === undefined ? undefined : intOption('--reasoning-budget', o['reasoning-budget'], -1, -1);
+    sleepIdleSeconds =
+      o['sleep-idle-seconds'] === undefined ? undefined : numberOption('--sleep-idle-seconds', o['sleep-idle-seconds']);
+    // llama-server's -1: never
+    if (sleepIdleSeconds === -1) sleepIdleSeconds = undefined;
+    else if (sleepIdleSeconds !== undefined && !(sleepIdleSeconds > 0)) {
+      throw new UsageError(`--sleep-idle-seconds must be > 0 (or -1: never), got '${o['sleep-idle-seconds']}'`);
+    }
+    if (o.pooling !== undefined && !(POOLING_TYPES as readonly string[]).includes(o.pooling)) {
+      throw new UsageError(`--pooling must be one of ${POOLING_TYPES.join(', ')}, got '${o.pooling}'`);
+    }
+    if (o.cors !== undefined && o['no-cors']) throw new UsageError('--cors and --no-cors contradict each other');
     if (o['log-level'] !== undefined && !(o['log-level'] in RANK)) {
       throw new UsageError(`--log-level must be debug, info, warn or error`);
     }
   } catch (e) {
     return usageError('serve', HELP, (e as Error).message);
   }
-  const min = RANK[o['log-level'] ?? 'info']!;
+  const min = RANK[o['log-level'] ?? (o.verbose ? 'debug' : 'info')]!;
   let last = 1;
   setLogCallback((level: LogLevel, message: string, source: string) => {
     const rank = level === 'cont' ? last : RANK[level]!;
@@ -153,13 +193,22 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(o['swa-full'] ? { swaFull: true } : {}),
       ...(flashAttn ? { flashAttn } : {}),
       ...(apiKey !== undefined ? { apiKey } : {}),
-      ...(o.cors !== undefined ? { cors: o.cors } : {}),
+      // llama-server's policy unless told otherwise: any origin
+      ...(o['no-cors'] ? {} : { cors: o.cors ?? '*' }),
       maxQueue,
       maxBodyBytes: maxBody,
       maxPendingBodyBytes: maxBodyMemory,
       timeout,
       maxConnections,
       ...(o.alias !== undefined ? { alias: o.alias } : {}),
+      ...(o.tags !== undefined ? { tags: o.tags } : {}),
+      ...(Object.keys(defaults).length > 0 ? { defaults } : {}),
+      ...(reasoningBudget !== undefined ? { reasoningBudget } : {}),
+      ...(o['no-slots'] ? { slots: false } : {}),
+      ...(o.verbose ? { verbose: true } : {}),
+      ...(o['kv-unified'] ? { kvUnified: true } : {}),
+      ...(o.pooling !== undefined ? { pooling: o.pooling as NonNullable<ServerOptions['pooling']> } : {}),
+      ...(sleepIdleSeconds !== undefined ? { sleepIdleSeconds } : {}),
       ...(o.embeddings ? { embeddings: true } : {}),
       ...(o['chat-template'] !== undefined ? { chatTemplate: o['chat-template'] } : {}),
       shutdownTimeout,
@@ -213,6 +262,49 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
 }
 
+/** llama-server's other spellings of serve's flags. */
+const SERVE_SPELLINGS: Record<string, string> = {
+  '--rerank': '--reranking',
+  '--predict': '--n-predict',
+  '-kvu': '--kv-unified',
+};
+
+/** Flags whose value may be negative (-1: llama-server's "none" / "never"). */
+const NEGATIVE_OK = new Set(['--seed', '-s', '--n-predict', '-n', '--reasoning-budget', '--sleep-idle-seconds']);
+
+/** `--seed -1` → `--seed=-1`: parseArgs would take "-1" for an option. */
+function joinNegativeValues(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (NEGATIVE_OK.has(a) && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a.startsWith('--') ? a : `--${SHORT_NAMES[a]}`}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+const SHORT_NAMES: Record<string, string> = { '-s': 'seed', '-n': 'n-predict' };
+
+/** A number option ≥ min, or a usage error. */
+function numberOption(name: string, v: string, min = -Infinity): number {
+  const n = v.trim() === '' ? Number.NaN : Number(v);
+  if (!Number.isFinite(n) || n < min) {
+    throw new UsageError(`${name} must be a number${min > -Infinity ? ` ≥ ${min}` : ''}, got '${v}'`);
+  }
+  return n;
+}
+
+/** --seed: an unsigned 32-bit seed, or -1 (random). */
+function seedOption(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < -1 || n > 0xffffffff) {
+    throw new UsageError(`--seed must be an integer in [-1, 4294967295], got '${v}'`);
+  }
+  return n;
+}
+
 /**
  * The API key: --api-key, else LLAMA_API_KEY, else none. An empty or blank key is a usage
  * error wherever it comes from: it would otherwise switch authentication off (or make it
@@ -249,7 +341,19 @@ function parse(argv: string[]) {
         timeout: { type: 'string' },
         'max-connections': { type: 'string' },
         'shutdown-timeout': { type: 'string' },
-        alias: { type: 'string' },
+        alias: { type: 'string', short: 'a' },
+        tags: { type: 'string' },
+        temp: { type: 'string' },
+        seed: { type: 'string', short: 's' },
+        'n-predict': { type: 'string', short: 'n' },
+        'reasoning-budget': { type: 'string' },
+        slots: { type: 'boolean' },
+        'no-slots': { type: 'boolean' },
+        'kv-unified': { type: 'boolean' },
+        pooling: { type: 'string' },
+        'sleep-idle-seconds': { type: 'string' },
+        verbose: { type: 'boolean', short: 'v' },
+        'no-cors': { type: 'boolean' },
         embeddings: { type: 'boolean' },
         'no-context-shift': { type: 'boolean' },
         'swa-full': { type: 'boolean' },

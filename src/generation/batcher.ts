@@ -21,7 +21,7 @@
 // (drafts for every unit in one drafter call), every row's logits are kept, the unit
 // verifies them, and the memory drops the drafted tokens it did not accept.
 import { logger } from '../log.js';
-import type { Context } from '../model/index.js';
+import { type Context, KVCacheFullError } from '../model/index.js';
 import type { Draft, Drafter, DraftRequest } from '../speculative/index.js';
 import { OptionError } from './errors.js';
 import type { SequenceMemory } from './memory.js';
@@ -499,6 +499,20 @@ export class Batcher {
     s.unit = undefined;
   }
 
+  /** Drops the cache of one idle slot (the least recently used); false when no idle slot holds any. */
+  private evictIdle(): boolean {
+    let victim: Slot | undefined;
+    for (const s of this.slots) {
+      if (s.unit || s.tokens.length === 0) continue;
+      if (!victim || s.lastUsed < victim.lastUsed) victim = s;
+    }
+    if (!victim) return false;
+    log.warn(`the context is full: dropping the ${victim.tokens.length} cached tokens of idle slot ${victim.seq}`);
+    this.memory.remove(victim.seq, -1, -1);
+    victim.tokens = [];
+    return true;
+  }
+
   /**
    * The adapter set this step serves (its first unit): the set the context applies now,
    * unless units with another set wait and the current one has had LORA_TURN steps in a
@@ -624,7 +638,17 @@ export class Batcher {
       this.loraSteps = 0;
     }
     this.loraSteps++;
-    await this.compute(() => this.ctx.decode({ tokens, pos, seqIds, logits }));
+    // slots that share the context (kv_unified) can fill it: idle slots' caches make room,
+    // one at a time, as llama-server's; when none is left the step fails
+    for (;;) {
+      try {
+        await this.compute(() => this.ctx.decode({ tokens, pos, seqIds, logits }));
+        break;
+      } catch (e) {
+        if (!(e instanceof KVCacheFullError) || !this.evictIdle()) throw e;
+      }
+    }
+    for (const s of this.slots) s.unit?.reportProgress();
     await this.prefillDrafts(outs);
     const t1 = performance.now();
     this.stats.nDecode++;

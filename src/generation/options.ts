@@ -617,6 +617,13 @@ export const OPTIONS = [
     libraryOnly: true,
     doc: "Report every generated token with its log-probability and n_probs alternatives in llama-server's shape (`{id, token, bytes, logprob, top_logprobs}`), in events and as the result's `logprobs`.",
   }),
+  row<boolean>()('return_progress', {
+    kind: 'boolean',
+    group: 'output',
+    default: false,
+    server: 'return_progress',
+    doc: "Streaming: token events with `prompt_progress` (`{ total, cache, processed, time_ms }`, llama-server's) and empty text before the prompt's first batch and after each.",
+  }),
   row<boolean>()('return_tokens', {
     kind: 'boolean',
     group: 'output',

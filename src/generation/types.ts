@@ -101,4 +101,14 @@ export interface LlamaCompletionToken {
   completion_probabilities?: CompletionProbability[];
   /** With `logprobs`: the tokens this text came from (llama-server's shape). */
   logprobs?: TokenLogprob[];
+  /** With `return_progress`: how far the prompt's evaluation is (the event's text is empty). */
+  prompt_progress?: PromptProgress;
+}
+
+/** llama-server's prompt_progress: prompt tokens in all, reused from the cache, in memory so far; ms since the prompt began. */
+export interface PromptProgress {
+  total: number;
+  cache: number;
+  processed: number;
+  time_ms: number;
 }

@@ -549,6 +549,8 @@ export class GenerationUnit {
   private keep = 0;
   private truncated = false;
   private cached = 0;
+  /** return_progress: a batch of the prompt was taken; its progress goes out after the decode. */
+  private progressDue = false;
   /** Prompt tokens still to evaluate. */
   private pending: number[] = [];
   /** The token sampled last, evaluated in the next step (-1: none). */
@@ -758,8 +760,35 @@ export class GenerationUnit {
 
   /** Prompt tokens for the next batch, at most `room`; `last` when they end the prompt. */
   takePrompt(room: number): { tokens: number[]; last: boolean } {
+    const progress = this.request.options.return_progress === true;
+    // return_progress: where the prompt starts (the cache reused), before its first batch
+    if (progress && !this.progressDue && this.pending.length + this.cached === this.prompt.length) {
+      this.emitProgress();
+    }
     const tokens = this.pending.splice(0, room);
+    if (progress) this.progressDue = true;
     return { tokens, last: this.pending.length === 0 };
+  }
+
+  /** After a decode: return_progress's event for the prompt tokens it evaluated (before any text). */
+  reportProgress(): void {
+    if (!this.progressDue || this.state === 'done') return;
+    this.progressDue = false;
+    this.emitProgress();
+  }
+
+  private emitProgress(): void {
+    const ev: LlamaCompletionToken = {
+      token: '',
+      prompt_progress: {
+        total: this.prompt.length,
+        cache: this.cached,
+        processed: this.prompt.length - this.pending.length,
+        time_ms: Math.round(performance.now() - this.tStart),
+      },
+    };
+    if (this.choiceIndex !== undefined) ev.index = this.choiceIndex;
+    this.hooks.onToken?.(ev);
   }
 
   /**

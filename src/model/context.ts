@@ -20,7 +20,7 @@ import * as ops from '../ggml/ops.js';
 import { newTensor, Op, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
 import { logger } from '../log.js';
-import { ContextError } from './errors.js';
+import { ContextError, KVCacheFullError } from './errors.js';
 import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
 import { headCountKv, headDimK, headDimV, maskedBySwa, type PoolingType, ropeDims } from './hparams.js';
 import { type ActiveLora, loraKey } from './lora.js';
@@ -305,7 +305,7 @@ export class Context {
       const ubs: UbatchSeqs[] = plan.map((u) => ({ pos: pick(pos, u.idx), seq: pick(seqIds, u.idx) }));
       if (!this.memory.fits(ubs)) {
         const caches = this.memory.caches.map((c) => `${c.label} ${c.size - c.used}/${c.size}`).join(', ');
-        throw new ContextError(`decode: the KV cache is full (${n} tokens; free cells: ${caches})`);
+        throw new KVCacheFullError(`decode: the KV cache is full (${n} tokens; free cells: ${caches})`);
       }
       for (const c of this.memory.caches) if (c.hasShift) await this.applyShift(c);
     }

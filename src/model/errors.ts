@@ -11,3 +11,8 @@ export class ModelError extends Error {
 export class ContextError extends Error {
   override name = 'ContextError';
 }
+
+/** The KV cache has no room for a batch (nothing was changed: freeing cells and retrying may work). */
+export class KVCacheFullError extends ContextError {
+  override name = 'KVCacheFullError';
+}

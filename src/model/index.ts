@@ -2,7 +2,7 @@
 export type { Architecture } from './arch/arch.js';
 export { architecture, supportedArchitectures } from './arch/registry.js';
 export { type Batch, Context, type ContextParams, type Intermediate, l2Normalize } from './context.js';
-export { ContextError, ModelError } from './errors.js';
+export { ContextError, KVCacheFullError, ModelError } from './errors.js';
 export { GraphBuilder, type GraphInputs, type GraphOutputs, type RankHead, type UbatchShape } from './graph.js';
 export { type HParams, type PoolingType, readHParams } from './hparams.js';
 export { type ActiveLora, LoraAdapter, type LoraWeight, loraKey } from './lora.js';

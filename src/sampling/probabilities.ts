@@ -63,10 +63,8 @@ export function postSamplingProbabilities(c: Candidates, token: number, nProbs: 
     }
   }
   const top: TokenProbability[] = [];
-  for (let i = 0; i < Math.min(c.size, nProbs); i++) {
-    if (c.probs[i] === 0) break;
-    top.push({ id: c.ids[i]!, prob: c.probs[i]! });
-  }
+  // candidates the chain left at probability 0 (greedy's) are listed too, as llama-server
+  for (let i = 0; i < Math.min(c.size, nProbs); i++) top.push({ id: c.ids[i]!, prob: c.probs[i]! });
   return { id: token, prob, top };
 }
 

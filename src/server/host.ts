@@ -12,6 +12,13 @@ import type {
 } from '../api/index.js';
 import type { TemplateLimits } from '../chat/index.js';
 
+/** The chat template and special tokens (/props). */
+export interface ChatTemplateInfo {
+  chat_template: string;
+  bos_token: string;
+  eos_token: string;
+}
+
 export interface GenerationHost {
   readonly modelId: string;
   /** The GGUF file served. */
@@ -20,6 +27,16 @@ export interface GenerationHost {
   readonly version: string;
   readonly modelInfo: ModelInfo;
   readonly ctx: LlamaContext;
+  /** The chat template and special tokens (kept while the model sleeps). */
+  readonly chatTemplateInfo: ChatTemplateInfo;
+  /** The model is unloaded for idleness (--sleep-idle-seconds). */
+  readonly sleeping: boolean;
+  /** Server-wide request defaults by library option name (--temp, --seed, --n-predict, --reasoning-budget). */
+  readonly requestDefaults: Readonly<LlamaCompletionOptions>;
+  /** GET /slots is served (--slots; default). */
+  readonly slotsEndpoint: boolean;
+  /** OpenAI-shaped answers carry `__verbose` (--verbose). */
+  readonly verbose: boolean;
   /** Tokens of context per slot. */
   readonly nCtxSlot: number;
   readonly parallel: number;

@@ -328,21 +328,13 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
       try {
         const url = new URL(req.url ?? '/', 'http://localhost');
         if (req.method === 'OPTIONS' && opts.cors !== undefined) {
-          const asked = req.headers['access-control-request-headers'];
-          res.writeHead(corsOk ? 204 : 403, {
+          // llama-server's preflight answer: 200, any request header (browsers do not let
+          // '*' cover Authorization on credentialed requests, as with llama-server)
+          res.writeHead(corsOk ? 200 : 403, {
             ...(corsOk
               ? {
                   'Access-Control-Allow-Methods': 'GET, POST, DELETE',
-                  'Access-Control-Allow-Headers':
-                    typeof asked === 'string' && asked !== ''
-                      ? asked
-                      : [
-                          'Authorization',
-                          'Content-Type',
-                          'X-Api-Key',
-                          'Anthropic-Version',
-                          ...(opts.exposeHeaders ?? []),
-                        ].join(', '),
+                  'Access-Control-Allow-Headers': '*',
                   'Access-Control-Max-Age': '600',
                 }
               : {}),

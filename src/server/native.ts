@@ -10,7 +10,12 @@
 //   POST /slots/:id?action=save|restore|erase   a slot's cache to and from a file in
 //                         --slot-save-path (file names only: no folders, no "..")
 import { join } from 'node:path';
-import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
+import type {
+  LlamaCompletionOptions,
+  LlamaCompletionResult,
+  LlamaCompletionToken,
+  TokenLogprob,
+} from '../api/index.js';
 import type { ChatMessage, Tool } from '../chat/index.js';
 import { OPTIONS, type OptionSpec } from '../generation/index.js';
 import { Cancelled, type GenerationHost } from './host.js';
@@ -24,10 +29,21 @@ function bad(message: string, param: string): ApiError {
   return new ApiError(400, message, undefined, param);
 }
 
-/** The prompts of a /completion request: text, token ids, a mix of both, or a list of those (`many`). */
-async function prompts(host: GenerationHost, p: unknown): Promise<{ list: (string | number[])[]; many: boolean }> {
+/**
+ * The prompts of a request (llama-server's rules, for /completion's `prompt` and the
+ * embeddings' `input`): text, token ids, ids and text mixed in one prompt, a
+ * `{ prompt_string }` object, or a list of those (`many`; an array with any number in it
+ * is one prompt). At most `max` prompts.
+ */
+export async function requestPrompts(
+  host: GenerationHost,
+  p: unknown,
+  field: string,
+  max: number,
+): Promise<{ list: (string | number[])[]; many: boolean }> {
   const one = async (x: unknown, at: string): Promise<string | number[]> => {
     if (typeof x === 'string') return x;
+    if (typeof x === 'object' && x !== null && !Array.isArray(x)) return objectPrompt(x as Body, at, field);
     if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t))) return x as number[];
     if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t) || typeof t === 'string')) {
       // a mix: text pieces tokenized (special tokens parsed), the first with BOS
@@ -38,14 +54,28 @@ async function prompts(host: GenerationHost, p: unknown): Promise<{ list: (strin
       }
       return out;
     }
-    throw bad(`'${at}' must be text, token ids, or a mix of both`, at);
+    throw bad(`'${at}' must be text, token ids, or a mix of both`, field);
   };
-  if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'string' || Array.isArray(x))) {
-    if (p.length > 64) throw bad("'prompt': at most 64 prompts per request", 'prompt');
-    return { list: await Promise.all(p.map((x, i) => one(x, `prompt[${i}]`))), many: true };
+  if (Array.isArray(p) && p.length > 0 && !p.some((x) => typeof x === 'number')) {
+    if (p.length > max) throw bad(`'${field}': at most ${max} prompts per request`, field);
+    return { list: await Promise.all(p.map((x, i) => one(x, `${field}[${i}]`))), many: true };
   }
-  if (p === undefined || p === null) throw bad("'prompt' is required", 'prompt');
-  return { list: [await one(p, 'prompt')], many: false };
+  if (p === undefined || p === null) throw bad(`'${field}' is required`, field);
+  return { list: [await one(p, field)], many: false };
+}
+
+/**
+ * llama-server's JSON-object prompt: `{ prompt_string, multimodal_data }`. Media need a
+ * multimodal projector, which this server does not load: with media it is a 400, as
+ * llama-server's answer on a text-only model.
+ */
+function objectPrompt(x: Body, at: string, field: string): string {
+  if (typeof x.prompt_string !== 'string') throw bad(`'${at}.prompt_string' must be a string`, field);
+  const media = x.multimodal_data;
+  if (media !== undefined && media !== null && !(Array.isArray(media) && media.length === 0)) {
+    throw bad(`'${at}.multimodal_data': this model takes no images or audio (no multimodal projector)`, field);
+  }
+  return x.prompt_string;
 }
 
 /** llama-server's generation_settings: every sampling and generation field by its llama-server name. */
@@ -95,8 +125,70 @@ function nativeResult(
     stopping_word: r.stopping_word,
     tokens_cached: r.tokens_cached,
     timings: { cache_n: r.tokens_cached, ...r.timings },
-    ...(withProbs ? { completion_probabilities: r.logprobs ?? [] } : {}),
+    ...(withProbs ? { completion_probabilities: probabilities(r.logprobs ?? [], options) } : {}),
   };
+}
+
+/**
+ * `completion_probabilities` as llama-server writes them: log-probabilities, or with
+ * post_sampling_probs the probabilities themselves (`prob`, `top_probs`).
+ */
+function probabilities(entries: readonly TokenLogprob[], options: LlamaCompletionOptions): unknown[] {
+  if (!options.post_sampling_probs) return entries as unknown[];
+  // ln 0 is written as the lowest float (JSON has no -Infinity)
+  const p = (lp: number | undefined) => (lp === undefined || lp <= -3.4e38 ? 0 : Math.exp(lp));
+  return entries.map((e) => ({
+    id: e.id,
+    token: e.token,
+    bytes: e.bytes,
+    prob: p(e.logprob),
+    top_probs: (e.top_logprobs ?? []).map((t) => ({ id: t.id, token: t.token, bytes: t.bytes, prob: p(t.logprob) })),
+  }));
+}
+
+/**
+ * llama-server's response_fields: only the fields named, each by its path ("a/b" reaches
+ * into objects) and under that path as its key; paths that lead nowhere are left out.
+ */
+export function pickFields(fields: readonly string[], obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const path of fields) {
+    let cur: unknown = obj;
+    let found = true;
+    for (const k of path.split('/')) {
+      if (typeof cur === 'object' && cur !== null && !Array.isArray(cur) && Object.hasOwn(cur, k)) {
+        cur = (cur as Record<string, unknown>)[k];
+      } else {
+        found = false;
+        break;
+      }
+    }
+    if (found) out[path] = cur;
+  }
+  return out;
+}
+
+/** The request's response_fields (empty: the whole answer). */
+function responseFields(b: Body): string[] {
+  const f = b.response_fields;
+  if (f === undefined || f === null) return [];
+  if (!Array.isArray(f) || f.length > 256 || !f.every((x) => typeof x === 'string' && x.length <= 1024)) {
+    throw bad("'response_fields' must be an array of at most 256 field paths", 'response_fields');
+  }
+  return f as string[];
+}
+
+/**
+ * llama-server's `__verbose` (--verbose): an OpenAI-shaped answer's result in the
+ * /completion shape, the prompt as evaluated included (the request ran with return_tokens).
+ */
+export async function verboseResult(
+  host: GenerationHost,
+  r: LlamaCompletionResult,
+  options: LlamaCompletionOptions,
+): Promise<Record<string, unknown>> {
+  const prompt = r.prompt_tokens ? await host.ctx.detokenize(r.prompt_tokens) : '';
+  return nativeResult(host, r, 0, options, prompt, (r.logprobs?.length ?? 0) > 0);
 }
 
 /** The request's options: the option table's llama-server (and OpenAI) names; n_probs as llama-server's probabilities. */
@@ -125,7 +217,15 @@ async function run(
 ): Promise<void> {
   const { options: base, withProbs } = nativeOptions(b);
   const res = c.res;
-  const texts = await Promise.all(list.map(async (p) => (typeof p === 'string' ? p : await host.ctx.detokenize(p))));
+  // the prompt as evaluated (llama-server echoes its tokens as text, BOS included)
+  const texts = await Promise.all(
+    list.map(async (p) =>
+      host.ctx.detokenize(
+        typeof p === 'string' ? (await host.ctx.tokenize(p, { add_special: true, parse_special: true })).tokens : p,
+      ),
+    ),
+  );
+  const fields = responseFields(b);
   const stream = b.stream === true;
   const sse = stream ? new SseWriter(res) : undefined;
   const counts = list.map(() => 0);
@@ -135,6 +235,19 @@ async function run(
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
+        if (ev.prompt_progress) {
+          sse.send({
+            index: i,
+            content: '',
+            tokens: [],
+            stop: false,
+            id_slot: -1,
+            tokens_predicted: 0,
+            tokens_evaluated: ev.prompt_progress.total,
+            prompt_progress: ev.prompt_progress,
+          });
+          return;
+        }
         counts[i]! += ev.logprobs?.length ?? 1;
         sse.send({
           index: i,
@@ -144,7 +257,7 @@ async function run(
           id_slot: -1,
           tokens_predicted: counts[i],
           tokens_evaluated: 0,
-          ...(withProbs && ev.logprobs ? { completion_probabilities: ev.logprobs } : {}),
+          ...(withProbs && ev.logprobs ? { completion_probabilities: probabilities(ev.logprobs, options) } : {}),
         });
       });
     jobs.push(host.submit(options, res, onToken).then(({ done }) => ({ done, options })));
@@ -170,7 +283,8 @@ async function run(
   for (const [i, { done, options }] of started.entries()) {
     const r = await host.result(done);
     if (!r) return;
-    results.push(nativeResult(host, r, i, options, texts[i]!, withProbs));
+    const full = nativeResult(host, r, i, options, texts[i]!, withProbs);
+    results.push(fields.length > 0 ? pickFields(fields, full) : full);
   }
   sendJson(res, 200, many ? results : results[0]);
 }
@@ -178,7 +292,7 @@ async function run(
 export async function completion(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   host.requireGenerator();
-  await run(host, c, b, await prompts(host, b.prompt));
+  await run(host, c, b, await requestPrompts(host, b.prompt, 'prompt', 64));
 }
 
 export async function infill(host: GenerationHost, c: RequestContext): Promise<void> {
@@ -210,7 +324,11 @@ export async function applyTemplate(host: GenerationHost, c: RequestContext): Pr
     jinja: true,
     ...(tools ? { tools, generic_tool_system: true } : {}),
     ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
-    ...(typeof b.enable_thinking === 'boolean' ? { enable_thinking: b.enable_thinking } : {}),
+    ...(typeof b.enable_thinking === 'boolean'
+      ? { enable_thinking: b.enable_thinking }
+      : host.requestDefaults.enable_thinking !== undefined
+        ? { enable_thinking: host.requestDefaults.enable_thinking }
+        : {}),
     ...(typeof b.chat_template_kwargs === 'object' && b.chat_template_kwargs !== null
       ? { chat_template_kwargs: b.chat_template_kwargs as Record<string, unknown> }
       : {}),
@@ -221,7 +339,7 @@ export async function applyTemplate(host: GenerationHost, c: RequestContext): Pr
 }
 
 export function props(host: GenerationHost, c: RequestContext): void {
-  const t = host.ctx.getChatTemplateInfo();
+  const t = host.chatTemplateInfo;
   sendJson(c.res, 200, {
     default_generation_settings: {
       id: 0,
@@ -229,20 +347,30 @@ export function props(host: GenerationHost, c: RequestContext): void {
       n_ctx: host.nCtxSlot,
       speculative: false,
       is_processing: false,
-      params: generationSettings({}, host.nCtxSlot),
+      params: generationSettings(host.requestDefaults as Record<string, unknown>, host.nCtxSlot),
     },
     total_slots: host.parallel,
+    model_alias: host.modelId,
     model_path: host.modelPath,
     modalities: { vision: false, audio: false },
+    endpoint_slots: host.slotsEndpoint,
     chat_template: t.chat_template,
     bos_token: t.bos_token,
     eos_token: t.eos_token,
     build_info: `llama-ts ${host.version}`,
+    is_sleeping: host.sleeping,
   });
 }
 
 /** GET /slots: llama-server's slot list (is_processing and the running request's counts from the parallel status). */
 export async function slots(host: GenerationHost, c: RequestContext): Promise<void> {
+  if (!host.slotsEndpoint) {
+    throw new ApiError(
+      501,
+      'this server does not serve slot information: start it with --slots',
+      'not_supported_error',
+    );
+  }
   host.requireGenerator();
   const st = await host.ctx.parallel.fetchStatus();
   // a balancer's probe: a 503 while every slot is busy
@@ -262,7 +390,8 @@ export async function slots(host: GenerationHost, c: RequestContext): Promise<vo
       state: s.state,
       n_prompt_tokens: s.n_prompt_tokens,
       n_cached: s.n_cached,
-      params: generationSettings({}, s.n_ctx),
+      // as llama-server: a slot's params once it holds a request
+      ...(s.is_processing ? { params: generationSettings({}, s.n_ctx) } : {}),
       next_token: [
         {
           has_next_token: s.state === 'generating',

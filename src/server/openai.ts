@@ -250,19 +250,6 @@ export function completionPrompt(b: Body): string | number[] {
   throw new ApiError(400, "'prompt' must be a string or an array of token ids", undefined, 'prompt');
 }
 
-/** Inputs of /v1/embeddings: text or token ids, one or many. */
-export function embeddingInputs(b: Body): (string | number[])[] {
-  const v = b.input ?? b.content;
-  if (typeof v === 'string') return [v];
-  if (Array.isArray(v) && v.length > 0) {
-    if (v.every((x) => Number.isInteger(x))) return [v as number[]];
-    if (v.every((x) => typeof x === 'string' || (Array.isArray(x) && x.every((y) => Number.isInteger(y))))) {
-      return v as (string | number[])[];
-    }
-  }
-  throw new ApiError(400, "'input' must be a string, an array of strings, or token ids", undefined, 'input');
-}
-
 /** A float vector as OpenAI's base64 encoding (little-endian float32). */
 export function base64Floats(v: Float32Array): string {
   const b = Buffer.alloc(v.length * 4);

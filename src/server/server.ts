@@ -9,8 +9,9 @@
 //   POST /v1/chat/completions /chat/completions /v1/completions (OpenAI's shapes)
 //        /v1/responses (responses.ts) /v1/messages /v1/messages/count_tokens (anthropic.ts)
 //        /completion /completions /infill /apply-template /slots/:id?action= (native.ts:
-//        llama-server's own shapes) /v1/embeddings /embeddings /tokenize /detokenize
-//        /v1/rerank /rerank /v1/reranking /reranking /lora-adapters (GET too)
+//        llama-server's own shapes) /v1/embeddings (OpenAI's) /embeddings /embedding
+//        (llama-server's) /tokenize /detokenize /v1/rerank /rerank /v1/reranking
+//        /reranking /lora-adapters (GET too)
 //   Ollama's API (ollama.ts, in its shapes): GET /api/tags /api/ps /api/version, POST
 //        /api/show /api/chat /api/generate /api/embed /api/embeddings /api/pull, DELETE /api/delete
 //
@@ -19,7 +20,9 @@
 // accepting, lets requests in flight finish for up to shutdownTimeout seconds, then ends
 // the rest (a stream's last event says finish_reason "abort"; an answer not yet begun is
 // a 503 a balancer may retry elsewhere). Every generation answer carries X-Prefix-Key
-// (src/generation/prefix-key.ts), which a client sends back with its next turn.
+// (src/generation/prefix-key.ts), which a client sends back with its next turn. With
+// sleepIdleSeconds the model is released when idle and loaded again by the next request
+// that needs it (wake()).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -42,7 +45,7 @@ import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
 import * as anthropic from './anthropic.js';
-import { Cancelled } from './host.js';
+import { Cancelled, type ChatTemplateInfo } from './host.js';
 import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
 import * as native from './native.js';
@@ -53,8 +56,9 @@ import { SseWriter } from './sse.js';
 
 const log = logger('server');
 
-/** Documents one /v1/rerank request may hold. */
+/** Documents one /v1/rerank request may hold, and inputs one embeddings request may. */
 const MAX_RERANK_DOCUMENTS = 10000;
+const MAX_EMBEDDING_INPUTS = 10000;
 
 /** llama-ts's version, from package.json (dist/src/server → the package root). */
 const VERSION = ((): string => {
@@ -92,8 +96,26 @@ export interface ServerOptions {
   timeout?: number;
   /** Open connections at most (default 512); beyond: 503 and closed. */
   maxConnections?: number;
-  /** The model name reported (default: the file name). */
+  /** The model name reported (default: the file name); a comma-separated list gives several (llama-server's --alias: the id is the first in sorted order). */
   alias?: string;
+  /** Informational tags, listed by /v1/models (llama-server's --tags, comma-separated). */
+  tags?: string;
+  /**
+   * Server-wide defaults of a request's generation fields, by their llama-server names
+   * (llama-server's --temp, --seed, --n-predict): a request that leaves one out gets it;
+   * /props reports them as default_generation_settings.
+   */
+  defaults?: { temperature?: number; seed?: number; n_predict?: number };
+  /** llama-server's --reasoning-budget: 0 turns thinking off (enable_thinking false); N > 0 is each reply's thinking_budget_tokens; -1 (default): no limit. */
+  reasoningBudget?: number;
+  /** GET /slots (llama-server's --slots / --no-slots). Default true; false: a 501. */
+  slots?: boolean;
+  /** llama-server's --verbose: OpenAI-shaped answers carry `__verbose` (the llama-server-shaped result, with the prompt as evaluated). */
+  verbose?: boolean;
+  /** Pooling of /embeddings (llama-server's --pooling); 'none' gives per-token vectors on /embedding and /embeddings, and /v1/embeddings refuses it. */
+  pooling?: 'none' | 'mean' | 'cls' | 'last' | 'rank';
+  /** Seconds without requests after which the model is unloaded (llama-server's --sleep-idle-seconds); the next request that needs it loads it again. Off by default. */
+  sleepIdleSeconds?: number;
   /** Serve /v1/embeddings with a generative model too (a second context). */
   embeddings?: boolean;
   /** Chat template override (Jinja text or a built-in name). */
@@ -124,6 +146,12 @@ export interface ServerOptions {
   flashAttn?: FlashAttnTypeOption;
   /** The download cache (Ollama's /api/pull, /api/delete, /api/tags); default as `cacheDir()` (LLAMA_TS_CACHE, ~/.cache/llama-ts). */
   cacheDir?: string;
+  /**
+   * llama-server's --kv-unified: each slot may use the whole context (at most the training
+   * context), the slots sharing its cells; when they fill it, idle slots' caches go first,
+   * then the requests decoding fail. Default false: nCtx / parallel tokens per slot.
+   */
+  kvUnified?: boolean;
 }
 
 /** Where a server is in its life: loading (503), ready, draining (shutting down: 503 to new requests), closed, or failed to load. */
@@ -164,6 +192,12 @@ function apiError(e: unknown): unknown {
     if (e.code === 'ERR_SESSION') return new ApiError(400, e.message, undefined, 'filename');
   }
   return e;
+}
+
+/** A comma-separated list (--alias, --tags): trimmed, without empties, sorted and deduplicated as llama-server's sets. */
+export function nameList(v: string | undefined): string[] {
+  if (v === undefined) return [];
+  return [...new Set(v.split(',').map((x) => x.trim()))].filter((x) => x !== '').sort();
 }
 
 /** From the GGUF header: the training context (0 when it does not say), whether the model generates, whether it ranks. */
@@ -208,9 +242,23 @@ export class LlamaServer implements ollama.OllamaHost {
   private closing: Promise<void> | undefined;
   /** /v1/rerank is served (once loaded). */
   private rerankingValue = false;
+  /** The names /v1/models lists (--alias), sorted; the first is the model's id. */
+  readonly aliases: string[];
+  readonly tags: string[];
+  private templateInfoValue: ChatTemplateInfo | undefined;
+  /** Requests being handled (for --sleep-idle-seconds), and when the last one ended. */
+  private busy = 0;
+  private lastActive = Date.now();
+  private idleTimer: NodeJS.Timeout | undefined;
+  /** The model is unloaded (--sleep-idle-seconds); `asleep` settles once its context is released. */
+  private sleepingValue = false;
+  private asleep: Promise<void> = Promise.resolve();
+  private waking: Promise<void> | undefined;
 
   private constructor(readonly opts: ServerOptions) {
-    this.modelId = opts.alias ?? basename(opts.model);
+    this.aliases = nameList(opts.alias);
+    this.tags = nameList(opts.tags);
+    this.modelId = this.aliases[0] ?? basename(opts.model);
     this.parallel = opts.parallel ?? 4;
     this.maxQueue = opts.maxQueue ?? 64;
   }
@@ -227,6 +275,10 @@ export class LlamaServer implements ollama.OllamaHost {
     const timeout = opts.shutdownTimeout ?? 30;
     if (!(timeout >= 0 && Number.isFinite(timeout))) {
       throw new Error(`the shutdown timeout must be a number of seconds ≥ 0, got ${timeout}`);
+    }
+    const idle = opts.sleepIdleSeconds;
+    if (idle !== undefined && !(idle > 0 && Number.isFinite(idle))) {
+      throw new Error(`the idle seconds before sleeping must be a number > 0, got ${idle}`);
     }
     const s = new LlamaServer(opts);
     s.http = createHttpServer(s.routes(), {
@@ -270,56 +322,16 @@ export class LlamaServer implements ollama.OllamaHost {
   }
 
   private async loadModel(): Promise<void> {
-    const opts = this.opts;
-    const parallel = this.parallel;
     try {
-      const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
-      const train = nCtxTrain || 4096;
-      const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
-      const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
-      if (generative && nCtxSlot < 8)
-        throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
-      const ctx = await loadModel({
-        model: opts.model,
-        n_ctx: total,
-        n_batch: Math.min(opts.nBatch ?? 512, total),
-        n_parallel: generative ? parallel : 1,
-        ctx_shift: opts.ctxShift ?? true,
-        signal: this.loadAbort.signal,
-        ...(opts.swaFull ? { swa_full: true } : {}),
-        ...(opts.flashAttn ? { flash_attn_type: opts.flashAttn } : {}),
-        ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
-        ...(opts.devices ? { devices: opts.devices } : {}),
-        ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
-        // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
-        ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
-        ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
-        ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
-        ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
-        ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
-        ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
-        ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
-        ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
-        ...(ranks ? { pooling_type: 'rank' as const } : {}),
-      });
-      try {
-        // --reranking with a model that cannot rank fails here, not on the first request
-        if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
-        if (generative && this.stateValue === 'loading') {
-          await ctx.parallel.enable({ n_parallel: parallel, n_batch: opts.nBatch ?? 512 });
-        }
-        if (this.stateValue !== 'loading') throw new Error('the server was shut down while the model loaded');
-      } catch (e) {
-        await ctx.release();
-        throw e;
-      }
-      this.ctxValue = ctx;
-      this.info = ctx.getModelInfo();
-      this.generative = generative;
-      this.nCtxSlotValue = nCtxSlot;
-      this.rerankingValue = ranks || opts.reranking === true;
+      await this.openContext('loading');
       this.stateValue = 'ready';
-      log.info(`ready on ${this.url} (${parallel} slots of ${nCtxSlot} tokens, model ${this.modelId})`);
+      this.lastActive = Date.now();
+      const idle = this.opts.sleepIdleSeconds;
+      if (idle !== undefined) {
+        this.idleTimer = setInterval(() => this.sleepIfIdle(idle), Math.min(1000, idle * 250));
+        this.idleTimer.unref();
+      }
+      log.info(`ready on ${this.url} (${this.parallel} slots of ${this.nCtxSlotValue} tokens, model ${this.modelId})`);
     } catch (e) {
       if (this.stateValue === 'loading') {
         this.stateValue = 'failed';
@@ -327,6 +339,99 @@ export class LlamaServer implements ollama.OllamaHost {
       }
       throw e;
     }
+  }
+
+  /**
+   * Loads the model into a context with the slots enabled: at start, and again when a
+   * request wakes a sleeping server. The server must still be in `state` once it is
+   * loaded (a shutdown meanwhile releases it).
+   */
+  private async openContext(state: ServerState): Promise<void> {
+    const opts = this.opts;
+    const parallel = this.parallel;
+    const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
+    const train = nCtxTrain || 4096;
+    const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
+    const nCtxSlot = opts.kvUnified ? Math.min(total, train) : Math.floor(total / (generative ? parallel : 1));
+    if (generative && nCtxSlot < 8) throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
+    const pooling = opts.pooling ?? (ranks ? 'rank' : undefined);
+    const ctx = await loadModel({
+      model: opts.model,
+      n_ctx: total,
+      n_batch: Math.min(opts.nBatch ?? 512, total),
+      n_parallel: generative ? parallel : 1,
+      ctx_shift: opts.ctxShift ?? true,
+      signal: this.loadAbort.signal,
+      ...(opts.swaFull ? { swa_full: true } : {}),
+      ...(opts.flashAttn ? { flash_attn_type: opts.flashAttn } : {}),
+      ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
+      ...(opts.devices ? { devices: opts.devices } : {}),
+      ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
+      // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
+      ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),
+      ...(opts.grammarLimits ? { grammar_limits: opts.grammarLimits } : {}),
+      ...(opts.lora && opts.lora.length > 0 ? { lora_list: opts.lora } : {}),
+      ...(opts.modelDraft !== undefined ? { model_draft: opts.modelDraft } : {}),
+      ...(opts.specType !== undefined ? { spec_type: opts.specType } : {}),
+      ...(opts.draftMax !== undefined ? { draft_max: opts.draftMax } : {}),
+      ...(opts.draftMin !== undefined ? { draft_min: opts.draftMin } : {}),
+      ...(opts.draftPMin !== undefined ? { draft_p_min: opts.draftPMin } : {}),
+      ...(pooling !== undefined ? { pooling_type: pooling } : {}),
+    });
+    try {
+      // --reranking with a model that cannot rank fails here, not on the first request
+      if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
+      if (generative && this.stateValue === state) {
+        await ctx.parallel.enable({
+          n_parallel: parallel,
+          n_batch: opts.nBatch ?? 512,
+          ...(opts.kvUnified ? { kv_unified: true } : {}),
+        });
+      }
+      if (this.stateValue !== state) throw new Error('the server was shut down while the model loaded');
+    } catch (e) {
+      await ctx.release();
+      throw e;
+    }
+    this.ctxValue = ctx;
+    this.info = ctx.getModelInfo();
+    this.templateInfoValue = ctx.getChatTemplateInfo();
+    this.generative = generative;
+    this.nCtxSlotValue = nCtxSlot;
+    this.rerankingValue = ranks || opts.reranking === true;
+  }
+
+  // ---- sleeping (llama-server's --sleep-idle-seconds) ----
+
+  /** Whether the model is unloaded for idleness (/props is_sleeping). */
+  get sleeping(): boolean {
+    return this.sleepingValue;
+  }
+
+  /** Unloads the model once no request has run for `idle` seconds. */
+  private sleepIfIdle(idle: number): void {
+    if (this.stateValue !== 'ready' || this.sleepingValue || this.busy > 0 || this.inFlight > 0) return;
+    if (Date.now() - this.lastActive < idle * 1000) return;
+    const ctx = this.ctxValue;
+    if (!ctx) return;
+    this.sleepingValue = true;
+    this.ctxValue = undefined;
+    log.info(`idle for ${idle} s: unloading the model until the next request`);
+    this.asleep = ctx.release().catch((e) => log.warn(`releasing the model: ${(e as Error)?.message ?? e}`));
+  }
+
+  /** Loads the model again if it sleeps (one load for the requests that arrive meanwhile). */
+  private async wake(): Promise<void> {
+    if (!this.sleepingValue) return;
+    this.waking ??= (async () => {
+      await this.asleep;
+      log.info('a request arrived: loading the model again');
+      await this.openContext('ready');
+      this.sleepingValue = false;
+    })().finally(() => {
+      this.waking = undefined;
+    });
+    await this.waking;
   }
 
   /** Where the server is in its life. */
@@ -343,6 +448,34 @@ export class LlamaServer implements ollama.OllamaHost {
   get modelInfo(): ModelInfo {
     if (!this.info) throw new Error('the model is not loaded yet');
     return this.info;
+  }
+
+  /** The chat template and special tokens (once loaded; kept while the model sleeps). */
+  get chatTemplateInfo(): ChatTemplateInfo {
+    if (!this.templateInfoValue) throw new ApiError(503, 'Loading model');
+    return this.templateInfoValue;
+  }
+
+  /** Server-wide request defaults, by library option name: --temp, --seed, --n-predict, --reasoning-budget. */
+  get requestDefaults(): Readonly<LlamaCompletionOptions> {
+    const d = this.opts.defaults ?? {};
+    const budget = this.opts.reasoningBudget;
+    return {
+      ...(d.temperature !== undefined ? { temperature: d.temperature } : {}),
+      ...(d.seed !== undefined ? { seed: d.seed } : {}),
+      ...(d.n_predict !== undefined ? { n_predict: d.n_predict } : {}),
+      // llama-server's reasoning budget 0 renders templates with thinking off
+      ...(budget === 0 ? { enable_thinking: false } : {}),
+      ...(budget !== undefined && budget > 0 ? { thinking_budget_tokens: budget } : {}),
+    };
+  }
+
+  get slotsEndpoint(): boolean {
+    return this.opts.slots ?? true;
+  }
+
+  get verbose(): boolean {
+    return this.opts.verbose === true;
   }
 
   /** Tokens of context per slot (once loaded). */
@@ -406,6 +539,7 @@ export class LlamaServer implements ollama.OllamaHost {
   private async drain(timeoutSeconds: number): Promise<void> {
     if (this.stateValue === 'closed') return;
     this.stateValue = 'draining';
+    clearInterval(this.idleTimer);
     this.loadAbort.abort();
     const closed = new Promise<void>((res) => this.http.close(() => res()));
     // keep-alive connections close as soon as their answers end
@@ -435,6 +569,7 @@ export class LlamaServer implements ollama.OllamaHost {
       clearInterval(idle);
     }
     await this.loading?.catch(() => {});
+    await this.waking?.catch(() => {});
     await this.ctxValue?.release();
     this.stateValue = 'closed';
   }
@@ -443,10 +578,12 @@ export class LlamaServer implements ollama.OllamaHost {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.stateValue !== 'draining') this.stateValue = 'draining';
+      clearInterval(this.idleTimer);
       this.loadAbort.abort();
       const closed = new Promise<void>((res) => this.http.close(() => res()));
       this.http.closeAllConnections();
       await this.loading?.catch(() => {});
+      await this.waking?.catch(() => {});
       await this.ctxValue?.release();
       await closed;
       this.stateValue = 'closed';
@@ -456,15 +593,32 @@ export class LlamaServer implements ollama.OllamaHost {
 
   private routes(): Route[] {
     const r: Route[] = [];
-    const add = (method: 'GET' | 'POST', paths: string[], handler: Route['handler'], pub = false) => {
-      const wrapped: Route['handler'] = async (c) => {
+    // every endpoint but /health: admitted only when ready; `model`: the handler needs the
+    // model, loaded again if it sleeps (/models and /props answer without it)
+    const guard =
+      (handler: Route['handler'], model = true): Route['handler'] =>
+      async (c) => {
         try {
           this.admit(c.res);
-          await handler(c);
+          // only requests for the model count as activity (polling /props lets it sleep)
+          if (!model) {
+            await handler(c);
+            return;
+          }
+          this.busy++;
+          try {
+            await this.wake();
+            await handler(c);
+          } finally {
+            this.busy--;
+            this.lastActive = Date.now();
+          }
         } catch (e) {
           throw apiError(e);
         }
       };
+    const add = (method: 'GET' | 'POST', paths: string[], handler: Route['handler'], pub = false, model = true) => {
+      const wrapped = guard(handler, model);
       for (const path of paths) r.push({ method, path, handler: wrapped, public: pub });
     };
     r.push(
@@ -475,7 +629,7 @@ export class LlamaServer implements ollama.OllamaHost {
         public: true,
       })),
     );
-    add('GET', ['/v1/models', '/models'], (c) => this.models(c), true);
+    add('GET', ['/v1/models', '/models'], (c) => this.models(c), true, false);
     add('GET', ['/metrics'], (c) => this.metricsText(c));
     add('POST', ['/v1/chat/completions', '/chat/completions'], (c) => this.chat(c));
     add('POST', ['/v1/completions'], (c) => this.completions(c));
@@ -488,13 +642,7 @@ export class LlamaServer implements ollama.OllamaHost {
       r.push({
         method: 'POST',
         path,
-        handler: async (c) => {
-          try {
-            await handler(c);
-          } catch (e) {
-            throw apiError(e);
-          }
-        },
+        handler: guard(handler),
         errorBody: anthropic.errorBody,
       });
     }
@@ -502,10 +650,11 @@ export class LlamaServer implements ollama.OllamaHost {
     add('POST', ['/completion', '/completions'], (c) => native.completion(this, c));
     add('POST', ['/infill'], (c) => native.infill(this, c));
     add('POST', ['/apply-template'], (c) => native.applyTemplate(this, c));
-    add('GET', ['/props'], (c) => native.props(this, c));
+    add('GET', ['/props'], (c) => native.props(this, c), false, false);
     add('GET', ['/slots'], (c) => native.slots(this, c));
     add('POST', ['/slots/:id'], (c) => native.slotAction(this, c, this.opts.slotSavePath));
-    add('POST', ['/v1/embeddings', '/embeddings'], (c) => this.embeddings(c));
+    add('POST', ['/v1/embeddings'], (c) => this.embeddings(c, true));
+    add('POST', ['/embedding', '/embeddings'], (c) => this.embeddings(c, false));
     add('POST', ['/tokenize'], (c) => this.tokenize(c));
     add('POST', ['/detokenize'], (c) => this.detokenize(c));
     add('POST', ['/v1/rerank', '/rerank', '/v1/reranking', '/reranking'], (c) => this.rerank(c));
@@ -675,13 +824,41 @@ export class LlamaServer implements ollama.OllamaHost {
    */
   // ---- simple endpoints ----
 
+  /**
+   * /v1/models: OpenAI's list (with llama-server's aliases, tags and meta) and, as
+   * llama-server, Ollama's `models` list with the model's capabilities.
+   */
   private models(c: RequestContext): void {
     const m = this.modelInfo;
     sendJson(c.res, 200, {
+      models: [
+        {
+          name: this.modelId,
+          model: this.modelId,
+          modified_at: '',
+          size: '',
+          digest: '',
+          type: 'model',
+          description: '',
+          tags: [''],
+          capabilities: [this.generative ? 'completion' : 'embedding'],
+          parameters: '',
+          details: {
+            parent_model: '',
+            format: 'gguf',
+            family: '',
+            families: [''],
+            parameter_size: '',
+            quantization_level: '',
+          },
+        },
+      ],
       object: 'list',
       data: [
         {
           id: this.modelId,
+          aliases: this.aliases,
+          tags: this.tags,
           object: 'model',
           created: this.created,
           owned_by: 'llama-ts',
@@ -773,6 +950,9 @@ export class LlamaServer implements ollama.OllamaHost {
       this.metrics.rejected++;
       throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
     }
+    // the server's defaults for what the request leaves out (options is the caller's: it reports them)
+    const o = options as Record<string, unknown>;
+    for (const [k, v] of Object.entries(this.requestDefaults)) if (o[k] === undefined) o[k] = v;
     options.prefix_key = requestPrefixKey(res.req);
     this.inFlight++;
     const running: Running = { interrupt: () => {}, ended: false };
@@ -850,6 +1030,8 @@ export class LlamaServer implements ollama.OllamaHost {
     }
     const nProbs = oa.chatLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined }, nProbs);
+    // --verbose: the prompt as evaluated goes into __verbose
+    if (this.verbose) options.return_tokens = true;
     const n = options.n_cmpl ?? 1;
     const stream = b.stream === true;
     const includeUsage =
@@ -869,6 +1051,12 @@ export class LlamaServer implements ollama.OllamaHost {
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
+        if (ev.prompt_progress) {
+          // return_progress: llama-server's progress chunk (the role delta, with prompt_progress)
+          const c = oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null, {}, ev.index ?? 0);
+          sse.send({ ...(c as object), prompt_progress: ev.prompt_progress });
+          return;
+        }
         const extra = ev.logprobs ? { logprobs: { content: oa.chatLogprobContent(ev.logprobs) } } : {};
         const delta = oa.chatDeltaFields(ev.delta);
         if (!delta && !ev.logprobs) return;
@@ -910,6 +1098,7 @@ export class LlamaServer implements ollama.OllamaHost {
       })),
       usage: oa.usage(r),
       timings: oa.timings(r),
+      ...(this.verbose ? { __verbose: await native.verboseResult(this, r, options) } : {}),
     });
   }
 
@@ -920,6 +1109,8 @@ export class LlamaServer implements ollama.OllamaHost {
     const nProbs = oa.completionLogprobs(b);
     const options = oa.generationOptions({ ...b, prompt: undefined, messages: undefined }, nProbs);
     options.prompt = prompt;
+    const returnTokens = options.return_tokens === true;
+    if (this.verbose) options.return_tokens = true;
     const stream = b.stream === true;
     const includeUsage =
       typeof b.stream_options === 'object' && (b.stream_options as oa.Body | null)?.include_usage === true;
@@ -933,6 +1124,11 @@ export class LlamaServer implements ollama.OllamaHost {
       sse &&
       ((ev: LlamaCompletionToken) => {
         const i = ev.index ?? 0;
+        if (ev.prompt_progress) {
+          const c = oa.completionChunk(id, model, created, '', null, null, i);
+          sse.send({ ...(c as object), prompt_progress: ev.prompt_progress });
+          return;
+        }
         const offset = offsets[i] ?? 0;
         const lp = ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
         offsets[i] = offset + ev.token.length;
@@ -974,29 +1170,57 @@ export class LlamaServer implements ollama.OllamaHost {
       usage: oa.usage(r),
       timings: oa.timings(r),
       // llama-server's return_tokens: the generated ids
-      ...(r.tokens ? { tokens: r.tokens } : {}),
+      ...(returnTokens && r.tokens ? { tokens: r.tokens } : {}),
+      ...(this.verbose ? { __verbose: await native.verboseResult(this, r, options) } : {}),
     });
   }
 
   // ---- embeddings ----
 
-  private async embeddings(c: RequestContext): Promise<void> {
+  /**
+   * /v1/embeddings (OpenAI's list) and llama-server's /embedding, /embeddings: a list of
+   * { index, embedding } where `embedding` holds the pooled vector, or with --pooling none
+   * every token's (not normalized); OpenAI's shape has no room for those: a 400 then.
+   */
+  private async embeddings(c: RequestContext, openai: boolean): Promise<void> {
     const b = oa.asObject(c.body);
     this.requireEmbeddings();
-    const inputs = oa.embeddingInputs(b);
+    const perToken = this.opts.pooling === 'none';
+    if (openai && perToken) {
+      throw new ApiError(
+        400,
+        "pooling 'none' gives a vector per token, which OpenAI's shape cannot hold: use /embeddings, or another --pooling",
+      );
+    }
+    const { list: inputs } = await native.requestPrompts(this, b.input ?? b.content, 'input', MAX_EMBEDDING_INPUTS);
     const format = b.encoding_format ?? 'float';
     if (format !== 'float' && format !== 'base64') {
       throw new ApiError(400, "'encoding_format' must be 'float' or 'base64'", undefined, 'encoding_format');
     }
-    const out = await this.embed(inputs, 2, c.res);
+    let normalize = 2;
+    if (!openai && b.embd_normalize !== undefined && b.embd_normalize !== null) {
+      if (!Number.isInteger(b.embd_normalize) || (b.embd_normalize as number) < -1) {
+        throw new ApiError(400, "'embd_normalize' must be an integer ≥ -1", undefined, 'embd_normalize');
+      }
+      normalize = b.embd_normalize as number;
+    }
+    const out = await this.embedRows(inputs, normalize, c.res, perToken);
     if (!out) return;
+    if (!openai) {
+      sendJson(
+        c.res,
+        200,
+        out.vectors.map((rows, index) => ({ index, embedding: rows.map((e) => Array.from(e)) })),
+      );
+      return;
+    }
     sendJson(c.res, 200, {
       object: 'list',
       model: this.modelId,
-      data: out.vectors.map((e, index) => ({
+      data: out.vectors.map((rows, index) => ({
         object: 'embedding',
         index,
-        embedding: format === 'base64' ? oa.base64Floats(e) : Array.from(e),
+        embedding: format === 'base64' ? oa.base64Floats(rows[0]!) : Array.from(rows[0]!),
       })),
       usage: { prompt_tokens: out.nTokens, total_tokens: out.nTokens },
     });
@@ -1013,22 +1237,35 @@ export class LlamaServer implements ollama.OllamaHost {
   }
 
   /**
-   * Embeddings of `inputs`, one at a time, in order, on the context's embedding sequence,
-   * normalized by `normalize` (llama.cpp's embd_normalize), and the tokens they held;
-   * undefined when the client went away.
+   * Pooled embeddings of `inputs`, normalized by `normalize` (llama.cpp's embd_normalize),
+   * and the tokens they held; undefined when the client went away.
    */
   async embed(
     inputs: (string | number[])[],
     normalize: number,
     res: ServerResponse,
   ): Promise<{ vectors: Float32Array[]; nTokens: number } | undefined> {
-    const vectors: Float32Array[] = [];
+    for (const x of inputs) if (x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
+    const out = await this.embedRows(inputs, normalize, res, false);
+    return out && { vectors: out.vectors.map((rows) => rows[0]!), nTokens: out.nTokens };
+  }
+
+  /**
+   * One input at a time, in order, on the context's embedding sequence: each input's pooled
+   * vector, or (perToken) every token's.
+   */
+  private async embedRows(
+    inputs: (string | number[])[],
+    normalize: number,
+    res: ServerResponse,
+    perToken: boolean,
+  ): Promise<{ vectors: Float32Array[][]; nTokens: number } | undefined> {
+    const vectors: Float32Array[][] = [];
     let nTokens = 0;
     for (const x of inputs) {
       if (res.destroyed) return undefined;
-      if (x.length === 0) throw new ApiError(400, 'an input is empty', undefined, 'input');
-      const { embedding } = await this.ctx.embedding(x, { embd_normalize: normalize });
-      vectors.push(embedding);
+      const r = await this.ctx.embedding(x, { embd_normalize: normalize, ...(perToken ? { per_token: true } : {}) });
+      vectors.push(r.embeddings ?? [r.embedding]);
       nTokens +=
         typeof x === 'string'
           ? (await this.ctx.tokenize(x, { add_special: true, parse_special: true })).tokens.length
