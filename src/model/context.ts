@@ -566,6 +566,7 @@ export class Context {
       if (t) tensorSet(t, Int32Array.from(cells[c]));
     });
     if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));
+    for (const c of inp.constants ?? []) tensorSet(c.t, c.data);
     inp.masks?.forEach((t, c) => {
       if (!t) return;
       const nKV = t.ne[0];

@@ -67,9 +67,11 @@ export interface GraphInputs {
   rowIds?: Tensor;
   /** The recurrent-state row of each of the ubatch's sequences (its id), I32 [nSeqs]. */
   stateIds?: Tensor;
+  /** F32 inputs whose values follow from the hyper-parameters alone, set on every ubatch. */
+  constants?: { t: Tensor; data: Float32Array }[];
 }
 
-type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs'>;
+type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs' | 'constants'>;
 
 /** RoPE settings an architecture passes (mode) on top of the hyper-parameters. */
 export interface RopeConfig {
@@ -137,6 +139,19 @@ export class GraphBuilder {
       t = newTensor(type, ne, name).setFlag(TensorFlag.INPUT);
       this.inputs[key] = t;
     }
+    return t;
+  }
+
+  /**
+   * An F32 input holding `data` (values computed from the hyper-parameters, e.g. RoPE
+   * frequency divisors); one tensor per name.
+   */
+  constant(name: string, data: Float32Array): Tensor {
+    const list = (this.inputs.constants ??= []);
+    const found = list.find((c) => c.t.name === name);
+    if (found) return found.t;
+    const t = newTensor(GGMLType.F32, [data.length], name).setFlag(TensorFlag.INPUT);
+    list.push({ t, data });
     return t;
   }
 

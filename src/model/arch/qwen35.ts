@@ -6,9 +6,9 @@
 //   per layer: h = x + mixer(rmsnorm(x)·attn_norm)        mixer: gated DeltaNet or gated attention
 //              x = h + Wdown·(silu(Wgate·m) ⊙ Wup·m),     m = rmsnorm(h)·post_attention_norm
 //   logits = Woutput·(rmsnorm(x)·output_norm)           (Woutput = token_embd when absent)
-// RoPE is llama.cpp's interleaved multi-section kind (IMROPE): for text every position
-// component is the token's position, so a pair rotates as in NEOX mode unless its
-// section is the fourth one (position 0); the sections are checked to give NEOX exactly.
+// RoPE is ggml's interleaved multi-section kind (IMROPE). For text the first three position
+// components are the token's position and the fourth is 0, so a pair rotates as in NEOX
+// mode unless its section is the fourth one, where its angle is 0 (imropeTextFactors).
 // The multi-token-prediction block (`nextn_predict_layers`) is not evaluated.
 
 import * as ops from '../../ggml/ops.js';
@@ -25,22 +25,47 @@ import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
 
 /**
- * Whether interleaved multi-section RoPE over text positions (t = h = w = pos, e = 0)
- * rotates every pair of the first nRot dimensions by the token's position, as NEOX does:
- * true unless some pair falls in the fourth section (ggml's imrope sector rule).
+ * ggml's IMROPE over text positions (t = h = w = the token's position, e = 0) as NEOX
+ * RoPE with per-pair frequency divisors: pair i lies in sector i mod Σsections (the
+ * sections wrap when they cover fewer pairs than nRot / 2); sectors are dealt round-robin
+ * to t, h, w while each has sections left (t: sector ≡ 0 mod 3 and < 3·s0, h: ≡ 1 and
+ * < 3·s1, w: ≡ 2 and < 3·s2), and every other sector reads e, whose angle is 0 for text.
+ * A divisor of +∞ gives that angle exactly (θ/∞ = 0, so cos = 1 and sin = 0 times
+ * attn_factor, as ggml computes for θ = 0); the others are 1. Null when every pair rotates
+ * (the plain NEOX graph).
  */
-export function imropeIsNeox(sections: readonly number[], nRot: number): boolean {
+export function imropeTextFactors(sections: readonly number[], nRot: number): Float32Array | null {
   const [s0, s1, s2, s3] = [sections[0] ?? 0, sections[1] ?? 0, sections[2] ?? 0, sections[3] ?? 0];
   const total = s0 + s1 + s2 + s3;
-  if (total === 0) return true;
+  const f = new Float32Array(nRot / 2).fill(1);
+  let fixed = false;
   for (let pair = 0; pair < nRot / 2; pair++) {
     const sector = pair % total;
     const t = sector % 3 === 0 && sector < 3 * s0;
     const h = sector % 3 === 1 && sector < 3 * s1;
     const w = sector % 3 === 2 && sector < 3 * s2;
-    if (!(t || h || w)) return false;
+    if (!(t || h || w)) {
+      f[pair] = Number.POSITIVE_INFINITY;
+      fixed = true;
+    }
   }
-  return true;
+  return fixed ? f : null;
+}
+
+/**
+ * `rope.dimension_sections` as llama.cpp takes it: required (four values, or one for all
+ * four), none negative, some pair in the first three (ggml asserts it), and at most the
+ * head size in all (ggml asserts that too).
+ */
+function checkSections(hp: HParams, path: string, key: string): void {
+  const s = hp.ropeSections;
+  if (s.length !== 4) throw new ModelError(`${path}: ${key} is missing (llama.cpp requires it for ${hp.arch})`);
+  const total = s.reduce((a, b) => a + b, 0);
+  if (s.some((x) => !Number.isInteger(x) || x < 0) || s[0] + s[1] + s[2] === 0 || total > hp.nEmbdHeadK) {
+    throw new ModelError(
+      `${path}: ${key} = [${s}] must be counts of pairs with some in the first three sections and at most the head size ${hp.nEmbdHeadK} in all (ggml asserts both)`,
+    );
+  }
 }
 
 /** A per-layer bool array key (null when absent); another length is an error naming it. */
@@ -73,11 +98,7 @@ export function qwen35Hparams(arch: string): NonNullable<Architecture['hparams']
         `${file.path}: Gated DeltaNet heads need value head size ${hp.ssmDInner}/${hp.ssmDtRank} = key head size ${hp.ssmDState} and value heads a multiple of key heads (${hp.ssmNGroup})`,
       );
     }
-    if (!imropeIsNeox(hp.ropeSections, hp.nRot)) {
-      throw new ModelError(
-        `${file.path}: ${key('rope.dimension_sections')} = [${hp.ropeSections}] puts rotated pairs in the fourth section, which text positions do not rotate; not supported`,
-      );
-    }
+    checkSections(hp, file.path, key('rope.dimension_sections'));
     const nLayerNextn = file.getNumber(key('nextn_predict_layers'), 0);
     const nLayer = hp.nLayer - nLayerNextn;
     // `attention.recurrent_layers` (one bool per layer) when present, else the interval
@@ -121,7 +142,8 @@ export function qwen35MixerTensors(hp: HParams, t: TensorList): void {
  */
 export function buildQwen35(b: GraphBuilder, ffn: (m: Tensor, il: number) => Tensor): GraphOutputs {
   const { hp, w } = b;
-  const rope = { mode: RopeMode.NEOX };
+  const factors = imropeTextFactors(hp.ropeSections, hp.nRot);
+  const rope = { mode: RopeMode.NEOX, freqFactors: factors ? b.constant('rope_imrope_factors', factors) : undefined };
   let x = b.inpEmbd(w.get('token_embd.weight'));
   for (let il = 0; il < hp.nLayer; il++) {
     const L = (name: string) => w.layer(il, name);

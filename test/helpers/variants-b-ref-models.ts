@@ -1,0 +1,53 @@
+// The generated models whose llama.cpp references live in test/refs/variants-b/ (made by
+// test/refs/variants-b/make-refs.mjs): hyper-parameter and tensor variants llama.cpp's
+// loaders accept for the expert, latent-attention and recurrent-hybrid architectures
+// (qwen35, qwen35moe, deepseek2, gpt-oss, lfm2, granitehybrid, nemotron_h, qwen2moe,
+// qwen3moe), each an existing preset with one shape field changed. The manifest there holds
+// each generated file's SHA-256, so a change to the generator shows as a mismatch.
+
+import type { FileTypeName, ModelShape } from '../../src/generator/index.js';
+import { presetSpec } from '../../src/generator/index.js';
+import type { RefModel } from './recurrent-ref-models.js';
+
+/** As test/refs/recurrent's: F32 0.02; Q8_0 0.15 (one flipped Q8_0 rounding there). */
+const TOL: Record<string, number> = { F32: 0.02, Q8_0: 0.15 };
+
+function variant(
+  preset: string,
+  suffix: string,
+  shape: Partial<ModelShape>,
+  type: FileTypeName,
+  covers: string,
+): RefModel {
+  const name = `${preset}-${suffix}-${type}`;
+  return {
+    name,
+    spec: presetSpec(preset, type, { shape }),
+    covers,
+    refs: [{ file: `${name}.ref.json`, input: 'prompts.json', ctx: 256, tol: TOL[type] }],
+  };
+}
+
+export const REF_MODELS: RefModel[] = [
+  variant(
+    'tiny-qwen35',
+    'sections-wrap',
+    { ropeSections: [0, 2, 1, 0] },
+    'F32',
+    'qwen35 with rope.dimension_sections [0, 2, 1, 0] over 4 rotated pairs: the sections wrap, and pairs 0 and 3 fall in the fourth (text position 0)',
+  ),
+  variant(
+    'tiny-qwen35',
+    'sections-wrap',
+    { ropeSections: [0, 2, 1, 0] },
+    'Q8_0',
+    'the same in Q8_0',
+  ),
+  variant(
+    'tiny-qwen35moe',
+    'sections-e',
+    { ropeSections: [1, 0, 1, 2] },
+    'F32',
+    'qwen35moe with rope.dimension_sections [1, 0, 1, 2]: pairs 1 and 3 in the fourth section',
+  ),
+];
