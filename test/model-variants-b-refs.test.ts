@@ -16,8 +16,8 @@ import { generateModel } from '../src/generator/index.js';
 import { setLogCallback } from '../src/log.js';
 import { Model } from '../src/model/index.js';
 import { type CaseResult, checkRefCase, type RefCase, sameBits } from './helpers/arch-refs.js';
-import { REF_MODELS } from './helpers/variants-b-ref-models.js';
 import { REPO_ROOT } from './helpers/shared.js';
+import { REF_MODELS } from './helpers/variants-b-ref-models.js';
 
 const REFS = join(REPO_ROOT, 'test/refs/variants-b');
 const manifest = JSON.parse(readFileSync(join(REFS, 'models.json'), 'utf8')) as Record<string, { sha256: string }>;

@@ -147,7 +147,8 @@ export class GraphBuilder {
    * frequency divisors); one tensor per name.
    */
   constant(name: string, data: Float32Array): Tensor {
-    const list = (this.inputs.constants ??= []);
+    this.inputs.constants ??= [];
+    const list = this.inputs.constants;
     const found = list.find((c) => c.t.name === name);
     if (found) return found.t;
     const t = newTensor(GGMLType.F32, [data.length], name).setFlag(TensorFlag.INPUT);

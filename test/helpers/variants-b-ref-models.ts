@@ -36,13 +36,7 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'qwen35 with rope.dimension_sections [0, 2, 1, 0] over 4 rotated pairs: the sections wrap, and pairs 0 and 3 fall in the fourth (text position 0)',
   ),
-  variant(
-    'tiny-qwen35',
-    'sections-wrap',
-    { ropeSections: [0, 2, 1, 0] },
-    'Q8_0',
-    'the same in Q8_0',
-  ),
+  variant('tiny-qwen35', 'sections-wrap', { ropeSections: [0, 2, 1, 0] }, 'Q8_0', 'the same in Q8_0'),
   variant(
     'tiny-qwen35moe',
     'sections-e',
