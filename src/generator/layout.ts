@@ -74,7 +74,6 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
   // nEmbd^0.25) instead of std 1.
   add('token_embd.weight', [E, nVocab], { mean: 0, std: s.tiedEmbeddings ? E ** -0.25 : 1 });
   const ex = s.experts;
-  const hasBias = arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss';
   for (let l = 0; l < s.nLayer; l++) {
     const b = `blk.${l}.`;
     add(`${b}attn_norm.weight`, [E], NORM);
@@ -92,12 +91,17 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
       add(`${b}attn_v_b.weight`, [m.kvLoraRank, m.headV, s.nHead], linear(m.kvLoraRank));
       add(`${b}attn_output.weight`, [s.nHead * m.headV, E], linear(s.nHead * m.headV));
     } else {
-      add(`${b}attn_q.weight`, [E, qDim], linear(E));
-      if (hasBias) add(`${b}attn_q.bias`, [qDim], BIAS);
-      add(`${b}attn_k.weight`, [E, kvDim], linear(E));
-      if (hasBias) add(`${b}attn_k.bias`, [kvDim], BIAS);
-      add(`${b}attn_v.weight`, [E, kvDim], linear(E));
-      if (hasBias) add(`${b}attn_v.bias`, [kvDim], BIAS);
+      const parts: [string, number][] = s.fusedQkv
+        ? [['qkv', qDim + 2 * kvDim]]
+        : [
+            ['q', qDim],
+            ['k', kvDim],
+            ['v', kvDim],
+          ];
+      for (const [p, rows] of parts) {
+        add(`${b}attn_${p}.weight`, [E, rows], linear(E));
+        if (s.qkvBias) add(`${b}attn_${p}.bias`, [rows], BIAS);
+      }
       if (arch === 'qwen3' || arch === 'qwen3moe') {
         add(`${b}attn_q_norm.weight`, [s.headDim], NORM);
         add(`${b}attn_k_norm.weight`, [s.headDim], NORM);

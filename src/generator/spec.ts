@@ -152,6 +152,10 @@ export interface ModelShape {
   normEps?: number;
   /** No output.weight: the output projection reuses token_embd (llama/qwen*). */
   tiedEmbeddings?: boolean;
+  /** Decoders with plain attention: q, k, v as one `attn_qkv` tensor (and bias), as some converters write them. */
+  fusedQkv?: boolean;
+  /** Decoders with plain attention: q/k/v biases (default: qwen2, qwen2moe and gpt-oss have them). */
+  qkvBias?: boolean;
   /**
    * bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1.
    * 4 (rank) makes a reranker: bert gets a classification head (cls.weight/bias,
@@ -265,6 +269,8 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     // Gemma 2 and EmbeddingGemma always reuse token_embd for the output (embeddings: none)
     tiedEmbeddings:
       arch === 'bert' || arch === 'gemma2' || arch === 'gemma-embedding' ? true : (s.tiedEmbeddings ?? false),
+    fusedQkv: s.fusedQkv ?? false,
+    qkvBias: s.qkvBias ?? (arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss'),
     poolingType: s.poolingType ?? 1,
     nTypeVocab: s.nTypeVocab ?? 2,
     experts: s.experts,

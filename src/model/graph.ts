@@ -545,6 +545,25 @@ export class GraphBuilder {
   }
 
   /**
+   * Layer il's q, k, v as [hd, heads, n] (llama.cpp's build_qkv, with qkvTensors): from one
+   * fused `attn_qkv` (+ bias) when the file has it, else from attn_q/k/v, each plus its
+   * bias when present. hd: the head size of all three.
+   */
+  qkv(il: number, x: Tensor, hd: number, nHead: number, nHeadKv: number): { q: Tensor; k: Tensor; v: Tensor } {
+    const { w } = this;
+    const fused = w.layerOpt(il, 'attn_qkv.weight');
+    if (fused) return this.qkvFused(fused, w.layerOpt(il, 'attn_qkv.bias'), x, il);
+    const n = this.nTokens;
+    const one = (p: string, heads: number, name: string) =>
+      reshape(this.cb(this.linear(w.layer(il, `attn_${p}.weight`), w.layerOpt(il, `attn_${p}.bias`), x), name, il), [
+        hd,
+        heads,
+        n,
+      ]);
+    return { q: one('q', nHead, 'Qcur'), k: one('k', nHeadKv, 'Kcur'), v: one('v', nHeadKv, 'Vcur') };
+  }
+
+  /**
    * The output head: final RMSNorm (`result_norm`), the output projection (`output.weight`,
    * or the token embeddings when tied) and, when the model says so, soft-capped logits
    * (`result_output`).
@@ -807,6 +826,27 @@ export function mamba2Tensors(hp: HParams, t: TensorList, il: number): void {
   t.layer(il, 'ssm_d', [1, nHead]);
   t.layer(il, 'ssm_norm.weight', [hp.ssmDInner / hp.ssmNGroup, hp.ssmNGroup], true);
   t.layer(il, 'ssm_out.weight', [hp.ssmDInner, E]);
+}
+
+/**
+ * Layer il's attention input projections as llama.cpp's create_tensor_qkv takes them: one
+ * fused `attn_qkv` ([E, nq + nk + nv], optional bias) when the file has it, else attn_q,
+ * attn_k, attn_v, each with an optional bias (GraphBuilder.qkv reads either).
+ */
+export function qkvTensors(t: TensorList, il: number, E: number, nq: number, nk: number, nv: number): void {
+  if (t.has(`blk.${il}.attn_qkv.weight`)) {
+    t.layer(il, 'attn_qkv.weight', [E, nq + nk + nv]);
+    t.layer(il, 'attn_qkv.bias', [nq + nk + nv], true);
+    return;
+  }
+  for (const [p, rows] of [
+    ['q', nq],
+    ['k', nk],
+    ['v', nv],
+  ] as const) {
+    t.layer(il, `attn_${p}.weight`, [E, rows]);
+    t.layer(il, `attn_${p}.bias`, [rows], true);
+  }
 }
 
 /** The tensors of a Gated DeltaNet layer (GraphBuilder.gatedDeltaNet): Qwen3.5. */

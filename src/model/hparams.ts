@@ -399,8 +399,8 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
 
 /**
  * What an architecture with RoPE needs of the rotated dimensions: an even count, at most
- * the head size (ggml's rope rotates pairs within a head); `exact` (llama, as llama.cpp
- * requires for it): the whole head.
+ * the head size (ggml's rope rotates pairs within a head); `exact` (llama, qwen2moe,
+ * qwen3moe, as llama.cpp asserts for them): the whole head, and values of the keys' size.
  */
 export function checkRope(hp: HParams, path: string, exact: boolean): void {
   const k = `${hp.arch}.rope.dimension_count`;
@@ -411,6 +411,11 @@ export function checkRope(hp: HParams, path: string, exact: boolean): void {
   }
   if (exact && hp.nRot !== hp.nEmbdHeadK) {
     throw new ModelError(`${path}: ${k} = ${hp.nRot} must equal ${head} for ${hp.arch} (as llama.cpp requires)`);
+  }
+  if (exact && hp.nEmbdHeadV !== hp.nEmbdHeadK) {
+    throw new ModelError(
+      `${path}: ${hp.arch}.attention.value_length = ${hp.nEmbdHeadV} must equal key_length ${hp.nEmbdHeadK} for ${hp.arch} (as llama.cpp requires)`,
+    );
   }
   if (hp.swaLayers.some((x) => x)) {
     const ks = `${hp.arch}.rope.dimension_count_swa`;

@@ -134,7 +134,7 @@ export class Model {
     if (vocab && hp.nVocab === 0) hp = { ...hp, nVocab: vocab.nTokens };
 
     // which tensors, checked against the file
-    const list = new TensorList();
+    const list = new TensorList((name) => file.tensor(name) !== undefined);
     arch.tensors(hp, list);
     const wanted = new Set<string>();
     const tensors = new Map<string, Tensor>();
@@ -151,6 +151,7 @@ export class Model {
           `${file.path}: tensor '${spec.name}' has shape [${info.dims.join(', ')}], expected [${want}]`,
         );
       }
+      if (spec.skip) continue;
       file.assertSupportedType(info);
       const t = newTensor(info.type, info.dims, info.name).setFlag(TensorFlag.WEIGHT);
       tensors.set(info.name, t);

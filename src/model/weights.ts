@@ -9,11 +9,27 @@ export interface TensorSpec {
   name: string;
   ne: number[];
   optional?: boolean;
+  /**
+   * Accepted (checked as the others) but not loaded: a part of the file the graph does not
+   * evaluate, as llama.cpp's TENSOR_SKIP (multi-token-prediction layers).
+   */
+  skip?: boolean;
 }
 
 /** Collects TensorSpecs in a readable way: `t.need('output_norm.weight', [nEmbd])`. */
 export class TensorList {
   readonly specs: TensorSpec[] = [];
+
+  /**
+   * `present`: whether the file holds a tensor, for choices llama.cpp makes by what it
+   * finds (a fused attn_qkv or separate q/k/v).
+   */
+  constructor(private readonly present: (name: string) => boolean = () => false) {}
+
+  /** Whether the file holds tensor `name`. */
+  has(name: string): boolean {
+    return this.present(name);
+  }
 
   need(name: string, ne: number[]): this {
     this.specs.push({ name, ne });
@@ -28,6 +44,17 @@ export class TensorList {
   /** Per-layer tensors: `blk.{il}.{name}`. */
   layer(il: number, name: string, ne: number[], optional = false): this {
     this.specs.push({ name: `blk.${il}.${name}`, ne, optional });
+    return this;
+  }
+
+  /**
+   * Layer tensors accepted and left unloaded (TensorSpec.skip): calls `fill` with a list
+   * whose entries all become skipped.
+   */
+  skipped(fill: (t: TensorList) => void): this {
+    const inner = new TensorList(this.present);
+    fill(inner);
+    for (const s of inner.specs) this.specs.push({ ...s, skip: true });
     return this;
   }
 }

@@ -44,4 +44,28 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'qwen35moe with rope.dimension_sections [1, 0, 1, 2]: pairs 1 and 3 in the fourth section',
   ),
+  variant(
+    'tiny-qwen2moe',
+    'fused-qkv',
+    { fusedQkv: true },
+    'F32',
+    'qwen2moe with one attn_qkv weight and bias (create_tensor_qkv)',
+  ),
+  variant(
+    'tiny-qwen2moe',
+    'no-qkv-bias',
+    { qkvBias: false },
+    'F32',
+    'qwen2moe without q/k/v biases (optional in llama.cpp)',
+  ),
+  variant('tiny-qwen3moe', 'qkv-bias', { qkvBias: true }, 'F32', 'qwen3moe with q/k/v biases (applied when present)'),
+  variant(
+    'tiny-qwen3moe',
+    'fused-qkv',
+    { fusedQkv: true, qkvBias: true },
+    'Q8_0',
+    'qwen3moe with one attn_qkv weight and bias, Q8_0',
+  ),
+  variant('tiny-gpt-oss', 'fused-qkv', { fusedQkv: true }, 'F32', 'gpt-oss with one attn_qkv weight and bias'),
+  variant('tiny-gpt-oss', 'no-qkv-bias', { qkvBias: false }, 'F32', 'gpt-oss without q/k/v biases'),
 ];
