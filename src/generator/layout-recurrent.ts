@@ -53,9 +53,11 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
     add('output_norm.weight', [E], NORM);
     if (!tied) add('output.weight', [E, nVocab], linear(E));
   }
-  for (let l = 0; l < s.nLayer; l++) {
+  // (qwen35's multi-token-prediction blocks after the others: attention blocks)
+  for (let l = 0; l < s.nLayer + s.nextnLayers; l++) {
     const b = `blk.${l}.`;
-    const kind = kinds[l];
+    const kind = l < s.nLayer ? kinds[l] : 'A';
+    if (l >= s.nLayer) planNextn(add, b, E);
     add(`${b}attn_norm.weight`, [E], NORM);
     if (family === 'qwen35') add(`${b}post_attention_norm.weight`, [E], NORM);
     if (kind === 'R') {
@@ -120,6 +122,14 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
   return out;
 }
 
+/** A multi-token-prediction block's fusion tensors (the rest of it is an ordinary layer's). */
+export function planNextn(add: (name: string, dims: number[], init: TensorInit) => void, b: string, E: number): void {
+  add(`${b}nextn.eh_proj.weight`, [2 * E, E], linear(2 * E));
+  add(`${b}nextn.enorm.weight`, [E], NORM);
+  add(`${b}nextn.hnorm.weight`, [E], NORM);
+  add(`${b}nextn.shared_head_norm.weight`, [E], NORM);
+}
+
 /**
  * One layer's experts, in converter order: the router, the selection bias (lfm2moe,
  * nemotron_h_moe), the expert stacks (nemotron_h_moe: up and down only, squared ReLU), and
@@ -136,8 +146,11 @@ function planExperts(
   const F = ex.nFf;
   add(`${b}ffn_gate_inp.weight`, [E, nE], { mean: 0, std: ex.routerStd ?? 1 / Math.sqrt(E) });
   if (family === 'lfm2' || family === 'nemotron_h') add(`${b}exp_probs_b.bias`, [nE], { mean: 0, std: 0.05 });
-  if (family !== 'nemotron_h') add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
-  add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+  if (ex.gateUpFused) add(`${b}ffn_gate_up_exps.weight`, [E, 2 * F, nE], linear(E));
+  else {
+    if (family !== 'nemotron_h') add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
+    add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+  }
   add(`${b}ffn_down_exps.weight`, [F, E, nE], linear(F));
   const Fs = ex.nShared ?? 0;
   if (Fs === 0 || family === 'lfm2') return;
@@ -162,8 +175,9 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   const kv: VocabKV[] = [
     u32('context_length', s.nCtxTrain),
     u32('embedding_length', s.nEmbd),
-    u32('block_count', s.nLayer),
+    u32('block_count', s.nLayer + s.nextnLayers),
   ];
+  if (s.nextnLayers > 0) kv.push(u32('nextn_predict_layers', s.nextnLayers));
   if (family === 'nemotron_h') {
     kv.push(
       arr(

@@ -2,7 +2,7 @@
 // llama.cpp's converters write them (and its model loader expects them).
 import { GGUFValueType } from '../gguf/index.js';
 import { swaPattern } from '../model/hparams.js';
-import { planRecurrent, recurrentKeys } from './layout-recurrent.js';
+import { planNextn, planRecurrent, recurrentKeys } from './layout-recurrent.js';
 import { type GenArch, isGemma, isRecurrentArch, type ResolvedShape } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
@@ -74,8 +74,10 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
   // nEmbd^0.25) instead of std 1.
   add('token_embd.weight', [E, nVocab], { mean: 0, std: s.tiedEmbeddings ? E ** -0.25 : 1 });
   const ex = s.experts;
-  for (let l = 0; l < s.nLayer; l++) {
+  // (deepseek2's multi-token-prediction blocks after the others: ordinary layers plus fusion tensors)
+  for (let l = 0; l < s.nLayer + s.nextnLayers; l++) {
     const b = `blk.${l}.`;
+    if (l >= s.nLayer) planNextn(add, b, E);
     add(`${b}attn_norm.weight`, [E], NORM);
     if (arch === 'deepseek2') {
       const m = s.mla!;
@@ -124,8 +126,11 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
     add(`${b}ffn_gate_inp.weight`, [E, nE], { mean: 0, std: ex.routerStd ?? 1 / Math.sqrt(E) });
     if (arch === 'gpt-oss') add(`${b}ffn_gate_inp.bias`, [nE], BIAS);
     if (arch === 'deepseek2' && ex.probsBias) add(`${b}exp_probs_b.bias`, [nE], { mean: 0, std: 0.05 });
-    add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
-    add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+    if (ex.gateUpFused) add(`${b}ffn_gate_up_exps.weight`, [E, 2 * F, nE], linear(E));
+    else {
+      add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
+      add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+    }
     add(`${b}ffn_down_exps.weight`, [F, E, nE], linear(F));
     if (arch === 'gpt-oss') {
       add(`${b}ffn_gate_exps.bias`, [F, nE], BIAS);
@@ -160,10 +165,11 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   const kv: VocabKV[] = [
     u32('context_length', s.nCtxTrain),
     u32('embedding_length', s.nEmbd),
-    u32('block_count', s.nLayer),
+    u32('block_count', s.nLayer + s.nextnLayers),
     u32('feed_forward_length', s.nFf),
     u32('attention.head_count', s.nHead),
   ];
+  if (s.nextnLayers > 0) kv.push(u32('nextn_predict_layers', s.nextnLayers));
   if (arch === 'gemma4') {
     // one KV head count per layer (sliding-window and full layers differ)
     const swa = swaLayersOf(arch, s);

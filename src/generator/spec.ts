@@ -107,7 +107,7 @@ export interface ExpertShape {
    * is divided by sqrt(nEmbd)); 0 makes every expert tie.
    */
   routerStd?: number;
-  /** gemma4: one `ffn_gate_up_exps` stack of 2·nFf rows per expert (gate rows first) instead of two. */
+  /** gemma4, deepseek2, qwen35moe: one `ffn_gate_up_exps` stack of 2·nFf rows per expert (gate rows first) instead of two. */
   gateUpFused?: boolean;
   /** gemma4: a per-expert scale of the down projection's output (`ffn_down_exps.scale`). */
   downScale?: boolean;
@@ -156,6 +156,12 @@ export interface ModelShape {
   fusedQkv?: boolean;
   /** Decoders with plain attention: q/k/v biases (default: qwen2, qwen2moe and gpt-oss have them). */
   qkvBias?: boolean;
+  /**
+   * qwen35, qwen35moe, deepseek2: multi-token-prediction blocks after the nLayer others
+   * (`nextn_predict_layers`; block_count counts them), which llama.cpp loads but does not
+   * evaluate. Default 0.
+   */
+  nextnLayers?: number;
   /**
    * bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1.
    * 4 (rank) makes a reranker: bert gets a classification head (cls.weight/bias,
@@ -270,6 +276,7 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     tiedEmbeddings:
       arch === 'bert' || arch === 'gemma2' || arch === 'gemma-embedding' ? true : (s.tiedEmbeddings ?? false),
     fusedQkv: s.fusedQkv ?? false,
+    nextnLayers: s.nextnLayers ?? 0,
     qkvBias: s.qkvBias ?? (arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss'),
     poolingType: s.poolingType ?? 1,
     nTypeVocab: s.nTypeVocab ?? 2,
@@ -328,6 +335,8 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     throw new RangeError(
       `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
     );
+  if (r.nextnLayers !== 0 && !(arch === 'qwen35' || arch === 'qwen35moe' || arch === 'deepseek2'))
+    throw new RangeError(`model shape: nextnLayers is for qwen35, qwen35moe and deepseek2, not ${arch}`);
   if (isRecurrentArch(arch)) checkRecurrentShape(arch, r);
   if (MOE_ARCHS.includes(arch) && !r.experts) throw new RangeError(`model shape: ${arch} needs experts`);
   if (r.experts) {

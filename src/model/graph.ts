@@ -849,6 +849,21 @@ export function qkvTensors(t: TensorList, il: number, E: number, nq: number, nk:
   }
 }
 
+/**
+ * The fusion tensors of multi-token-prediction block il (llama.cpp's `nextn.*`): the
+ * [embedding | hidden] projection and its two norms, and the optional own embedding,
+ * output head and head norm.
+ */
+export function nextnTensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  t.layer(il, 'nextn.eh_proj.weight', [2 * E, E]);
+  t.layer(il, 'nextn.enorm.weight', [E]);
+  t.layer(il, 'nextn.hnorm.weight', [E]);
+  t.layer(il, 'nextn.embed_tokens.weight', [E, hp.nVocab], true);
+  t.layer(il, 'nextn.shared_head_head.weight', [E, hp.nVocab], true);
+  t.layer(il, 'nextn.shared_head_norm.weight', [E], true);
+}
+
 /** The tensors of a Gated DeltaNet layer (GraphBuilder.gatedDeltaNet): Qwen3.5. */
 export function gatedDeltaNetTensors(hp: HParams, t: TensorList, il: number): void {
   const E = hp.nEmbd;

@@ -28,7 +28,14 @@ export interface HParams {
   /** Context length the model was trained with. */
   nCtxTrain: number;
   nEmbd: number;
+  /** Layers the graph evaluates: `block_count` less the multi-token-prediction layers. */
   nLayer: number;
+  /**
+   * Multi-token-prediction layers (`nextn_predict_layers`): the file's last blocks, from
+   * nLayer on, which llama.cpp loads only for drafting; an architecture that has them lists
+   * their tensors as skipped (TensorList.skipped), any other refuses their tensors.
+   */
+  nLayerNextn: number;
   nFf: number;
   nHead: number;
   nHeadKv: number;
@@ -296,6 +303,8 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
   const nEmbd = int('embedding_length', undefined, 1);
   const nLayer = int('block_count', undefined, 1);
   if (nLayer > MAX_LAYERS) throw bad('block_count', nLayer, `is more than ${MAX_LAYERS} layers`);
+  const nLayerNextn = int('nextn_predict_layers', 0, 0);
+  if (nLayerNextn >= nLayer) throw bad('nextn_predict_layers', nLayerNextn, `must be less than block_count ${nLayer}`);
   const nHeadArr = perLayer('attention.head_count', undefined, 1);
   // 0 KV heads marks a layer without attention (a recurrent layer: LFM2, Granite 4, Nemotron-H)
   const nHeadKvArr = file.has(key('attention.head_count_kv'))
@@ -344,7 +353,8 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     arch,
     nCtxTrain,
     nEmbd,
-    nLayer,
+    nLayer: nLayer - nLayerNextn,
+    nLayerNextn,
     nFf: nFfArr[0],
     nHead,
     nHeadKv,
@@ -376,7 +386,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     ropeFreqScaleSwa: 1,
     attnSoftcap: 0,
     finalSoftcap: 0,
-    nLayerKv: nLayer,
+    nLayerKv: nLayer - nLayerNextn,
     ropeAttnFactor: positive('rope.scaling.attn_factor', 1),
     nEmbdPerLayer: int('embedding_length_per_layer_input', 0, 0),
     recurrentLayers: new Array<boolean>(nLayer).fill(false),

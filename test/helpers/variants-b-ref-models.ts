@@ -5,8 +5,8 @@
 // qwen3moe), each an existing preset with one shape field changed. The manifest there holds
 // each generated file's SHA-256, so a change to the generator shows as a mismatch.
 
-import type { FileTypeName, ModelShape } from '../../src/generator/index.js';
-import { presetSpec } from '../../src/generator/index.js';
+import type { ExpertShape, FileTypeName, ModelShape } from '../../src/generator/index.js';
+import { PRESETS, presetSpec } from '../../src/generator/index.js';
 import type { RefModel } from './recurrent-ref-models.js';
 
 /** As test/refs/recurrent's: F32 0.02; Q8_0 0.15 (one flipped Q8_0 rounding there). */
@@ -26,6 +26,12 @@ function variant(
     covers,
     refs: [{ file: `${name}.ref.json`, input: 'prompts.json', ctx: 256, tol: TOL[type] }],
   };
+}
+
+function expertsOf(preset: string): ExpertShape {
+  const e = PRESETS[preset].shape.experts;
+  if (!e) throw new Error(`${preset} has no experts`);
+  return e;
 }
 
 export const REF_MODELS: RefModel[] = [
@@ -68,4 +74,32 @@ export const REF_MODELS: RefModel[] = [
   ),
   variant('tiny-gpt-oss', 'fused-qkv', { fusedQkv: true }, 'F32', 'gpt-oss with one attn_qkv weight and bias'),
   variant('tiny-gpt-oss', 'no-qkv-bias', { qkvBias: false }, 'F32', 'gpt-oss without q/k/v biases'),
+  variant(
+    'tiny-qwen35',
+    'mtp',
+    { nextnLayers: 1 },
+    'F32',
+    'qwen35 with a multi-token-prediction block (nextn_predict_layers 1): loaded, not evaluated',
+  ),
+  variant(
+    'tiny-qwen35moe',
+    'mtp-fused-exps',
+    { nextnLayers: 1, experts: { ...expertsOf('tiny-qwen35moe'), gateUpFused: true } },
+    'F32',
+    'qwen35moe with a multi-token-prediction block and fused ffn_gate_up_exps',
+  ),
+  variant(
+    'tiny-deepseek2',
+    'mtp',
+    { nextnLayers: 1 },
+    'F32',
+    'deepseek2 with a multi-token-prediction block (GLM-4.7-Flash-like): loaded, not evaluated',
+  ),
+  variant(
+    'tiny-deepseek2',
+    'fused-exps',
+    { experts: { ...expertsOf('tiny-deepseek2'), gateUpFused: true } },
+    'F32',
+    'deepseek2 with fused ffn_gate_up_exps (create_tensor_gate_up_exps)',
+  ),
 ];

@@ -18,8 +18,9 @@ import * as ops from '../../ggml/ops.js';
 import { reshape } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
 import type { ExpertParams } from '../experts.js';
-import { mamba2Tensors } from '../graph.js';
+import { mamba2Tensors, nextnTensors, qkvTensors } from '../graph.js';
 import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
+import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
 
 /** The nemotron_h architecture under `name` (nemotron_h and nemotron_h_moe share it, as in llama.cpp). */
@@ -71,6 +72,35 @@ function nemotronHArch(name: string): Architecture {
     tensors(hp, t) {
       const E = hp.nEmbd;
       const hd = hp.nEmbdHeadK;
+      // (q/k/v as llama.cpp's create_tensor_qkv takes them: fused or not, biases optional)
+      const attentionTensors = (l: TensorList, il: number) => {
+        qkvTensors(l, il, E, hd * headCount(hp, il), hd * headCountKv(hp, il), hp.nEmbdHeadV * headCountKv(hp, il));
+        l.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
+        l.layer(il, 'attn_output.bias', [E], true);
+      };
+      const expertTensors = (l: TensorList, il: number) => {
+        const { nExpert: nE, nFfExp: Fe, nFfShexp: Fs } = hp.moe!;
+        l.layer(il, 'ffn_gate_inp.weight', [E, nE]);
+        l.layer(il, 'exp_probs_b.bias', [nE]);
+        l.layer(il, 'ffn_up_exps.weight', [E, Fe, nE]);
+        l.layer(il, 'ffn_down_exps.weight', [Fe, E, nE]);
+        l.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
+        l.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
+      };
+      // multi-token-prediction blocks (an attention and an expert sub-layer with the nextn
+      // fusion tensors): accepted, not evaluated
+      if (hp.nLayerNextn > 0 && !hp.moe) {
+        throw new ModelError(`${name}: nextn_predict_layers = ${hp.nLayerNextn} needs experts (its blocks are MoE)`);
+      }
+      t.skipped((s) => {
+        for (let il = hp.nLayer; il < hp.nLayer + hp.nLayerNextn; il++) {
+          s.layer(il, 'attn_norm.weight', [E]);
+          attentionTensors(s, il);
+          s.layer(il, 'post_attention_norm.weight', [E]);
+          expertTensors(s, il);
+          nextnTensors(hp, s, il);
+        }
+      });
       t.need('token_embd.weight', [E, hp.nVocab]);
       t.need('output_norm.weight', [E]);
       t.opt('output.weight', [E, hp.nVocab]);
@@ -78,21 +108,9 @@ function nemotronHArch(name: string): Architecture {
         t.layer(il, 'attn_norm.weight', [E]);
         const F = ffLength(hp, il);
         if (isRecurrent(hp, il)) mamba2Tensors(hp, t, il);
-        else if (F === 0) {
-          t.layer(il, 'attn_q.weight', [E, hd * headCount(hp, il)]);
-          t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
-          t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
-          t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
-          t.layer(il, 'attn_output.bias', [E], true);
-        } else if (hp.moe) {
-          const { nExpert: nE, nFfExp: Fe, nFfShexp: Fs } = hp.moe;
-          t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
-          t.layer(il, 'exp_probs_b.bias', [nE]);
-          t.layer(il, 'ffn_up_exps.weight', [E, Fe, nE]);
-          t.layer(il, 'ffn_down_exps.weight', [Fe, E, nE]);
-          t.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
-          t.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
-        } else {
+        else if (F === 0) attentionTensors(t, il);
+        else if (hp.moe) expertTensors(t, il);
+        else {
           t.layer(il, 'ffn_up.weight', [E, F]);
           t.layer(il, 'ffn_down.weight', [F, E]);
           t.layer(il, 'ffn_up.bias', [F], true);
@@ -114,10 +132,7 @@ function nemotronHArch(name: string): Architecture {
         if (isRecurrent(hp, il)) cur = b.mamba2(il, a);
         else if (ffLength(hp, il) === 0) {
           const hd = hp.nEmbdHeadK;
-          const nKv = headCountKv(hp, il);
-          const q = reshape(b.cb(b.mm(L('attn_q.weight'), a), 'Qcur', il), [hd, headCount(hp, il), n]);
-          const k = reshape(b.cb(b.mm(L('attn_k.weight'), a), 'Kcur', il), [hd, nKv, n]);
-          const v = reshape(b.cb(b.mm(L('attn_v.weight'), a), 'Vcur', il), [hp.nEmbdHeadV, nKv, n]);
+          const { q, k, v } = b.qkv(il, a, hd, headCount(hp, il), headCountKv(hp, il));
           const scale = hp.attentionScale !== 0 ? hp.attentionScale : 1 / Math.sqrt(hd);
           cur = b.attention(il, q, k, v, L('attn_output.weight'), Lopt('attn_output.bias'), scale);
         } else if (hp.moe) {

@@ -9,7 +9,7 @@
 // RoPE is ggml's interleaved multi-section kind (IMROPE). For text the first three position
 // components are the token's position and the fourth is 0, so a pair rotates as in NEOX
 // mode unless its section is the fourth one, where its angle is 0 (imropeTextFactors).
-// The multi-token-prediction block (`nextn_predict_layers`) is not evaluated.
+// The multi-token-prediction blocks (`nextn_predict_layers`) are accepted, not evaluated.
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
@@ -18,7 +18,7 @@ import type { GGUFFile } from '../../gguf/index.js';
 import { isArrayValue } from '../../gguf/index.js';
 import { ModelError } from '../errors.js';
 import type { GraphBuilder, GraphOutputs } from '../graph.js';
-import { gatedDeltaNetTensors } from '../graph.js';
+import { gatedDeltaNetTensors, nextnTensors, qkvTensors } from '../graph.js';
 import type { HParams } from '../hparams.js';
 import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
 import type { TensorList } from '../weights.js';
@@ -99,25 +99,61 @@ export function qwen35Hparams(arch: string): NonNullable<Architecture['hparams']
       );
     }
     checkSections(hp, file.path, key('rope.dimension_sections'));
-    const nLayerNextn = file.getNumber(key('nextn_predict_layers'), 0);
-    const nLayer = hp.nLayer - nLayerNextn;
-    // `attention.recurrent_layers` (one bool per layer) when present, else the interval
-    const listed = layerFlags(file, key('attention.recurrent_layers'), hp.nLayer);
+    const nLayer = hp.nLayer;
+    const nLayerAll = nLayer + hp.nLayerNextn;
+    // `attention.recurrent_layers` (one bool per block) when present, else the interval;
+    // the multi-token-prediction blocks after the trunk are attention blocks
+    const listed = layerFlags(file, key('attention.recurrent_layers'), nLayerAll);
     return {
       ...hp,
-      nLayer,
       recurrentLayers: Array.from(
-        { length: hp.nLayer },
+        { length: nLayerAll },
         (_, il) => il < nLayer && (listed ? listed[il] : (il + 1) % interval !== 0),
       ),
     };
   };
 }
 
-/** Token embedding, output and each layer's norms and mixer (Gated DeltaNet or gated attention). */
-export function qwen35MixerTensors(hp: HParams, t: TensorList): void {
+/**
+ * The gated attention block's projections as llama.cpp's create_tensor_qkv takes them.
+ * In the trunk its graph reads attn_q/k/v alone: their biases are accepted and left
+ * unused, as llama.cpp leaves them, and a fused attn_qkv (which its graph cannot read) is
+ * refused. In a multi-token-prediction block (`mtp`) every form is accepted.
+ */
+function gatedAttentionTensors(hp: HParams, t: TensorList, il: number, mtp: boolean): void {
   const E = hp.nEmbd;
   const hd = hp.nEmbdHeadK;
+  const nq = 2 * hd * headCount(hp, il);
+  const nk = hd * headCountKv(hp, il);
+  const nv = hp.nEmbdHeadV * headCountKv(hp, il);
+  if (mtp) qkvTensors(t, il, E, nq, nk, nv);
+  else if (t.has(`blk.${il}.attn_qkv.weight`)) {
+    throw new ModelError(
+      `${hp.arch}: layer ${il} is an attention layer with a fused 'blk.${il}.attn_qkv.weight'; llama.cpp's graph reads separate attn_q/k/v there`,
+    );
+  } else {
+    t.layer(il, 'attn_q.weight', [E, nq]);
+    t.layer(il, 'attn_k.weight', [E, nk]);
+    t.layer(il, 'attn_v.weight', [E, nv]);
+    t.skipped((s) => {
+      s.layer(il, 'attn_q.bias', [nq], true);
+      s.layer(il, 'attn_k.bias', [nk], true);
+      s.layer(il, 'attn_v.bias', [nv], true);
+    });
+  }
+  t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
+  t.layer(il, 'attn_q_norm.weight', [hd]);
+  t.layer(il, 'attn_k_norm.weight', [hd]);
+}
+
+/**
+ * The tensors of qwen35 and qwen35moe, `ffn` listing layer il's feed-forward: token
+ * embedding, output, each layer's norms, mixer (Gated DeltaNet or gated attention) and
+ * feed-forward; then the multi-token-prediction blocks (a gated attention block, the
+ * feed-forward and the `nextn.*` fusion tensors), accepted and skipped.
+ */
+export function qwen35Tensors(hp: HParams, t: TensorList, ffn: (t: TensorList, il: number) => void): void {
+  const E = hp.nEmbd;
   t.need('token_embd.weight', [E, hp.nVocab]);
   t.need('output_norm.weight', [E]);
   t.opt('output.weight', [E, hp.nVocab]);
@@ -125,15 +161,18 @@ export function qwen35MixerTensors(hp: HParams, t: TensorList): void {
     t.layer(il, 'attn_norm.weight', [E]);
     t.layer(il, 'post_attention_norm.weight', [E]);
     if (isRecurrent(hp, il)) gatedDeltaNetTensors(hp, t, il);
-    else {
-      t.layer(il, 'attn_q.weight', [E, 2 * hd * headCount(hp, il)]);
-      t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
-      t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
-      t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
-      t.layer(il, 'attn_q_norm.weight', [hd]);
-      t.layer(il, 'attn_k_norm.weight', [hd]);
-    }
+    else gatedAttentionTensors(hp, t, il, false);
+    ffn(t, il);
   }
+  t.skipped((s) => {
+    for (let il = hp.nLayer; il < hp.nLayer + hp.nLayerNextn; il++) {
+      s.layer(il, 'attn_norm.weight', [E]);
+      s.layer(il, 'post_attention_norm.weight', [E]);
+      gatedAttentionTensors(hp, s, il, true);
+      ffn(s, il);
+      nextnTensors(hp, s, il);
+    }
+  });
 }
 
 /**
@@ -169,13 +208,12 @@ export const qwen35: Architecture = {
   hparams: qwen35Hparams('qwen35'),
 
   tensors(hp, t) {
-    qwen35MixerTensors(hp, t);
-    for (let il = 0; il < hp.nLayer; il++) {
+    qwen35Tensors(hp, t, (l, il) => {
       const F = ffLength(hp, il);
-      t.layer(il, 'ffn_gate.weight', [hp.nEmbd, F]);
-      t.layer(il, 'ffn_up.weight', [hp.nEmbd, F]);
-      t.layer(il, 'ffn_down.weight', [F, hp.nEmbd]);
-    }
+      l.layer(il, 'ffn_gate.weight', [hp.nEmbd, F]);
+      l.layer(il, 'ffn_up.weight', [hp.nEmbd, F]);
+      l.layer(il, 'ffn_down.weight', [F, hp.nEmbd]);
+    });
   },
 
   build(b) {
