@@ -89,9 +89,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
       }
     } else if (kind === 'A') {
       const q = hd * s.nHead;
-      add(`${b}attn_q.weight`, [E, family === 'qwen35' ? 2 * q : q], linear(E));
-      add(`${b}attn_k.weight`, [E, hd * s.nHeadKv], linear(E));
-      add(`${b}attn_v.weight`, [E, hd * s.nHeadKv], linear(E));
+      planQkv(add, b, E, family === 'qwen35' ? 2 * q : q, hd * s.nHeadKv, s);
       add(`${b}attn_output.weight`, [q, E], linear(q));
       if (family === 'qwen35' || family === 'lfm2') {
         add(`${b}attn_q_norm.weight`, [hd], NORM);
@@ -120,6 +118,31 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
     if (!tied) add('output.weight', [E, nVocab], linear(E));
   }
   return out;
+}
+
+/**
+ * Attention's q, k, v projections (nq, nkv, nkv rows): one `attn_qkv` when s.fusedQkv,
+ * each with a bias when s.qkvBias.
+ */
+export function planQkv(
+  add: (name: string, dims: number[], init: TensorInit) => void,
+  b: string,
+  E: number,
+  nq: number,
+  nkv: number,
+  s: Pick<ResolvedShape, 'fusedQkv' | 'qkvBias'>,
+): void {
+  const parts: [string, number][] = s.fusedQkv
+    ? [['qkv', nq + 2 * nkv]]
+    : [
+        ['q', nq],
+        ['k', nkv],
+        ['v', nkv],
+      ];
+  for (const [p, rows] of parts) {
+    add(`${b}attn_${p}.weight`, [E, rows], linear(E));
+    if (s.qkvBias) add(`${b}attn_${p}.bias`, [rows], BIAS);
+  }
 }
 
 /** A multi-token-prediction block's fusion tensors (the rest of it is an ordinary layer's). */

@@ -2,7 +2,7 @@
 // llama.cpp's converters write them (and its model loader expects them).
 import { GGUFValueType } from '../gguf/index.js';
 import { swaPattern } from '../model/hparams.js';
-import { planNextn, planRecurrent, recurrentKeys } from './layout-recurrent.js';
+import { planNextn, planQkv, planRecurrent, recurrentKeys } from './layout-recurrent.js';
 import { type GenArch, isGemma, isRecurrentArch, type ResolvedShape } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
@@ -93,17 +93,7 @@ export function planTensors(arch: GenArch, s: ResolvedShape, nVocab: number): Pl
       add(`${b}attn_v_b.weight`, [m.kvLoraRank, m.headV, s.nHead], linear(m.kvLoraRank));
       add(`${b}attn_output.weight`, [s.nHead * m.headV, E], linear(s.nHead * m.headV));
     } else {
-      const parts: [string, number][] = s.fusedQkv
-        ? [['qkv', qDim + 2 * kvDim]]
-        : [
-            ['q', qDim],
-            ['k', kvDim],
-            ['v', kvDim],
-          ];
-      for (const [p, rows] of parts) {
-        add(`${b}attn_${p}.weight`, [E, rows], linear(E));
-        if (s.qkvBias) add(`${b}attn_${p}.bias`, [rows], BIAS);
-      }
+      planQkv(add, b, E, qDim, kvDim, s);
       if (arch === 'qwen3' || arch === 'qwen3moe') {
         add(`${b}attn_q_norm.weight`, [s.headDim], NORM);
         add(`${b}attn_k_norm.weight`, [s.headDim], NORM);

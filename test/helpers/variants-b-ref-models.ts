@@ -102,4 +102,19 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'deepseek2 with fused ffn_gate_up_exps (create_tensor_gate_up_exps)',
   ),
+  variant(
+    'tiny-qwen35',
+    'qkv-bias',
+    { qkvBias: true },
+    'F32',
+    'qwen35 with attention q/k/v biases, which llama.cpp loads and its graph leaves unused',
+  ),
+  variant('tiny-lfm2', 'fused-qkv', { fusedQkv: true, qkvBias: true }, 'F32', 'lfm2 with one attn_qkv weight and bias'),
+  variant(
+    'tiny-nemotron-h',
+    'fused-qkv',
+    { fusedQkv: true, qkvBias: true },
+    'F32',
+    'nemotron_h with one attn_qkv weight and bias',
+  ),
 ];

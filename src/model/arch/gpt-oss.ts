@@ -71,7 +71,6 @@ export const gptOss: Architecture = {
   build(b) {
     const { hp, w } = b;
     const moe = requireExperts(hp.moe, 'gpt-oss');
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NEOX };
     const hd = hp.nRot;
     let x = b.inpEmbd(w.get('token_embd.weight'));

@@ -15,7 +15,6 @@
 // The latent projections of larger variants (`ffn_latent_down/up`) are refused.
 
 import * as ops from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
 import type { ExpertParams } from '../experts.js';
 import { mamba2Tensors, nextnTensors, qkvTensors } from '../graph.js';
@@ -121,7 +120,6 @@ function nemotronHArch(name: string): Architecture {
 
     build(b) {
       const { hp, w } = b;
-      const n = b.nTokens;
       let x = b.inpEmbd(w.get('token_embd.weight'));
       for (let il = 0; il < hp.nLayer; il++) {
         const L = (name: string) => w.layer(il, name);

@@ -18,7 +18,7 @@ export const qwen2moe: Architecture = {
 
   tensors(hp, t) {
     const moe = requireExperts(hp.moe, 'qwen2moe');
-    const { nEmbd: E, nVocab: V, nHead, nHeadKv, nEmbdHeadK: hk, nEmbdHeadV: hv } = hp;
+    const { nEmbd: E, nVocab: V, nHeadKv, nEmbdHeadK: hk, nEmbdHeadV: hv } = hp;
     const nE = moe.nExpert;
     const F = moe.nFfExp || hp.nFf / moe.nExpertUsed;
     const Fs = moe.nFfShexp || hp.nFf;
