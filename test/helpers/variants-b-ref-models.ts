@@ -117,4 +117,11 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'nemotron_h with one attn_qkv weight and bias',
   ),
+  variant(
+    'tiny-granitehybrid',
+    'fused-qkv',
+    { fusedQkv: true, qkvBias: true },
+    'F32',
+    'granitehybrid with one attn_qkv weight and bias',
+  ),
 ];
