@@ -203,6 +203,10 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push(u32('attention.value_length_mla', m.headV));
     if (m.qLoraRank > 0) kv.push(u32('attention.q_lora_rank', m.qLoraRank));
     kv.push(u32('attention.kv_lora_rank', m.kvLoraRank));
+    if (s.attnTemp.scale !== 0) {
+      kv.push(f32('attention.temperature_scale', s.attnTemp.scale));
+      kv.push(u32('attention.temperature_length', s.attnTemp.length));
+    }
   } else if (
     arch === 'qwen3' ||
     arch === 'qwen3moe' ||

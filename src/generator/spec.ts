@@ -162,6 +162,8 @@ export interface ModelShape {
    * evaluate. Default 0.
    */
   nextnLayers?: number;
+  /** deepseek2: attention temperature tuning (`attention.temperature_scale` / `_length`; scale 0: none). */
+  attnTemp?: { scale: number; length: number };
   /**
    * bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1.
    * 4 (rank) makes a reranker: bert gets a classification head (cls.weight/bias,
@@ -277,6 +279,7 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
       arch === 'bert' || arch === 'gemma2' || arch === 'gemma-embedding' ? true : (s.tiedEmbeddings ?? false),
     fusedQkv: s.fusedQkv ?? false,
     nextnLayers: s.nextnLayers ?? 0,
+    attnTemp: s.attnTemp ?? { scale: 0, length: 0 },
     qkvBias: s.qkvBias ?? (arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss'),
     poolingType: s.poolingType ?? 1,
     nTypeVocab: s.nTypeVocab ?? 2,

@@ -69,9 +69,14 @@ export interface GraphInputs {
   stateIds?: Tensor;
   /** F32 inputs whose values follow from the hyper-parameters alone, set on every ubatch. */
   constants?: { t: Tensor; data: Float32Array }[];
+  /**
+   * Per-token query scales of attention temperature tuning, F32 [1, 1, n]:
+   * log(floor(pos / floor) + 1) · scale + 1 (llama.cpp's llm_graph_input_attn_temp).
+   */
+  attnTemp?: { t: Tensor; scale: number; floor: number };
 }
 
-type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs' | 'constants'>;
+type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs' | 'constants' | 'attnTemp'>;
 
 /** RoPE settings an architecture passes (mode) on top of the hyper-parameters. */
 export interface RopeConfig {
@@ -154,6 +159,15 @@ export class GraphBuilder {
     const t = newTensor(GGMLType.F32, [data.length], name).setFlag(TensorFlag.INPUT);
     list.push({ t, data });
     return t;
+  }
+
+  /** The query scales of attention temperature tuning (GraphInputs.attnTemp), F32 [1, 1, n]. */
+  inpAttnTemp(scale: number, floor: number): Tensor {
+    if (!this.inputs.attnTemp) {
+      const t = newTensor(GGMLType.F32, [1, 1, this.nTokens], 'attn_scale').setFlag(TensorFlag.INPUT);
+      this.inputs.attnTemp = { t, scale, floor };
+    }
+    return this.inputs.attnTemp.t;
   }
 
   /** Token ids, I32 [n]. */

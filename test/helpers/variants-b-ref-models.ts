@@ -124,4 +124,11 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'granitehybrid with one attn_qkv weight and bias',
   ),
+  variant(
+    'tiny-deepseek2',
+    'attn-temp',
+    { attnTemp: { scale: 0.5, length: 4 } },
+    'F32',
+    'deepseek2 with attention temperature tuning (Mistral Large 3): queries scaled by log(floor(pos / 4) + 1) · 0.5 + 1',
+  ),
 ];

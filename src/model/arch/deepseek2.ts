@@ -7,7 +7,8 @@
 // bottleneck (q_lora_rank; absent in the -Lite models). Feed-forward: the first
 // leading_dense_block_count layers dense, the rest routed experts (softmax or sigmoid
 // scores, an optional selection bias, renormalised and scaled weights; gate and up stacks
-// split or fused) plus shared experts. Multi-token-prediction blocks are accepted, not evaluated.
+// split or fused) plus shared experts. Optional attention temperature tuning (Mistral
+// Large 3): queries scaled by position. Multi-token-prediction blocks are accepted, not evaluated.
 //   q      = Wq_b·rmsnorm(Wq_a·n)            (or Wq·n)      → per head [q_nope | q_pe]
 //   [c|kpe]= Wkv_a·n,  c = rmsnorm(c),  q_pe, kpe = rope(·)  (NORMAL mode, YaRN)
 //   scores = ([Wk_b·q_nope | q_pe] · [c | kpe]) · mscale²/sqrt(dk)
@@ -34,6 +35,12 @@ interface Mla {
   headV: number;
   /** `rope.scaling.yarn_log_multiplier` / 0.1 (the converter stores 0.1·mscale_all_dim). */
   yarnLogMul: number;
+  /**
+   * Attention temperature tuning (Mistral Large 3): queries scaled by
+   * log(floor(pos / tempLength) + 1) · tempScale + 1; tempScale 0: none.
+   */
+  tempScale: number;
+  tempLength: number;
 }
 
 const MLA = new WeakMap<HParams, Mla>();
@@ -100,7 +107,22 @@ export const deepseek2: Architecture = {
         gating,
       },
     };
-    MLA.set(out, { qLoraRank: num('attention.q_lora_rank', 0), kvLoraRank, headK, headV, yarnLogMul });
+    const tempScale = num('attention.temperature_scale', 0);
+    const tempLength = num('attention.temperature_length', 0);
+    if (tempScale !== 0 && !(Number.isInteger(tempLength) && tempLength > 0)) {
+      throw new ModelError(
+        `${file.path}: ${key('attention.temperature_scale')} = ${tempScale} needs ${key('attention.temperature_length')} > 0 (got ${tempLength}; llama.cpp asserts it)`,
+      );
+    }
+    MLA.set(out, {
+      qLoraRank: num('attention.q_lora_rank', 0),
+      kvLoraRank,
+      headK,
+      headV,
+      yarnLogMul,
+      tempScale,
+      tempLength,
+    });
     return out;
   },
 
@@ -204,7 +226,10 @@ export const deepseek2: Architecture = {
 
       // the absorbed key projection: each head's q_nope mapped into the latent space
       const qAbs = b.cb(b.mm(L('attn_k_b.weight'), permute(qNope, [0, 2, 1, 3])), 'q_nope_absorbed', il);
-      const qCur = b.cb(ops.concat(permute(qAbs, [0, 2, 1, 3]), qPe, 0), 'Qcur', il);
+      let qCur = b.cb(ops.concat(permute(qAbs, [0, 2, 1, 3]), qPe, 0), 'Qcur', il);
+      if (m.tempScale !== 0) {
+        qCur = b.cb(ops.mul(qCur, b.inpAttnTemp(m.tempScale, m.tempLength)), 'Qcur_attn_temp_scaled', il);
+      }
       const kCur = b.cb(ops.concat(reshape(kvCmpr, [m.kvLoraRank, 1, n]), kPe, 0), 'Kcur', il);
       cur = b.attention(il, qCur, kCur, null, L('attn_output.weight'), undefined, kqScale, {
         vMla: L('attn_v_b.weight'),
