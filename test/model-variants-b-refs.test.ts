@@ -15,7 +15,7 @@ import { CpuReg } from '../src/backends/cpu/index.js';
 import { generateModel, type ModelShape, presetSpec } from '../src/generator/index.js';
 import { GGUFValueType, GGUFWriter, openGGUF } from '../src/gguf/index.js';
 import { setLogCallback } from '../src/log.js';
-import { Model } from '../src/model/index.js';
+import { Context, Model } from '../src/model/index.js';
 import { type CaseResult, checkRefCase, type RefCase, sameBits } from './helpers/arch-refs.js';
 import { REPO_ROOT } from './helpers/shared.js';
 import { REF_MODELS } from './helpers/variants-b-ref-models.js';
@@ -132,4 +132,46 @@ test('lfm2: LFM2-ColBert dense_2_out (accepted by llama.cpp for embeddings) is r
     w.addTensor('dense_2_out.weight', 0, [64, 32], new Uint8Array(64 * 32 * 4)),
   );
   assert.match(msg, /dense_2_out/);
+});
+
+/** Logits after a prompt, for a model file (one thread). */
+async function promptLogits(path: string): Promise<Float32Array> {
+  setLogCallback(() => {});
+  const model = await Model.load(path, { devices: [cpus[0]] });
+  setLogCallback(null);
+  try {
+    const ctx = new Context(model, { nCtx: 64 });
+    try {
+      await ctx.decode({ tokens: model.vocab.encode('Once upon a time', { addSpecial: true, parseSpecial: false }) });
+      return ctx.getLogits(-1);
+    } finally {
+      ctx.free();
+    }
+  } finally {
+    model.free();
+  }
+}
+
+test('expert_used_count and expert_feed_forward_length given once per block answer as the single value (llama.cpp: get_key_or_arr)', async () => {
+  for (const [preset, arch] of [
+    ['tiny-qwen3moe', 'qwen3moe'],
+    ['tiny-nemotron-h-moe', 'nemotron_h_moe'],
+  ] as const) {
+    const scalar = join(dir, `${preset}-scalar.gguf`);
+    const arrays = join(dir, `${preset}-arrays.gguf`);
+    generateModel(presetSpec(preset, 'F32'), scalar);
+    const f = openGGUF(scalar);
+    const w = GGUFWriter.fromFile(f);
+    const nLayer = f.getNumber(`${arch}.block_count`);
+    for (const k of ['expert_used_count', 'expert_feed_forward_length']) {
+      const v = f.getNumber(`${arch}.${k}`);
+      w.set(`${arch}.${k}`, GGUFValueType.ARRAY, {
+        itemType: GGUFValueType.UINT32,
+        items: new Uint32Array(nLayer).fill(v),
+      });
+    }
+    f.close();
+    w.write(arrays);
+    assert.ok(sameBits([await promptLogits(arrays)], [await promptLogits(scalar)]), `${preset}: arrays differ`);
+  }
 });

@@ -371,7 +371,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
     nClsOut: Math.max(1, file.getStringArray(key('classifier.output_labels'), []).length),
-    moe: readExpertParams(file, arch),
+    moe: readExpertParams(file, arch, (k) => readPerLayer(file, k, nLayer, 0)),
     nHeadArr,
     nHeadKvArr,
     nFfArr,

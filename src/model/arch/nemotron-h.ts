@@ -12,15 +12,24 @@
 // sigmoid scores plus a selection bias (`exp_probs_b`), weighted by the unbiased scores
 // (renormalised when `expert_weights_norm`, times `expert_weights_scale`), plus a shared
 // squared-ReLU expert:  block = Σ_{e ∈ topk(σ + b)} w_e · down_e·relu(up_e·a)² + down_s·relu(up_s·a)².
-// The latent projections of larger variants (`ffn_latent_down/up`) are refused.
+// Expert sizes and counts may differ per layer (Nemotron 3 Puzzle). The latent projections
+// of larger variants (`ffn_latent_down/up`) are refused.
 
 import * as ops from '../../ggml/ops.js';
 import { ModelError } from '../errors.js';
 import type { ExpertParams } from '../experts.js';
 import { mamba2Tensors, nextnTensors, qkvTensors } from '../graph.js';
-import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
+import { ffLength, type HParams, headCount, headCountKv, isRecurrent } from '../hparams.js';
 import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
+
+/**
+ * Rows of layer il's experts: `expert_feed_forward_length` (one value, or one per layer in
+ * Nemotron 3 Puzzle's files), else the layer's feed_forward_length over its experts used.
+ */
+function expertRows(hp: HParams, moe: ExpertParams, il: number): number {
+  return moe.nFfExpArr[il] || ffLength(hp, il) / moe.nExpertUsedArr[il];
+}
 
 /** The nemotron_h architecture under `name` (nemotron_h and nemotron_h_moe share it, as in llama.cpp). */
 function nemotronHArch(name: string): Architecture {
@@ -57,7 +66,11 @@ function nemotronHArch(name: string): Architecture {
           weightsNorm: file.getBool(`${name}.expert_weights_norm`, false),
           weightsScale: file.getNumber(`${name}.expert_weights_scale`, 0),
         };
-        if (!(moe.nFfExp > 0)) throw new ModelError(`${file.path}: ${name}.expert_feed_forward_length is missing or 0`);
+        for (let il = 0; il < hp.nLayer + hp.nLayerNextn; il++) {
+          if (hp.nFfArr[il] !== 0 && !(expertRows(hp, moe, il) > 0)) {
+            throw new ModelError(`${file.path}: ${name}.expert_feed_forward_length is missing or 0 for layer ${il}`);
+          }
+        }
         if (!(moe.nFfShexp > 0))
           throw new ModelError(`${file.path}: ${name}.expert_shared_feed_forward_length is missing or 0`);
       }
@@ -78,7 +91,8 @@ function nemotronHArch(name: string): Architecture {
         l.layer(il, 'attn_output.bias', [E], true);
       };
       const expertTensors = (l: TensorList, il: number) => {
-        const { nExpert: nE, nFfExp: Fe, nFfShexp: Fs } = hp.moe!;
+        const { nExpert: nE, nFfShexp: Fs } = hp.moe!;
+        const Fe = expertRows(hp, hp.moe!, il);
         l.layer(il, 'ffn_gate_inp.weight', [E, nE]);
         l.layer(il, 'exp_probs_b.bias', [nE]);
         l.layer(il, 'ffn_up_exps.weight', [E, Fe, nE]);
@@ -141,7 +155,7 @@ function nemotronHArch(name: string): Architecture {
               up: L('ffn_up_exps.weight'),
               down: L('ffn_down_exps.weight'),
               probsBias: L('exp_probs_b.bias'),
-              nExpertUsed: hp.moe.nExpertUsed,
+              nExpertUsed: hp.moe.nExpertUsedArr[il],
               gating: 'sigmoid',
               normW: hp.moe.weightsNorm,
               wScale: hp.moe.weightsScale,
