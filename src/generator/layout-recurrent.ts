@@ -53,11 +53,22 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
     add('output_norm.weight', [E], NORM);
     if (!tied) add('output.weight', [E, nVocab], linear(E));
   }
-  // (qwen35's multi-token-prediction blocks after the others: attention blocks)
   for (let l = 0; l < s.nLayer + s.nextnLayers; l++) {
     const b = `blk.${l}.`;
+    if (l >= s.nLayer) {
+      // multi-token-prediction blocks after the others: qwen35's an attention layer,
+      // nemotron_h_moe's an attention and an expert sub-layer
+      planNextn(add, b, E);
+      if (family === 'nemotron_h') {
+        add(`${b}attn_norm.weight`, [E], NORM);
+        planQkv(add, b, E, hd * s.nHead, hd * s.nHeadKv, s);
+        add(`${b}attn_output.weight`, [hd * s.nHead, E], linear(hd * s.nHead));
+        add(`${b}post_attention_norm.weight`, [E], NORM);
+        planExperts(add, family, b, E, ex!);
+        continue;
+      }
+    }
     const kind = l < s.nLayer ? kinds[l] : 'A';
-    if (l >= s.nLayer) planNextn(add, b, E);
     add(`${b}attn_norm.weight`, [E], NORM);
     if (family === 'qwen35') add(`${b}post_attention_norm.weight`, [E], NORM);
     if (kind === 'R') {
@@ -193,7 +204,8 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     value: { itemType, items },
   });
   const family = recurrentFamily(arch);
-  const kinds = layerKindsOf(arch, s);
+  // (nemotron_h_moe's multi-token-prediction blocks: attention heads and experts, 'M')
+  const kinds = layerKindsOf(arch, s) + 'M'.repeat(s.nextnLayers);
   const ex = s.experts;
   const kv: VocabKV[] = [
     u32('context_length', s.nCtxTrain),
@@ -206,7 +218,7 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
       arr(
         'feed_forward_length',
         GGUFValueType.UINT32,
-        Uint32Array.from(kinds, (k) => (k === 'F' ? s.nFf : 0)),
+        Uint32Array.from(kinds, (k) => (k === 'F' || k === 'M' ? s.nFf : 0)),
       ),
     );
   } else kv.push(u32('feed_forward_length', s.nFf));
@@ -217,7 +229,7 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
       arr(
         'attention.head_count_kv',
         GGUFValueType.UINT32,
-        Uint32Array.from(kinds, (k) => (k === 'A' ? s.nHeadKv : 0)),
+        Uint32Array.from(kinds, (k) => (k === 'A' || k === 'M' ? s.nHeadKv : 0)),
       ),
     );
   kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));

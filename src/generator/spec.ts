@@ -157,7 +157,7 @@ export interface ModelShape {
   /** Decoders with plain attention: q/k/v biases (default: qwen2, qwen2moe and gpt-oss have them). */
   qkvBias?: boolean;
   /**
-   * qwen35, qwen35moe, deepseek2: multi-token-prediction blocks after the nLayer others
+   * qwen35, qwen35moe, deepseek2, nemotron_h_moe: multi-token-prediction blocks after the nLayer others
    * (`nextn_predict_layers`; block_count counts them), which llama.cpp loads but does not
    * evaluate. Default 0.
    */
@@ -338,8 +338,10 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     throw new RangeError(
       `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
     );
-  if (r.nextnLayers !== 0 && !(arch === 'qwen35' || arch === 'qwen35moe' || arch === 'deepseek2'))
-    throw new RangeError(`model shape: nextnLayers is for qwen35, qwen35moe and deepseek2, not ${arch}`);
+  if (r.nextnLayers !== 0 && !['qwen35', 'qwen35moe', 'deepseek2', 'nemotron_h_moe'].includes(arch))
+    throw new RangeError(
+      `model shape: nextnLayers is for qwen35, qwen35moe, deepseek2 and nemotron_h_moe, not ${arch}`,
+    );
   if (isRecurrentArch(arch)) checkRecurrentShape(arch, r);
   if (MOE_ARCHS.includes(arch) && !r.experts) throw new RangeError(`model shape: ${arch} needs experts`);
   if (r.experts) {

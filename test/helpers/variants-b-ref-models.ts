@@ -131,4 +131,11 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'deepseek2 with attention temperature tuning (Mistral Large 3): queries scaled by log(floor(pos / 4) + 1) · 0.5 + 1',
   ),
+  variant(
+    'tiny-nemotron-h-moe',
+    'mtp',
+    { nextnLayers: 1 },
+    'F32',
+    'nemotron_h_moe with a multi-token-prediction block (attention and experts): loaded, not evaluated',
+  ),
 ];
