@@ -62,7 +62,7 @@ export function readExpertParams(
   const nExpertUsed = nExpertUsedArr[0];
   if (!(nExpertUsed > 0) || nExpertUsedArr.some((v) => !(Number.isSafeInteger(v) && v >= 0 && v <= nExpert))) {
     throw new ModelError(
-      `${where}expert_used_count = ${nExpertUsedArr.length > 1 ? `[${nExpertUsedArr}]` : nExpertUsed} must be 1..expert_count (${nExpert})`,
+      `${where}expert_used_count = ${nExpertUsedArr.every((v) => v === nExpertUsed) ? nExpertUsed : `[${nExpertUsedArr}]`} must be 1..expert_count (${nExpert})`,
     );
   }
   const groups = num('expert_group_count', 0);
