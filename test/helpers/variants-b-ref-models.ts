@@ -138,4 +138,25 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'nemotron_h_moe with a multi-token-prediction block (attention and experts): loaded, not evaluated',
   ),
+  variant(
+    'tiny-qwen3moe',
+    'head32',
+    { headDim: 32 },
+    'F32',
+    'qwen3moe with heads of 32 (key_length ≠ embedding_length / head_count)',
+  ),
+  variant(
+    'tiny-gpt-oss',
+    'head32',
+    { headDim: 32 },
+    'F32',
+    'gpt-oss with heads of 32 (≠ embedding_length / head_count)',
+  ),
+  variant(
+    'tiny-nemotron-h',
+    'head32',
+    { headDim: 32 },
+    'F32',
+    'nemotron_h with heads of 32 (≠ embedding_length / head_count)',
+  ),
 ];
