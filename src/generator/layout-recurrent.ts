@@ -194,6 +194,24 @@ function planExperts(
   add(`${b}ffn_down_shexp.weight`, [Fs, E], linear(Fs));
 }
 
+/** The YaRN keys (`rope.scaling.*`) when the shape has YaRN, as the converters write them. */
+export function yarnKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
+  if (!s.yarn) return [];
+  const kv: VocabKV[] = [
+    { key: `${arch}.rope.scaling.type`, type: GGUFValueType.STRING, value: 'yarn' },
+    { key: `${arch}.rope.scaling.factor`, type: GGUFValueType.FLOAT32, value: s.yarn.factor },
+    { key: `${arch}.rope.scaling.original_context_length`, type: GGUFValueType.UINT32, value: s.yarn.originalContext },
+  ];
+  if (s.yarn.logMultiplier !== undefined) {
+    kv.push({
+      key: `${arch}.rope.scaling.yarn_log_multiplier`,
+      type: GGUFValueType.FLOAT32,
+      value: s.yarn.logMultiplier,
+    });
+  }
+  return kv;
+}
+
 /** The `{arch}.*` keys of a recurrent architecture, in converter order. */
 export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   const u32 = (k: string, value: number): VocabKV => ({ key: `${arch}.${k}`, type: GGUFValueType.UINT32, value });
@@ -241,6 +259,7 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push(u32('attention.key_length', s.headDim));
     kv.push(u32('attention.value_length', s.headDim));
   }
+  kv.push(...yarnKeys(arch, s));
   if (family === 'qwen35')
     kv.push(arr('rope.dimension_sections', GGUFValueType.INT32, Int32Array.from(s.ropeSections)));
   if (family === 'lfm2') kv.push(u32('shortconv.l_cache', s.shortConvL));

@@ -2,7 +2,7 @@
 // llama.cpp's converters write them (and its model loader expects them).
 import { GGUFValueType } from '../gguf/index.js';
 import { swaPattern } from '../model/hparams.js';
-import { planNextn, planQkv, planRecurrent, recurrentKeys } from './layout-recurrent.js';
+import { planNextn, planQkv, planRecurrent, recurrentKeys, yarnKeys } from './layout-recurrent.js';
 import { type GenArch, isGemma, isRecurrentArch, type ResolvedShape } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
@@ -188,12 +188,7 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));
   kv.push(f32('rope.freq_base', s.ropeFreqBase));
   kv.push(u32('rope.dimension_count', s.ropeDim));
-  if (s.yarn) {
-    kv.push({ key: `${arch}.rope.scaling.type`, type: GGUFValueType.STRING, value: 'yarn' });
-    kv.push(f32('rope.scaling.factor', s.yarn.factor));
-    kv.push(u32('rope.scaling.original_context_length', s.yarn.originalContext));
-    if (s.yarn.logMultiplier !== undefined) kv.push(f32('rope.scaling.yarn_log_multiplier', s.yarn.logMultiplier));
-  }
+  kv.push(...yarnKeys(arch, s));
   if (arch === 'deepseek2') {
     // the latent cache's row: [kv_lora_rank | rope dims] for keys, the latent for values
     const m = s.mla!;

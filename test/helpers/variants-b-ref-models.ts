@@ -159,4 +159,11 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'nemotron_h with heads of 32 (≠ embedding_length / head_count)',
   ),
+  variant(
+    'tiny-qwen35',
+    'yarn-sections',
+    { ropeSections: [0, 2, 1, 0], yarn: { factor: 4, originalContext: 64 } },
+    'F32',
+    'qwen35 with YaRN (factor 4 over 64 positions) and wrapping sections: the fourth-section pair keeps YaRN magnitude, angle 0',
+  ),
 ];
