@@ -121,7 +121,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
       add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
       continue;
     }
-    planExperts(add, family, b, E, ex);
+    planExperts(add, family, b, E, { ...ex, nFf: ex.nFfPerLayer?.[l] ?? ex.nFf });
   }
   // LFM2 keeps its final norm as token_embd_norm
   if (family === 'lfm2') {
@@ -281,9 +281,13 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   if (ex) {
     if (arch === 'lfm2moe') kv.push(u32('leading_dense_block_count', ex.nDenseLead ?? 0));
     kv.push(u32('expert_count', ex.nExpert));
-    kv.push(u32('expert_used_count', ex.nUsed));
+    // (Nemotron 3 Puzzle: per-layer counts and sizes, as arrays over every block)
+    if (ex.nUsedPerLayer) kv.push(arr('expert_used_count', GGUFValueType.UINT32, Uint32Array.from(ex.nUsedPerLayer)));
+    else kv.push(u32('expert_used_count', ex.nUsed));
     // Granite's experts have feed_forward_length rows
-    if (arch !== 'granitehybrid') kv.push(u32('expert_feed_forward_length', ex.nFf));
+    if (ex.nFfPerLayer)
+      kv.push(arr('expert_feed_forward_length', GGUFValueType.UINT32, Uint32Array.from(ex.nFfPerLayer)));
+    else if (arch !== 'granitehybrid') kv.push(u32('expert_feed_forward_length', ex.nFf));
     if ((ex.nShared ?? 0) > 0) kv.push(u32('expert_shared_feed_forward_length', ex.nShared ?? 0));
     if (arch === 'lfm2moe') kv.push(u32('expert_gating_func', ex.gating === 'softmax' ? 1 : 2));
     if (arch === 'nemotron_h_moe') {

@@ -111,6 +111,12 @@ export interface ExpertShape {
   gateUpFused?: boolean;
   /** gemma4: a per-expert scale of the down projection's output (`ffn_down_exps.scale`). */
   downScale?: boolean;
+  /**
+   * nemotron_h_moe (Nemotron 3 Puzzle): experts used and rows of each block's experts, one
+   * value per block (written as arrays; nUsed / nFf: their first expert layer's values).
+   */
+  nUsedPerLayer?: number[];
+  nFfPerLayer?: number[];
 }
 
 /** DeepSeek-2's latent attention sizes. */
@@ -338,6 +344,10 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     throw new RangeError(
       `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
     );
+  for (const a of [r.experts?.nUsedPerLayer, r.experts?.nFfPerLayer]) {
+    if (a && (arch !== 'nemotron_h_moe' || a.length !== r.nLayer + r.nextnLayers))
+      throw new RangeError('model shape: per-layer expert counts and sizes are for nemotron_h_moe, one per block');
+  }
   if (r.nextnLayers !== 0 && !['qwen35', 'qwen35moe', 'deepseek2', 'nemotron_h_moe'].includes(arch))
     throw new RangeError(
       `model shape: nextnLayers is for qwen35, qwen35moe, deepseek2 and nemotron_h_moe, not ${arch}`,

@@ -166,4 +166,17 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'qwen35 with YaRN (factor 4 over 64 positions) and wrapping sections: the fourth-section pair keeps YaRN magnitude, angle 0',
   ),
+  variant(
+    'tiny-nemotron-h-moe',
+    'per-layer-experts',
+    {
+      experts: {
+        ...expertsOf('tiny-nemotron-h-moe'),
+        nUsedPerLayer: [2, 3, 2, 1, 2, 2],
+        nFfPerLayer: [32, 32, 32, 16, 32, 48],
+      },
+    },
+    'F32',
+    'nemotron_h_moe with experts used and expert rows per layer (Nemotron 3 Puzzle): top-3 of 32 rows, top-1 of 16, top-2 of 48',
+  ),
 ];
