@@ -64,7 +64,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
         planQkv(add, b, E, hd * s.nHead, hd * s.nHeadKv, s);
         add(`${b}attn_output.weight`, [hd * s.nHead, E], linear(hd * s.nHead));
         add(`${b}post_attention_norm.weight`, [E], NORM);
-        planExperts(add, family, b, E, ex!);
+        planExperts(add, family, b, E, ex!, true);
         continue;
       }
     }
@@ -175,17 +175,25 @@ function planExperts(
   b: string,
   E: number,
   ex: NonNullable<ResolvedShape['experts']>,
+  mtp = false,
 ): void {
   const nE = ex.nExpert;
   const F = ex.nFf;
   add(`${b}ffn_gate_inp.weight`, [E, nE], { mean: 0, std: ex.routerStd ?? 1 / Math.sqrt(E) });
   if (family === 'lfm2' || family === 'nemotron_h') add(`${b}exp_probs_b.bias`, [nE], { mean: 0, std: 0.05 });
-  if (ex.gateUpFused) add(`${b}ffn_gate_up_exps.weight`, [E, 2 * F, nE], linear(E));
-  else {
-    if (family !== 'nemotron_h') add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
-    add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+  // nemotron_h_moe's latent experts: the stacks are `latent` wide, entered and left through
+  // projections (none in a multi-token-prediction block)
+  const Ex = ex.latent ?? E;
+  if (ex.latent && !mtp) {
+    add(`${b}ffn_latent_down.weight`, [E, Ex], linear(E));
+    add(`${b}ffn_latent_up.weight`, [Ex, E], linear(Ex));
   }
-  add(`${b}ffn_down_exps.weight`, [F, E, nE], linear(F));
+  if (ex.gateUpFused) add(`${b}ffn_gate_up_exps.weight`, [Ex, 2 * F, nE], linear(Ex));
+  else {
+    if (family !== 'nemotron_h') add(`${b}ffn_gate_exps.weight`, [Ex, F, nE], linear(Ex));
+    add(`${b}ffn_up_exps.weight`, [Ex, F, nE], linear(Ex));
+  }
+  add(`${b}ffn_down_exps.weight`, [F, Ex, nE], linear(F));
   const Fs = ex.nShared ?? 0;
   if (Fs === 0 || family === 'lfm2') return;
   if (family === 'qwen35') add(`${b}ffn_gate_inp_shexp.weight`, [E], linear(E));
@@ -290,6 +298,7 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     else if (arch !== 'granitehybrid') kv.push(u32('expert_feed_forward_length', ex.nFf));
     if ((ex.nShared ?? 0) > 0) kv.push(u32('expert_shared_feed_forward_length', ex.nShared ?? 0));
     if (arch === 'lfm2moe') kv.push(u32('expert_gating_func', ex.gating === 'softmax' ? 1 : 2));
+    if (ex.latent) kv.push(u32('moe_latent_size', ex.latent));
     if (arch === 'nemotron_h_moe') {
       kv.push({ key: `${arch}.expert_weights_norm`, type: GGUFValueType.BOOL, value: ex.weightsNorm ?? false });
       kv.push(f32('expert_weights_scale', ex.weightsScale ?? 1));

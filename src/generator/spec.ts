@@ -117,6 +117,8 @@ export interface ExpertShape {
    */
   nUsedPerLayer?: number[];
   nFfPerLayer?: number[];
+  /** nemotron_h_moe (Nemotron 3 Super): the experts' latent width (`moe_latent_size`, with ffn_latent_down/up). */
+  latent?: number;
 }
 
 /** DeepSeek-2's latent attention sizes. */
@@ -344,6 +346,8 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     throw new RangeError(
       `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
     );
+  if (r.experts?.latent !== undefined && arch !== 'nemotron_h_moe')
+    throw new RangeError('model shape: experts.latent is for nemotron_h_moe');
   for (const a of [r.experts?.nUsedPerLayer, r.experts?.nFfPerLayer]) {
     if (a && (arch !== 'nemotron_h_moe' || a.length !== r.nLayer + r.nextnLayers))
       throw new RangeError('model shape: per-layer expert counts and sizes are for nemotron_h_moe, one per block');

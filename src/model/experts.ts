@@ -28,6 +28,8 @@ export interface ExpertParams {
   nFfExpArr: number[];
   /** Rows of the shared expert (`expert_shared_feed_forward_length`; 0: fallback). */
   nFfShexp: number;
+  /** Width of the experts' input and output when they work in a latent space (Nemotron's `moe_latent_size`); 0: n_embd. */
+  nEmbdLatent: number;
   /** Shared experts (`expert_shared_count`; DeepSeek: their rows are nFfExp each). */
   nExpertShared: number;
   /** Leading layers with a dense feed-forward instead of experts (`leading_dense_block_count`). */
@@ -85,6 +87,7 @@ export function readExpertParams(
     nFfExpArr,
     nFfShexp: num('expert_shared_feed_forward_length', 0),
     nExpertShared: num('expert_shared_count', 0),
+    nEmbdLatent: 0,
     nLayerDenseLead: 0,
     weightsNorm: false,
     weightsScale: 0,

@@ -179,4 +179,11 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'nemotron_h_moe with experts used and expert rows per layer (Nemotron 3 Puzzle): top-3 of 32 rows, top-1 of 16, top-2 of 48',
   ),
+  variant(
+    'tiny-nemotron-h-moe',
+    'latent',
+    { experts: { ...expertsOf('tiny-nemotron-h-moe'), latent: 32 } },
+    'F32',
+    'nemotron_h_moe with experts in a latent space of 32 (moe_latent_size, ffn_latent_down/up; Nemotron 3 Super)',
+  ),
 ];

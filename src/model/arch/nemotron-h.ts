@@ -12,8 +12,9 @@
 // sigmoid scores plus a selection bias (`exp_probs_b`), weighted by the unbiased scores
 // (renormalised when `expert_weights_norm`, times `expert_weights_scale`), plus a shared
 // squared-ReLU expert:  block = Σ_{e ∈ topk(σ + b)} w_e · down_e·relu(up_e·a)² + down_s·relu(up_s·a)².
-// Expert sizes and counts may differ per layer (Nemotron 3 Puzzle). The latent projections
-// of larger variants (`ffn_latent_down/up`) are refused.
+// Expert sizes and counts may differ per layer (Nemotron 3 Puzzle); experts may work in a
+// latent space (`moe_latent_size`, Nemotron 3 Super) entered and left through
+// `ffn_latent_down/up`, the router still reading the layer input.
 
 import * as ops from '../../ggml/ops.js';
 import { ModelError } from '../errors.js';
@@ -53,11 +54,6 @@ function nemotronHArch(name: string): Architecture {
           `${file.path}: Mamba-2 sizes: inner size ${hp.ssmDInner} must divide by the ${hp.ssmDtRank} heads and ${hp.ssmNGroup} groups`,
         );
       }
-      if (file.getNumber(`${name}.moe_latent_size`, 0) > 0 || file.tensor('blk.1.ffn_latent_down.weight')) {
-        throw new ModelError(
-          `${file.path}: latent expert projections (moe_latent_size, ffn_latent_down/up) are not supported`,
-        );
-      }
       let moe: ExpertParams | null = hp.moe;
       if (moe) {
         moe = {
@@ -65,6 +61,7 @@ function nemotronHArch(name: string): Architecture {
           gating: 'sigmoid',
           weightsNorm: file.getBool(`${name}.expert_weights_norm`, false),
           weightsScale: file.getNumber(`${name}.expert_weights_scale`, 0),
+          nEmbdLatent: file.getNumber(`${name}.moe_latent_size`, 0),
         };
         for (let il = 0; il < hp.nLayer + hp.nLayerNextn; il++) {
           if (hp.nFfArr[il] !== 0 && !(expertRows(hp, moe, il) > 0)) {
@@ -90,13 +87,20 @@ function nemotronHArch(name: string): Architecture {
         l.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
         l.layer(il, 'attn_output.bias', [E], true);
       };
-      const expertTensors = (l: TensorList, il: number) => {
+      const expertTensors = (l: TensorList, il: number, mtp: boolean) => {
         const { nExpert: nE, nFfShexp: Fs } = hp.moe!;
         const Fe = expertRows(hp, hp.moe!, il);
         l.layer(il, 'ffn_gate_inp.weight', [E, nE]);
         l.layer(il, 'exp_probs_b.bias', [nE]);
-        l.layer(il, 'ffn_up_exps.weight', [E, Fe, nE]);
-        l.layer(il, 'ffn_down_exps.weight', [Fe, E, nE]);
+        // (Nemotron 3 Super: experts in a latent space of moe_latent_size, with optional
+        // projections into and out of it; not in the multi-token-prediction blocks)
+        const Le = hp.moe!.nEmbdLatent || E;
+        if (!mtp) {
+          l.layer(il, 'ffn_latent_down.weight', [E, Le], true);
+          l.layer(il, 'ffn_latent_up.weight', [Le, E], true);
+        }
+        l.layer(il, 'ffn_up_exps.weight', [Le, Fe, nE]);
+        l.layer(il, 'ffn_down_exps.weight', [Fe, Le, nE]);
         l.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
         l.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
       };
@@ -110,7 +114,7 @@ function nemotronHArch(name: string): Architecture {
           s.layer(il, 'attn_norm.weight', [E]);
           attentionTensors(s, il);
           s.layer(il, 'post_attention_norm.weight', [E]);
-          expertTensors(s, il);
+          expertTensors(s, il, true);
           nextnTensors(hp, s, il);
         }
       });
@@ -122,7 +126,7 @@ function nemotronHArch(name: string): Architecture {
         const F = ffLength(hp, il);
         if (isRecurrent(hp, il)) mamba2Tensors(hp, t, il);
         else if (F === 0) attentionTensors(t, il);
-        else if (hp.moe) expertTensors(t, il);
+        else if (hp.moe) expertTensors(t, il, false);
         else {
           t.layer(il, 'ffn_up.weight', [E, F]);
           t.layer(il, 'ffn_down.weight', [F, E]);
@@ -148,10 +152,14 @@ function nemotronHArch(name: string): Architecture {
           const scale = hp.attentionScale !== 0 ? hp.attentionScale : 1 / Math.sqrt(hd);
           cur = b.attention(il, q, k, v, L('attn_output.weight'), Lopt('attn_output.bias'), scale);
         } else if (hp.moe) {
-          const routed = b.moeFfn(
-            a,
+          // the router reads the layer input; the experts its latent projection when there is one
+          const latentDown = Lopt('ffn_latent_down.weight');
+          const latentUp = Lopt('ffn_latent_up.weight');
+          const logits = b.cb(b.mm(L('ffn_gate_inp.weight'), a), 'ffn_moe_logits', il);
+          let routed = b.moeFfn(
+            latentDown ? b.mm(latentDown, a) : a,
             {
-              gateInp: L('ffn_gate_inp.weight'),
+              logits,
               up: L('ffn_up_exps.weight'),
               down: L('ffn_down_exps.weight'),
               probsBias: L('exp_probs_b.bias'),
@@ -163,6 +171,7 @@ function nemotronHArch(name: string): Architecture {
             },
             il,
           );
+          if (latentUp) routed = b.mm(latentUp, routed);
           const u = b.cb(b.mm(L('ffn_up_shexp.weight'), a), 'ffn_up', il);
           const r = b.cb(ops.sqr(b.cb(ops.relu(u), 'ffn_relu', il)), 'ffn_sqr(relu)', il);
           const shared = b.cb(b.mm(L('ffn_down_shexp.weight'), r), 'ffn_shexp', il);
