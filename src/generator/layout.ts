@@ -220,6 +220,10 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push(u32('expert_count', ex.nExpert));
     kv.push(u32('expert_used_count', ex.nUsed));
     if (arch !== 'llama') kv.push(u32('expert_feed_forward_length', ex.nFf));
+    if (ex.groups) {
+      kv.push(u32('expert_group_count', ex.groups.n));
+      kv.push(u32('expert_group_used_count', ex.groups.used));
+    }
     if (arch === 'qwen2moe') kv.push(u32('expert_shared_feed_forward_length', ex.nShared ?? 0));
     if (arch === 'deepseek2') {
       kv.push(u32('expert_shared_count', ex.nShared ?? 0));

@@ -117,6 +117,8 @@ export interface ExpertShape {
    */
   nUsedPerLayer?: number[];
   nFfPerLayer?: number[];
+  /** Grouped selection (DeepSeek-V3): `expert_group_count` groups, the `used` best eligible. */
+  groups?: { n: number; used: number };
   /** nemotron_h_moe (Nemotron 3 Super): the experts' latent width (`moe_latent_size`, with ffn_latent_down/up). */
   latent?: number;
 }

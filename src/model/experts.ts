@@ -28,6 +28,9 @@ export interface ExpertParams {
   nFfExpArr: number[];
   /** Rows of the shared expert (`expert_shared_feed_forward_length`; 0: fallback). */
   nFfShexp: number;
+  /** Grouped selection (`expert_group_count`, `expert_group_used_count`; 0: none): experts are chosen among the best groups' only. */
+  nExpertGroups: number;
+  nGroupUsed: number;
   /** Width of the experts' input and output when they work in a latent space (Nemotron's `moe_latent_size`); 0: n_embd. */
   nEmbdLatent: number;
   /** Shared experts (`expert_shared_count`; DeepSeek: their rows are nFfExp each). */
@@ -67,9 +70,19 @@ export function readExpertParams(
       `${where}expert_used_count = ${nExpertUsedArr.every((v) => v === nExpertUsed) ? nExpertUsed : `[${nExpertUsedArr}]`} must be 1..expert_count (${nExpert})`,
     );
   }
-  const groups = num('expert_group_count', 0);
-  if (groups > 1) {
-    throw new ModelError(`${where}expert_group_count = ${groups}: grouped expert selection is not supported yet`);
+  // grouped selection (DeepSeek-V3): the experts in `expert_group_count` equal groups, only
+  // the `expert_group_used_count` best groups eligible (llama.cpp's asserts, as errors)
+  const nExpertGroups = num('expert_group_count', 0);
+  const nGroupUsed = num('expert_group_used_count', 0);
+  if (nExpertGroups > 1) {
+    if (
+      !(Number.isSafeInteger(nExpertGroups) && nExpertGroups < nExpert && nExpert % nExpertGroups === 0) ||
+      !(Number.isSafeInteger(nGroupUsed) && nGroupUsed > 0 && nGroupUsed < nExpertGroups)
+    ) {
+      throw new ModelError(
+        `${where}expert_group_count = ${nExpertGroups} / expert_group_used_count = ${nGroupUsed}: groups must divide the ${nExpert} experts, and 0 < used < groups`,
+      );
+    }
   }
   for (const v of nFfExpArr) {
     if (!(Number.isSafeInteger(v) && v >= 0))
@@ -88,6 +101,8 @@ export function readExpertParams(
     nFfShexp: num('expert_shared_feed_forward_length', 0),
     nExpertShared: num('expert_shared_count', 0),
     nEmbdLatent: 0,
+    nExpertGroups: nExpertGroups > 1 ? nExpertGroups : 0,
+    nGroupUsed: nExpertGroups > 1 ? nGroupUsed : 0,
     nLayerDenseLead: 0,
     weightsNorm: false,
     weightsScale: 0,

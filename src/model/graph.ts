@@ -436,7 +436,9 @@ export class GraphBuilder {
     else if (f.gating === 'sigmoid') probs = ops.sigmoid(logits);
     this.cb(probs, 'ffn_moe_probs', il);
     // the selection bias picks experts; the weights come from the unbiased probabilities
-    const selection = f.probsBias ? this.cb(ops.add(probs, f.probsBias), 'ffn_moe_probs_biased', il) : probs;
+    let selection = f.probsBias ? this.cb(ops.add(probs, f.probsBias), 'ffn_moe_probs_biased', il) : probs;
+    const groups = this.hp.moe?.nExpertGroups ?? 0;
+    if (groups > 1) selection = this.expertGroupMask(selection, groups, this.hp.moe!.nGroupUsed, il);
     const selected = ops.argsortTopK(selection, k); // [k, n]
     this.cb(selected.src[0], 'ffn_moe_argsort', il);
     this.cb(selected, 'ffn_moe_topk', il);
@@ -522,6 +524,23 @@ export class GraphBuilder {
    * GeGLU feed-forward (llama.cpp's LLM_FFN_GELU with a parallel gate, ggml_geglu_split):
    * down · (gelu(gate · x) ⊙ (up · x)).
    */
+  /**
+   * Grouped expert selection (DeepSeek-V3, as llama.cpp's build_moe_ffn): the selection
+   * scores [nExpert, n] in `groups` equal groups, each scored by the sum of its two best;
+   * the experts of all but the `used` best groups set to -inf.
+   */
+  private expertGroupMask(selection: Tensor, groups: number, used: number, il: number): Tensor {
+    const [nExpert, n] = selection.ne;
+    const per = nExpert / groups;
+    const byGroup = reshape(selection, [per, groups, n]);
+    const best2 = ops.getRows(reshape(byGroup, [1, per, groups, n]), ops.argsortTopK(byGroup, 2)); // [1, 2, groups, n]
+    const scores = reshape(ops.sumRows(reshape(best2, [2, groups, n])), [groups, n]);
+    const chosen = this.cb(ops.argsortTopK(scores, used), 'ffn_moe_group_topk', il); // [used, n]
+    // (-inf everywhere as 0·s - inf: the scores are finite) then the chosen groups' rows back
+    const masked = ops.setRows(ops.scale(byGroup, 0, Number.NEGATIVE_INFINITY), ops.getRows(byGroup, chosen), chosen);
+    return this.cb(ops.cont(masked, [nExpert, n]), 'ffn_moe_probs_masked', il);
+  }
+
   ffnGeglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number): Tensor {
     const g = this.cb(this.mm(gate, x), 'ffn_gate', il);
     const u = this.cb(this.mm(up, x), 'ffn_up', il);

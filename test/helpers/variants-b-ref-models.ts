@@ -186,4 +186,11 @@ export const REF_MODELS: RefModel[] = [
     'F32',
     'nemotron_h_moe with experts in a latent space of 32 (moe_latent_size, ffn_latent_down/up; Nemotron 3 Super)',
   ),
+  variant(
+    'tiny-deepseek2',
+    'groups',
+    { experts: { ...expertsOf('tiny-deepseek2'), groups: { n: 4, used: 2 } } },
+    'F32',
+    'deepseek2 with grouped expert selection (DeepSeek-V3): 4 groups of 2 experts, the best 2 groups eligible',
+  ),
 ];
