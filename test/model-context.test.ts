@@ -459,7 +459,8 @@ test('hyper-parameters that cannot work are refused at load, naming the key and 
       'llama',
       'moe-groups',
       { 'llama.expert_count': [U32, 4], 'llama.expert_used_count': [U32, 2], 'llama.expert_group_count': [U32, 2] },
-      /llama\.expert_group_count = 2: grouped expert selection is not supported yet/,
+      // (llama.cpp asserts 0 < expert_group_used_count < expert_group_count)
+      /llama\.expert_group_count = 2 \/ expert_group_used_count = 0: groups must divide the 4 experts, and 0 < used < groups/,
     ],
     // (llama.cpp's qwen2 graph asserts n_rot = head size and aborts; partial rotation where
     // llama.cpp allows it is checked against its answers on phi3, model-swa-refs.test.ts)

@@ -14,6 +14,7 @@ function hparams(nLayer: number, swa: boolean[]): HParams {
     nCtxTrain: 1024,
     nEmbd: 32,
     nLayer,
+    nLayerNextn: 0,
     nFf: 64,
     nHead: 2,
     nHeadKv: 1,

@@ -96,11 +96,15 @@ test('lfm2moe: a missing or unknown expert_gating_func is a ModelError naming th
   assert.match(unknown.message, /gating-9\.gguf: lfm2moe\.expert_gating_func = 9 \(not 1 softmax/);
 });
 
-test('nemotron_h_moe: latent expert projections and a missing shared expert length are refused', async () => {
+test('nemotron_h_moe: a latent size the expert stacks do not have and a missing shared expert length are refused', async () => {
   const src = ensureModel('tiny-nemotron-h-moe', 'F32');
+  // (latent experts themselves: test/model-variants-b-refs.test.ts)
   const latent = await failure(rewrite(src, 'latent.gguf', { set: { 'nemotron_h_moe.moe_latent_size': 32 } }));
   assert.ok(latent instanceof ModelError, String(latent));
-  assert.match(latent.message, /latent\.gguf: latent expert projections .* are not supported/);
+  assert.match(
+    latent.message,
+    /latent\.gguf: tensor 'blk\.1\.ffn_up_exps\.weight' has shape \[64, 32, 8\], expected \[32, 32, 8\]/,
+  );
   const noShared = await failure(
     rewrite(src, 'no-shexp.gguf', { drop: 'nemotron_h_moe.expert_shared_feed_forward_length' }),
   );

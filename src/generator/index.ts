@@ -33,7 +33,16 @@ export { tensorBytes } from './fill.js';
 export { planTensors } from './layout.js';
 export { ensureLora, generateLora, LORA_TARGETS, type LoraResult, type LoraSpec } from './lora.js';
 export { Rng } from './rng.js';
-export type { FileTypeName, GenArch, ModelShape, ModelSpec, Preset, PresetOptions, VocabSpec } from './spec.js';
+export type {
+  ExpertShape,
+  FileTypeName,
+  GenArch,
+  ModelShape,
+  ModelSpec,
+  Preset,
+  PresetOptions,
+  VocabSpec,
+} from './spec.js';
 export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
 export { buildVocab, TokenType } from './vocab.js';
 

@@ -53,9 +53,22 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
     add('output_norm.weight', [E], NORM);
     if (!tied) add('output.weight', [E, nVocab], linear(E));
   }
-  for (let l = 0; l < s.nLayer; l++) {
+  for (let l = 0; l < s.nLayer + s.nextnLayers; l++) {
     const b = `blk.${l}.`;
-    const kind = kinds[l];
+    if (l >= s.nLayer) {
+      // multi-token-prediction blocks after the others: qwen35's an attention layer,
+      // nemotron_h_moe's an attention and an expert sub-layer
+      planNextn(add, b, E);
+      if (family === 'nemotron_h') {
+        add(`${b}attn_norm.weight`, [E], NORM);
+        planQkv(add, b, E, hd * s.nHead, hd * s.nHeadKv, s);
+        add(`${b}attn_output.weight`, [hd * s.nHead, E], linear(hd * s.nHead));
+        add(`${b}post_attention_norm.weight`, [E], NORM);
+        planExperts(add, family, b, E, ex!, true);
+        continue;
+      }
+    }
+    const kind = l < s.nLayer ? kinds[l] : 'A';
     add(`${b}attn_norm.weight`, [E], NORM);
     if (family === 'qwen35') add(`${b}post_attention_norm.weight`, [E], NORM);
     if (kind === 'R') {
@@ -87,9 +100,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
       }
     } else if (kind === 'A') {
       const q = hd * s.nHead;
-      add(`${b}attn_q.weight`, [E, family === 'qwen35' ? 2 * q : q], linear(E));
-      add(`${b}attn_k.weight`, [E, hd * s.nHeadKv], linear(E));
-      add(`${b}attn_v.weight`, [E, hd * s.nHeadKv], linear(E));
+      planQkv(add, b, E, family === 'qwen35' ? 2 * q : q, hd * s.nHeadKv, s);
       add(`${b}attn_output.weight`, [q, E], linear(q));
       if (family === 'qwen35' || family === 'lfm2') {
         add(`${b}attn_q_norm.weight`, [hd], NORM);
@@ -110,7 +121,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
       add(`${b}ffn_down.weight`, [s.nFf, E], linear(s.nFf));
       continue;
     }
-    planExperts(add, family, b, E, ex);
+    planExperts(add, family, b, E, { ...ex, nFf: ex.nFfPerLayer?.[l] ?? ex.nFf });
   }
   // LFM2 keeps its final norm as token_embd_norm
   if (family === 'lfm2') {
@@ -118,6 +129,39 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
     if (!tied) add('output.weight', [E, nVocab], linear(E));
   }
   return out;
+}
+
+/**
+ * Attention's q, k, v projections (nq, nkv, nkv rows): one `attn_qkv` when s.fusedQkv,
+ * each with a bias when s.qkvBias.
+ */
+export function planQkv(
+  add: (name: string, dims: number[], init: TensorInit) => void,
+  b: string,
+  E: number,
+  nq: number,
+  nkv: number,
+  s: Pick<ResolvedShape, 'fusedQkv' | 'qkvBias'>,
+): void {
+  const parts: [string, number][] = s.fusedQkv
+    ? [['qkv', nq + 2 * nkv]]
+    : [
+        ['q', nq],
+        ['k', nkv],
+        ['v', nkv],
+      ];
+  for (const [p, rows] of parts) {
+    add(`${b}attn_${p}.weight`, [E, rows], linear(E));
+    if (s.qkvBias) add(`${b}attn_${p}.bias`, [rows], BIAS);
+  }
+}
+
+/** A multi-token-prediction block's fusion tensors (the rest of it is an ordinary layer's). */
+export function planNextn(add: (name: string, dims: number[], init: TensorInit) => void, b: string, E: number): void {
+  add(`${b}nextn.eh_proj.weight`, [2 * E, E], linear(2 * E));
+  add(`${b}nextn.enorm.weight`, [E], NORM);
+  add(`${b}nextn.hnorm.weight`, [E], NORM);
+  add(`${b}nextn.shared_head_norm.weight`, [E], NORM);
 }
 
 /**
@@ -131,20 +175,49 @@ function planExperts(
   b: string,
   E: number,
   ex: NonNullable<ResolvedShape['experts']>,
+  mtp = false,
 ): void {
   const nE = ex.nExpert;
   const F = ex.nFf;
   add(`${b}ffn_gate_inp.weight`, [E, nE], { mean: 0, std: ex.routerStd ?? 1 / Math.sqrt(E) });
   if (family === 'lfm2' || family === 'nemotron_h') add(`${b}exp_probs_b.bias`, [nE], { mean: 0, std: 0.05 });
-  if (family !== 'nemotron_h') add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
-  add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
-  add(`${b}ffn_down_exps.weight`, [F, E, nE], linear(F));
+  // nemotron_h_moe's latent experts: the stacks are `latent` wide, entered and left through
+  // projections (none in a multi-token-prediction block)
+  const Ex = ex.latent ?? E;
+  if (ex.latent && !mtp) {
+    add(`${b}ffn_latent_down.weight`, [E, Ex], linear(E));
+    add(`${b}ffn_latent_up.weight`, [Ex, E], linear(Ex));
+  }
+  if (ex.gateUpFused) add(`${b}ffn_gate_up_exps.weight`, [Ex, 2 * F, nE], linear(Ex));
+  else {
+    if (family !== 'nemotron_h') add(`${b}ffn_gate_exps.weight`, [Ex, F, nE], linear(Ex));
+    add(`${b}ffn_up_exps.weight`, [Ex, F, nE], linear(Ex));
+  }
+  add(`${b}ffn_down_exps.weight`, [F, Ex, nE], linear(F));
   const Fs = ex.nShared ?? 0;
   if (Fs === 0 || family === 'lfm2') return;
   if (family === 'qwen35') add(`${b}ffn_gate_inp_shexp.weight`, [E], linear(E));
   if (family !== 'nemotron_h') add(`${b}ffn_gate_shexp.weight`, [E, Fs], linear(E));
   add(`${b}ffn_up_shexp.weight`, [E, Fs], linear(E));
   add(`${b}ffn_down_shexp.weight`, [Fs, E], linear(Fs));
+}
+
+/** The YaRN keys (`rope.scaling.*`) when the shape has YaRN, as the converters write them. */
+export function yarnKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
+  if (!s.yarn) return [];
+  const kv: VocabKV[] = [
+    { key: `${arch}.rope.scaling.type`, type: GGUFValueType.STRING, value: 'yarn' },
+    { key: `${arch}.rope.scaling.factor`, type: GGUFValueType.FLOAT32, value: s.yarn.factor },
+    { key: `${arch}.rope.scaling.original_context_length`, type: GGUFValueType.UINT32, value: s.yarn.originalContext },
+  ];
+  if (s.yarn.logMultiplier !== undefined) {
+    kv.push({
+      key: `${arch}.rope.scaling.yarn_log_multiplier`,
+      type: GGUFValueType.FLOAT32,
+      value: s.yarn.logMultiplier,
+    });
+  }
+  return kv;
 }
 
 /** The `{arch}.*` keys of a recurrent architecture, in converter order. */
@@ -157,19 +230,21 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     value: { itemType, items },
   });
   const family = recurrentFamily(arch);
-  const kinds = layerKindsOf(arch, s);
+  // (nemotron_h_moe's multi-token-prediction blocks: attention heads and experts, 'M')
+  const kinds = layerKindsOf(arch, s) + 'M'.repeat(s.nextnLayers);
   const ex = s.experts;
   const kv: VocabKV[] = [
     u32('context_length', s.nCtxTrain),
     u32('embedding_length', s.nEmbd),
-    u32('block_count', s.nLayer),
+    u32('block_count', s.nLayer + s.nextnLayers),
   ];
+  if (s.nextnLayers > 0) kv.push(u32('nextn_predict_layers', s.nextnLayers));
   if (family === 'nemotron_h') {
     kv.push(
       arr(
         'feed_forward_length',
         GGUFValueType.UINT32,
-        Uint32Array.from(kinds, (k) => (k === 'F' ? s.nFf : 0)),
+        Uint32Array.from(kinds, (k) => (k === 'F' || k === 'M' ? s.nFf : 0)),
       ),
     );
   } else kv.push(u32('feed_forward_length', s.nFf));
@@ -180,7 +255,7 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
       arr(
         'attention.head_count_kv',
         GGUFValueType.UINT32,
-        Uint32Array.from(kinds, (k) => (k === 'A' ? s.nHeadKv : 0)),
+        Uint32Array.from(kinds, (k) => (k === 'A' || k === 'M' ? s.nHeadKv : 0)),
       ),
     );
   kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));
@@ -192,6 +267,7 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push(u32('attention.key_length', s.headDim));
     kv.push(u32('attention.value_length', s.headDim));
   }
+  kv.push(...yarnKeys(arch, s));
   if (family === 'qwen35')
     kv.push(arr('rope.dimension_sections', GGUFValueType.INT32, Int32Array.from(s.ropeSections)));
   if (family === 'lfm2') kv.push(u32('shortconv.l_cache', s.shortConvL));
@@ -213,11 +289,16 @@ export function recurrentKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   if (ex) {
     if (arch === 'lfm2moe') kv.push(u32('leading_dense_block_count', ex.nDenseLead ?? 0));
     kv.push(u32('expert_count', ex.nExpert));
-    kv.push(u32('expert_used_count', ex.nUsed));
+    // (Nemotron 3 Puzzle: per-layer counts and sizes, as arrays over every block)
+    if (ex.nUsedPerLayer) kv.push(arr('expert_used_count', GGUFValueType.UINT32, Uint32Array.from(ex.nUsedPerLayer)));
+    else kv.push(u32('expert_used_count', ex.nUsed));
     // Granite's experts have feed_forward_length rows
-    if (arch !== 'granitehybrid') kv.push(u32('expert_feed_forward_length', ex.nFf));
+    if (ex.nFfPerLayer)
+      kv.push(arr('expert_feed_forward_length', GGUFValueType.UINT32, Uint32Array.from(ex.nFfPerLayer)));
+    else if (arch !== 'granitehybrid') kv.push(u32('expert_feed_forward_length', ex.nFf));
     if ((ex.nShared ?? 0) > 0) kv.push(u32('expert_shared_feed_forward_length', ex.nShared ?? 0));
     if (arch === 'lfm2moe') kv.push(u32('expert_gating_func', ex.gating === 'softmax' ? 1 : 2));
+    if (ex.latent) kv.push(u32('moe_latent_size', ex.latent));
     if (arch === 'nemotron_h_moe') {
       kv.push({ key: `${arch}.expert_weights_norm`, type: GGUFValueType.BOOL, value: ex.weightsNorm ?? false });
       kv.push(f32('expert_weights_scale', ex.weightsScale ?? 1));

@@ -2,7 +2,7 @@
 // llama.cpp's converters write them (and its model loader expects them).
 import { GGUFValueType } from '../gguf/index.js';
 import { swaPattern } from '../model/hparams.js';
-import { planRecurrent, recurrentKeys } from './layout-recurrent.js';
+import { planNextn, planQkv, planRecurrent, recurrentKeys, yarnKeys } from './layout-recurrent.js';
 import { type GenArch, isGemma, isRecurrentArch, type ProjectionLayout, type ResolvedShape } from './spec.js';
 import type { VocabKV } from './vocab.js';
 
@@ -82,9 +82,10 @@ function planUsual(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
   // Llama 3.1's factors run from 1 (high frequencies) to 8 (low ones)
   if (arch === 'llama' && s.ropeFreqs) add('rope_freqs.weight', [s.ropeDim / 2], { mean: 3, std: 1 });
   const ex = s.experts;
-  const hasBias = arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss';
-  for (let l = 0; l < s.nLayer; l++) {
+  // (deepseek2's multi-token-prediction blocks after the others: ordinary layers plus fusion tensors)
+  for (let l = 0; l < s.nLayer + s.nextnLayers; l++) {
     const b = `blk.${l}.`;
+    if (l >= s.nLayer) planNextn(add, b, E);
     add(`${b}attn_norm.weight`, [E], NORM);
     if (arch === 'deepseek2') {
       const m = s.mla!;
@@ -100,12 +101,7 @@ function planUsual(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
       add(`${b}attn_v_b.weight`, [m.kvLoraRank, m.headV, s.nHead], linear(m.kvLoraRank));
       add(`${b}attn_output.weight`, [s.nHead * m.headV, E], linear(s.nHead * m.headV));
     } else {
-      add(`${b}attn_q.weight`, [E, qDim], linear(E));
-      if (hasBias) add(`${b}attn_q.bias`, [qDim], BIAS);
-      add(`${b}attn_k.weight`, [E, kvDim], linear(E));
-      if (hasBias) add(`${b}attn_k.bias`, [kvDim], BIAS);
-      add(`${b}attn_v.weight`, [E, kvDim], linear(E));
-      if (hasBias) add(`${b}attn_v.bias`, [kvDim], BIAS);
+      planQkv(add, b, E, qDim, kvDim, s);
       if (arch === 'qwen3' || arch === 'qwen3moe') {
         add(`${b}attn_q_norm.weight`, [s.headDim], NORM);
         add(`${b}attn_k_norm.weight`, [s.headDim], NORM);
@@ -128,8 +124,11 @@ function planUsual(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
     add(`${b}ffn_gate_inp.weight`, [E, nE], { mean: 0, std: ex.routerStd ?? 1 / Math.sqrt(E) });
     if (arch === 'gpt-oss') add(`${b}ffn_gate_inp.bias`, [nE], BIAS);
     if (arch === 'deepseek2' && ex.probsBias) add(`${b}exp_probs_b.bias`, [nE], { mean: 0, std: 0.05 });
-    add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
-    add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+    if (ex.gateUpFused) add(`${b}ffn_gate_up_exps.weight`, [E, 2 * F, nE], linear(E));
+    else {
+      add(`${b}ffn_gate_exps.weight`, [E, F, nE], linear(E));
+      add(`${b}ffn_up_exps.weight`, [E, F, nE], linear(E));
+    }
     add(`${b}ffn_down_exps.weight`, [F, E, nE], linear(F));
     if (arch === 'gpt-oss') {
       add(`${b}ffn_gate_exps.bias`, [F, nE], BIAS);
@@ -164,10 +163,11 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   const kv: VocabKV[] = [
     u32('context_length', s.nCtxTrain),
     u32('embedding_length', s.nEmbd),
-    u32('block_count', s.nLayer),
+    u32('block_count', s.nLayer + s.nextnLayers),
     u32('feed_forward_length', s.nFf),
     u32('attention.head_count', s.nHead),
   ];
+  if (s.nextnLayers > 0) kv.push(u32('nextn_predict_layers', s.nextnLayers));
   if (arch === 'gemma4') {
     // one KV head count per layer (sliding-window and full layers differ)
     const swa = swaLayersOf(arch, s);
@@ -196,12 +196,7 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   kv.push(f32('attention.layer_norm_rms_epsilon', s.normEps));
   kv.push(f32('rope.freq_base', s.ropeFreqBase));
   kv.push(u32('rope.dimension_count', s.ropeDim));
-  if (s.yarn) {
-    kv.push({ key: `${arch}.rope.scaling.type`, type: GGUFValueType.STRING, value: 'yarn' });
-    kv.push(f32('rope.scaling.factor', s.yarn.factor));
-    kv.push(u32('rope.scaling.original_context_length', s.yarn.originalContext));
-    if (s.yarn.logMultiplier !== undefined) kv.push(f32('rope.scaling.yarn_log_multiplier', s.yarn.logMultiplier));
-  }
+  kv.push(...yarnKeys(arch, s));
   if (arch === 'deepseek2') {
     // the latent cache's row: [kv_lora_rank | rope dims] for keys, the latent for values
     const m = s.mla!;
@@ -211,6 +206,10 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push(u32('attention.value_length_mla', m.headV));
     if (m.qLoraRank > 0) kv.push(u32('attention.q_lora_rank', m.qLoraRank));
     kv.push(u32('attention.kv_lora_rank', m.kvLoraRank));
+    if (s.attnTemp.scale !== 0) {
+      kv.push(f32('attention.temperature_scale', s.attnTemp.scale));
+      kv.push(u32('attention.temperature_length', s.attnTemp.length));
+    }
   } else if (
     arch === 'qwen3' ||
     arch === 'qwen3moe' ||
@@ -229,6 +228,10 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     kv.push(u32('expert_count', ex.nExpert));
     kv.push(u32('expert_used_count', ex.nUsed));
     if (arch !== 'llama') kv.push(u32('expert_feed_forward_length', ex.nFf));
+    if (ex.groups) {
+      kv.push(u32('expert_group_count', ex.groups.n));
+      kv.push(u32('expert_group_used_count', ex.groups.used));
+    }
     if (arch === 'qwen2moe') kv.push(u32('expert_shared_feed_forward_length', ex.nShared ?? 0));
     if (arch === 'deepseek2') {
       kv.push(u32('expert_shared_count', ex.nShared ?? 0));

@@ -107,10 +107,20 @@ export interface ExpertShape {
    * is divided by sqrt(nEmbd)); 0 makes every expert tie.
    */
   routerStd?: number;
-  /** gemma4: one `ffn_gate_up_exps` stack of 2·nFf rows per expert (gate rows first) instead of two. */
+  /** gemma4, deepseek2, qwen35moe: one `ffn_gate_up_exps` stack of 2·nFf rows per expert (gate rows first) instead of two. */
   gateUpFused?: boolean;
   /** gemma4: a per-expert scale of the down projection's output (`ffn_down_exps.scale`). */
   downScale?: boolean;
+  /**
+   * nemotron_h_moe (Nemotron 3 Puzzle): experts used and rows of each block's experts, one
+   * value per block (written as arrays; nUsed / nFf: their first expert layer's values).
+   */
+  nUsedPerLayer?: number[];
+  nFfPerLayer?: number[];
+  /** Grouped selection (DeepSeek-V3): `expert_group_count` groups, the `used` best eligible. */
+  groups?: { n: number; used: number };
+  /** nemotron_h_moe (Nemotron 3 Super): the experts' latent width (`moe_latent_size`, with ffn_latent_down/up). */
+  latent?: number;
 }
 
 /** DeepSeek-2's latent attention sizes. */
@@ -152,6 +162,18 @@ export interface ModelShape {
   normEps?: number;
   /** No output.weight: the output projection reuses token_embd (llama/qwen*). */
   tiedEmbeddings?: boolean;
+  /** Decoders with plain attention: q, k, v as one `attn_qkv` tensor (and bias), as some converters write them. */
+  fusedQkv?: boolean;
+  /** Decoders with plain attention: q/k/v biases (default: qwen2, qwen2moe and gpt-oss have them). */
+  qkvBias?: boolean;
+  /**
+   * qwen35, qwen35moe, deepseek2, nemotron_h_moe: multi-token-prediction blocks after the nLayer others
+   * (`nextn_predict_layers`; block_count counts them), which llama.cpp loads but does not
+   * evaluate. Default 0.
+   */
+  nextnLayers?: number;
+  /** deepseek2: attention temperature tuning (`attention.temperature_scale` / `_length`; scale 0: none). */
+  attnTemp?: { scale: number; length: number };
   /**
    * bert: `bert.pooling_type` (llama.cpp: 0 none, 1 mean, 2 cls, 3 last, 4 rank); default 1.
    * 4 (rank) makes a reranker: bert gets a classification head (cls.weight/bias,
@@ -288,6 +310,10 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     // Gemma 2 and EmbeddingGemma always reuse token_embd for the output (embeddings: none)
     tiedEmbeddings:
       arch === 'bert' || arch === 'gemma2' || arch === 'gemma-embedding' ? true : (s.tiedEmbeddings ?? false),
+    fusedQkv: s.fusedQkv ?? false,
+    nextnLayers: s.nextnLayers ?? 0,
+    attnTemp: s.attnTemp ?? { scale: 0, length: 0 },
+    qkvBias: s.qkvBias ?? (arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss'),
     poolingType: s.poolingType ?? 1,
     nTypeVocab: s.nTypeVocab ?? 2,
     experts: s.experts,
@@ -347,6 +373,16 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
   if (r.sharedKvLayers < 0 || (r.sharedKvLayers > 0 && r.nLayer - r.sharedKvLayers < 2))
     throw new RangeError(
       `model shape: sharedKvLayers ${r.sharedKvLayers} must leave at least 2 layers with their own KV`,
+    );
+  if (r.experts?.latent !== undefined && arch !== 'nemotron_h_moe')
+    throw new RangeError('model shape: experts.latent is for nemotron_h_moe');
+  for (const a of [r.experts?.nUsedPerLayer, r.experts?.nFfPerLayer]) {
+    if (a && (arch !== 'nemotron_h_moe' || a.length !== r.nLayer + r.nextnLayers))
+      throw new RangeError('model shape: per-layer expert counts and sizes are for nemotron_h_moe, one per block');
+  }
+  if (r.nextnLayers !== 0 && !['qwen35', 'qwen35moe', 'deepseek2', 'nemotron_h_moe'].includes(arch))
+    throw new RangeError(
+      `model shape: nextnLayers is for qwen35, qwen35moe, deepseek2 and nemotron_h_moe, not ${arch}`,
     );
   if (isRecurrentArch(arch)) checkRecurrentShape(arch, r);
   if (MOE_ARCHS.includes(arch) && !r.experts) throw new RangeError(`model shape: ${arch} needs experts`);

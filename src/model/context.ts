@@ -581,6 +581,14 @@ export class Context {
       if (t) tensorSet(t, Int32Array.from(cells[c]));
     });
     if (inp.outIds) tensorSet(inp.outIds, Int32Array.from(outIds));
+    for (const c of inp.constants ?? []) tensorSet(c.t, c.data);
+    if (inp.attnTemp) {
+      const { t, scale, floor } = inp.attnTemp;
+      tensorSet(
+        t,
+        Float32Array.from(pos, (p) => Math.log(Math.floor(p / floor) + 1) * scale + 1),
+      );
+    }
     inp.masks?.forEach((t, c) => {
       if (!t) return;
       const nKV = t.ne[0];

@@ -72,9 +72,16 @@ export interface GraphInputs {
   rowIds?: Tensor;
   /** The recurrent-state row of each of the ubatch's sequences (its id), I32 [nSeqs]. */
   stateIds?: Tensor;
+  /** F32 inputs whose values follow from the hyper-parameters alone, set on every ubatch. */
+  constants?: { t: Tensor; data: Float32Array }[];
+  /**
+   * Per-token query scales of attention temperature tuning, F32 [1, 1, n]:
+   * log(floor(pos / floor) + 1) · scale + 1 (llama.cpp's llm_graph_input_attn_temp).
+   */
+  attnTemp?: { t: Tensor; scale: number; floor: number };
 }
 
-type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs'>;
+type InputKey = Exclude<keyof GraphInputs, 'diskRows' | 'masks' | 'kvIdxs' | 'constants' | 'attnTemp'>;
 
 /** RoPE settings an architecture passes (mode) on top of the hyper-parameters. */
 export interface RopeConfig {
@@ -163,6 +170,29 @@ export class GraphBuilder {
       this.inputs[key] = t;
     }
     return t;
+  }
+
+  /**
+   * An F32 input holding `data` (values computed from the hyper-parameters, e.g. RoPE
+   * frequency divisors); one tensor per name.
+   */
+  constant(name: string, data: Float32Array): Tensor {
+    this.inputs.constants ??= [];
+    const list = this.inputs.constants;
+    const found = list.find((c) => c.t.name === name);
+    if (found) return found.t;
+    const t = newTensor(GGMLType.F32, [data.length], name).setFlag(TensorFlag.INPUT);
+    list.push({ t, data });
+    return t;
+  }
+
+  /** The query scales of attention temperature tuning (GraphInputs.attnTemp), F32 [1, 1, n]. */
+  inpAttnTemp(scale: number, floor: number): Tensor {
+    if (!this.inputs.attnTemp) {
+      const t = newTensor(GGMLType.F32, [1, 1, this.nTokens], 'attn_scale').setFlag(TensorFlag.INPUT);
+      this.inputs.attnTemp = { t, scale, floor };
+    }
+    return this.inputs.attnTemp.t;
   }
 
   /** Token ids, I32 [n]. */
@@ -473,7 +503,9 @@ export class GraphBuilder {
     else if (f.gating === 'sigmoid') probs = ops.sigmoid(logits);
     this.cb(probs, 'ffn_moe_probs', il);
     // the selection bias picks experts; the weights come from the unbiased probabilities
-    const selection = f.probsBias ? this.cb(ops.add(probs, f.probsBias), 'ffn_moe_probs_biased', il) : probs;
+    let selection = f.probsBias ? this.cb(ops.add(probs, f.probsBias), 'ffn_moe_probs_biased', il) : probs;
+    const groups = this.hp.moe?.nExpertGroups ?? 0;
+    if (groups > 1) selection = this.expertGroupMask(selection, groups, this.hp.moe!.nGroupUsed, il);
     const selected = ops.argsortTopK(selection, k); // [k, n]
     this.cb(selected.src[0], 'ffn_moe_argsort', il);
     this.cb(selected, 'ffn_moe_topk', il);
@@ -559,6 +591,23 @@ export class GraphBuilder {
    * GeGLU feed-forward (llama.cpp's LLM_FFN_GELU with a parallel gate, ggml_geglu_split):
    * down · (gelu(gate · x) ⊙ (up · x)).
    */
+  /**
+   * Grouped expert selection (DeepSeek-V3, as llama.cpp's build_moe_ffn): the selection
+   * scores [nExpert, n] in `groups` equal groups, each scored by the sum of its two best;
+   * the experts of all but the `used` best groups set to -inf.
+   */
+  private expertGroupMask(selection: Tensor, groups: number, used: number, il: number): Tensor {
+    const [nExpert, n] = selection.ne;
+    const per = nExpert / groups;
+    const byGroup = reshape(selection, [per, groups, n]);
+    const best2 = ops.getRows(reshape(byGroup, [1, per, groups, n]), ops.argsortTopK(byGroup, 2)); // [1, 2, groups, n]
+    const scores = reshape(ops.sumRows(reshape(best2, [2, groups, n])), [groups, n]);
+    const chosen = this.cb(ops.argsortTopK(scores, used), 'ffn_moe_group_topk', il); // [used, n]
+    // (-inf everywhere as 0·s - inf: the scores are finite) then the chosen groups' rows back
+    const masked = ops.setRows(ops.scale(byGroup, 0, Number.NEGATIVE_INFINITY), ops.getRows(byGroup, chosen), chosen);
+    return this.cb(ops.cont(masked, [nExpert, n]), 'ffn_moe_probs_masked', il);
+  }
+
   ffnGeglu(x: Tensor, gate: Tensor, up: Tensor, down: Tensor, il: number): Tensor {
     const g = this.cb(this.mm(gate, x), 'ffn_gate', il);
     const u = this.cb(this.mm(up, x), 'ffn_up', il);
@@ -582,13 +631,19 @@ export class GraphBuilder {
   /**
    * Layer il's q/k/v projections of x as llama.cpp's build_qkv takes them from the file
    * (TensorList.qkv): one fused attn_qkv (+ bias), q [hd, nHead, n] and k, v [hd, nHeadKv, n]
-   * as views of its rows; or attn_q/k/v, each + its bias when the model has one.
+   * as views of its rows; or attn_q/k/v, each + its bias when the model has one. `dims`
+   * overrides the layer's head size (then V's too) and head counts.
    */
-  qkv(il: number, x: Tensor): { q: Tensor; k: Tensor; v: Tensor } {
+  qkv(
+    il: number,
+    x: Tensor,
+    dims?: { hd: number; nHead: number; nHeadKv: number },
+  ): { q: Tensor; k: Tensor; v: Tensor } {
     const { hp, w } = this;
-    const hd = headDimK(hp, il);
-    const nh = headCount(hp, il);
-    const nkv = headCountKv(hp, il);
+    const hd = dims?.hd ?? headDimK(hp, il);
+    const hdV = dims?.hd ?? headDimV(hp, il);
+    const nh = dims?.nHead ?? headCount(hp, il);
+    const nkv = dims?.nHeadKv ?? headCountKv(hp, il);
     const n = x.ne[1];
     const fused = w.layerOpt(il, 'attn_qkv.weight');
     if (fused) {
@@ -602,7 +657,7 @@ export class GraphBuilder {
     return {
       q: reshape(proj('q', 'Qcur'), [hd, nh, n]),
       k: reshape(proj('k', 'Kcur'), [hd, nkv, n]),
-      v: reshape(proj('v', 'Vcur'), [headDimV(hp, il), nkv, n]),
+      v: reshape(proj('v', 'Vcur'), [hdV, nkv, n]),
     };
   }
 
@@ -870,6 +925,21 @@ export function mamba2Tensors(hp: HParams, t: TensorList, il: number): void {
   t.layer(il, 'ssm_d', [1, nHead]);
   t.layer(il, 'ssm_norm.weight', [hp.ssmDInner / hp.ssmNGroup, hp.ssmNGroup], true);
   t.layer(il, 'ssm_out.weight', [hp.ssmDInner, E]);
+}
+
+/**
+ * The fusion tensors of multi-token-prediction block il (llama.cpp's `nextn.*`): the
+ * [embedding | hidden] projection and its two norms, and the optional own embedding,
+ * output head and head norm.
+ */
+export function nextnTensors(hp: HParams, t: TensorList, il: number): void {
+  const E = hp.nEmbd;
+  t.layer(il, 'nextn.eh_proj.weight', [2 * E, E]);
+  t.layer(il, 'nextn.enorm.weight', [E]);
+  t.layer(il, 'nextn.hnorm.weight', [E]);
+  t.layer(il, 'nextn.embed_tokens.weight', [E, hp.nVocab], true);
+  t.layer(il, 'nextn.shared_head_head.weight', [E, hp.nVocab], true);
+  t.layer(il, 'nextn.shared_head_norm.weight', [E], true);
 }
 
 /** The tensors of a Gated DeltaNet layer (GraphBuilder.gatedDeltaNet): Qwen3.5. */

@@ -31,7 +31,14 @@ export interface HParams {
   /** Context length the model was trained with. */
   nCtxTrain: number;
   nEmbd: number;
+  /** Layers the graph evaluates: `block_count` less the multi-token-prediction layers. */
   nLayer: number;
+  /**
+   * Multi-token-prediction layers (`nextn_predict_layers`): the file's last blocks, from
+   * nLayer on, which llama.cpp loads only for drafting; an architecture that has them lists
+   * their tensors as skipped (TensorList.skipped), any other refuses their tensors.
+   */
+  nLayerNextn: number;
   nFf: number;
   nHead: number;
   nHeadKv: number;
@@ -325,6 +332,8 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
   const nEmbd = int('embedding_length', undefined, 1);
   const nLayer = int('block_count', undefined, 1);
   if (nLayer > MAX_LAYERS) throw bad('block_count', nLayer, `is more than ${MAX_LAYERS} layers`);
+  const nLayerNextn = int('nextn_predict_layers', 0, 0);
+  if (nLayerNextn >= nLayer) throw bad('nextn_predict_layers', nLayerNextn, `must be less than block_count ${nLayer}`);
   const nHeadArr = perLayer('attention.head_count', undefined, 1);
   // 0 KV heads marks a layer without attention (a recurrent layer: LFM2, Granite 4, Nemotron-H)
   const nHeadKvArr = file.has(key('attention.head_count_kv'))
@@ -373,7 +382,8 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     arch,
     nCtxTrain,
     nEmbd,
-    nLayer,
+    nLayer: nLayer - nLayerNextn,
+    nLayerNextn,
     nFf: nFfArr[0],
     nHead,
     nHeadKv,
@@ -390,7 +400,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     causal: file.getBool(key('attention.causal'), true),
     pooling: POOLING_BY_ID[poolingId] ?? 'none',
     nClsOut: Math.max(1, file.getStringArray(key('classifier.output_labels'), []).length),
-    moe: readExpertParams(file, arch),
+    moe: readExpertParams(file, arch, (k) => readPerLayer(file, k, nLayer, 0)),
     nHeadArr,
     nHeadKvArr,
     nFfArr,
@@ -405,7 +415,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     ropeFreqScaleSwa: 1,
     attnSoftcap: 0,
     finalSoftcap: 0,
-    nLayerKv: nLayer,
+    nLayerKv: nLayer - nLayerNextn,
     ropeAttnFactor: positive('rope.scaling.attn_factor', 1),
     nEmbdPerLayer: int('embedding_length_per_layer_input', 0, 0),
     recurrentLayers: new Array<boolean>(nLayer).fill(false),
@@ -428,8 +438,8 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
 
 /**
  * What an architecture with RoPE needs of the rotated dimensions: an even count, at most
- * the head size (ggml's rope rotates pairs within a head); `exact` (llama, as llama.cpp
- * requires for it): the whole head.
+ * the head size (ggml's rope rotates pairs within a head); `exact` (llama, qwen2moe,
+ * qwen3moe, as llama.cpp asserts for them): the whole head, and values of the keys' size.
  */
 export function checkRope(hp: HParams, path: string, exact: boolean): void {
   const k = `${hp.arch}.rope.dimension_count`;
@@ -440,6 +450,11 @@ export function checkRope(hp: HParams, path: string, exact: boolean): void {
   }
   if (exact && hp.nRot !== hp.nEmbdHeadK) {
     throw new ModelError(`${path}: ${k} = ${hp.nRot} must equal ${head} for ${hp.arch} (as llama.cpp requires)`);
+  }
+  if (exact && hp.nEmbdHeadV !== hp.nEmbdHeadK) {
+    throw new ModelError(
+      `${path}: ${hp.arch}.attention.value_length = ${hp.nEmbdHeadV} must equal key_length ${hp.nEmbdHeadK} for ${hp.arch} (as llama.cpp requires)`,
+    );
   }
   if (hp.swaLayers.some((x) => x)) {
     const ks = `${hp.arch}.rope.dimension_count_swa`;

@@ -144,7 +144,7 @@ export class Model {
     if (vocab && hp.nVocab === 0) hp = { ...hp, nVocab: vocab.nTokens };
 
     // which tensors, checked against the file
-    const list = new TensorList();
+    const list = new TensorList((name) => file.tensor(name) !== undefined);
     arch.tensors(hp, list);
     const wanted = new Set<string>();
     const tensors = new Map<string, Tensor>();

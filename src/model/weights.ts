@@ -35,6 +35,17 @@ export interface LayerOpts {
 export class TensorList {
   readonly specs: TensorSpec[] = [];
 
+  /**
+   * `present`: whether the file holds a tensor, for choices llama.cpp makes by what it
+   * finds (a fused attn_qkv or separate q/k/v).
+   */
+  constructor(private readonly present: (name: string) => boolean = () => false) {}
+
+  /** Whether the file holds tensor `name`. */
+  has(name: string): boolean {
+    return this.present(name);
+  }
+
   need(name: string, ne: number[]): this {
     this.specs.push({ name, ne });
     return this;
@@ -73,6 +84,17 @@ export class TensorList {
       this.layer(il, `attn_${p}.weight`, [nEmbd, n], { ifAbsent: fused });
       this.layer(il, `attn_${p}.bias`, [n], { optional: true, ifAbsent: fused });
     }
+    return this;
+  }
+
+  /**
+   * Layer tensors accepted and left unloaded (TensorSpec.skip): calls `fill` with a list
+   * whose entries all become skipped.
+   */
+  skipped(fill: (t: TensorList) => void): this {
+    const inner = new TensorList(this.present);
+    fill(inner);
+    for (const s of inner.specs) this.specs.push({ ...s, skip: true });
     return this;
   }
 }

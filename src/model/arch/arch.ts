@@ -20,7 +20,7 @@ export interface Architecture {
    * `ropeMode` with `rope_freqs.weight` (per-layer factors, layers without RoPE: null).
    */
   keyRope?(hp: HParams, w: Weights, il: number, nCtx: number): RopeConfig | null;
-  /** RoPE must rotate the whole head (`rope.dimension_count` = head size), as llama.cpp requires for llama. */
+  /** RoPE must rotate the whole head (`rope.dimension_count` = head size) and V heads be K's size, as llama.cpp asserts. */
   readonly ropeWholeHead?: boolean;
   /**
    * `{arch}.*` keys the file must have (llama.cpp's loader reads them without a default and

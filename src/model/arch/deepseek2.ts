@@ -6,7 +6,9 @@
 // query (attn_k_b) and the output (attn_v_b). Queries go through an optional low-rank
 // bottleneck (q_lora_rank; absent in the -Lite models). Feed-forward: the first
 // leading_dense_block_count layers dense, the rest routed experts (softmax or sigmoid
-// scores, an optional selection bias, renormalised and scaled weights) plus shared experts.
+// scores, an optional selection bias, renormalised and scaled weights; gate and up stacks
+// split or fused) plus shared experts. Optional attention temperature tuning (Mistral
+// Large 3): queries scaled by position. Multi-token-prediction blocks are accepted, not evaluated.
 //   q      = Wq_b·rmsnorm(Wq_a·n)            (or Wq·n)      → per head [q_nope | q_pe]
 //   [c|kpe]= Wkv_a·n,  c = rmsnorm(c),  q_pe, kpe = rope(·)  (NORMAL mode, YaRN)
 //   scores = ([Wk_b·q_nope | q_pe] · [c | kpe]) · mscale²/sqrt(dk)
@@ -19,7 +21,9 @@ import { rowSize } from '../../ggml/types.js';
 import type { GGUFFile } from '../../gguf/index.js';
 import { ModelError } from '../errors.js';
 import { GATING_BY_ID, requireExperts } from '../experts.js';
+import { nextnTensors } from '../graph.js';
 import type { HParams } from '../hparams.js';
+import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
 
 /** The latent-attention sizes, from the `attention.*` keys. */
@@ -31,6 +35,12 @@ interface Mla {
   headV: number;
   /** `rope.scaling.yarn_log_multiplier` / 0.1 (the converter stores 0.1·mscale_all_dim). */
   yarnLogMul: number;
+  /**
+   * Attention temperature tuning (Mistral Large 3): queries scaled by
+   * log(floor(pos / tempLength) + 1) · tempScale + 1; tempScale 0: none.
+   */
+  tempScale: number;
+  tempLength: number;
 }
 
 const MLA = new WeakMap<HParams, Mla>();
@@ -97,7 +107,22 @@ export const deepseek2: Architecture = {
         gating,
       },
     };
-    MLA.set(out, { qLoraRank: num('attention.q_lora_rank', 0), kvLoraRank, headK, headV, yarnLogMul });
+    const tempScale = num('attention.temperature_scale', 0);
+    const tempLength = num('attention.temperature_length', 0);
+    if (tempScale !== 0 && !(Number.isInteger(tempLength) && tempLength > 0)) {
+      throw new ModelError(
+        `${file.path}: ${key('attention.temperature_scale')} = ${tempScale} needs ${key('attention.temperature_length')} > 0 (got ${tempLength}; llama.cpp asserts it)`,
+      );
+    }
+    MLA.set(out, {
+      qLoraRank: num('attention.q_lora_rank', 0),
+      kvLoraRank,
+      headK,
+      headV,
+      yarnLogMul,
+      tempScale,
+      tempLength,
+    });
     return out;
   },
 
@@ -113,36 +138,53 @@ export const deepseek2: Architecture = {
     t.need('token_embd.weight', [E, V]);
     t.need('output_norm.weight', [E]);
     t.opt('output.weight', [E, V]);
-    for (let il = 0; il < hp.nLayer; il++) {
-      t.layer(il, 'attn_norm.weight', [E]);
+    /** Block il's tensors (all optional: `opt`). */
+    const block = (l: TensorList, il: number, opt: boolean) => {
+      const add = (name: string, ne: number[], optional = false) => l.layer(il, name, ne, opt || optional);
+      add('attn_norm.weight', [E]);
       if (m.qLoraRank > 0) {
-        t.layer(il, 'attn_q_a_norm.weight', [m.qLoraRank]);
-        t.layer(il, 'attn_q_a.weight', [E, m.qLoraRank]);
-        t.layer(il, 'attn_q_b.weight', [m.qLoraRank, nHead * m.headK]);
-      } else t.layer(il, 'attn_q.weight', [E, nHead * m.headK]);
-      t.layer(il, 'attn_kv_a_norm.weight', [m.kvLoraRank]);
-      t.layer(il, 'attn_kv_a_mqa.weight', [E, m.kvLoraRank + rope]);
-      t.layer(il, 'attn_k_b.weight', [nope, m.kvLoraRank, nHead]);
-      t.layer(il, 'attn_v_b.weight', [m.kvLoraRank, m.headV, nHead]);
-      t.layer(il, 'attn_output.weight', [nHead * m.headV, E]);
-      t.layer(il, 'ffn_norm.weight', [E]);
+        add('attn_q_a_norm.weight', [m.qLoraRank]);
+        add('attn_q_a.weight', [E, m.qLoraRank]);
+        add('attn_q_b.weight', [m.qLoraRank, nHead * m.headK]);
+      } else add('attn_q.weight', [E, nHead * m.headK]);
+      add('attn_kv_a_norm.weight', [m.kvLoraRank]);
+      add('attn_kv_a_mqa.weight', [E, m.kvLoraRank + rope]);
+      add('attn_k_b.weight', [nope, m.kvLoraRank, nHead]);
+      add('attn_v_b.weight', [m.kvLoraRank, m.headV, nHead]);
+      add('attn_output.weight', [nHead * m.headV, E]);
+      add('ffn_norm.weight', [E]);
       if (il < moe.nLayerDenseLead) {
-        t.layer(il, 'ffn_gate.weight', [E, nFf]);
-        t.layer(il, 'ffn_down.weight', [nFf, E]);
-        t.layer(il, 'ffn_up.weight', [E, nFf]);
-        continue;
+        add('ffn_gate.weight', [E, nFf]);
+        add('ffn_down.weight', [nFf, E]);
+        add('ffn_up.weight', [E, nFf]);
+        return;
       }
-      t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
-      t.layer(il, 'exp_probs_b.bias', [nE], true);
-      t.layer(il, 'ffn_gate_exps.weight', [E, F, nE]);
-      t.layer(il, 'ffn_down_exps.weight', [F, E, nE]);
-      t.layer(il, 'ffn_up_exps.weight', [E, F, nE]);
+      add('ffn_gate_inp.weight', [E, nE]);
+      add('exp_probs_b.bias', [nE], true);
+      // expert gate and up as one stack (gate rows first) or two, as llama.cpp accepts
+      const fused = l.has(`blk.${il}.ffn_gate_up_exps.weight`);
+      if (fused) add('ffn_gate_up_exps.weight', [E, 2 * F, nE]);
+      else {
+        add('ffn_gate_exps.weight', [E, F, nE]);
+        add('ffn_up_exps.weight', [E, F, nE]);
+      }
+      add('ffn_down_exps.weight', [F, E, nE]);
       if (moe.nExpertShared > 0) {
-        t.layer(il, 'ffn_gate_shexp.weight', [E, Fs]);
-        t.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
-        t.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
+        add('ffn_gate_shexp.weight', [E, Fs]);
+        add('ffn_down_shexp.weight', [Fs, E]);
+        add('ffn_up_shexp.weight', [E, Fs]);
       }
-    }
+    };
+    for (let il = 0; il < hp.nLayer; il++) block(t, il, false);
+    // multi-token-prediction blocks: accepted, not evaluated; optional all together when
+    // the file has none (llama.cpp's trunk-only files)
+    const trunkOnly = !t.has(`blk.${hp.nLayer}.nextn.eh_proj.weight`);
+    t.skipped((s) => {
+      for (let il = hp.nLayer; il < hp.nLayer + hp.nLayerNextn; il++) {
+        block(s, il, trunkOnly);
+        if (!trunkOnly) nextnTensors(hp, s, il);
+      }
+    });
   },
 
   build(b) {
@@ -184,7 +226,10 @@ export const deepseek2: Architecture = {
 
       // the absorbed key projection: each head's q_nope mapped into the latent space
       const qAbs = b.cb(b.mm(L('attn_k_b.weight'), permute(qNope, [0, 2, 1, 3])), 'q_nope_absorbed', il);
-      const qCur = b.cb(ops.concat(permute(qAbs, [0, 2, 1, 3]), qPe, 0), 'Qcur', il);
+      let qCur = b.cb(ops.concat(permute(qAbs, [0, 2, 1, 3]), qPe, 0), 'Qcur', il);
+      if (m.tempScale !== 0) {
+        qCur = b.cb(ops.mul(qCur, b.inpAttnTemp(m.tempScale, m.tempLength)), 'Qcur_attn_temp_scaled', il);
+      }
       const kCur = b.cb(ops.concat(reshape(kvCmpr, [m.kvLoraRank, 1, n]), kPe, 0), 'Kcur', il);
       cur = b.attention(il, qCur, kCur, null, L('attn_output.weight'), undefined, kqScale, {
         vMla: L('attn_v_b.weight'),
@@ -204,8 +249,9 @@ export const deepseek2: Architecture = {
           cur,
           {
             gateInp: L('ffn_gate_inp.weight'),
-            up: L('ffn_up_exps.weight'),
-            gate: L('ffn_gate_exps.weight'),
+            gateUp: Lopt('ffn_gate_up_exps.weight'),
+            up: Lopt('ffn_up_exps.weight'),
+            gate: Lopt('ffn_gate_exps.weight'),
             down: L('ffn_down_exps.weight'),
             probsBias: Lopt('exp_probs_b.bias'),
             nExpertUsed: moe.nExpertUsed,

@@ -1,5 +1,5 @@
 // gpt-oss: OpenAI's open-weight mixtures of experts (gpt-oss-20b, gpt-oss-120b).
-// Attention with q/k/v/o biases, NEOX RoPE with YaRN, and a learned sink logit per head
+// Attention with q/k/v/o biases (q/k/v: fused or not, biases optional, as llama.cpp takes them), NEOX RoPE with YaRN, and a learned sink logit per head
 // that joins every softmax without a value; layers alternate sliding-window (a ring
 // cache of the last W keys, or every key with swa_full) and full attention.
 // Feed-forward: a biased router whose top-k logits are softmaxed over the chosen experts
@@ -11,7 +11,6 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
 import { requireExperts } from '../experts.js';
 import { readSwaPattern } from '../hparams.js';
@@ -53,12 +52,7 @@ export const gptOss: Architecture = {
     for (let il = 0; il < hp.nLayer; il++) {
       t.layer(il, 'attn_norm.weight', [E]);
       t.layer(il, 'post_attention_norm.weight', [E]);
-      t.layer(il, 'attn_q.weight', [E, nHead * nRot]);
-      t.layer(il, 'attn_k.weight', [E, nHeadKv * nRot]);
-      t.layer(il, 'attn_v.weight', [E, nHeadKv * nRot]);
-      t.layer(il, 'attn_q.bias', [nHead * nRot]);
-      t.layer(il, 'attn_k.bias', [nHeadKv * nRot]);
-      t.layer(il, 'attn_v.bias', [nHeadKv * nRot]);
+      t.qkv(il, E, nHead * nRot, nHeadKv * nRot, nHeadKv * nRot);
       t.layer(il, 'attn_output.weight', [nHead * nRot, E]);
       t.layer(il, 'attn_output.bias', [E]);
       t.layer(il, 'attn_sinks.weight', [nHead]);
@@ -76,7 +70,6 @@ export const gptOss: Architecture = {
   build(b) {
     const { hp, w } = b;
     const moe = requireExperts(hp.moe, 'gpt-oss');
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NEOX };
     const hd = hp.nRot;
     let x = b.inpEmbd(w.get('token_embd.weight'));
@@ -85,13 +78,10 @@ export const gptOss: Architecture = {
       const inpSA = x;
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      let q = b.cb(b.linear(L('attn_q.weight'), L('attn_q.bias'), cur), 'Qcur', il);
-      let k = b.cb(b.linear(L('attn_k.weight'), L('attn_k.bias'), cur), 'Kcur', il);
-      const v = b.cb(b.linear(L('attn_v.weight'), L('attn_v.bias'), cur), 'Vcur', il);
-      q = b.cb(b.rope(reshape(q, [hd, hp.nHead, n]), rope, il), 'Qcur', il);
-      k = b.cb(b.rope(reshape(k, [hd, hp.nHeadKv, n]), rope, il), 'Kcur', il);
-      const v3 = reshape(v, [hd, hp.nHeadKv, n]);
-      cur = b.attention(il, q, k, v3, L('attn_output.weight'), L('attn_output.bias'), 1 / Math.sqrt(hd), {
+      const qkv = b.qkv(il, cur, { hd, nHead: hp.nHead, nHeadKv: hp.nHeadKv });
+      const q = b.cb(b.rope(qkv.q, rope, il), 'Qcur', il);
+      const k = b.cb(b.rope(qkv.k, rope, il), 'Kcur', il);
+      cur = b.attention(il, q, k, qkv.v, L('attn_output.weight'), L('attn_output.bias'), 1 / Math.sqrt(hd), {
         sinks: L('attn_sinks.weight'),
       });
 

@@ -15,7 +15,6 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
 import { mamba2Tensors } from '../graph.js';
 import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
@@ -37,6 +36,11 @@ export const graniteHybrid: Architecture = {
         `${file.path}: Mamba-2 sizes: inner size ${hp.ssmDInner} must divide by the ${hp.ssmDtRank} heads and ${hp.ssmNGroup} groups`,
       );
     }
+    if (hp.ssmDInner !== 2 * hp.nEmbd) {
+      throw new ModelError(
+        `${file.path}: granitehybrid.ssm.inner_size = ${hp.ssmDInner} must be twice embedding_length ${hp.nEmbd} (llama.cpp asserts it)`,
+      );
+    }
     return { ...hp, recurrentLayers: hp.nHeadKvArr.map((n) => n === 0) };
   },
 
@@ -51,9 +55,7 @@ export const graniteHybrid: Architecture = {
       t.layer(il, 'attn_norm.weight', [E]);
       if (isRecurrent(hp, il)) mamba2Tensors(hp, t, il);
       else {
-        t.layer(il, 'attn_q.weight', [E, hd * headCount(hp, il)]);
-        t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
-        t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
+        t.qkv(il, E, hd * headCount(hp, il), hd * headCountKv(hp, il), hp.nEmbdHeadV * headCountKv(hp, il));
         t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
         t.layer(il, 'attn_output.bias', [E], true);
       }
@@ -84,7 +86,6 @@ export const graniteHybrid: Architecture = {
 
   build(b) {
     const { hp, w } = b;
-    const n = b.nTokens;
     const useRope = hp.ropeFinetuned;
     const rope = { mode: RopeMode.NORMAL, freqFactors: w.opt('rope_freqs.weight') };
     const scaled = (t: ReturnType<typeof b.mm>, s: number) => (s !== 0 ? ops.scale(t, s) : t);
@@ -99,10 +100,7 @@ export const graniteHybrid: Architecture = {
       if (isRecurrent(hp, il)) cur = b.mamba2(il, a);
       else {
         const hd = hp.nEmbdHeadK;
-        const nKv = headCountKv(hp, il);
-        let q = reshape(b.cb(b.mm(L('attn_q.weight'), a), 'Qcur', il), [hd, headCount(hp, il), n]);
-        let k = reshape(b.cb(b.mm(L('attn_k.weight'), a), 'Kcur', il), [hd, nKv, n]);
-        const v = reshape(b.cb(b.mm(L('attn_v.weight'), a), 'Vcur', il), [hp.nEmbdHeadV, nKv, n]);
+        let { q, k, v } = b.qkv(il, a, { hd, nHead: headCount(hp, il), nHeadKv: headCountKv(hp, il) });
         if (useRope) {
           q = b.cb(b.rope(q, rope, il), 'Qcur', il);
           k = b.cb(b.rope(k, rope, il), 'Kcur', il);

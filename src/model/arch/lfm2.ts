@@ -7,7 +7,8 @@
 //   per layer: h = x + mixer(rmsnorm(x)·attn_norm)
 //              x = h + Wdown·(silu(Wgate·m) ⊙ Wup·m),  m = rmsnorm(h)·ffn_norm
 //   logits = Woutput·(rmsnorm(x)·token_embd_norm)
-// RoPE in NEOX mode. A sliding window (`attention.sliding_window`) applies to the
+// q/k/v fused or not, with optional biases (llama.cpp's create_tensor_qkv). RoPE in NEOX
+// mode. A sliding window (`attention.sliding_window`) applies to the
 // attention layers.
 // lfm2moe (LFM2-8B-A1B, LFM2-24B-A2B): the same layers with the feed-forward of every layer
 // past `leading_dense_block_count` replaced by experts: router scores by
@@ -17,7 +18,7 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape, type Tensor } from '../../ggml/tensor.js';
+import type { Tensor } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
 import { GATING_BY_ID, requireExperts } from '../experts.js';
 import type { GraphBuilder, GraphOutputs } from '../graph.js';
@@ -34,14 +35,17 @@ function lfm2MixerTensors(hp: HParams, t: TensorList): void {
   t.need('token_embd.weight', [E, hp.nVocab]);
   t.need('token_embd_norm.weight', [E]);
   t.opt('output.weight', [E, hp.nVocab]);
+  if (t.has('dense_2_out.weight') || t.has('dense_2_out.bias')) {
+    throw new ModelError(
+      `${hp.arch}: 'dense_2_out' (LFM2-ColBert's projection of the output embeddings) is not supported`,
+    );
+  }
   for (let il = 0; il < hp.nLayer; il++) {
     t.layer(il, 'attn_norm.weight', [E]);
     t.layer(il, 'ffn_norm.weight', [E]);
     if (isRecurrent(hp, il)) shortConvTensors(hp, t, il);
     else {
-      t.layer(il, 'attn_q.weight', [E, hd * headCount(hp, il)]);
-      t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
-      t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
+      t.qkv(il, E, hd * headCount(hp, il), hd * headCountKv(hp, il), hp.nEmbdHeadV * headCountKv(hp, il));
       t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
       t.layer(il, 'attn_q_norm.weight', [hd]);
       t.layer(il, 'attn_k_norm.weight', [hd]);
@@ -60,7 +64,6 @@ function denseFfnTensors(hp: HParams, t: TensorList, il: number): void {
 /** The lfm2 graph with `ffn` as each layer's feed-forward of m = rmsnorm(h)·ffn_norm. */
 function buildLfm2(b: GraphBuilder, ffn: (m: Tensor, il: number) => Tensor): GraphOutputs {
   const { hp, w } = b;
-  const n = b.nTokens;
   const rope = { mode: RopeMode.NEOX };
   let x = b.inpEmbd(w.get('token_embd.weight'));
   for (let il = 0; il < hp.nLayer; il++) {
@@ -70,11 +73,9 @@ function buildLfm2(b: GraphBuilder, ffn: (m: Tensor, il: number) => Tensor): Gra
     let cur: Tensor;
     if (isRecurrent(hp, il)) cur = b.shortConv(il, a);
     else {
-      const hd = hp.nEmbdHeadK;
-      const nKv = headCountKv(hp, il);
-      let q = reshape(b.cb(b.mm(L('attn_q.weight'), a), 'Qcur', il), [hd, headCount(hp, il), n]);
-      let k = reshape(b.cb(b.mm(L('attn_k.weight'), a), 'Kcur', il), [hd, nKv, n]);
-      const v = reshape(b.cb(b.mm(L('attn_v.weight'), a), 'Vcur', il), [hp.nEmbdHeadV, nKv, n]);
+      const qkv = b.qkv(il, a, { hd: hp.nEmbdHeadK, nHead: headCount(hp, il), nHeadKv: headCountKv(hp, il) });
+      let { q, k } = qkv;
+      const v = qkv.v;
       q = b.cb(b.rope(b.rmsNorm(q, L('attn_q_norm.weight'), 'Qcur_normed', il), rope, il), 'Qcur', il);
       k = b.cb(b.rope(b.rmsNorm(k, L('attn_k_norm.weight'), 'Kcur_normed', il), rope, il), 'Kcur', il);
       cur = b.attention(il, q, k, v, L('attn_output.weight'));

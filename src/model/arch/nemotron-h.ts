@@ -12,15 +12,25 @@
 // sigmoid scores plus a selection bias (`exp_probs_b`), weighted by the unbiased scores
 // (renormalised when `expert_weights_norm`, times `expert_weights_scale`), plus a shared
 // squared-ReLU expert:  block = Σ_{e ∈ topk(σ + b)} w_e · down_e·relu(up_e·a)² + down_s·relu(up_s·a)².
-// The latent projections of larger variants (`ffn_latent_down/up`) are refused.
+// Expert sizes and counts may differ per layer (Nemotron 3 Puzzle); experts may work in a
+// latent space (`moe_latent_size`, Nemotron 3 Super) entered and left through
+// `ffn_latent_down/up`, the router still reading the layer input.
 
 import * as ops from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import { ModelError } from '../errors.js';
 import type { ExpertParams } from '../experts.js';
-import { mamba2Tensors } from '../graph.js';
-import { ffLength, headCount, headCountKv, isRecurrent } from '../hparams.js';
+import { mamba2Tensors, nextnTensors } from '../graph.js';
+import { ffLength, type HParams, headCount, headCountKv, isRecurrent } from '../hparams.js';
+import type { TensorList } from '../weights.js';
 import type { Architecture } from './arch.js';
+
+/**
+ * Rows of layer il's experts: `expert_feed_forward_length` (one value, or one per layer in
+ * Nemotron 3 Puzzle's files), else the layer's feed_forward_length over its experts used.
+ */
+function expertRows(hp: HParams, moe: ExpertParams, il: number): number {
+  return moe.nFfExpArr[il] || ffLength(hp, il) / moe.nExpertUsedArr[il];
+}
 
 /** The nemotron_h architecture under `name` (nemotron_h and nemotron_h_moe share it, as in llama.cpp). */
 function nemotronHArch(name: string): Architecture {
@@ -44,11 +54,6 @@ function nemotronHArch(name: string): Architecture {
           `${file.path}: Mamba-2 sizes: inner size ${hp.ssmDInner} must divide by the ${hp.ssmDtRank} heads and ${hp.ssmNGroup} groups`,
         );
       }
-      if (file.getNumber(`${name}.moe_latent_size`, 0) > 0 || file.tensor('blk.1.ffn_latent_down.weight')) {
-        throw new ModelError(
-          `${file.path}: latent expert projections (moe_latent_size, ffn_latent_down/up) are not supported`,
-        );
-      }
       let moe: ExpertParams | null = hp.moe;
       if (moe) {
         moe = {
@@ -56,8 +61,13 @@ function nemotronHArch(name: string): Architecture {
           gating: 'sigmoid',
           weightsNorm: file.getBool(`${name}.expert_weights_norm`, false),
           weightsScale: file.getNumber(`${name}.expert_weights_scale`, 0),
+          nEmbdLatent: file.getNumber(`${name}.moe_latent_size`, 0),
         };
-        if (!(moe.nFfExp > 0)) throw new ModelError(`${file.path}: ${name}.expert_feed_forward_length is missing or 0`);
+        for (let il = 0; il < hp.nLayer + hp.nLayerNextn; il++) {
+          if (hp.nFfArr[il] !== 0 && !(expertRows(hp, moe, il) > 0)) {
+            throw new ModelError(`${file.path}: ${name}.expert_feed_forward_length is missing or 0 for layer ${il}`);
+          }
+        }
         if (!(moe.nFfShexp > 0))
           throw new ModelError(`${file.path}: ${name}.expert_shared_feed_forward_length is missing or 0`);
       }
@@ -71,6 +81,43 @@ function nemotronHArch(name: string): Architecture {
     tensors(hp, t) {
       const E = hp.nEmbd;
       const hd = hp.nEmbdHeadK;
+      // (q/k/v as llama.cpp's create_tensor_qkv takes them: fused or not, biases optional)
+      const attentionTensors = (l: TensorList, il: number) => {
+        l.qkv(il, E, hd * headCount(hp, il), hd * headCountKv(hp, il), hp.nEmbdHeadV * headCountKv(hp, il));
+        l.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
+        l.layer(il, 'attn_output.bias', [E], true);
+      };
+      const expertTensors = (l: TensorList, il: number, mtp: boolean) => {
+        const { nExpert: nE, nFfShexp: Fs } = hp.moe!;
+        const Fe = expertRows(hp, hp.moe!, il);
+        l.layer(il, 'ffn_gate_inp.weight', [E, nE]);
+        l.layer(il, 'exp_probs_b.bias', [nE]);
+        // (Nemotron 3 Super: experts in a latent space of moe_latent_size, with optional
+        // projections into and out of it; not in the multi-token-prediction blocks)
+        const Le = hp.moe!.nEmbdLatent || E;
+        if (!mtp) {
+          l.layer(il, 'ffn_latent_down.weight', [E, Le], true);
+          l.layer(il, 'ffn_latent_up.weight', [Le, E], true);
+        }
+        l.layer(il, 'ffn_up_exps.weight', [Le, Fe, nE]);
+        l.layer(il, 'ffn_down_exps.weight', [Fe, Le, nE]);
+        l.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
+        l.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
+      };
+      // multi-token-prediction blocks (an attention and an expert sub-layer with the nextn
+      // fusion tensors): accepted, not evaluated
+      if (hp.nLayerNextn > 0 && !hp.moe) {
+        throw new ModelError(`${name}: nextn_predict_layers = ${hp.nLayerNextn} needs experts (its blocks are MoE)`);
+      }
+      t.skipped((s) => {
+        for (let il = hp.nLayer; il < hp.nLayer + hp.nLayerNextn; il++) {
+          s.layer(il, 'attn_norm.weight', [E]);
+          attentionTensors(s, il);
+          s.layer(il, 'post_attention_norm.weight', [E]);
+          expertTensors(s, il, true);
+          nextnTensors(hp, s, il);
+        }
+      });
       t.need('token_embd.weight', [E, hp.nVocab]);
       t.need('output_norm.weight', [E]);
       t.opt('output.weight', [E, hp.nVocab]);
@@ -78,21 +125,9 @@ function nemotronHArch(name: string): Architecture {
         t.layer(il, 'attn_norm.weight', [E]);
         const F = ffLength(hp, il);
         if (isRecurrent(hp, il)) mamba2Tensors(hp, t, il);
-        else if (F === 0) {
-          t.layer(il, 'attn_q.weight', [E, hd * headCount(hp, il)]);
-          t.layer(il, 'attn_k.weight', [E, hd * headCountKv(hp, il)]);
-          t.layer(il, 'attn_v.weight', [E, hp.nEmbdHeadV * headCountKv(hp, il)]);
-          t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
-          t.layer(il, 'attn_output.bias', [E], true);
-        } else if (hp.moe) {
-          const { nExpert: nE, nFfExp: Fe, nFfShexp: Fs } = hp.moe;
-          t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
-          t.layer(il, 'exp_probs_b.bias', [nE]);
-          t.layer(il, 'ffn_up_exps.weight', [E, Fe, nE]);
-          t.layer(il, 'ffn_down_exps.weight', [Fe, E, nE]);
-          t.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
-          t.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
-        } else {
+        else if (F === 0) attentionTensors(t, il);
+        else if (hp.moe) expertTensors(t, il, false);
+        else {
           t.layer(il, 'ffn_up.weight', [E, F]);
           t.layer(il, 'ffn_down.weight', [F, E]);
           t.layer(il, 'ffn_up.bias', [F], true);
@@ -103,7 +138,6 @@ function nemotronHArch(name: string): Architecture {
 
     build(b) {
       const { hp, w } = b;
-      const n = b.nTokens;
       let x = b.inpEmbd(w.get('token_embd.weight'));
       for (let il = 0; il < hp.nLayer; il++) {
         const L = (name: string) => w.layer(il, name);
@@ -114,21 +148,22 @@ function nemotronHArch(name: string): Architecture {
         if (isRecurrent(hp, il)) cur = b.mamba2(il, a);
         else if (ffLength(hp, il) === 0) {
           const hd = hp.nEmbdHeadK;
-          const nKv = headCountKv(hp, il);
-          const q = reshape(b.cb(b.mm(L('attn_q.weight'), a), 'Qcur', il), [hd, headCount(hp, il), n]);
-          const k = reshape(b.cb(b.mm(L('attn_k.weight'), a), 'Kcur', il), [hd, nKv, n]);
-          const v = reshape(b.cb(b.mm(L('attn_v.weight'), a), 'Vcur', il), [hp.nEmbdHeadV, nKv, n]);
+          const { q, k, v } = b.qkv(il, a, { hd, nHead: headCount(hp, il), nHeadKv: headCountKv(hp, il) });
           const scale = hp.attentionScale !== 0 ? hp.attentionScale : 1 / Math.sqrt(hd);
           cur = b.attention(il, q, k, v, L('attn_output.weight'), Lopt('attn_output.bias'), scale);
         } else if (hp.moe) {
-          const routed = b.moeFfn(
-            a,
+          // the router reads the layer input; the experts its latent projection when there is one
+          const latentDown = Lopt('ffn_latent_down.weight');
+          const latentUp = Lopt('ffn_latent_up.weight');
+          const logits = b.cb(b.mm(L('ffn_gate_inp.weight'), a), 'ffn_moe_logits', il);
+          let routed = b.moeFfn(
+            latentDown ? b.mm(latentDown, a) : a,
             {
-              gateInp: L('ffn_gate_inp.weight'),
+              logits,
               up: L('ffn_up_exps.weight'),
               down: L('ffn_down_exps.weight'),
               probsBias: L('exp_probs_b.bias'),
-              nExpertUsed: hp.moe.nExpertUsed,
+              nExpertUsed: hp.moe.nExpertUsedArr[il],
               gating: 'sigmoid',
               normW: hp.moe.weightsNorm,
               wScale: hp.moe.weightsScale,
@@ -136,6 +171,7 @@ function nemotronHArch(name: string): Architecture {
             },
             il,
           );
+          if (latentUp) routed = b.mm(latentUp, routed);
           const u = b.cb(b.mm(L('ffn_up_shexp.weight'), a), 'ffn_up', il);
           const r = b.cb(ops.sqr(b.cb(ops.relu(u), 'ffn_relu', il)), 'ffn_sqr(relu)', il);
           const shared = b.cb(b.mm(L('ffn_down_shexp.weight'), r), 'ffn_shexp', il);

@@ -1,12 +1,11 @@
-// qwen2moe: Qwen1.5-MoE-A2.7B and Qwen2-57B-A14B. Qwen2's attention (q/k/v biases, NEOX
-// RoPE) with a feed-forward of routed experts (softmax router, top-k, weights not
-// renormalised) plus one shared expert whose output is gated per token by
+// qwen2moe: Qwen1.5-MoE-A2.7B and Qwen2-57B-A14B. Qwen2's attention (q/k/v biases, optional
+// as in llama.cpp, q/k/v fused or not; NEOX RoPE over the whole head) with a feed-forward
+// of routed experts (softmax router, top-k, weights not renormalised) plus one shared expert whose output is gated per token by
 // sigmoid(ffn_gate_inp_shexp · m), computed as llama.cpp does: silu(g) / g.
 //   x = h + Σ_{e ∈ topk(p)} p_e · FFN_e(m) + σ(w_s·m) · FFN_shared(m),  p = softmax(Wr·m)
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import { requireExperts } from '../experts.js';
 import type { Architecture } from './arch.js';
 
@@ -14,10 +13,11 @@ export const qwen2moe: Architecture = {
   name: 'qwen2moe',
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
+  ropeWholeHead: true,
 
   tensors(hp, t) {
     const moe = requireExperts(hp.moe, 'qwen2moe');
-    const { nEmbd: E, nVocab: V, nHead, nHeadKv, nEmbdHeadK: hk, nEmbdHeadV: hv } = hp;
+    const { nEmbd: E, nVocab: V, nHeadKv, nEmbdHeadK: hk, nEmbdHeadV: hv } = hp;
     const nE = moe.nExpert;
     const F = moe.nFfExp || hp.nFf / moe.nExpertUsed;
     const Fs = moe.nFfShexp || hp.nFf;
@@ -26,13 +26,9 @@ export const qwen2moe: Architecture = {
     t.need('output.weight', [E, V]);
     for (let il = 0; il < hp.nLayer; il++) {
       t.layer(il, 'attn_norm.weight', [E]);
-      t.layer(il, 'attn_q.weight', [E, hk * nHead]);
-      t.layer(il, 'attn_k.weight', [E, hk * nHeadKv]);
-      t.layer(il, 'attn_v.weight', [E, hv * nHeadKv]);
-      t.layer(il, 'attn_q.bias', [hk * nHead]);
-      t.layer(il, 'attn_k.bias', [hk * nHeadKv]);
-      t.layer(il, 'attn_v.bias', [hv * nHeadKv]);
-      t.layer(il, 'attn_output.weight', [hv * nHead, E]);
+      // (llama.cpp's shapes: the query and output n_embd wide)
+      t.qkv(il, E, E, hk * nHeadKv, hv * nHeadKv);
+      t.layer(il, 'attn_output.weight', [E, E]);
       t.layer(il, 'ffn_norm.weight', [E]);
       t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
       t.layer(il, 'ffn_gate_exps.weight', [E, F, nE]);
@@ -48,7 +44,6 @@ export const qwen2moe: Architecture = {
   build(b) {
     const { hp, w } = b;
     const moe = requireExperts(hp.moe, 'qwen2moe');
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NEOX };
     let x = b.inpEmbd(w.get('token_embd.weight'));
     for (let il = 0; il < hp.nLayer; il++) {
@@ -56,12 +51,10 @@ export const qwen2moe: Architecture = {
       const inpSA = x;
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      let q = b.cb(b.linear(L('attn_q.weight'), L('attn_q.bias'), cur), 'Qcur', il);
-      let k = b.cb(b.linear(L('attn_k.weight'), L('attn_k.bias'), cur), 'Kcur', il);
-      const v = b.cb(b.linear(L('attn_v.weight'), L('attn_v.bias'), cur), 'Vcur', il);
-      q = b.cb(b.rope(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), rope, il), 'Qcur', il);
-      k = b.cb(b.rope(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), rope, il), 'Kcur', il);
-      cur = b.attention(il, q, k, reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]), L('attn_output.weight'));
+      const qkv = b.qkv(il, cur, { hd: hp.nEmbdHeadK, nHead: hp.nHead, nHeadKv: hp.nHeadKv });
+      const q = b.cb(b.rope(qkv.q, rope, il), 'Qcur', il);
+      const k = b.cb(b.rope(qkv.k, rope, il), 'Kcur', il);
+      cur = b.attention(il, q, k, qkv.v, L('attn_output.weight'));
 
       let res = inpSA;
       if (il === hp.nLayer - 1) {

@@ -11,7 +11,7 @@ import { RopeMode } from '../../ggml/ops.js';
 import { ModelError } from '../errors.js';
 import { requireExperts } from '../experts.js';
 import type { Architecture } from './arch.js';
-import { buildQwen35, qwen35Hparams, qwen35MixerTensors } from './qwen35.js';
+import { buildQwen35, qwen35Hparams, qwen35Tensors } from './qwen35.js';
 
 export const qwen35moe: Architecture = {
   name: 'qwen35moe',
@@ -21,23 +21,22 @@ export const qwen35moe: Architecture = {
 
   tensors(hp, t) {
     const moe = requireExperts(hp.moe, 'qwen35moe');
-    qwen35MixerTensors(hp, t);
     const E = hp.nEmbd;
     const nE = moe.nExpert;
     const F = moe.nFfExp || hp.nFf / moe.nExpertUsed;
     const Fs = moe.nFfShexp || hp.nFf;
-    for (let il = 0; il < hp.nLayer; il++) {
-      t.layer(il, 'ffn_gate_inp.weight', [E, nE]);
-      t.layer(il, 'ffn_gate_up_exps.weight', [E, 2 * F, nE], true);
-      t.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
-      t.layer(il, 'ffn_up_exps.weight', [E, F, nE], true);
-      t.layer(il, 'ffn_down_exps.weight', [F, E, nE]);
+    qwen35Tensors(hp, t, (l, il) => {
+      l.layer(il, 'ffn_gate_inp.weight', [E, nE]);
+      l.layer(il, 'ffn_gate_up_exps.weight', [E, 2 * F, nE], true);
+      l.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
+      l.layer(il, 'ffn_up_exps.weight', [E, F, nE], true);
+      l.layer(il, 'ffn_down_exps.weight', [F, E, nE]);
       // the shared expert is optional in llama.cpp's graph (routed experts alone without it)
-      t.layer(il, 'ffn_gate_inp_shexp.weight', [E], true);
-      t.layer(il, 'ffn_gate_shexp.weight', [E, Fs], true);
-      t.layer(il, 'ffn_up_shexp.weight', [E, Fs], true);
-      t.layer(il, 'ffn_down_shexp.weight', [Fs, E], true);
-    }
+      l.layer(il, 'ffn_gate_inp_shexp.weight', [E], true);
+      l.layer(il, 'ffn_gate_shexp.weight', [E, Fs], true);
+      l.layer(il, 'ffn_up_shexp.weight', [E, Fs], true);
+      l.layer(il, 'ffn_down_shexp.weight', [Fs, E], true);
+    });
   },
 
   build(b) {

@@ -1,5 +1,6 @@
 // qwen3moe: Qwen3 mixture-of-experts models (Qwen3-30B-A3B, Qwen3-Coder-30B-A3B,
-// Qwen3-235B-A22B). Qwen3's attention (q/k RMS norms per head, NEOX RoPE, no biases) with
+// Qwen3-235B-A22B). Qwen3's attention (q/k RMS norms per head, NEOX RoPE over the whole
+// head; q/k/v fused or not, biases optional, as llama.cpp takes them) with
 // every feed-forward replaced by experts: a softmax router, the top-k experts per token,
 // their weights renormalised to sum to one.
 //   per layer: h = x + Wo·attn(rope(rmsnorm(Wq·n)·q_norm), rope(rmsnorm(Wk·n)·k_norm), Wv·n)
@@ -7,7 +8,6 @@
 
 import * as ops from '../../ggml/ops.js';
 import { RopeMode } from '../../ggml/ops.js';
-import { reshape } from '../../ggml/tensor.js';
 import { requireExperts } from '../experts.js';
 import type { Architecture } from './arch.js';
 
@@ -15,6 +15,7 @@ export const qwen3moe: Architecture = {
   name: 'qwen3moe',
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
+  ropeWholeHead: true,
 
   tensors(hp, t) {
     const moe = requireExperts(hp.moe, 'qwen3moe');
@@ -26,9 +27,7 @@ export const qwen3moe: Architecture = {
     t.opt('output.weight', [E, V]);
     for (let il = 0; il < hp.nLayer; il++) {
       t.layer(il, 'attn_norm.weight', [E]);
-      t.layer(il, 'attn_q.weight', [E, hk * nHead]);
-      t.layer(il, 'attn_k.weight', [E, hk * nHeadKv]);
-      t.layer(il, 'attn_v.weight', [E, hv * nHeadKv]);
+      t.qkv(il, E, hk * nHead, hk * nHeadKv, hv * nHeadKv);
       t.layer(il, 'attn_output.weight', [hk * nHead, E]);
       t.layer(il, 'attn_q_norm.weight', [hk]);
       t.layer(il, 'attn_k_norm.weight', [hk]);
@@ -43,7 +42,6 @@ export const qwen3moe: Architecture = {
   build(b) {
     const { hp, w } = b;
     const moe = requireExperts(hp.moe, 'qwen3moe');
-    const n = b.nTokens;
     const rope = { mode: RopeMode.NEOX };
     let x = b.inpEmbd(w.get('token_embd.weight'));
     for (let il = 0; il < hp.nLayer; il++) {
@@ -51,14 +49,12 @@ export const qwen3moe: Architecture = {
       const inpSA = x;
       let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
 
-      let q = b.cb(b.mm(L('attn_q.weight'), cur), 'Qcur', il);
-      let k = b.cb(b.mm(L('attn_k.weight'), cur), 'Kcur', il);
-      const v = b.cb(b.mm(L('attn_v.weight'), cur), 'Vcur', il);
-      q = b.rmsNorm(reshape(q, [hp.nEmbdHeadK, hp.nHead, n]), L('attn_q_norm.weight'), 'Qcur_normed', il);
-      k = b.rmsNorm(reshape(k, [hp.nEmbdHeadK, hp.nHeadKv, n]), L('attn_k_norm.weight'), 'Kcur_normed', il);
+      const qkv = b.qkv(il, cur, { hd: hp.nEmbdHeadK, nHead: hp.nHead, nHeadKv: hp.nHeadKv });
+      let q = b.rmsNorm(qkv.q, L('attn_q_norm.weight'), 'Qcur_normed', il);
+      let k = b.rmsNorm(qkv.k, L('attn_k_norm.weight'), 'Kcur_normed', il);
       q = b.cb(b.rope(q, rope, il), 'Qcur', il);
       k = b.cb(b.rope(k, rope, il), 'Kcur', il);
-      cur = b.attention(il, q, k, reshape(v, [hp.nEmbdHeadV, hp.nHeadKv, n]), L('attn_output.weight'));
+      cur = b.attention(il, q, k, qkv.v, L('attn_output.weight'));
 
       let res = inpSA;
       if (il === hp.nLayer - 1) {
