@@ -107,3 +107,23 @@ test('one stream (the default) is the shared cache: a sequence past 256 cells of
     'a shared cache was expected to change the bits',
   );
 });
+
+test('a sequence copied into another stream (n_cmpl) is copied there, and decodes as the original would', async () => {
+  const fresh = newContext();
+  const ref = await run(fresh, 40, 0, []);
+  fresh.free();
+  const ctx = newContext();
+  await ctx.decode({ tokens: toks(250, 7), seqIds: new Array(250).fill(1) });
+  await ctx.decode({ tokens: toks(40, 1), seqIds: new Array(40).fill(0) });
+  ctx.seqCp(0, 3, -1, -1);
+  ctx.seqRm(0, -1, -1);
+  const got = [ref[0]];
+  for (let k = 0; k < 3; k++) {
+    await ctx.decode({ tokens: [5 + k], seqIds: [3] });
+    got.push(ctx.getLogits(0).slice());
+  }
+  // sequence 0's region is empty again: a 512-cell region takes a 500-token prompt
+  await ctx.decode({ tokens: toks(500, 2), seqIds: new Array(500).fill(0) });
+  ctx.free();
+  sameBits(got, ref, 'seq 3 copied from seq 0');
+});

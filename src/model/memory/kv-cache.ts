@@ -24,7 +24,7 @@
 // the attended range: the split-KV chunks, the tiled kernel's blocks). With one stream
 // (default) every sequence shares all cells and attends [0, padded extent).
 
-import { tensorGet, tensorSet } from '../../backends/api.js';
+import { tensorGet, tensorGetNow, tensorSet } from '../../backends/api.js';
 import type { BufferType, Buffer as DeviceBuffer } from '../../backends/index.js';
 import { allocTensors } from '../../ggml/alloc.js';
 import { newTensor, type Tensor, view } from '../../ggml/tensor.js';
@@ -452,13 +452,50 @@ export class KVCache implements AttentionMemory {
     this.settleHead();
   }
 
+  /**
+   * `dst` gets the cells of `src` in [p0, p1): shared (a bit more on each cell) within a
+   * stream; into another stream the rows are copied into dst's region (its cells in the
+   * range dropped first), as llama.cpp copies between streams, so dst's cells stay in its
+   * own region. Rows that cannot be read at once (a device that reads asynchronously), or
+   * a region without room, leave the cells shared instead.
+   */
   seqCp(src: number, dst: number, p0 = -1, p1 = -1): void {
     if (src === dst) return;
     const [a, b] = KVCache.range(p0, p1);
+    if (this.regionOf(src) !== this.regionOf(dst) && this.copyAcross(src, dst, a, b)) return;
     for (let i = 0; i < this.size; i++) {
       const p = this.pos[i];
       if (p >= a && p < b && this.seqs[i] & (1 << src)) this.seqs[i] |= 1 << dst;
     }
+  }
+
+  /** seqCp into another stream: false (nothing changed) when it cannot be done now. */
+  private copyAcross(src: number, dst: number, a: number, b: number): boolean {
+    const from = this.cellsOf(src).filter((c) => this.pos[c] >= a && this.pos[c] < b);
+    const saved = this.snapshot();
+    this.seqRm(dst, a, b);
+    const ub: UbatchSeqs = { pos: Int32Array.from(from, (c) => this.pos[c]), seq: new Int32Array(from.length).fill(dst) };
+    const to = this.findSlots(ub);
+    const rows: [Tensor, number, Uint8Array][] = [];
+    try {
+      if (!to) throw new Error('no room');
+      for (const il of this.layerIds) {
+        for (const t of this.rowTensors(il)) {
+          const w = t.nb[1];
+          from.forEach((c, i) => rows.push([t, to[i] * w, tensorGetNow(t, c * w, w)]));
+        }
+      }
+    } catch {
+      this.restore(saved);
+      return false;
+    }
+    this.store(to, ub);
+    from.forEach((c, i) => {
+      this.shift[to[i]] = this.shift[c];
+      if (this.shift[c] !== 0) this.hasShift = true;
+    });
+    for (const [t, at, bytes] of rows) tensorSet(t, bytes, at);
+    return true;
   }
 
   seqKeep(seq: number): void {
