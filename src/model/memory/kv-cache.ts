@@ -292,9 +292,9 @@ export class KVCache implements AttentionMemory {
     const byRegion = new Map<number, number[]>();
     for (let t = 0; t < n; t++) {
       const r = this.regionOf(ub.seq[t]);
-      let list = byRegion.get(r);
-      if (!list) byRegion.set(r, (list = []));
-      list.push(t);
+      const list = byRegion.get(r);
+      if (list) list.push(t);
+      else byRegion.set(r, [t]);
     }
     const out = new Array<number>(n);
     for (const [r, tokens] of byRegion) {
@@ -474,7 +474,10 @@ export class KVCache implements AttentionMemory {
     const from = this.cellsOf(src).filter((c) => this.pos[c] >= a && this.pos[c] < b);
     const saved = this.snapshot();
     this.seqRm(dst, a, b);
-    const ub: UbatchSeqs = { pos: Int32Array.from(from, (c) => this.pos[c]), seq: new Int32Array(from.length).fill(dst) };
+    const ub: UbatchSeqs = {
+      pos: Int32Array.from(from, (c) => this.pos[c]),
+      seq: new Int32Array(from.length).fill(dst),
+    };
     const to = this.findSlots(ub);
     const rows: [Tensor, number, Uint8Array][] = [];
     try {
@@ -482,7 +485,7 @@ export class KVCache implements AttentionMemory {
       for (const il of this.layerIds) {
         for (const t of this.rowTensors(il)) {
           const w = t.nb[1];
-          from.forEach((c, i) => rows.push([t, to[i] * w, tensorGetNow(t, c * w, w)]));
+          for (let i = 0; i < from.length; i++) rows.push([t, to[i] * w, tensorGetNow(t, from[i] * w, w)]);
         }
       }
     } catch {
