@@ -9,22 +9,27 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setLogCallback } from '../src/log.js';
 import { Context, Model } from '../src/model/index.js';
+import { ensureModel } from '../src/generator/index.js';
 import { tinyLlama } from './helpers/models.js';
 
 let model: Model;
+let gemma3: Model;
 before(async () => {
   setLogCallback(() => {});
   model = await Model.load(tinyLlama());
+  // sliding-window layers (window 8): the iSWA memory, a ring per stream
+  gemma3 = await Model.load(ensureModel('tiny-gemma3', 'Q8_0'));
 });
 after(() => {
   model?.free();
+  gemma3?.free();
   setLogCallback(null);
 });
 
 const toks = (n: number, k: number) => Array.from({ length: n }, (_, i) => ((i * 7 + k) % 200) + 3);
 
-function newContext(): Context {
-  const ctx = new Context(model, { nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 4, nThreads: 2 });
+function newContext(m: Model = model): Context {
+  const ctx = new Context(m, { nCtx: 2048, nBatch: 512, nUbatch: 512, nSeqMax: 4, nThreads: 2 });
   ctx.setKvStreams(4);
   return ctx;
 }
@@ -52,8 +57,12 @@ function sameBits(a: Float32Array[], b: Float32Array[], what: string): void {
 
 test('a sequence gives the same bits in every stream, whatever the others hold', async () => {
   // 20 tokens: row kernel; 70: tiled; decode steps: row, or split-KV at 512+ attended cells
-  for (const n of [20, 70]) {
-    const fresh = newContext();
+  for (const [m, n] of [
+    [model, 20],
+    [model, 70],
+    [gemma3, 70],
+  ] as const) {
+    const fresh = newContext(m);
     const ref = await run(fresh, n, 0, []);
     fresh.free();
     const cases: [number, [number, number][]][] = [
@@ -77,7 +86,7 @@ test('a sequence gives the same bits in every stream, whatever the others hold',
       ],
     ];
     for (const [seq, others] of cases) {
-      const ctx = newContext();
+      const ctx = newContext(m);
       sameBits(await run(ctx, n, seq, others), ref, `${n} tokens as seq ${seq} after ${JSON.stringify(others)}`);
       ctx.free();
     }
