@@ -7,9 +7,9 @@
 // Runs on the default (CPU) device, whose kernels these are.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { ensureModel } from '../src/generator/index.js';
 import { setLogCallback } from '../src/log.js';
 import { Context, Model } from '../src/model/index.js';
-import { ensureModel } from '../src/generator/index.js';
 import { tinyLlama } from './helpers/models.js';
 
 let model: Model;
