@@ -133,7 +133,7 @@ test('a sliding-window cache is a ring: out-of-window cells are reused, each seq
   // the mask of a query at 108 shows exactly positions 101..108
   place(c, ub([108]));
   const mask = new Uint16Array(16);
-  c.fillMask(mask, 16, ub([108]), true);
+  c.fillMask(mask, 0, 16, ub([108]), true);
   const seen: number[] = [];
   for (let j = 0; j < 16; j++) if (mask[j] === 0) seen.push(c.pos[j]);
   assert.deepEqual(

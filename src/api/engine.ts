@@ -856,7 +856,10 @@ export class EngineContext {
     }
     await b.exclusive(() => {
       // a sliding-window cache sized for fewer sequences is rebuilt: nothing stays cached
-      if (this.ctx.reserveSequences(n)) b.forgetAll();
+      const rebuilt = this.ctx.reserveSequences(n);
+      // one KV stream per slot (llama-server's default, kv_unified off): a request's
+      // logits do not depend on its slot or on what the other slots hold
+      if (this.ctx.setKvStreams(n) || rebuilt) b.forgetAll();
       b.configure({ slots: n, nCtxSeq, nBatch: Math.min(nBatch, this.ctx.nBatch) });
       this.nParallel = n;
     });
@@ -872,6 +875,8 @@ export class EngineContext {
       if (r.unit) b.cancel(r.unit);
     }
     await b.exclusive(() => {
+      // sequence 0 gets every cell again
+      if (this.ctx.setKvStreams(1)) b.forgetAll();
       b.configure({ slots: 1, nCtxSeq: Math.min(this.ctx.nCtx, this.nCtxTrain), nBatch: this.info.nBatch });
       this.nParallel = 0;
     });

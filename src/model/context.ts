@@ -426,15 +426,21 @@ export class Context {
     // token to the next); encoders: per mask group (full, sliding window), the ubatch
     const cells: number[][] = [];
     let nKV: number[] = hp.swaLayers.some((x) => x) ? [m, m] : [m];
+    const kvStart: number[] = nKV.map(() => 0);
     if (this.memory) {
       nKV = [];
+      kvStart.length = 0;
       for (const c of this.memory.caches) {
         const slots = c.findSlots(ub);
         if (!slots) throw new ContextError(`decode: no room in the ${c.label} KV cache for ${m} tokens`);
         c.store(slots, ub);
         cells.push(slots);
       }
-      for (const c of this.memory.caches) nKV.push(c.attended());
+      for (const c of this.memory.caches) {
+        const w = c.window(ub);
+        kvStart.push(w.start);
+        nKV.push(w.n);
+      }
     }
     const outIdx: number[] = [];
     for (let i = 0; i < m; i++) if (wanted[i]) outIdx.push(i);
@@ -442,13 +448,13 @@ export class Context {
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
     const nSeqs = seqList ? seqList.length : 1;
-    const key = `${m}:${nOutputs}:${nKV.join(',')}:${nSeqs}:${this.activeLoraKey}`;
+    const key = `${m}:${nOutputs}:${nKV.join(',')}@${kvStart.join(',')}:${nSeqs}:${this.activeLoraKey}`;
     let last = this.last;
     if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
       const b = new GraphBuilder(
         hp,
         this.model.weights,
-        { nTokens: m, nOutputs, nKV, nCtx: this.nCtx, nSeqs, flashAttn: this.flashAttn },
+        { nTokens: m, nOutputs, nKV, kvStart, nCtx: this.nCtx, nSeqs, flashAttn: this.flashAttn },
         this.memory,
         this.activeLoras,
       );
@@ -483,7 +489,7 @@ export class Context {
       if (this.keep) this.keepNamed = b.named;
     }
     const { graph, result } = last;
-    this.setInputs(last.inputs, tokens, pos, seq, cells, outIdx.length > 0 ? outIdx : [m - 1]);
+    this.setInputs(last.inputs, tokens, pos, seq, cells, kvStart, outIdx.length > 0 ? outIdx : [m - 1]);
     if (last.inputs.stateIds && seqList) tensorSet(last.inputs.stateIds, Int32Array.from(seqList));
     await this.sched.graphCompute(graph);
     const rec = recurrentState(this.memory);
@@ -550,6 +556,7 @@ export class Context {
     pos: Int32Array,
     seq: Int32Array,
     cells: number[][],
+    kvStart: readonly number[],
     outIds: number[],
   ): void {
     const m = tokens.length;
@@ -593,7 +600,7 @@ export class Context {
       if (!t) return;
       const nKV = t.ne[0];
       const mask = new Uint16Array(nKV * m);
-      if (this.memory) this.memory.caches[c].fillMask(mask, nKV, { pos, seq }, causal);
+      if (this.memory) this.memory.caches[c].fillMask(mask, kvStart[c], nKV, { pos, seq }, causal);
       else {
         // within the ubatch; group 1 is the sliding-window layers'
         mask.fill(0xfc00); // f16 -inf
@@ -828,6 +835,20 @@ export class Context {
     if (!this.memory?.reserveSequences(n)) return false;
     this.last = null;
     return true;
+  }
+
+  /**
+   * One stream of KV cells per sequence id mod n (llama.cpp's kv_unified = false, n_seq_max
+   * streams): each sequence's tokens stay in its own region of the cache, so its logits
+   * have the same bits whatever region it uses and whatever the other sequences hold;
+   * 1 (the default): every sequence shares all cells (kv_unified). Changing it empties the
+   * memory; true when something cached was dropped.
+   */
+  setKvStreams(n: number): boolean {
+    if (!this.memory) return false;
+    const dropped = this.memory.setStreams(n);
+    this.last = null;
+    return dropped;
   }
 
   free(): void {

@@ -35,10 +35,12 @@ export interface UbatchShape {
   /** Rows to output (after the last layer); null: every token (pooled embeddings). */
   nOutputs: number | null;
   /**
-   * KV cells attention reads per cache of the memory (cells [0, nKV[c]) of cache c);
+   * KV cells attention reads per cache of the memory (from kvStart[c]);
    * without a memory, per mask group (0 full, 1 sliding window): nTokens.
    */
   nKV: readonly number[];
+  /** Per cache, the first cell attention reads (cells [kvStart[c], kvStart[c] + nKV[c])); default 0. */
+  kvStart?: readonly number[];
   /** Cells of context per sequence (picks Phi-3's LongRoPE factors). */
   nCtx: number;
   /**
@@ -318,7 +320,7 @@ export class GraphBuilder {
    * Multi-head attention of layer il (llama.cpp's build_attn with flash attention):
    * q [hdK, nHead, n], k [hdK, nHeadKv, n], v [hdV, nHeadKv, n] (dims 0-1 of v may be a
    * view with a row stride). With a memory, k and v are first written to the layer's cache
-   * rows for this ubatch and attention reads cells [0, nKV) of its cache; a layer that
+   * rows for this ubatch and attention reads cells [kvStart, kvStart + nKV) of its cache; a layer that
    * shares another's K/V passes k = v = null and reads that cache. Without a memory
    * (encoders) it reads this ubatch's k and v, cast to F16 as llama.cpp does. Scores are
    * q·k·kqScale (default 1/√hdK), soft-capped when the model says so; sliding-window
@@ -364,8 +366,9 @@ export class GraphBuilder {
       // the latent: the leading hdV elements of the K rows (after this ubatch's write)
       if (latent) vc = view(kc, [lk.v.ne[0], lk.v.ne[1]], [kc.nb[1]], 0);
       const nKV = this.ub.nKV[lk.cache];
-      kAll = view(kc, [hdK, nHeadKv, nKV], [rowSize(kc.type, hdK), kc.nb[1]], 0);
-      vAll = view(vc, [hdV, nHeadKv, nKV], [rowSize(vc.type, hdV), vc.nb[1]], 0);
+      const start = this.ub.kvStart?.[lk.cache] ?? 0;
+      kAll = view(kc, [hdK, nHeadKv, nKV], [rowSize(kc.type, hdK), kc.nb[1]], start * kc.nb[1]);
+      vAll = view(vc, [hdV, nHeadKv, nKV], [rowSize(vc.type, hdV), vc.nb[1]], start * vc.nb[1]);
       kAll = permute(kAll, [0, 2, 1, 3]);
       vAll = permute(vAll, [0, 2, 1, 3]);
       mask = this.inpMask(lk.cache);

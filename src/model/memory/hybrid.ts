@@ -108,6 +108,13 @@ export class HybridMemory implements AttentionMemory {
     return attnRebuilt;
   }
 
+  /** The attention part's streams (the recurrent state has a row per sequence already). */
+  setStreams(n: number): boolean {
+    const dropped = this.attn.setStreams(n);
+    if (dropped) this.rec.clear();
+    return dropped;
+  }
+
   stateLayout(): unknown {
     return { kind: this.kind, attn: this.attn.stateLayout(), recurrent: this.recurrent.stateLayout() };
   }

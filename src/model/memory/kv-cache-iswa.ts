@@ -26,8 +26,20 @@ export interface KVCacheISWAOptions extends Omit<KVCacheOptions, 'layers' | 'siz
   swaFull: boolean;
 }
 
-/** Cells of the sliding-window cache: W per sequence plus a ubatch, padded to 256 (at most nCtx). */
-export function swaCacheSize(o: { nCtx: number; window: number; nSeqMax: number; nUbatch: number }): number {
+/**
+ * Cells of the sliding-window cache: W per sequence plus a ubatch, padded to 256 (at most
+ * nCtx); with streams (one per sequence), each stream W plus a ubatch (at most its share
+ * of nCtx), as llama.cpp sizes a non-unified iSWA cache.
+ */
+export function swaCacheSize(o: {
+  nCtx: number;
+  window: number;
+  nSeqMax: number;
+  nUbatch: number;
+  streams?: number;
+}): number {
+  const streams = o.streams ?? 1;
+  if (streams > 1) return streams * Math.min(Math.floor(o.nCtx / streams), o.window + o.nUbatch);
   return Math.ceil(Math.min(o.nCtx, o.window * o.nSeqMax + o.nUbatch) / 256) * 256;
 }
 
@@ -36,6 +48,7 @@ export class KVCacheISWA implements AttentionMemory {
   readonly base: KVCache;
   private swaCache: KVCache;
   private nSeqSized: number;
+  private streams = 1;
 
   constructor(
     private readonly hp: ConstructorParameters<typeof KVCache>[0],
@@ -60,9 +73,11 @@ export class KVCacheISWA implements AttentionMemory {
     return new Map([...(this.o.reuse ?? new Map<number, number>())].filter(([, src]) => layers.includes(src)));
   }
 
-  private swaSize(nSeq: number): number {
+  private swaSize(nSeq: number, streams = this.streams): number {
     const o = this.o;
-    return o.swaFull ? o.nCtx : swaCacheSize({ nCtx: o.nCtx, window: o.swa.window, nSeqMax: nSeq, nUbatch: o.nUbatch });
+    return o.swaFull
+      ? o.nCtx
+      : swaCacheSize({ nCtx: o.nCtx, window: o.swa.window, nSeqMax: nSeq, nUbatch: o.nUbatch, streams });
   }
 
   private makeSwa(nSeq: number): KVCache {
@@ -94,8 +109,24 @@ export class KVCacheISWA implements AttentionMemory {
     if (this.swaSize(n) <= this.swaCache.size) return false;
     this.swaCache.dispose();
     this.swaCache = this.makeSwa(n);
+    this.swaCache.setStreams(this.streams);
     this.base.clear();
     return true;
+  }
+
+  /** Both caches' streams; the ring is rebuilt at the size its streams need. */
+  setStreams(n: number): boolean {
+    if (n === this.streams) return false;
+    const dropped = this.base.used > 0 || this.swaCache.used > 0;
+    this.streams = n;
+    this.base.setStreams(n);
+    const size = this.swaSize(this.nSeqSized, n);
+    if (size !== this.swaCache.size) {
+      this.swaCache.dispose();
+      this.swaCache = this.makeSwa(this.nSeqSized);
+    }
+    this.swaCache.setStreams(n);
+    return dropped;
   }
 
   layer(il: number): LayerKV | undefined {

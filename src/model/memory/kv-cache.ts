@@ -13,8 +13,18 @@
 // Sequence operations: remove a position range, copy cells to another sequence, keep one
 // sequence, add a delta to positions (context shift: shifted cells' keys are re-rotated
 // before the next decode). Layers may also read another layer's K/V (shared KV).
+//
+// Streams (llama.cpp's non-unified KV cache, `setStreams(n)`): the cells are cut into n
+// equal regions and sequence s places its tokens only in region s mod n, each region with
+// its own search head; a ubatch attends from the start of the lowest region its sequences
+// hold cells in, over as many cells as their highest cell needs (padded, within the
+// region). A sequence's cells then sit at the same offsets and are attended over the
+// same count whatever its region and whatever the other sequences hold, so its logits
+// have the same bits on every slot (the attention kernels group keys by their index in
+// the attended range: the split-KV chunks, the tiled kernel's blocks). With one stream
+// (default) every sequence shares all cells and attends [0, padded extent).
 
-import { tensorGet, tensorSet } from '../../backends/api.js';
+import { tensorGet, tensorGetNow, tensorSet } from '../../backends/api.js';
 import type { BufferType, Buffer as DeviceBuffer } from '../../backends/index.js';
 import { allocTensors } from '../../ggml/alloc.js';
 import { newTensor, type Tensor, view } from '../../ggml/tensor.js';
@@ -82,8 +92,13 @@ export class KVCache implements AttentionMemory {
   /** Pending position deltas of shifted cells (applied to K before the next decode). */
   readonly shift: Int32Array;
   hasShift = false;
-  /** Where the next free-cell search starts. */
-  private head = 0;
+  /** Regions of cells, one per stream (see setStreams), and each region's size. */
+  private streams = 1;
+  private regionSize: number;
+  /** Where the next free-cell search starts, per region (relative to its first cell). */
+  private heads = [0];
+  /** Per region: the lowest cell a sequence operation freed below the head. */
+  private freedBelow = [Number.POSITIVE_INFINITY];
   private readonly kOf = new Map<number, Tensor>();
   private readonly vOf = new Map<number, Tensor>();
   private readonly reuse: ReadonlyMap<number, number>;
@@ -102,6 +117,7 @@ export class KVCache implements AttentionMemory {
     this.layerIds = [...o.layers];
     this.reuse = o.reuse ?? new Map();
     this.vFromK = o.vFromK ?? false;
+    this.regionSize = this.size;
     this.pos = new Int32Array(this.size).fill(-1);
     this.seqs = new Uint32Array(this.size);
     this.shift = new Int32Array(this.size);
@@ -198,6 +214,53 @@ export class KVCache implements AttentionMemory {
     return Math.min(this.size, Math.max(256, Math.ceil(extent / 256) * 256));
   }
 
+  /**
+   * The cells a ubatch attends, [start, start + n), its cells already stored: with one
+   * stream [0, attended()); with streams, from the first cell of the lowest region holding
+   * a cell of the ubatch's sequences, up to their highest cell padded to 256 (at least
+   * 256, at most the end of that cell's region), as llama.cpp sizes a stream's view.
+   */
+  window(ub: UbatchSeqs): { start: number; n: number } {
+    if (this.streams === 1) return { start: 0, n: this.attended() };
+    let bits = 0;
+    for (const s of ub.seq) bits |= 1 << s;
+    let lo = -1;
+    let hi = 0;
+    for (let i = 0; i < this.size; i++) {
+      if (this.pos[i] < 0 || (this.seqs[i] & bits) === 0) continue;
+      if (lo < 0) lo = i;
+      hi = i + 1;
+    }
+    const R = this.regionSize;
+    const start = Math.floor(Math.max(lo, 0) / R) * R;
+    const end = (Math.floor(Math.max(hi - 1, 0) / R) + 1) * R;
+    return { start, n: Math.min(end - start, Math.max(256, Math.ceil((hi - start) / 256) * 256)) };
+  }
+
+  /**
+   * One stream of cells per sequence id mod n (llama.cpp's kv_unified = false gives each
+   * of n_seq_max sequences its own stream; n = 1: all cells shared). Changing the count
+   * empties the cache; true when cells were dropped.
+   */
+  setStreams(n: number): boolean {
+    if (!(Number.isInteger(n) && n >= 1 && n <= MAX_SEQ && n <= this.size)) {
+      throw new ContextError(`${this.label} KV cache: ${n} streams for ${this.size} cells`);
+    }
+    if (n === this.streams) return false;
+    const dropped = this.used > 0;
+    this.clear();
+    this.streams = n;
+    this.regionSize = Math.floor(this.size / n);
+    this.heads = new Array(n).fill(0);
+    this.freedBelow = new Array(n).fill(Number.POSITIVE_INFINITY);
+    return dropped;
+  }
+
+  /** The region (stream) where sequence `seq` places its cells. */
+  private regionOf(seq: number): number {
+    return seq % this.streams;
+  }
+
   // ---- placing a ubatch ----
 
   /** Highest position of every sequence (-1: none). */
@@ -223,26 +286,41 @@ export class KVCache implements AttentionMemory {
    */
   findSlots(ub: UbatchSeqs): number[] | null {
     const n = ub.pos.length;
-    if (n > this.size) return null;
-    let head = this.head;
-    const used = this.used;
-    // plenty of unused cells before the head: search from the start, to fill the cache
-    if (head > used + 2 * n) head = 0;
     const posMax = this.nSwa > 0 ? this.posMaxAll() : null;
-    const out: number[] = [];
-    for (let tested = 0; tested < this.size && out.length < n; tested++) {
-      const i = (head + tested) % this.size;
-      let free = this.pos[i] < 0;
-      if (!free && posMax) {
-        const bits = this.seqs[i];
-        if (bits !== 0 && (bits & (bits - 1)) === 0) {
-          const s = 31 - Math.clz32(bits);
-          free = maskedBySwa(this.swaType, this.nSwa, this.pos[i], posMax[s] + 1);
-        }
-      }
-      if (free) out.push(i);
+    const R = this.regionSize;
+    // the ubatch's tokens by region, in order
+    const byRegion = new Map<number, number[]>();
+    for (let t = 0; t < n; t++) {
+      const r = this.regionOf(ub.seq[t]);
+      const list = byRegion.get(r);
+      if (list) list.push(t);
+      else byRegion.set(r, [t]);
     }
-    return out.length === n ? out : null;
+    const out = new Array<number>(n);
+    for (const [r, tokens] of byRegion) {
+      const first = r * R;
+      if (tokens.length > R) return null;
+      let head = this.heads[r];
+      let used = 0;
+      for (let i = first; i < first + R; i++) if (this.pos[i] >= 0) used++;
+      // plenty of unused cells before the head: search from the start, to fill the region
+      if (head > used + 2 * tokens.length) head = 0;
+      let k = 0;
+      for (let tested = 0; tested < R && k < tokens.length; tested++) {
+        const i = first + ((head + tested) % R);
+        let free = this.pos[i] < 0;
+        if (!free && posMax) {
+          const bits = this.seqs[i];
+          if (bits !== 0 && (bits & (bits - 1)) === 0) {
+            const s = 31 - Math.clz32(bits);
+            free = maskedBySwa(this.swaType, this.nSwa, this.pos[i], posMax[s] + 1);
+          }
+        }
+        if (free) out[tokens[k++]] = i;
+      }
+      if (k < tokens.length) return null;
+    }
+    return out;
   }
 
   /**
@@ -267,7 +345,11 @@ export class KVCache implements AttentionMemory {
       const lo = this.seqPosMin(s);
       if (lo >= 0 && lo <= rmMax[s]) this.seqRm(s, lo, rmMax[s] + 1);
     }
-    if (cells.length > 0) this.head = (cells[cells.length - 1] + 1) % this.size;
+    // each region's head: after the last cell it gave this ubatch
+    for (const c of cells) {
+      const r = Math.floor(c / this.regionSize);
+      this.heads[r] = (c - r * this.regionSize + 1) % this.regionSize;
+    }
   }
 
   fits(ubatches: readonly UbatchSeqs[]): boolean {
@@ -284,12 +366,12 @@ export class KVCache implements AttentionMemory {
     }
   }
 
-  private snapshot(): { pos: Int32Array; seqs: Uint32Array; shift: Int32Array; head: number; hasShift: boolean } {
+  private snapshot(): { pos: Int32Array; seqs: Uint32Array; shift: Int32Array; heads: number[]; hasShift: boolean } {
     return {
       pos: this.pos.slice(),
       seqs: this.seqs.slice(),
       shift: this.shift.slice(),
-      head: this.head,
+      heads: this.heads.slice(),
       hasShift: this.hasShift,
     };
   }
@@ -298,15 +380,16 @@ export class KVCache implements AttentionMemory {
     this.pos.set(s.pos);
     this.seqs.set(s.seqs);
     this.shift.set(s.shift);
-    this.head = s.head;
+    this.heads = s.heads;
     this.hasShift = s.hasShift;
   }
 
   /**
-   * The KQ mask of a ubatch over cells [0, nKV) (F16 bits, row i for token i): 0 where
-   * token i (sequence seq[i], position pos[i]) may read cell j, -inf elsewhere.
+   * The KQ mask of a ubatch over cells [start, start + nKV) (F16 bits, row i for token i,
+   * column j for cell start + j): 0 where token i (sequence seq[i], position pos[i]) may
+   * read that cell, -inf elsewhere.
    */
-  fillMask(mask: Uint16Array, nKV: number, ub: UbatchSeqs, causal: boolean): void {
+  fillMask(mask: Uint16Array, start: number, nKV: number, ub: UbatchSeqs, causal: boolean): void {
     mask.fill(NEG_INF_F16);
     const swa = this.nSwa > 0;
     for (let i = 0; i < ub.pos.length; i++) {
@@ -314,8 +397,8 @@ export class KVCache implements AttentionMemory {
       const p1 = ub.pos[i];
       const row = i * nKV;
       for (let j = 0; j < nKV; j++) {
-        if ((this.seqs[j] & bit) === 0) continue;
-        const p0 = this.pos[j];
+        if ((this.seqs[start + j] & bit) === 0) continue;
+        const p0 = this.pos[start + j];
         if (causal && p0 > p1) continue;
         if (swa && maskedBySwa(this.swaType, this.nSwa, p0, p1)) continue;
         mask[row + j] = 0;
@@ -330,7 +413,7 @@ export class KVCache implements AttentionMemory {
     this.seqs.fill(0);
     this.shift.fill(0);
     this.hasShift = false;
-    this.head = 0;
+    this.heads.fill(0);
   }
 
   /** Frees cell i; the next search starts at the lowest freed cell before the head (as llama.cpp). */
@@ -338,15 +421,17 @@ export class KVCache implements AttentionMemory {
     this.pos[i] = -1;
     this.seqs[i] = 0;
     this.shift[i] = 0;
-    if (i < this.head) this.freedBelowHead = Math.min(this.freedBelowHead, i);
+    const r = Math.floor(i / this.regionSize);
+    const rel = i - r * this.regionSize;
+    if (rel < this.heads[r]) this.freedBelow[r] = Math.min(this.freedBelow[r], rel);
   }
 
-  private freedBelowHead = Number.POSITIVE_INFINITY;
-
-  /** After a sequence operation: move the head back to the first cell it freed below it. */
+  /** After a sequence operation: move each head back to the first cell it freed below it. */
   private settleHead(): void {
-    if (this.freedBelowHead < this.head) this.head = this.freedBelowHead;
-    this.freedBelowHead = Number.POSITIVE_INFINITY;
+    for (let r = 0; r < this.streams; r++) {
+      if (this.freedBelow[r] < this.heads[r]) this.heads[r] = this.freedBelow[r];
+      this.freedBelow[r] = Number.POSITIVE_INFINITY;
+    }
   }
 
   private static range(p0: number, p1: number): [number, number] {
@@ -367,13 +452,53 @@ export class KVCache implements AttentionMemory {
     this.settleHead();
   }
 
+  /**
+   * `dst` gets the cells of `src` in [p0, p1): shared (a bit more on each cell) within a
+   * stream; into another stream the rows are copied into dst's region (its cells in the
+   * range dropped first), as llama.cpp copies between streams, so dst's cells stay in its
+   * own region. Rows that cannot be read at once (a device that reads asynchronously), or
+   * a region without room, leave the cells shared instead.
+   */
   seqCp(src: number, dst: number, p0 = -1, p1 = -1): void {
     if (src === dst) return;
     const [a, b] = KVCache.range(p0, p1);
+    if (this.regionOf(src) !== this.regionOf(dst) && this.copyAcross(src, dst, a, b)) return;
     for (let i = 0; i < this.size; i++) {
       const p = this.pos[i];
       if (p >= a && p < b && this.seqs[i] & (1 << src)) this.seqs[i] |= 1 << dst;
     }
+  }
+
+  /** seqCp into another stream: false (nothing changed) when it cannot be done now. */
+  private copyAcross(src: number, dst: number, a: number, b: number): boolean {
+    const from = this.cellsOf(src).filter((c) => this.pos[c] >= a && this.pos[c] < b);
+    const saved = this.snapshot();
+    this.seqRm(dst, a, b);
+    const ub: UbatchSeqs = {
+      pos: Int32Array.from(from, (c) => this.pos[c]),
+      seq: new Int32Array(from.length).fill(dst),
+    };
+    const to = this.findSlots(ub);
+    const rows: [Tensor, number, Uint8Array][] = [];
+    try {
+      if (!to) throw new Error('no room');
+      for (const il of this.layerIds) {
+        for (const t of this.rowTensors(il)) {
+          const w = t.nb[1];
+          for (let i = 0; i < from.length; i++) rows.push([t, to[i] * w, tensorGetNow(t, from[i] * w, w)]);
+        }
+      }
+    } catch {
+      this.restore(saved);
+      return false;
+    }
+    this.store(to, ub);
+    from.forEach((c, i) => {
+      this.shift[to[i]] = this.shift[c];
+      if (this.shift[c] !== 0) this.hasShift = true;
+    });
+    for (const [t, at, bytes] of rows) tensorSet(t, bytes, at);
+    return true;
   }
 
   seqKeep(seq: number): void {

@@ -81,6 +81,13 @@ export interface Memory {
    */
   reserveSequences(n: number): boolean;
 
+  /**
+   * One stream of KV cells per sequence id mod n (llama.cpp's non-unified KV cache: a
+   * sequence's logits then do not depend on where other sequences' cells are); 1: all
+   * cells shared. Changing it empties the memory; true when something was dropped.
+   */
+  setStreams(n: number): boolean;
+
   /** A description of the state's layout: a saved state loads only where this is equal. */
   stateLayout(): unknown;
   /** How many cells of `seq` each part of the state holds (what stateWrite writes; saved beside it). */
