@@ -858,8 +858,9 @@ export class EngineContext {
       // a sliding-window cache sized for fewer sequences is rebuilt: nothing stays cached
       const rebuilt = this.ctx.reserveSequences(n);
       // one KV stream per slot (llama-server's default, kv_unified off): a request's
-      // logits do not depend on its slot or on what the other slots hold
-      if (this.ctx.setKvStreams(n) || rebuilt) b.forgetAll();
+      // logits do not depend on its slot or on what the other slots hold; kv_unified:
+      // one stream the slots share
+      if (this.ctx.setKvStreams(unified ? 1 : n) || rebuilt) b.forgetAll();
       b.configure({ slots: n, nCtxSeq, nBatch: Math.min(nBatch, this.ctx.nBatch) });
       this.nParallel = n;
     });
