@@ -140,7 +140,7 @@ for (const { name, env, argv } of RUNTIMES) {
       assert.equal(r.status, 0, r.stderr);
       variant = exec(rt, SMOKE, ['--variant']).trim();
       assert.match(variant, /^(relaxed|relaxed-unfused|strict)$/);
-      process.stdout.write(`# ${r.stdout.split('\n')[0]}: ${variant} SIMD kernels\n`);
+      process.stdout.write(`# ${name}: ${r.stdout.split('\n')[0]}: ${variant} SIMD kernels\n`);
     });
     for (const c of CASES) {
       test(c.name, { skip: c.skip }, () => {

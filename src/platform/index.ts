@@ -11,3 +11,10 @@ const isNode = typeof process !== 'undefined' && typeof process.versions?.node =
 export const platform: Platform = isNode
   ? (await import('./node.js')).nodePlatform
   : (await import('./web.js')).webPlatform;
+
+/** Bytes as lower-case hexadecimal (digests). */
+export function hex(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += b.toString(16).padStart(2, '0');
+  return s;
+}

@@ -1,7 +1,18 @@
 // The Node platform: node:worker_threads, node:fs, node:os. Deno (2.x, with -A) and Bun
 // (1.x) run it through their Node compatibility (test/runtimes.test.ts); where they differ
 // (V8 flags on Bun, which has no V8) it degrades as described on each member.
-import { closeSync, fstatSync, openSync, read, readFileSync, readSync, writeSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  fstatSync,
+  openSync,
+  read,
+  readFileSync,
+  readSync,
+  realpathSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import {
@@ -128,7 +139,7 @@ function openFile(name: string): PlatformFile {
 }
 
 /** The identity of an open file descriptor. */
-export function fdIdentity(fd: number): FileIdentity {
+function fdIdentity(fd: number): FileIdentity {
   const st = fstatSync(fd);
   return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
 }
@@ -186,7 +197,30 @@ export const nodePlatform: Platform = {
     t.unref();
     return { cancel: () => clearTimeout(t) };
   },
+  runtime() {
+    const deno = (globalThis as { Deno?: { version?: { deno?: string } } }).Deno?.version?.deno;
+    if (deno) return `deno ${deno}`;
+    if (process.versions.bun) return `bun ${process.versions.bun}`;
+    return `node ${process.version}`;
+  },
+  writeError: (text) => void process.stderr.write(text),
   writeErrorSync: (text) => void writeSync(2, text),
+  fileInfo(name) {
+    const st = statSync(name, { throwIfNoEntry: false });
+    return st && { isFile: st.isFile(), key: realpathSync(name) };
+  },
+  sha256() {
+    const h = createHash('sha256');
+    const self = {
+      update: (data: Uint8Array) => {
+        h.update(data);
+        return self;
+      },
+      digest: () => new Uint8Array(h.digest()),
+    };
+    return self;
+  },
+  randomBytes: (n) => new Uint8Array(randomBytes(n)),
   openFile,
   // Bun has no V8: its node:v8 may lack the call or ignore it
   engineFlag(flag) {

@@ -60,6 +60,13 @@ export interface PlatformFile {
   close(): void;
 }
 
+/** An incremental SHA-256. */
+export interface Sha256 {
+  update(data: Uint8Array): Sha256;
+  /** The 32-byte digest (once). */
+  digest(): Uint8Array;
+}
+
 /** A timer that never keeps the process alive by itself. */
 export interface PlatformTimer {
   cancel(): void;
@@ -94,8 +101,18 @@ export interface Platform {
   v8Version(): string | undefined;
   /** `fn` once after `ms`, without keeping the process alive. */
   timer(fn: () => void, ms: number): PlatformTimer;
+  /** The runtime and its version, as system info prints it ('node v24.1.0', 'deno 2.9.6', 'bun 1.4.5', 'web'). */
+  runtime(): string;
+  /** Writes text to standard error (the web: console.error), as a stream write. */
+  writeError(text: string): void;
   /** Writes a line to standard error at once, even if the process ends next (the web: console.error). */
   writeErrorSync(text: string): void;
+  /** What a model name refers to: whether it is a file, and a key equal for every name of it (Node: its real path); undefined when absent. */
+  fileInfo(name: string): { isFile: boolean; key: string } | undefined;
+  /** A SHA-256 hash (node:crypto's, or plain JavaScript on the web). */
+  sha256(): Sha256;
+  /** `n` cryptographically random bytes. */
+  randomBytes(n: number): Uint8Array;
   /** Opens a model file by name (Node: a path; web: a name given to `provideFile`). */
   openFile(name: string): PlatformFile;
   /** Sets a JavaScript engine flag before its first use where the runtime allows it (V8's, on Node). */

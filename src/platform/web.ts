@@ -4,6 +4,8 @@
 // model is never copied whole (synchronous reads use FileReaderSync, in workers only).
 // Not here yet, for the browser entry (issue 38): a synchronous port read (`receiveNow`,
 // which the CPU pool's workers use between jobs) and heap limits for workers.
+
+import { jsSha256 } from './sha256.js';
 import type {
   FileIdentity,
   Platform,
@@ -176,7 +178,16 @@ export const webPlatform: Platform = {
     const t = setTimeout(fn, ms);
     return { cancel: () => clearTimeout(t) };
   },
+  runtime: () => 'web',
+  writeError: (text) => console.error(text.replace(/\n$/, '')),
   writeErrorSync: (text) => console.error(text.replace(/\n$/, '')),
+  fileInfo: (name) => (blobs.has(name) ? { isFile: true, key: name } : undefined),
+  sha256: jsSha256,
+  randomBytes(n) {
+    const out = new Uint8Array(n);
+    (globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): void } }).crypto.getRandomValues(out);
+    return out;
+  },
   openFile,
   engineFlag() {},
   // a synchronous fetch: allowed for binary data in workers only (the browser entry may preload instead)
