@@ -1,9 +1,10 @@
-// The same engine on Deno and Bun: runs the CLI (`run --json --top-logits`) and the library
-// smoke (test/runtimes/smoke.ts: completion, tokenize, embedding, sessions) under each
-// runtime named in LLAMA_TS_DENO / LLAMA_TS_BUN (paths of their executables; .ci/run
-// installs them from the npm registry) and under this Node, and requires byte-identical
-// output: the same greedy token ids, the same raw logits and embeddings to the bit. Skips a
-// runtime whose variable is unset, and stories260K without ../shared.
+// The same engine on Deno and Bun, under each runtime whose executable LLAMA_TS_DENO /
+// LLAMA_TS_BUN names (.ci/run installs them from the npm registry): the CLI (`run --json
+// --top-logits`) and the library smoke (test/runtimes/smoke.ts: completion, tokenize,
+// embedding, sessions) must give this Node's output byte for byte (the same greedy token
+// ids, raw logits and embeddings to the bit), and part of the library's suite must pass
+// under the runtime's own test runner. Skips a runtime whose variable is unset, and
+// stories260K without ../shared.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,9 +27,58 @@ interface Runtime {
   argv: (script: string) => string[];
 }
 
-const RUNTIMES: { name: string; env: string; argv: (bin: string, script: string) => string[] }[] = [
-  { name: 'deno', env: 'LLAMA_TS_DENO', argv: (bin, script) => [bin, 'run', '-A', script] },
-  { name: 'bun', env: 'LLAMA_TS_BUN', argv: (bin, script) => [bin, script] },
+/**
+ * Test files of the library's own suite that run unchanged under `deno test` and `bun
+ * test` (both run node:test files). The others are left out because they drive Node-only
+ * tooling: child processes started with process.execPath and Node flags (`--input-type`,
+ * `--expose-gc`), the server and its clients, nginx, the oracles, the generator's and the
+ * quantizer's heavier runs; and for time.
+ */
+const SUITE = [
+  'gguf-reader',
+  'gguf-hostile',
+  'platform',
+  'model-context',
+  'sampling-chain',
+  'chat-template',
+  'untrusted-worker',
+  'api-completion',
+  'api-embedding',
+  'api-session',
+  'api-grammar',
+  'api-parallel',
+];
+
+const RUNTIMES: {
+  name: string;
+  env: string;
+  argv: (bin: string, script: string) => string[];
+  test: (bin: string, files: string[]) => string[];
+  /** Passed and failed counts from the test command's summary. */
+  summary: (out: string) => { passed: number; failed: number } | undefined;
+}[] = [
+  {
+    name: 'deno',
+    env: 'LLAMA_TS_DENO',
+    argv: (bin, script) => [bin, 'run', '-A', script],
+    test: (bin, files) => [bin, 'test', '-A', ...files],
+    summary(out) {
+      // "ok | 12 passed (152 steps) | 0 failed": steps are the node:test subtests
+      const m = /(\d+) passed(?: \((\d+) steps\))? \| (\d+) failed/.exec(out);
+      return m ? { passed: Number(m[2] ?? m[1]), failed: Number(m[3]) } : undefined;
+    },
+  },
+  {
+    name: 'bun',
+    env: 'LLAMA_TS_BUN',
+    argv: (bin, script) => [bin, script],
+    test: (bin, files) => [bin, 'test', ...files],
+    summary(out) {
+      const p = /^\s*(\d+) pass$/m.exec(out);
+      const f = /^\s*(\d+) fail$/m.exec(out);
+      return p && f ? { passed: Number(p[1]), failed: Number(f[1]) } : undefined;
+    },
+  },
 ];
 
 /**
@@ -128,7 +178,7 @@ function firstDifference(want: string, got: string): string {
 const CASES = cases();
 const expected = new Map<string, string>();
 
-for (const { name, env, argv } of RUNTIMES) {
+for (const { name, env, argv, test: testCmd, summary } of RUNTIMES) {
   const bin = process.env[env];
   const rt: Runtime = { name, argv: (script) => argv(bin as string, script) };
   describe(`${name} gives Node's bits`, {
@@ -155,5 +205,20 @@ for (const { name, env, argv } of RUNTIMES) {
         if (got !== want) assert.fail(`${name} differs from node: ${firstDifference(want, got)}`);
       });
     }
+    test(`${name} test: ${SUITE.length} files of the library's suite pass`, () => {
+      const files = SUITE.map((f) => join(REPO_ROOT, 'dist', 'test', `${f}.test.js`));
+      const [cmd, ...args] = testCmd(bin as string, files);
+      const t0 = performance.now();
+      const r = spawnSync(cmd as string, args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 600_000 });
+      const out = `${r.stdout}\n${r.stderr}`.replace(/\x1b\[[0-9;]*m/g, '');
+      const sum = summary(out);
+      process.stdout.write(
+        `# ${name} test: ${sum ? `${sum.passed} passed, ${sum.failed} failed` : 'no summary'} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+      );
+      assert.ok(sum, `no test summary from ${name}:\n${out.slice(-3000)}`);
+      assert.equal(sum.failed, 0, out.slice(-6000));
+      assert.equal(r.status, 0, out.slice(-3000));
+      assert.ok(sum.passed >= SUITE.length * 4, `${name} ran only ${sum.passed} tests:\n${out.slice(-3000)}`);
+    });
   });
 }
