@@ -175,7 +175,8 @@ function firstDifference(want: string, got: string): string {
   return 'the same values, other text';
 }
 
-const CASES = cases();
+// (the models are generated only when a runtime is there to run them)
+const CASES = RUNTIMES.some((r) => process.env[r.env]) ? cases() : [];
 const expected = new Map<string, string>();
 
 for (const { name, env, argv, test: testCmd, summary } of RUNTIMES) {
