@@ -1,6 +1,8 @@
 // One log facility for the whole library, as ggml has one GGML_LOG_* with one user
 // callback: every module logs through here, never to the console directly.
 
+import { platform } from './platform/index.js';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'cont';
 
 /** Receives every message of every module. `cont` continues the previous message. */
@@ -15,7 +17,7 @@ export const defaultLogCallback: LogCallback = (level, message, source) => {
   const rank = level === 'cont' ? lastRank : RANK[level];
   if (level !== 'cont') lastRank = rank;
   if (rank < RANK.warn) return;
-  process.stderr.write(level === 'cont' ? message : `llama-ts ${source}: ${level}: ${message}\n`);
+  platform.writeError(level === 'cont' ? message : `llama-ts ${source}: ${level}: ${message}\n`);
 };
 
 let callback: LogCallback = defaultLogCallback;

@@ -1,10 +1,9 @@
 // The main thread's side of the engine worker: one worker per process, started on the
 // first request and terminated when the last context is released. The worker is ref'd
 // only while a request is in flight, so an idle context never keeps the process alive.
-import type { Worker } from 'node:worker_threads';
 import type { BatcherStatus } from '../generation/index.js';
 import { getLogCallback } from '../log.js';
-import { startWorker } from '../worker.js';
+import { type PlatformTimer, type PlatformWorker, platform } from '../platform/index.js';
 import { deserializeError, LlamaError } from './errors.js';
 import type { Reply, Request } from './protocol.js';
 
@@ -21,12 +20,12 @@ interface Pending {
 const IDLE_MS = 3000;
 
 export class EngineClient {
-  private worker: Worker | undefined;
+  private worker: PlatformWorker | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   /** Contexts loaded or loading. */
   private live = 0;
-  private idleTimer: NodeJS.Timeout | undefined;
+  private idleTimer: PlatformTimer | undefined;
   /** Status listeners by context id (parallel mode). */
   private readonly statusListeners = new Map<number, (s: BatcherStatus) => void>();
 
@@ -36,15 +35,15 @@ export class EngineClient {
     else this.statusListeners.delete(ctx);
   }
 
-  private start(): Worker {
+  private start(): PlatformWorker {
     const url = new URL('./worker.js', import.meta.url);
-    const w = startWorker(url);
-    w.on('message', (r: Reply) => this.onReply(r));
-    w.on('error', (e) => {
+    const w = platform.startWorker(url);
+    w.onMessage((r) => this.onReply(r as Reply));
+    w.onError((e) => {
       if (this.worker === w) this.worker = undefined;
       this.failAll(new LlamaError('ERR_INTERNAL', `the engine worker failed: ${e.message}`, { cause: e }));
     });
-    w.on('exit', (code) => {
+    w.onExit((code) => {
       if (this.worker !== w) return;
       this.worker = undefined;
       this.failAll(new LlamaError('ERR_INTERNAL', `the engine worker exited (code ${code})`));
@@ -125,14 +124,13 @@ export class EngineClient {
    */
   async stopIfIdle(now = false): Promise<void> {
     if (this.live > 0 || this.pending.size > 0 || !this.worker) return;
-    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer?.cancel();
     this.idleTimer = undefined;
     if (!now) {
-      this.idleTimer = setTimeout(() => {
+      this.idleTimer = platform.timer(() => {
         this.idleTimer = undefined;
         void this.stopIfIdle(true);
       }, IDLE_MS);
-      this.idleTimer.unref();
       return;
     }
     const w = this.worker;

@@ -7,7 +7,7 @@
 // rank-pooling one (the context itself for a BERT-style reranker). A context applies its
 // LoRA adapters (lora_list, applyLoraAdapters) to every unit unless a request names its
 // own scales; with a draft model (or n-gram lookup) its units decode speculatively.
-import { existsSync, realpathSync, statSync } from 'node:fs';
+
 import { type Device, deviceByName, listDevices } from '../backends/api.js';
 import type { ChatTemplates } from '../chat/index.js';
 import {
@@ -37,6 +37,7 @@ import {
   rerankScore,
   rerankTokens,
 } from '../model/index.js';
+import { platform } from '../platform/index.js';
 import { buildSamplingChain, DEFAULT_SEED } from '../sampling/index.js';
 import { checkDraftCompatible, type Drafter, DraftModelDrafter, NgramDrafter } from '../speculative/index.js';
 import { Vocab } from '../vocab/index.js';
@@ -207,10 +208,9 @@ export class Engine {
 
   /** @internal A model, loaded or shared (release it with releaseModel). */
   async acquire(o: EngineModelOptions, hooks: LoadHooks): Promise<SharedModel> {
-    if (!existsSync(o.model)) throw new LlamaError('ERR_MODEL', `model file not found: ${o.model}`);
-    if (!statSync(o.model).isFile()) throw new LlamaError('ERR_MODEL', `model path is not a file: ${o.model}`);
+    const at = modelFile(o.model);
     const devices = pickDevices(o);
-    const key = JSON.stringify([realpathSync(o.model), devices.map((d) => d.name), o.n_gpu_layers ?? -1]);
+    const key = JSON.stringify([at.key, devices.map((d) => d.name), o.n_gpu_layers ?? -1]);
     for (;;) {
       hooks.signal?.throwIfAborted();
       let p = this.models.get(key);
@@ -1131,8 +1131,7 @@ export class VocabOnlyContext {
   ) {}
 
   static open(engine: Engine, o: EngineModelOptions): VocabOnlyContext {
-    if (!existsSync(o.model)) throw new LlamaError('ERR_MODEL', `model file not found: ${o.model}`);
-    if (!statSync(o.model).isFile()) throw new LlamaError('ERR_MODEL', `model path is not a file: ${o.model}`);
+    modelFile(o.model);
     const file = openGGUF(o.model);
     try {
       const arch = file.getString('general.architecture', 'unknown');
@@ -1256,10 +1255,18 @@ export class VocabOnlyContext {
   }
 }
 
+/** The model file's identity key (its real path on Node); ERR_MODEL when it is absent or not a file. */
+function modelFile(name: string): { key: string } {
+  const info = platform.fileInfo(name);
+  if (!info) throw new LlamaError('ERR_MODEL', `model file not found: ${name}`);
+  if (!info.isFile) throw new LlamaError('ERR_MODEL', `model path is not a file: ${name}`);
+  return info;
+}
+
 /** loadLlamaModelInfo: the GGUF header's scalar metadata (no weights are read). */
 export function readModelInfo(path: string, skip: readonly string[] = []): Record<string, string | number> {
   if (typeof path !== 'string' || path === '') throw optionError('path', path, 'must be the path of a GGUF file');
-  if (!existsSync(path)) throw new LlamaError('ERR_MODEL', `model file not found: ${path}`);
+  if (!platform.fileInfo(path)) throw new LlamaError('ERR_MODEL', `model file not found: ${path}`);
   try {
     const file = openGGUF(path);
     try {

@@ -1,21 +1,21 @@
 // What the API reports about a model and the machine: GGUF metadata as text (llama.cpp's
 // llama_model_meta_val_str), the model's identity for session files, system info, and the
 // chat templates' texts (sent to the main thread, where getFormattedChat runs).
-import { createHash } from 'node:crypto';
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+
 import type { Device } from '../backends/api.js';
 import { ChatTemplate, type ChatTemplates, specialTokenTexts } from '../chat/index.js';
 import { type GGUFFile, GGUFValueType, isArrayValue } from '../gguf/index.js';
 import { nEmbdK, nEmbdV } from '../model/hparams.js';
 import type { Model } from '../model/index.js';
+import { hex, platform } from '../platform/index.js';
 import type { Vocab } from '../vocab/index.js';
 import type { TemplateCapsInfo } from './types.js';
 
 /** The package version (package.json beside dist/). */
 export function packageVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+    const text = new TextDecoder().decode(platform.readAsset(new URL('../../../package.json', import.meta.url)));
+    const pkg = JSON.parse(text) as {
       version?: string;
     };
     return pkg.version ?? '0.0.0';
@@ -63,18 +63,18 @@ export interface ModelIdentity {
 }
 
 export function modelIdentity(file: GGUFFile, model: Model): ModelIdentity {
-  const hash = createHash('sha256');
-  const fd = openSync(file.path, 'r');
+  const hash = platform.sha256();
+  const f = platform.openFile(file.path);
   try {
-    const buf = Buffer.alloc(1 << 20);
+    const buf = new Uint8Array(1 << 20);
     for (let off = 0; off < file.dataOffset; ) {
-      const n = readSync(fd, buf, 0, Math.min(buf.length, file.dataOffset - off), off);
+      const n = f.readSync(buf.subarray(0, Math.min(buf.length, file.dataOffset - off)), off);
       if (n <= 0) break;
       hash.update(buf.subarray(0, n));
       off += n;
     }
   } finally {
-    closeSync(fd);
+    f.close();
   }
   const hp = model.hp;
   return {
@@ -86,7 +86,7 @@ export function modelIdentity(file: GGUFFile, model: Model): ModelIdentity {
     nEmbdK: nEmbdK(hp),
     nEmbdV: nEmbdV(hp),
     fileSize: file.fileSize,
-    headerSha256: hash.digest('hex'),
+    headerSha256: hex(hash.digest()),
   };
 }
 
@@ -101,13 +101,13 @@ export function identityDiff(saved: ModelIdentity, current: ModelIdentity): stri
 
 /** llama.cpp's system-info line, for the devices a context runs on. */
 export function systemInfo(devices: readonly Device[], nThreads: number): string {
-  const parts = [`llama-ts ${packageVersion()}`, `node ${process.version}`];
+  const parts = [`llama-ts ${packageVersion()}`, platform.runtime()];
   for (const d of devices) {
     const variant = (d as Device & { variant?: string }).variant;
     const simd = variant ? ` : WASM_SIMD = 1 | RELAXED_SIMD = ${variant === 'relaxed' ? 1 : 0}` : '';
     parts.push(`${d.name} (${d.description})${simd}`);
   }
-  parts.push(`n_threads = ${nThreads} / ${availableParallelism()}`);
+  parts.push(`n_threads = ${nThreads} / ${platform.cores()}`);
   return parts.join(' | ');
 }
 

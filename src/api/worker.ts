@@ -1,13 +1,13 @@
 // The engine worker: one per process, started by the first loadModel(). It owns the
 // Engine (models and contexts); the CPU device's kernel pool is spawned from here, so the
 // main thread only posts requests and receives tokens and results.
-import { parentPort } from 'node:worker_threads';
 import { setLogCallback } from '../log.js';
+import { platform } from '../platform/index.js';
 import { Engine, type EngineContext, readModelInfo, type VocabOnlyContext } from './engine.js';
 import { LlamaError, serializeError } from './errors.js';
 import type { Reply, Request } from './protocol.js';
 
-const port = parentPort;
+const port = platform.workerSide()?.parent;
 if (!port) throw new Error('llama-ts: src/api/worker.js runs as a worker thread');
 
 const post = (r: Reply) => port.postMessage(r);
@@ -120,7 +120,8 @@ async function handle(m: Request): Promise<unknown> {
   }
 }
 
-port.on('message', (m: Request) => {
+port.onMessage((message) => {
+  const m = message as Request;
   handle(m).then(
     (value) => post({ id: m.id, ok: true, value }),
     (e) => post({ id: m.id, ok: false, error: serializeError(e) }),

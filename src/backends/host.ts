@@ -5,6 +5,7 @@
 
 import type { Tensor } from '../ggml/tensor.js';
 import { logger } from '../log.js';
+import { platform } from '../platform/index.js';
 import type { Buffer, BufferType, BufferUsage, Device } from './impl.js';
 
 const log = logger('backend');
@@ -128,7 +129,7 @@ export class PreferredHostBufferType extends HostBufferType {
   override alloc(size: number, usage: BufferUsage = 'any'): Buffer {
     let bytes: Uint8Array | null = null;
     let why = 'LLAMA_TS_NO_PINNED is set';
-    if (!process.env.LLAMA_TS_NO_PINNED) {
+    if (!platform.env('LLAMA_TS_NO_PINNED')) {
       try {
         bytes = this.preferred(alignUp(Math.max(size, 1), this.alignment));
         why = 'the device refused';

@@ -10,7 +10,7 @@
 // begins with the L tokens it covers (checked, not trusted), so a conversation keeps one
 // key even when its first prompt was shorter than N; otherwise (another conversation, a
 // rewritten history, a malformed key) the key is computed afresh.
-import { createHash } from 'node:crypto';
+import { hex, platform } from '../platform/index.js';
 
 /**
  * N: the most prompt tokens a key covers. Long enough to reach past a typical system
@@ -31,9 +31,10 @@ export const PREFIX_KEY_MAX_LENGTH = String(PREFIX_KEY_TOKENS).length + 17;
 const KEY = /^([1-9]\d{0,5})-([0-9a-f]{16})$/;
 
 function digest(prompt: readonly number[], n: number): string {
-  const bytes = Buffer.alloc(n * 4);
-  for (let i = 0; i < n; i++) bytes.writeUInt32LE(prompt[i]! >>> 0, i * 4);
-  return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  const bytes = new Uint8Array(n * 4);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < n; i++) view.setUint32(i * 4, prompt[i]! >>> 0, true);
+  return hex(platform.sha256().update(bytes).digest().subarray(0, 8));
 }
 
 /** Whether a string has a key's form (the server passes only such header values on). */

@@ -3,7 +3,7 @@
 // hands the tensor to every worker, then sleeps in Atomics.wait until all chunk ranges are
 // done. Workers pull ranges from a shared counter, so fast and slow ranges balance out.
 import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker } from 'node:worker_threads';
-import { startWorker } from '../worker.js';
+import { nodeWorker } from '../platform/node.js';
 import { CHUNK, chunkCount, type FillJob, fillChunks, tensorByteSize } from './fill.js';
 
 /** Slots of the shared control array. */
@@ -31,7 +31,7 @@ export class FillPool {
   constructor(threads: number) {
     for (let i = 0; i < threads; i++) {
       const ch = new MessageChannel();
-      const w = startWorker(new URL('./worker.js', import.meta.url), {
+      const w = nodeWorker(new URL('./worker.js', import.meta.url), {
         workerData: { errors: ch.port2 },
         transferList: [ch.port2],
       });

@@ -1,20 +1,9 @@
 // Where GGUF bytes come from: a file read by position (never loaded whole, so files
-// larger than memory or than 4 GiB work) or bytes already in memory.
-import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
+// larger than memory or than 4 GiB work), opened through the platform (a path on Node,
+// Deno and Bun; a Blob on the web), or bytes already in memory.
+import { type FileIdentity, type PlatformFile, platform } from '../platform/index.js';
 
-/** What identifies a file's contents on disk: same device and inode, size and modification time. */
-export interface FileIdentity {
-  dev: number;
-  ino: number;
-  size: number;
-  mtimeMs: number;
-}
-
-/** The identity of an open file descriptor. */
-export function fileIdentity(fd: number): FileIdentity {
-  const st = fstatSync(fd);
-  return { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
-}
+export type { FileIdentity };
 
 export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
@@ -30,62 +19,30 @@ export interface ByteSource {
   close(): void;
 }
 
-// fs reads take at most 2 GiB - 1 per call.
-const MAX_READ = 1 << 30;
-
 export class FileSource implements ByteSource {
   readonly size: number;
-  private fd: number | undefined;
+  private readonly file: PlatformFile;
 
   constructor(readonly name: string) {
-    this.fd = openSync(name, 'r');
-    try {
-      this.size = fstatSync(this.fd).size;
-    } catch (e) {
-      closeSync(this.fd);
-      throw e;
-    }
+    this.file = platform.openFile(name);
+    this.size = this.file.size;
   }
 
-  /** The open file's identity (to check another descriptor reads the same file). */
+  /** The open file's identity (to check another handle reads the same file). */
   identity(): FileIdentity {
-    return fileIdentity(this.handle());
-  }
-
-  private handle(): number {
-    if (this.fd === undefined) throw new Error(`${this.name}: file is closed`);
-    return this.fd;
+    return this.file.identity();
   }
 
   readSync(dst: Uint8Array, position: number): number {
-    const fd = this.handle();
-    let done = 0;
-    while (done < dst.length) {
-      const n = readSync(fd, dst, done, Math.min(dst.length - done, MAX_READ), position + done);
-      if (n === 0) break;
-      done += n;
-    }
-    return done;
+    return this.file.readSync(dst, position);
   }
 
-  async readAsync(dst: Uint8Array, position: number): Promise<number> {
-    const fd = this.handle();
-    let done = 0;
-    while (done < dst.length) {
-      const n = await new Promise<number>((resolve, reject) => {
-        read(fd, dst, done, Math.min(dst.length - done, MAX_READ), position + done, (err, bytes) =>
-          err ? reject(err) : resolve(bytes),
-        );
-      });
-      if (n === 0) break;
-      done += n;
-    }
-    return done;
+  readAsync(dst: Uint8Array, position: number): Promise<number> {
+    return this.file.readAsync(dst, position);
   }
 
   close(): void {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
+    this.file.close();
   }
 }
 

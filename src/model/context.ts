@@ -5,7 +5,6 @@
 // (token ids, positions, the KQ masks, the cache rows written) and keeps the logits (or
 // embeddings) of the tokens the batch asks for.
 
-import { availableParallelism } from 'node:os';
 import {
   type Backend,
   fallbackDevice,
@@ -20,6 +19,7 @@ import * as ops from '../ggml/ops.js';
 import { newTensor, Op, type Tensor, TensorFlag, view } from '../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../ggml/types.js';
 import { logger } from '../log.js';
+import { platform } from '../platform/index.js';
 import { ContextError, KVCacheFullError } from './errors.js';
 import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
 import { headCountKv, headDimK, headDimV, maskedBySwa, type PoolingType, ropeDims } from './hparams.js';
@@ -172,7 +172,7 @@ export class Context {
     this.nCtx = params.nCtx ?? Math.min(hp.nCtxTrain || 4096, 4096);
     this.nBatch = Math.min(params.nBatch ?? 2048, this.nCtx);
     this.nUbatch = Math.min(params.nUbatch ?? 512, this.nBatch);
-    this.nThreads = params.nThreads ?? Math.min(4, availableParallelism());
+    this.nThreads = params.nThreads ?? Math.min(4, platform.cores());
     this.nSeqMax = params.nSeqMax ?? 1;
     if (!(this.nCtx > 0 && this.nUbatch > 0)) throw new ContextError(`bad context size ${this.nCtx}`);
     if (!(this.nSeqMax >= 1 && this.nSeqMax <= MAX_SEQ)) {

@@ -6,24 +6,24 @@
 // (deleting or renaming it does not matter), and every read first checks that it has not
 // been changed in place since loading, failing clearly rather than returning other bytes.
 
-import { closeSync, openSync, readSync } from 'node:fs';
 import type { GGUFFile, GGUFTensorInfo } from '../gguf/index.js';
-import { type FileIdentity, fileIdentity, sameIdentity } from '../gguf/index.js';
+import { type FileIdentity, sameIdentity } from '../gguf/index.js';
+import { type PlatformFile, platform } from '../platform/index.js';
 import { ModelError } from './errors.js';
 
 export class DiskRows {
   readonly rowBytes: number;
   readonly nRows: number;
-  private fd: number | undefined;
+  private file: PlatformFile | undefined;
   private readonly id: FileIdentity;
 
   private constructor(
     readonly path: string,
     readonly info: GGUFTensorInfo,
-    fd: number,
+    file: PlatformFile,
     id: FileIdentity,
   ) {
-    this.fd = fd;
+    this.file = file;
     this.id = id;
     this.nRows = info.dims.slice(1).reduce((a, b) => a * b, 1);
     this.rowBytes = info.nBytes / this.nRows;
@@ -33,14 +33,14 @@ export class DiskRows {
   static open(file: GGUFFile, info: GGUFTensorInfo): DiskRows | null {
     const want = file.identity();
     if (!want) return null;
-    const fd = openSync(file.path, 'r');
+    const f = platform.openFile(file.path);
     try {
-      const id = fileIdentity(fd);
+      const id = f.identity();
       if (!sameIdentity(id, want))
         throw new ModelError(`${file.path}: the model file changed while it was being loaded`);
-      return new DiskRows(file.path, info, fd, id);
+      return new DiskRows(file.path, info, f, id);
     } catch (e) {
-      closeSync(fd);
+      f.close();
       throw e;
     }
   }
@@ -50,9 +50,9 @@ export class DiskRows {
    * the file was closed or has changed since loading.
    */
   read(ids: ArrayLike<number>, dst: Uint8Array): void {
-    const fd = this.fd;
-    if (fd === undefined) throw new ModelError(`${this.path}: '${this.info.name}' read after the model was freed`);
-    if (!sameIdentity(fileIdentity(fd), this.id)) {
+    const f = this.file;
+    if (f === undefined) throw new ModelError(`${this.path}: '${this.info.name}' read after the model was freed`);
+    if (!sameIdentity(f.identity(), this.id)) {
       throw new ModelError(
         `${this.path}: the model file changed after loading ('${this.info.name}' is read from it on demand); load the model again`,
       );
@@ -64,13 +64,13 @@ export class DiskRows {
       const r = ids[k];
       if (!(r >= 0 && r < this.nRows))
         throw new RangeError(`'${this.info.name}': row ${r} outside 0..${this.nRows - 1}`);
-      const got = readSync(fd, dst, k * rb, rb, this.info.fileOffset + r * rb);
+      const got = f.readSync(dst.subarray(k * rb, (k + 1) * rb), this.info.fileOffset + r * rb);
       if (got !== rb) throw new ModelError(`${this.path}: short read of '${this.info.name}' row ${r}`);
     }
   }
 
   close(): void {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
+    this.file?.close();
+    this.file = undefined;
   }
 }

@@ -6,7 +6,7 @@
 
 import { availableParallelism } from 'node:os';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker } from 'node:worker_threads';
-import { startWorker } from '../worker.js';
+import { nodeWorker } from '../platform/node.js';
 import type { ConvertTask } from './rows.js';
 
 /** Atomics.waitAsync, which the project's ES2022 typings lack. */
@@ -38,7 +38,7 @@ export class QuantizePool {
   constructor(threads = availableParallelism()) {
     for (let i = 0; i < threads; i++) {
       const ch = new MessageChannel();
-      const w = startWorker(new URL('./worker.js', import.meta.url), {
+      const w = nodeWorker(new URL('./worker.js', import.meta.url), {
         workerData: { errors: ch.port2 },
         transferList: [ch.port2],
       });

@@ -3,14 +3,18 @@
 // std::discrete_distribution. With the same seed, a chain draws the same numbers as
 // llama.cpp built with GCC on Linux (and in any case the same numbers on every run).
 
-import { randomInt } from 'node:crypto';
+import { platform } from '../platform/index.js';
 
 /** llama.cpp's LLAMA_DEFAULT_SEED: "pick a random seed". */
 export const DEFAULT_SEED = 0xffffffff;
 
 /** A fresh random 32-bit seed (never DEFAULT_SEED itself). */
 export function randomSeed(): number {
-  return randomInt(0, DEFAULT_SEED);
+  for (;;) {
+    const b = platform.randomBytes(4);
+    const s = (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0;
+    if (s !== DEFAULT_SEED) return s;
+  }
 }
 
 /** The seed a sampler uses for `seed`: itself, or a random one for DEFAULT_SEED (-1). */

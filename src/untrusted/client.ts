@@ -15,16 +15,15 @@
 // despite resourceLimits), so the worker is no substitute for bounds inside the work:
 // templates run on a bounded interpreter (template.ts) and grammars have size limits
 // (compile.ts). The worker adds what bounds cannot: another thread, and a kill switch.
-import type { Worker } from 'node:worker_threads';
 import { ChatMessageError } from '../chat/messages.js';
 import { type ChatTemplate, ChatTemplateError, type RenderOptions } from '../chat/template.js';
 import type { ToolGrammarRequest } from '../chat/tool-grammar.js';
 import type { ChatMessage } from '../chat/types.js';
 import { getLogCallback } from '../log.js';
+import { type PlatformTimer, type PlatformWorker, platform } from '../platform/index.js';
 import type { CompiledGrammar, GrammarLimits, GrammarSource } from '../sampling/grammar/compile.js';
 import { SchemaError } from '../sampling/grammar/json-schema.js';
 import { GrammarError } from '../sampling/grammar/rules.js';
-import { startWorker } from '../worker.js';
 import type { CompiledToolGrammar, ErrorData, Job, RenderOptionsData, Reply } from './protocol.js';
 
 export interface UntrustedWorkerOptions {
@@ -99,14 +98,14 @@ function rebuild(e: ErrorData): Error {
 }
 
 export class UntrustedWorker {
-  private worker: Worker | undefined;
+  private worker: PlatformWorker | undefined;
   private readonly cancel = new SharedArrayBuffer(4);
   private readonly cancelFlag = new Int32Array(this.cancel);
   private readonly queue: Pending[] = [];
   private running: Pending | undefined;
   private nextId = 1;
-  private hardTimer: NodeJS.Timeout | undefined;
-  private idleTimer: NodeJS.Timeout | undefined;
+  private hardTimer: ReturnType<typeof setTimeout> | undefined;
+  private idleTimer: PlatformTimer | undefined;
   private closed = false;
   private readonly memoryMb: number;
   private readonly maxQueue: number;
@@ -200,7 +199,7 @@ export class UntrustedWorker {
     for (const p of this.queue.splice(0)) this.settle(p, err, false);
     if (this.running) this.settle(this.running, err, false);
     this.running = undefined;
-    clearTimeout(this.idleTimer);
+    this.idleTimer?.cancel();
     clearTimeout(this.hardTimer);
     const w = this.worker;
     this.worker = undefined;
@@ -261,19 +260,19 @@ export class UntrustedWorker {
     }
   }
 
-  private start(): Worker {
-    const w = startWorker(new URL('./worker.js', import.meta.url), {
-      workerData: { cancel: this.cancel },
-      resourceLimits: { maxOldGenerationSizeMb: this.memoryMb, maxYoungGenerationSizeMb: 64, stackSizeMb: 8 },
+  private start(): PlatformWorker {
+    const w = platform.startWorker(new URL('./worker.js', import.meta.url), {
+      data: { cancel: this.cancel },
+      heapMb: { old: this.memoryMb, young: 64, stack: 8 },
     });
     this.starts++;
-    w.on('message', (r: Reply) => this.onReply(w, r));
-    w.on('error', (e) => this.onDeath(w, e));
-    w.on('exit', (code) => this.onDeath(w, new Error(`exited with code ${code}`)));
+    w.onMessage((r) => this.onReply(w, r as Reply));
+    w.onError((e) => this.onDeath(w, e));
+    w.onExit((code) => this.onDeath(w, new Error(`exited with code ${code}`)));
     return w;
   }
 
-  private onReply(w: Worker, r: Reply): void {
+  private onReply(w: PlatformWorker, r: Reply): void {
     if (w !== this.worker) return;
     if ('log' in r) {
       getLogCallback()(...(r.log as [Parameters<ReturnType<typeof getLogCallback>>[0], string, string]));
@@ -298,7 +297,7 @@ export class UntrustedWorker {
     this.pump();
   }
 
-  private onDeath(w: Worker, e: Error): void {
+  private onDeath(w: PlatformWorker, e: Error): void {
     if (w !== this.worker) return;
     this.worker = undefined;
     clearTimeout(this.hardTimer);
@@ -331,19 +330,18 @@ export class UntrustedWorker {
     const p = this.queue.shift();
     if (!p) {
       this.worker?.unref();
-      clearTimeout(this.idleTimer);
+      this.idleTimer?.cancel();
       if (this.worker) {
-        this.idleTimer = setTimeout(() => {
+        this.idleTimer = platform.timer(() => {
           const w = this.worker;
           if (!w || this.running || this.queue.length > 0) return;
           this.worker = undefined;
           void w.terminate();
         }, this.idleMs);
-        this.idleTimer.unref();
       }
       return;
     }
-    clearTimeout(this.idleTimer);
+    this.idleTimer?.cancel();
     this.worker ??= this.start();
     const w = this.worker;
     w.ref();

@@ -3,18 +3,19 @@
 // their probe results) are kept for the next request. A template render stops itself at
 // its limits (TemplateLimits) or when the client raises the cancel flag; the client
 // terminates this thread when a job overruns anyway.
-import { parentPort, workerData } from 'node:worker_threads';
 import { ChatTemplate, ChatTemplateError } from '../chat/template.js';
 import { toolCallGrammar } from '../chat/tool-grammar.js';
 import { setLogCallback } from '../log.js';
+import { platform } from '../platform/index.js';
 import { compileGrammar } from '../sampling/grammar/compile.js';
 import { SchemaError } from '../sampling/grammar/json-schema.js';
 import { GrammarError } from '../sampling/grammar/rules.js';
 import type { ErrorData, Reply, Request, TemplateSpec, WorkerInit } from './protocol.js';
 
-const port = parentPort;
-if (!port) throw new Error('llama-ts: src/untrusted/worker.js runs as a worker thread');
-const cancel = new Int32Array((workerData as WorkerInit).cancel);
+const side = platform.workerSide();
+if (!side) throw new Error('llama-ts: src/untrusted/worker.js runs as a worker thread');
+const port = side.parent;
+const cancel = new Int32Array((side.data as WorkerInit).cancel);
 
 const post = (r: Reply, transfer: ArrayBuffer[] = []) => port.postMessage(r, transfer);
 setLogCallback((level, message, source) => post({ log: [level, message, source] }));
@@ -49,7 +50,8 @@ function errorData(e: unknown): ErrorData {
   return { name: err.name, message: err.message };
 }
 
-port.on('message', (m: Request) => {
+port.onMessage((message) => {
+  const m = message as Request;
   post({ id: m.id, started: true });
   try {
     if (m.op === 'render') {

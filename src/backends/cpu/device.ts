@@ -2,10 +2,10 @@
 // worker threads over shared wasm memories (arenas). Ops are split by rows over the
 // threads; the main thread only encodes jobs and awaits them.
 
-import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
 import type { Graph } from '../../ggml/graph.js';
 import { isViewOp, type Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
+import { platform } from '../../platform/index.js';
 import { tensorGetInto, tensorSet } from '../api.js';
 import type {
   Backend,
@@ -45,9 +45,9 @@ export interface CpuDeviceOptions {
 }
 
 function defaultThreads(): number {
-  const env = Number(process.env.LLAMA_TS_THREADS);
+  const env = Number(platform.env('LLAMA_TS_THREADS'));
   if (Number.isInteger(env) && env > 0) return env;
-  return availableParallelism();
+  return platform.cores();
 }
 
 /** Arenas of one device: buffers go in the first with room, else in a new one. */
@@ -160,7 +160,7 @@ export class CpuDevice implements Device {
     private readonly o: CpuDeviceOptions = {},
   ) {
     this.name = o.name ?? 'CPU';
-    const model = cpus()[0]?.model?.trim() ?? 'CPU';
+    const model = platform.cpuModel();
     this.description = `${model} (WebAssembly SIMD kernels)`;
     this.defaultThreads = o.threads ?? defaultThreads();
     this.embdOnDiskMinBytes = o.embdOnDiskMinBytes ?? 32 * 2 ** 20;
@@ -193,7 +193,7 @@ export class CpuDevice implements Device {
   }
 
   memory(): DeviceMemory {
-    return { free: freemem(), total: totalmem() };
+    return platform.memory();
   }
 
   props(): DeviceProps {

@@ -12,6 +12,7 @@
 // the sum). LLAMA_TS_CPU_DOTADD=0|1 forces it (1: where it is exact).
 
 import { logger } from '../../log.js';
+import { platform } from '../../platform/index.js';
 import { kernelModule, relaxedSimdSupported } from './wasm.js';
 import { Wasm } from './wasm-api.js';
 
@@ -71,7 +72,7 @@ export function dotAddExact(): boolean {
 }
 
 function probeFlags(): number {
-  const env = process.env.LLAMA_TS_CPU_DOTADD;
+  const env = platform.env('LLAMA_TS_CPU_DOTADD');
   if (env === '0') return 0;
   const ok = exactProbe();
   if (!ok) return 0;
@@ -80,9 +81,9 @@ function probeFlags(): number {
   // execute the baseline tier's code, until V8 has compiled the optimized one
   const N = 20_000;
   const time = (wide: number) => {
-    const t0 = process.hrtime.bigint();
+    const t0 = platform.now();
     ok.probe(ok.at, N, wide);
-    return Number(process.hrtime.bigint() - t0);
+    return platform.now() - t0;
   };
   let narrow = Infinity;
   let wide = Infinity;
@@ -106,8 +107,8 @@ function probeFlags(): number {
  * LLAMA_TS_Q4_0_LAYOUT=k4|rep4 forces one.
  */
 export function q4_0Layout(): 'k4' | 'rep4' {
-  const env = process.env.LLAMA_TS_Q4_0_LAYOUT;
+  const env = platform.env('LLAMA_TS_Q4_0_LAYOUT');
   if (env === 'k4' || env === 'rep4') return env;
   // (no V8 version, another engine: rep4, the layout that does not depend on it)
-  return Number((process.versions.v8 ?? '0').split('.')[0]) >= 13 ? 'k4' : 'rep4';
+  return Number((platform.v8Version() ?? '0').split('.')[0]) >= 13 ? 'k4' : 'rep4';
 }

@@ -3,16 +3,15 @@
 // awaits it with Atomics.waitAsync, so the main thread never blocks or computes. Workers
 // are unref'd between jobs so an idle pool never keeps the process alive.
 
-import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
-import { startWorker } from '../../worker.js';
+import { type PlatformPort, type PlatformWorker, platform } from '../../platform/index.js';
 import type { Arena } from './arena.js';
 import { C, CONTROL_WORDS, K_ARENA, STEP_CAP, STEP_WORDS, type WorkerInit } from './protocol.js';
 import { type WasmModule, waitAsync } from './wasm-api.js';
 
 export class Pool {
   readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
-  private readonly workers: Worker[] = [];
-  private readonly ports: MessagePort[] = [];
+  private readonly workers: PlatformWorker[] = [];
+  private readonly ports: PlatformPort[] = [];
   /** Arenas every worker has instantiated (or will, at the start of the next job). */
   private readonly arenas: Arena[] = [];
   private unregistered = false;
@@ -33,15 +32,15 @@ export class Pool {
   /** Start workers until there are `threads` (never fewer than before). */
   resize(threads: number): void {
     while (this.workers.length < threads) {
-      const { port1, port2 } = new MessageChannel();
-      const init: WorkerInit & { port: MessagePort } = {
+      const [port1, port2] = platform.channel();
+      const init: WorkerInit & { port: PlatformPort } = {
         control: this.control.buffer as SharedArrayBuffer,
         module: this.module,
         index: this.workers.length,
         gen: Atomics.load(this.control, C.GEN),
         port: port2,
       };
-      const w = startWorker(new URL('./worker.js', import.meta.url), { workerData: init, transferList: [port2] });
+      const w = platform.startWorker(new URL('./worker.js', import.meta.url), { data: init, transfer: [port2] });
       w.unref();
       port1.unref();
       this.workers.push(w);

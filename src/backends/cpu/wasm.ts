@@ -3,8 +3,7 @@
 // compiling; Node 22 has it on by default), else the SIMD128 build. LLAMA_TS_CPU_SIMD
 // (relaxed | strict) forces one.
 
-import { readFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
+import { platform } from '../../platform/index.js';
 import { Wasm, type WasmModule } from './wasm-api.js';
 
 export type Variant = 'relaxed' | 'strict';
@@ -19,7 +18,7 @@ function bytesOf(v: Variant): Uint8Array {
   ];
   for (const u of candidates) {
     try {
-      return readFileSync(u);
+      return platform.readAsset(u);
     } catch {}
   }
   throw new Error(`cpu: kernel module ${FILES[v]} not found (run npm run build:wasm)`);
@@ -34,7 +33,7 @@ export function relaxedSimdSupported(): boolean {
   relaxedOk = Wasm.validate(bytes);
   if (!relaxedOk) {
     try {
-      setFlagsFromString('--experimental-wasm-relaxed-simd');
+      platform.engineFlag('--experimental-wasm-relaxed-simd');
       relaxedOk = Wasm.validate(bytes);
     } catch {
       relaxedOk = false;
@@ -45,7 +44,7 @@ export function relaxedSimdSupported(): boolean {
 
 /** The variant to use: the forced one, else relaxed where supported. */
 export function chooseVariant(forced?: Variant): Variant {
-  const env = process.env.LLAMA_TS_CPU_SIMD;
+  const env = platform.env('LLAMA_TS_CPU_SIMD');
   const want = forced ?? (env === 'strict' || env === 'relaxed' ? env : undefined);
   if (want === 'strict') return 'strict';
   if (want === 'relaxed') {

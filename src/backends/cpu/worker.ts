@@ -2,8 +2,7 @@
 // (a wasm kernel on one of the arenas, or a JavaScript copy between arenas), meets the
 // other workers at a barrier after each step, and reports the job done.
 
-import { writeSync } from 'node:fs';
-import { receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { type PlatformPort, platform } from '../../platform/index.js';
 import {
   C,
   F_NO_BARRIER,
@@ -19,7 +18,7 @@ import { Wasm, type WasmMemory } from './wasm-api.js';
 
 type Kernel = (node: number, ith: number, nth: number) => void;
 
-const init = workerData as WorkerInit & { port: import('node:worker_threads').MessagePort };
+const init = platform.workerSide()?.data as WorkerInit & { port: PlatformPort };
 const ctrl = new Int32Array(init.control);
 const me = init.index;
 
@@ -70,7 +69,7 @@ function copyShare(s: number, nth: number): void {
 
 // LLAMA_TS_CPU_PROFILE=N: each worker prints, every N jobs, its time per kernel and waiting at
 // barriers (a worker's waits are the others' work: imbalance shows only side by side)
-const PROFILE_EVERY = Number(process.env.LLAMA_TS_CPU_PROFILE) || 0;
+const PROFILE_EVERY = Number(platform.env('LLAMA_TS_CPU_PROFILE')) || 0;
 const profile = new Map<string, { ms: number; n: number }>();
 let profiledJobs = 0;
 
@@ -91,8 +90,7 @@ function printProfile(): void {
       `  ${k.padEnd(16)} ${e.ms.toFixed(1).padStart(9)} ms ${((100 * e.ms) / total).toFixed(1).padStart(5)}%  ${e.n} calls, ${((1000 * e.ms) / e.n).toFixed(1)} us each`,
   );
   // synchronously: the process may end right after the job
-  writeSync(
-    2,
+  platform.writeErrorSync(
     `llama-ts cpu profile (worker ${me}, ${profiledJobs} jobs, ${total.toFixed(1)} ms):\n${lines.join('\n')}\n`,
   );
   profile.clear();
@@ -129,7 +127,7 @@ function runJob(): void {
     if (kernel === K_ARENA) {
       // every worker takes part; each only touches its own instances: no barrier needed
       for (;;) {
-        const m = receiveMessageOnPort(init.port);
+        const m = platform.receiveNow(init.port);
         if (!m) break;
         const { index, memory } = m.message as { index: number; memory: WasmMemory };
         try {

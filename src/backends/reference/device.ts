@@ -2,10 +2,10 @@
 // it is the oracle every faster device is compared against (see testing/op-harness.ts).
 // Extra instances with a restricted op set model a second device in scheduler tests.
 
-import { freemem, totalmem } from 'node:os';
 import type { Graph } from '../../ggml/graph.js';
 import type { Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
+import { platform } from '../../platform/index.js';
 import { tensorGetInto, tensorSet } from '../api.js';
 import { HostBufferType } from '../host.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
@@ -54,7 +54,7 @@ export class ReferenceDevice implements Device {
   }
 
   memory(): DeviceMemory {
-    return { free: freemem(), total: totalmem() };
+    return platform.memory();
   }
 
   props(): DeviceProps {

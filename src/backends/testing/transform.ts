@@ -6,9 +6,9 @@
 // included. `ignoreOffset: true` reproduces the bug llama.cpp fixed (the transform path
 // ignored the offset), so tests can show they catch it.
 
-import { freemem, totalmem } from 'node:os';
 import type { Tensor } from '../../ggml/tensor.js';
 import { GGMLType, traitsOf } from '../../ggml/types.js';
+import { platform } from '../../platform/index.js';
 import type {
   Backend,
   BackendReg,
@@ -148,7 +148,7 @@ export class TransformDevice implements Device {
   }
 
   memory(): DeviceMemory {
-    return { free: freemem(), total: totalmem() };
+    return platform.memory();
   }
 
   props(): DeviceProps {

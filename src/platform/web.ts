@@ -1,0 +1,206 @@
+// The web platform: Web Workers, Blobs, navigator. For browsers (and Web-API runtimes
+// without Node's modules). Model files are Blobs (a File from an <input>, a fetched
+// response's blob) given a name with `provideFile`; reads by position slice the Blob, so a
+// model is never copied whole (synchronous reads use FileReaderSync, in workers only).
+// Not here yet, for the browser entry (issue 38): a synchronous port read (`receiveNow`,
+// which the CPU pool's workers use between jobs) and heap limits for workers.
+
+import { jsSha256 } from './sha256.js';
+import type {
+  FileIdentity,
+  Platform,
+  PlatformFile,
+  PlatformPort,
+  PlatformWorker,
+  WorkerSide,
+  WorkerStartOptions,
+} from './types.js';
+
+// The Web APIs used here, declared narrowly (the project compiles without the DOM library).
+interface WebPort {
+  postMessage(m: unknown, transfer?: unknown[]): void;
+  addEventListener(type: 'message', fn: (e: { data: unknown }) => void): void;
+  start?(): void;
+  close?(): void;
+}
+interface WebWorker extends WebPort {
+  addEventListener(type: 'message' | 'error', fn: (e: { data: unknown; message?: string }) => void): void;
+  terminate(): void;
+}
+interface WebBlob {
+  readonly size: number;
+  readonly lastModified?: number;
+  slice(start: number, end: number): { arrayBuffer(): Promise<ArrayBuffer> };
+}
+interface WebGlobals {
+  Worker: new (url: URL, options: { type: 'module' }) => WebWorker;
+  MessageChannel: new () => { port1: WebPort; port2: WebPort };
+  FileReaderSync?: new () => { readAsArrayBuffer(b: unknown): ArrayBuffer };
+  navigator?: { hardwareConcurrency?: number; deviceMemory?: number; userAgent?: string };
+  XMLHttpRequest?: new () => {
+    open(method: string, url: string, async: boolean): void;
+    overrideMimeType(t: string): void;
+    send(): void;
+    status: number;
+    responseText: string;
+  };
+  postMessage?(m: unknown, transfer?: unknown[]): void;
+  addEventListener?(type: 'message', fn: (e: { data: unknown }) => void): void;
+  importScripts?: unknown;
+}
+const g = globalThis as unknown as WebGlobals;
+
+/** The first message a worker gets: its start data (what Node passes as workerData). */
+const INIT = '__llama_ts_worker_init';
+
+function wrap(p: WebPort): PlatformPort {
+  return {
+    postMessage: (m, transfer) => p.postMessage(m, transfer as unknown[] | undefined),
+    onMessage(fn) {
+      p.addEventListener('message', (e) => fn(e.data));
+      p.start?.();
+    },
+    ref() {},
+    unref() {},
+    close: () => p.close?.(),
+  };
+}
+
+const blobs = new Map<string, WebBlob>();
+
+/** Makes a Blob (or File) openable by `name` (loadModel({ model: name })). In the thread that opens it. */
+export function provideFile(name: string, blob: WebBlob): void {
+  blobs.set(name, blob);
+}
+
+function openFile(name: string): PlatformFile {
+  const blob = blobs.get(name);
+  if (!blob) throw new Error(`${name}: no such file (on the web, give its Blob to provideFile first)`);
+  let open = true;
+  const check = () => {
+    if (!open) throw new Error(`${name}: file is closed`);
+  };
+  const n = (dst: Uint8Array, position: number) => Math.max(0, Math.min(dst.length, blob.size - position));
+  return {
+    size: blob.size,
+    readSync(dst, position) {
+      check();
+      if (!g.FileReaderSync) throw new Error(`${name}: synchronous reads need a worker (FileReaderSync)`);
+      const len = n(dst, position);
+      dst.set(new Uint8Array(new g.FileReaderSync().readAsArrayBuffer(blob.slice(position, position + len))));
+      return len;
+    },
+    async readAsync(dst, position) {
+      check();
+      const len = n(dst, position);
+      dst.set(new Uint8Array(await blob.slice(position, position + len).arrayBuffer()));
+      return len;
+    },
+    identity: (): FileIdentity => ({ dev: 0, ino: 0, size: blob.size, mtimeMs: blob.lastModified ?? 0 }),
+    close() {
+      open = false;
+    },
+  };
+}
+
+let side: WorkerSide | undefined;
+let sideData: unknown;
+let sideReady = false;
+// A worker module's first message is its data; it arrives before the module's own
+// listeners exist only if posted first, so it is taken here and the rest passed on.
+if (typeof g.importScripts !== 'undefined' || (g.postMessage && !('document' in globalThis))) {
+  g.addEventListener?.('message', (e) => {
+    const d = e.data as { [INIT]?: unknown } | null;
+    if (!sideReady && d && typeof d === 'object' && INIT in d) {
+      sideData = d[INIT];
+      sideReady = true;
+    }
+  });
+}
+
+export const webPlatform: Platform = {
+  name: 'web',
+  startWorker(url: URL, options: WorkerStartOptions = {}): PlatformWorker {
+    const w = new g.Worker(url, { type: 'module' });
+    w.postMessage({ [INIT]: options.data }, options.transfer as unknown[] | undefined);
+    const exits: ((code: number) => void)[] = [];
+    return {
+      postMessage: (m, transfer) => w.postMessage(m, transfer as unknown[] | undefined),
+      onMessage: (fn) => w.addEventListener('message', (e) => fn(e.data)),
+      onError: (fn) => w.addEventListener('error', (e) => fn(new Error(e.message ?? 'worker error'))),
+      onExit: (fn) => void exits.push(fn),
+      ref() {},
+      unref() {},
+      terminate: async () => w.terminate(),
+    };
+  },
+  workerSide(): WorkerSide | undefined {
+    if (!g.postMessage || !g.addEventListener || 'document' in globalThis) return undefined;
+    const self = g as Required<Pick<WebGlobals, 'postMessage' | 'addEventListener'>>;
+    side ??= {
+      get data() {
+        if (!sideReady) throw new Error('platform: the worker read its data before its first message');
+        return sideData;
+      },
+      parent: {
+        postMessage: (m, transfer) => self.postMessage(m, transfer as unknown[] | undefined),
+        onMessage: (fn) =>
+          self.addEventListener('message', (e) => {
+            const d = e.data as object | null;
+            if (!(d && typeof d === 'object' && INIT in d)) fn(e.data);
+          }),
+        ref() {},
+        unref() {},
+        close() {},
+      },
+    };
+    return side;
+  },
+  channel(): [PlatformPort, PlatformPort] {
+    const c = new g.MessageChannel();
+    return [wrap(c.port1), wrap(c.port2)];
+  },
+  receiveNow(): { message: unknown } | undefined {
+    throw new Error('platform: the web has no synchronous port read (the CPU pool needs another arena hand-off)');
+  },
+  cores: () => g.navigator?.hardwareConcurrency ?? 1,
+  cpuModel: () => 'CPU',
+  // deviceMemory is a coarse GiB figure (Chromium); 4 GiB: one wasm memory's reach
+  memory: () => {
+    const total = (g.navigator?.deviceMemory ?? 4) * 2 ** 30;
+    return { free: total, total };
+  },
+  env: () => undefined,
+  now: () => performance.now(),
+  // the engine's version is not exposed on the web (its layouts then take the choice that does not depend on it)
+  v8Version: () => undefined,
+  timer(fn, ms) {
+    const t = setTimeout(fn, ms);
+    return { cancel: () => clearTimeout(t) };
+  },
+  runtime: () => 'web',
+  writeError: (text) => console.error(text.replace(/\n$/, '')),
+  writeErrorSync: (text) => console.error(text.replace(/\n$/, '')),
+  fileInfo: (name) => (blobs.has(name) ? { isFile: true, key: name } : undefined),
+  sha256: jsSha256,
+  randomBytes(n) {
+    const out = new Uint8Array(n);
+    (globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): void } }).crypto.getRandomValues(out);
+    return out;
+  },
+  openFile,
+  engineFlag() {},
+  // a synchronous fetch: allowed for binary data in workers only (the browser entry may preload instead)
+  readAsset(url: URL): Uint8Array {
+    if (!g.XMLHttpRequest) throw new Error(`${url}: cannot be read synchronously here`);
+    const x = new g.XMLHttpRequest();
+    x.open('GET', url.href, false);
+    x.overrideMimeType('text/plain; charset=x-user-defined');
+    x.send();
+    if (x.status !== 200 && x.status !== 0) throw new Error(`${url}: HTTP ${x.status}`);
+    const s = x.responseText;
+    const out = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i) & 0xff;
+    return out;
+  },
+};
