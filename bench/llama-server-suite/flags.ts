@@ -160,7 +160,8 @@ export function translateArgs(
     const given = eq > 0 ? raw.slice(0, eq) : raw;
     const flag = ALIASES[given] ?? given;
     const rule = FLAGS[flag];
-    if (!rule) throw new ShimError(`llama-server flag ${given} is not in the shim's table (bench/llama-server-suite/flags.ts)`);
+    if (!rule)
+      throw new ShimError(`llama-server flag ${given} is not in the shim's table (bench/llama-server-suite/flags.ts)`);
     const takesValue =
       rule.kind === 'model' || rule.kind === 'template-file' ? true : rule.kind === 'ctx-shift' ? false : rule.value;
     let value: string | undefined;

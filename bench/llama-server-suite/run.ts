@@ -9,7 +9,7 @@
 // tests deselected (-m "not slow"), on a free port. Python: LLAMA_SUITE_PYTHON, else
 // /usr/bin/python3 (pytest, requests, aiohttp, pytest-timeout, numpy, jsonschema, wget, openai).
 import { spawn } from 'node:child_process';
-import { existsSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -45,14 +45,14 @@ export function countJUnit(xml: string): Map<string, FileCounts> {
     if (/<(failure|error)\b/.test(body)) {
       c.failed++;
       const msg = /<(?:failure|error)\b[^>]*message="([^"]*)"/.exec(body)?.[1] ?? '';
-      c.failures.push(`${name}: ${unescape(msg).split('\n')[0]!.slice(0, 160)}`);
+      c.failures.push(`${name}: ${xmlUnescape(msg).split('\n')[0]!.slice(0, 160)}`);
     } else if (/<skipped\b/.test(body)) c.skipped++;
     else c.passed++;
   }
   return files;
 }
 
-function unescape(s: string): string {
+function xmlUnescape(s: string): string {
   return s
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
@@ -84,7 +84,11 @@ async function main(): Promise<number> {
     },
   });
   if (o.help) {
-    process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\nimport')[0]!.replace(/^\/\/ ?/gm, ''));
+    process.stdout.write(
+      readFileSync(fileURLToPath(import.meta.url), 'utf8')
+        .split('\nimport')[0]!
+        .replace(/^\/\/ ?/gm, ''),
+    );
     return 0;
   }
   const suite = resolve(o.suite!);
@@ -146,7 +150,6 @@ async function main(): Promise<number> {
   );
   for (const [f, c] of rows) for (const x of c.failures) process.stdout.write(`FAIL ${f}::${x}\n`);
   if (o.json) {
-    const { writeFileSync } = await import('node:fs');
     writeFileSync(o.json, `${JSON.stringify(Object.fromEntries(rows), null, 2)}\n`);
   }
   return total.failed > 0 ? 1 : 0;

@@ -105,7 +105,9 @@ export function templateMessages(
     const c = rawContent(msg);
     if (Array.isArray(c)) out.content = opts.typedContent ? c.map((p) => ({ ...p })) : joinTextParts(c);
     else if (typeof c === 'string') out.content = c;
-    else out.content = c === null || msg.tool_calls?.length ? null : '';
+    // absent or null content renders as '' (llama.cpp hands templates its parsed messages, whose
+    // content is a string: templates testing `'x' in content` fail on null)
+    else out.content = '';
     if (msg.tool_calls) {
       out.tool_calls = msg.tool_calls.map((tc, j) => toolCallForTemplate(tc, j, opts.objectArguments ?? true));
     }

@@ -542,6 +542,13 @@ export const OPTIONS = [
     libraryOnly: true,
     doc: "Cut a prompt longer than the context in the middle (keeping n_keep), as llama.node does; false refuses it (ERR_CONTEXT), as llama-server and llama-cli do. Default: the context's ctx_shift.",
   }),
+  row<boolean>()('llama_server_context', {
+    kind: 'boolean',
+    group: 'generation',
+    extension: true,
+    libraryOnly: true,
+    doc: "(llama-ts) A full context as llama-server handles it (the server sets it): the reply stops, or the context shifts, when one cell is left (one token earlier than llama.node), and `truncated` also reports a shift or a full context. Default: false (llama.node's).",
+  }),
   row<boolean>()('ignore_eos', {
     kind: 'boolean',
     group: 'sampling',

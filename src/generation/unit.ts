@@ -769,10 +769,13 @@ export class GenerationUnit {
   nextToken(): number {
     const p = this.place!;
     const s = p.sequence;
-    if (s.tokens.length >= p.nCtx) {
+    // llama-server keeps one cell free: it stops or shifts when the sequence holds n_ctx - 1 tokens
+    const server = this.request.options.llama_server_context === true;
+    if (s.tokens.length >= p.nCtx - (server ? 1 : 0)) {
       const nPast = s.tokens.length;
       const keep = this.keep;
       const nDiscard = Math.floor((nPast - keep) / 2);
+      if (server) this.truncated = true;
       if (!p.ctxShift || !p.memory.canShift || this.request.nPredict < 0 || nDiscard <= 0) {
         this.contextFull = true;
         this.stoppedLimit = true;

@@ -231,12 +231,15 @@ function parseInput(args: string): unknown {
 export async function messages(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   host.requireGenerator();
-  const options = oa.generationOptions(requestBody(b), -1);
+  const body = requestBody(b);
+  const options = oa.generationOptions(body, -1);
   const id = oa.newId('msg').replace('-', '_');
   const model = host.modelId;
   const res = c.res;
   const base = { id, type: 'message', role: 'assistant', model };
   if (b.stream === true) {
+    // message_start reports the prompt's size (llama-server's), known here before generation starts
+    const inputTokens = await promptTokens(host, body);
     const sse = new SseWriter(res, undefined, errorBody);
     let block = -1;
     let kind: 'thinking' | 'text' | 'tool_use' | undefined;
@@ -249,7 +252,12 @@ export async function messages(host: GenerationHost, c: RequestContext): Promise
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+          usage: {
+            input_tokens: inputTokens,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            output_tokens: 0,
+          },
         },
       });
       send('ping', {});
@@ -326,7 +334,11 @@ export async function messages(host: GenerationHost, c: RequestContext): Promise
 /** The prompt's tokens (the chat template, tools included), as Anthropic's count_tokens. */
 export async function countTokens(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
-  const body = requestBody(b, true);
+  sendJson(c.res, 200, { input_tokens: await promptTokens(host, requestBody(b, true)) });
+}
+
+/** How many tokens the request's prompt is (its messages and tools through the chat template). */
+async function promptTokens(host: GenerationHost, body: Body): Promise<number> {
   const choice = body.tool_choice;
   const tools = choice === 'none' ? undefined : (body.tools as Tool[] | undefined);
   const f = await host.ctx.formatChat(body.messages as ChatMessage[], null, {
@@ -336,5 +348,5 @@ export async function countTokens(host: GenerationHost, c: RequestContext): Prom
     ...(host.templateLimits ? { limits: host.templateLimits } : {}),
   });
   const { tokens } = await host.ctx.tokenize(f.prompt, { add_special: true, parse_special: true });
-  sendJson(c.res, 200, { input_tokens: tokens.length });
+  return tokens.length;
 }

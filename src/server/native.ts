@@ -106,8 +106,8 @@ function nativeOptions(b: Body): { options: LlamaCompletionOptions; withProbs: b
     throw bad("'n_probs' must be an integer in [0, 100]", 'n_probs');
   }
   const withProbs = typeof nProbs === 'number' && nProbs > 0;
-  // streamed token ids come from the probability entries (return_tokens)
-  const wantEntries = withProbs || (b.return_tokens === true && b.stream === true);
+  // a streamed chunk's token ids (llama-server's `tokens`) come from the probability entries
+  const wantEntries = withProbs || b.stream === true;
   const options = oa.generationOptions(
     { ...b, prompt: undefined, messages: undefined, logprobs: undefined, n: undefined },
     wantEntries ? ((nProbs as number) ?? 0) : -1,
@@ -139,8 +139,9 @@ async function run(
         sse.send({
           index: i,
           content: ev.token,
-          tokens: b.return_tokens === true ? (ev.logprobs ?? []).map((e) => e.id) : [],
+          tokens: (ev.logprobs ?? []).map((e) => e.id),
           stop: false,
+          // llama-server leaves a partial result's slot unset (-1); the final chunk names it
           id_slot: -1,
           tokens_predicted: counts[i],
           tokens_evaluated: 0,
@@ -204,6 +205,7 @@ export async function infill(host: GenerationHost, c: RequestContext): Promise<v
 export async function applyTemplate(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   if (!Array.isArray(b.messages)) throw bad("'messages' must be an array", 'messages');
+  oa.checkChatMessages(b.messages);
   const tools =
     Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none' ? (b.tools as Tool[]) : undefined;
   const f = await host.ctx.formatChat(b.messages as ChatMessage[], null, {

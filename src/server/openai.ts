@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { LlamaCompletionOptions, LlamaCompletionResult, TokenLogprob } from '../api/index.js';
 import type { ChatDelta } from '../chat/index.js';
 import { OptionError, optionsFromRequest, showValue } from '../generation/index.js';
+import { SYSTEM_FINGERPRINT } from './build.js';
 import { ApiError } from './http.js';
 
 export type Body = Record<string, unknown>;
@@ -55,6 +56,7 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
     optionApiError(e);
   }
   delete o.n_probs;
+  if (Array.isArray(b.messages)) checkChatMessages(b.messages);
   // a request's regular expression would run on every token in the engine: words and tokens only
   const triggers = o.grammar_triggers as { type?: unknown }[] | undefined;
   if (triggers?.some((t) => t.type === 2 || t.type === 3)) {
@@ -67,11 +69,41 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
   }
   // llama-server refuses a prompt longer than a slot's context (the library would cut it)
   o.truncate_prompt = false;
+  // and handles a full context its way (one token earlier; `truncated` after a shift)
+  o.llama_server_context = true;
   if (nProbs >= 0) {
     o.logprobs = true;
     o.n_probs = nProbs;
   }
   return o as LlamaCompletionOptions;
+}
+
+/**
+ * What llama-server refuses in a conversation before applying its template: image or audio
+ * parts (no multimodal projector is ever loaded here, so none is read, fetched or decoded),
+ * and more than one assistant message at its end (one is a reply to continue).
+ */
+export function checkChatMessages(messages: readonly unknown[]): void {
+  for (const m of messages) {
+    const content = (m as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const p of content) {
+      const type = (p as { type?: unknown } | null)?.type;
+      if (type === 'image_url' || type === 'input_audio') {
+        const kind = type === 'image_url' ? 'image' : 'audio';
+        throw new ApiError(
+          400,
+          `${kind} input is not supported - hint: if this is unexpected, you may need to provide the mmproj`,
+          undefined,
+          'messages',
+        );
+      }
+    }
+  }
+  const role = (i: number) => (messages[i] as { role?: unknown } | null)?.role;
+  if (messages.length >= 2 && role(messages.length - 1) === 'assistant' && role(messages.length - 2) === 'assistant') {
+    throw new ApiError(400, 'Cannot have 2 or more assistant messages at the end of the list.', undefined, 'messages');
+  }
 }
 
 /** Number of top probabilities per token a chat request asks for (logprobs/top_logprobs), or -1 for none. */
@@ -231,7 +263,7 @@ export function completionChunk(
   };
 }
 
-export const SYSTEM_FINGERPRINT = 'llama-ts';
+export { SYSTEM_FINGERPRINT };
 
 /** Prompt of /v1/completions: a string, token ids, or a one-element array of either. */
 export function completionPrompt(b: Body): string | number[] {

@@ -19,7 +19,6 @@
 // a 503 a balancer may retry elsewhere). Every generation answer carries X-Prefix-Key
 // (src/generation/prefix-key.ts), which a client sends back with its next turn.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
@@ -38,6 +37,7 @@ import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
 import * as anthropic from './anthropic.js';
+import { VERSION } from './build.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
@@ -50,15 +50,6 @@ const log = logger('server');
 
 /** Documents one /v1/rerank request may hold. */
 const MAX_RERANK_DOCUMENTS = 10000;
-
-/** llama-ts's version, from package.json (dist/src/server → the package root). */
-const VERSION = ((): string => {
-  try {
-    return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
-  } catch {
-    return 'unknown';
-  }
-})();
 
 export interface ServerOptions {
   /** Path of the GGUF model. */
@@ -266,7 +257,14 @@ export class LlamaServer implements GenerationHost {
     try {
       const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
       const train = nCtxTrain || 4096;
-      const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
+      let total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
+      if (generative && nCtxTrain > 0 && total > nCtxTrain * parallel) {
+        // llama-server warns and goes on; a slot here holds at most what the model was trained on
+        log.warn(
+          `a context of ${total} tokens gives each of ${parallel} slot(s) ${Math.floor(total / parallel)} tokens, more than the ${nCtxTrain} the model was trained with: slots get ${nCtxTrain}`,
+        );
+        total = nCtxTrain * parallel;
+      }
       const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
       if (generative && nCtxSlot < 8)
         throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
@@ -823,7 +821,7 @@ export class LlamaServer implements GenerationHost {
     const sse = stream
       ? new SseWriter(res, () =>
           Array.from({ length: n }, (_, i) =>
-            oa.chatChunk(id, model, created, { role: 'assistant', content: '' }, null, {}, i),
+            oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null, {}, i),
           ),
         )
       : undefined;
@@ -841,12 +839,25 @@ export class LlamaServer implements GenerationHost {
         const r = await done;
         const all = r.choices ?? [r];
         const u = oa.usage(r);
+        // the timings go on the stream's last chunk (llama-server's), the usage chunk when asked for
         all.forEach((x, i) => {
           const finish = oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0);
           const last = oa.chatChunk(id, model, created, {}, finish, {}, i);
-          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
+          if (i < all.length - 1) sse.send(last);
+          else sse.send({ ...(last as object), usage: u, ...(includeUsage ? {} : { timings: oa.timings(r) }) });
         });
-        if (includeUsage) sse.send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: u });
+        if (includeUsage) {
+          sse.send({
+            id,
+            object: 'chat.completion.chunk',
+            created,
+            model,
+            system_fingerprint: oa.SYSTEM_FINGERPRINT,
+            choices: [],
+            usage: u,
+            timings: oa.timings(r),
+          });
+        }
         sse.done();
       } catch (e) {
         if (e instanceof Cancelled) return;
