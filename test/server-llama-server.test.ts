@@ -58,6 +58,7 @@ describe('serve as llama-server answers', () => {
     await server?.close();
   });
 
+  // llama-server's status for these is a 500 (a runtime_error; its test_compat_anthropic.py expects it)
   test('image and audio parts are refused (no projector), never read or fetched', async () => {
     for (const url of ['file:///etc/passwd', 'malformed', 'http://127.0.0.1:9/404.png', 'data:image/png;base64,AAAA']) {
       const messages = [
@@ -71,14 +72,22 @@ describe('serve as llama-server answers', () => {
       ];
       for (const path of ['/v1/chat/completions', '/apply-template']) {
         const r = await post(`${server.url}${path}`, { messages, max_tokens: 1 });
-        assert.equal(r.status, 400, `${path} ${url}`);
+        assert.equal(r.status, 500, `${path} ${url}`);
         assert.match(r.json.error.message, /^image input is not supported/);
       }
     }
     const audio = [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }];
     const r = await post(`${server.url}/v1/chat/completions`, { messages: audio, max_tokens: 1 });
-    assert.equal(r.status, 400);
+    assert.equal(r.status, 500);
     assert.match(r.json.error.message, /^audio input is not supported/);
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } };
+    const a = await post(`${server.url}/v1/messages`, {
+      model: 'm',
+      max_tokens: 1,
+      messages: [{ role: 'user', content: [image, { type: 'text', text: 'What is this?' }] }],
+    });
+    assert.equal(a.status, 500);
+    assert.match(a.json.error.message, /^image input is not supported/);
   });
 
   test('two assistant messages at the end are refused; one is a reply to continue', async () => {
@@ -126,6 +135,12 @@ describe('serve as llama-server answers', () => {
       whole.json.tokens,
     );
     assert.equal(partial.map((c) => c.content).join(''), whole.json.content);
+  });
+
+  test('Anthropic: an empty message list is accepted (llama-server is permissive)', async () => {
+    const r = await post(`${server.url}/v1/messages`, { model: 'm', max_tokens: 2, messages: [] });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.type, 'message');
   });
 
   test("Anthropic: message_start reports the prompt's tokens; thinking blocks in the history reach the template", async () => {

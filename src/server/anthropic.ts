@@ -64,9 +64,8 @@ export function chatMessages(b: Body): ChatMessage[] {
   const out: ChatMessage[] = [];
   if (b.system !== undefined && b.system !== null)
     out.push({ role: 'system', content: blocksText(b.system, 'system') });
-  if (!Array.isArray(b.messages) || b.messages.length === 0) {
-    throw bad("'messages' must be a non-empty array", 'messages');
-  }
+  // an empty list is accepted, as llama-server does (its template renders the generation prompt)
+  if (!Array.isArray(b.messages)) throw bad("'messages' must be an array", 'messages');
   for (const [i, m] of b.messages.entries()) {
     const at = `messages[${i}]`;
     if (!isObject(m) || (m.role !== 'user' && m.role !== 'assistant')) {
@@ -94,6 +93,8 @@ export function chatMessages(b: Body): ChatMessage[] {
           break;
         case 'redacted_thinking':
           break;
+        case 'image':
+          throw oa.mediaNotSupported('image');
         case 'tool_use':
           if (m.role !== 'assistant') throw bad(`'${bat}': tool_use blocks belong to assistant messages`, bat);
           if (typeof blk.id !== 'string' || typeof blk.name !== 'string') {

@@ -79,9 +79,23 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
 }
 
 /**
+ * An image or audio part, which needs a multimodal projector: none is ever loaded here, so
+ * nothing is read, fetched or decoded. llama-server's words and status (a 500: its own test
+ * suite expects it, test_compat_anthropic.py's test_anthropic_vision_format_accepted).
+ */
+export function mediaNotSupported(kind: 'image' | 'audio'): ApiError {
+  return new ApiError(
+    500,
+    `${kind} input is not supported - hint: if this is unexpected, you may need to provide the mmproj`,
+    undefined,
+    'messages',
+  );
+}
+
+/**
  * What llama-server refuses in a conversation before applying its template: image or audio
- * parts (no multimodal projector is ever loaded here, so none is read, fetched or decoded),
- * and more than one assistant message at its end (one is a reply to continue).
+ * parts (mediaNotSupported), and more than one assistant message at its end (one is a reply
+ * to continue).
  */
 export function checkChatMessages(messages: readonly unknown[]): void {
   for (const m of messages) {
@@ -89,15 +103,8 @@ export function checkChatMessages(messages: readonly unknown[]): void {
     if (!Array.isArray(content)) continue;
     for (const p of content) {
       const type = (p as { type?: unknown } | null)?.type;
-      if (type === 'image_url' || type === 'input_audio') {
-        const kind = type === 'image_url' ? 'image' : 'audio';
-        throw new ApiError(
-          400,
-          `${kind} input is not supported - hint: if this is unexpected, you may need to provide the mmproj`,
-          undefined,
-          'messages',
-        );
-      }
+      if (type === 'image_url') throw mediaNotSupported('image');
+      if (type === 'input_audio') throw mediaNotSupported('audio');
     }
   }
   const role = (i: number) => (messages[i] as { role?: unknown } | null)?.role;

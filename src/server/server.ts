@@ -132,7 +132,9 @@ function apiError(e: unknown): unknown {
   if (e instanceof LlamaError) {
     const long = /the prompt is (\d+) tokens; the context holds (\d+)/.exec(e.message);
     if (e.code === 'ERR_CONTEXT' && long) {
-      return new ApiError(400, e.message, 'exceed_context_size_error', null, {
+      // llama-server's words (clients and its tests look for them)
+      const message = `request (${long[1]} tokens) exceeds the available context size (${long[2]} tokens), try increasing it`;
+      return new ApiError(400, message, 'exceed_context_size_error', null, {
         n_prompt_tokens: Number(long[1]),
         n_ctx: Number(long[2]),
       });
