@@ -1,9 +1,10 @@
 // Runs llama.cpp's server test suite (tools/server/tests of a llama.cpp checkout, outside this
 // repository) against `llama-ts serve` and prints pass / fail / skip counts per file.
 //
-//   npm run suite:llama-server -- [--suite DIR] [--json FILE] [--log FILE] [--timeout S] [FILE|NODEID ...]
+//   npm run suite:llama-server -- --suite DIR [--json FILE] [--log FILE] [--timeout S] [FILE|NODEID ...]
 //
-// FILEs are relative to the suite folder (e.g. unit/test_basic.py). The suite runs from its own
+// DIR is llama.cpp's tools/server/tests (or LLAMA_SUITE_DIR); FILEs are relative to it
+// (e.g. unit/test_basic.py; all of unit/ by default). The suite runs from its own
 // folder (its tests read ../../../models/templates), with llama-server replaced by ./llama-server
 // (shim.ts), the preset downloads off and unavailable models skipped (llama_ts_suite.py), slow
 // tests deselected (-m "not slow"), on a free port. Python: LLAMA_SUITE_PYTHON, else
@@ -76,7 +77,7 @@ async function main(): Promise<number> {
   const { values: o, positionals } = parseArgs({
     allowPositionals: true,
     options: {
-      suite: { type: 'string', default: process.env.LLAMA_SUITE_DIR ?? '/work/upstream/tools/server/tests' },
+      suite: { type: 'string', default: process.env.LLAMA_SUITE_DIR },
       json: { type: 'string' },
       log: { type: 'string', default: join(tmpdir(), 'llama-server-suite.log') },
       timeout: { type: 'string', default: '180' },
@@ -91,7 +92,11 @@ async function main(): Promise<number> {
     );
     return 0;
   }
-  const suite = resolve(o.suite!);
+  if (o.suite === undefined) {
+    process.stderr.write("suite: --suite DIR (or LLAMA_SUITE_DIR): llama.cpp's tools/server/tests\n");
+    return 2;
+  }
+  const suite = resolve(o.suite);
   if (!existsSync(join(suite, 'utils.py'))) {
     process.stderr.write(`suite: no utils.py in ${suite} (--suite DIR: llama.cpp's tools/server/tests)\n`);
     return 2;

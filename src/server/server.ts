@@ -150,6 +150,24 @@ function apiError(e: unknown): unknown {
   return e;
 }
 
+/**
+ * The context to load: --ctx-size (4096 per slot by default, at most the training context),
+ * one sequence for an embedding model. Past the training context per slot, llama-server
+ * warns and goes on; here a slot then holds the training context (the library refuses more).
+ */
+function contextSize(nCtxTrain: number, generative: boolean, parallel: number, nCtx: number | undefined): number {
+  const train = nCtxTrain || 4096;
+  if (!generative) return Math.min(train, 8192);
+  const total = nCtx ?? Math.min(train, 4096) * parallel;
+  if (nCtxTrain > 0 && total > nCtxTrain * parallel) {
+    log.warn(
+      `a context of ${total} tokens gives each of ${parallel} slot(s) ${Math.floor(total / parallel)} tokens, more than the ${nCtxTrain} the model was trained with: slots get ${nCtxTrain}`,
+    );
+    return nCtxTrain * parallel;
+  }
+  return total;
+}
+
 /** From the GGUF header: the training context (0 when it does not say), whether the model generates, whether it ranks. */
 function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ranks: boolean } {
   const f = openGGUF(path);
@@ -258,15 +276,7 @@ export class LlamaServer implements GenerationHost {
     const parallel = this.parallel;
     try {
       const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
-      const train = nCtxTrain || 4096;
-      let total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
-      if (generative && nCtxTrain > 0 && total > nCtxTrain * parallel) {
-        // llama-server warns and goes on; a slot here holds at most what the model was trained on
-        log.warn(
-          `a context of ${total} tokens gives each of ${parallel} slot(s) ${Math.floor(total / parallel)} tokens, more than the ${nCtxTrain} the model was trained with: slots get ${nCtxTrain}`,
-        );
-        total = nCtxTrain * parallel;
-      }
+      const total = contextSize(nCtxTrain, generative, parallel, opts.nCtx);
       const nCtxSlot = Math.floor(total / (generative ? parallel : 1));
       if (generative && nCtxSlot < 8)
         throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
