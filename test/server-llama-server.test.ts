@@ -99,6 +99,47 @@ describe('serve as llama-server answers', () => {
     assert.match(r.json.error.message, /Cannot have 2 or more assistant messages at the end of the list/);
   });
 
+  test("a last assistant message is continued (llama-server's prefill): the generation prompt, then its text", async () => {
+    const history = [{ role: 'system', content: 'Book' }, ...USER];
+    const open = await post(`${server.url}/apply-template`, { messages: history });
+    for (const prefill of [
+      'Whill',
+      [
+        { type: 'text', text: 'Wh' },
+        { type: 'text', text: 'ill' },
+      ],
+    ]) {
+      const messages = [...history, { role: 'assistant', content: prefill }];
+      const t = await post(`${server.url}/apply-template`, { messages });
+      assert.equal(t.json.prompt, `${open.json.prompt}Whill`);
+      const chat = await post(`${server.url}/v1/chat/completions`, { messages, max_tokens: 1 });
+      const tok = await post(`${server.url}/tokenize`, {
+        content: t.json.prompt,
+        add_special: true,
+        parse_special: true,
+      });
+      assert.equal(chat.json.usage.prompt_tokens, tok.json.tokens.length);
+    }
+    // the library alone renders it as a whole turn (llama.node's), unless asked
+    const ctx = server.ctx;
+    const whole = await ctx.completion({
+      messages: [...history, { role: 'assistant', content: 'Whill' }],
+      n_predict: 1,
+    });
+    const cont = await ctx.completion({
+      messages: [...history, { role: 'assistant', content: 'Whill' }],
+      n_predict: 1,
+      prefill_assistant: true,
+    });
+    const tok = await post(`${server.url}/tokenize`, {
+      content: `${open.json.prompt}Whill`,
+      add_special: true,
+      parse_special: true,
+    });
+    assert.equal(cont.tokens_evaluated, tok.json.tokens.length);
+    assert.ok(whole.tokens_evaluated > cont.tokens_evaluated, `${whole.tokens_evaluated} > ${cont.tokens_evaluated}`);
+  });
+
   test("system_fingerprint has llama-server's b<build>-<commit> shape", async () => {
     const r = await post(`${server.url}/v1/chat/completions`, { messages: USER, max_tokens: 2 });
     assert.match(r.json.system_fingerprint, /^b\d+\.\d+\.\d+-([0-9a-f]{7,}|unknown)$/);

@@ -11,7 +11,7 @@
 //                         --slot-save-path (file names only: no folders, no "..")
 import { join } from 'node:path';
 import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
-import type { ChatMessage, Tool } from '../chat/index.js';
+import { assistantPrefill, type ChatMessage, type Tool } from '../chat/index.js';
 import { OPTIONS, type OptionSpec } from '../generation/index.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, queryFlag, type RequestContext, sendJson } from './http.js';
@@ -206,9 +206,11 @@ export async function applyTemplate(host: GenerationHost, c: RequestContext): Pr
   const b = oa.asObject(c.body);
   if (!Array.isArray(b.messages)) throw bad("'messages' must be an array", 'messages');
   oa.checkChatMessages(b.messages);
+  // a last assistant message is a reply to continue, as in a chat request (llama-server's prefill)
+  const prefill = assistantPrefill(b.messages as ChatMessage[]);
   const tools =
     Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none' ? (b.tools as Tool[]) : undefined;
-  const f = await host.ctx.formatChat(b.messages as ChatMessage[], null, {
+  const f = await host.ctx.formatChat(prefill?.messages ?? (b.messages as ChatMessage[]), null, {
     jinja: true,
     ...(tools ? { tools, generic_tool_system: true } : {}),
     ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
@@ -219,7 +221,7 @@ export async function applyTemplate(host: GenerationHost, c: RequestContext): Pr
     ...(typeof b.add_generation_prompt === 'boolean' ? { add_generation_prompt: b.add_generation_prompt } : {}),
     ...(host.templateLimits ? { limits: host.templateLimits } : {}),
   });
-  sendJson(c.res, 200, { prompt: f.prompt });
+  sendJson(c.res, 200, { prompt: f.prompt + (prefill?.text ?? '') });
 }
 
 export function props(host: GenerationHost, c: RequestContext): void {

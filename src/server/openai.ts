@@ -71,6 +71,8 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
   o.truncate_prompt = false;
   // and handles a full context its way (one token earlier; `truncated` after a shift)
   o.llama_server_context = true;
+  // and continues a conversation's last assistant message (its prefill_assistant)
+  if (Array.isArray(b.messages)) o.prefill_assistant = true;
   if (nProbs >= 0) {
     o.logprobs = true;
     o.n_probs = nProbs;
