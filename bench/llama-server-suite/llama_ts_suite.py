@@ -3,7 +3,8 @@
 Loaded with `-p llama_ts_suite` (run.ts puts this folder on PYTHONPATH); the suite's own
 files are not modified. It
   - turns ServerPreset.load_all (conftest.py's download of every preset model) into a no-op:
-    nothing is downloaded, the models are local files;
+    nothing is downloaded, the models are local files (./tmp, the download folder the
+    suite's slot files also go to, is made as the downloads would have made it);
   - skips a test whose server asks for a model models.json does not map to a local file
     (or for a model URL / multimodal projector), instead of failing it at start-up.
 """
@@ -40,6 +41,8 @@ def pytest_configure(config):
     import utils  # the suite's utils.py, the module conftest.py uses
 
     utils.ServerPreset.load_all = staticmethod(lambda: None)
+    # the downloads would have made ./tmp (LLAMA_CACHE=tmp); test_slot_save.py saves there
+    os.makedirs(os.path.join(str(config.rootpath), "tmp"), exist_ok=True)
     start = utils.ServerProcess.start
 
     def start_or_skip(self, *args, **kwargs):
