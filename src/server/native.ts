@@ -11,7 +11,8 @@
 //                         --slot-save-path (file names only: no folders, no "..")
 import { join } from 'node:path';
 import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
-import { assistantPrefill, type ChatMessage, type Tool } from '../chat/index.js';
+import type { ChatMessage, Tool } from '../chat/index.js';
+import { assistantPrefill } from '../chat/index.js';
 import { OPTIONS, type OptionSpec } from '../generation/index.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, queryFlag, type RequestContext, sendJson } from './http.js';
