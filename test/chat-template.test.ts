@@ -277,6 +277,15 @@ describe('template variables', () => {
     assert.equal(t.render([], { strict: true, context: { enable_thinking: false } }), '<s>|</s>|true|false|false');
     assert.equal(t.render([], { strict: true, addGenerationPrompt: false, tools: TOOLS }), '<s>|</s>|false|true|');
   });
+
+  test("a string joined with an undefined or none is the string (llama.cpp's engine; FireFunction v2's `functions`)", () => {
+    const t = new ChatTemplate(
+      "{%- set s = 'spec:' + '\\n' + functions -%}{{ s + '|' + ('a' ~ none) + '|' + (none ~ 'b') + '|' + (1 + 2) | string }}",
+    );
+    assert.equal(t.render([], { strict: true }), 'spec:\n|a|b|3');
+    // other operations on undefined values are still errors
+    assert.throws(() => new ChatTemplate('{{ 1 + nothing }}').render([], { strict: true }), /undefined/);
+  });
 });
 
 describe('fallback', () => {

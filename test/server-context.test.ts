@@ -1,7 +1,9 @@
 // The server's slots are the library's units: a slot whose context fills shifts and goes
 // on exactly as the library's completion() does with the same options (n_keep kept, half
 // of the rest dropped), or ends with 'length' when shifting is off (--no-context-shift)
-// or no max_tokens was given.
+// or no max_tokens was given. The server handles a full context as llama-server does
+// (llama_server_context: one cell kept free, so one token earlier than llama.node, and
+// `truncated` after a shift or a full context; llama.cpp's tools/server/tests/unit/test_ctx_shift.py).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type LlamaContext, loadModel } from '../src/index.js';
@@ -57,6 +59,7 @@ describe('a slot whose context fills', () => {
         ignore_eos: true,
         return_tokens: true,
         n_predict: 150,
+        llama_server_context: true,
         ...o,
       });
       assert.equal(want.tokens_predicted, 150, 'the library shifted past its 64 tokens');
@@ -76,15 +79,39 @@ describe('a slot whose context fills', () => {
       ignore_eos: true,
       n_predict: 150,
       return_tokens: true,
+      llama_server_context: true,
     });
     assert.equal(want.context_full, true);
     const got = await complete(fixed, { max_tokens: 150 });
     assert.equal(got.choices[0].finish_reason, 'length');
     assert.deepEqual(got.tokens, want.tokens);
-    assert.equal(got.usage.prompt_tokens + got.usage.completion_tokens, SLOT + 1);
+    // llama-server's count: prompt and reply fill the slot (llama.node's library: one more)
+    assert.equal(got.usage.prompt_tokens + got.usage.completion_tokens, SLOT);
     // shifting on, but no max_tokens (n_predict -1): as the library, it stops at the full context
     const open = await complete(shifting, {});
     assert.equal(open.choices[0].finish_reason, 'length');
-    assert.equal(open.usage.prompt_tokens + open.usage.completion_tokens, SLOT + 1);
+    assert.equal(open.usage.prompt_tokens + open.usage.completion_tokens, SLOT);
+  });
+
+  test("/completion's truncated: after a shift, and when the slot fills without one (llama-server's)", async () => {
+    const native = async (server: LlamaServer, body: Record<string, unknown>) => {
+      const res = await fetch(`${server.url}/completion`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ prompt: PROMPT, temperature: 0, ignore_eos: true, ...body }),
+      });
+      assert.equal(res.status, 200);
+      // biome-ignore lint/suspicious/noExplicitAny: read by shape
+      return (await res.json()) as any;
+    };
+    const short = await native(shifting, { n_predict: 8 });
+    assert.equal(short.truncated, false);
+    assert.equal(short.tokens_predicted, 8);
+    const shifted = await native(shifting, { n_predict: 100 });
+    assert.equal(shifted.tokens_predicted, 100);
+    assert.equal(shifted.truncated, true, 'the context shifted');
+    const full = await native(fixed, { n_predict: -1 });
+    assert.equal(full.truncated, true, 'the slot filled');
+    assert.equal(full.tokens_evaluated + full.tokens_predicted, SLOT);
   });
 });

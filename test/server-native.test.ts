@@ -177,6 +177,7 @@ describe('/completion', () => {
     const r = await post(plain, '/completion', { prompt: 'word '.repeat(1500), n_predict: 1 });
     assert.equal(r.status, 400);
     assert.equal(r.body.error.type, 'exceed_context_size_error');
+    assert.match(r.body.error.message, /^request \(\d+ tokens\) exceeds the available context size \(\d+ tokens\)/);
     assert.equal(r.body.error.code, 400);
     assert.equal(r.body.error.n_ctx, plain.nCtxSlot);
     assert.ok(r.body.error.n_prompt_tokens > plain.nCtxSlot);

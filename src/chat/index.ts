@@ -17,6 +17,7 @@ export {
 } from './format.js';
 export { isHarmonyTemplate, type ParsedHarmony, parseHarmony } from './harmony.js';
 export {
+  assistantPrefill,
   ChatMessageError,
   extractMedia,
   MEDIA_MARKER,

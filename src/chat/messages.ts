@@ -105,7 +105,9 @@ export function templateMessages(
     const c = rawContent(msg);
     if (Array.isArray(c)) out.content = opts.typedContent ? c.map((p) => ({ ...p })) : joinTextParts(c);
     else if (typeof c === 'string') out.content = c;
-    else out.content = c === null || msg.tool_calls?.length ? null : '';
+    // absent or null content renders as '' (llama.cpp hands templates its parsed messages, whose
+    // content is a string: templates testing `'x' in content` fail on null)
+    else out.content = '';
     if (msg.tool_calls) {
       out.tool_calls = msg.tool_calls.map((tc, j) => toolCallForTemplate(tc, j, opts.objectArguments ?? true));
     }
@@ -151,4 +153,22 @@ export function extractMedia(messages: readonly ChatMessage[]): MediaExtraction 
     return copy;
   });
   return { messages: out, has_media: media.length > 0, media_paths: media };
+}
+
+/**
+ * A conversation ending with an assistant message, as llama-server continues it (its
+ * prefill_assistant): the template renders the messages before it with the generation
+ * prompt, and the reply's text so far (string content, or its text parts joined as they
+ * are) follows. Undefined when the last message is not the assistant's.
+ */
+export function assistantPrefill(
+  messages: readonly ChatMessage[],
+): { messages: ChatMessage[]; text: string } | undefined {
+  const last = messages[messages.length - 1];
+  if (last?.role !== 'assistant') return undefined;
+  const c = rawContent(last);
+  let text = '';
+  if (typeof c === 'string') text = c;
+  else if (Array.isArray(c)) for (const p of c) if (p?.type === 'text' && typeof p.text === 'string') text += p.text;
+  return { messages: messages.slice(0, -1), text };
 }

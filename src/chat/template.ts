@@ -205,9 +205,14 @@ interface InterpreterInternals {
   applyFilter(operand: Value, filter: { type: string; callee?: { type: string; value?: string } }, env: unknown): Value;
   evaluateArguments(args: unknown, env: unknown): [Value[], Map<string, Value>];
   evaluateFor(node: unknown, env: unknown): Value;
+  evaluateBinaryExpression(node: unknown, env: unknown): Value;
 }
 
 type ForNode = { iterable: { type: string; lhs?: unknown } };
+type BinaryNode = { operator: { value: string }; left: unknown; right: unknown };
+
+/** A node standing for a value already evaluated (handed back to the interpreter's own operators). */
+const EVALUATED = 'llama-ts:Evaluated';
 
 /**
  * An Interpreter whose every evaluation spends from `budget`: each value it produces is
@@ -222,8 +227,10 @@ function boundedInterpreter(env: Environment, budget: Budget): Interpreter {
   const applyFilter = inner.applyFilter.bind(inner);
   const evaluateArguments = inner.evaluateArguments.bind(inner);
   const evaluateFor = inner.evaluateFor.bind(inner);
+  const evaluateBinary = inner.evaluateBinaryExpression.bind(inner);
   let widthArgs = false;
   inner.evaluate = (node, e) => {
+    if ((node as { type?: unknown } | undefined)?.type === EVALUATED) return (node as { value: Value }).value;
     budget.step();
     const v = evaluate(node, e);
     if (v.type === 'StringValue') budget.checkChars((v.value as string).length);
@@ -272,6 +279,21 @@ function boundedInterpreter(env: Environment, budget: Budget): Interpreter {
     const empty = { type: 'ArrayLiteral', value: [] };
     const iterable = n.iterable.type === 'SelectExpression' ? { ...n.iterable, lhs: empty } : empty;
     return evaluateFor({ ...(node as object), iterable }, e);
+  };
+  // llama.cpp's engine joins a string and a null or undefined with + or ~ as if the latter
+  // were '' (FireFunction v2's template adds a `functions` it is never given)
+  const nullish = (v: Value) => v.type === 'UndefinedValue' || v.type === 'NullValue';
+  inner.evaluateBinaryExpression = (node, e) => {
+    const n = node as BinaryNode;
+    if (n.operator.value !== '+' && n.operator.value !== '~') return evaluateBinary(node, e);
+    const left = inner.evaluate(n.left, e);
+    const right = inner.evaluate(n.right, e);
+    if ((nullish(left) && right.type === 'StringValue') || (nullish(right) && left.type === 'StringValue')) {
+      const text = (nullish(left) ? '' : (left.value as string)) + (nullish(right) ? '' : (right.value as string));
+      return inner.evaluate({ type: 'StringLiteral', value: text }, e);
+    }
+    const done = (value: Value) => ({ type: EVALUATED, value });
+    return evaluateBinary({ ...n, left: done(left), right: done(right) }, e);
   };
   return it;
 }

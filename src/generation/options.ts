@@ -542,6 +542,20 @@ export const OPTIONS = [
     libraryOnly: true,
     doc: "Cut a prompt longer than the context in the middle (keeping n_keep), as llama.node does; false refuses it (ERR_CONTEXT), as llama-server and llama-cli do. Default: the context's ctx_shift.",
   }),
+  row<boolean>()('llama_server_context', {
+    kind: 'boolean',
+    group: 'generation',
+    extension: true,
+    libraryOnly: true,
+    doc: "(llama-ts) A full context as llama-server handles it (the server sets it): the reply stops, or the context shifts, when one cell is left (one token earlier than llama.node), and `truncated` also reports a shift or a full context. Default: false (llama.node's).",
+  }),
+  row<boolean>()('prefill_assistant', {
+    kind: 'boolean',
+    group: 'generation',
+    extension: true,
+    libraryOnly: true,
+    doc: "(llama-ts) With messages ending in an assistant message: continue that reply, as llama-server does (the template renders the messages before it and the generation prompt; the reply's text follows). Default: false (the template renders it as a whole turn, as llama.node). The server sets it.",
+  }),
   row<boolean>()('ignore_eos', {
     kind: 'boolean',
     group: 'sampling',

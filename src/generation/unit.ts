@@ -18,6 +18,7 @@
 //   queued ──begin──► prompt ──last prompt token decoded──► generating ──► done
 //                       └──────────── stop / error / context full ──────────┘
 import {
+  assistantPrefill,
   CHAT_FORMATS,
   type ChatOutput,
   type ChatOutputOptions,
@@ -400,10 +401,18 @@ export async function prepareRequest(
   let chat: ChatOutputOptions | undefined;
   let toolUse: ToolUse | undefined;
   if (withMessages) {
-    const fmt = await formatChat(env, o, tools, signal);
+    const prefill = o.prefill_assistant === true ? assistantPrefill(o.messages!) : undefined;
+    if (prefill && o.enable_thinking === true) {
+      throw new OptionError(
+        'enable_thinking',
+        true,
+        'continuing an assistant message (prefill_assistant) cannot think first',
+      );
+    }
+    const fmt = await formatChat(env, prefill ? { ...o, messages: prefill.messages } : o, tools, signal);
     chatFormat = fmt.chat_format ?? 0;
     for (const s of fmt.additional_stops ?? []) if (s !== '' && !stopList.includes(s)) stopList.push(s);
-    prompt = encodePrompt(vocab, fmt.prompt);
+    prompt = encodePrompt(vocab, fmt.prompt + (prefill?.text ?? ''));
     const reasoning = get<string>(o, 'reasoning_format') !== 'none';
     if (tools) {
       const name = fmt.type === 'jinja' && chatFormat > 0 ? CHAT_FORMATS[chatFormat] : undefined;
@@ -798,10 +807,13 @@ export class GenerationUnit {
   nextToken(): number {
     const p = this.place!;
     const s = p.sequence;
-    if (s.tokens.length >= p.nCtx) {
+    // llama-server keeps one cell free: it stops or shifts when the sequence holds n_ctx - 1 tokens
+    const server = this.request.options.llama_server_context === true;
+    if (s.tokens.length >= p.nCtx - (server ? 1 : 0)) {
       const nPast = s.tokens.length;
       const keep = this.keep;
       const nDiscard = Math.floor((nPast - keep) / 2);
+      if (server) this.truncated = true;
       if (!p.ctxShift || !p.memory.canShift || this.request.nPredict < 0 || nDiscard <= 0) {
         this.contextFull = true;
         this.stoppedLimit = true;

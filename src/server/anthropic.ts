@@ -64,9 +64,8 @@ export function chatMessages(b: Body): ChatMessage[] {
   const out: ChatMessage[] = [];
   if (b.system !== undefined && b.system !== null)
     out.push({ role: 'system', content: blocksText(b.system, 'system') });
-  if (!Array.isArray(b.messages) || b.messages.length === 0) {
-    throw bad("'messages' must be a non-empty array", 'messages');
-  }
+  // an empty list is accepted, as llama-server does (its template renders the generation prompt)
+  if (!Array.isArray(b.messages)) throw bad("'messages' must be an array", 'messages');
   for (const [i, m] of b.messages.entries()) {
     const at = `messages[${i}]`;
     if (!isObject(m) || (m.role !== 'user' && m.role !== 'assistant')) {
@@ -94,6 +93,8 @@ export function chatMessages(b: Body): ChatMessage[] {
           break;
         case 'redacted_thinking':
           break;
+        case 'image':
+          throw oa.mediaNotSupported('image');
         case 'tool_use':
           if (m.role !== 'assistant') throw bad(`'${bat}': tool_use blocks belong to assistant messages`, bat);
           if (typeof blk.id !== 'string' || typeof blk.name !== 'string') {
@@ -232,12 +233,15 @@ function parseInput(args: string): unknown {
 export async function messages(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   host.requireGenerator();
-  const options = oa.generationOptions(requestBody(b), -1);
+  const body = requestBody(b);
+  const options = oa.generationOptions(body, -1);
   const id = oa.newId('msg').replace('-', '_');
   const model = host.modelId;
   const res = c.res;
   const base = { id, type: 'message', role: 'assistant', model };
   if (b.stream === true) {
+    // message_start reports the prompt's size (llama-server's), known here before generation starts
+    const inputTokens = await promptTokens(host, body);
     const sse = new SseWriter(res, undefined, errorBody);
     let block = -1;
     let kind: 'thinking' | 'text' | 'tool_use' | undefined;
@@ -250,7 +254,12 @@ export async function messages(host: GenerationHost, c: RequestContext): Promise
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+          usage: {
+            input_tokens: inputTokens,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            output_tokens: 0,
+          },
         },
       });
       send('ping', {});
@@ -327,7 +336,11 @@ export async function messages(host: GenerationHost, c: RequestContext): Promise
 /** The prompt's tokens (the chat template, tools included), as Anthropic's count_tokens. */
 export async function countTokens(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
-  const body = requestBody(b, true);
+  sendJson(c.res, 200, { input_tokens: await promptTokens(host, requestBody(b, true)) });
+}
+
+/** How many tokens the request's prompt is (its messages and tools through the chat template). */
+async function promptTokens(host: GenerationHost, body: Body): Promise<number> {
   const choice = body.tool_choice;
   const tools = choice === 'none' ? undefined : (body.tools as Tool[] | undefined);
   const f = await host.ctx.formatChat(body.messages as ChatMessage[], null, {
@@ -337,5 +350,5 @@ export async function countTokens(host: GenerationHost, c: RequestContext): Prom
     ...(host.templateLimits ? { limits: host.templateLimits } : {}),
   });
   const { tokens } = await host.ctx.tokenize(f.prompt, { add_special: true, parse_special: true });
-  sendJson(c.res, 200, { input_tokens: tokens.length });
+  return tokens.length;
 }

@@ -17,6 +17,7 @@ import type {
   TokenLogprob,
 } from '../api/index.js';
 import type { ChatMessage, Tool } from '../chat/index.js';
+import { assistantPrefill } from '../chat/index.js';
 import { OPTIONS, type OptionSpec } from '../generation/index.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, queryFlag, type RequestContext, sendJson } from './http.js';
@@ -198,8 +199,8 @@ function nativeOptions(b: Body): { options: LlamaCompletionOptions; withProbs: b
     throw bad("'n_probs' must be an integer in [0, 100]", 'n_probs');
   }
   const withProbs = typeof nProbs === 'number' && nProbs > 0;
-  // streamed token ids come from the probability entries (return_tokens)
-  const wantEntries = withProbs || (b.return_tokens === true && b.stream === true);
+  // a streamed chunk's token ids (llama-server's `tokens`) come from the probability entries
+  const wantEntries = withProbs || b.stream === true;
   const options = oa.generationOptions(
     { ...b, prompt: undefined, messages: undefined, logprobs: undefined, n: undefined },
     wantEntries ? ((nProbs as number) ?? 0) : -1,
@@ -252,8 +253,9 @@ async function run(
         sse.send({
           index: i,
           content: ev.token,
-          tokens: b.return_tokens === true ? (ev.logprobs ?? []).map((e) => e.id) : [],
+          tokens: (ev.logprobs ?? []).map((e) => e.id),
           stop: false,
+          // llama-server leaves a partial result's slot unset (-1); the final chunk names it
           id_slot: -1,
           tokens_predicted: counts[i],
           tokens_evaluated: 0,
@@ -318,9 +320,12 @@ export async function infill(host: GenerationHost, c: RequestContext): Promise<v
 export async function applyTemplate(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   if (!Array.isArray(b.messages)) throw bad("'messages' must be an array", 'messages');
+  oa.checkChatMessages(b.messages);
+  // a last assistant message is a reply to continue, as in a chat request (llama-server's prefill)
+  const prefill = assistantPrefill(b.messages as ChatMessage[]);
   const tools =
     Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none' ? (b.tools as Tool[]) : undefined;
-  const f = await host.ctx.formatChat(b.messages as ChatMessage[], null, {
+  const f = await host.ctx.formatChat(prefill?.messages ?? (b.messages as ChatMessage[]), null, {
     jinja: true,
     ...(tools ? { tools, generic_tool_system: true } : {}),
     ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
@@ -335,7 +340,7 @@ export async function applyTemplate(host: GenerationHost, c: RequestContext): Pr
     ...(typeof b.add_generation_prompt === 'boolean' ? { add_generation_prompt: b.add_generation_prompt } : {}),
     ...(host.templateLimits ? { limits: host.templateLimits } : {}),
   });
-  sendJson(c.res, 200, { prompt: f.prompt });
+  sendJson(c.res, 200, { prompt: f.prompt + (prefill?.text ?? '') });
 }
 
 export function props(host: GenerationHost, c: RequestContext): void {

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { LlamaCompletionOptions, LlamaCompletionResult, TokenLogprob } from '../api/index.js';
 import type { ChatDelta } from '../chat/index.js';
 import { OptionError, optionsFromRequest, showValue } from '../generation/index.js';
+import { SYSTEM_FINGERPRINT } from './build.js';
 import { ApiError } from './http.js';
 
 export type Body = Record<string, unknown>;
@@ -55,6 +56,7 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
     optionApiError(e);
   }
   delete o.n_probs;
+  if (Array.isArray(b.messages)) checkChatMessages(b.messages);
   // a request's regular expression would run on every token in the engine: words and tokens only
   const triggers = o.grammar_triggers as { type?: unknown }[] | undefined;
   if (triggers?.some((t) => t.type === 2 || t.type === 3)) {
@@ -67,11 +69,50 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
   }
   // llama-server refuses a prompt longer than a slot's context (the library would cut it)
   o.truncate_prompt = false;
+  // and handles a full context its way (one token earlier; `truncated` after a shift)
+  o.llama_server_context = true;
+  // and continues a conversation's last assistant message (its prefill_assistant)
+  if (Array.isArray(b.messages)) o.prefill_assistant = true;
   if (nProbs >= 0) {
     o.logprobs = true;
     o.n_probs = nProbs;
   }
   return o as LlamaCompletionOptions;
+}
+
+/**
+ * An image or audio part, which needs a multimodal projector: none is ever loaded here, so
+ * nothing is read, fetched or decoded. llama-server's words and status (a 500: its own test
+ * suite expects it, test_compat_anthropic.py's test_anthropic_vision_format_accepted).
+ */
+export function mediaNotSupported(kind: 'image' | 'audio'): ApiError {
+  return new ApiError(
+    500,
+    `${kind} input is not supported - hint: if this is unexpected, you may need to provide the mmproj`,
+    undefined,
+    'messages',
+  );
+}
+
+/**
+ * What llama-server refuses in a conversation before applying its template: image or audio
+ * parts (mediaNotSupported), and more than one assistant message at its end (one is a reply
+ * to continue).
+ */
+export function checkChatMessages(messages: readonly unknown[]): void {
+  for (const m of messages) {
+    const content = (m as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const p of content) {
+      const type = (p as { type?: unknown } | null)?.type;
+      if (type === 'image_url') throw mediaNotSupported('image');
+      if (type === 'input_audio') throw mediaNotSupported('audio');
+    }
+  }
+  const role = (i: number) => (messages[i] as { role?: unknown } | null)?.role;
+  if (messages.length >= 2 && role(messages.length - 1) === 'assistant' && role(messages.length - 2) === 'assistant') {
+    throw new ApiError(400, 'Cannot have 2 or more assistant messages at the end of the list.', undefined, 'messages');
+  }
 }
 
 /** Number of top probabilities per token a chat request asks for (logprobs/top_logprobs), or -1 for none. */
@@ -236,7 +277,7 @@ export function completionChunk(
   };
 }
 
-export const SYSTEM_FINGERPRINT = 'llama-ts';
+export { SYSTEM_FINGERPRINT };
 
 /** Prompt of /v1/completions: a string, token ids, or a one-element array of either. */
 export function completionPrompt(b: Body): string | number[] {

@@ -24,7 +24,6 @@
 // sleepIdleSeconds the model is released when idle and loaded again by the next request
 // that needs it (wake()).
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import {
@@ -45,6 +44,7 @@ import { logger } from '../log.js';
 import { architecture } from '../model/index.js';
 import type { GrammarLimits } from '../sampling/grammar/index.js';
 import * as anthropic from './anthropic.js';
+import { VERSION } from './build.js';
 import { Cancelled, type ChatTemplateInfo } from './host.js';
 import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
 import { Metrics } from './metrics.js';
@@ -59,15 +59,6 @@ const log = logger('server');
 /** Documents one /v1/rerank request may hold, and inputs one embeddings request may. */
 const MAX_RERANK_DOCUMENTS = 10000;
 const MAX_EMBEDDING_INPUTS = 10000;
-
-/** llama-ts's version, from package.json (dist/src/server → the package root). */
-const VERSION = ((): string => {
-  try {
-    return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version;
-  } catch {
-    return 'unknown';
-  }
-})();
 
 export interface ServerOptions {
   /** Path of the GGUF model. */
@@ -178,7 +169,9 @@ function apiError(e: unknown): unknown {
   if (e instanceof LlamaError) {
     const long = /the prompt is (\d+) tokens; the context holds (\d+)/.exec(e.message);
     if (e.code === 'ERR_CONTEXT' && long) {
-      return new ApiError(400, e.message, 'exceed_context_size_error', null, {
+      // llama-server's words (clients and its tests look for them)
+      const message = `request (${long[1]} tokens) exceeds the available context size (${long[2]} tokens), try increasing it`;
+      return new ApiError(400, message, 'exceed_context_size_error', null, {
         n_prompt_tokens: Number(long[1]),
         n_ctx: Number(long[2]),
       });
@@ -198,6 +191,24 @@ function apiError(e: unknown): unknown {
 export function nameList(v: string | undefined): string[] {
   if (v === undefined) return [];
   return [...new Set(v.split(',').map((x) => x.trim()))].filter((x) => x !== '').sort();
+}
+
+/**
+ * The context to load: --ctx-size (4096 per slot by default, at most the training context),
+ * one sequence for an embedding model. Past the training context per slot, llama-server
+ * warns and goes on; here a slot then holds the training context (the library refuses more).
+ */
+function contextSize(nCtxTrain: number, generative: boolean, parallel: number, nCtx: number | undefined): number {
+  const train = nCtxTrain || 4096;
+  if (!generative) return Math.min(train, 8192);
+  const total = nCtx ?? Math.min(train, 4096) * parallel;
+  if (nCtxTrain > 0 && total > nCtxTrain * parallel) {
+    log.warn(
+      `a context of ${total} tokens gives each of ${parallel} slot(s) ${Math.floor(total / parallel)} tokens, more than the ${nCtxTrain} the model was trained with: slots get ${nCtxTrain}`,
+    );
+    return nCtxTrain * parallel;
+  }
+  return total;
 }
 
 /** From the GGUF header: the training context (0 when it does not say), whether the model generates, whether it ranks. */
@@ -351,7 +362,7 @@ export class LlamaServer implements ollama.OllamaHost {
     const parallel = this.parallel;
     const { nCtxTrain, generative, ranks } = modelFacts(opts.model);
     const train = nCtxTrain || 4096;
-    const total = generative ? (opts.nCtx ?? Math.min(train, 4096) * parallel) : Math.min(train, 8192);
+    const total = contextSize(nCtxTrain, generative, parallel, opts.nCtx);
     const nCtxSlot = opts.kvUnified ? Math.min(total, train) : Math.floor(total / (generative ? parallel : 1));
     if (generative && nCtxSlot < 8) throw new Error(`a context of ${total} tokens is too small for ${parallel} slots`);
     const pooling = opts.pooling ?? (ranks ? 'rank' : undefined);
@@ -1044,7 +1055,7 @@ export class LlamaServer implements ollama.OllamaHost {
     const sse = stream
       ? new SseWriter(res, () =>
           Array.from({ length: n }, (_, i) =>
-            oa.chatChunk(id, model, created, { role: 'assistant', content: '' }, null, {}, i),
+            oa.chatChunk(id, model, created, { role: 'assistant', content: null }, null, {}, i),
           ),
         )
       : undefined;
@@ -1068,12 +1079,25 @@ export class LlamaServer implements ollama.OllamaHost {
         const r = await done;
         const all = r.choices ?? [r];
         const u = oa.usage(r);
+        // the timings go on the stream's last chunk (llama-server's), the usage chunk when asked for
         all.forEach((x, i) => {
           const finish = oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0);
           const last = oa.chatChunk(id, model, created, {}, finish, {}, i);
-          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
+          if (i < all.length - 1) sse.send(last);
+          else sse.send({ ...(last as object), usage: u, ...(includeUsage ? {} : { timings: oa.timings(r) }) });
         });
-        if (includeUsage) sse.send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: u });
+        if (includeUsage) {
+          sse.send({
+            id,
+            object: 'chat.completion.chunk',
+            created,
+            model,
+            system_fingerprint: oa.SYSTEM_FINGERPRINT,
+            choices: [],
+            usage: u,
+            timings: oa.timings(r),
+          });
+        }
         sse.done();
       } catch (e) {
         if (e instanceof Cancelled) return;

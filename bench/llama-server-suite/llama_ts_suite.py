@@ -1,0 +1,54 @@
+"""pytest plugin for running llama.cpp's server test suite against `llama-ts serve`.
+
+Loaded with `-p llama_ts_suite` (run.ts puts this folder on PYTHONPATH); the suite's own
+files are not modified. It
+  - turns ServerPreset.load_all (conftest.py's download of every preset model) into a no-op:
+    nothing is downloaded, the models are local files (./tmp, the download folder the
+    suite's slot files also go to, is made as the downloads would have made it);
+  - skips a test whose server asks for a model models.json does not map to a local file
+    (or for a model URL / multimodal projector), instead of failing it at start-up.
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_HERE, "models.json"), encoding="utf-8") as f:
+    _MODELS = json.load(f)["models"]
+
+
+def _unavailable(server):
+    """Why this server's model cannot be had offline, or None."""
+    if server.model_file:
+        return None
+    if server.mmproj_url:
+        return f"multimodal projector {server.mmproj_url} (not available offline)"
+    if server.model_hf_repo:
+        key = server.model_hf_repo + ("/" + server.model_hf_file if server.model_hf_file else "")
+        if key not in _MODELS:
+            return f"model {key} (not available offline; see bench/llama-server-suite/models.json)"
+        return None
+    if server.model_url:
+        return f"model URL {server.model_url} (not available offline)"
+    return None
+
+
+def pytest_configure(config):
+    sys.path.insert(0, str(config.rootpath))
+    import utils  # the suite's utils.py, the module conftest.py uses
+
+    utils.ServerPreset.load_all = staticmethod(lambda: None)
+    # the downloads would have made ./tmp (LLAMA_CACHE=tmp); test_slot_save.py saves there
+    os.makedirs(os.path.join(str(config.rootpath), "tmp"), exist_ok=True)
+    start = utils.ServerProcess.start
+
+    def start_or_skip(self, *args, **kwargs):
+        why = _unavailable(self)
+        if why is not None:
+            pytest.skip(why)
+        return start(self, *args, **kwargs)
+
+    utils.ServerProcess.start = start_or_skip

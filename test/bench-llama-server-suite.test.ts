@@ -1,0 +1,111 @@
+// The llama-server test-suite harness (bench/llama-server-suite): llama-server's command line
+// as llama.cpp's tools/server/tests/utils.py writes it becomes serve's, with the Hugging Face
+// names mapped to local files; pytest's JUnit report becomes per-file counts.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { loadModelMap, ShimError, translateArgs } from '../bench/llama-server-suite/flags.js';
+import { countJUnit } from '../bench/llama-server-suite/run.js';
+
+const MODELS = loadModelMap();
+
+test("utils.py's tinyllama2 preset becomes serve's flags", () => {
+  const argv = [
+    '--host', '127.0.0.1', '--port', '8080', '--temp', '0.8', '--seed', '42',
+    '--hf-repo', 'ggml-org/test-model-stories260K', '--batch-size', '32', '--no-slots',
+    '--alias', 'tinyllama-2', '--ctx-size', '512', '--parallel', '2', '--n-predict', '64', '--no-jinja',
+  ]; // biome-ignore format: one utils.py command line
+  const none = translateArgs(argv, new Set(), MODELS, '/models', '/suite');
+  assert.deepEqual(none.argv, [
+    '--host', '127.0.0.1', '--port', '8080', '--batch-size', '32', '--alias', 'tinyllama-2',
+    '--ctx-size', '512', '--parallel', '2', '--no-context-shift', '--model', '/models/stories260K.gguf',
+  ]); // biome-ignore format: the translation
+  assert.deepEqual(none.notes, [
+    '--temp dropped: serve has no such option yet',
+    '--seed dropped: serve has no such option yet',
+    '--no-slots dropped: serve has no such option yet',
+    '--n-predict dropped: serve has no such option yet',
+    '--no-jinja ignored: chat templates always run as Jinja',
+  ]);
+  // once serve lists a flag in its help, it is passed on
+  const some = translateArgs(argv, new Set(['--temp', '--seed', '--n-predict']), MODELS, '/models', '/suite');
+  assert.deepEqual(some.argv.slice(4, 8), ['--temp', '0.8', '--seed', '42']);
+  assert.ok(some.argv.join(' ').includes('--n-predict 64'));
+});
+
+test('context shift, model files, chat template files, aliases', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'llama-ts-suite-'));
+  writeFileSync(join(dir, 't.jinja'), '{{ messages[0].content }}');
+  const t = translateArgs(
+    [
+      '--model',
+      'm.gguf',
+      '--context-shift',
+      '--chat-template-file',
+      't.jinja',
+      '-ctk',
+      'q8_0',
+      '--embedding',
+      '--draft',
+      '4',
+    ],
+    new Set(),
+    MODELS,
+    '/models',
+    dir,
+  );
+  assert.deepEqual(t.argv, [
+    '--chat-template',
+    '{{ messages[0].content }}',
+    '--embeddings',
+    '--draft-max',
+    '4',
+    '--model',
+    join(dir, 'm.gguf'),
+  ]);
+  const split = translateArgs(
+    ['--hf-repo', 'ggml-org/models', '--hf-file', 'tinyllamas/stories260K.gguf'],
+    new Set(),
+    MODELS,
+    '/m',
+    '/',
+  );
+  assert.deepEqual(split.argv, ['--no-context-shift', '--model', '/m/stories260K.gguf']);
+});
+
+test('an unavailable model, router mode or an unknown flag is an error, not a silent default', () => {
+  const t = (argv: string[]) => () => translateArgs(argv, new Set(), MODELS, '/m', '/');
+  assert.throws(t(['--hf-repo', 'ggml-org/models', '--hf-file', 'bert-bge-small/ggml-model-f16.gguf']), ShimError);
+  assert.throws(
+    t(['--hf-repo', 'ggml-org/models', '--hf-file', 'bert-bge-small/ggml-model-f16.gguf']),
+    /not available offline/,
+  );
+  assert.throws(t(['--models-dir', '/x']), /router mode/);
+  assert.throws(t(['--frobnicate']), /not in the shim's table/);
+  assert.throws(t(['--port']), /needs a value/);
+  assert.throws(t([]), /no model given/);
+});
+
+test("pytest's JUnit report as per-file counts", () => {
+  const xml = `<testsuite>
+<testcase classname="unit.test_basic" name="test_a" time="1"/>
+<testcase classname="unit.test_basic" name="test_b" time="1"><failure message="assert -1 == 42&#10;more">x</failure></testcase>
+<testcase classname="unit.test_basic" name="test_c" time="1"><skipped message="model"/></testcase>
+<testcase classname="unit.test_tokenize" name="test_d" time="1"><error message="boom &amp; bust">y</error></testcase>
+</testsuite>`;
+  const c = countJUnit(xml);
+  assert.deepEqual(c.get('unit/test_basic.py'), {
+    passed: 1,
+    failed: 1,
+    skipped: 1,
+    failures: ['test_b: assert -1 == 42'],
+  });
+  assert.deepEqual(c.get('unit/test_tokenize.py'), {
+    passed: 0,
+    failed: 1,
+    skipped: 0,
+    failures: ['test_d: boom & bust'],
+  });
+});
