@@ -8,6 +8,7 @@
 // Registration order is preference order: the WebAssembly `cpu` device is the default,
 // the scalar `reference` device the oracle and fallback.
 import './cpu/index.js';
+import './webgpu/index.js';
 import type { Device } from './api.js';
 import { referenceDevice, referenceGgmlCpuDevice } from './reference/index.js';
 

@@ -67,10 +67,11 @@ export interface LoadOptions {
   embeddingsOnDisk?: boolean;
 }
 
-/** GPUs first, then the best host device (an oracle only when there is no other). */
+/** GPUs first (not software ones), then the best host device (an oracle only when there is no other). */
 export function defaultDevices(): Device[] {
   const host = devicesByType('cpu').find((d) => !d.props().caps.oracle) ?? fallbackDevice();
-  return [...devicesByType('gpu'), ...devicesByType('accel'), host];
+  const offload = [...devicesByType('gpu'), ...devicesByType('accel')].filter((d) => !d.props().caps.software);
+  return [...offload, host];
 }
 
 function shapeMatches(dims: readonly number[], ne: readonly number[]): boolean {
