@@ -11,14 +11,7 @@ import type { Tensor } from '../../ggml/tensor.js';
 import { alignUp, PreferredHostBufferType } from '../host.js';
 import type { Buffer, BufferType, BufferUsage, Device } from '../impl.js';
 import { MAP_READ, Usage } from './adapter.js';
-import type { GpuContext } from './context.js';
-
-/** A word to merge: `word = (word & ~mask) | (bits & mask)`. */
-export interface WordPatch {
-  word: number;
-  mask: number;
-  bits: number;
-}
+import type { GpuContext, WordPatch } from './context.js';
 
 /** Bytes [a, b) of one word as a mask, and `bytes` (starting at byte `a`) as its bits. */
 function partialWord(a: number, b: number, bytes: (k: number) => number): WordPatch {

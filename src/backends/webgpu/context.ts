@@ -3,7 +3,13 @@
 // and the small word-merge kernel that makes unaligned writes exact.
 
 import { SHADER_STAGE_COMPUTE, Usage } from './adapter.js';
-import type { WordPatch } from './buffer.js';
+
+/** A word to merge: `word = (word & ~mask) | (bits & mask)`. */
+export interface WordPatch {
+  word: number;
+  mask: number;
+  bits: number;
+}
 
 /** Bytes of one dispatch's parameters (a dynamic uniform offset step). */
 export const PARAM_BYTES = 256;
@@ -58,7 +64,8 @@ export class GpuContext {
           buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: PARAM_BYTES },
         },
       ];
-      for (let i = 1; i <= n; i++) entries.push({ binding: i, visibility: SHADER_STAGE_COMPUTE, buffer: { type: 'storage' } });
+      for (let i = 1; i <= n; i++)
+        entries.push({ binding: i, visibility: SHADER_STAGE_COMPUTE, buffer: { type: 'storage' } });
       this.layouts[n] = this.device.createBindGroupLayout({ entries });
       this.pipelineLayouts[n] = this.device.createPipelineLayout({ bindGroupLayouts: [this.layouts[n]] });
     }
@@ -71,7 +78,10 @@ export class GpuContext {
     let p = this.pipelines.get(key);
     if (!p) {
       const module = this.device.createShaderModule({ code });
-      p = this.device.createComputePipeline({ layout: this.layout(n).pipeline, compute: { module, entryPoint: 'main' } });
+      p = this.device.createComputePipeline({
+        layout: this.layout(n).pipeline,
+        compute: { module, entryPoint: 'main' },
+      });
       this.pipelines.set(key, p);
       this.compiled++;
     }
@@ -100,7 +110,7 @@ export class GpuContext {
     let g = this.bindGroups.get(key);
     if (!g) {
       const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: params, size: PARAM_BYTES } }];
-      buffers.forEach((b, i) => entries.push({ binding: i + 1, resource: { buffer: b } }));
+      for (const [i, b] of buffers.entries()) entries.push({ binding: i + 1, resource: { buffer: b } });
       g = this.device.createBindGroup({ layout: this.layout(buffers.length).group, entries });
       this.bindGroups.set(key, g);
     }
@@ -139,7 +149,7 @@ export class GpuContext {
     }
     const q = new Uint32Array(12);
     q[0] = patches.length;
-    patches.forEach((p, i) => q.set([p.word, p.mask, p.bits], 4 + 4 * i));
+    for (const [i, p] of patches.entries()) q.set([p.word, p.mask, p.bits], 4 + 4 * i);
     this.queue.writeBuffer(uniform, 0, q);
     const enc = this.device.createCommandEncoder();
     const pass = enc.beginComputePass();

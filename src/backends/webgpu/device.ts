@@ -9,15 +9,7 @@ import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { logger } from '../../log.js';
 import { tensorGetInto, tensorSet } from '../api.js';
-import type {
-  Backend,
-  BackendEvent,
-  BackendReg,
-  BufferType,
-  Device,
-  DeviceMemory,
-  DeviceProps,
-} from '../impl.js';
+import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
 import { WebGpuBuffer, WebGpuBufferType, webGpuHostBufferType } from './buffer.js';
 import { GpuContext, PARAM_BYTES } from './context.js';
 import { kernelFor, paramWords, shaderSource, workgroups } from './kernels.js';

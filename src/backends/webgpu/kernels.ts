@@ -110,7 +110,8 @@ fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }
 export function shaderSource(call: KernelCall, binding: number[]): string {
   const nBindings = Math.max(...binding) + 1;
   let s = 'struct P { v: array<vec4<u32>, 16> }\n@group(0) @binding(0) var<uniform> p: P;\n';
-  for (let b = 0; b < nBindings; b++) s += `@group(0) @binding(${b + 1}) var<storage, read_write> buf${b}: array<u32>;\n`;
+  for (let b = 0; b < nBindings; b++)
+    s += `@group(0) @binding(${b + 1}) var<storage, read_write> buf${b}: array<u32>;\n`;
   s += COMMON;
   call.roles.forEach((t, j) => {
     if (!t) return;
@@ -354,7 +355,9 @@ function mulMat(t: Tensor): KernelCall {
 
 /** An F16 destination written a word at a time: even rows of 2-byte elements, word-aligned rows. */
 function f16Words(t: Tensor): boolean {
-  return t.type === F16 && t.ne[0] % 2 === 0 && t.nb[0] === 2 && t.nb[1] % 4 === 0 && t.nb[2] % 4 === 0 && t.nb[3] % 4 === 0;
+  return (
+    t.type === F16 && t.ne[0] % 2 === 0 && t.nb[0] === 2 && t.nb[1] % 4 === 0 && t.nb[2] % 4 === 0 && t.nb[3] % 4 === 0
+  );
 }
 
 const isF32 = (t: Tensor | undefined) => t !== undefined && t.type === F32;
