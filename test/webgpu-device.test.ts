@@ -96,6 +96,7 @@ for (const type of ['F32', 'Q8_0'] as const) {
       assert.equal(split.layerDevices.map((d) => d.name).join(), 'CPU,WebGPU0');
       const expected = await logits(cpu, PROMPT);
       const before = gpu().opCounts.get('MUL_MAT') ?? 0;
+      const attn = gpu().opCounts.get('FLASH_ATTN_EXT') ?? 0;
       for (const m of [full, split]) {
         const got = await logits(m, PROMPT);
         // the CPU device rounds activations to Q8_0 for Q8_0 weights (as ggml-cpu); the GPU keeps F32
@@ -104,10 +105,13 @@ for (const type of ['F32', 'Q8_0'] as const) {
           const d = maxDiff(got[i], expected[i]);
           assert.ok(d < tol, `token ${i}: max |Δ| ${d}`);
         }
-        // the same tokens again: the same bits
+        // the same tokens again: the same bits, and no pipeline compiled anew
+        const compiled = gpu().ctx.compiled;
         assert.deepEqual(await logits(m, PROMPT), got);
+        assert.equal(gpu().ctx.compiled, compiled, 'pipelines were rebuilt');
       }
       assert.ok((gpu().opCounts.get('MUL_MAT') ?? 0) > before, 'no matrix product ran on the GPU');
+      assert.ok((gpu().opCounts.get('FLASH_ATTN_EXT') ?? 0) > attn, 'no attention ran on the GPU');
     } finally {
       for (const m of [cpu, full, split]) m.free();
       setLogCallback(null);

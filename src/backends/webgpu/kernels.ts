@@ -16,10 +16,15 @@ const { F32, F16, I32, I64, Q8_0, Q4_0 } = GGMLType;
 
 /** Threads per workgroup, every kernel. */
 export const WG = 64;
-/** Parameter words: tensor t's offset at 9t, ne at 9t+1.., nb at 9t+5..; u32 op params from U, f32 from F. */
-const U = 36;
-const F = 48;
-const TOTAL = 60;
+/**
+ * Parameter words: role t's offset at 9t, ne at 9t+1.., nb at 9t+5.. (roles: src0, src1,
+ * src2, dst, src3); u32 op params from U, f32 from F; the unit count at TOTAL.
+ */
+const U = 45;
+const F = 52;
+const TOTAL = 63;
+/** Largest head size flash attention keeps in workgroup memory. */
+const FA_MAX_D = 256;
 /** Columns one matrix-product workgroup computes (each weight element decoded once for all). */
 const MM_COLS = 8;
 
@@ -29,7 +34,7 @@ const WEIGHTS = new Set<number>([F32, F16, Q8_0, Q4_0]);
 export interface KernelCall {
   /** WGSL after the generated header: the body of main. */
   body: string;
-  /** Tensors by role: src0, src1, src2, dst (null when unused). */
+  /** Tensors by role: src0, src1, src2, dst, src3 (null when unused). */
   roles: (Tensor | null)[];
   /** u32 and f32 op parameters. */
   u: number[];
@@ -37,6 +42,8 @@ export interface KernelCall {
   /** One thread per unit (`threads`) or one workgroup per unit (`groups`). */
   grid: 'threads' | 'groups';
   n: number;
+  /** Module-scope declarations the body needs (workgroup memory). */
+  shared?: string;
 }
 
 // ---- WGSL pieces ------------------------------------------------------------------------
@@ -119,6 +126,7 @@ export function shaderSource(call: KernelCall, binding: number[]): string {
     s += loader(j, t.type).replaceAll(`b${j}[`, `buf${binding[j]}[`);
   });
   const d = `buf${binding[3]}`;
+  s += call.shared ?? '';
   s += `
 fn st(a: u32, v: f32) { ${d}[a >> 2u] = bitcast<u32>(v); }
 fn st2(a: u32, v0: f32, v1: f32) { ${d}[a >> 2u] = pack2x16float(vec2<f32>(v0, v1)); }
@@ -136,7 +144,7 @@ ${call.body}
 // ---- kernels ------------------------------------------------------------------------------
 
 const UNARY: Partial<Record<Op, [number, string]>> = {
-  [Op.SCALE]: [0, 'x * pf(48u) + pf(49u)'],
+  [Op.SCALE]: [0, `x * pf(${F}u) + pf(${F + 1}u)`],
   [Op.SILU]: [1, 'x / (1.0 + exp(-x))'],
   [Op.GELU]: [2, '0.5 * x * (1.0 + tanh(clamp(0.7978845608 * (x + 0.044715 * x * x * x), -15.0, 15.0)))'],
   [Op.TANH]: [3, 'tanh(clamp(x, -15.0, 15.0))'],
@@ -351,6 +359,76 @@ function mulMat(t: Tensor): KernelCall {
   return { body, roles: [a, b, null, t], u: [], f: [], grid: 'groups', n: groups };
 }
 
+/**
+ * FLASH_ATTN_EXT: a workgroup per (query, head, batch). Keys go in blocks of WG: each
+ * thread scores one key of the block (its whole dot product), then every thread folds the
+ * block's softmax weights into the output dimensions it owns (online softmax: running
+ * maximum and sum, earlier sums rescaled when the maximum grows).
+ */
+function flashAttn(t: Tensor): KernelCall {
+  const [q, k, v, mask] = t.src;
+  const per = Math.ceil(FA_MAX_D / WG);
+  const body = `
+  if (wi >= total()) { return; }
+  let D = ne(0u, 0u); let Dv = ne(2u, 0u); let nKV = ne(1u, 1u);
+  let h = wi % ne(0u, 2u); let iq = (wi / ne(0u, 2u)) % ne(0u, 1u); let i3 = wi / (ne(0u, 2u) * ne(0u, 1u));
+  let hk = h / (ne(0u, 2u) / ne(1u, 2u)); let k3 = i3 / (ne(0u, 3u) / ne(1u, 3u));
+  let rq = rowat(0u, iq, h, i3);
+  for (var d = li; d < D; d += ${WG}u) { qs[d] = ld0(rq, d); }
+  ${mask ? 'let rm = rowat(4u, iq, h % ne(4u, 2u), i3 % ne(4u, 3u));' : ''}
+  workgroupBarrier();
+  let scale = pf(${F}u); let cap = pf(${F + 1}u);
+  var M = -3.0e38; var S = 0.0;
+  var acc: array<f32, ${per}>;
+  for (var j0 = 0u; j0 < nKV; j0 += ${WG}u) {
+    let j = j0 + li;
+    var s = -3.0e38;
+    if (j < nKV) {
+      let rk = rowat(1u, j, hk, k3);
+      var dot = 0.0;
+      for (var d = 0u; d < D; d++) { dot += qs[d] * ld1(rk, d); }
+      s = dot * scale;
+      if (cap != 0.0) { s = cap * tanh(clamp(s / cap, -15.0, 15.0)); }
+      ${mask ? 's += ld4(rm, j);' : ''}
+    }
+    red[li] = s;
+    workgroupBarrier();
+    let nk = min(${WG}u, nKV - j0);
+    var bm = M;
+    for (var c = 0u; c < nk; c++) { bm = max(bm, red[c]); }
+    let corr = exp(M - bm);
+    S *= corr;
+    for (var e = 0u; e < ${per}u; e++) { acc[e] *= corr; }
+    for (var c = 0u; c < nk; c++) {
+      let pw = exp(red[c] - bm);
+      S += pw;
+      if (pw != 0.0) {
+        let rv = rowat(2u, j0 + c, hk, k3);
+        for (var e = 0u; e < ${per}u; e++) {
+          let d = li + e * ${WG}u;
+          if (d < Dv) { acc[e] += pw * ld2(rv, d); }
+        }
+      }
+    }
+    M = bm;
+    workgroupBarrier();
+  }
+  let inv = select(0.0, 1.0 / S, S > 0.0);
+  for (var e = 0u; e < ${per}u; e++) {
+    let d = li + e * ${WG}u;
+    if (d < Dv) { st(at(3u, vec4<u32>(d, h, iq, i3)), acc[e] * inv); }
+  }`;
+  return {
+    body: `${body}`,
+    roles: [q, k, v, t, mask ?? null],
+    u: [],
+    f: [t.params.scale, t.params.logitSoftcap ?? 0],
+    grid: 'groups',
+    n: q.ne[1] * q.ne[2] * q.ne[3],
+    shared: `var<workgroup> qs: array<f32, ${FA_MAX_D}>;`,
+  };
+}
+
 // ---- support and dispatch -------------------------------------------------------------
 
 /** An F16 destination written a word at a time: even rows of 2-byte elements, word-aligned rows. */
@@ -394,6 +472,16 @@ export function kernelFor(t: Tensor): KernelCall | string {
       return t.type === F32 || f16Words(t) ? setRows(t) : `SET_ROWS to type ${t.type} with this layout`;
     case Op.MUL_MAT:
       return WEIGHTS.has(a.type) && isF32(b) ? mulMat(t) : `MUL_MAT of type ${a.type}`;
+    case Op.FLASH_ATTN_EXT: {
+      const [q, k, v, mask] = t.src;
+      if (t.src.length > 4) return 'FLASH_ATTN_EXT with sinks';
+      if (!isF32(q) || (k.type !== F16 && k.type !== F32) || (v.type !== F16 && v.type !== F32)) {
+        return 'FLASH_ATTN_EXT types';
+      }
+      if (mask && mask.type !== F16 && mask.type !== F32) return 'FLASH_ATTN_EXT mask type';
+      if (q.ne[0] > FA_MAX_D || v.ne[0] > FA_MAX_D) return `FLASH_ATTN_EXT head size over ${FA_MAX_D}`;
+      return (t.params.maxBias ?? 0) === 0 ? flashAttn(t) : 'FLASH_ATTN_EXT with ALiBi';
+    }
     default:
       return `${t.op} has no WebGPU kernel`;
   }
