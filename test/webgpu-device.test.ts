@@ -4,19 +4,20 @@
 // twice give the same bits. Skips without a WebGPU adapter (SwiftShader: README "GPU").
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { cpuDevice } from '../src/backends/cpu/index.js';
-import { tensorBuffer, tensorGet, tensorSet } from '../src/backends/index.js';
+import { initBackend, tensorBuffer, tensorGet, tensorSet } from '../src/backends/index.js';
 import { ReferenceReg } from '../src/backends/reference/index.js';
 import { generateModel, presetSpec } from '../src/generator/index.js';
 import { allocTensors } from '../src/ggml/alloc.js';
 import { newTensor } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 import { setLogCallback } from '../src/log.js';
-import { Context, Model } from '../src/model/index.js';
+import { Context, defaultDevices, Model } from '../src/model/index.js';
 import { subrangeProperty } from './helpers/buffer-property.js';
 import { webGpuDevice } from './helpers/webgpu.js';
 
@@ -57,6 +58,33 @@ test('webgpu buffers: memory counts what is allocated', { skip }, async () => {
   assert.ok(before.free - gpu().memory().free >= 4000);
   buf!.free();
   assert.equal(gpu().memory().free, before.free);
+});
+
+test('webgpu: a software adapter is listed but never chosen by default', { skip }, () => {
+  if (!gpu().props().caps.software) return; // a real GPU: chosen by default, as it should be
+  assert.ok(!defaultDevices().includes(gpu()));
+  assert.notEqual(initBackend().device, gpu());
+  assert.equal(initBackend('webgpu0').device, gpu());
+});
+
+test('without WebGPU the backend logs one line and the host path goes on', async () => {
+  // LLAMA_TS_WEBGPU=0 stands in for a machine without an adapter (the same branch: init gives null)
+  const script = `
+    import { backendsReady, listDevices, initBackend } from ${JSON.stringify(new URL('../src/backends/index.js', import.meta.url).href)};
+    import { setLogCallback } from ${JSON.stringify(new URL('../src/log.js', import.meta.url).href)};
+    const lines = [];
+    setLogCallback((level, msg) => lines.push(level + ' ' + msg));
+    await backendsReady();
+    console.log(JSON.stringify({ devices: listDevices().map((d) => d.name), lines: lines.filter((l) => /WebGPU/.test(l)), dflt: initBackend().name }));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, LLAMA_TS_WEBGPU: '0' },
+    encoding: 'utf8',
+  });
+  assert.deepEqual(JSON.parse(out), {
+    devices: ['CPU', 'Reference'],
+    lines: ['info backend WebGPU not available on this system; skipped'],
+    dflt: 'CPU',
+  });
 });
 
 const dir = mkdtempSync(join(tmpdir(), 'llama-ts-webgpu-'));
