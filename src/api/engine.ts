@@ -8,7 +8,7 @@
 // LoRA adapters (lora_list, applyLoraAdapters) to every unit unless a request names its
 // own scales; with a draft model (or n-gram lookup) its units decode speculatively.
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { type Device, deviceByName, listDevices } from '../backends/api.js';
+import { backendsReady, type Device, deviceByName, listDevices } from '../backends/api.js';
 import type { ChatTemplates } from '../chat/index.js';
 import {
   Batcher,
@@ -208,6 +208,7 @@ export class Engine {
   async acquire(o: EngineModelOptions, hooks: LoadHooks): Promise<SharedModel> {
     if (!existsSync(o.model)) throw new LlamaError('ERR_MODEL', `model file not found: ${o.model}`);
     if (!statSync(o.model).isFile()) throw new LlamaError('ERR_MODEL', `model path is not a file: ${o.model}`);
+    await backendsReady(); // optional backends (WebGPU) register asynchronously
     const devices = pickDevices(o);
     const key = JSON.stringify([realpathSync(o.model), devices.map((d) => d.name), o.n_gpu_layers ?? -1]);
     for (;;) {

@@ -6,6 +6,7 @@
 
 import {
   type BufferType,
+  backendsReady,
   type Device,
   type Buffer as DeviceBuffer,
   devicesByType,
@@ -112,6 +113,7 @@ export class Model {
   static async load(path: string, opts: LoadOptions = {}): Promise<Model> {
     const t0 = performance.now();
     opts.signal?.throwIfAborted();
+    if (!opts.devices) await backendsReady(); // the default devices include optional backends (WebGPU)
     const file = openGGUF(path);
     try {
       const model = await Model.fromFile(file, opts);
