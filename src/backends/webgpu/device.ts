@@ -25,6 +25,13 @@ export function isSoftwareAdapter(info: GPUAdapterInfo): boolean {
   );
 }
 
+/** One dispatch of a graph: its pipeline, the buffers it binds, its workgroups. */
+interface Step {
+  pipeline: GPUComputePipeline;
+  buffers: GPUBuffer[];
+  wg: [number, number];
+}
+
 class GpuEvent implements BackendEvent {
   done: Promise<void> = Promise.resolve();
   constructor(readonly device: Device) {}
@@ -39,6 +46,11 @@ export class WebGpuDevice implements Device {
   private readonly hostBuft: BufferType;
   /** Nodes computed so far, by op (tests check that work really ran here). */
   readonly opCounts = new Map<string, number>();
+  /**
+   * Set to a map to time every dispatch alone (milliseconds by op, summed): slow, for finding
+   * which kernels cost what.
+   */
+  profile: Map<string, number> | null = null;
 
   constructor(
     readonly reg: BackendReg,
@@ -132,7 +144,7 @@ export class WebGpuBackend implements Backend {
     const nodes = graph.nodes.filter((n) => n.op !== Op.NONE && !isViewOp(n.op));
     if (nodes.length === 0) return;
     const params = new Uint32Array((nodes.length * PARAM_BYTES) / 4);
-    const steps: { pipeline: GPUComputePipeline; buffers: GPUBuffer[]; wg: [number, number] }[] = [];
+    const steps: Step[] = [];
     nodes.forEach((node, i) => {
       const call = kernelFor(node);
       if (typeof call === 'string') throw new Error(`${this.name}: unsupported op ${node.op} for ${node}: ${call}`);
@@ -158,6 +170,10 @@ export class WebGpuBackend implements Backend {
     });
     const paramBuf = ctx.paramBuffer(nodes.length);
     ctx.queue.writeBuffer(paramBuf, 0, params);
+    if (dev.profile) {
+      await this.profiled(nodes, steps);
+      return;
+    }
     const enc = ctx.device.createCommandEncoder();
     const pass = enc.beginComputePass();
     steps.forEach((s, i) => {
@@ -167,6 +183,25 @@ export class WebGpuBackend implements Backend {
     });
     pass.end();
     ctx.queue.submit([enc.finish()]);
+  }
+
+  /** Each dispatch submitted and awaited alone, its time added to the device's `profile` by op. */
+  private async profiled(nodes: Tensor[], steps: Step[]): Promise<void> {
+    const ctx = this.device.ctx;
+    await ctx.queue.onSubmittedWorkDone();
+    for (const [i, s] of steps.entries()) {
+      const t0 = performance.now();
+      const enc = ctx.device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      pass.setPipeline(s.pipeline);
+      pass.setBindGroup(0, ctx.bindGroup(s.buffers), [i * PARAM_BYTES]);
+      pass.dispatchWorkgroups(s.wg[0], s.wg[1]);
+      pass.end();
+      ctx.queue.submit([enc.finish()]);
+      await ctx.queue.onSubmittedWorkDone();
+      const op = nodes[i].op;
+      this.device.profile!.set(op, (this.device.profile!.get(op) ?? 0) + performance.now() - t0);
+    }
   }
 
   async setTensorAsync(t: Tensor, data: Uint8Array, offset = 0): Promise<void> {
