@@ -27,6 +27,8 @@ const TOTAL = 63;
 const FA_MAX_D = 256;
 /** Columns one matrix-product workgroup computes (each weight element decoded once for all). */
 const MM_COLS = 8;
+/** Rows of a one matrix-product workgroup computes (WG / MM_ROWS threads a row). */
+const MM_ROWS = 8;
 
 /** Weight types the matrix product and GET_ROWS decode. */
 const WEIGHTS = new Set<number>([F32, F16, Q8_0, Q4_0]);
@@ -331,31 +333,43 @@ function setRows(t: Tensor): KernelCall {
 }
 
 /**
- * MUL_MAT: a workgroup per (row m of a, up to MM_COLS columns of b, batch); its threads
- * stride over K, each weight element decoded once for every column, then summed per column.
+ * MUL_MAT: a workgroup per MM_ROWS rows of a, up to MM_COLS columns of b and a batch; each
+ * row's WG / MM_ROWS threads stride over K, every weight element decoded once for all the
+ * columns, then each column's partial sums are added per row.
  */
 function mulMat(t: Tensor): KernelCall {
   const [a, b] = t.src;
   const cols = t.ne[1] === 1 ? 1 : MM_COLS;
+  const lanes = WG / MM_ROWS;
   const body = `
   if (wi >= total()) { return; }
   let M = ne(3u, 0u); let N = ne(3u, 1u); let nt = (N + ${cols - 1}u) / ${cols}u;
-  let m = wi % M; var q = wi / M; let c0 = (q % nt) * ${cols}u; q = q / nt;
+  let nrb = (M + ${MM_ROWS - 1}u) / ${MM_ROWS}u;
+  let rb = wi % nrb; var q = wi / nrb; let c0 = (q % nt) * ${cols}u; q = q / nt;
   let i2 = q % ne(3u, 2u); let i3 = q / ne(3u, 2u);
-  let ra = rowat(0u, m, i2 / (ne(1u, 2u) / ne(0u, 2u)), i3 / (ne(1u, 3u) / ne(0u, 3u)));
+  let lane = li % ${lanes}u; let m = rb * ${MM_ROWS}u + li / ${lanes}u;
+  let valid = m < M;
+  let ra = rowat(0u, min(m, M - 1u), i2 / (ne(1u, 2u) / ne(0u, 2u)), i3 / (ne(1u, 3u) / ne(0u, 3u)));
   let K = ne(0u, 0u);
   var acc: array<f32, ${cols}>;
-  for (var k = li; k < K; k += ${WG}u) {
-    let av = ld0(ra, k);
-    for (var c = 0u; c < ${cols}u; c++) {
-      if (c0 + c < N) { acc[c] += av * ld1(rowat(1u, c0 + c, i2, i3), k); }
+  if (valid) {
+    for (var k = lane; k < K; k += ${lanes}u) {
+      let av = ld0(ra, k);
+      for (var c = 0u; c < ${cols}u; c++) {
+        if (c0 + c < N) { acc[c] += av * ld1(rowat(1u, c0 + c, i2, i3), k); }
+      }
     }
   }
   for (var c = 0u; c < ${cols}u; c++) {
-    let sum = reduce_sum(li, acc[c]);
-    if (li == 0u && c0 + c < N) { st(base(3u) + m * nb(3u, 0u) + (c0 + c) * nb(3u, 1u) + i2 * nb(3u, 2u) + i3 * nb(3u, 3u), sum); }
+    red[li] = acc[c];
+    workgroupBarrier();
+    for (var s = ${lanes / 2}u; s > 0u; s >>= 1u) { if (lane < s) { red[li] += red[li + s]; } workgroupBarrier(); }
+    if (lane == 0u && valid && c0 + c < N) {
+      st(base(3u) + m * nb(3u, 0u) + (c0 + c) * nb(3u, 1u) + i2 * nb(3u, 2u) + i3 * nb(3u, 3u), red[li]);
+    }
+    workgroupBarrier();
   }`;
-  const groups = t.ne[0] * Math.ceil(t.ne[1] / cols) * t.ne[2] * t.ne[3];
+  const groups = Math.ceil(t.ne[0] / MM_ROWS) * Math.ceil(t.ne[1] / cols) * t.ne[2] * t.ne[3];
   return { body, roles: [a, b, null, t], u: [], f: [], grid: 'groups', n: groups };
 }
 
