@@ -19,6 +19,7 @@ import { GGMLType } from '../src/ggml/types.js';
 import { setLogCallback } from '../src/log.js';
 import { Context, defaultDevices, Model } from '../src/model/index.js';
 import { subrangeProperty } from './helpers/buffer-property.js';
+import { REPO_ROOT } from './helpers/shared.js';
 import { webGpuDevice } from './helpers/webgpu.js';
 
 const dev = await webGpuDevice();
@@ -65,6 +66,26 @@ test('webgpu: a software adapter is listed but never chosen by default', { skip 
   assert.ok(!defaultDevices().includes(gpu()));
   assert.notEqual(initBackend().device, gpu());
   assert.equal(initBackend('webgpu0').device, gpu());
+});
+
+test('webgpu: `llama-ts devices --json` lists the device, its caps and buffer types', { skip }, () => {
+  const out = execFileSync(process.execPath, [`${REPO_ROOT}bin/llama-ts.js`, 'devices', '--json'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const d = (JSON.parse(out) as { name: string }[]).find((x) => x.name === 'WebGPU0') as Record<string, unknown>;
+  assert.ok(d, out);
+  assert.equal(d.backend, 'WebGPU');
+  assert.equal(d.type, 'gpu');
+  assert.equal(d.description, gpu().description);
+  assert.equal((d.caps as { software?: boolean }).software, gpu().props().caps.software);
+  assert.deepEqual(
+    (d.bufferTypes as { name: string; isHost: boolean }[]).map((b) => [b.name, b.isHost]),
+    [
+      ['WebGPU0', false],
+      ['WebGPU0_Host', true],
+    ],
+  );
 });
 
 test('without WebGPU the backend logs one line and the host path goes on', async () => {
