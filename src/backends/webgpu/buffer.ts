@@ -90,14 +90,14 @@ export class WebGpuBuffer implements Buffer {
     if (n === 0) return;
     const r0 = Math.floor(addr / 4) * 4;
     const r1 = alignUp(addr + n, 4);
-    const staging = this.ctx.device.createBuffer({ size: r1 - r0, usage: Usage.MAP_READ | Usage.COPY_DST });
+    const staging = this.ctx.takeStaging(r1 - r0);
     const enc = this.ctx.device.createCommandEncoder();
     enc.copyBufferToBuffer(this.gpu, r0, staging, 0, r1 - r0);
     this.ctx.queue.submit([enc.finish()]);
-    await staging.mapAsync(MAP_READ);
-    dst.set(new Uint8Array(staging.getMappedRange(), addr - r0, n));
+    await staging.mapAsync(MAP_READ, 0, r1 - r0);
+    dst.set(new Uint8Array(staging.getMappedRange(0, r1 - r0), addr - r0, n));
     staging.unmap();
-    // destroy() right after unmap() aborts Dawn on SwiftShader: the collector frees it
+    this.ctx.giveStaging(staging);
   }
 
   memsetTensor(t: Tensor, value: number, offset: number, size: number): void {

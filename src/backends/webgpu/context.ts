@@ -38,6 +38,7 @@ export class GpuContext {
   private paramSlots = 0;
   private patch: { pipeline: GPUComputePipeline; uniform: GPUBuffer } | null = null;
   private readonly patchGroups = new Map<GPUBuffer, GPUBindGroup>();
+  private readonly staging: GPUBuffer[] = [];
   /** Pipelines compiled so far (tests check that they are reused). */
   compiled = 0;
 
@@ -115,6 +116,22 @@ export class GpuContext {
       this.bindGroups.set(key, g);
     }
     return g;
+  }
+
+  /**
+   * A mappable buffer of at least `size` bytes to read through: a free one is reused (reads
+   * repeat their sizes: logits, embeddings), else a new one of the next power of two.
+   */
+  takeStaging(size: number): GPUBuffer {
+    const i = this.staging.findIndex((b) => b.size >= size);
+    if (i >= 0) return this.staging.splice(i, 1)[0];
+    const bytes = Math.max(256, 2 ** Math.ceil(Math.log2(size)));
+    return this.device.createBuffer({ size: bytes, usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webgpu read' });
+  }
+
+  /** Back to the free list once unmapped (at most a few kept; the rest left to the collector). */
+  giveStaging(b: GPUBuffer): void {
+    if (this.staging.length < 4) this.staging.push(b);
   }
 
   /** Drop what refers to a buffer about to be destroyed. */
