@@ -73,12 +73,14 @@ export class GpuContext {
     return { group: this.layouts[n], pipeline: this.pipelineLayouts[n] };
   }
 
-  /** A compute pipeline for WGSL `code` binding `n` storage buffers, compiled once. */
-  pipeline(code: string, n: number): GPUComputePipeline {
-    const key = `${n}\n${code}`;
+  /**
+   * The compute pipeline for `key` (what determines the shader: its body, role types and
+   * bindings), compiled once from `source()` binding `n` storage buffers.
+   */
+  pipeline(key: string, n: number, source: () => string): GPUComputePipeline {
     let p = this.pipelines.get(key);
     if (!p) {
-      const module = this.device.createShaderModule({ code });
+      const module = this.device.createShaderModule({ code: source() });
       p = this.device.createComputePipeline({
         layout: this.layout(n).pipeline,
         compute: { module, entryPoint: 'main' },

@@ -12,7 +12,7 @@ import { tensorGetInto, tensorSet } from '../api.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
 import { WebGpuBuffer, WebGpuBufferType, webGpuHostBufferType } from './buffer.js';
 import { GpuContext, PARAM_BYTES } from './context.js';
-import { kernelFor, paramWords, shaderSource, workgroups } from './kernels.js';
+import { kernelFor, paramWords, pipelineKey, shaderSource, workgroups } from './kernels.js';
 
 const log = logger('backend:webgpu');
 
@@ -164,7 +164,7 @@ export class WebGpuBackend implements Backend {
           throw new Error(`${this.name}: ${t} starts at byte ${t.offset}, not on a word`);
       }
       paramWords(call, params.subarray((i * PARAM_BYTES) / 4, ((i + 1) * PARAM_BYTES) / 4));
-      const pipeline = ctx.pipeline(shaderSource(call, binding), buffers.length);
+      const pipeline = ctx.pipeline(pipelineKey(call, binding), buffers.length, () => shaderSource(call, binding));
       steps.push({ pipeline, buffers, wg: workgroups(call) });
       dev.opCounts.set(node.op, (dev.opCounts.get(node.op) ?? 0) + 1);
     });

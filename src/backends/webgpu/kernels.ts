@@ -501,6 +501,12 @@ export function kernelFor(t: Tensor): KernelCall | string {
   }
 }
 
+/** What decides a call's shader (shaderSource reads nothing else): a pipeline cache key. */
+export function pipelineKey(call: KernelCall, binding: number[]): string {
+  const types = call.roles.map((t) => (t ? t.type : '-')).join(',');
+  return `${types}|${binding.join(',')}|${call.shared ?? ''}|${call.body}`;
+}
+
 /** The call's parameter block (64 words). */
 export function paramWords(call: KernelCall, out: Uint32Array): void {
   const f = new Float32Array(out.buffer, out.byteOffset, out.length);
