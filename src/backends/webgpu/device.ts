@@ -238,13 +238,24 @@ export class WebGpuReg implements BackendReg {
 
 /**
  * The WebGPU backend with the first adapter's device, or null where WebGPU or an adapter
- * is missing. The device keeps WebGPU's default limits (256 MiB buffers, 128 MiB storage
- * bindings; larger weights split over buffers): Dawn on SwiftShader aborts on a buffer
- * mapping once the adapter's 1 GiB maximum is requested.
+ * is missing. A hardware adapter's device asks for its largest buffers and storage
+ * bindings (a weight tensor must fit one); a software one keeps WebGPU's defaults (256 MiB
+ * buffers, 128 MiB bindings): Dawn on SwiftShader aborts on a buffer mapping once the
+ * adapter's 1 GiB maximum is requested.
  */
 export async function createWebGpuReg(adapter: GPUAdapter | null): Promise<WebGpuReg | null> {
   if (!adapter) return null;
-  const device = await adapter.requestDevice();
+  const l = adapter.limits;
+  const device = await adapter.requestDevice(
+    isSoftwareAdapter(adapter.info)
+      ? undefined
+      : {
+          requiredLimits: {
+            maxBufferSize: l.maxBufferSize,
+            maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+          },
+        },
+  );
   const reg = new WebGpuReg();
   const dev = new WebGpuDevice(reg, 'WebGPU0', device, adapter.info);
   reg.devs.push(dev);
