@@ -1,7 +1,8 @@
 // The WebGPU device against the reference device: every op harness case whose ops all run
 // on it (matrix products of F32/F16/Q8_0/Q4_0, GET_ROWS, ADD/MUL/DIV, SCALE and the
-// activations, RMS_NORM/NORM, ROPE, SOFT_MAX, CPY/CONT/SET_ROWS to F32 and F16), each
-// checked to have run there (its op counter moved). Skips without a WebGPU adapter.
+// activations, RMS_NORM/NORM, ROPE, SOFT_MAX, CPY/CONT/SET_ROWS to F32 and F16,
+// FLASH_ATTN_EXT with masks, soft-cap and sinks), each checked to have run there (its op
+// counter moved). Skips without a WebGPU adapter.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -14,7 +15,7 @@ const skip = typeof dev === 'string' ? dev : false;
 
 /** Cases the first cut must run (the rest skip as unsupported and fall back to the CPU). */
 const EXPECTED =
-  /^(MUL_MAT\((F32|F16|Q8_0|Q4_0)|GET_ROWS\((F32|F16|Q8_0|Q4_0)\)|ADD |MUL |DIV |SCALE|SILU|GELU|TANH|RELU|SQR|SIGMOID|RMS_NORM|NORM|ROPE|SOFT_MAX|CPY F(32|16) -> F(32|16)|SET_ROWS|FLASH_ATTN_EXT (?!.*sinks))/;
+  /^(MUL_MAT\((F32|F16|Q8_0|Q4_0)|GET_ROWS\((F32|F16|Q8_0|Q4_0)\)|ADD |MUL |DIV |SCALE|SILU|GELU|TANH|RELU|SQR|SIGMOID|RMS_NORM|NORM|ROPE|SOFT_MAX|CPY F(32|16) -> F(32|16)|SET_ROWS|FLASH_ATTN_EXT )/;
 
 test('webgpu harness: every supported op x type x shape matches the reference', { skip }, async () => {
   const d = dev as Exclude<typeof dev, string>;

@@ -13,8 +13,6 @@ export interface WordPatch {
 
 /** Bytes of one dispatch's parameters (a dynamic uniform offset step). */
 export const PARAM_BYTES = 256;
-/** Storage buffers a kernel binds at most (sources and destination, deduplicated). */
-export const MAX_BINDINGS = 4;
 
 const PATCH_WGSL = /* wgsl */ `
 struct Q { n: vec4<u32>, p0: vec4<u32>, p1: vec4<u32> }

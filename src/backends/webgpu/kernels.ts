@@ -18,11 +18,12 @@ const { F32, F16, I32, I64, Q8_0, Q4_0 } = GGMLType;
 export const WG = 64;
 /**
  * Parameter words: role t's offset at 9t, ne at 9t+1.., nb at 9t+5.. (roles: src0, src1,
- * src2, dst, src3); u32 op params from U, f32 from F; the unit count at TOTAL.
+ * src2, dst, src3, src4); up to 2 u32 op params from U, 6 f32 from F; the unit count at TOTAL.
  */
-const U = 45;
-const F = 52;
-const TOTAL = 63;
+const ROLES = 6;
+const U = 9 * ROLES;
+const F = U + 2;
+const TOTAL = F + 6;
 /** Largest head size flash attention keeps in workgroup memory. */
 const FA_MAX_D = 256;
 /** Columns one matrix-product workgroup computes (each weight element decoded once for all). */
@@ -36,7 +37,7 @@ const WEIGHTS = new Set<number>([F32, F16, Q8_0, Q4_0]);
 export interface KernelCall {
   /** WGSL after the generated header: the body of main. */
   body: string;
-  /** Tensors by role: src0, src1, src2, dst, src3 (null when unused). */
+  /** Tensors by role: src0, src1, src2, dst, src3, src4 (null when unused). */
   roles: (Tensor | null)[];
   /** u32 and f32 op parameters. */
   u: number[];
@@ -380,7 +381,7 @@ function mulMat(t: Tensor): KernelCall {
  * maximum and sum, earlier sums rescaled when the maximum grows).
  */
 function flashAttn(t: Tensor): KernelCall {
-  const [q, k, v, mask] = t.src;
+  const [q, k, v, mask, sinks] = t.src;
   const per = Math.ceil(FA_MAX_D / WG);
   const body = `
   if (wi >= total()) { return; }
@@ -427,6 +428,14 @@ function flashAttn(t: Tensor): KernelCall {
     M = bm;
     workgroupBarrier();
   }
+  ${
+    sinks
+      ? `// the head's sink: one more score in the softmax's sum, with no value
+  let sk = ld5(base(5u), h); let m2 = max(M, sk); let cs = exp(M - m2);
+  S = S * cs + exp(sk - m2);
+  for (var e = 0u; e < ${per}u; e++) { acc[e] *= cs; }`
+      : ''
+  }
   let inv = select(0.0, 1.0 / S, S > 0.0);
   for (var e = 0u; e < ${per}u; e++) {
     let d = li + e * ${WG}u;
@@ -434,7 +443,7 @@ function flashAttn(t: Tensor): KernelCall {
   }`;
   return {
     body: `${body}`,
-    roles: [q, k, v, t, mask ?? null],
+    roles: [q, k, v, t, mask ?? null, sinks ?? null],
     u: [],
     f: [t.params.scale, t.params.logitSoftcap ?? 0],
     grid: 'groups',
@@ -487,8 +496,8 @@ export function kernelFor(t: Tensor): KernelCall | string {
     case Op.MUL_MAT:
       return WEIGHTS.has(a.type) && isF32(b) ? mulMat(t) : `MUL_MAT of type ${a.type}`;
     case Op.FLASH_ATTN_EXT: {
-      const [q, k, v, mask] = t.src;
-      if (t.src.length > 4) return 'FLASH_ATTN_EXT with sinks';
+      const [q, k, v, mask, sinks] = t.src;
+      if (sinks && !isF32(sinks)) return 'FLASH_ATTN_EXT sinks type';
       if (!isF32(q) || (k.type !== F16 && k.type !== F32) || (v.type !== F16 && v.type !== F32)) {
         return 'FLASH_ATTN_EXT types';
       }
@@ -509,6 +518,7 @@ export function pipelineKey(call: KernelCall, binding: number[]): string {
 
 /** The call's parameter block (64 words). */
 export function paramWords(call: KernelCall, out: Uint32Array): void {
+  if (call.u.length > F - U || call.f.length > TOTAL - F) throw new Error('webgpu: too many op parameters');
   const f = new Float32Array(out.buffer, out.byteOffset, out.length);
   call.roles.forEach((t, j) => {
     if (!t) return;
