@@ -15,64 +15,16 @@ import { quantize } from '../src/ggml/quants/index.js';
 import { newTensor, type Tensor, view } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 import { type LogLevel, setLogCallback } from '../src/log.js';
+import { randomBytes, rngInt, subrangeProperty } from './helpers/buffer-property.js';
 
 after(() => cpuDevice.close());
 
-/** Deterministic pseudo-random integers (xorshift32). */
-function rng(seed: number): (n: number) => number {
-  let s = seed >>> 0 || 1;
-  return (n) => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s % n;
-  };
-}
-
-function randomBytes(r: (n: number) => number, n: number): Uint8Array {
-  return new Uint8Array(n).map(() => r(256));
-}
-
-const TYPES: [number, number[]][] = [
-  [GGMLType.Q4_0, [64, 3]],
-  [GGMLType.Q8_0, [96, 2]],
-  [GGMLType.F16, [10, 3]],
-  [GGMLType.F32, [7, 5]],
-];
-
 /** Random sub-range writes, mirrored in a plain host model; every read must agree. */
 async function property(ignoreOffset: boolean, seed: number): Promise<void> {
-  const dev = transformReg('T', { ignoreOffset }).devices()[0];
-  const r = rng(seed);
-  for (const [type, ne] of TYPES) {
-    const t = newTensor(type, ne, `t${type}`);
-    const model = newTensor(type, ne, `m${type}`);
-    allocTensors([newTensor(GGMLType.F32, [3], 'pad'), t], dev.bufferType()); // t not at offset 0
-    allocTensors([model], referenceDevice.bufferType());
-    const full = randomBytes(r, t.nbytes);
-    tensorSet(t, full);
-    tensorSet(model, full);
-    for (let step = 0; step < 60; step++) {
-      const offset = r(t.nbytes);
-      const size = 1 + r(t.nbytes - offset);
-      if (step % 5 === 4) {
-        const v = r(256);
-        tensorMemset(t, v, offset, size);
-        tensorMemset(model, v, offset, size);
-      } else {
-        const data = randomBytes(r, size);
-        tensorSet(t, data, offset);
-        tensorSet(model, data, offset);
-      }
-      const o2 = r(t.nbytes);
-      const s2 = 1 + r(t.nbytes - o2);
-      assert.deepEqual(await tensorGet(t, o2, s2), await tensorGet(model, o2, s2), `sub-range read ${o2}+${s2}`);
-    }
-    assert.deepEqual(await tensorGet(t), await tensorGet(model), 'whole tensor');
-  }
+  await subrangeProperty(transformReg('T', { ignoreOffset }).devices()[0].bufferType(), seed);
 }
+
+const rng = rngInt;
 
 test('transforming buffer: any sub-range write then read round-trips byte-exactly', async () => {
   for (let seed = 1; seed <= 5; seed++) await property(false, seed);

@@ -8,6 +8,7 @@ import {
   deviceByName,
   deviceByType,
   devicesByType,
+  enableWebGpu,
   initBackend,
   listDevices,
   registerOptionalBackend,
@@ -72,6 +73,9 @@ test('registry: optional backends that fail are skipped with a log line; the hos
 });
 
 test('llama-ts devices --json lists every device with memory, caps and buffer types', async () => {
+  // the command probes for a GPU first; done before stdout is captured, so that the test
+  // runner's own output during that wait stays out of it
+  await enableWebGpu();
   let out = '';
   const write = process.stdout.write;
   process.stdout.write = ((s: string) => {

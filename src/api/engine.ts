@@ -8,7 +8,7 @@
 // LoRA adapters (lora_list, applyLoraAdapters) to every unit unless a request names its
 // own scales; with a draft model (or n-gram lookup) its units decode speculatively.
 
-import { type Device, deviceByName, listDevices } from '../backends/api.js';
+import { backendsReady, type Device, deviceByName, listDevices } from '../backends/api.js';
 import type { ChatTemplates } from '../chat/index.js';
 import {
   Batcher,
@@ -209,6 +209,7 @@ export class Engine {
   /** @internal A model, loaded or shared (release it with releaseModel). */
   async acquire(o: EngineModelOptions, hooks: LoadHooks): Promise<SharedModel> {
     const at = modelFile(o.model);
+    await backendsReady(); // optional backends (WebGPU) register asynchronously
     const devices = pickDevices(o);
     const key = JSON.stringify([at.key, devices.map((d) => d.name), o.n_gpu_layers ?? -1]);
     for (;;) {

@@ -115,11 +115,10 @@ export function deviceByType(type: DeviceType): Device | undefined {
   return registry.deviceByType(type);
 }
 
-/** A backend on the named device, or on the best available one (gpu, then accel, then cpu). */
+/** A backend on the named device, or on the best available one (gpu, then accel, then cpu; no software GPU). */
 export function initBackend(deviceName?: string, params?: string): Backend {
-  const dev: Device | undefined = deviceName
-    ? deviceByName(deviceName)
-    : (deviceByType('gpu') ?? deviceByType('accel') ?? deviceByType('cpu'));
+  const best = (type: DeviceType) => devicesByType(type).find((d) => !d.props().caps.software);
+  const dev: Device | undefined = deviceName ? deviceByName(deviceName) : (best('gpu') ?? best('accel') ?? best('cpu'));
   if (!dev) {
     const known = listDevices().map((d) => d.name);
     throw new Error(`no device ${deviceName ?? '(any)'}; registered: ${known.join(', ') || 'none'}`);

@@ -8,11 +8,13 @@
 // Registration order is preference order: the WebAssembly `cpu` device is the default,
 // the scalar `reference` device the oracle and fallback.
 import './cpu/index.js';
+import './webgpu/index.js';
 import type { Device } from './api.js';
 import { referenceDevice, referenceGgmlCpuDevice } from './reference/index.js';
 
 export * from './api.js';
 export { Scheduler } from './scheduler.js';
+export { enableWebGpu } from './webgpu/index.js';
 
 /**
  * The device for ops no other device runs: the reference kernels with ggml-cpu numerics

@@ -25,6 +25,11 @@ export interface DeviceCaps {
    * model layer falls back to one for ops no other device runs.
    */
   oracle: boolean;
+  /**
+   * A GPU emulated on the CPU (SwiftShader, llvmpipe, a fallback adapter): listed and
+   * usable by name, never chosen by default.
+   */
+  software?: boolean;
 }
 
 export interface DeviceProps {

@@ -2,7 +2,7 @@
 // type, memory, caps and the buffer types it offers.
 
 import type { BufferType, Device, DeviceCaps, DeviceMemory, DeviceType } from '../backends/index.js';
-import { backendsReady, deviceBufferTypes, listDevices } from '../backends/index.js';
+import { backendsReady, deviceBufferTypes, enableWebGpu, listDevices } from '../backends/index.js';
 
 const HELP = `usage: llama-ts devices [--json]
 
@@ -90,6 +90,8 @@ export async function devicesCommand(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  // listing devices is asking for them: the GPU probe runs (see src/backends/webgpu)
+  await enableWebGpu();
   await backendsReady();
   const infos = listDevices().map(deviceInfo);
   process.stdout.write(json ? `${JSON.stringify(infos, null, 2)}\n` : table(infos));

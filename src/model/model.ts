@@ -6,6 +6,7 @@
 
 import {
   type BufferType,
+  backendsReady,
   type Device,
   type Buffer as DeviceBuffer,
   devicesByType,
@@ -67,10 +68,11 @@ export interface LoadOptions {
   embeddingsOnDisk?: boolean;
 }
 
-/** GPUs first, then the best host device (an oracle only when there is no other). */
+/** GPUs first (not software ones), then the best host device (an oracle only when there is no other). */
 export function defaultDevices(): Device[] {
   const host = devicesByType('cpu').find((d) => !d.props().caps.oracle) ?? fallbackDevice();
-  return [...devicesByType('gpu'), ...devicesByType('accel'), host];
+  const offload = [...devicesByType('gpu'), ...devicesByType('accel')].filter((d) => !d.props().caps.software);
+  return [...offload, host];
 }
 
 function shapeMatches(dims: readonly number[], ne: readonly number[]): boolean {
@@ -111,6 +113,7 @@ export class Model {
   static async load(path: string, opts: LoadOptions = {}): Promise<Model> {
     const t0 = performance.now();
     opts.signal?.throwIfAborted();
+    if (!opts.devices) await backendsReady(); // the default devices include optional backends (WebGPU)
     const file = openGGUF(path);
     try {
       const model = await Model.fromFile(file, opts);

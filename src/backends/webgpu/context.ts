@@ -1,0 +1,179 @@
+// One WebGPU device's shared state: the queue, compiled pipelines (by shader source),
+// bind groups (by the buffers they bind), the uniform buffer of per-dispatch parameters,
+// and the small word-merge kernel that makes unaligned writes exact.
+
+import { SHADER_STAGE_COMPUTE, Usage } from './adapter.js';
+
+/** A word to merge: `word = (word & ~mask) | (bits & mask)`. */
+export interface WordPatch {
+  word: number;
+  mask: number;
+  bits: number;
+}
+
+/** Bytes of one dispatch's parameters (a dynamic uniform offset step). */
+export const PARAM_BYTES = 256;
+
+const PATCH_WGSL = /* wgsl */ `
+struct Q { n: vec4<u32>, p0: vec4<u32>, p1: vec4<u32> }
+@group(0) @binding(0) var<uniform> q: Q;
+@group(0) @binding(1) var<storage, read_write> buf: array<u32>;
+fn merge(p: vec4<u32>) { buf[p.x] = (buf[p.x] & ~p.y) | (p.z & p.y); }
+@compute @workgroup_size(1) fn main() {
+  if (q.n.x > 0u) { merge(q.p0); }
+  if (q.n.x > 1u) { merge(q.p1); }
+}`;
+
+export class GpuContext {
+  readonly queue: GPUQueue;
+  private readonly layouts: GPUBindGroupLayout[] = [];
+  private readonly pipelineLayouts: GPUPipelineLayout[] = [];
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly bindGroups = new Map<string, GPUBindGroup>();
+  private readonly ids = new WeakMap<GPUBuffer, number>();
+  private nextId = 1;
+  private params: GPUBuffer | null = null;
+  private paramSlots = 0;
+  private patch: { pipeline: GPUComputePipeline; uniform: GPUBuffer } | null = null;
+  private readonly patchGroups = new Map<GPUBuffer, GPUBindGroup>();
+  private readonly staging: GPUBuffer[] = [];
+  /** Pipelines compiled so far (tests check that they are reused). */
+  compiled = 0;
+
+  constructor(readonly device: GPUDevice) {
+    this.queue = device.queue;
+  }
+
+  private idOf(b: GPUBuffer): number {
+    let id = this.ids.get(b);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.ids.set(b, id);
+    }
+    return id;
+  }
+
+  /** Layout 0: the parameters (uniform, dynamic offset); 1..n: storage buffers. */
+  private layout(n: number): { group: GPUBindGroupLayout; pipeline: GPUPipelineLayout } {
+    if (!this.layouts[n]) {
+      const entries: GPUBindGroupLayoutEntry[] = [
+        {
+          binding: 0,
+          visibility: SHADER_STAGE_COMPUTE,
+          buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: PARAM_BYTES },
+        },
+      ];
+      for (let i = 1; i <= n; i++)
+        entries.push({ binding: i, visibility: SHADER_STAGE_COMPUTE, buffer: { type: 'storage' } });
+      this.layouts[n] = this.device.createBindGroupLayout({ entries });
+      this.pipelineLayouts[n] = this.device.createPipelineLayout({ bindGroupLayouts: [this.layouts[n]] });
+    }
+    return { group: this.layouts[n], pipeline: this.pipelineLayouts[n] };
+  }
+
+  /**
+   * The compute pipeline for `key` (what determines the shader: its body, role types and
+   * bindings), compiled once from `source()` binding `n` storage buffers.
+   */
+  pipeline(key: string, n: number, source: () => string): GPUComputePipeline {
+    let p = this.pipelines.get(key);
+    if (!p) {
+      const module = this.device.createShaderModule({ code: source() });
+      p = this.device.createComputePipeline({
+        layout: this.layout(n).pipeline,
+        compute: { module, entryPoint: 'main' },
+      });
+      this.pipelines.set(key, p);
+      this.compiled++;
+    }
+    return p;
+  }
+
+  /** The uniform buffer holding `slots` dispatches' parameters (grown as needed). */
+  paramBuffer(slots: number): GPUBuffer {
+    if (!this.params || this.paramSlots < slots) {
+      this.params?.destroy();
+      this.paramSlots = Math.max(64, 2 ** Math.ceil(Math.log2(slots)));
+      this.params = this.device.createBuffer({
+        size: this.paramSlots * PARAM_BYTES,
+        usage: Usage.UNIFORM | Usage.COPY_DST,
+        label: 'webgpu params',
+      });
+      this.bindGroups.clear(); // they bound the old parameter buffer
+    }
+    return this.params;
+  }
+
+  /** The bind group of the parameter buffer and `buffers` (in binding order), cached. */
+  bindGroup(buffers: GPUBuffer[]): GPUBindGroup {
+    const params = this.params!;
+    const key = buffers.map((b) => this.idOf(b)).join(',');
+    let g = this.bindGroups.get(key);
+    if (!g) {
+      const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: params, size: PARAM_BYTES } }];
+      for (const [i, b] of buffers.entries()) entries.push({ binding: i + 1, resource: { buffer: b } });
+      g = this.device.createBindGroup({ layout: this.layout(buffers.length).group, entries });
+      this.bindGroups.set(key, g);
+    }
+    return g;
+  }
+
+  /**
+   * A mappable buffer of at least `size` bytes to read through: a free one is reused (reads
+   * repeat their sizes: logits, embeddings), else a new one of the next power of two.
+   */
+  takeStaging(size: number): GPUBuffer {
+    const i = this.staging.findIndex((b) => b.size >= size);
+    if (i >= 0) return this.staging.splice(i, 1)[0];
+    const bytes = Math.max(256, 2 ** Math.ceil(Math.log2(size)));
+    return this.device.createBuffer({ size: bytes, usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webgpu read' });
+  }
+
+  /** Back to the free list once unmapped (at most a few kept; the rest left to the collector). */
+  giveStaging(b: GPUBuffer): void {
+    if (this.staging.length < 4) this.staging.push(b);
+  }
+
+  /** Drop what refers to a buffer about to be destroyed. */
+  forgetBuffer(b: GPUBuffer): void {
+    const id = this.ids.get(b);
+    if (id !== undefined) {
+      for (const k of [...this.bindGroups.keys()]) if (k.split(',').includes(String(id))) this.bindGroups.delete(k);
+    }
+    this.patchGroups.delete(b);
+  }
+
+  /** Merge up to two partial words into `buf` (queued, in order with everything else). */
+  patchWords(buf: GPUBuffer, patches: WordPatch[]): void {
+    if (patches.length === 0) return;
+    if (!this.patch) {
+      const module = this.device.createShaderModule({ code: PATCH_WGSL });
+      const pipeline = this.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+      const uniform = this.device.createBuffer({ size: 48, usage: Usage.UNIFORM | Usage.COPY_DST });
+      this.patch = { pipeline, uniform };
+    }
+    const { pipeline, uniform } = this.patch;
+    let group = this.patchGroups.get(buf);
+    if (!group) {
+      group = this.device.createBindGroup({
+        layout: pipeline.getBindGroupLayout(0),
+        entries: [
+          { binding: 0, resource: { buffer: uniform } },
+          { binding: 1, resource: { buffer: buf } },
+        ],
+      });
+      this.patchGroups.set(buf, group);
+    }
+    const q = new Uint32Array(12);
+    q[0] = patches.length;
+    for (const [i, p] of patches.entries()) q.set([p.word, p.mask, p.bits], 4 + 4 * i);
+    this.queue.writeBuffer(uniform, 0, q);
+    const enc = this.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(1);
+    pass.end();
+    this.queue.submit([enc.finish()]);
+  }
+}

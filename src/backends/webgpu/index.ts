@@ -1,0 +1,32 @@
+// The WebGPU backend registers when asked: enableWebGpu() probes for an adapter and
+// registers the device when one is found (a machine without WebGPU logs one line and runs
+// on the host). Where the runtime has WebGPU built in (navigator.gpu: Deno, browsers) or
+// LLAMA_TS_WEBGPU=1 is set, importing this module asks at once. In Node otherwise the
+// probe waits for a caller that wants a GPU (`llama-ts devices`, tests): Dawn's native
+// module takes ~0.2 s to start and writes driver warnings to stderr on machines without a
+// usable Vulkan driver, which a CPU-only run should not pay. LLAMA_TS_WEBGPU=0 disables it.
+
+import { platform } from '../../platform/index.js';
+import { backendsReady, registerOptionalBackend } from '../registry.js';
+import { acquireAdapter } from './adapter.js';
+import { createWebGpuReg } from './device.js';
+
+export { acquireAdapter } from './adapter.js';
+export { createWebGpuReg, isSoftwareAdapter, WebGpuBackend, WebGpuDevice, WebGpuReg } from './device.js';
+
+let asked = false;
+
+/** Probes for a WebGPU adapter and registers its device (once); resolves when done. */
+export function enableWebGpu(): Promise<void> {
+  if (!asked) {
+    asked = true;
+    registerOptionalBackend('WebGPU', async () =>
+      platform.env('LLAMA_TS_WEBGPU') === '0' ? null : createWebGpuReg(await acquireAdapter()),
+    );
+  }
+  return backendsReady();
+}
+
+const native = (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu !== undefined;
+const flag = platform.env('LLAMA_TS_WEBGPU');
+if (flag === '1' || (native && flag !== '0')) void enableWebGpu();

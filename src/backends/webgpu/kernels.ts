@@ -1,0 +1,545 @@
+// The WGSL kernels and how each ggml node maps to one dispatch. Every kernel reads its
+// tensors through byte addresses from a uniform block (offset, ne[4], nb[4] for each of
+// src0, src1, src2 and dst, then the op's parameters), so views, permutations and
+// broadcasting need no copies. Storage buffers are bound whole as array<u32>, one binding
+// per distinct buffer (WebGPU forbids binding one buffer twice when it is written): the
+// generated header maps each tensor role to its binding, and each element type has a
+// loader (F16 unpacked by hand: SwiftShader has no shader-f16). Results are F32, or F16
+// written two elements (one word) per thread.
+
+import { RopeMode } from '../../ggml/ops.js';
+import { Op, type Tensor } from '../../ggml/tensor.js';
+import { GGMLType } from '../../ggml/types.js';
+import { yarnCorrDims } from '../reference/ops/rope.js';
+
+const { F32, F16, I32, I64, Q8_0, Q4_0 } = GGMLType;
+
+/** Threads per workgroup, every kernel. */
+export const WG = 64;
+/**
+ * Parameter words: role t's offset at 9t, ne at 9t+1.., nb at 9t+5.. (roles: src0, src1,
+ * src2, dst, src3, src4); up to 2 u32 op params from U, 6 f32 from F; the unit count at TOTAL.
+ */
+const ROLES = 6;
+const U = 9 * ROLES;
+const F = U + 2;
+const TOTAL = F + 6;
+/** Largest head size flash attention keeps in workgroup memory. */
+const FA_MAX_D = 256;
+/** Columns one matrix-product workgroup computes (each weight element decoded once for all). */
+const MM_COLS = 8;
+/** Rows of a one matrix-product workgroup computes (WG / MM_ROWS threads a row). */
+const MM_ROWS = 8;
+
+/** Weight types the matrix product and GET_ROWS decode. */
+const WEIGHTS = new Set<number>([F32, F16, Q8_0, Q4_0]);
+
+export interface KernelCall {
+  /** WGSL after the generated header: the body of main. */
+  body: string;
+  /** Tensors by role: src0, src1, src2, dst, src3, src4 (null when unused). */
+  roles: (Tensor | null)[];
+  /** u32 and f32 op parameters. */
+  u: number[];
+  f: number[];
+  /** One thread per unit (`threads`) or one workgroup per unit (`groups`). */
+  grid: 'threads' | 'groups';
+  n: number;
+  /** Module-scope declarations the body needs (workgroup memory). */
+  shared?: string;
+}
+
+// ---- WGSL pieces ------------------------------------------------------------------------
+
+const COMMON = /* wgsl */ `
+fn pu(i: u32) -> u32 { return p.v[i >> 2u][i & 3u]; }
+fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
+fn base(t: u32) -> u32 { return pu(t * 9u); }
+fn ne(t: u32, d: u32) -> u32 { return pu(t * 9u + 1u + d); }
+fn nb(t: u32, d: u32) -> u32 { return pu(t * 9u + 5u + d); }
+fn total() -> u32 { return pu(${TOTAL}u); }
+fn at(t: u32, i: vec4<u32>) -> u32 { return base(t) + i.x * nb(t, 0u) + i.y * nb(t, 1u) + i.z * nb(t, 2u) + i.w * nb(t, 3u); }
+fn rowat(t: u32, i1: u32, i2: u32, i3: u32) -> u32 { return base(t) + i1 * nb(t, 1u) + i2 * nb(t, 2u) + i3 * nb(t, 3u); }
+fn unravel(t: u32, i: u32) -> vec4<u32> {
+  let n0 = ne(t, 0u); let n1 = ne(t, 1u); let n2 = ne(t, 2u);
+  return vec4<u32>(i % n0, (i / n0) % n1, (i / (n0 * n1)) % n2, i / (n0 * n1 * n2));
+}
+fn i8f(b: u32) -> f32 { return f32((bitcast<i32>(b) << 24u) >> 24u); }
+var<workgroup> red: array<f32, ${WG}>;
+fn reduce_sum(li: u32, v: f32) -> f32 {
+  red[li] = v;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) { if (li < s) { red[li] += red[li + s]; } workgroupBarrier(); }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+fn reduce_max(li: u32, v: f32) -> f32 {
+  red[li] = v;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) { if (li < s) { red[li] = max(red[li], red[li + s]); } workgroupBarrier(); }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+`;
+
+/** Element k of the row at byte `a`, for a tensor of `type` in role j (word reader wj). */
+function loader(j: number, type: number): string {
+  const rd = `
+fn w${j}(i: u32) -> u32 { return b${j}[i]; }
+fn f32_${j}(a: u32) -> f32 { return bitcast<f32>(w${j}(a >> 2u)); }
+fn f16_${j}(a: u32) -> f32 { return unpack2x16float(w${j}(a >> 2u))[(a >> 1u) & 1u]; }
+fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }`;
+  let ld: string;
+  switch (type) {
+    case F32:
+      ld = `return f32_${j}(a + k * nb(${j}u, 0u));`;
+      break;
+    case F16:
+      ld = `return f16_${j}(a + k * nb(${j}u, 0u));`;
+      break;
+    case Q8_0:
+      ld = `let b = a + (k / 32u) * 34u; return f16_${j}(b) * i8f(u8_${j}(b + 2u + k % 32u));`;
+      break;
+    case Q4_0:
+      ld = `let b = a + (k / 32u) * 18u; let e = k % 32u;
+  let q = (u8_${j}(b + 2u + (e & 15u)) >> ((e >> 4u) * 4u)) & 15u;
+  return f16_${j}(b) * (f32(q) - 8.0);`;
+      break;
+    default:
+      ld = `return f32(bitcast<i32>(w${j}((a + k * nb(${j}u, 0u)) >> 2u)));`;
+  }
+  return `${rd}\nfn ld${j}(a: u32, k: u32) -> f32 { ${ld} }`;
+}
+
+/**
+ * The shader for a call: parameters, one binding per distinct buffer, each role's readers
+ * (`ld0..2`, `ld3` for dst) and the dst writers `st` (F32) and `st2` (two F16 in a word).
+ */
+export function shaderSource(call: KernelCall, binding: number[]): string {
+  const nBindings = Math.max(...binding) + 1;
+  let s = 'struct P { v: array<vec4<u32>, 16> }\n@group(0) @binding(0) var<uniform> p: P;\n';
+  for (let b = 0; b < nBindings; b++)
+    s += `@group(0) @binding(${b + 1}) var<storage, read_write> buf${b}: array<u32>;\n`;
+  s += COMMON;
+  call.roles.forEach((t, j) => {
+    if (!t) return;
+    // role j reads through bj, an alias for its binding's array
+    s += loader(j, t.type).replaceAll(`b${j}[`, `buf${binding[j]}[`);
+  });
+  const d = `buf${binding[3]}`;
+  s += call.shared ?? '';
+  s += `
+fn st(a: u32, v: f32) { ${d}[a >> 2u] = bitcast<u32>(v); }
+fn st2(a: u32, v0: f32, v1: f32) { ${d}[a >> 2u] = pack2x16float(vec2<f32>(v0, v1)); }
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let gi = gid.x + gid.y * nwg.x * ${WG}u;
+  let wi = wid.x + wid.y * nwg.x;
+${call.body}
+}
+`;
+  return s;
+}
+
+// ---- kernels ------------------------------------------------------------------------------
+
+const UNARY: Partial<Record<Op, [number, string]>> = {
+  [Op.SCALE]: [0, `x * pf(${F}u) + pf(${F + 1}u)`],
+  [Op.SILU]: [1, 'x / (1.0 + exp(-x))'],
+  [Op.GELU]: [2, '0.5 * x * (1.0 + tanh(clamp(0.7978845608 * (x + 0.044715 * x * x * x), -15.0, 15.0)))'],
+  [Op.TANH]: [3, 'tanh(clamp(x, -15.0, 15.0))'],
+  [Op.RELU]: [4, 'max(x, 0.0)'],
+  [Op.SQR]: [5, 'x * x'],
+  [Op.SIGMOID]: [6, '1.0 / (1.0 + exp(-x))'],
+};
+const BINARY: Partial<Record<Op, string>> = { [Op.ADD]: 'a + b', [Op.MUL]: 'a * b', [Op.DIV]: 'a / b' };
+
+/** One thread per element of dst (F32), reading src0 at the same index. */
+function unary(t: Tensor, expr: string): KernelCall {
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let x = ld0(rowat(0u, i.y, i.z, i.w), i.x);
+  st(at(3u, i), ${expr});`;
+  const f = t.op === Op.SCALE ? [t.params.scale, t.params.bias ?? 0] : [];
+  return { body, roles: [t.src[0], null, null, t], u: [], f, grid: 'threads', n: t.nelements };
+}
+
+function binary(t: Tensor, expr: string): KernelCall {
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let j = vec4<u32>(i.x % ne(1u, 0u), i.y % ne(1u, 1u), i.z % ne(1u, 2u), i.w % ne(1u, 3u));
+  let a = ld0(rowat(0u, i.y, i.z, i.w), i.x);
+  let b = ld1(rowat(1u, j.y, j.z, j.w), j.x);
+  st(at(3u, i), ${expr});`;
+  return { body, roles: [t.src[0], t.src[1], null, t], u: [], f: [], grid: 'threads', n: t.nelements };
+}
+
+/** Row index of workgroup wi over dst's rows. */
+const ROW = `
+  if (wi >= total()) { return; }
+  let i1 = wi % ne(3u, 1u); let i2 = (wi / ne(3u, 1u)) % ne(3u, 2u); let i3 = wi / (ne(3u, 1u) * ne(3u, 2u));
+  let n = ne(3u, 0u);`;
+
+function norm(t: Tensor, centre: boolean): KernelCall {
+  const body = `${ROW}
+  let ra = rowat(0u, i1, i2, i3); let rd = rowat(3u, i1, i2, i3);
+  var mean = 0.0;
+  if (pu(${U}u) == 1u) {
+    var s = 0.0;
+    for (var k = li; k < n; k += ${WG}u) { s += ld0(ra, k); }
+    mean = reduce_sum(li, s) / f32(n);
+  }
+  var s2 = 0.0;
+  for (var k = li; k < n; k += ${WG}u) { let x = ld0(ra, k) - mean; s2 += x * x; }
+  let scale = 1.0 / sqrt(reduce_sum(li, s2) / f32(n) + pf(${F}u));
+  for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), (ld0(ra, k) - mean) * scale); }`;
+  return { body, roles: [t.src[0], null, null, t], u: [centre ? 1 : 0], f: [t.params.eps], grid: 'groups', n: t.nrows };
+}
+
+function softMax(t: Tensor): KernelCall {
+  const mask = t.src[1] ?? null;
+  const val = mask ? 'ld0(ra, k) * sc + ld1(rm, k)' : 'ld0(ra, k) * sc';
+  const body = `${ROW}
+  let ra = rowat(0u, i1, i2, i3); let rd = rowat(3u, i1, i2, i3);
+  ${mask ? 'let rm = rowat(1u, i1, i2 % ne(1u, 2u), i3 % ne(1u, 3u));' : ''}
+  let sc = pf(${F}u);
+  var m = -3.0e38;
+  for (var k = li; k < n; k += ${WG}u) { m = max(m, ${val}); }
+  let mx = reduce_max(li, m);
+  var s = 0.0;
+  for (var k = li; k < n; k += ${WG}u) { s += exp(${val} - mx); }
+  let sum = reduce_sum(li, s);
+  for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), exp(${val} - mx) / sum); }`;
+  return { body, roles: [t.src[0], mask, null, t], u: [], f: [t.params.scale], grid: 'groups', n: t.nrows };
+}
+
+/**
+ * One thread per rotated pair (and per passed-through element past nDims): a thread writes
+ * both elements it reads, so the op may run in place.
+ */
+function rope(t: Tensor): KernelCall {
+  const p = t.params;
+  const ff = t.src[2] ?? null;
+  const half = p.nDims / 2;
+  const [c0, c1] = yarnCorrDims(p.nDims, p.nCtxOrig, p.freqBase, p.betaFast, p.betaSlow);
+  const mscale = p.attnFactor * (p.extFactor !== 0 ? 1 + 0.1 * Math.log(1 / p.freqScale) : 1);
+  const per = t.ne[0] - half;
+  const body = `
+  if (gi >= total()) { return; }
+  let per = ne(3u, 0u) - pu(${U}u) / 2u;
+  let u = gi % per; let r = gi / per;
+  let i1 = r % ne(3u, 1u); let i2 = (r / ne(3u, 1u)) % ne(3u, 2u); let i3 = r / (ne(3u, 1u) * ne(3u, 2u));
+  let ra = rowat(0u, i1, i2, i3); let rd = rowat(3u, i1, i2, i3);
+  let nd = pu(${U}u); let half = nd / 2u;
+  if (u >= half) {
+    let k = nd + (u - half);
+    st(rd + k * nb(3u, 0u), ld0(ra, k));
+    return;
+  }
+  var j0 = 2u * u; var j1 = 2u * u + 1u;
+  if (pu(${U + 1}u) == 1u) { j0 = u; j1 = u + half; }
+  let pos = f32(bitcast<i32>(w1((base(1u) + i2 * nb(1u, 0u)) >> 2u)));
+  var extrap = pos * exp2(-2.0 * f32(u) / f32(nd) * pf(${F + 5}u));
+  ${ff ? `extrap = extrap / ld2(base(2u), u);` : ''}
+  let interp = pf(${F}u) * extrap;
+  var theta = interp;
+  if (pf(${F + 1}u) != 0.0) {
+    let y = (f32(u) - pf(${F + 3}u)) / max(0.001, pf(${F + 4}u) - pf(${F + 3}u));
+    let mix = (1.0 - min(1.0, max(0.0, y))) * pf(${F + 1}u);
+    theta = interp * (1.0 - mix) + extrap * mix;
+  }
+  // sin and cos are accurate near zero: reduce by 2 pi in two parts first
+  let k2 = round(theta * 0.15915494309189535);
+  let th = fma(k2, -6.28125, theta) - k2 * 0.0019353071795864769;
+  let c = cos(th) * pf(${F + 2}u); let s = sin(th) * pf(${F + 2}u);
+  let x0 = ld0(ra, j0); let x1 = ld0(ra, j1);
+  st(rd + j0 * nb(3u, 0u), x0 * c - x1 * s);
+  st(rd + j1 * nb(3u, 0u), x0 * s + x1 * c);`;
+  return {
+    body,
+    roles: [t.src[0], t.src[1], ff, t],
+    u: [p.nDims, (p.mode & RopeMode.NEOX) !== 0 ? 1 : 0],
+    f: [p.freqScale, p.extFactor, mscale, c0, c1, Math.log2(p.freqBase)],
+    grid: 'threads',
+    n: per * t.nrows,
+  };
+}
+
+function getRows(t: Tensor): KernelCall {
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let r = bitcast<i32>(w1(at(1u, vec4<u32>(i.y, i.z, i.w, 0u)) >> 2u));
+  st(at(3u, i), ld0(base(0u) + u32(r) * nb(0u, 1u) + i.z * nb(0u, 2u) + i.w * nb(0u, 3u), i.x));`;
+  return { body, roles: [t.src[0], t.src[1], null, t], u: [], f: [], grid: 'threads', n: t.nelements };
+}
+
+/**
+ * CPY / CONT: element e of src (in its logical order) to element e of dst. An F16 dst is
+ * written a word (two elements of one row) per thread.
+ */
+function copy(t: Tensor): KernelCall {
+  const one = `ld0(rowat(0u, s.y, s.z, s.w), s.x)`;
+  const body =
+    t.type === F32
+      ? `
+  if (gi >= total()) { return; }
+  let s = unravel(0u, gi);
+  st(at(3u, unravel(3u, gi)), ${one});`
+      : `
+  if (gi >= total()) { return; }
+  var s = unravel(0u, 2u * gi);
+  let v0 = ${one};
+  s = unravel(0u, 2u * gi + 1u);
+  st2(at(3u, unravel(3u, 2u * gi)), v0, ${one});`;
+  return {
+    body,
+    roles: [t.src[0], null, null, t],
+    u: [],
+    f: [],
+    grid: 'threads',
+    n: t.type === F32 ? t.nelements : t.nelements / 2,
+  };
+}
+
+/** SET_ROWS: row i1 of b goes to row idx[i1, i2 % .., i3 % ..] of dst (I64 indices: their low word). */
+function setRows(t: Tensor): KernelCall {
+  const [b, idx] = t.src;
+  const dst = (one: string) => `
+  let r = w1(at(1u, vec4<u32>(i.y, i.z % ne(1u, 1u), i.w % ne(1u, 2u), 0u)) >> 2u);
+  let rd = base(3u) + r * nb(3u, 1u) + i.z * nb(3u, 2u) + i.w * nb(3u, 3u);
+  let ra = rowat(0u, i.y, i.z, i.w);
+  ${one}`;
+  const body =
+    t.type === F32
+      ? `
+  if (gi >= total()) { return; }
+  let i = unravel(0u, gi);${dst('st(rd + i.x * nb(3u, 0u), ld0(ra, i.x));')}`
+      : `
+  if (gi >= total()) { return; }
+  let i = unravel(0u, 2u * gi);${dst('st2(rd + i.x * 2u, ld0(ra, i.x), ld0(ra, i.x + 1u));')}`;
+  return {
+    body,
+    roles: [b, idx, null, t],
+    u: [],
+    f: [],
+    grid: 'threads',
+    n: t.type === F32 ? b.nelements : b.nelements / 2,
+  };
+}
+
+/**
+ * MUL_MAT: a workgroup per MM_ROWS rows of a, up to MM_COLS columns of b and a batch; each
+ * row's WG / MM_ROWS threads stride over K, every weight element decoded once for all the
+ * columns, then each column's partial sums are added per row.
+ */
+function mulMat(t: Tensor): KernelCall {
+  const [a, b] = t.src;
+  const cols = t.ne[1] === 1 ? 1 : MM_COLS;
+  const lanes = WG / MM_ROWS;
+  const body = `
+  if (wi >= total()) { return; }
+  let M = ne(3u, 0u); let N = ne(3u, 1u); let nt = (N + ${cols - 1}u) / ${cols}u;
+  let nrb = (M + ${MM_ROWS - 1}u) / ${MM_ROWS}u;
+  let rb = wi % nrb; var q = wi / nrb; let c0 = (q % nt) * ${cols}u; q = q / nt;
+  let i2 = q % ne(3u, 2u); let i3 = q / ne(3u, 2u);
+  let lane = li % ${lanes}u; let m = rb * ${MM_ROWS}u + li / ${lanes}u;
+  let valid = m < M;
+  let ra = rowat(0u, min(m, M - 1u), i2 / (ne(1u, 2u) / ne(0u, 2u)), i3 / (ne(1u, 3u) / ne(0u, 3u)));
+  let K = ne(0u, 0u);
+  var acc: array<f32, ${cols}>;
+  if (valid) {
+    for (var k = lane; k < K; k += ${lanes}u) {
+      let av = ld0(ra, k);
+      for (var c = 0u; c < ${cols}u; c++) {
+        if (c0 + c < N) { acc[c] += av * ld1(rowat(1u, c0 + c, i2, i3), k); }
+      }
+    }
+  }
+  for (var c = 0u; c < ${cols}u; c++) {
+    red[li] = acc[c];
+    workgroupBarrier();
+    for (var s = ${lanes / 2}u; s > 0u; s >>= 1u) { if (lane < s) { red[li] += red[li + s]; } workgroupBarrier(); }
+    if (lane == 0u && valid && c0 + c < N) {
+      st(base(3u) + m * nb(3u, 0u) + (c0 + c) * nb(3u, 1u) + i2 * nb(3u, 2u) + i3 * nb(3u, 3u), red[li]);
+    }
+    workgroupBarrier();
+  }`;
+  const groups = Math.ceil(t.ne[0] / MM_ROWS) * Math.ceil(t.ne[1] / cols) * t.ne[2] * t.ne[3];
+  return { body, roles: [a, b, null, t], u: [], f: [], grid: 'groups', n: groups };
+}
+
+/**
+ * FLASH_ATTN_EXT: a workgroup per (query, head, batch). Keys go in blocks of WG: each
+ * thread scores one key of the block (its whole dot product), then every thread folds the
+ * block's softmax weights into the output dimensions it owns (online softmax: running
+ * maximum and sum, earlier sums rescaled when the maximum grows).
+ */
+function flashAttn(t: Tensor): KernelCall {
+  const [q, k, v, mask, sinks] = t.src;
+  const per = Math.ceil(FA_MAX_D / WG);
+  const body = `
+  if (wi >= total()) { return; }
+  let D = ne(0u, 0u); let Dv = ne(2u, 0u); let nKV = ne(1u, 1u);
+  let h = wi % ne(0u, 2u); let iq = (wi / ne(0u, 2u)) % ne(0u, 1u); let i3 = wi / (ne(0u, 2u) * ne(0u, 1u));
+  let hk = h / (ne(0u, 2u) / ne(1u, 2u)); let k3 = i3 / (ne(0u, 3u) / ne(1u, 3u));
+  let rq = rowat(0u, iq, h, i3);
+  for (var d = li; d < D; d += ${WG}u) { qs[d] = ld0(rq, d); }
+  ${mask ? 'let rm = rowat(4u, iq, h % ne(4u, 2u), i3 % ne(4u, 3u));' : ''}
+  workgroupBarrier();
+  let scale = pf(${F}u); let cap = pf(${F + 1}u);
+  var M = -3.0e38; var S = 0.0;
+  var acc: array<f32, ${per}>;
+  for (var j0 = 0u; j0 < nKV; j0 += ${WG}u) {
+    let j = j0 + li;
+    var s = -3.0e38;
+    if (j < nKV) {
+      let rk = rowat(1u, j, hk, k3);
+      var dot = 0.0;
+      for (var d = 0u; d < D; d++) { dot += qs[d] * ld1(rk, d); }
+      s = dot * scale;
+      if (cap != 0.0) { s = cap * tanh(clamp(s / cap, -15.0, 15.0)); }
+      ${mask ? 's += ld4(rm, j);' : ''}
+    }
+    red[li] = s;
+    workgroupBarrier();
+    let nk = min(${WG}u, nKV - j0);
+    var bm = M;
+    for (var c = 0u; c < nk; c++) { bm = max(bm, red[c]); }
+    let corr = exp(M - bm);
+    S *= corr;
+    for (var e = 0u; e < ${per}u; e++) { acc[e] *= corr; }
+    for (var c = 0u; c < nk; c++) {
+      let pw = exp(red[c] - bm);
+      S += pw;
+      if (pw != 0.0) {
+        let rv = rowat(2u, j0 + c, hk, k3);
+        for (var e = 0u; e < ${per}u; e++) {
+          let d = li + e * ${WG}u;
+          if (d < Dv) { acc[e] += pw * ld2(rv, d); }
+        }
+      }
+    }
+    M = bm;
+    workgroupBarrier();
+  }
+  ${
+    sinks
+      ? `// the head's sink: one more score in the softmax's sum, with no value
+  let sk = ld5(base(5u), h); let m2 = max(M, sk); let cs = exp(M - m2);
+  S = S * cs + exp(sk - m2);
+  for (var e = 0u; e < ${per}u; e++) { acc[e] *= cs; }`
+      : ''
+  }
+  let inv = select(0.0, 1.0 / S, S > 0.0);
+  for (var e = 0u; e < ${per}u; e++) {
+    let d = li + e * ${WG}u;
+    if (d < Dv) { st(at(3u, vec4<u32>(d, h, iq, i3)), acc[e] * inv); }
+  }`;
+  return {
+    body: `${body}`,
+    roles: [q, k, v, t, mask ?? null, sinks ?? null],
+    u: [],
+    f: [t.params.scale, t.params.logitSoftcap ?? 0],
+    grid: 'groups',
+    n: q.ne[1] * q.ne[2] * q.ne[3],
+    shared: `var<workgroup> qs: array<f32, ${FA_MAX_D}>;`,
+  };
+}
+
+// ---- support and dispatch -------------------------------------------------------------
+
+/** An F16 destination written a word at a time: even rows of 2-byte elements, word-aligned rows. */
+function f16Words(t: Tensor): boolean {
+  return (
+    t.type === F16 && t.ne[0] % 2 === 0 && t.nb[0] === 2 && t.nb[1] % 4 === 0 && t.nb[2] % 4 === 0 && t.nb[3] % 4 === 0
+  );
+}
+
+const isF32 = (t: Tensor | undefined) => t !== undefined && t.type === F32;
+
+/** The call for a node, or a reason it does not run here. */
+export function kernelFor(t: Tensor): KernelCall | string {
+  const [a, b] = t.src;
+  const un = UNARY[t.op];
+  if (un) return isF32(a) && isF32(t) ? unary(t, un[1]) : `${t.op} on ${a?.type} -> ${t.type}`;
+  const bin = BINARY[t.op];
+  if (bin) return isF32(a) && isF32(b) && isF32(t) ? binary(t, bin) : `${t.op} needs F32`;
+  switch (t.op) {
+    case Op.RMS_NORM:
+    case Op.NORM:
+      return isF32(a) && isF32(t) ? norm(t, t.op === Op.NORM) : `${t.op} needs F32`;
+    case Op.SOFT_MAX: {
+      const mask = t.src[1];
+      if (!isF32(a) || (mask && mask.type !== F32 && mask.type !== F16)) return 'SOFT_MAX types';
+      return (t.params.maxBias ?? 0) === 0 ? softMax(t) : 'SOFT_MAX with ALiBi';
+    }
+    case Op.ROPE: {
+      const mode = t.params.mode;
+      if (mode !== RopeMode.NORMAL && mode !== RopeMode.NEOX) return `ROPE mode ${mode}`;
+      return isF32(a) && isF32(t) ? rope(t) : 'ROPE needs F32';
+    }
+    case Op.GET_ROWS:
+      return WEIGHTS.has(a.type) && b.type === I32 ? getRows(t) : `GET_ROWS of type ${a.type}`;
+    case Op.CPY:
+    case Op.CONT:
+      if (a.type !== F32 && a.type !== F16) return `${t.op} from type ${a.type}`;
+      return t.type === F32 || f16Words(t) ? copy(t) : `${t.op} to type ${t.type} with this layout`;
+    case Op.SET_ROWS:
+      if (!isF32(a) || (b.type !== I32 && b.type !== I64)) return 'SET_ROWS types';
+      return t.type === F32 || f16Words(t) ? setRows(t) : `SET_ROWS to type ${t.type} with this layout`;
+    case Op.MUL_MAT:
+      return WEIGHTS.has(a.type) && isF32(b) ? mulMat(t) : `MUL_MAT of type ${a.type}`;
+    case Op.FLASH_ATTN_EXT: {
+      const [q, k, v, mask, sinks] = t.src;
+      if (sinks && !isF32(sinks)) return 'FLASH_ATTN_EXT sinks type';
+      if (!isF32(q) || (k.type !== F16 && k.type !== F32) || (v.type !== F16 && v.type !== F32)) {
+        return 'FLASH_ATTN_EXT types';
+      }
+      if (mask && mask.type !== F16 && mask.type !== F32) return 'FLASH_ATTN_EXT mask type';
+      if (q.ne[0] > FA_MAX_D || v.ne[0] > FA_MAX_D) return `FLASH_ATTN_EXT head size over ${FA_MAX_D}`;
+      return (t.params.maxBias ?? 0) === 0 ? flashAttn(t) : 'FLASH_ATTN_EXT with ALiBi';
+    }
+    default:
+      return `${t.op} has no WebGPU kernel`;
+  }
+}
+
+/** What decides a call's shader (shaderSource reads nothing else): a pipeline cache key. */
+export function pipelineKey(call: KernelCall, binding: number[]): string {
+  const types = call.roles.map((t) => (t ? t.type : '-')).join(',');
+  return `${types}|${binding.join(',')}|${call.shared ?? ''}|${call.body}`;
+}
+
+/** The call's parameter block (64 words). */
+export function paramWords(call: KernelCall, out: Uint32Array): void {
+  if (call.u.length > F - U || call.f.length > TOTAL - F) throw new Error('webgpu: too many op parameters');
+  const f = new Float32Array(out.buffer, out.byteOffset, out.length);
+  call.roles.forEach((t, j) => {
+    if (!t) return;
+    out[9 * j] = t.offset;
+    for (let d = 0; d < 4; d++) {
+      out[9 * j + 1 + d] = t.ne[d];
+      out[9 * j + 5 + d] = t.nb[d];
+    }
+  });
+  call.u.forEach((v, i) => {
+    out[U + i] = v;
+  });
+  call.f.forEach((v, i) => {
+    f[F + i] = v;
+  });
+  out[TOTAL] = call.n;
+}
+
+/** Workgroups (x, y) for a call: at most 65535 along x. */
+export function workgroups(call: KernelCall): [number, number] {
+  const n = call.grid === 'threads' ? Math.ceil(call.n / WG) : call.n;
+  const x = Math.min(n, 65535);
+  return [Math.max(x, 1), Math.max(1, Math.ceil(n / 65535))];
+}
