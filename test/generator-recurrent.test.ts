@@ -5,7 +5,15 @@
 // here from their published configurations, their Q4_0 and Q4_K_M types.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { chooseTensorTypes, type FileTypeName, planTensors, presetSpec, resolveShape } from '../src/generator/index.js';
+import {
+  chooseTensorTypes,
+  type FileTypeName,
+  type ModelShape,
+  planTensors,
+  presetSpec,
+  QKV_PROJECTIONS,
+  resolveShape,
+} from '../src/generator/index.js';
 import { typeName } from '../src/ggml/types.js';
 import { openGGUF } from '../src/gguf/index.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
@@ -97,4 +105,21 @@ test("LFM2-1.2B preset: the configuration's parameter count, F32 where llama-qua
     assert.deepEqual([...types.get('shortconv.conv.weight')!], ['F32'], ft);
     assert.ok(![...types.get('shortconv.in_proj.weight')!].includes('F32'), `${ft}: in_proj quantized`);
   }
+});
+
+test('projections: one layout flag for every family (biases left out, split keeping the Gated DeltaNet attn_qkv)', () => {
+  const names = (preset: string, projections: ModelShape['projections']) => {
+    const spec = presetSpec(preset, 'F32', { shape: { projections } });
+    const shape = resolveShape(spec.arch, spec.shape);
+    return planTensors(spec.arch, shape, shape.nVocab).map((t) => t.name);
+  };
+  // qwen2moe's converter gives q/k/v biases; noBiases leaves them out
+  const moe = names('tiny-qwen2moe', { noBiases: QKV_PROJECTIONS });
+  assert.ok(moe.includes('blk.0.attn_q.weight') && !moe.some((n) => /attn_[qkv]\.bias$/.test(n)));
+  // qwen35: attention layer 3 fused, then split back; recurrent layer 0's attn_qkv kept
+  const fused = names('tiny-qwen35', { qkv: 'fused', biases: QKV_PROJECTIONS });
+  assert.ok(fused.includes('blk.3.attn_qkv.bias') && !fused.includes('blk.3.attn_q.weight'));
+  const split = names('tiny-qwen35', { qkv: 'split' });
+  assert.ok(split.includes('blk.0.attn_qkv.weight') && !split.includes('blk.0.attn_q.weight'));
+  assert.deepEqual(split, names('tiny-qwen35', {}));
 });

@@ -68,26 +68,46 @@ for (const c of REFUSED) {
   });
 }
 
-/** A copy of `src` without the metadata key `key`. */
-function withoutKey(src: string, key: string): string {
-  const dst = join(dir, `without-${key}.gguf`);
+/** A copy of `src` without the metadata key `key` and the tensors whose names `drop` matches. */
+function without(src: string, key: string, drop?: RegExp): string {
+  const dst = join(dir, `without-${key || drop?.source.replace(/\W+/g, '_')}.gguf`);
   const f = openGGUF(src);
   try {
     const w = new GGUFWriter({ alignment: f.alignment });
     for (const [k, kv] of f.metadata) if (k !== key) w.set(k, kv.type, kv.value);
-    for (const t of f.tensors) w.addTensor(t.name, t.type, [...t.dims], f.readTensorData(t));
+    for (const t of f.tensors) if (!drop?.test(t.name)) w.addTensor(t.name, t.type, [...t.dims], f.readTensorData(t));
     w.write(dst);
   } finally {
     f.close();
   }
   return dst;
 }
+const withoutKey = (src: string, key: string) => without(src, key);
 
 const REQUIRED_KEYS: [string, string[]][] = [
   ['tiny-llama', ['llama.attention.layer_norm_rms_epsilon']],
   ['tiny-qwen2', ['qwen2.attention.layer_norm_rms_epsilon']],
   ['tiny-phi3', ['phi3.attention.layer_norm_rms_epsilon']],
   ['tiny-bert', ['bert.attention.layer_norm_epsilon']],
+  // the experts and recurrent architectures (before: defaults, e.g. 1e-5 / 1e-6)
+  ['tiny-qwen35', ['qwen35.attention.layer_norm_rms_epsilon']],
+  ['tiny-qwen35moe', ['qwen35moe.attention.layer_norm_rms_epsilon']],
+  ['tiny-lfm2', ['lfm2.attention.layer_norm_rms_epsilon']],
+  ['tiny-granitehybrid', ['granitehybrid.attention.layer_norm_rms_epsilon']],
+  ['tiny-nemotron-h', ['nemotron_h.attention.layer_norm_rms_epsilon']],
+  ['tiny-qwen2moe', ['qwen2moe.attention.layer_norm_rms_epsilon']],
+  ['tiny-qwen3moe', ['qwen3moe.attention.layer_norm_rms_epsilon']],
+  ['tiny-gpt-oss', ['gpt-oss.attention.layer_norm_rms_epsilon']],
+  // deepseek2: q_lora_rank is required outside the -Lite block counts (tiny-deepseek2 has 2)
+  [
+    'tiny-deepseek2',
+    [
+      'deepseek2.attention.layer_norm_rms_epsilon',
+      'deepseek2.expert_shared_count',
+      'deepseek2.expert_feed_forward_length',
+      'deepseek2.attention.q_lora_rank',
+    ],
+  ],
   [
     'tiny-gemma4',
     [
@@ -128,5 +148,39 @@ test('bert without a token type count, EmbeddingGemma dense layers without their
     Model.load(withoutKey(emb, 'gemma-embedding.dense_2_feat_out')),
     (e: unknown) =>
       e instanceof ModelError && /tensor 'dense_2\.weight' has shape \[64, 96\], expected \[64, 0\]/.test(e.message),
+  );
+});
+
+// Tensors llama.cpp's loader creates without TENSOR_NOT_REQUIRED (node-llama-cpp 3.21.1:
+// "missing tensor"); before, each of these files loaded (the shared expert or the Mamba-2
+// group norm left out of the graph)
+const MISSING: { preset: string; drop: RegExp; tensor: string }[] = [
+  { preset: 'tiny-qwen35moe', drop: /_shexp\./, tensor: 'blk.0.ffn_gate_inp_shexp.weight' },
+  { preset: 'tiny-granitehybrid', drop: /\.ssm_norm\./, tensor: 'blk.0.ssm_norm.weight' },
+  { preset: 'tiny-nemotron-h', drop: /\.ssm_norm\./, tensor: 'blk.0.ssm_norm.weight' },
+];
+
+for (const c of MISSING) {
+  test(`${c.preset} without ${c.drop.source}: refused, naming '${c.tensor}'`, async () => {
+    const path = join(dir, `${c.preset}-full.gguf`);
+    generateModel(presetSpec(c.preset, 'F32'), path);
+    await assert.rejects(
+      Model.load(without(path, '', c.drop)),
+      (e: unknown) => e instanceof ModelError && e.message.includes(`missing tensor '${c.tensor}'`),
+    );
+  });
+}
+
+test('lfm2 with head size × heads ≠ embedding_length: refused, naming the keys and attn_q', async () => {
+  // llama.cpp sizes attn_q and attn_output by n_embd (node-llama-cpp: wrong shape of attn_q);
+  // before, the queries were sized by head size × heads and the file ran
+  const path = join(dir, 'tiny-lfm2-head32.gguf');
+  generateModel(presetSpec('tiny-lfm2', 'F32', { shape: { headDim: 32 } }), path);
+  await assert.rejects(
+    Model.load(path),
+    (e: unknown) =>
+      e instanceof ModelError &&
+      /attention\.key_length 32 \/ value_length 32 × head_count 4 ≠ embedding_length 64/.test(e.message) &&
+      e.message.includes("'blk.2.attn_q.weight'"),
   );
 });

@@ -108,7 +108,7 @@ test('variants llama.cpp refuses (a missing key, or an assertion at load or grap
     /dimension_sections = \[20,20,0,0\].*head size 32/,
   );
   // qwen35's gated attention reads separate q/k/v (llama.cpp's graph has no fused path there)
-  assert.match(await refusal('tiny-qwen35', { fusedQkv: true }), /blk\.3\.attn_qkv\.weight/);
+  assert.match(await refusal('tiny-qwen35', { projections: { qkv: 'fused' } }), /blk\.3\.attn_qkv\.weight/);
   // qwen2moe/qwen3moe: GGML_ASSERT(n_embd_head == n_rot) in llama.cpp's graph
   assert.match(await refusal('tiny-qwen3moe', { ropeDim: 8 }), /qwen3moe\.rope\.dimension_count = 8 must equal/);
   assert.match(

@@ -36,6 +36,7 @@ types llama-quantize would choose for FTYPE.
   --qkv fused|split   q/k/v as one attn_qkv, or (phi3) as attn_q/k/v: layouts llama.cpp's loaders also take
   --biases LIST       add a bias to each of these projections that has none, e.g.
                       attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down,output
+  --no-biases LIST    leave out these projections' biases (e.g. qwen2's attn_q,attn_k,attn_v)
   --quiet             no progress
 A random LoRA adapter for MODEL.gguf (llama.cpp's adapter format):
   --targets LIST      weights to adapt in every layer, of ${LORA_TARGETS.join(', ')}
@@ -63,6 +64,7 @@ export function main(argv: string[]): number {
       'n-head-kv': { type: 'string' },
       qkv: { type: 'string' },
       biases: { type: 'string' },
+      'no-biases': { type: 'string' },
       quiet: { type: 'boolean' },
       'lora-for': { type: 'string' },
       targets: { type: 'string' },
@@ -124,10 +126,12 @@ export function main(argv: string[]): number {
   }
   if (values.qkv !== undefined && values.qkv !== 'fused' && values.qkv !== 'split')
     return fail(`--qkv must be fused or split`);
-  if (values.qkv || values.biases) {
+  if (values.qkv || values.biases || values['no-biases']) {
+    const list = (v: string) => v.split(',').filter((b) => b !== '');
     shape.projections = {
       ...(values.qkv ? { qkv: values.qkv as 'fused' | 'split' } : {}),
-      ...(values.biases ? { biases: values.biases.split(',').filter((b) => b !== '') } : {}),
+      ...(values.biases ? { biases: list(values.biases) } : {}),
+      ...(values['no-biases'] ? { noBiases: list(values['no-biases']) } : {}),
     };
   }
   const opts = { seed, shape, ...(vocab ? { vocab } : {}), ...(onProgress ? { onProgress } : {}) };

@@ -41,9 +41,10 @@ export type {
   ModelSpec,
   Preset,
   PresetOptions,
+  ProjectionLayout,
   VocabSpec,
 } from './spec.js';
-export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, resolveShape } from './spec.js';
+export { FILE_TYPES, isFileTypeName, PRESETS, presetSpec, QKV_PROJECTIONS, resolveShape } from './spec.js';
 export { buildVocab, TokenType } from './vocab.js';
 
 /** Qwen3-Reranker's rerank prompt, as llama.cpp's converter writes it. */

@@ -61,7 +61,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
       planNextn(add, b, E);
       if (family === 'nemotron_h') {
         add(`${b}attn_norm.weight`, [E], NORM);
-        planQkv(add, b, E, hd * s.nHead, hd * s.nHeadKv, s);
+        planQkv(add, arch, b, E, hd * s.nHead, hd * s.nHeadKv);
         add(`${b}attn_output.weight`, [hd * s.nHead, E], linear(hd * s.nHead));
         add(`${b}post_attention_norm.weight`, [E], NORM);
         planExperts(add, family, b, E, ex!, true);
@@ -100,7 +100,7 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
       }
     } else if (kind === 'A') {
       const q = hd * s.nHead;
-      planQkv(add, b, E, family === 'qwen35' ? 2 * q : q, hd * s.nHeadKv, s);
+      planQkv(add, arch, b, E, family === 'qwen35' ? 2 * q : q, hd * s.nHeadKv);
       add(`${b}attn_output.weight`, [q, E], linear(q));
       if (family === 'qwen35' || family === 'lfm2') {
         add(`${b}attn_q_norm.weight`, [hd], NORM);
@@ -132,27 +132,27 @@ export function planRecurrent(arch: GenArch, s: ResolvedShape, nVocab: number): 
 }
 
 /**
- * Attention's q, k, v projections (nq, nkv, nkv rows): one `attn_qkv` when s.fusedQkv,
- * each with a bias when s.qkvBias.
+ * Attention's q, k, v projections (nq, nkv, nkv rows) as the converters write them, each with
+ * a bias for the architectures whose converters give them one (qwen2, qwen2moe, gpt-oss).
+ * Other layouts (fused, biases added or left out) are `ModelShape.projections`, applied to
+ * the whole plan afterwards.
  */
 export function planQkv(
   add: (name: string, dims: number[], init: TensorInit) => void,
+  arch: GenArch,
   b: string,
   E: number,
   nq: number,
   nkv: number,
-  s: Pick<ResolvedShape, 'fusedQkv' | 'qkvBias'>,
 ): void {
-  const parts: [string, number][] = s.fusedQkv
-    ? [['qkv', nq + 2 * nkv]]
-    : [
-        ['q', nq],
-        ['k', nkv],
-        ['v', nkv],
-      ];
-  for (const [p, rows] of parts) {
+  const bias = arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss';
+  for (const [p, rows] of [
+    ['q', nq],
+    ['k', nkv],
+    ['v', nkv],
+  ] as const) {
     add(`${b}attn_${p}.weight`, [E, rows], linear(E));
-    if (s.qkvBias) add(`${b}attn_${p}.bias`, [rows], BIAS);
+    if (bias) add(`${b}attn_${p}.bias`, [rows], BIAS);
   }
 }
 

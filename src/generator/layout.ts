@@ -101,7 +101,7 @@ function planUsual(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
       add(`${b}attn_v_b.weight`, [m.kvLoraRank, m.headV, s.nHead], linear(m.kvLoraRank));
       add(`${b}attn_output.weight`, [s.nHead * m.headV, E], linear(s.nHead * m.headV));
     } else {
-      planQkv(add, b, E, qDim, kvDim, s);
+      planQkv(add, arch, b, E, qDim, kvDim);
       if (arch === 'qwen3' || arch === 'qwen3moe') {
         add(`${b}attn_q_norm.weight`, [s.headDim], NORM);
         add(`${b}attn_k_norm.weight`, [s.headDim], NORM);
@@ -421,22 +421,26 @@ function longRopeFactors(s: ResolvedShape, add: (name: string, dims: number[], i
 }
 
 /**
- * The converters' layout rewritten to a projection layout llama.cpp's loaders also take:
- * the named biases added (after their weights), then q/k/v fused into attn_qkv (rows q, k,
- * v; one bias when any had one) or attn_qkv split into attn_q/k/v (its bias likewise).
+ * The converters' layout rewritten to a projection layout llama.cpp's loaders also take,
+ * for every architecture: the biases named in `noBiases` left out, those in `biases` added
+ * (after their weights), then q/k/v fused into attn_qkv (rows q, k, v; one bias when any
+ * had one, in q's place) or attn_qkv split into attn_q/k/v (its bias likewise). The order
+ * and names are those a layout written directly would have, so the bytes are too.
  */
 function withProjections(plan: PlannedTensor[], p: ProjectionLayout): PlannedTensor[] {
-  let out = plan;
+  const projection = (name: string) => /^(?:blk\.\d+\.)?([a-z_]+)\.(?:weight|bias)$/.exec(name)?.[1];
+  const drop = new Set(p.noBiases ?? []);
+  let out = drop.size > 0 ? plan.filter((t) => !(t.name.endsWith('.bias') && drop.has(projection(t.name)!))) : plan;
   const biases = new Set(p.biases ?? []);
   if (biases.size > 0) {
-    out = [];
-    const has = new Set(plan.map((t) => t.name));
-    for (const t of plan) {
-      out.push(t);
-      const m = /^(?:blk\.\d+\.)?([a-z_]+)\.weight$/.exec(t.name);
+    const has = new Set(out.map((t) => t.name));
+    out = out.flatMap((t) => {
       const bias = t.name.replace(/\.weight$/, '.bias');
-      if (m && biases.has(m[1]) && !has.has(bias)) out.push({ name: bias, dims: [t.dims[1]], init: BIAS });
-    }
+      const m = projection(t.name);
+      return t.name.endsWith('.weight') && m && biases.has(m) && !has.has(bias)
+        ? [t, { name: bias, dims: [t.dims[1]], init: BIAS }]
+        : [t];
+    });
   }
   if (p.qkv === 'fused') out = fuseQkv(out);
   if (p.qkv === 'split') out = splitQkv(out);
@@ -476,9 +480,15 @@ function splitQkv(plan: PlannedTensor[]): PlannedTensor[] {
       continue;
     }
     const [, b, kind] = m;
+    // the attn_output that follows tells the query width (n_head · head size); a block
+    // without one (qwen35's Gated DeltaNet layers) keeps its attn_qkv
+    const output = plan.find((x) => x.name === `${b}attn_output.weight`);
+    if (!output) {
+      out.push(t);
+      continue;
+    }
     if (kind === 'weight') {
-      // the attn_output that follows tells the query width (n_head · head size)
-      const q = plan.find((x) => x.name === `${b}attn_output.weight`)!.dims[0];
+      const q = output.dims[0];
       const kv = (t.dims[1] - q) / 2;
       const rows = [q, kv, kv];
       weights.set(b, rows);

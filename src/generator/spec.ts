@@ -162,10 +162,6 @@ export interface ModelShape {
   normEps?: number;
   /** No output.weight: the output projection reuses token_embd (llama/qwen*). */
   tiedEmbeddings?: boolean;
-  /** Decoders with plain attention: q, k, v as one `attn_qkv` tensor (and bias), as some converters write them. */
-  fusedQkv?: boolean;
-  /** Decoders with plain attention: q/k/v biases (default: qwen2, qwen2moe and gpt-oss have them). */
-  qkvBias?: boolean;
   /**
    * qwen35, qwen35moe, deepseek2, nemotron_h_moe: multi-token-prediction blocks after the nLayer others
    * (`nextn_predict_layers`; block_count counts them), which llama.cpp loads but does not
@@ -223,10 +219,12 @@ export interface ModelShape {
    */
   longRope?: { nCtxOrig: number; attnFactor: number };
   /**
-   * Projection layouts llama.cpp's loaders take besides the converters' usual one
-   * (test/refs/variants): q/k/v as one fused attn_qkv or as separate attn_q/k/v (phi3), and
-   * a bias on each named projection that has none (`attn_q`, `attn_output`, `ffn_up`,
-   * `output`, ...; with fused q/k/v, a bias on any of q/k/v gives attn_qkv one).
+   * Projection layouts llama.cpp's loaders take besides the converters' usual one, for every
+   * architecture (test/refs/variants, test/refs/variants-b): q/k/v as one fused attn_qkv or
+   * as separate attn_q/k/v (phi3), a bias on each named projection that has none
+   * (`attn_q`, `attn_output`, `ffn_up`, `output`, ...), and the named projections' biases
+   * left out (qwen2's, qwen2moe's, gpt-oss's q/k/v). With fused q/k/v, a bias on any of
+   * q/k/v gives attn_qkv one.
    */
   projections?: ProjectionLayout;
   /** llama: a `rope_freqs.weight` RoPE divides its frequencies by (as Llama 3.1's converter writes). */
@@ -259,8 +257,14 @@ export interface ModelShape {
 
 export interface ProjectionLayout {
   qkv?: 'fused' | 'split';
+  /** Projections (weight names without `.weight`, e.g. `attn_q`) given a bias when they have none. */
   biases?: string[];
+  /** Projections whose bias is left out. */
+  noBiases?: string[];
 }
+
+/** The q/k/v projections, as `ProjectionLayout.biases` / `noBiases` name them. */
+export const QKV_PROJECTIONS = ['attn_q', 'attn_k', 'attn_v'];
 
 export type VocabSpec =
   | { kind: 'synthetic-spm' | 'synthetic-bpe' | 'synthetic-wpm'; size: number }
@@ -310,10 +314,8 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     // Gemma 2 and EmbeddingGemma always reuse token_embd for the output (embeddings: none)
     tiedEmbeddings:
       arch === 'bert' || arch === 'gemma2' || arch === 'gemma-embedding' ? true : (s.tiedEmbeddings ?? false),
-    fusedQkv: s.fusedQkv ?? false,
     nextnLayers: s.nextnLayers ?? 0,
     attnTemp: s.attnTemp ?? { scale: 0, length: 0 },
-    qkvBias: s.qkvBias ?? (arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss'),
     poolingType: s.poolingType ?? 1,
     nTypeVocab: s.nTypeVocab ?? 2,
     experts: s.experts,

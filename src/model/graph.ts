@@ -854,8 +854,7 @@ export class GraphBuilder {
     let y = view(scan, [headDim, nHead, nT, nS], [headDim * e, headDim * nHead * e, headDim * nHead * nT * e], 0);
     y = this.cb(ops.add(y, ops.mul(x, L('ssm_d'))), 'mamba2_y_add_d', il);
     y = ops.mul(ops.silu(ops.cont(z)), y);
-    const norm = w.layerOpt(il, 'ssm_norm.weight');
-    if (norm) y = this.rmsNorm(reshape(y, [dInner / nGroup, nGroup, nT, nS]), norm, 'ssm_norm', il);
+    y = this.rmsNorm(reshape(y, [dInner / nGroup, nGroup, nT, nS]), L('ssm_norm.weight'), 'ssm_norm', il);
     y = reshape(y, [dInner, nT * nS]);
     return this.cb(this.mm(L('ssm_out.weight'), y), 'mamba_out', il);
   }
@@ -926,7 +925,7 @@ export function mamba2Tensors(hp: HParams, t: TensorList, il: number): void {
   t.layer(il, 'ssm_dt.bias', [nHead]);
   t.layer(il, 'ssm_a', [1, nHead]);
   t.layer(il, 'ssm_d', [1, nHead]);
-  t.layer(il, 'ssm_norm.weight', [hp.ssmDInner / hp.ssmNGroup, hp.ssmNGroup], true);
+  t.layer(il, 'ssm_norm.weight', [hp.ssmDInner / hp.ssmNGroup, hp.ssmNGroup]);
   t.layer(il, 'ssm_out.weight', [hp.ssmDInner, E]);
 }
 

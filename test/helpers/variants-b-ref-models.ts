@@ -6,7 +6,7 @@
 // each generated file's SHA-256, so a change to the generator shows as a mismatch.
 
 import type { ExpertShape, FileTypeName, ModelShape } from '../../src/generator/index.js';
-import { PRESETS, presetSpec } from '../../src/generator/index.js';
+import { PRESETS, presetSpec, QKV_PROJECTIONS } from '../../src/generator/index.js';
 import type { RefModel } from './recurrent-ref-models.js';
 
 /** As test/refs/recurrent's: F32 0.02; Q8_0 0.15 (one flipped Q8_0 rounding there). */
@@ -53,27 +53,45 @@ export const REF_MODELS: RefModel[] = [
   variant(
     'tiny-qwen2moe',
     'fused-qkv',
-    { fusedQkv: true },
+    { projections: { qkv: 'fused' } },
     'F32',
     'qwen2moe with one attn_qkv weight and bias (create_tensor_qkv)',
   ),
   variant(
     'tiny-qwen2moe',
     'no-qkv-bias',
-    { qkvBias: false },
+    { projections: { noBiases: QKV_PROJECTIONS } },
     'F32',
     'qwen2moe without q/k/v biases (optional in llama.cpp)',
   ),
-  variant('tiny-qwen3moe', 'qkv-bias', { qkvBias: true }, 'F32', 'qwen3moe with q/k/v biases (applied when present)'),
+  variant(
+    'tiny-qwen3moe',
+    'qkv-bias',
+    { projections: { biases: QKV_PROJECTIONS } },
+    'F32',
+    'qwen3moe with q/k/v biases (applied when present)',
+  ),
   variant(
     'tiny-qwen3moe',
     'fused-qkv',
-    { fusedQkv: true, qkvBias: true },
+    { projections: { qkv: 'fused', biases: QKV_PROJECTIONS } },
     'Q8_0',
     'qwen3moe with one attn_qkv weight and bias, Q8_0',
   ),
-  variant('tiny-gpt-oss', 'fused-qkv', { fusedQkv: true }, 'F32', 'gpt-oss with one attn_qkv weight and bias'),
-  variant('tiny-gpt-oss', 'no-qkv-bias', { qkvBias: false }, 'F32', 'gpt-oss without q/k/v biases'),
+  variant(
+    'tiny-gpt-oss',
+    'fused-qkv',
+    { projections: { qkv: 'fused' } },
+    'F32',
+    'gpt-oss with one attn_qkv weight and bias',
+  ),
+  variant(
+    'tiny-gpt-oss',
+    'no-qkv-bias',
+    { projections: { noBiases: QKV_PROJECTIONS } },
+    'F32',
+    'gpt-oss without q/k/v biases',
+  ),
   variant(
     'tiny-qwen35',
     'mtp',
@@ -105,22 +123,28 @@ export const REF_MODELS: RefModel[] = [
   variant(
     'tiny-qwen35',
     'qkv-bias',
-    { qkvBias: true },
+    { projections: { biases: QKV_PROJECTIONS } },
     'F32',
     'qwen35 with attention q/k/v biases, which llama.cpp loads and its graph leaves unused',
   ),
-  variant('tiny-lfm2', 'fused-qkv', { fusedQkv: true, qkvBias: true }, 'F32', 'lfm2 with one attn_qkv weight and bias'),
+  variant(
+    'tiny-lfm2',
+    'fused-qkv',
+    { projections: { qkv: 'fused', biases: QKV_PROJECTIONS } },
+    'F32',
+    'lfm2 with one attn_qkv weight and bias',
+  ),
   variant(
     'tiny-nemotron-h',
     'fused-qkv',
-    { fusedQkv: true, qkvBias: true },
+    { projections: { qkv: 'fused', biases: QKV_PROJECTIONS } },
     'F32',
     'nemotron_h with one attn_qkv weight and bias',
   ),
   variant(
     'tiny-granitehybrid',
     'fused-qkv',
-    { fusedQkv: true, qkvBias: true },
+    { projections: { qkv: 'fused', biases: QKV_PROJECTIONS } },
     'F32',
     'granitehybrid with one attn_qkv weight and bias',
   ),

@@ -53,6 +53,13 @@ function mlaOf(hp: HParams): Mla {
 
 export const deepseek2: Architecture = {
   name: 'deepseek2',
+  // read by llama.cpp's loader without a default (q_lora_rank: see hparams)
+  requiredKeys: [
+    'attention.layer_norm_rms_epsilon',
+    'attention.kv_lora_rank',
+    'expert_feed_forward_length',
+    'expert_shared_count',
+  ],
   usesKVCache: true,
   ropeMode: RopeMode.NORMAL,
   vFromK: true,
@@ -65,6 +72,15 @@ export const deepseek2: Architecture = {
     const key = (k: string) => `deepseek2.${k}`;
     const num = (k: string, fallback: number) => file.getNumber(key(k), fallback);
     const moe = requireExperts(hp.moe, 'deepseek2');
+    // llama.cpp reads q_lora_rank without a default except for the -Lite shapes (26 or 27
+    // blocks, or 48 with Kanana's 128256 tokens), which have no q-LoRA
+    const nVocabFile = hp.nVocab || file.getStringArray('tokenizer.ggml.tokens', []).length;
+    const lite = hp.nLayer === 26 || hp.nLayer === 27 || (hp.nLayer === 48 && nVocabFile === 128256);
+    if (!lite && !file.has(key('attention.q_lora_rank'))) {
+      throw new ModelError(
+        `${file.path}: missing key '${key('attention.q_lora_rank')}' (llama.cpp's deepseek2 loader requires it unless the block count is a -Lite one: 26, 27, or 48 with 128256 tokens)`,
+      );
+    }
     const headK = num('attention.key_length_mla', 0);
     const headV = num('attention.value_length_mla', 0);
     if (headK === 0 || headV === 0 || file.tensor('blk.0.attn_kv_b.weight')) {
@@ -86,8 +102,7 @@ export const deepseek2: Architecture = {
     let gating = GATING_BY_ID[num('expert_gating_func', 0)];
     if (!gating) {
       // files without the key: DeepSeek-V2/V2.5 (softmax), except GLM-4.7-Flash's shape
-      const nVocab = hp.nVocab || file.getStringArray('tokenizer.ggml.tokens', []).length;
-      gating = (hp.nLayer === 47 || hp.nLayer === 48) && nVocab === 154880 ? 'sigmoid' : 'softmax';
+      gating = (hp.nLayer === 47 || hp.nLayer === 48) && nVocabFile === 154880 ? 'sigmoid' : 'softmax';
     }
     const yarnLogMul = file.has(key('rope.scaling.yarn_log_multiplier'))
       ? num('rope.scaling.yarn_log_multiplier', 0) / 0.1

@@ -18,6 +18,7 @@ import type { Architecture } from './arch.js';
 
 export const gptOss: Architecture = {
   name: 'gpt-oss',
+  requiredKeys: ['attention.layer_norm_rms_epsilon', 'expert_feed_forward_length', 'attention.sliding_window'],
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
 

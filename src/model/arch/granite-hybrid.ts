@@ -22,6 +22,7 @@ import type { Architecture } from './arch.js';
 
 export const graniteHybrid: Architecture = {
   name: 'granitehybrid',
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   usesKVCache: true,
   ropeMode: RopeMode.NORMAL,
 

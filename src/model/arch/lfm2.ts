@@ -45,8 +45,16 @@ function lfm2MixerTensors(hp: HParams, t: TensorList): void {
     t.layer(il, 'ffn_norm.weight', [E]);
     if (isRecurrent(hp, il)) shortConvTensors(hp, t, il);
     else {
-      t.qkv(il, E, hd * headCount(hp, il), hd * headCountKv(hp, il), hp.nEmbdHeadV * headCountKv(hp, il));
-      t.layer(il, 'attn_output.weight', [hp.nEmbdHeadV * headCount(hp, il), E]);
+      // llama.cpp's loader sizes the queries and attn_output by n_embd, and its graph splits
+      // them into heads of key_length: both must hold n_embd = head size × heads
+      const nHead = headCount(hp, il);
+      if (hd * nHead !== E || hp.nEmbdHeadV * nHead !== E) {
+        throw new ModelError(
+          `${hp.arch}: layer ${il}: attention.key_length ${hd} / value_length ${hp.nEmbdHeadV} × head_count ${nHead} ≠ embedding_length ${E} (llama.cpp sizes 'blk.${il}.attn_q.weight' and 'blk.${il}.attn_output.weight' by embedding_length)`,
+        );
+      }
+      t.qkv(il, E, E, hd * headCountKv(hp, il), hp.nEmbdHeadV * headCountKv(hp, il));
+      t.layer(il, 'attn_output.weight', [E, E]);
       t.layer(il, 'attn_q_norm.weight', [hd]);
       t.layer(il, 'attn_k_norm.weight', [hd]);
     }
@@ -101,6 +109,7 @@ function denseFfn(b: GraphBuilder, m: Tensor, il: number): Tensor {
 
 export const lfm2: Architecture = {
   name: 'lfm2',
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
 
@@ -131,6 +140,7 @@ export const lfm2: Architecture = {
 
 export const lfm2moe: Architecture = {
   name: 'lfm2moe',
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
 

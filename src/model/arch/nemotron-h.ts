@@ -36,6 +36,7 @@ function expertRows(hp: HParams, moe: ExpertParams, il: number): number {
 function nemotronHArch(name: string): Architecture {
   return {
     name,
+    requiredKeys: ['attention.layer_norm_rms_epsilon'],
     usesKVCache: true,
 
     hparams(hp, file) {

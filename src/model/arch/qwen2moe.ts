@@ -11,6 +11,7 @@ import type { Architecture } from './arch.js';
 
 export const qwen2moe: Architecture = {
   name: 'qwen2moe',
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
   ropeWholeHead: true,

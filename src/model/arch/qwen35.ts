@@ -203,6 +203,7 @@ export function buildQwen35(b: GraphBuilder, ffn: (m: Tensor, il: number) => Ten
 
 export const qwen35: Architecture = {
   name: 'qwen35',
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
   hparams: qwen35Hparams('qwen35'),

@@ -15,6 +15,7 @@ import { buildQwen35, qwen35Hparams, qwen35Tensors } from './qwen35.js';
 
 export const qwen35moe: Architecture = {
   name: 'qwen35moe',
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
   hparams: qwen35Hparams('qwen35moe'),
@@ -31,11 +32,12 @@ export const qwen35moe: Architecture = {
       l.layer(il, 'ffn_gate_exps.weight', [E, F, nE], true);
       l.layer(il, 'ffn_up_exps.weight', [E, F, nE], true);
       l.layer(il, 'ffn_down_exps.weight', [F, E, nE]);
-      // the shared expert is optional in llama.cpp's graph (routed experts alone without it)
-      l.layer(il, 'ffn_gate_inp_shexp.weight', [E], true);
-      l.layer(il, 'ffn_gate_shexp.weight', [E, Fs], true);
-      l.layer(il, 'ffn_up_shexp.weight', [E, Fs], true);
-      l.layer(il, 'ffn_down_shexp.weight', [Fs, E], true);
+      // llama.cpp's loader requires the shared expert in every trunk layer (only its
+      // multi-token-prediction graph runs without one)
+      l.layer(il, 'ffn_gate_inp_shexp.weight', [E]);
+      l.layer(il, 'ffn_gate_shexp.weight', [E, Fs]);
+      l.layer(il, 'ffn_up_shexp.weight', [E, Fs]);
+      l.layer(il, 'ffn_down_shexp.weight', [Fs, E]);
     });
   },
 
@@ -67,20 +69,12 @@ export const qwen35moe: Architecture = {
         },
         il,
       );
-      const up = Lopt('ffn_up_shexp.weight');
-      if (!up) return b.cb(routed, 'ffn_out', il);
       const shared = b.cb(
-        b.ffnSwiglu(
-          m,
-          need('ffn_gate_shexp.weight', 'it has ffn_up_shexp'),
-          up,
-          need('ffn_down_shexp.weight', 'it has ffn_up_shexp'),
-          il,
-        ),
+        b.ffnSwiglu(m, L('ffn_gate_shexp.weight'), L('ffn_up_shexp.weight'), L('ffn_down_shexp.weight'), il),
         'ffn_shexp',
         il,
       );
-      const g = b.cb(b.mm(need('ffn_gate_inp_shexp.weight', 'it has ffn_up_shexp'), m), 'shared_expert_gate', il);
+      const g = b.cb(b.mm(L('ffn_gate_inp_shexp.weight'), m), 'shared_expert_gate', il);
       const gate = b.cb(ops.sigmoid(g), 'shared_expert_gate_sigmoid', il);
       const gated = b.cb(ops.mul(shared, gate), 'ffn_shexp_gated', il);
       return b.cb(ops.add(routed, gated), 'ffn_out', il);

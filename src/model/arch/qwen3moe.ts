@@ -13,6 +13,7 @@ import type { Architecture } from './arch.js';
 
 export const qwen3moe: Architecture = {
   name: 'qwen3moe',
+  requiredKeys: ['attention.layer_norm_rms_epsilon'],
   usesKVCache: true,
   ropeMode: RopeMode.NEOX,
   ropeWholeHead: true,
