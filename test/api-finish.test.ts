@@ -75,6 +75,30 @@ for (const c of CASES) {
       assert.equal(await cut(points.afterName), '{');
     });
 
+    test('the name and "{" stream in one delta (llama-server sends them together)', async () => {
+      const first: unknown[] = [];
+      await ctx.completion({ ...request, n_predict: points.afterName }, (t: LlamaCompletionToken) => {
+        for (const d of t.delta?.tool_calls ?? []) first.push(d);
+      });
+      assert.deepEqual(
+        (first[0] as { function: unknown }).function,
+        { name: 'get_weather', arguments: '{' },
+        JSON.stringify(first),
+      );
+    });
+
+    test('cut before the name is complete: no call, the content is the raw text (an empty reading falls back to it, as in llama-server)', async () => {
+      const streamed: string[] = [];
+      const r = await ctx.completion({ ...request, n_predict: points.beforeName }, (t: LlamaCompletionToken) => {
+        if (t.delta?.content || t.delta?.tool_calls) streamed.push(JSON.stringify(t.delta));
+      });
+      assert.equal(r.stopped_limit, true);
+      assert.deepEqual(r.tool_calls, []);
+      assert.ok(r.text.length > 0);
+      assert.equal(r.content, r.text);
+      assert.deepEqual(streamed, [], 'nothing was read, so nothing streamed');
+    });
+
     test('inside the arguments: what was written, unterminated', async () => {
       const args = await cut(points.inArgs);
       assert.ok(whole.startsWith(args) && args.length < whole.length, `${args} is not a prefix of ${whole}`);

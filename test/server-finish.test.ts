@@ -104,6 +104,31 @@ describe('OpenAI chat completions', () => {
     unfinished(args, ref.args);
   });
 
+  test('streamed: the name and "{" come in one delta, as llama-server sends them', async () => {
+    const chunks = await events('/v1/chat/completions', { messages: ask, ...forced, max_tokens: ref.points.afterName });
+    const calls = chunks.flatMap(({ data }) => data.choices.flatMap((ch: Json) => ch.delta.tool_calls ?? []));
+    assert.equal(calls[0].function.name, 'get_weather');
+    assert.equal(calls[0].function.arguments, '{');
+    assert.equal(calls.length, 1, JSON.stringify(calls));
+  });
+
+  test('cut before the name is complete: no call; the content is the raw text, unstreamed (llama-server falls back to it when nothing was read), nothing streamed', async () => {
+    const c = (await chat(ref.points.beforeName)).choices[0];
+    assert.equal(c.finish_reason, 'length');
+    assert.equal(c.message.tool_calls, undefined);
+    assert.match(c.message.content, /^<tool_call>\s*\{/);
+    const chunks = await events('/v1/chat/completions', {
+      messages: ask,
+      ...forced,
+      max_tokens: ref.points.beforeName,
+    });
+    const deltas = chunks.flatMap(({ data }) => data.choices.map((ch: Json) => ch.delta));
+    assert.ok(
+      deltas.every((d: Json) => !d.content && !d.tool_calls),
+      JSON.stringify(deltas),
+    );
+  });
+
   test('reasoning before a cut call is kept', async () => {
     const think = await reference(thinking(6));
     assert.ok(think.reasoning);
@@ -226,6 +251,16 @@ describe('Anthropic Messages API', () => {
     ],
     tool_choice: { type: 'any', disable_parallel_tool_use: true },
     messages: ask,
+  });
+
+  test("cut before the name is complete: one text block with the raw text (llama-server's fallback)", async () => {
+    const a = await post('/v1/messages', body(ref.points.beforeName));
+    assert.equal(a.stop_reason, 'max_tokens');
+    assert.deepEqual(
+      a.content.map((b: Json) => b.type),
+      ['text'],
+    );
+    assert.match(a.content[0].text, /^<tool_call>\s*\{/);
   });
 
   test('a tool_use cut by max_tokens: stop_reason "max_tokens"; streamed the same', async () => {

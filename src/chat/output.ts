@@ -5,8 +5,9 @@
 //     never shown half written);
 //   - content up to where a tool call might begin (text that could be the start of a
 //     call marker, and trailing whitespace that a call would trim, are held back);
-//   - each tool call once its name is complete, then its arguments as compact JSON text
-//     as far as written (a string of JSON arguments once complete), so every later state
+//   - each tool call once its name is complete (a name cut short lists no call, as in
+//     llama.cpp), with arguments `{` until they begin, then as compact JSON text as far as
+//     written (a string of JSON arguments once complete), so every later state
 //     extends the earlier one and `chatDelta` can stream the difference as OpenAI's
 //     `delta.content` / `delta.reasoning_content` / `delta.tool_calls[i].function.arguments`.
 // `update(text, true)` reads the reply as finished: what was held back is settled, and the
@@ -330,9 +331,7 @@ export class ChatOutputParser {
    * never closed into a call that looks whole. A format read whole is read whole.
    */
   cut(text: string): ChatOutput {
-    const out = this.opts.tools === 'harmony' ? this.update(text, true) : this.update(text);
-    for (const c of out.tool_calls) if (c.function.arguments === '') c.function.arguments = '{';
-    return out;
+    return this.opts.tools === 'harmony' ? this.update(text, true) : this.update(text);
   }
 
   /** The reply `text` as far as can be known (`final`: the reply is finished). */
@@ -419,9 +418,11 @@ export class ChatOutputParser {
     else content = read.before.trim();
     return {
       content,
+      // a call whose arguments have not begun has `{` (llama.cpp's reading, which streams
+      // the name and `{` in one delta)
       tool_calls: read.calls.map((c, i) => ({
         type: 'function',
-        function: { name: c.name, arguments: c.args },
+        function: { name: c.name, arguments: c.args || '{' },
         id: this.idFor(i, c.id),
       })),
     };

@@ -1089,7 +1089,11 @@ export class GenerationUnit {
     if (q.prefixKey !== undefined) r.prefix_key = q.prefixKey;
     if (this.parser) {
       const out = this.chatOut;
-      r.content = out.content;
+      // a reply read as nothing (no content, reasoning or call: a call marker or name cut
+      // short, say) is its raw text, as llama-server's message falls back to the text when
+      // the parse is empty; the streamed deltas stay as read (none)
+      const empty = out.content === '' && !out.reasoning_content && out.tool_calls.length === 0;
+      r.content = empty ? this.text : out.content;
       if (out.reasoning_content !== undefined) r.reasoning_content = out.reasoning_content;
       if (q.withTools) r.tool_calls = out.tool_calls;
     } else {

@@ -1,12 +1,15 @@
 // Where to cut a forced get_weather call (WEATHER_TOOL: city, then days) with max_tokens,
 // found in a reference reply that was not cut: the tokens' texts (logprobs entries), the
-// first token count at which the reply has just written the call's name, is inside its
+// last token count before the call's name is closed, the first at which the reply has
+// just written the name, is inside its
 // arguments (just after the days' digits), and has just closed its arguments (the call
 // itself still open).
 import { scanJson } from '../../src/chat/index.js';
 import { API_KEY, WEATHER_TOOL } from './clients.js';
 
 export interface CutPoints {
+  /** The call's marker or name is still being written (the name not yet closed). */
+  beforeName: number;
   /** The name is complete; the arguments have not begun. */
   afterName: number;
   /** The arguments are open: `…"days":3` (a proper prefix of the whole arguments). */
@@ -32,14 +35,23 @@ export function cutPoints(tokens: readonly string[]): CutPoints {
     const m = /"(?:arguments|parameters)"\s*:\s*\{/.exec(text);
     return m ? m.index + m[0].length - 1 : -1;
   };
+  const beforeName = first('the name', (t) => t.includes('"get_weather"')) - 1;
   const afterName = first('the end of the name', (t) => /"get_weather"\s*,/.test(t));
   const inArgs = first("the days' digits", (t) => argsStart(t) >= 0 && /"days"\s*:\s*\d+$/.test(t));
   const argsClosed = first('the end of the arguments', (t) => argsStart(t) >= 0 && scanJson(t, argsStart(t)) > 0);
-  if (!(afterName < inArgs && inArgs < argsClosed && argsClosed < tokens.length)) {
+  if (
+    !(
+      0 < beforeName &&
+      beforeName < afterName &&
+      afterName < inArgs &&
+      inArgs < argsClosed &&
+      argsClosed < tokens.length
+    )
+  ) {
     throw new Error(`cut points out of order (${afterName}, ${inArgs}, ${argsClosed} of ${tokens.length})`);
   }
   if (argsStart(texts[afterName - 1]!) >= 0) throw new Error('the arguments begin with the name');
-  return { afterName, inArgs, argsClosed };
+  return { beforeName, afterName, inArgs, argsClosed };
 }
 
 /** The question and options of a forced get_weather call (greedy, every prompt evaluated afresh). */
