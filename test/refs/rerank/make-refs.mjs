@@ -6,14 +6,17 @@
 // the head's output). Queries and documents include long documents (up to the model's 128
 // positions), unicode and an empty document. Models come from the generator (ensureModel,
 // the shared cache); models.json holds their SHA-256. Run after `npm run build`:
-//   node test/refs/rerank/make-refs.mjs   -> models.json, pairs.json, tiny-bert-reranker-{F32,Q8_0}.ref.json
+//   node test/refs/rerank/make-refs.mjs [OUT_DIR]   -> models.json, pairs.json, tiny-bert-reranker-{F32,Q8_0}.ref.json
+// OUT_DIR (default: here) lets another llama.cpp build answer elsewhere (bench/llama-cpp-builds.mjs).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const root = fileURLToPath(new URL('../../../', import.meta.url));
+const outDir = process.argv[2] ?? here;
 const nlcDir = process.env.NLC_DIR ?? `${process.env.HOME}/.cache/llama-ts/oracles/node-llama-cpp-3.21.1`;
 const { ensureModel } = await import(`${root}dist/src/generator/index.js`);
 const { getLlama, LlamaLogLevel } = await import(`${nlcDir}/node_modules/node-llama-cpp/dist/index.js`);
@@ -104,6 +107,8 @@ writeJson('pairs.json', kept);
 writeJson('models.json', manifest);
 
 function writeJson(name, data) {
-  writeFileSync(`${here}${name}`, `${JSON.stringify(data, null, 1)}\n`);
-  execFileSync('npx', ['biome', 'format', '--write', `${here}${name}`], { cwd: root, stdio: 'ignore' });
+  const path = join(outDir, name);
+  writeFileSync(path, `${JSON.stringify(data, null, 1)}\n`);
+  // the committed files in Biome's layout; other folders are read by scripts only
+  if (outDir === here) execFileSync('npx', ['biome', 'format', '--write', path], { cwd: root, stdio: 'ignore' });
 }
