@@ -35,7 +35,7 @@ import {
   dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, groupQ4_0, groupQ4_0x2, groupQ4_0x4, QB, tileQ4_0Pairx1, tileQ4_0Pairx2, tileQ4_0x1, tileQ4_0x2, unpackQ4_0k4Pair, unpackQ4_0x4,
 } from './qdot';
 import { readRow } from './rows';
-import { dotQ8_0, groupQ8_0 } from './q8dot';
+import { dotQ8_0, groupQ8_0, groupQ8_0x4 } from './q8dot';
 import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0, T_TQ1_0, T_TQ2_0 } from './types';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
 
@@ -409,9 +409,7 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
     const nb = K >> 5;
     if (ASC_FEATURE_RELAXED_SIMD && type == T_Q4_0 && c1 - c0 >= UNPACK_MIN_COLS && mmUnpacked(node, ith, chunk, nb, K, m0, i2, i3, c0, c1, false)) return;
     let n = c0;
-    // Q8_0: each column on its own (ggml's eight lanes a row leave no registers for more;
-    // the group's weights stay in cache from one column to the next)
-    for (; type == T_Q4_0 && n + 4 <= c1; n += 4) {
+    for (; n + 4 <= c1; n += 4) {
       const x0 = actRow(node, n, i2, i3);
       const x1 = actRow(node, n + 1, i2, i3);
       const x2 = actRow(node, n + 2, i2, i3);
@@ -420,8 +418,11 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
       const o1 = dstAt(node, m0, n + 1, i2, i3);
       const o2 = dstAt(node, m0, n + 2, i2, i3);
       const o3 = dstAt(node, m0, n + 3, i2, i3);
-      groupQ4_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
+      if (type == T_Q4_0) groupQ4_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
+      else groupQ8_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
     }
+    // Q8_0's leftover columns one at a time (ggml's eight lanes a row leave no registers
+    // for two columns of four rows)
     if (type == T_Q4_0 && n + 2 <= c1) {
       const x0 = actRow(node, n, i2, i3);
       const x1 = actRow(node, n + 1, i2, i3);

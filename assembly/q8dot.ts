@@ -171,3 +171,81 @@ export function groupQ8_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
   }
   return groupE(chunk, nb, act, K);
 }
+
+/** lanes of a column's block against one row's |w| (m) with w's sign masks (s): q8Lanes' sums. */
+@inline function q8LanesPre(act: usize, m: v128, s: v128, wide: bool): v128 {
+  const a = i8x16.sub(v128.xor(v128.load(act), s), s);
+  if (wide) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, m, i32x4.splat(0));
+  return i32x4.dot_i16x8_s(rdot(a, m), C_ONES16());
+}
+
+/**
+ * Four interleaved Q8_0 rows against four activation rows with the fused multiply-add
+ * (relaxed build): a row at a time, its block's |w| and signs found once for the four
+ * columns (eight accumulators; the group's weights stay in cache from row to row).
+ */
+@inline function group4(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize, wide: bool): void {
+  const off = 2 * <usize>K;
+  for (let r: usize = 0; r < 4; r++) {
+    let l0 = f32x4.splat(0);
+    let h0 = f32x4.splat(0);
+    let l1 = f32x4.splat(0);
+    let h1 = f32x4.splat(0);
+    let l2 = f32x4.splat(0);
+    let h2 = f32x4.splat(0);
+    let l3 = f32x4.splat(0);
+    let h3 = f32x4.splat(0);
+    let w = chunk + 8 + 32 * r;
+    let sc = chunk + 2 * r;
+    for (let b: usize = 0; b < <usize>nb; b++, w += 136, sc += 136) {
+      const x0 = v128.load(w);
+      const x1 = v128.load(w, 16);
+      const s0 = i8x16.lt_s(x0, i8x16.splat(0));
+      const s1 = i8x16.lt_s(x1, i8x16.splat(0));
+      const m0 = i8x16.abs(x0);
+      const m1 = i8x16.abs(x1);
+      const dw = f16ToF32(load<u16>(sc));
+      const q = b << 5;
+      const db = off + (b << 2);
+      let d = f32x4.splat(dw * load<f32>(a0 + db));
+      l0 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a0 + q, m0, s0, wide)), d, l0);
+      h0 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a0 + q + 16, m1, s1, wide)), d, h0);
+      d = f32x4.splat(dw * load<f32>(a1 + db));
+      l1 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a1 + q, m0, s0, wide)), d, l1);
+      h1 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a1 + q + 16, m1, s1, wide)), d, h1);
+      d = f32x4.splat(dw * load<f32>(a2 + db));
+      l2 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a2 + q, m0, s0, wide)), d, l2);
+      h2 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a2 + q + 16, m1, s1, wide)), d, h2);
+      d = f32x4.splat(dw * load<f32>(a3 + db));
+      l3 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a3 + q, m0, s0, wide)), d, l3);
+      h3 = f32x4.relaxed_madd(f32x4.convert_i32x4_s(q8LanesPre(a3 + q + 16, m1, s1, wide)), d, h3);
+    }
+    store<f32>(o0 + 4 * r, hsum(f32x4.add(l0, h0)));
+    store<f32>(o1 + 4 * r, hsum(f32x4.add(l1, h1)));
+    store<f32>(o2 + 4 * r, hsum(f32x4.add(l2, h2)));
+    store<f32>(o3 + 4 * r, hsum(f32x4.add(l3, h3)));
+  }
+}
+
+function group4F(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize): void {
+  group4(chunk, nb, K, a0, a1, a2, a3, o0, o1, o2, o3, false);
+}
+function group4FW(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize): void {
+  group4(chunk, nb, K, a0, a1, a2, a3, o0, o1, o2, o3, true);
+}
+
+/**
+ * Four interleaved Q8_0 rows against four activation rows, each column's bits those of
+ * groupQ8_0 (the same lanes and operations).
+ */
+export function groupQ8_0x4(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize, a2: usize, a3: usize, o0: usize, o1: usize, o2: usize, o3: usize): void {
+  if (ASC_FEATURE_RELAXED_SIMD && fusedMadd()) {
+    if (dotAdd()) group4FW(chunk, nb, K, a0, a1, a2, a3, o0, o1, o2, o3);
+    else group4F(chunk, nb, K, a0, a1, a2, a3, o0, o1, o2, o3);
+    return;
+  }
+  v128.store(o0, groupQ8_0(chunk, nb, a0, K));
+  v128.store(o1, groupQ8_0(chunk, nb, a1, K));
+  v128.store(o2, groupQ8_0(chunk, nb, a2, K));
+  v128.store(o3, groupQ8_0(chunk, nb, a3, K));
+}
