@@ -104,19 +104,19 @@ export function fmaF32(a: number, b: number, c: number): number {
 }
 
 /**
- * A Q8_0 row (quants wq, scales wd, from wq[w0] and wd[w0 / 32]) dotted with Q8_0
- * activations (aq, ad) of n elements in ggml-cpu's x86 order (ggml_vec_dot_q8_0_q8_0 and
- * llamafile's tinyBLAS_Q0_AVX): per block, eight lanes of four consecutive integer
- * products, each accumulated by an f32 fused multiply-add with the f32 product of the two
- * scales; the lanes then added as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+ * The Q8_0 row at w[p..] (ggml's 34-byte blocks) dotted with Q8_0 activations (aq, ad; n
+ * elements) in ggml-cpu's x86 order (ggml_vec_dot_q8_0_q8_0 and llamafile's
+ * tinyBLAS_Q0_AVX): per block, eight lanes of four consecutive integer products, each
+ * accumulated by an f32 fused multiply-add with the f32 product of the two scales; the
+ * lanes then added as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
  */
-export function dotQ8_0x86(wq: Int8Array, wd: Float32Array, aq: Int8Array, ad: Float32Array, n: number): number {
+export function dotQ8_0x86(w: Uint8Array, p: number, aq: Int8Array, ad: Float32Array, n: number): number {
   const acc = [0, 0, 0, 0, 0, 0, 0, 0];
-  for (let b = 0; b < n >> 5; b++) {
-    const d = fround(wd[b] * ad[b]);
+  for (let b = 0; b < n >> 5; b++, p += 34) {
+    const d = fround(f16ToF32(w[p] | (w[p + 1] << 8)) * ad[b]);
     for (let k = 0; k < 8; k++) {
-      const j = 32 * b + 4 * k;
-      const lane = wq[j] * aq[j] + wq[j + 1] * aq[j + 1] + wq[j + 2] * aq[j + 2] + wq[j + 3] * aq[j + 3];
+      let lane = 0;
+      for (let j = 0; j < 4; j++) lane += ((w[p + 2 + 4 * k + j] << 24) >> 24) * aq[32 * b + 4 * k + j];
       acc[k] = fmaF32(d, lane, acc[k]);
     }
   }

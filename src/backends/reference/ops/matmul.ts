@@ -8,7 +8,6 @@
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
-import { f16ToF32 } from '../../../ggml/fp16.js';
 import { canRoundFor, dotQ8_0x86, q8_1SumCorrection, quantizeQ8Blocks, roundToVecDotType, vecDotType } from '../vec-dot.js';
 import type { KernelOptions } from './options.js';
 
@@ -59,9 +58,6 @@ export function mulMat(dst: Tensor, o: KernelOptions = {}): void {
 function mulMatQ8_0(dst: Tensor, va: HostView, vb: HostView, vd: HostView, r2: number, r3: number): void {
   const [a, b] = dst.src;
   const K = a.ne[0];
-  const nb = K >> 5;
-  const wq = new Int8Array(K);
-  const wd = new Float32Array(nb);
   const col = new Float32Array(K);
   for (let i3 = 0; i3 < b.ne[3]; i3++) {
     for (let i2 = 0; i2 < b.ne[2]; i2++) {
@@ -74,11 +70,7 @@ function mulMatQ8_0(dst: Tensor, va: HostView, vb: HostView, vd: HostView, r2: n
       const a3 = Math.floor(i3 / r3);
       for (let m = 0; m < a.ne[1]; m++) {
         const p = va.pos(0, m, a2, a3);
-        for (let i = 0; i < nb; i++) {
-          wd[i] = f16ToF32(va.bytes[p + 34 * i] | (va.bytes[p + 34 * i + 1] << 8));
-          wq.set(new Int8Array(va.bytes.buffer, va.bytes.byteOffset + p + 34 * i + 2, 32), 32 * i);
-        }
-        for (let n = 0; n < b.ne[1]; n++) vd.set(dotQ8_0x86(wq, wd, acts[n].q, acts[n].d, K), m, n, i2, i3);
+        for (let n = 0; n < b.ne[1]; n++) vd.set(dotQ8_0x86(va.bytes, p, acts[n].q, acts[n].d, K), m, n, i2, i3);
       }
     }
   }
