@@ -57,7 +57,11 @@ test('fmaF32 rounds a fused multiply-add once, also where the f64 sum lands on a
       assert.equal(fmaF32(x, y, c), want, `${x}·${y} + ${c}`);
     }
   }
-  assert.notEqual(Math.fround(a * b + (1 + 2 ** -23)), exactFma(a, b, 1 + 2 ** -23), 'the case rounding twice gets wrong');
+  assert.notEqual(
+    Math.fround(a * b + (1 + 2 ** -23)),
+    exactFma(a, b, 1 + 2 ** -23),
+    'the case rounding twice gets wrong',
+  );
   // and ordinary ones
   let s = 12345;
   const rnd = () => {
@@ -108,3 +112,49 @@ for (const K of [64, 1024]) {
     }
   });
 }
+
+test('cpu Q8_0 products round each multiply-add once where an f64 sum would land on an f32 halfway point', async () => {
+  // two blocks, lane 0 only: block 0 leaves acc = 2047·2047·3 = 12570627 (odd, 24 bits);
+  // block 1 adds (1661·2^-16)(1953·2^-15)·331 = (2^30 - 1)·2^-31 = 0.5 - 2^-31, whose f64
+  // sum rounds onto the halfway point 12570627.5 (and then to even: 12570628, as the old
+  // 4-lane multiply-then-add kernel did too); the fused multiply-add gives 12570627
+  const K = 64;
+  const M = 5; // a group of four interleaved rows and a plain row, all alike
+  const w = new Uint8Array(34 * 2 * M);
+  const x = new Float32Array(K);
+  const f16 = (v: number) => f32ToF16(v);
+  for (let m = 0; m < M; m++) {
+    const p = 68 * m;
+    w[p] = f16(2047) & 255;
+    w[p + 1] = f16(2047) >> 8;
+    w[p + 2] = 3;
+    w[p + 34] = f16(1661 * 2 ** -16) & 255;
+    w[p + 35] = f16(1661 * 2 ** -16) >> 8;
+    w.set([127, 127, 77], p + 36);
+  }
+  // activations q·s with |q| = 127 in a lane the weights leave out, so the scale is s
+  x[0] = 2047;
+  x[28] = 127 * 2047;
+  const s1 = 1953 * 2 ** -15;
+  x.set([s1, s1, s1], 32);
+  x[60] = 127 * s1;
+  const acc = exactFma(2047 * 2047, 3, 0);
+  const want = exactFma(1661 * 1953 * 2 ** -31, 331, acc);
+  assert.equal(want, 12570627);
+  assert.equal(Math.fround(1661 * 1953 * 2 ** -31 * 331 + acc), 12570628, 'rounding through f64 goes the other way');
+  const data = new Float32Array(4 * K);
+  for (let j = 0; j < 4; j++) data.set(x, j * K);
+  const ref = await weightProduct(referenceGgmlCpuDevice(), GGMLType.Q8_0, K, M, w, data, 0, 1);
+  assert.deepEqual(Array.from(ref), Array(M).fill(want), 'reference device');
+  try {
+    for (const f of flagSets()) {
+      setFlags(f);
+      for (const n of [1, 4]) {
+        const got = await weightProduct(cpuDevice, GGMLType.Q8_0, K, M, w, data, 0, n);
+        assert.deepEqual(Array.from(got), Array(M * n).fill(want), `flags ${f}, ${n} columns`);
+      }
+    }
+  } finally {
+    setFlags(engineFlags());
+  }
+});

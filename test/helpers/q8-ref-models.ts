@@ -50,8 +50,10 @@ export interface FixtureRef {
   tol: number;
 }
 
-export const Q8_FIXTURE_REFS: FixtureRef[] = ['gemma2-F32', 'gemma2-Q8_0', 'deepseek2-F32', 'deepseek2-Q8_0'].map((stem) => ({
-  file: `fixture-${stem}.ref.json`,
-  shared: `fixtures/archs/${stem}.gguf`,
-  tol: stem.endsWith('F32') ? 0.02 : 0.075,
-}));
+export const Q8_FIXTURE_REFS: FixtureRef[] = ['gemma2-F32', 'gemma2-Q8_0', 'deepseek2-F32', 'deepseek2-Q8_0'].map(
+  (stem) => ({
+    file: `fixture-${stem}.ref.json`,
+    shared: `fixtures/archs/${stem}.gguf`,
+    tol: stem.endsWith('F32') ? 0.02 : 0.075,
+  }),
+);

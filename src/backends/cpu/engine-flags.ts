@@ -14,7 +14,7 @@
 // Bit 1 (fusedMadd): f32x4.relaxed_madd rounds once here (V8 emits vfmadd on x64 CPUs with
 // FMA3, fmla on arm64), checked in both tiers (k_probe_fma). The Q8_0 products
 // (assembly/q8dot.ts) then take it for ggml-cpu's fused multiply-adds; elsewhere they
-// compute the same fused result in f64, about N× slower (the same bits either way).
+// compute the same fused result in f64, about 4× slower (the same bits either way).
 // LLAMA_TS_CPU_FMA=0 turns it off.
 
 import { logger } from '../../log.js';

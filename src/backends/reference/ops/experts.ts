@@ -7,7 +7,14 @@
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
-import { canRoundFor, dotQ8_0x86, q8_1SumCorrection, quantizeQ8Blocks, roundToVecDotType, vecDotType } from '../vec-dot.js';
+import {
+  canRoundFor,
+  dotQ8_0x86,
+  q8_1SumCorrection,
+  quantizeQ8Blocks,
+  roundToVecDotType,
+  vecDotType,
+} from '../vec-dot.js';
 import type { KernelOptions } from './options.js';
 
 function expertOf(vi: HostView, i: number, t: number, nExpert: number): number {

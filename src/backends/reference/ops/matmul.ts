@@ -8,7 +8,14 @@
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
-import { canRoundFor, dotQ8_0x86, q8_1SumCorrection, quantizeQ8Blocks, roundToVecDotType, vecDotType } from '../vec-dot.js';
+import {
+  canRoundFor,
+  dotQ8_0x86,
+  q8_1SumCorrection,
+  quantizeQ8Blocks,
+  roundToVecDotType,
+  vecDotType,
+} from '../vec-dot.js';
 import type { KernelOptions } from './options.js';
 
 export function mulMat(dst: Tensor, o: KernelOptions = {}): void {
@@ -23,7 +30,10 @@ export function mulMat(dst: Tensor, o: KernelOptions = {}): void {
   const r3 = b.ne[3] / a.ne[3];
   const vdType = o.ggmlCpu && canRoundFor(a.type, K) ? vecDotType(a.type) : GGMLType.F32;
   const q81 = vdType === GGMLType.Q8_1;
-  if (a.type === GGMLType.Q8_0 && vdType === GGMLType.Q8_0) return mulMatQ8_0(dst, va, vb, vd, r2, r3);
+  if (a.type === GGMLType.Q8_0 && vdType === GGMLType.Q8_0) {
+    mulMatQ8_0(dst, va, vb, vd, r2, r3);
+    return;
+  }
   const arow = new Float32Array(K);
   const bcols: Float32Array[] = [];
   const raw: Float32Array[] = [];
