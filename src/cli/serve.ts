@@ -67,6 +67,7 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
       --reasoning-budget N  0: thinking off (templates get enable_thinking false); N > 0:
                           each reply's thinking_budget_tokens; -1 (default): no limit
       --slots, --no-slots GET /slots served or not (a 501) (default: served)
+      --no-webui          no chat page at / (default: served, README "Chat page")
   -kvu, --kv-unified      each slot may use the whole context, the slots sharing its cells
                           (when full: idle slots' caches are dropped, then requests fail)
       --pooling TYPE      embedding pooling: none, mean, cls, last, rank (default: the model's);
@@ -205,6 +206,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(Object.keys(defaults).length > 0 ? { defaults } : {}),
       ...(reasoningBudget !== undefined ? { reasoningBudget } : {}),
       ...(o['no-slots'] ? { slots: false } : {}),
+      ...(o['no-webui'] ? { webui: false } : {}),
       ...(o.verbose ? { verbose: true } : {}),
       ...(o['kv-unified'] ? { kvUnified: true } : {}),
       ...(o.pooling !== undefined ? { pooling: o.pooling as NonNullable<ServerOptions['pooling']> } : {}),
@@ -349,6 +351,7 @@ function parse(argv: string[]) {
         'reasoning-budget': { type: 'string' },
         slots: { type: 'boolean' },
         'no-slots': { type: 'boolean' },
+        'no-webui': { type: 'boolean' },
         'kv-unified': { type: 'boolean' },
         pooling: { type: 'string' },
         'sleep-idle-seconds': { type: 'string' },
