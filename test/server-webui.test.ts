@@ -255,6 +255,61 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
     await page.click('#conversations li .delete');
     await page.waitForFunction(() => document.querySelectorAll('#conversations li').length === 0);
     assert.equal(await page.$$eval('.msg', (m) => m.length), 0);
+
+    // reasoning apart and the settings in the request: a scripted answer (the tiny model
+    // does not think), as the server streams it
+    await page.setRequestInterception(true);
+    const sent: unknown[] = [];
+    const reasoning = 'First <img src=x onerror="document.title=1"> think.';
+    page.on('request', (req) => {
+      if (!req.url().endsWith('/v1/chat/completions')) return void req.continue();
+      sent.push(JSON.parse(req.postData() ?? 'null'));
+      const chunk = (delta: object) => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+      void req.respond({
+        status: 200,
+        contentType: 'text/event-stream',
+        body: `${chunk({ role: 'assistant' })}${chunk({ reasoning_content: reasoning })}${chunk({ content: 'The **answer** is `42`.' })}data: [DONE]\n\n`,
+      });
+    });
+    await page.evaluate(() => {
+      const el = document.getElementById('system') as HTMLInputElement;
+      el.value = 'Be brief.';
+      el.dispatchEvent(new Event('input'));
+    });
+    await page.type('#input', 'Why?');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.msg.assistant[data-state="done"]', { timeout: 5000 });
+    assert.deepEqual(sent, [
+      {
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Why?' },
+        ],
+        stream: true,
+        temperature: 0,
+        max_tokens: 8,
+      },
+    ]);
+    const shown = await page.$eval('.msg.assistant', (m) => ({
+      open: m.querySelector('details')?.open,
+      summary: m.querySelector('details summary')?.textContent,
+      reasoning: m.querySelector('details .reasoning')?.textContent,
+      content: m.querySelector('.content')?.textContent,
+      strong: m.querySelector('.content strong')?.textContent,
+      code: m.querySelector('.content code')?.textContent,
+      imgs: m.querySelectorAll('img').length,
+    }));
+    assert.deepEqual(shown, {
+      open: false,
+      summary: 'Reasoning',
+      reasoning,
+      content: 'The answer is 42.',
+      strong: 'answer',
+      code: '42',
+      imgs: 0,
+    });
+    assert.notEqual(await page.title(), '1');
+    await page.setRequestInterception(false);
     assert.deepEqual(errors, []);
 
     // hostile markdown through the page's own renderer, with the CSP bypassed so that only

@@ -28,9 +28,10 @@ const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/embeddings,
 /v1/rerank, /v1/models, /health, /metrics, /slots, /tokenize, /detokenize, /lora-adapters;
 and Ollama's API (/api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/ps,
-/api/pull and /api/delete of hf.co/REPO[:QUANT] in --cache-dir, /api/version). It
-listens at once and answers 503 (/health: {"status":"loading model"}) until the model is
-loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.md).
+/api/pull and /api/delete of hf.co/REPO[:QUANT] in --cache-dir, /api/version); a chat
+page at / (--no-webui: none). It listens at once and answers 503 (/health:
+{"status":"loading model"}) until the model is loaded; answers carry an X-Prefix-Key
+header for load balancers (docs/replicas.md).
 
   -m, --model FILE|hf://REPO/FILE.gguf   the GGUF model (default: ${'Qwen2.5-0.5B-Instruct Q4_K_M'},
                           downloaded on first use)
