@@ -172,33 +172,44 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(m.text());
     });
+    /** A settings field changed as by typing. */
+    const setField = (id: string, value: string) =>
+      page.$eval(
+        `#${id}`,
+        (el, v) => {
+          (el as unknown as HTMLInputElement).value = v;
+          el.dispatchEvent(new Event('input'));
+        },
+        value,
+      );
     await page.setViewport({ width: 1000, height: 700 });
     await page.goto(`${child.url}/`, { waitUntil: 'load' });
     await page.waitForSelector('body[data-started]');
     // greedy and long: the tiny model does not end by itself before Stop
     await page.click('#toggle-settings');
-    await page.evaluate(() => {
-      const set = (id: string, v: string) => {
-        const el = document.getElementById(id) as HTMLInputElement;
-        el.value = v;
-        el.dispatchEvent(new Event('input'));
-      };
-      set('temperature', '0');
-      set('max-tokens', '6000');
-    });
+    await setField('temperature', '0');
+    await setField('max-tokens', '6000');
     // a slow link keeps the stream going long enough to stop it midway
     await page.emulateNetworkConditions({ download: 4000, upload: 1_000_000, latency: 0 });
     await page.type('#input', 'Hello there');
     await page.click('#send');
-    const sawStreaming = await page.waitForFunction(
-      () => {
-        const m = document.querySelector('.msg.assistant');
-        const text = m?.querySelector('.content')?.textContent ?? '';
-        return text.length > 0 && (m as HTMLElement).dataset.state === 'streaming' ? text.length : false;
-      },
-      { timeout: 15_000 },
-    );
-    assert.ok(Number(await sawStreaming.jsonValue()) > 0);
+    // the first text, and the reply's state then (streaming, or why not)
+    const first = await page
+      .waitForFunction(
+        () => {
+          const m = document.querySelector('.msg.assistant');
+          const text = m?.querySelector('.content')?.textContent ?? '';
+          const error = document.getElementById('error').textContent;
+          return text.length > 0 || error ? { state: m?.dataset.state, length: text.length, error } : false;
+        },
+        { timeout: 15_000 },
+      )
+      .catch(async (e: Error) => {
+        const html = await page.$eval('#messages', (m) => m.outerHTML);
+        throw new Error(`${e.message}; page: ${html}; serve: ${child.stderr().slice(-2000)}`);
+      });
+    const seen = (await first.jsonValue()) as { state: string; length: number; error: string };
+    assert.deepEqual({ state: seen.state, error: seen.error }, { state: 'streaming', error: '' }, JSON.stringify(seen));
     assert.equal(await page.$eval('#stop', (b) => (b as HTMLElement).hidden), false);
     await page.click('#stop');
     await page.waitForSelector('.msg.assistant[data-state="stopped"]', { timeout: 5000 });
@@ -227,11 +238,9 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
     assert.equal(await page.$eval('.msg.assistant', (e) => (e as HTMLElement).dataset.state), 'stopped');
 
     // regenerate: a short reply replaces the stopped one
-    await page.evaluate(() => {
-      const el = document.getElementById('max-tokens') as HTMLInputElement;
-      el.value = '8';
-      el.dispatchEvent(new Event('input'));
-    });
+    // (set again: a reload right after a change may not see it in localStorage yet)
+    await setField('temperature', '0');
+    await setField('max-tokens', '8');
     await page.click('.msg.assistant .regenerate');
     await page.waitForSelector('.msg.assistant[data-state="done"]', { timeout: 10_000 });
     assert.equal(await page.$$eval('.msg.assistant', (m) => m.length), 1);
@@ -249,6 +258,14 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
     await page.screenshot({ path: join(shots, 'phone-list.png') });
     await page.mouse.click(330, 400);
     await page.waitForFunction(() => document.getElementById('sidebar').getBoundingClientRect().right <= 0);
+
+    // light or dark as the system says
+    const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor as string);
+    assert.equal(await background(), 'rgb(255, 255, 255)');
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
+    assert.equal(await background(), 'rgb(23, 24, 27)');
+    await page.screenshot({ path: join(shots, 'dark.png') });
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
 
     // delete
     await page.setViewport({ width: 1000, height: 700 });
@@ -271,11 +288,7 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
         body: `${chunk({ role: 'assistant' })}${chunk({ reasoning_content: reasoning })}${chunk({ content: 'The **answer** is `42`.' })}data: [DONE]\n\n`,
       });
     });
-    await page.evaluate(() => {
-      const el = document.getElementById('system') as HTMLInputElement;
-      el.value = 'Be brief.';
-      el.dispatchEvent(new Event('input'));
-    });
+    await setField('system', 'Be brief.');
     await page.type('#input', 'Why?');
     await page.keyboard.press('Enter');
     await page.waitForSelector('.msg.assistant[data-state="done"]', { timeout: 5000 });
@@ -358,7 +371,7 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
     assert.ok(result.text?.includes("<script>window.__ran.push('script')</script>"));
     assert.ok(result.text?.includes("[click](javascript:window.__ran.push('link'))"));
     await xss.screenshot({ path: join(shots, 'xss.png') });
-    for (const f of ['chat.png', 'phone.png', 'phone-list.png', 'xss.png'])
+    for (const f of ['chat.png', 'phone.png', 'phone-list.png', 'dark.png', 'xss.png'])
       assert.ok(statSync(join(shots, f)).size > 1000, f);
     t.diagnostic(`screenshots in ${shots}`);
   } finally {

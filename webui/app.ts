@@ -239,10 +239,10 @@ class ChatPage {
     }
   }
 
-  private messageView(m: Message, last: boolean): HTMLElement {
+  private messageView(m: Message, last: boolean, streaming = false): HTMLElement {
     const div = document.createElement('div');
     div.className = `msg ${m.role}`;
-    this.fill(div, m, last);
+    this.fill(div, m, last, streaming);
     return div;
   }
 
@@ -323,7 +323,7 @@ class ChatPage {
   private async reply(): Promise<void> {
     const c = this.current!;
     const m: Message = { role: 'assistant', content: '' };
-    const div = this.messageView(m, false);
+    const div = this.messageView(m, false, true);
     $('messages').appendChild(div);
     const abort = new AbortController();
     this.abort = abort;
