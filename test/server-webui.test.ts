@@ -269,9 +269,34 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
 
     // delete
     await page.setViewport({ width: 1000, height: 700 });
+    assert.ok((await page.$eval('.msg.assistant .content', (e) => e.textContent ?? '')).length < 2000);
     await page.click('#conversations li .delete');
     await page.waitForFunction(() => document.querySelectorAll('#conversations li').length === 0);
     assert.equal(await page.$$eval('.msg', (m) => m.length), 0);
+
+    // deleted while its reply streams: the reply ends and is not saved back
+    await setField('max-tokens', '6000');
+    await page.emulateNetworkConditions({ download: 4000, upload: 1_000_000, latency: 0 });
+    // (the first prompt again: greedy, the tiny model does not end it within 6000 tokens)
+    await page.type('#input', 'Hello there');
+    await page.click('#send');
+    await page.waitForSelector('#conversations li');
+    await page.waitForSelector('.msg.assistant[data-state="streaming"]', { timeout: 5000 }).catch(async (e: Error) => {
+      const html = await page.$eval('main', (m) => m.outerHTML);
+      throw new Error(`${e.message}; page: ${html.slice(-3000)}`);
+    });
+    assert.ok((await page.$eval('.msg.assistant .content', (e) => e.textContent ?? '')).length < 2000);
+    await page.click('#conversations li .delete');
+    await page.waitForFunction(
+      () => document.querySelectorAll('#conversations li').length === 0 && document.getElementById('stop').hidden,
+    );
+    await page.emulateNetworkConditions(null);
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForSelector('body[data-started]');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(await page.$$eval('#conversations li', (l) => l.length), 0);
+    await setField('temperature', '0');
+    await setField('max-tokens', '8');
 
     // reasoning apart and the settings in the request: a scripted answer (the tiny model
     // does not think), as the server streams it

@@ -145,6 +145,8 @@ class ChatPage {
   private current: Conversation | undefined;
   private abort: AbortController | undefined;
   private settings = loadSettings();
+  /** Conversations deleted here: a reply still finishing is not saved back into them. */
+  private deleted = new Set<string>();
 
   constructor(private store: Store) {}
 
@@ -216,6 +218,7 @@ class ChatPage {
       del.textContent = '×';
       del.setAttribute('aria-label', `Delete ${c.title}`);
       del.addEventListener('click', async () => {
+        this.deleted.add(c.id);
         await this.store.delete(c.id);
         if (this.current?.id === c.id) this.show(undefined);
         await this.refreshList();
@@ -308,6 +311,9 @@ class ChatPage {
     const views = $('messages');
     views.lastElementChild?.querySelector('.actions')?.remove();
     views.appendChild(this.messageView(m, false));
+    // listed and kept from the first message, whatever becomes of the reply
+    await this.store.put(this.current);
+    await this.refreshList();
     await this.reply();
   }
 
@@ -352,7 +358,7 @@ class ChatPage {
     }
     c.messages.push(m);
     c.updated = Date.now();
-    await this.store.put(c);
+    if (!this.deleted.has(c.id)) await this.store.put(c);
     // still the conversation on screen (not switched away meanwhile)
     if (this.current === c) this.fill(div, m, true);
     await this.refreshList();
