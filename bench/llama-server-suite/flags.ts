@@ -69,7 +69,7 @@ export const FLAGS: Record<string, Rule> = {
   '--context-shift': { kind: 'ctx-shift', on: true },
   '--no-context-shift': { kind: 'ctx-shift', on: false },
   '--api-key': { kind: 'same', value: true },
-  '--no-webui': { kind: 'ignore', value: false, note: 'there is no web UI' },
+  '--no-webui': { kind: 'if-supported', value: false },
   '--jinja': { kind: 'ignore', value: false, note: 'chat templates always run as Jinja' },
   '--no-jinja': { kind: 'ignore', value: false, note: 'chat templates always run as Jinja' },
   '--reasoning-format': { kind: 'if-supported', value: true },

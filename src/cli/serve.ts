@@ -28,9 +28,10 @@ const HELP = `usage: llama-ts serve [-m MODEL.gguf | -hf REPO[:QUANT]] [options]
 An OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions, /v1/embeddings,
 /v1/rerank, /v1/models, /health, /metrics, /slots, /tokenize, /detokenize, /lora-adapters;
 and Ollama's API (/api/chat, /api/generate, /api/embed, /api/tags, /api/show, /api/ps,
-/api/pull and /api/delete of hf.co/REPO[:QUANT] in --cache-dir, /api/version). It
-listens at once and answers 503 (/health: {"status":"loading model"}) until the model is
-loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.md).
+/api/pull and /api/delete of hf.co/REPO[:QUANT] in --cache-dir, /api/version); a chat
+page at / (--no-webui: none). It listens at once and answers 503 (/health:
+{"status":"loading model"}) until the model is loaded; answers carry an X-Prefix-Key
+header for load balancers (docs/replicas.md).
 
   -m, --model FILE|hf://REPO/FILE.gguf   the GGUF model (default: ${'Qwen2.5-0.5B-Instruct Q4_K_M'},
                           downloaded on first use)
@@ -67,6 +68,7 @@ loaded; answers carry an X-Prefix-Key header for load balancers (docs/replicas.m
       --reasoning-budget N  0: thinking off (templates get enable_thinking false); N > 0:
                           each reply's thinking_budget_tokens; -1 (default): no limit
       --slots, --no-slots GET /slots served or not (a 501) (default: served)
+      --no-webui          no chat page at / (default: served, README "Chat page")
   -kvu, --kv-unified      each slot may use the whole context, the slots sharing its cells
                           (when full: idle slots' caches are dropped, then requests fail)
       --pooling TYPE      embedding pooling: none, mean, cls, last, rank (default: the model's);
@@ -205,6 +207,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(Object.keys(defaults).length > 0 ? { defaults } : {}),
       ...(reasoningBudget !== undefined ? { reasoningBudget } : {}),
       ...(o['no-slots'] ? { slots: false } : {}),
+      ...(o['no-webui'] ? { webui: false } : {}),
       ...(o.verbose ? { verbose: true } : {}),
       ...(o['kv-unified'] ? { kvUnified: true } : {}),
       ...(o.pooling !== undefined ? { pooling: o.pooling as NonNullable<ServerOptions['pooling']> } : {}),
@@ -349,6 +352,7 @@ function parse(argv: string[]) {
         'reasoning-budget': { type: 'string' },
         slots: { type: 'boolean' },
         'no-slots': { type: 'boolean' },
+        'no-webui': { type: 'boolean' },
         'kv-unified': { type: 'boolean' },
         pooling: { type: 'string' },
         'sleep-idle-seconds': { type: 'string' },

@@ -53,6 +53,7 @@ import * as ollama from './ollama.js';
 import * as oa from './openai.js';
 import * as responses from './responses.js';
 import { SseWriter } from './sse.js';
+import { serveWebui, WEBUI_PATHS } from './webui.js';
 
 const log = logger('server');
 
@@ -143,6 +144,8 @@ export interface ServerOptions {
    * then the requests decoding fail. Default false: nCtx / parallel tokens per slot.
    */
   kvUnified?: boolean;
+  /** The chat page at `/` (webui/; llama-server's web UI, off with --no-webui). Default true; false: `/` is a 404. */
+  webui?: boolean;
 }
 
 /** Where a server is in its life: loading (503), ready, draining (shutting down: 503 to new requests), closed, or failed to load. */
@@ -640,6 +643,11 @@ export class LlamaServer implements ollama.OllamaHost {
         public: true,
       })),
     );
+    // the chat page: public (it holds no secret; its API calls carry the key), and served
+    // while the model loads
+    if (this.opts.webui !== false) {
+      for (const path of WEBUI_PATHS) r.push({ method: 'GET', path, handler: serveWebui, public: true });
+    }
     add('GET', ['/v1/models', '/models'], (c) => this.models(c), true, false);
     add('GET', ['/metrics'], (c) => this.metricsText(c));
     add('POST', ['/v1/chat/completions', '/chat/completions'], (c) => this.chat(c));

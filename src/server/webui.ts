@@ -1,0 +1,103 @@
+// The chat page (webui/ at the package root; its TypeScript compiled to dist/webui/ by
+// `npm run build`, shipped prebuilt): a fixed table of files, so no request path ever
+// reaches the file system. Each file is read once, kept with its gzip form and an ETag;
+// answers carry a strict CSP (scripts and styles from this origin only, nothing inline).
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { ROOT } from './build.js';
+import { ApiError, type RequestContext } from './http.js';
+
+/** URL path → file under the package root, and its type. */
+const FILES: Record<string, { file: string; type: string }> = {
+  '/': { file: 'webui/index.html', type: 'text/html; charset=utf-8' },
+  '/index.html': { file: 'webui/index.html', type: 'text/html; charset=utf-8' },
+  '/webui/app.css': { file: 'webui/app.css', type: 'text/css; charset=utf-8' },
+  '/webui/app.js': { file: 'dist/webui/app.js', type: 'text/javascript; charset=utf-8' },
+  '/webui/markdown.js': { file: 'dist/webui/markdown.js', type: 'text/javascript; charset=utf-8' },
+};
+
+export const WEBUI_PATHS = Object.keys(FILES);
+
+/** The page's Content-Security-Policy: this origin only, no inline script or style, no framing. */
+export const WEBUI_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+interface Loaded {
+  body: Buffer;
+  gzip: Buffer;
+  etag: string;
+}
+
+const cache = new Map<string, Loaded>();
+
+function load(file: string): Loaded {
+  let hit = cache.get(file);
+  if (hit) return hit;
+  let body: Buffer;
+  try {
+    body = readFileSync(join(ROOT, file));
+  } catch (e) {
+    throw new ApiError(
+      500,
+      `the chat page's ${file} is missing (${(e as Error).message}); build it with \`npm run build\` or run serve with --no-webui`,
+    );
+  }
+  hit = {
+    body,
+    gzip: gzipSync(body, { level: 9 }),
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+  };
+  cache.set(file, hit);
+  return hit;
+}
+
+/** Whether the request's Accept-Encoding takes gzip (and does not refuse it with q=0). */
+function acceptsGzip(header: string | undefined): boolean {
+  if (!header) return false;
+  return header.split(',').some((part) => {
+    const [name, ...params] = part.trim().split(';');
+    if (name?.trim().toLowerCase() !== 'gzip' && name?.trim() !== '*') return false;
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
+
+/** Answers GET for one of the page's paths. */
+export function serveWebui(c: RequestContext): void {
+  const entry = FILES[c.url.pathname];
+  if (!entry) throw new ApiError(404, `no endpoint ${c.url.pathname}`);
+  const f = load(entry.file);
+  const headers: Record<string, string> = {
+    'Content-Type': entry.type,
+    // no hashed file names: revalidate each time, answered 304 while unchanged
+    'Cache-Control': 'no-cache',
+    ETag: f.etag,
+    Vary: [c.res.getHeader('Vary'), 'Accept-Encoding'].filter(Boolean).join(', '),
+    'Content-Security-Policy': WEBUI_CSP,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+  };
+  if (c.req.headers['if-none-match'] === f.etag) {
+    c.res.writeHead(304, headers);
+    c.res.end();
+    return;
+  }
+  const gz = acceptsGzip(c.req.headers['accept-encoding']);
+  const body = gz ? f.gzip : f.body;
+  if (gz) headers['Content-Encoding'] = 'gzip';
+  headers['Content-Length'] = String(body.length);
+  c.res.writeHead(200, headers);
+  c.res.end(body);
+}
