@@ -88,16 +88,3 @@ export function k_probe_dot(p: usize, n: i32, wide: i32): i32 {
 @inline function total(s: v128): i32 {
   return i32x4.extract_lane(s, 0) + i32x4.extract_lane(s, 1) + i32x4.extract_lane(s, 2) + i32x4.extract_lane(s, 3);
 }
-
-// Whether f32x4.relaxed_madd rounds once (src/backends/cpu/engine-flags.ts): n passes of
-// x·x + z, x = 1 + 2^-12 and z = -(1 + 2^-11) in every lane (at p and p + 16), summed;
-// each pass adds 2^-24 when fused, 0 when the product is rounded first (a tie to even).
-
-export function k_probe_fma(p: usize, n: i32): f32 {
-  if (!ASC_FEATURE_RELAXED_SIMD) return 0;
-  const x = v128.load(p);
-  const z = v128.load(p, 16);
-  let r = f32x4.splat(0);
-  for (let i = 0; i < n; i++) r = f32x4.add(r, f32x4.relaxed_madd(x, x, z));
-  return f32x4.extract_lane(r, 0) + f32x4.extract_lane(r, 3);
-}

@@ -7,8 +7,7 @@ const BASE: usize = 1024;
 
 /**
  * Engine flags the host writes at this address of every arena (src/backends/cpu/arena.ts,
- * FLAGS_AT): bit 0 = accumulate 8-bit dots straight into 32-bit lanes (dotAdd), bit 1 =
- * f32x4.relaxed_madd is fused (fusedMadd).
+ * FLAGS_AT): bit 0 = accumulate 8-bit dots straight into 32-bit lanes (dotAdd).
  */
 const FLAGS: usize = 512;
 
@@ -19,15 +18,6 @@ const FLAGS: usize = 512;
  */
 @inline export function dotAdd(): bool {
   return ASC_FEATURE_RELAXED_SIMD && (load<u32>(FLAGS) & 1) != 0;
-}
-
-/**
- * Whether f32x4.relaxed_madd rounds once here (a fused multiply-add in both compiler
- * tiers, as the host checked): the Q8_0 products (q8dot.ts) then use it, else compute the
- * same fused result in f64.
- */
-@inline export function fusedMadd(): bool {
-  return ASC_FEATURE_RELAXED_SIMD && (load<u32>(FLAGS) & 2) != 0;
 }
 
 /** 0x0f in every byte. */
@@ -270,15 +260,6 @@ export const F_TANH_SMALL: i32 = 31; // 0.625
 /** 8193 = 2^13 + 1 (f32) in every lane: Veltkamp's split at f16's precision. */
 @inline export function C_8193(): v128 {
   return v128.load(BASE, 1152);
-}
-
-/** 2^29 - 1 in every i64 lane: the f64 mantissa bits below an f32's. */
-@inline export function C_LOW29(): v128 {
-  return v128.load(BASE, 1168);
-}
-/** 2^28 in every i64 lane: those bits of an f64 halfway between two f32. */
-@inline export function C_MID29(): v128 {
-  return v128.load(BASE, 1184);
 }
 
 /** f32 constant F_* in every lane (a load: see the top of this file). */

@@ -3,7 +3,7 @@
 
 export { k_flash_attn, k_flash_attn_merge } from './attention';
 export { k_flash_attn_row } from './attention-row';
-export { k_probe_dot, k_probe_fma, k_read_bw } from './bench';
+export { k_probe_dot, k_read_bw } from './bench';
 export { k_add, k_gelu, k_mul, k_norm, k_rms_norm, k_scale, k_silu, k_soft_max, k_tanh } from './elementwise';
 export { k_clamp, k_div, k_sigmoid, k_sum_rows } from './elementwise';
 export { k_add_id, k_argsort, k_swiglu_oai } from './experts';

@@ -32,10 +32,9 @@ import { f16ToF32, f32ToF16 } from './math';
 import { dotMXFP4, dotMXFP4x4, gemmMXFP4x4, gemvMXFP4, unpackRowMXFP4 } from './mxfp4';
 import {
   DQ4, DQ8,
-  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, groupQ4_0, groupQ4_0x2, groupQ4_0x4, QB, tileQ4_0Pairx1, tileQ4_0Pairx2, tileQ4_0x1, tileQ4_0x2, unpackQ4_0k4Pair, unpackQ4_0x4,
+  dotQ4_0, dotQ4_K, dotQ4_Kx4, dotQ5_0, dotQ6_K, dotQ6_Kx4, dotQ8_0, groupQ4_0, groupQ4_0x2, groupQ4_0x4, groupQ8_0, groupQ8_0x2, groupQ8_0x4, QB, tileQ4_0Pairx1, tileQ4_0Pairx2, tileQ4_0x1, tileQ4_0x2, unpackQ4_0k4Pair, unpackQ4_0x4,
 } from './qdot';
 import { readRow } from './rows';
-import { dotQ8_0, groupQ8_0, groupQ8_0x4 } from './q8dot';
 import { T_BF16, T_F16, T_F32, T_MXFP4, T_Q4_0, T_Q4_1, T_Q4_K, T_Q5_0, T_Q6_K, T_Q8_0, T_TQ1_0, T_TQ2_0 } from './types';
 import { ROUND_Q8_1, roundActRow } from './vecdot';
 
@@ -421,14 +420,13 @@ function mmGroup(node: usize, ith: i32, m0: i32, mc: i32, i2: i32, i3: i32, a2: 
       if (type == T_Q4_0) groupQ4_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
       else groupQ8_0x4(chunk, nb, K, x0, x1, x2, x3, o0, o1, o2, o3);
     }
-    // Q8_0's leftover columns one at a time (ggml's eight lanes a row leave no registers
-    // for two columns of four rows)
-    if (type == T_Q4_0 && n + 2 <= c1) {
+    if (n + 2 <= c1) {
       const x0 = actRow(node, n, i2, i3);
       const x1 = actRow(node, n + 1, i2, i3);
       const o0 = dstAt(node, m0, n, i2, i3);
       const o1 = dstAt(node, m0, n + 1, i2, i3);
-      groupQ4_0x2(chunk, nb, K, x0, x1, o0, o1);
+      if (type == T_Q4_0) groupQ4_0x2(chunk, nb, K, x0, x1, o0, o1);
+      else groupQ8_0x2(chunk, nb, K, x0, x1, o0, o1);
       n += 2;
     }
     for (; n < c1; n++) {

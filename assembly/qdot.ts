@@ -32,6 +32,28 @@ import { f16ToF32 } from './math';
   );
 }
 
+/** Sum of a 32-element Q8_0 block (int8 at w) with activations. */
+@inline function q8Block(w: usize, act: usize): v128 {
+  const w0 = v128.load(w);
+  const w1 = v128.load(w, 16);
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    const s0 = i8x16.lt_s(w0, i8x16.splat(0));
+    const s1 = i8x16.lt_s(w1, i8x16.splat(0));
+    const a0 = i8x16.sub(v128.xor(v128.load(act), s0), s0);
+    const a1 = i8x16.sub(v128.xor(v128.load(act, 16), s1), s1);
+    const ones = C_ONES16();
+    return i32x4.add(i32x4.dot_i16x8_s(rdot(a0, i8x16.abs(w0)), ones), i32x4.dot_i16x8_s(rdot(a1, i8x16.abs(w1)), ones));
+  }
+  const e0 = i16x8.shr_s(i16x8.shl(w0, 8), 8);
+  const e1 = i16x8.shr_s(w0, 8);
+  const e2 = i16x8.shr_s(i16x8.shl(w1, 8), 8);
+  const e3 = i16x8.shr_s(w1, 8);
+  return i32x4.add(
+    i32x4.add(i32x4.dot_i16x8_s(e0, v128.load(act)), i32x4.dot_i16x8_s(e1, v128.load(act, 16))),
+    i32x4.add(i32x4.dot_i16x8_s(e2, v128.load(act, 32)), i32x4.dot_i16x8_s(e3, v128.load(act, 48))),
+  );
+}
+
 /** Bytes of activation quants per element: 1 (relaxed) or 2 (strict). */
 export const QB: usize = ASC_FEATURE_RELAXED_SIMD ? 1 : 2;
 
@@ -94,6 +116,19 @@ export function dotQ5_0(w: usize, nb: i32, act: usize, K: i32): f32 {
   return hsum(acc) - corr;
 }
 
+export function dotQ8_0(sc: usize, qs: usize, stride: usize, nb: i32, act: usize, K: i32): f32 {
+  const ad = act + 2 * <usize>K;
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    const s = f16ToF32(load<u16>(sc)) * load<f32>(ad + (<usize>b << 2));
+    const i = q8Block(qs, act + <usize>b * 32 * QB);
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i), f32x4.splat(s)));
+    sc += stride;
+    qs += stride;
+  }
+  return hsum(acc);
+}
+
 /** [Σs0, Σs1, Σs2, Σs3]: the lane sums of four i32x4. */
 @inline function reduce4(s0: v128, s1: v128, s2: v128, s3: v128): v128 {
   const t0 = i32x4.add(v128.shuffle<i32>(s0, s1, 0, 4, 1, 5), v128.shuffle<i32>(s0, s1, 2, 6, 3, 7));
@@ -141,6 +176,39 @@ export function groupQ4_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
     const dw = f32x4.mul(f16x4At(chunk), f32x4.splat(load<f32>(ad + (<usize>b << 2))));
     acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), dw));
     chunk += 72;
+  }
+  return acc;
+}
+
+/** Four interleaved Q8_0 rows (136-byte chunks: 4 scales, 4 x 32 quants). */
+export function groupQ8_0(chunk: usize, nb: i32, act: usize, K: i32): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD && dotAdd()) return groupQ8_0Wide(chunk, nb, act, K);
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    acc = colQ8_0(chunk, act, b, K, f16x4At(chunk), acc);
+    chunk += 136;
+  }
+  return acc;
+}
+
+/** q8Block in 32-bit lanes (dotAdd): the same exact sums, one instruction fewer per vector. */
+@inline function q8BlockWide(w: usize, act: usize): v128 {
+  const w0 = v128.load(w);
+  const w1 = v128.load(w, 16);
+  const s0 = i8x16.lt_s(w0, i8x16.splat(0));
+  const s1 = i8x16.lt_s(w1, i8x16.splat(0));
+  const a0 = i8x16.sub(v128.xor(v128.load(act), s0), s0);
+  const a1 = i8x16.sub(v128.xor(v128.load(act, 16), s1), s1);
+  return i32x4.relaxed_dot_i8x16_i7x16_add_s(a1, i8x16.abs(w1), i32x4.relaxed_dot_i8x16_i7x16_add_s(a0, i8x16.abs(w0), i32x4.splat(0)));
+}
+
+/** groupQ8_0 with the 32-bit dot form, pointers advanced: colQ8_0's integers and float step. */
+function groupQ8_0Wide(chunk: usize, nb: i32, act: usize, K: i32): v128 {
+  let acc = f32x4.splat(0);
+  let da = act + 2 * <usize>K;
+  for (let b = 0; b < nb; b++, chunk += 136, act += 32, da += 4) {
+    const r = reduce4(q8BlockWide(chunk + 8, act), q8BlockWide(chunk + 40, act), q8BlockWide(chunk + 72, act), q8BlockWide(chunk + 104, act));
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), f32x4.mul(f16x4At(chunk), f32x4.splat(load<f32>(da)))));
   }
   return acc;
 }
@@ -446,6 +514,140 @@ export function groupQ4_0x2(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize,
     c0 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a0, b, K, dw, c0);
     c1 = colQ4_0(l0, h0, l1, h1, l2, h2, l3, h3, a1, b, K, dw, c1);
     chunk += 72;
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+}
+
+/** One column's step over a block of four interleaved Q8_0 rows. */
+@inline function colQ8_0(chunk: usize, act: usize, b: i32, K: i32, dw: v128, acc: v128): v128 {
+  const a = act + <usize>b * 32 * QB;
+  const r = reduce4(q8Block(chunk + 8, a), q8Block(chunk + 40, a), q8Block(chunk + 72, a), q8Block(chunk + 104, a));
+  return q8Finish(r, act, b, K, dw, acc);
+}
+
+/** One column's float step for a block of Q8_0 rows: acc + r · (dw · da). */
+@inline function q8Finish(r: v128, act: usize, b: i32, K: i32, dw: v128, acc: v128): v128 {
+  const s = f32x4.mul(dw, f32x4.splat(load<f32>(act + 2 * <usize>K + (<usize>b << 2))));
+  return f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(r), s));
+}
+
+/** Integer sums of one activation block (int8 at a) with four rows widened to int16 (relaxed build). */
+@inline function q8Wide(
+  a: usize,
+  w00: v128, w01: v128, w02: v128, w03: v128, w10: v128, w11: v128, w12: v128, w13: v128,
+  w20: v128, w21: v128, w22: v128, w23: v128, w30: v128, w31: v128, w32: v128, w33: v128,
+): v128 {
+  const x0 = v128.load(a);
+  const x1 = v128.load(a, 16);
+  const a0 = i16x8.extend_low_i8x16_s(x0);
+  const a1 = i16x8.extend_high_i8x16_s(x0);
+  const a2 = i16x8.extend_low_i8x16_s(x1);
+  const a3 = i16x8.extend_high_i8x16_s(x1);
+  const s0 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w00, a0), i32x4.dot_i16x8_s(w01, a1)), i32x4.add(i32x4.dot_i16x8_s(w02, a2), i32x4.dot_i16x8_s(w03, a3)));
+  const s1 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w10, a0), i32x4.dot_i16x8_s(w11, a1)), i32x4.add(i32x4.dot_i16x8_s(w12, a2), i32x4.dot_i16x8_s(w13, a3)));
+  const s2 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w20, a0), i32x4.dot_i16x8_s(w21, a1)), i32x4.add(i32x4.dot_i16x8_s(w22, a2), i32x4.dot_i16x8_s(w23, a3)));
+  const s3 = i32x4.add(i32x4.add(i32x4.dot_i16x8_s(w30, a0), i32x4.dot_i16x8_s(w31, a1)), i32x4.add(i32x4.dot_i16x8_s(w32, a2), i32x4.dot_i16x8_s(w33, a3)));
+  return reduce4(s0, s1, s2, s3);
+}
+
+/** Four interleaved Q8_0 rows against four activation rows. */
+export function groupQ8_0x4(
+  chunk: usize, nb: i32, K: i32,
+  a0: usize, a1: usize, a2: usize, a3: usize,
+  o0: usize, o1: usize, o2: usize, o3: usize,
+): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  let c2 = f32x4.splat(0);
+  let c3 = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    const dw = f16x4At(chunk);
+    if (ASC_FEATURE_RELAXED_SIMD) {
+      // widen the four rows once, use them for the four columns (the integer sums are the
+      // same as q8Block's, so one column and four still agree exactly)
+      const r0a = v128.load(chunk, 8);
+      const r0b = v128.load(chunk, 24);
+      const r1a = v128.load(chunk, 40);
+      const r1b = v128.load(chunk, 56);
+      const r2a = v128.load(chunk, 72);
+      const r2b = v128.load(chunk, 88);
+      const r3a = v128.load(chunk, 104);
+      const r3b = v128.load(chunk, 120);
+      const w00 = i16x8.extend_low_i8x16_s(r0a);
+      const w01 = i16x8.extend_high_i8x16_s(r0a);
+      const w02 = i16x8.extend_low_i8x16_s(r0b);
+      const w03 = i16x8.extend_high_i8x16_s(r0b);
+      const w10 = i16x8.extend_low_i8x16_s(r1a);
+      const w11 = i16x8.extend_high_i8x16_s(r1a);
+      const w12 = i16x8.extend_low_i8x16_s(r1b);
+      const w13 = i16x8.extend_high_i8x16_s(r1b);
+      const w20 = i16x8.extend_low_i8x16_s(r2a);
+      const w21 = i16x8.extend_high_i8x16_s(r2a);
+      const w22 = i16x8.extend_low_i8x16_s(r2b);
+      const w23 = i16x8.extend_high_i8x16_s(r2b);
+      const w30 = i16x8.extend_low_i8x16_s(r3a);
+      const w31 = i16x8.extend_high_i8x16_s(r3a);
+      const w32 = i16x8.extend_low_i8x16_s(r3b);
+      const w33 = i16x8.extend_high_i8x16_s(r3b);
+      const q = <usize>b << 5;
+      c0 = q8Finish(q8Wide(a0 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a0, b, K, dw, c0);
+      c1 = q8Finish(q8Wide(a1 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a1, b, K, dw, c1);
+      c2 = q8Finish(q8Wide(a2 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a2, b, K, dw, c2);
+      c3 = q8Finish(q8Wide(a3 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a3, b, K, dw, c3);
+    } else {
+      c0 = colQ8_0(chunk, a0, b, K, dw, c0);
+      c1 = colQ8_0(chunk, a1, b, K, dw, c1);
+      c2 = colQ8_0(chunk, a2, b, K, dw, c2);
+      c3 = colQ8_0(chunk, a3, b, K, dw, c3);
+    }
+    chunk += 136;
+  }
+  v128.store(o0, c0);
+  v128.store(o1, c1);
+  v128.store(o2, c2);
+  v128.store(o3, c3);
+}
+
+/** Four interleaved Q8_0 rows against two activation rows (the steps of groupQ8_0x4). */
+export function groupQ8_0x2(chunk: usize, nb: i32, K: i32, a0: usize, a1: usize, o0: usize, o1: usize): void {
+  let c0 = f32x4.splat(0);
+  let c1 = f32x4.splat(0);
+  for (let b = 0; b < nb; b++) {
+    const dw = f16x4At(chunk);
+    if (ASC_FEATURE_RELAXED_SIMD) {
+      const r0a = v128.load(chunk, 8);
+      const r0b = v128.load(chunk, 24);
+      const r1a = v128.load(chunk, 40);
+      const r1b = v128.load(chunk, 56);
+      const r2a = v128.load(chunk, 72);
+      const r2b = v128.load(chunk, 88);
+      const r3a = v128.load(chunk, 104);
+      const r3b = v128.load(chunk, 120);
+      const w00 = i16x8.extend_low_i8x16_s(r0a);
+      const w01 = i16x8.extend_high_i8x16_s(r0a);
+      const w02 = i16x8.extend_low_i8x16_s(r0b);
+      const w03 = i16x8.extend_high_i8x16_s(r0b);
+      const w10 = i16x8.extend_low_i8x16_s(r1a);
+      const w11 = i16x8.extend_high_i8x16_s(r1a);
+      const w12 = i16x8.extend_low_i8x16_s(r1b);
+      const w13 = i16x8.extend_high_i8x16_s(r1b);
+      const w20 = i16x8.extend_low_i8x16_s(r2a);
+      const w21 = i16x8.extend_high_i8x16_s(r2a);
+      const w22 = i16x8.extend_low_i8x16_s(r2b);
+      const w23 = i16x8.extend_high_i8x16_s(r2b);
+      const w30 = i16x8.extend_low_i8x16_s(r3a);
+      const w31 = i16x8.extend_high_i8x16_s(r3a);
+      const w32 = i16x8.extend_low_i8x16_s(r3b);
+      const w33 = i16x8.extend_high_i8x16_s(r3b);
+      const q = <usize>b << 5;
+      c0 = q8Finish(q8Wide(a0 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a0, b, K, dw, c0);
+      c1 = q8Finish(q8Wide(a1 + q, w00, w01, w02, w03, w10, w11, w12, w13, w20, w21, w22, w23, w30, w31, w32, w33), a1, b, K, dw, c1);
+    } else {
+      c0 = colQ8_0(chunk, a0, b, K, dw, c0);
+      c1 = colQ8_0(chunk, a1, b, K, dw, c1);
+    }
+    chunk += 136;
   }
   v128.store(o0, c0);
   v128.store(o1, c1);

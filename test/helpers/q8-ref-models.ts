@@ -23,7 +23,7 @@ function deepseek2(t: 'F32' | 'Q8_0'): ModelSpec {
   return presetSpec('tiny-deepseek2', t, { vocab: { kind: 'synthetic-spm', size: 512 } });
 }
 
-const tol = (t: 'F32' | 'Q8_0') => (t === 'F32' ? 0.02 : 0.075);
+const tol = (t: 'F32' | 'Q8_0') => (t === 'F32' ? 0.02 : 0.1);
 
 export const Q8_REF_MODELS: RefModel[] = (['F32', 'Q8_0'] as const).flatMap((t): RefModel[] => [
   {
@@ -50,10 +50,8 @@ export interface FixtureRef {
   tol: number;
 }
 
-export const Q8_FIXTURE_REFS: FixtureRef[] = ['gemma2-F32', 'gemma2-Q8_0', 'deepseek2-F32', 'deepseek2-Q8_0'].map(
-  (stem) => ({
-    file: `fixture-${stem}.ref.json`,
-    shared: `fixtures/archs/${stem}.gguf`,
-    tol: stem.endsWith('F32') ? 0.02 : 0.075,
-  }),
-);
+export const Q8_FIXTURE_REFS: FixtureRef[] = ['gemma2-F32', 'gemma2-Q8_0', 'deepseek2-F32'].map((stem) => ({
+  file: `fixture-${stem}.ref.json`,
+  shared: `fixtures/archs/${stem}.gguf`,
+  tol: stem.endsWith('F32') ? 0.02 : 0.1,
+}));

@@ -74,7 +74,7 @@ function f32Bits(v: number): number {
 }
 
 function constantTable(): Uint8Array {
-  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 12));
+  const t = new Uint8Array(16 * (31 + F32_CONSTANTS.length + 10));
   const dv = new DataView(t.buffer);
   const fill = (i: number, width: 1 | 2 | 4, v: number) => {
     for (let k = 0; k < 16; k += width) {
@@ -128,11 +128,6 @@ function constantTable(): Uint8Array {
   fill(mx + 7, 2, 3); // TQ1_0's trits
   for (let k = 0; k < 8; k++) dv.setUint16((mx + 8) * 16 + 2 * k, 1 << (13 - 3 * (k & 3)), true); // IQ1_M's scales
   fill(mx + 9, 4, f32Bits(8193)); // Veltkamp's split at f16's precision (attention-row.ts)
-  // an f64's mantissa bits below an f32's, and their pattern halfway between two f32 (q8dot.ts)
-  for (let k = 0; k < 2; k++) {
-    dv.setBigUint64((mx + 10) * 16 + 8 * k, (1n << 29n) - 1n, true);
-    dv.setBigUint64((mx + 11) * 16 + 8 * k, 1n << 28n, true);
-  }
   return t;
 }
 

@@ -10,12 +10,6 @@
 // k_probe_dot) and checks, before and after (baseline and optimizing tier), that the
 // 32-bit form is exact for signed activations (Node 20's baseline compiler returns twice
 // the sum). LLAMA_TS_CPU_DOTADD=0|1 forces it (1: where it is exact).
-//
-// Bit 1 (fusedMadd): f32x4.relaxed_madd rounds once here (V8 emits vfmadd on x64 CPUs with
-// FMA3, fmla on arm64), checked in both tiers (k_probe_fma). The Q8_0 products
-// (assembly/q8dot.ts) then take it for ggml-cpu's fused multiply-adds; elsewhere they
-// compute the same fused result in f64, about 4× slower (the same bits either way).
-// LLAMA_TS_CPU_FMA=0 turns it off.
 
 import { logger } from '../../log.js';
 import { platform } from '../../platform/index.js';
@@ -23,7 +17,6 @@ import { kernelModule, relaxedSimdSupported } from './wasm.js';
 import { Wasm } from './wasm-api.js';
 
 export const FLAG_DOT_ADD = 1;
-export const FLAG_FUSED_MADD = 2;
 
 const log = logger('backend:cpu');
 
@@ -33,7 +26,7 @@ type Probe = (p: number, n: number, wide: number) => number;
 
 /** The flags for this process (probed on first call). */
 export function engineFlags(): number {
-  flags ??= probeFlags() | probeFma();
+  flags ??= probeFlags();
   return flags;
 }
 
@@ -104,31 +97,6 @@ function probeFlags(): number {
   const on = wide < narrow && ok.probe(ok.at, 1, 1) === ok.probe(ok.at, 1, 0);
   log.debug(`cpu: 8-bit dot probe ${(wide / narrow).toFixed(2)}x: ${on ? '32-bit' : '16-bit'} accumulation`);
   return on ? FLAG_DOT_ADD : 0;
-}
-
-type FmaProbe = (p: number, n: number) => number;
-
-/** FLAG_FUSED_MADD where the relaxed build's multiply-add is fused in both tiers, else 0. */
-function probeFma(): number {
-  if (platform.env('LLAMA_TS_CPU_FMA') === '0' || !relaxedSimdSupported()) return 0;
-  try {
-    const memory = new Wasm.Memory({ initial: 1, maximum: 1, shared: true });
-    const inst = new Wasm.Instance(kernelModule('relaxed'), { env: { memory } });
-    const probe = inst.exports.k_probe_fma as FmaProbe;
-    const P = 4096;
-    const f32 = new Float32Array(memory.buffer, P, 8);
-    f32.fill(1 + 2 ** -12, 0, 4);
-    f32.fill(-(1 + 2 ** -11), 4, 8);
-    const fused = (n: number) => probe(P, n) === 2 * n * 2 ** -24;
-    if (!fused(1)) return 0;
-    // enough passes for V8 to compile the optimizing tier's code, then check that too
-    for (let r = 0; r < 40; r++) if (!fused(20_000)) return 0;
-    const on = fused(1);
-    log.debug(`cpu: relaxed multiply-add ${on ? 'fused' : 'not fused'}`);
-    return on ? FLAG_FUSED_MADD : 0;
-  } catch {
-    return 0;
-  }
 }
 
 /**

@@ -6,8 +6,7 @@
 // to float accuracy): the activation row is converted and read back as floats, then
 // dotted in double precision with the dequantized weights. Q8_0 and Q8_1 use the x86 AVX
 // path's arithmetic (scale 127/amax, round half to even); Q8_K uses ggml's reference
-// quantizer, as every x86 build does. Q8_0 weights against Q8_0 activations go further
-// and take the x86 kernels' order of float operations (dotQ8_0x86), bit for bit.
+// quantizer, as every x86 build does.
 
 import { bf16ToF32, f16ToF32, f32ToBF16, f32ToF16 } from '../../ggml/fp16.js';
 import { dequantize, quantize } from '../../ggml/quants/index.js';
@@ -63,66 +62,13 @@ function roundEven(x: number): number {
  * x ≈ q · f16(amax / 127), q = round_even(x · 127 / amax).
  */
 function roundQ8Blocks(row: Float32Array, n: number): void {
-  const { q, d } = quantizeQ8Blocks(row, n);
-  for (let j = 0; j < n; j++) row[j] = q[j] * d[j >> 5];
-}
-
-/** The quants and scales (f16, as f32) of ggml-cpu's AVX quantize_row_q8_0 for n floats of row. */
-export function quantizeQ8Blocks(row: Float32Array, n: number): { q: Int8Array; d: Float32Array } {
-  const q = new Int8Array(n);
-  const d = new Float32Array(n >> 5);
   for (let b = 0; b < n; b += 32) {
     let amax = 0;
     for (let j = b; j < b + 32; j++) amax = Math.max(amax, Math.abs(row[j]));
-    d[b >> 5] = f16ToF32(f32ToF16(fround(amax / 127)));
+    const d = f16ToF32(f32ToF16(fround(amax / 127)));
     const id = amax !== 0 ? fround(127 / amax) : 0;
-    for (let j = b; j < b + 32; j++) q[j] = roundEven(fround(row[j] * id));
+    for (let j = b; j < b + 32; j++) row[j] = roundEven(fround(row[j] * id)) * d;
   }
-  return { q, d };
-}
-
-const f64 = new Float64Array(1);
-const f64Words = new Uint32Array(f64.buffer);
-
-/**
- * fma(a, b, c) rounded once to f32, for f32 a and c and an integer b under 2^29 (so a·b is
- * exact in f64): the f64 sum rounded to f32, except where that sum was itself rounded onto
- * a point halfway between two f32, where the part it lost (Knuth's TwoSum) decides.
- */
-export function fmaF32(a: number, b: number, c: number): number {
-  const p = a * b;
-  const s = p + c;
-  f64[0] = s;
-  // an f32 halfway point: the 29 mantissa bits below an f32's are 1000...0
-  if ((f64Words[0] & 0x1fffffff) !== 0x10000000) return fround(s);
-  const bb = s - p;
-  const e = p - (s - bb) + (c - bb);
-  if (e === 0) return fround(s);
-  // one f64 ulp towards the exact sum (the low word is 2^28: no carry)
-  f64Words[0] += e > 0 === s > 0 ? 1 : -1;
-  return fround(f64[0]);
-}
-
-/**
- * The Q8_0 row at w[p..] (ggml's 34-byte blocks) dotted with Q8_0 activations (aq, ad; n
- * elements) in ggml-cpu's x86 order (ggml_vec_dot_q8_0_q8_0 and llamafile's
- * tinyBLAS_Q0_AVX): per block, eight lanes of four consecutive integer products, each
- * accumulated by an f32 fused multiply-add with the f32 product of the two scales; the
- * lanes then added as ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
- */
-export function dotQ8_0x86(w: Uint8Array, p: number, aq: Int8Array, ad: Float32Array, n: number): number {
-  const acc = [0, 0, 0, 0, 0, 0, 0, 0];
-  for (let b = 0; b < n >> 5; b++, p += 34) {
-    const d = fround(f16ToF32(w[p] | (w[p + 1] << 8)) * ad[b]);
-    for (let k = 0; k < 8; k++) {
-      let lane = 0;
-      for (let j = 0; j < 4; j++) lane += ((w[p + 2 + 4 * k + j] << 24) >> 24) * aq[32 * b + 4 * k + j];
-      acc[k] = fmaF32(d, lane, acc[k]);
-    }
-  }
-  const lo = fround(fround(acc[0] + acc[4]) + fround(acc[2] + acc[6]));
-  const hi = fround(fround(acc[1] + acc[5]) + fround(acc[3] + acc[7]));
-  return fround(lo + hi);
 }
 
 /**

@@ -1,20 +1,13 @@
 // MUL_MAT_ID and ADD_ID: the per-token expert products of a mixture of experts.
 //   MUL_MAT_ID: dst[:, i, t] = as[:, :, ids[i, t]] · b[:, i % nB, t] (a MUL_MAT per slot,
 //   with MUL_MAT's numerics: activations rounded to the weights' vec_dot_type under
-//   ggml-cpu numerics, dots in double, Q8_0 weights' in ggml-cpu's x86 order).
+//   ggml-cpu numerics, dots in double).
 //   ADD_ID: dst[:, i, t] = a[:, i, t] + b[:, ids[i, t]].
 
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
-import {
-  canRoundFor,
-  dotQ8_0x86,
-  q8_1SumCorrection,
-  quantizeQ8Blocks,
-  roundToVecDotType,
-  vecDotType,
-} from '../vec-dot.js';
+import { canRoundFor, q8_1SumCorrection, roundToVecDotType, vecDotType } from '../vec-dot.js';
 import type { KernelOptions } from './options.js';
 
 function expertOf(vi: HostView, i: number, t: number, nExpert: number): number {
@@ -43,11 +36,6 @@ export function mulMatId(dst: Tensor, o: KernelOptions = {}): void {
     for (let i = 0; i < nUsed; i++) {
       const e = expertOf(vi, i, t, nE);
       vb.readRow(bcol, i % nB, t);
-      if (as.type === GGMLType.Q8_0 && vdType === GGMLType.Q8_0) {
-        const { q, d } = quantizeQ8Blocks(bcol, K);
-        for (let m = 0; m < M; m++) vd.set(dotQ8_0x86(va.bytes, va.pos(0, m, e, 0), q, d, K), m, i, t);
-        continue;
-      }
       if (q81) raw.set(bcol);
       roundToVecDotType(vdType, bcol, K);
       for (let m = 0; m < M; m++) {

@@ -2,20 +2,12 @@
 // r2 = ne12 / ne02 and r3 = ne13 / ne03 (a broadcast over b's dims 2-3). Rows of `a` are
 // dequantized to F32 and the dot is accumulated in double precision. With ggml-cpu
 // numerics, rows of `b` are first rounded as ggml-cpu converts them to the weights'
-// vec_dot_type (F16, BF16, Q8_0, Q8_1, Q8_K: see vec-dot.ts), and Q8_0 weights are
-// dotted in ggml-cpu's x86 order (dotQ8_0x86), which gives llama.cpp's bits.
+// vec_dot_type (F16, BF16, Q8_0, Q8_1, Q8_K: see vec-dot.ts).
 
 import type { Tensor } from '../../../ggml/tensor.js';
 import { GGMLType } from '../../../ggml/types.js';
 import { HostView } from '../access.js';
-import {
-  canRoundFor,
-  dotQ8_0x86,
-  q8_1SumCorrection,
-  quantizeQ8Blocks,
-  roundToVecDotType,
-  vecDotType,
-} from '../vec-dot.js';
+import { canRoundFor, q8_1SumCorrection, roundToVecDotType, vecDotType } from '../vec-dot.js';
 import type { KernelOptions } from './options.js';
 
 export function mulMat(dst: Tensor, o: KernelOptions = {}): void {
@@ -30,10 +22,6 @@ export function mulMat(dst: Tensor, o: KernelOptions = {}): void {
   const r3 = b.ne[3] / a.ne[3];
   const vdType = o.ggmlCpu && canRoundFor(a.type, K) ? vecDotType(a.type) : GGMLType.F32;
   const q81 = vdType === GGMLType.Q8_1;
-  if (a.type === GGMLType.Q8_0 && vdType === GGMLType.Q8_0) {
-    mulMatQ8_0(dst, va, vb, vd, r2, r3);
-    return;
-  }
   const arow = new Float32Array(K);
   const bcols: Float32Array[] = [];
   const raw: Float32Array[] = [];
@@ -59,28 +47,6 @@ export function mulMat(dst: Tensor, o: KernelOptions = {}): void {
           if (q81) sum += q8_1SumCorrection(a.type, va.bytes, va.pos(0, m, a2, a3), raw[n], K);
           vd.set(sum, m, n, i2, i3);
         }
-      }
-    }
-  }
-}
-
-/** mulMat of Q8_0 weights with ggml-cpu numerics: the x86 kernels' float operations. */
-function mulMatQ8_0(dst: Tensor, va: HostView, vb: HostView, vd: HostView, r2: number, r3: number): void {
-  const [a, b] = dst.src;
-  const K = a.ne[0];
-  const col = new Float32Array(K);
-  for (let i3 = 0; i3 < b.ne[3]; i3++) {
-    for (let i2 = 0; i2 < b.ne[2]; i2++) {
-      const acts = [];
-      for (let n = 0; n < b.ne[1]; n++) {
-        vb.readRow(col, n, i2, i3);
-        acts.push(quantizeQ8Blocks(col, K));
-      }
-      const a2 = Math.floor(i2 / r2);
-      const a3 = Math.floor(i3 / r3);
-      for (let m = 0; m < a.ne[1]; m++) {
-        const p = va.pos(0, m, a2, a3);
-        for (let n = 0; n < b.ne[1]; n++) vd.set(dotQ8_0x86(va.bytes, p, acts[n].q, acts[n].d, K), m, n, i2, i3);
       }
     }
   }
