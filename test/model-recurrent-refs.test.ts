@@ -1,6 +1,6 @@
 // Fidelity for what ../shared/fixtures/archs leaves out of the recurrent and hybrid
 // architectures, against references made with llama.cpp (node-llama-cpp 3.21.1) for
-// generated models (test/refs/recurrent/, made by make-refs.mjs there): nemotron_h
+// generated models (test/refs/recurrent/, made by test/refs/make-refs.mjs recurrent): nemotron_h
 // (Mamba-2 with groups, squared-ReLU feed-forward, attention without RoPE), the mixtures
 // of experts lfm2moe, granitehybrid with experts and nemotron_h_moe, the generator's
 // qwen35 / qwen35moe / lfm2 / granitehybrid files, and an 864-token prompt evaluated in

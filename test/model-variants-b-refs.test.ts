@@ -1,7 +1,7 @@
 // Fidelity for the tensor and hyper-parameter variants llama.cpp's loaders accept for the
 // expert, latent-attention and recurrent-hybrid architectures, against references made
 // with llama.cpp (node-llama-cpp 3.21.1) for generated models (test/refs/variants-b/, made
-// by make-refs.mjs there): each model is an existing preset with one variant (see
+// by test/refs/make-refs.mjs variants-b): each model is an existing preset with one variant (see
 // test/helpers/variants-b-ref-models.ts). Prompt logits, greedy tokens generated one decode
 // at a time, at 1, 2 and 3 threads with the same bits. No ../shared needed.
 

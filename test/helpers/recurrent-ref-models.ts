@@ -1,5 +1,5 @@
 // The generated models whose llama.cpp references live in test/refs/recurrent/ (made by
-// test/refs/recurrent/make-refs.mjs): what the shared fixtures leave out of the recurrent
+// test/refs/make-refs.mjs recurrent): what the shared fixtures leave out of the recurrent
 // and hybrid architectures (nemotron_h and the mixtures of experts lfm2moe, granitehybrid
 // with experts and nemotron_h_moe, the generator's own files of the others, prompts
 // spanning several ubatches). The manifest there holds each generated file's SHA-256, so

@@ -1,5 +1,5 @@
 // The generated models whose llama.cpp references live in test/refs/variants-b/ (made by
-// test/refs/variants-b/make-refs.mjs): hyper-parameter and tensor variants llama.cpp's
+// test/refs/make-refs.mjs variants-b): hyper-parameter and tensor variants llama.cpp's
 // loaders accept for the expert, latent-attention and recurrent-hybrid architectures
 // (qwen35, qwen35moe, deepseek2, gpt-oss, lfm2, granitehybrid, nemotron_h, qwen2moe,
 // qwen3moe), each an existing preset with one shape field changed. The manifest there holds
