@@ -11,29 +11,21 @@
 // greedy tokens too. No ../shared needed: the models are generated.
 
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
 import { modelIdentity } from '../src/api/info.js';
 import { loadSession, saveSession } from '../src/api/session.js';
-import { CpuReg } from '../src/backends/cpu/index.js';
-import { generateModel } from '../src/generator/index.js';
 import { openGGUF } from '../src/gguf/index.js';
-import { setLogCallback } from '../src/log.js';
-import { Context, Model } from '../src/model/index.js';
-import { argmax, type CaseResult, checkRefCase, type RefCase, sameBits } from './helpers/arch-refs.js';
+import { Context, type Model } from '../src/model/index.js';
+import { argmax, type RefCase } from './helpers/arch-refs.js';
 import { REF_MODELS } from './helpers/recurrent-ref-models.js';
+import { refModelTests } from './helpers/ref-models-test.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
-const REFS = join(REPO_ROOT, 'test/refs/recurrent');
-const manifest = JSON.parse(readFileSync(join(REFS, 'models.json'), 'utf8')) as Record<string, { sha256: string }>;
-const dir = mkdtempSync(join(tmpdir(), 'llama-ts-recurrent-refs-'));
-const cpus = [1, 2, 3].map((n) => new CpuReg(`CPU-rrefs-${n}`).addDevice({ name: `CPU-rrefs-${n}`, threads: n }));
-after(async () => {
-  await Promise.all(cpus.map((d) => d.close()));
-  rmSync(dir, { recursive: true, force: true });
+// after the 1-thread run of a long prompt: its first case saved mid-generation and restored
+const { dir } = refModelTests(join(REPO_ROOT, 'test/refs/recurrent'), REF_MODELS, async (model, cases, r) => {
+  if (r.ctx <= 256) return;
+  const checked = await sessionRun(model, cases[0], r.tol, r.ctx, 7);
+  process.stdout.write(`# ${r.file}: saved after 8 greedy tokens, restored, ${checked} steps checked\n`);
 });
 
 /**
@@ -72,44 +64,4 @@ async function sessionRun(model: Model, c: RefCase, tol: number, ctxN: number, c
     ctx.free();
   }
   return checked;
-}
-
-for (const m of REF_MODELS) {
-  test(`${m.name}: ${m.covers}`, async () => {
-    const path = join(dir, `${m.name}.gguf`);
-    generateModel(m.spec, path);
-    const sha = createHash('sha256').update(readFileSync(path)).digest('hex');
-    assert.equal(sha, manifest[m.name]?.sha256, `${m.name}: the generator now writes other bytes; rerun make-refs.mjs`);
-    for (const r of m.refs) {
-      const ref = JSON.parse(readFileSync(join(REFS, r.file), 'utf8')) as { cases: RefCase[] };
-      const runs: CaseResult[][] = [];
-      for (const cpu of cpus) {
-        setLogCallback(() => {});
-        const model = await Model.load(path, { devices: [cpu] });
-        setLogCallback(null);
-        try {
-          const res: CaseResult[] = [];
-          // a long prompt in ubatches of 64: the states carried from one ubatch to the next
-          const params = { nCtx: r.ctx, nUbatch: r.ctx > 256 ? 64 : 512 };
-          for (const c of ref.cases) {
-            res.push(await checkRefCase(model, c, r.tol, `${r.file} (${cpu.name}) '${c.prompt.slice(0, 30)}'`, params));
-          }
-          runs.push(res);
-          if (cpu === cpus[0] && r.ctx > 256) {
-            const checked = await sessionRun(model, ref.cases[0], r.tol, r.ctx, 7);
-            process.stdout.write(`# ${r.file}: saved after 8 greedy tokens, restored, ${checked} steps checked\n`);
-          }
-        } finally {
-          model.free();
-        }
-      }
-      for (let t = 1; t < runs.length; t++) {
-        runs[t].forEach((x, i) => {
-          assert.ok(sameBits(x.steps, runs[0][i].steps), `${r.file}: ${t + 1} threads differ from 1 on case ${i}`);
-        });
-      }
-      const lines = runs[0].map((x) => `max|Δ| ${x.maxDelta.toFixed(4)}, greedy ${x.matched}/${x.required}`);
-      process.stdout.write(`# ${r.file}: ${lines.join('; ')}\n`);
-    }
-  });
 }

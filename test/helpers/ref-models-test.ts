@@ -1,8 +1,8 @@
 // Runs the checks of a folder of llama.cpp references for generated models (test/refs/swa/,
-// test/refs/variants/): each model generated from its spec (its SHA-256 checked against the
-// folder's models.json first), then loaded on 1, 2 and 3 CPU threads; logits and
-// teacher-forced greedy tokens against the references (checkRefCase), pooled embeddings by
-// cosine; the threads give the same bits.
+// variants/, variants-b/, recurrent/): each model generated from its spec (its SHA-256
+// checked against the folder's models.json first), then loaded on 1, 2 and 3 CPU threads;
+// logits and teacher-forced greedy tokens against the references (checkRefCase), pooled
+// embeddings by cosine; the threads give the same bits.
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -10,12 +10,23 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { CpuReg } from '../../src/backends/cpu/index.js';
+import { type CpuDevice, CpuReg } from '../../src/backends/cpu/index.js';
+import type { ModelSpec } from '../../src/generator/index.js';
 import { generateModel } from '../../src/generator/index.js';
 import { setLogCallback } from '../../src/log.js';
 import { Context, Model } from '../../src/model/index.js';
 import { type CaseResult, checkRefCase, type RefCase, sameBits } from './arch-refs.js';
-import type { RefModel } from './swa-ref-models.js';
+
+/** A generated model and its references (each set's RefModel fits; no kind: logits). */
+interface TestedModel {
+  name: string;
+  spec: ModelSpec;
+  covers: string;
+  refs: readonly { file: string; ctx: number; tol: number; kind?: 'logits' | 'embedding' }[];
+}
+
+/** Called on the 1-thread model after a logits reference's cases passed, for extra checks. */
+export type AfterFirstRun = (model: Model, cases: RefCase[], ref: TestedModel['refs'][number]) => Promise<void>;
 
 interface EmbedCase {
   prompt: string;
@@ -35,8 +46,16 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return d / Math.sqrt(x * y);
 }
 
-/** One test per model of `models`, against the references in `refs` (a folder). */
-export function refModelTests(refs: string, models: readonly RefModel[]): void {
+/**
+ * One test per model of `models`, against the references in `refs` (a folder). Returns the
+ * temporary folder the models are generated into and the 1/2/3-thread CPU devices, for a
+ * file's other tests (both released after all of them).
+ */
+export function refModelTests(
+  refs: string,
+  models: readonly TestedModel[],
+  afterFirstRun?: AfterFirstRun,
+): { dir: string; cpus: CpuDevice[] } {
   const manifest = JSON.parse(readFileSync(join(refs, 'models.json'), 'utf8')) as Record<string, { sha256: string }>;
   const dir = mkdtempSync(join(tmpdir(), 'llama-ts-refs-'));
   const cpus = [1, 2, 3].map((n) => new CpuReg(`CPU-refs-${n}`).addDevice({ name: `CPU-refs-${n}`, threads: n }));
@@ -87,6 +106,7 @@ export function refModelTests(refs: string, models: readonly RefModel[]): void {
               );
             }
             runs.push(res);
+            if (cpu === cpus[0] && afterFirstRun) await afterFirstRun(model, ref.cases, r);
           } finally {
             model.free();
           }
@@ -102,4 +122,5 @@ export function refModelTests(refs: string, models: readonly RefModel[]): void {
       }
     });
   }
+  return { dir, cpus };
 }
