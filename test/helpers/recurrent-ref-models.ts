@@ -5,26 +5,9 @@
 // spanning several ubatches). The manifest there holds each generated file's SHA-256, so
 // a change to the generator shows as a mismatch instead of as a wrong comparison.
 
-import type { FileTypeName, ModelSpec } from '../../src/generator/index.js';
+import type { FileTypeName } from '../../src/generator/index.js';
 import { presetSpec } from '../../src/generator/index.js';
-
-export interface RefFile {
-  file: string;
-  /** JSON array of prompts, in test/refs/recurrent/. */
-  input: string;
-  /** Context size llama.cpp ran with (and the test runs with). */
-  ctx: number;
-  /** Tolerance on logits relative to llama.cpp's top-1. */
-  tol: number;
-}
-
-export interface RefModel {
-  name: string;
-  spec: ModelSpec;
-  /** What the model exercises. */
-  covers: string;
-  refs: RefFile[];
-}
+import type { RefFile, RefModel } from './swa-ref-models.js';
 
 /**
  * F32 as the shared fixtures; Q8_0 0.15 rather than 0.1: on 'He said, "I want to play!"'
@@ -38,8 +21,11 @@ const TOL: Record<string, number> = { F32: 0.02, Q8_0: 0.15 };
 
 function model(preset: string, type: FileTypeName, covers: string, long = false): RefModel {
   const name = `${preset}-${type}`;
-  const refs: RefFile[] = [{ file: `${name}.ref.json`, input: 'prompts.json', ctx: 256, tol: TOL[type] }];
-  if (long) refs.push({ file: `${name}-long.ref.json`, input: 'long-prompt.json', ctx: 1024, tol: TOL[type] });
+  const refs: RefFile[] = [
+    { file: `${name}.ref.json`, input: 'prompts.json', ctx: 256, kind: 'logits', tol: TOL[type] },
+  ];
+  if (long)
+    refs.push({ file: `${name}-long.ref.json`, input: 'long-prompt.json', ctx: 1024, kind: 'logits', tol: TOL[type] });
   return { name, spec: presetSpec(preset, type), covers, refs };
 }
 

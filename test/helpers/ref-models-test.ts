@@ -11,22 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { type CpuDevice, CpuReg } from '../../src/backends/cpu/index.js';
-import type { ModelSpec } from '../../src/generator/index.js';
 import { generateModel } from '../../src/generator/index.js';
 import { setLogCallback } from '../../src/log.js';
 import { Context, Model } from '../../src/model/index.js';
 import { type CaseResult, checkRefCase, type RefCase, sameBits } from './arch-refs.js';
-
-/** A generated model and its references (each set's RefModel fits; no kind: logits). */
-interface TestedModel {
-  name: string;
-  spec: ModelSpec;
-  covers: string;
-  refs: readonly { file: string; ctx: number; tol: number; kind?: 'logits' | 'embedding' }[];
-}
+import type { RefFile, RefModel } from './swa-ref-models.js';
 
 /** Called on the 1-thread model after a logits reference's cases passed, for extra checks. */
-export type AfterFirstRun = (model: Model, cases: RefCase[], ref: TestedModel['refs'][number]) => Promise<void>;
+export type AfterFirstRun = (model: Model, cases: RefCase[], ref: RefFile) => Promise<void>;
 
 interface EmbedCase {
   prompt: string;
@@ -53,7 +45,7 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
  */
 export function refModelTests(
   refs: string,
-  models: readonly TestedModel[],
+  models: readonly RefModel[],
   afterFirstRun?: AfterFirstRun,
 ): { dir: string; cpus: CpuDevice[] } {
   const manifest = JSON.parse(readFileSync(join(refs, 'models.json'), 'utf8')) as Record<string, { sha256: string }>;

@@ -7,7 +7,7 @@ import { type ModelSpec, presetSpec } from '../../src/generator/index.js';
 
 export interface RefFile {
   file: string;
-  /** JSON array of prompts (logits) or texts (embeddings), in test/refs/swa/. */
+  /** JSON array of prompts (logits) or texts (embeddings), in the set's folder under test/refs/. */
   input: string;
   /** Context size llama.cpp ran with (and the test runs with). */
   ctx: number;

@@ -7,7 +7,7 @@
 
 import type { ExpertShape, FileTypeName, ModelShape } from '../../src/generator/index.js';
 import { PRESETS, presetSpec, QKV_PROJECTIONS } from '../../src/generator/index.js';
-import type { RefModel } from './recurrent-ref-models.js';
+import type { RefModel } from './swa-ref-models.js';
 
 /** As test/refs/recurrent's: F32 0.02; Q8_0 0.15 (one flipped Q8_0 rounding there). */
 const TOL: Record<string, number> = { F32: 0.02, Q8_0: 0.15 };
@@ -24,7 +24,7 @@ function variant(
     name,
     spec: presetSpec(preset, type, { shape }),
     covers,
-    refs: [{ file: `${name}.ref.json`, input: 'prompts.json', ctx: 256, tol: TOL[type] }],
+    refs: [{ file: `${name}.ref.json`, input: 'prompts.json', ctx: 256, kind: 'logits', tol: TOL[type] }],
   };
 }
 
