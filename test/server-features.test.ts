@@ -120,10 +120,16 @@ describe('server-wide defaults, names, slots, CORS (as llama-server)', () => {
       assert.equal(r.status, 200);
       assert.equal(r.headers.get('access-control-allow-origin'), origin);
       assert.equal(r.headers.get('access-control-allow-credentials'), 'true');
-      // llama-server's GET, POST, and DELETE for Ollama's /api/delete
-      assert.equal(r.headers.get('access-control-allow-methods'), 'GET, POST, DELETE');
+      assert.equal(r.headers.get('access-control-allow-methods'), 'GET, POST');
       assert.equal(r.headers.get('access-control-allow-headers'), '*');
     }
+    // a preflight for DELETE (Ollama's /api/delete) is allowed it
+    const d = await fetch(`${s.url}/api/delete`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://x.example', 'Access-Control-Request-Method': 'DELETE' },
+    });
+    assert.equal(d.status, 200);
+    assert.equal(d.headers.get('access-control-allow-methods'), 'GET, POST, DELETE');
   });
 });
 

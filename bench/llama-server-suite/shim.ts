@@ -25,7 +25,10 @@ async function main(): Promise<number> {
   try {
     const t = translateArgs(process.argv.slice(2), await serveFlags(), loadModelMap(), modelsDir(), process.cwd());
     for (const n of t.notes) process.stderr.write(`llama-server shim: ${n}\n`);
-    argv = t.argv;
+    // LLAMA_SUITE_SERVE_ARGS: flags appended to every server the suite starts (e.g. `--temp 0`
+    // to rerun a test whose expectation depends on a sampled stream, greedily)
+    const extra = process.env.LLAMA_SUITE_SERVE_ARGS?.trim();
+    argv = extra ? [...t.argv, ...extra.split(/\s+/)] : t.argv;
   } catch (e) {
     if (!(e instanceof ShimError)) throw e;
     process.stderr.write(`llama-server shim: ${e.message}\n`);

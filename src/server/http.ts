@@ -333,7 +333,10 @@ export function createHttpServer(routes: Route[], opts: HttpOptions): Server {
           res.writeHead(corsOk ? 200 : 403, {
             ...(corsOk
               ? {
-                  'Access-Control-Allow-Methods': 'GET, POST, DELETE',
+                  // llama-server's GET, POST; DELETE too for a preflight that asks for it
+                  // (Ollama's /api/delete)
+                  'Access-Control-Allow-Methods':
+                    req.headers['access-control-request-method'] === 'DELETE' ? 'GET, POST, DELETE' : 'GET, POST',
                   'Access-Control-Allow-Headers': '*',
                   'Access-Control-Max-Age': '600',
                 }
