@@ -173,20 +173,27 @@ function runJob(): void {
   }
 }
 
-let last = init.gen;
-for (;;) {
-  Atomics.wait(ctrl, C.GEN, last);
-  const gen = Atomics.load(ctrl, C.GEN);
-  if (gen === last) continue;
-  last = gen;
-  if (Atomics.load(ctrl, C.QUIT) !== 0) break;
-  const nth = ctrl[C.NTH];
-  if (me >= nth) continue;
-  runJob();
-  if (PROFILE_EVERY && ++profiledJobs >= PROFILE_EVERY) printProfile();
-  if (Atomics.add(ctrl, C.DONE, 1) === nth - 1) {
-    Atomics.store(ctrl, C.FINISHED, gen);
-    Atomics.notify(ctrl, C.FINISHED);
+// The job loop runs in a task of its own, not in the module's evaluation: the platform
+// seam's top-level await makes that evaluation asynchronous, and Node 26's V8 aborts the
+// process ("Check failed: !is_null()") when a worker is terminated while its module
+// evaluation is still pending, blocked in this loop's Atomics.wait.
+function serve(): void {
+  let last = init.gen;
+  for (;;) {
+    Atomics.wait(ctrl, C.GEN, last);
+    const gen = Atomics.load(ctrl, C.GEN);
+    if (gen === last) continue;
+    last = gen;
+    if (Atomics.load(ctrl, C.QUIT) !== 0) break;
+    const nth = ctrl[C.NTH];
+    if (me >= nth) continue;
+    runJob();
+    if (PROFILE_EVERY && ++profiledJobs >= PROFILE_EVERY) printProfile();
+    if (Atomics.add(ctrl, C.DONE, 1) === nth - 1) {
+      Atomics.store(ctrl, C.FINISHED, gen);
+      Atomics.notify(ctrl, C.FINISHED);
+    }
   }
+  init.port.close();
 }
-init.port.close();
+setTimeout(serve, 0);
