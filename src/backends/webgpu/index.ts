@@ -1,7 +1,7 @@
 // The WebGPU backend registers when asked: enableWebGpu() probes for an adapter and
 // registers the device when one is found (a machine without WebGPU logs one line and runs
-// on the host). Where the runtime has WebGPU built in (navigator.gpu: Deno, browsers) or
-// LLAMA_TS_WEBGPU=1 is set, importing this module asks at once. In Node otherwise the
+// on the host). In a browser with WebGPU (navigator.gpu) or with LLAMA_TS_WEBGPU=1,
+// importing this module asks at once. In Node (and Deno, Bun) otherwise the
 // probe waits for a caller that wants a GPU (`llama-ts devices`, tests): Dawn's native
 // module takes ~0.2 s to start and writes driver warnings to stderr on machines without a
 // usable Vulkan driver, which a CPU-only run should not pay. LLAMA_TS_WEBGPU=0 disables it.
@@ -28,6 +28,9 @@ export function enableWebGpu(): Promise<void> {
   return backendsReady();
 }
 
-const native = (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu !== undefined;
+// (Deno has navigator.gpu too, but runs the Node platform and probes when asked, as Node:
+// its wgpu probe on a machine without a usable driver is the same cost)
+const browser =
+  platform.name === 'web' && (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu !== undefined;
 const flag = platform.env('LLAMA_TS_WEBGPU');
-if (flag === '1' || (native && flag !== '0')) void enableWebGpu();
+if (flag === '1' || (browser && flag !== '0')) void enableWebGpu();
