@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { tensorGet, tensorMemset, tensorSet } from '../src/backends/api.js';
+import { tensorGet, tensorSet } from '../src/backends/api.js';
 import type { CpuBuffer } from '../src/backends/cpu/buffer.js';
 import { q4_0Layout } from '../src/backends/cpu/engine-flags.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
@@ -17,22 +17,9 @@ import { allocTensors } from '../src/ggml/alloc.js';
 import * as ops from '../src/ggml/ops.js';
 import { newTensor, view } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
+import { mirroredSubranges, randomBytes, rngInt } from './helpers/buffer-property.js';
 
 after(() => cpuDevice.close());
-
-function rng(seed: number): (n: number) => number {
-  let s = seed >>> 0 || 1;
-  return (n) => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s % n;
-  };
-}
-
-const bytes = (r: (n: number) => number, n: number) => new Uint8Array(n).map(() => r(256));
 
 const SHAPES: [number, number[]][] = [
   [GGMLType.Q4_0, [64, 7]],
@@ -62,7 +49,7 @@ test('cpu buffer: Q8_0 (and Q4_0 outside the k4 layout) are stored rep4-interlea
   assert.ok(qw.layoutOf(q4) instanceof Rep4Layout);
   qw.free();
   assert.ok(buf.layoutOf(t) instanceof Rep4Layout);
-  const data = bytes(rng(7), t.nbytes);
+  const data = randomBytes(rngInt(7), t.nbytes);
   tensorSet(t, data);
   const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
   assert.notDeepEqual(Uint8Array.from(raw), data);
@@ -86,7 +73,7 @@ test('cpu buffer: Q4_0 weights can take the k4 layout (relaxed-SIMD kernels; rep
     return;
   }
   assert.ok(buf.layoutOf(t) instanceof K4Layout);
-  const data = bytes(rng(8), t.nbytes);
+  const data = randomBytes(rngInt(8), t.nbytes);
   tensorSet(t, data);
   const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
   // row 1's d right after row 0's; then four quant bytes of each row in turn
@@ -99,7 +86,7 @@ test('cpu buffer: Q4_0 weights can take the k4 layout (relaxed-SIMD kernels; rep
 
 for (const seed of [1, 2, 3]) {
   test(`cpu buffer: random sub-range writes, memsets and reads round-trip (seed ${seed})`, async () => {
-    const r = rng(seed);
+    const r = rngInt(seed);
     // Q4_0 weights once more in the layout this engine does not choose by itself
     const other = q4_0Layout() === 'k4' ? 'rep4' : 'k4';
     const shapes = [
@@ -112,35 +99,16 @@ for (const seed of [1, 2, 3]) {
       const alloc = () => allocTensors([newTensor(GGMLType.F32, [3], 'pad'), t], cpuDevice.bufferType());
       const bufs = layout ? await withQ4_0Layout(layout, alloc) : alloc();
       const hbufs = allocTensors([model], referenceDevice.bufferType());
-      const full = bytes(r, t.nbytes);
+      const full = randomBytes(r, t.nbytes);
       tensorSet(t, full);
       tensorSet(model, full);
-      for (let step = 0; step < 80; step++) {
-        const offset = r(t.nbytes);
-        const size = 1 + r(t.nbytes - offset);
-        if (step % 5 === 4) {
-          const v = r(256);
-          tensorMemset(t, v, offset, size);
-          tensorMemset(model, v, offset, size);
-        } else {
-          const data = bytes(r, size);
-          tensorSet(t, data, offset);
-          tensorSet(model, data, offset);
-        }
-        const o2 = r(t.nbytes);
-        const s2 = 1 + r(t.nbytes - o2);
-        assert.deepEqual(
-          await tensorGet(t, o2, s2),
-          await tensorGet(model, o2, s2),
-          `${type} [${ne}] read ${o2}+${s2}`,
-        );
-      }
+      await mirroredSubranges(t, model, r, 80, `${type} [${ne}]`);
       assert.deepEqual(await tensorGet(t), await tensorGet(model));
       // a view of some rows reads and writes through the same mapping
       const rb = t.nb[1];
       const v = view(t, [ne[0], 2], [rb], rb);
       const vm = view(model, [ne[0], 2], [rb], rb);
-      const data = bytes(r, v.nbytes);
+      const data = randomBytes(r, v.nbytes);
       tensorSet(v, data, 0);
       tensorSet(vm, data, 0);
       assert.deepEqual(await tensorGet(v), await tensorGet(vm));
@@ -159,7 +127,7 @@ test('cpu buffer: MXFP4 is stored interleaved (relaxed-SIMD kernels only)', () =
     return;
   }
   assert.ok(buf.layoutOf(t) instanceof K4Layout);
-  const data = bytes(rng(10), t.nbytes);
+  const data = randomBytes(rngInt(10), t.nbytes);
   tensorSet(t, data);
   const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
   // the four rows' exponent bytes, then four quant bytes of each row in turn (rows 34 bytes)
@@ -180,7 +148,7 @@ test('cpu buffer: Q4_K is stored interleaved (relaxed-SIMD kernels only)', () =>
     return;
   }
   assert.ok(buf.layoutOf(t) instanceof K4Layout);
-  const data = bytes(rng(9), t.nbytes);
+  const data = randomBytes(rngInt(9), t.nbytes);
   tensorSet(t, data);
   const raw = buf.arena.bytes().subarray(buf.base + t.offset, buf.base + t.offset + t.nbytes);
   assert.notDeepEqual(Uint8Array.from(raw), data);
@@ -224,7 +192,7 @@ test('cpu host buffer type keeps ggml layout and exposes its bytes', async () =>
   assert.equal(host.isHost, true);
   const t = newTensor(GGMLType.Q4_0, [64, 8]);
   const [buf] = allocTensors([t], host);
-  const data = bytes(rng(5), t.nbytes);
+  const data = randomBytes(rngInt(5), t.nbytes);
   tensorSet(t, data);
   assert.deepEqual(Uint8Array.from(buf.hostBytes()!.subarray(t.offset, t.offset + t.nbytes)), data);
   assert.deepEqual(await tensorGet(t), data);
