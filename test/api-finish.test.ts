@@ -21,7 +21,6 @@ const CASES: { name: string; template: string | undefined }[] = [
   { name: 'Qwen 2.5 (Hermes)', template: QWEN25 },
   { name: 'Llama 3.1', template: LLAMA31 },
   { name: 'Mistral Nemo', template: MISTRAL_NEMO },
-  { name: 'no template (generic)', template: undefined },
 ];
 
 const request: LlamaCompletionOptions = {

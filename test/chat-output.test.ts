@@ -146,19 +146,14 @@ describe('replies read as they stream', () => {
     check({ tools: 'llama3' }, 'Plain answer.', { content: 'Plain answer.' });
   });
 
-  test("generic: llama.cpp's JSON reply", () => {
-    check({ tools: 'generic' }, '{"tool_call": {"name": "f", "arguments": {"n": 3}}}', { calls: [['f', '{"n":3}']] });
-    check(
-      { tools: 'generic' },
-      '{"tool_calls": [{"name": "f", "arguments": {}}, {"name": "g", "arguments": {"s": "t"}}]}',
-      {
-        calls: [
-          ['f', '{}'],
-          ['g', '{"s":"t"}'],
-        ],
-      },
-    );
-    check({ tools: 'generic' }, '{"response": "Hi \\"there\\"\\n\\u00e9"}', { content: 'Hi "there"\né' });
+  test('no call syntax (a template without one): a JSON reply is content, as llama.cpp reads it', () => {
+    for (const text of [
+      '{"tool_call": {"name": "f", "arguments": {"n": 3}}}',
+      '{"response": "Hi"}',
+      '<tool_call>{"name": "f", "arguments": {}}</tool_call>',
+    ]) {
+      check({}, text, { content: text });
+    }
   });
 
   test('arguments stream as growing compact text', () => {
@@ -216,7 +211,6 @@ describe('replies cut before their end (max_tokens): read as llama.cpp reads the
       [{ tools: 'llama3' }, '{"name": "get_weather", "parameters": {"city": "Y', '{"city":"Y'],
       [{ tools: 'mistral' }, '[TOOL_CALLS][{"name": "get_weather", "arguments": {"ci', '{"ci'],
       [{ tools: 'mistral' }, '[TOOL_CALLS]get_weather[ARGS]', '{'],
-      [{ tools: 'generic' }, '{"tool_call": {"name": "get_weather", "arguments": {"days": 3', '{"days":3'],
     ] as const) {
       const cut = cutStream(opts, text);
       assert.deepEqual(callsOf(cut), [['get_weather', args]], text);
@@ -314,28 +308,12 @@ describe('tool-call grammars', () => {
     );
   });
 
-  test('mistral, llama3, generic', () => {
+  test('mistral, llama3', () => {
     const m = toolCallGrammar({ format: 'mistral', tools: TOOLS, mode: 'required', parallel: false });
     assert.ok(full(m.grammar, '[TOOL_CALLS][{"name": "add", "arguments": {"a": 1, "b": 2}, "id": "abcDEF123"}]'));
     assert.ok(!full(m.grammar, '[TOOL_CALLS][{"name": "add", "arguments": {"a": 1, "b": 2}, "id": "short"}]'));
     const l = toolCallGrammar({ format: 'llama3', tools: TOOLS, mode: 'required', parallel: false });
     assert.ok(full(l.grammar, '{"name": "get_weather", "parameters": {"city": "Oslo"}}'));
-    const g = toolCallGrammar({ format: 'generic', tools: TOOLS, mode: 'auto', parallel: false });
-    assert.equal(g.lazy, false);
-    assert.ok(full(g.grammar, '{"tool_call": {"name": "add", "arguments": {"a": 1, "b": 2}}}'));
-    assert.ok(full(g.grammar, '{"response": "hello"}'));
-    const gr = toolCallGrammar({ format: 'generic', tools: TOOLS, mode: 'required', parallel: true });
-    assert.ok(full(gr.grammar, '{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}'));
-    assert.ok(!full(gr.grammar, '{"response": "hello"}'));
-    const rs = toolCallGrammar({
-      format: 'generic',
-      tools: TOOLS,
-      mode: 'auto',
-      parallel: false,
-      responseSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
-    });
-    assert.ok(full(rs.grammar, '{"response": {"ok": true}}'));
-    assert.ok(!full(rs.grammar, '{"response": "text"}'));
   });
 
   test("a tool's bad schema names the tool", () => {

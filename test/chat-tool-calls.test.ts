@@ -1,9 +1,11 @@
 // Tool-call parsing for each output format: Hermes / Qwen <tool_call> tags (several, unclosed,
 // malformed), Llama 3.x JSON and <|python_tag|> forms, Mistral [TOOL_CALLS] (both forms),
-// the generic try-everything mode, and format detection from template text.
+// chat_format numbers, and format detection from template text (none for a template without
+// call syntax: llama.cpp reads its replies as content).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  chatFormatOf,
   detectToolCallFormat,
   parseChatOutput,
   parseToolCalls,
@@ -27,8 +29,8 @@ describe('format detection', () => {
     assert.equal(detectToolCallFormat(QWEN25), 'hermes');
     assert.equal(detectToolCallFormat(LLAMA31), 'llama3');
     assert.equal(detectToolCallFormat(MISTRAL_NEMO), 'mistral');
-    assert.equal(detectToolCallFormat('{{ messages }}'), 'generic');
-    assert.equal(detectToolCallFormat(undefined), 'generic');
+    assert.equal(detectToolCallFormat('{{ messages }}'), undefined);
+    assert.equal(detectToolCallFormat(undefined), undefined);
   });
 });
 
@@ -154,29 +156,11 @@ describe('Mistral', () => {
   });
 });
 
-describe('generic and chat_format', () => {
-  test('generic tries every format', () => {
-    const opts = () => ({ makeId: ids() });
-    assert.equal(
-      parseToolCalls('<tool_call>{"name": "a", "arguments": {}}</tool_call>', 'generic', opts()).tool_calls.length,
-      1,
-    );
-    assert.equal(
-      parseToolCalls('[TOOL_CALLS][{"name": "a", "arguments": {}}]', 'generic', opts()).tool_calls.length,
-      1,
-    );
-    assert.equal(parseToolCalls('{"name": "a", "parameters": {}}', 'generic', opts()).tool_calls.length, 1);
-    assert.deepEqual(parseToolCalls('{"tool_calls": [{"name": "a", "arguments": {"k": 2}}]}', 'generic', opts()), {
-      content: '',
-      tool_calls: [call('a', '{"k":2}', 'id1')],
-    });
-    assert.deepEqual(parseToolCalls('just text', 'generic'), { content: 'just text', tool_calls: [] });
-  });
-
+describe('chat_format', () => {
   test('chat_format 0 never parses; a tool format does', () => {
     const text = '<tool_call>{"name": "a", "arguments": {}}</tool_call>';
     assert.deepEqual(parseChatOutput(text, 0), { content: text, tool_calls: [] });
-    assert.equal(parseChatOutput(text, 4).tool_calls.length, 1);
+    assert.equal(parseChatOutput(text, chatFormatOf('hermes')).tool_calls.length, 1);
   });
 
   test('scanJson skips brackets inside strings', () => {

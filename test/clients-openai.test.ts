@@ -41,16 +41,17 @@ const MAJORS = [
 ];
 
 let hermes: LlamaServer;
-let generic: LlamaServer;
+let plain: LlamaServer;
 
 before(async () => {
-  // Hermes tool calls and an optional reasoning block; and the model's own (no) template: llama.cpp's generic JSON calls
+  // Hermes tool calls and an optional reasoning block; and the model's own (no) template:
+  // no call syntax, so tools add no grammar and replies are content (llama.cpp's reading)
   hermes = await startServer({ chatTemplate: THINKING_HERMES });
-  generic = await startServer({ embeddings: false, cors: undefined });
+  plain = await startServer({ embeddings: false, cors: undefined });
 });
 after(async () => {
   await hermes?.close();
-  await generic?.close();
+  await plain?.close();
 });
 
 const ask = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
@@ -61,7 +62,7 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
     let g: Client;
     before(() => {
       c = new OpenAI({ baseURL: `${hermes.url}/v1`, apiKey: API_KEY, maxRetries: 0 });
-      g = new OpenAI({ baseURL: `${generic.url}/v1`, apiKey: API_KEY, maxRetries: 0 });
+      g = new OpenAI({ baseURL: `${plain.url}/v1`, apiKey: API_KEY, maxRetries: 0 });
     });
 
     test('chat, and the same reply streamed', async () => {
@@ -176,7 +177,7 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
       ['named (object form)', { type: 'function', function: { name: 'get_weather' } }],
     ] as const) {
       test(`tool_choice ${what}: a call with valid arguments, streamed and not`, async () => {
-        for (const client of [c, g]) {
+        for (const client of [c]) {
           const req = {
             model: 'm',
             messages: ask,
@@ -215,6 +216,31 @@ for (const { name, OpenAI, zrf, ztf } of MAJORS) {
           assert.ok(id);
           assert.deepEqual(JSON.parse(fragments.join('')), JSON.parse(call.function.arguments));
         }
+      });
+
+      test(`tool_choice ${what} with a template that has no call syntax: content, no call (llama-server's reply)`, async () => {
+        const req = {
+          model: 'm',
+          messages: ask,
+          tools: [WEATHER_TOOL, ADD_TOOL],
+          tool_choice: choice,
+          max_tokens: 24,
+          temperature: 0,
+        };
+        const r = await g.chat.completions.create(req);
+        const m = r.choices[0].message;
+        assert.equal(r.choices[0].finish_reason, 'length');
+        assert.equal((m.tool_calls ?? []).length, 0);
+        assert.ok(m.content.length > 0);
+        // the same reply without tools: they changed neither the prompt nor the sampling
+        const bare = await g.chat.completions.create({ model: 'm', messages: ask, max_tokens: 24, temperature: 0 });
+        assert.equal(m.content, bare.choices[0].message.content);
+        let streamed = '';
+        for await (const ch of await g.chat.completions.create({ ...req, stream: true })) {
+          assert.equal(ch.choices[0]?.delta?.tool_calls, undefined);
+          streamed += ch.choices[0]?.delta?.content ?? '';
+        }
+        assert.equal(streamed, m.content);
       });
     }
 

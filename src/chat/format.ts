@@ -53,7 +53,7 @@ export function isJinjaSupported(templates: ChatTemplates): boolean {
  * `chat_format` numbers in formatted-chat results: 0 is plain content (no tool-call parsing);
  * the others name how tool calls are parsed from the reply.
  */
-export const CHAT_FORMATS = ['content-only', 'generic', 'mistral', 'llama3', 'hermes', 'harmony'] as const;
+export const CHAT_FORMATS = ['content-only', 'mistral', 'llama3', 'hermes', 'harmony'] as const;
 export type ChatFormatName = (typeof CHAT_FORMATS)[number];
 
 export function chatFormatOf(format: ToolCallFormat): number {
@@ -74,12 +74,6 @@ export interface GetFormattedChatParams {
   chat_template_kwargs?: Record<string, unknown>;
   /** Bounds on the template's render (default: DEFAULT_TEMPLATE_LIMITS). */
   limits?: TemplateLimits;
-  /**
-   * With tools, when the template has no call syntax of its own (llama.cpp's generic
-   * format): tell the model in the system message to answer in JSON (as llama-server
-   * does; llama.node's getFormattedChat does not). The generation unit sets it.
-   */
-  generic_tool_system?: boolean;
 }
 
 export interface FormattedChatResult {
@@ -98,24 +92,6 @@ export interface FormattedChatResult {
   thinking_end_tag?: string;
   preserved_tokens?: string[];
   additional_stops?: string[];
-}
-
-/**
- * llama.cpp's generic tool format (templates with no call syntax of their own): the reply
- * is JSON, and the model is told so in the system message.
- */
-export const GENERIC_TOOL_SYSTEM =
-  "Respond in JSON format, either with `tool_call` (a request to call tools) or with `response` reply to the user's request";
-
-/** Messages with `text` added to the system message (a new one first when there is none), as llama.cpp's add_system. */
-export function addSystem(messages: readonly ChatMessage[], text: string): ChatMessage[] {
-  const first = messages[0];
-  if (first?.role === 'system') {
-    const existing =
-      typeof first.content === 'string' ? first.content : typeof first.text === 'string' ? first.text : '';
-    return [{ ...first, content: existing ? `${existing}\n\n${text}` : text, text: undefined }, ...messages.slice(1)];
-  }
-  return [{ role: 'system', content: text }, ...messages];
 }
 
 /** What getFormattedChat decides before rendering: a finished built-in result, or a Jinja render to do. */
@@ -138,7 +114,7 @@ function planFormattedChat(
   params: GetFormattedChatParams,
 ): ChatPlan {
   const media = extractMedia(messages);
-  let chat = media.messages;
+  const chat = media.messages;
   const { has_media, media_paths } = media;
   const useJinja = isJinjaSupported(templates) && (params.jinja ?? true);
   const tools = params.tools && params.tools.length > 0 ? params.tools : undefined;
@@ -150,10 +126,6 @@ function planFormattedChat(
   } else if (tools && templates.toolUse?.hasJinja) tmpl = templates.toolUse;
   else tmpl = base;
   const addGenerationPrompt = params.add_generation_prompt ?? true;
-  // a template with no call syntax: llama.cpp's generic JSON replies, which the model is told about
-  if (tools && params.generic_tool_system && (!useJinja || tmpl.toolCallFormat === 'generic')) {
-    chat = addSystem(chat, GENERIC_TOOL_SYSTEM);
-  }
 
   if (!useJinja) {
     if (tmpl.hasJinja && !tmpl.builtinDetected) {
@@ -205,7 +177,8 @@ function finishFormattedChat(
 ) {
   const { tmpl, tools, has_media, media_paths } = plan;
   if (res.format !== 'jinja') return { type: 'llama-chat' as const, prompt: res.prompt, has_media, media_paths };
-  // a harmony reply always needs parsing (its channels), tools or not
+  // a harmony reply always needs parsing (its channels), tools or not; a template with no
+  // call syntax is content only with tools too (chat_format 0, no grammar), as llama.cpp
   const toolFormat = tools || tmpl.toolCallFormat === 'harmony' ? tmpl.toolCallFormat : undefined;
   const thinks = tmpl.thinks;
   // as llama.cpp: whether the generation prompt opens a <think> block (with or without it here)

@@ -1,14 +1,12 @@
 // Chat: templates (Jinja and built-in formats), llama.node's getFormattedChat, tool calls.
 export { applyBuiltin, BUILTIN_FORMATS, type BuiltinFormat, detectBuiltin, isBuiltinFormat } from './builtin.js';
 export {
-  addSystem,
   CHAT_FORMATS,
   type ChatFormatName,
   type ChatTemplates,
   chatFormatOf,
   type FormattedChatResult,
   formatChat,
-  GENERIC_TOOL_SYSTEM,
   type GetFormattedChatParams,
   getFormattedChat,
   isJinjaSupported,

@@ -18,10 +18,8 @@
 //
 // Formats (tool-calls.ts names them): hermes `<tool_call>{…}</tool_call>`, mistral
 // `[TOOL_CALLS][{…}]` (or `name[ARGS]{…}`), llama3 (a reply that is call JSON, or
-// `<|python_tag|>` then calls; Llama's builtin `tool.call(…)` / code forms at the end),
-// generic (llama.cpp's: a JSON reply `{"tool_call": …}`, `{"tool_calls": […]}` or
-// `{"response": "…"}`, whose response is the content). A format this file does not read
-// incrementally is parsed whole at the end (parseToolCalls).
+// `<|python_tag|>` then calls; Llama's builtin `tool.call(…)` / code forms at the end). A
+// format this file does not read incrementally is parsed whole at the end (parseToolCalls).
 import { compactJson, partialString, readArray, readObject, valueEnd } from './partial-json.js';
 import { THINK_END, THINK_START } from './reasoning.js';
 import { parseToolCalls, randomToolCallId, type ToolCallFormat } from './tool-calls.js';
@@ -269,43 +267,6 @@ function readLlama3(text: string, final: boolean): ToolRead {
   return { before, after: '', calls: [builtinCall(t) ?? { name: 'python', args: JSON.stringify({ code: t }) }] };
 }
 
-/** llama.cpp's generic format: the reply is JSON, `{"tool_call": {…}}`, `{"tool_calls": […]}` or `{"response": …}`. */
-function readGeneric(text: string, final: boolean): ToolRead & { json: boolean } {
-  const lead = text.length - text.trimStart().length;
-  if (text[lead] !== '{') {
-    if (lead === text.length && !final) return { before: '', after: '', calls: [], json: false };
-    return { before: text, after: '', calls: [], json: false };
-  }
-  const obj = readObject(text, lead);
-  const calls: PartialCall[] = [];
-  let content = '';
-  let known = false;
-  for (const m of obj.members) {
-    const raw = text.slice(m.valueStart, m.valueEnd > m.valueStart ? m.valueEnd : text.length);
-    if (m.key === 'tool_call' && raw.startsWith('{')) {
-      known = true;
-      const call = readCall(text, m.valueStart, final);
-      if (call) calls.push(call);
-    } else if (m.key === 'tool_calls' && raw.startsWith('[')) {
-      known = true;
-      for (const item of readArray(text, m.valueStart).items) {
-        if (text[item.start] !== '{') break;
-        const call = readCall(text, item.start, final);
-        if (call) calls.push(call);
-      }
-    } else if ((m.key === 'response' || m.key === 'content') && raw.startsWith('"')) {
-      known = true;
-      content = partialString(raw);
-    } else if (m.key === 'response' && (m.valueEnd > m.valueStart || final)) {
-      // a structured response (response_format): its JSON text is the content
-      known = true;
-      content = raw;
-    }
-  }
-  if (!known && final) return { before: text, after: '', calls: [], json: true };
-  return { before: content, after: '', calls, json: true };
-}
-
 // ---- the parser ----
 
 export class ChatOutputParser {
@@ -385,7 +346,6 @@ export class ChatOutputParser {
     const format = this.opts.tools;
     if (format === undefined) return { content: text, tool_calls: [] };
     let read: ToolRead;
-    let trim = true;
     switch (format) {
       case 'hermes':
         read = readHermes(text, final);
@@ -396,12 +356,6 @@ export class ChatOutputParser {
       case 'llama3':
         read = readLlama3(text, final);
         break;
-      case 'generic': {
-        const g = readGeneric(text, final);
-        read = g;
-        trim = !g.json;
-        break;
-      }
       default: {
         // a format read whole at the end
         if (!final) return { content: '', tool_calls: [] };
@@ -412,12 +366,8 @@ export class ChatOutputParser {
         return out;
       }
     }
-    let content: string;
-    if (!trim) content = read.before;
-    else if (final) content = (read.before + read.after).trim();
-    else content = read.before.trim();
     return {
-      content,
+      content: final ? (read.before + read.after).trim() : read.before.trim(),
       // a call whose arguments have not begun has `{` (llama.cpp's reading, which streams
       // the name and `{` in one delta)
       tool_calls: read.calls.map((c, i) => ({

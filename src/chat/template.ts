@@ -420,8 +420,8 @@ export class ChatTemplate {
   readonly addBos: boolean;
   readonly addEos: boolean;
   readonly label: string;
-  /** How this model writes tool calls, read from the template text. */
-  readonly toolCallFormat: ToolCallFormat;
+  /** How this model writes tool calls, read from the template text (undefined: no call syntax). */
+  readonly toolCallFormat: ToolCallFormat | undefined;
   private program: Template | undefined;
   private parseError: string | undefined;
   private caps: TemplateCaps | undefined;

@@ -5,7 +5,9 @@
 //   mistral  [TOOL_CALLS][{"name": …, "arguments": {…}, "id": …}] or [TOOL_CALLS]name[ARGS]{…}
 //   harmony  gpt-oss's channels (harmony.ts): analysis → reasoning, final → content,
 //            commentary to=functions.NAME → calls
-// Output that does not parse as a call is left in `content` untouched.
+// Output that does not parse as a call is left in `content` untouched. A template with none
+// of these syntaxes has no tool-call format: as llama.cpp (its differential autoparser finds
+// no call syntax in such a template), its replies are content only, tools or not.
 import { randomToolCallId } from './call-id.js';
 import { parseHarmony } from './harmony.js';
 import type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
@@ -13,17 +15,17 @@ import type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
 export { randomToolCallId } from './call-id.js';
 export type { ParsedToolCalls, ParseToolCallsOptions } from './types.js';
 
-export type ToolCallFormat = 'hermes' | 'llama3' | 'mistral' | 'generic' | 'harmony';
+export type ToolCallFormat = 'hermes' | 'llama3' | 'mistral' | 'harmony';
 
-/** The tool-call format a chat template teaches its model, by markers in its text. */
-export function detectToolCallFormat(template: string | undefined): ToolCallFormat {
-  if (!template) return 'generic';
+/** The tool-call format a chat template teaches its model, by markers in its text; undefined when it has none. */
+export function detectToolCallFormat(template: string | undefined): ToolCallFormat | undefined {
+  if (!template) return undefined;
   if (template.includes('<|channel|>') && template.includes('<|message|>')) return 'harmony';
   if (template.includes('<tool_call>')) return 'hermes';
   if (template.includes('[TOOL_CALLS]')) return 'mistral';
   if (template.includes('<|python_tag|>')) return 'llama3';
   if (template.includes('<|start_header_id|>') && template.includes('"parameters"')) return 'llama3';
-  return 'generic';
+  return undefined;
 }
 
 interface RawCall {
@@ -199,43 +201,20 @@ function parseLlama3(text: string): Found | undefined {
   return calls ? { content: '', calls } : undefined;
 }
 
-/** A JSON reply {"tool_calls": [...]} or {"tool_call": {...}} (llama.cpp's generic format). */
-function parseGenericJson(text: string): Found | undefined {
-  const v = parseJson(text.trim());
-  if (!isObject(v)) return undefined;
-  const list = Array.isArray(v.tool_calls) ? v.tool_calls : v.tool_call !== undefined ? [v.tool_call] : undefined;
-  if (!list || list.length === 0) return undefined;
-  const calls: RawCall[] = [];
-  for (const item of list) {
-    const call = callOf(item);
-    if (!call) return undefined;
-    calls.push(call);
-  }
-  return { content: typeof v.content === 'string' ? v.content : '', calls };
-}
-
-const PARSERS: Record<Exclude<ToolCallFormat, 'generic' | 'harmony'>, (text: string) => Found | undefined> = {
+const PARSERS: Record<Exclude<ToolCallFormat, 'harmony'>, (text: string) => Found | undefined> = {
   hermes: parseHermes,
   mistral: parseMistral,
   llama3: parseLlama3,
 };
 
-/**
- * Splits model output into content and tool calls. `format` 'generic' tries every known
- * format (Hermes tags, Mistral marker, Llama 3 JSON, a {"tool_calls": …} reply).
- */
+/** Splits model output into content and tool calls, read in `format` (detectToolCallFormat's). */
 export function parseToolCalls(
   text: string,
-  format: ToolCallFormat = 'generic',
+  format: ToolCallFormat,
   opts: ParseToolCallsOptions = {},
 ): ParsedToolCalls {
   if (format === 'harmony') return parseHarmony(text, opts);
-  let found: Found | undefined;
-  if (format === 'generic') {
-    found = parseHermes(text) ?? parseMistral(text) ?? parseLlama3(text) ?? parseGenericJson(text);
-  } else {
-    found = PARSERS[format](text);
-  }
+  const found = PARSERS[format](text);
   if (!found) return { content: text, tool_calls: [] };
   const makeId = opts.makeId ?? randomToolCallId;
   return {

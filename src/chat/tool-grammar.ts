@@ -5,11 +5,8 @@
 //                           `<tool_call>`, mistral `[TOOL_CALLS]`, llama3 a reply opening
 //                           with `{"` or `<|python_tag|>`): text stays free until a call
 //                           begins, then the call must be valid;
-//   'required' / a name     the grammar holds from the first token: the reply is call(s);
-//   generic                 (templates with no call syntax) llama.cpp's JSON reply, from the
-//                           first token: `{"tool_call": …}` (`{"tool_calls": […]}` with
-//                           parallel calls) or, for 'auto', `{"response": …}` (a string, or
-//                           the response_format's schema).
+//   'required' / a name     the grammar holds from the first token: the reply is call(s).
+// A template with no call syntax gets no grammar (llama.cpp's neither: its reply is content).
 // The tools' schemas are untrusted: this runs on the untrusted-work worker (src/untrusted),
 // like any JSON Schema conversion.
 import { convertJsonSchemaRules, gbnfLiteral, SchemaError } from '../sampling/grammar/json-schema.js';
@@ -26,12 +23,10 @@ export interface ToolGrammarRequest {
   format: ToolCallFormat;
   /** The tools the reply may call (one, for a named tool_choice). */
   tools: readonly Tool[];
-  /** 'auto': calls are optional (lazy grammar, or generic's response); 'required': the reply is calls. */
+  /** 'auto': calls are optional (a lazy grammar); 'required': the reply is calls. */
   mode: 'auto' | 'required';
   /** Several calls in one reply. */
   parallel: boolean;
-  /** generic, 'auto': the schema of `response` (response_format); default: a string. */
-  responseSchema?: unknown;
 }
 
 export interface ToolGrammar {
@@ -96,7 +91,6 @@ export function toolCallGrammar(req: ToolGrammarRequest): ToolGrammar {
       throw new SchemaError(`tools[${i}]`, 'a tool needs function.name');
     }
   }
-  if (req.format === 'generic') return genericGrammar(req);
   const { schema, alts } = callSchema(req, '#');
   let rules: { rules: string; root: string };
   try {
@@ -131,39 +125,4 @@ export function toolCallGrammar(req: ToolGrammarRequest): ToolGrammar {
       throw new SchemaError('#', `no tool-call grammar for the '${req.format}' format`);
   }
   return { grammar: `root ::= ${root}\n${rules.rules}`, lazy: req.mode === 'auto', triggers };
-}
-
-/** llama.cpp's generic format: the whole reply is one JSON object. */
-function genericGrammar(req: ToolGrammarRequest): ToolGrammar {
-  const key = req.parallel ? 'tool_calls' : 'tool_call';
-  const top = req.mode === 'auto' ? '#/anyOf/0' : '#';
-  // where the call alternatives sit in the whole schema (for $refs and error pointers)
-  const base = `${top}/properties/${key}${req.parallel ? '/items' : ''}`;
-  const { schema: calls, alts } = callSchema(req, base);
-  const callsObject = {
-    type: 'object',
-    properties: { [key]: req.parallel ? { type: 'array', items: calls, minItems: 1 } : calls },
-    required: [key],
-    additionalProperties: false,
-  };
-  let schema: Record<string, unknown> = callsObject;
-  if (req.mode === 'auto') {
-    const response =
-      req.responseSchema === undefined
-        ? { type: 'string' }
-        : reroot(req.responseSchema, '#/anyOf/1/properties/response');
-    schema = {
-      anyOf: [
-        callsObject,
-        { type: 'object', properties: { response }, required: ['response'], additionalProperties: false },
-      ],
-    };
-  }
-  let r: { rules: string; root: string };
-  try {
-    r = convertJsonSchemaRules(schema, 'root');
-  } catch (e) {
-    throw toolError(e, req, alts);
-  }
-  return { grammar: r.rules, lazy: false, triggers: [] };
 }

@@ -145,7 +145,7 @@ export function formatChat(
     o.chat_template,
     {
       jinja: o.jinja ?? true,
-      ...(tools ? { tools: [...tools], generic_tool_system: true } : {}),
+      ...(tools ? { tools: [...tools] } : {}),
       ...(o.parallel_tool_calls !== undefined ? { parallel_tool_calls: o.parallel_tool_calls } : {}),
       ...(choice !== undefined ? { tool_choice: typeof choice === 'string' ? choice : 'required' } : {}),
       ...(o.enable_thinking !== undefined ? { enable_thinking: o.enable_thinking } : {}),
@@ -231,7 +231,6 @@ export interface ToolUse {
 export async function compileToolConstraint(
   env: UnitEnvironment,
   use: ToolUse,
-  responseSchema: unknown,
   signal?: AbortSignal,
 ): Promise<GrammarSampler> {
   const { timeMs, ...limits } = env.grammarLimits ?? {};
@@ -241,7 +240,6 @@ export async function compileToolConstraint(
       tools: use.tools,
       mode: use.mode,
       parallel: use.parallel,
-      ...(responseSchema !== undefined ? { responseSchema } : {}),
     },
     { ...(signal ? { signal } : {}), limits, ...(timeMs !== undefined ? { timeMs } : {}) },
   );
@@ -414,10 +412,12 @@ export async function prepareRequest(
     for (const s of fmt.additional_stops ?? []) if (s !== '' && !stopList.includes(s)) stopList.push(s);
     prompt = encodePrompt(vocab, fmt.prompt + (prefill?.text ?? ''));
     const reasoning = get<string>(o, 'reasoning_format') !== 'none';
-    if (tools) {
-      const name = fmt.type === 'jinja' && chatFormat > 0 ? CHAT_FORMATS[chatFormat] : undefined;
+    // a template with no call syntax (or none rendered: jinja false) reads its reply as
+    // content, tools or not, with no grammar: llama.cpp's, whose parser finds no call format
+    const name = fmt.type === 'jinja' && chatFormat > 0 ? CHAT_FORMATS[chatFormat] : undefined;
+    if (tools && name !== undefined && name !== 'content-only') {
       toolUse = {
-        format: (name ?? 'generic') as ToolCallFormat,
+        format: name,
         tools,
         mode: choice === 'auto' ? 'auto' : 'required',
         parallel: o.parallel_tool_calls === true,
@@ -452,7 +452,7 @@ export async function prepareRequest(
       throw new OptionError('response_format', o.response_format, 'cannot be combined with grammar or json_schema');
     }
     if (!toolUse) sampling.json_schema = schema;
-    else if (toolUse.format !== 'generic' || toolUse.mode !== 'auto') {
+    else {
       throw new OptionError(
         'response_format',
         o.response_format,
@@ -464,8 +464,7 @@ export async function prepareRequest(
   let grammar: GrammarSampler | undefined;
   // the caller's grammar wins over the tool-call grammar (llama.node); calls are still read
   // from the reply (llama-server refuses the pair: the server checks before this)
-  if (toolUse && !userGrammar)
-    grammar = await compileToolConstraint(env, toolUse, toolUse.format === 'generic' ? schema : undefined, signal);
+  if (toolUse && !userGrammar) grammar = await compileToolConstraint(env, toolUse, signal);
   else {
     grammar = await compileConstraint(env, r, signal);
     if (grammar && get<boolean>(o, 'grammar_lazy')) {
@@ -493,7 +492,7 @@ export async function prepareRequest(
     prompt,
     chatFormat,
     withMessages,
-    withTools: toolUse !== undefined,
+    withTools: tools !== undefined,
     stops: stopList,
     nPredict: get<number>(o, 'n_predict'),
     nKeep: get<number>(o, 'n_keep'),

@@ -345,7 +345,7 @@ async function promptTokens(host: GenerationHost, body: Body): Promise<number> {
   const tools = choice === 'none' ? undefined : (body.tools as Tool[] | undefined);
   const f = await host.ctx.formatChat(body.messages as ChatMessage[], null, {
     jinja: true,
-    ...(tools ? { tools, generic_tool_system: true } : {}),
+    ...(tools ? { tools } : {}),
     ...(typeof choice === 'string' ? { tool_choice: choice } : {}),
     ...(host.templateLimits ? { limits: host.templateLimits } : {}),
   });

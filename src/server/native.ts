@@ -327,7 +327,7 @@ export async function applyTemplate(host: GenerationHost, c: RequestContext): Pr
     Array.isArray(b.tools) && b.tools.length > 0 && b.tool_choice !== 'none' ? (b.tools as Tool[]) : undefined;
   const f = await host.ctx.formatChat(prefill?.messages ?? (b.messages as ChatMessage[]), null, {
     jinja: true,
-    ...(tools ? { tools, generic_tool_system: true } : {}),
+    ...(tools ? { tools } : {}),
     ...(typeof b.tool_choice === 'string' ? { tool_choice: b.tool_choice } : {}),
     ...(typeof b.enable_thinking === 'boolean'
       ? { enable_thinking: b.enable_thinking }
