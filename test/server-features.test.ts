@@ -28,6 +28,21 @@ async function post(s: LlamaServer | string, path: string, body: unknown): Promi
   });
   return { status: r.status, body: (await r.json()) as Json };
 }
+/** A streamed answer's data lines, parsed ([DONE] left out). */
+async function sse(s: LlamaServer, path: string, body: unknown): Promise<Json[]> {
+  const r = await fetch(`${s.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  assert.equal(r.status, 200);
+  return (await r.text())
+    .split('\n\n')
+    .map((x) => x.trim())
+    .filter((x) => x.startsWith('data: ') && x !== 'data: [DONE]')
+    .map((x) => JSON.parse(x.slice(6)) as Json);
+}
+
 async function get(s: LlamaServer | string, path: string): Promise<{ status: number; body: Json }> {
   const r = await fetch(`${typeof s === 'string' ? s : s.url}${path}`);
   return { status: r.status, body: (await r.json()) as Json };
@@ -271,6 +286,49 @@ describe('--verbose, --reasoning-budget 0, the date values templates get', () =>
     const cmpl = await post(llama3, '/v1/completions', { prompt: 'Once', max_tokens: 1 });
     assert.equal(typeof cmpl.body.__verbose.prompt, 'string');
     assert.equal('tokens' in cmpl.body, false);
+  });
+
+  test("--verbose, streamed: the chat's result on its first final chunk; each completions chunk its own (llama-server's)", async () => {
+    const body = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0, stream: true };
+    const chunks = await sse(llama3, '/v1/chat/completions', body);
+    const verbose = chunks.filter((c) => '__verbose' in c);
+    assert.equal(verbose.length, 1);
+    const final = verbose[0]!;
+    assert.equal(final.choices[0].finish_reason, 'length');
+    const v = final.__verbose;
+    // the text went out in the deltas: the final result's is empty, as llama-server's stream
+    assert.equal(v.content, '');
+    assert.deepEqual(v.tokens, []);
+    assert.equal(v.stop, true);
+    assert.equal(v.tokens_predicted, 3);
+    assert.ok((v.prompt as string).endsWith('|Hi'), v.prompt);
+    // what the client asked for, not what the server added to learn it
+    assert.equal(v.generation_settings.return_progress, false);
+
+    const prompt = 'Once upon';
+    const n = (await post(llama3, '/tokenize', { content: prompt, add_special: true })).body.tokens.length;
+    const whole = await post(llama3, '/v1/completions', { prompt, max_tokens: 3, temperature: 0 });
+    const cmpl = await sse(llama3, '/v1/completions', { prompt, max_tokens: 3, temperature: 0, stream: true });
+    const parts = cmpl.filter((c) => c.choices[0]?.finish_reason === null);
+    assert.ok(parts.length > 0);
+    let predicted = 0;
+    for (const c of parts) {
+      const p = c.__verbose;
+      assert.equal(p.content, c.choices[0].text);
+      assert.equal(p.stop, false);
+      assert.equal(p.id_slot, -1);
+      assert.equal(p.tokens_evaluated, n);
+      predicted += p.tokens.length;
+      assert.equal(p.tokens_predicted, predicted);
+      // logprobs were not asked for: none, though the token ids came with the engine's entries
+      assert.equal(c.choices[0].logprobs, null);
+    }
+    assert.equal(parts.map((c) => c.choices[0].text).join(''), whole.body.choices[0].text);
+    const end = cmpl.find((c) => c.choices[0]?.finish_reason === 'length')!;
+    assert.equal(end.__verbose.stop, true);
+    assert.equal(end.__verbose.content, '');
+    assert.equal(end.__verbose.generation_settings.n_probs, 0);
+    assert.equal(end.__verbose.generation_settings.return_progress, false);
   });
 });
 

@@ -176,6 +176,31 @@ describe('serve as llama-server answers', () => {
       whole.json.tokens,
     );
     assert.equal(partial.map((c) => c.content).join(''), whole.json.content);
+    // llama-server's partial results: the slot unset (-1, the final one names it), the prompt's size evaluated
+    for (const c of partial) {
+      assert.equal(c.id_slot, -1);
+      assert.equal(c.tokens_evaluated, whole.json.tokens_evaluated, JSON.stringify(c));
+    }
+    const last = chunks.at(-1)!;
+    assert.equal(last.stop, true);
+    assert.ok(last.id_slot >= 0);
+    // return_progress off: no progress chunk (the prompt's size is learned from the engine's events)
+    assert.ok(chunks.every((c) => c.prompt_progress === undefined));
+    const progress = await events(`${server.url}/completion`, { ...body, stream: true, return_progress: true });
+    assert.ok(progress.some((c) => c.prompt_progress !== undefined));
+  });
+
+  test('OpenAI chat: an empty message list is accepted (the template renders it); none, or not a list, is a 400', async () => {
+    const r = await post(`${server.url}/v1/chat/completions`, { messages: [], max_tokens: 2 });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.object, 'chat.completion');
+    assert.equal(r.json.choices[0].message.role, 'assistant');
+    const none = await post(`${server.url}/v1/chat/completions`, { max_tokens: 2 });
+    assert.equal(none.status, 400);
+    assert.equal(none.json.error.message, "'messages' is required");
+    const notList = await post(`${server.url}/v1/chat/completions`, { messages: 'hi', max_tokens: 2 });
+    assert.equal(notList.status, 400);
+    assert.equal(notList.json.error.message, "Expected 'messages' to be an array");
   });
 
   test('Anthropic: an empty message list is accepted (llama-server is permissive)', async () => {

@@ -255,7 +255,7 @@ describe('server: generation', () => {
 
   test('errors: OpenAI-style JSON and status codes', async () => {
     await assert.rejects(
-      client.chat.completions.create({ model: server.modelId, messages: [] }),
+      client.chat.completions.create({ model: server.modelId, messages: 'hi' as unknown as [] }),
       (e: unknown) => e instanceof OpenAI.BadRequestError && e.status === 400,
     );
     await assert.rejects(

@@ -182,14 +182,73 @@ function responseFields(b: Body): string[] {
 /**
  * llama-server's `__verbose` (--verbose): an OpenAI-shaped answer's result in the
  * /completion shape, the prompt as evaluated included (the request ran with return_tokens).
+ * `prompt`: the prompt's ids when `r` has none (a choice of n > 1). Streamed (on the first
+ * chunk of the final ones), its text and tokens were in the partial chunks: empty, as
+ * llama-server's final stream result.
  */
 export async function verboseResult(
   host: GenerationHost,
   r: LlamaCompletionResult,
   options: LlamaCompletionOptions,
+  { index = 0, stream = false, prompt }: { index?: number; stream?: boolean; prompt?: number[] } = {},
 ): Promise<Record<string, unknown>> {
-  const prompt = r.prompt_tokens ? await host.ctx.detokenize(r.prompt_tokens) : '';
-  return nativeResult(host, r, 0, options, prompt, (r.logprobs?.length ?? 0) > 0);
+  const ids = r.prompt_tokens ?? prompt;
+  const text = ids ? await host.ctx.detokenize(ids) : '';
+  const full = nativeResult(host, r, index, options, text, !stream && (r.logprobs?.length ?? 0) > 0);
+  return stream ? { ...full, content: '', tokens: [] } : full;
+}
+
+/**
+ * A streamed token in llama-server's /completion shape (its partial result): the slot is
+ * unset (-1, llama-server names it on the final result only), `tokens_evaluated` the
+ * prompt's size.
+ */
+export function partialResult(
+  index: number,
+  ev: LlamaCompletionToken,
+  tokensPredicted: number,
+  tokensEvaluated: number,
+  probs?: unknown[],
+): Record<string, unknown> {
+  return {
+    index,
+    content: ev.token,
+    tokens: (ev.logprobs ?? []).map((e) => e.id),
+    stop: false,
+    id_slot: -1,
+    tokens_predicted: tokensPredicted,
+    tokens_evaluated: tokensEvaluated,
+    ...(probs ? { completion_probabilities: probs } : {}),
+  };
+}
+
+/**
+ * The prompt's size for a stream's partial chunks, known from the engine's prompt_progress
+ * events (before the first token): the request asks for them; `progress` says whether the
+ * client did (then they are passed on).
+ */
+export function promptSizes(options: LlamaCompletionOptions): {
+  progress: boolean;
+  /** The options as the client asked (for generation_settings). */
+  asked: LlamaCompletionOptions;
+  sizes: number[];
+  /** Records an event's size; true when it was a progress event. */
+  see(ev: LlamaCompletionToken): boolean;
+} {
+  const progress = options.return_progress === true;
+  const asked = { ...options };
+  options.return_progress = true;
+  const sizes: number[] = [];
+  return {
+    progress,
+    asked,
+    sizes,
+    see(ev) {
+      if (!ev.prompt_progress) return false;
+      sizes[ev.index ?? 0] = ev.prompt_progress.total;
+      return true;
+    },
+  };
 }
 
 /** The request's options: the option table's llama-server (and OpenAI) names; n_probs as llama-server's probabilities. */
@@ -233,36 +292,27 @@ async function run(
   const jobs = [];
   for (const [i, p] of list.entries()) {
     const options: LlamaCompletionOptions = { ...base, ...extra, prompt: p };
+    const sizes = sse && promptSizes(options);
     const onToken =
       sse &&
+      sizes &&
       ((ev: LlamaCompletionToken) => {
-        if (ev.prompt_progress) {
-          sse.send({
-            index: i,
-            content: '',
-            tokens: [],
-            stop: false,
-            id_slot: -1,
-            tokens_predicted: 0,
-            tokens_evaluated: ev.prompt_progress.total,
-            prompt_progress: ev.prompt_progress,
-          });
+        if (sizes.see(ev)) {
+          if (sizes.progress) {
+            sse.send({
+              ...partialResult(i, ev, 0, ev.prompt_progress!.total),
+              prompt_progress: ev.prompt_progress,
+            });
+          }
           return;
         }
         counts[i]! += ev.logprobs?.length ?? 1;
-        sse.send({
-          index: i,
-          content: ev.token,
-          tokens: (ev.logprobs ?? []).map((e) => e.id),
-          stop: false,
-          // llama-server leaves a partial result's slot unset (-1); the final chunk names it
-          id_slot: -1,
-          tokens_predicted: counts[i],
-          tokens_evaluated: 0,
-          ...(withProbs && ev.logprobs ? { completion_probabilities: probabilities(ev.logprobs, options) } : {}),
-        });
+        const probs = withProbs && ev.logprobs ? probabilities(ev.logprobs, options) : undefined;
+        sse.send(partialResult(i, ev, counts[i]!, sizes.sizes[0] ?? 0, probs));
       });
-    jobs.push(host.submit(options, res, onToken).then(({ done }) => ({ done, options })));
+    // the answer's generation_settings show what the client asked for
+    const shown = sizes ? sizes.asked : options;
+    jobs.push(host.submit(options, res, onToken).then(({ done }) => ({ done, options: shown })));
   }
   const started = await Promise.all(jobs);
   if (sse) {

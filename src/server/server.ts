@@ -1027,8 +1027,10 @@ export class LlamaServer implements ollama.OllamaHost {
 
   private async chat(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
-    if (!Array.isArray(b.messages) || b.messages.length === 0) {
-      throw new ApiError(400, "'messages' must be a non-empty array", undefined, 'messages');
+    // llama-server's checks: an empty list is a conversation too (the template renders it)
+    if (b.messages === undefined) throw new ApiError(400, "'messages' is required", undefined, 'messages');
+    if (!Array.isArray(b.messages)) {
+      throw new ApiError(400, "Expected 'messages' to be an array", undefined, 'messages');
     }
     this.requireGenerator();
     if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) {
@@ -1088,12 +1090,14 @@ export class LlamaServer implements ollama.OllamaHost {
         const all = r.choices ?? [r];
         const u = oa.usage(r);
         // the timings go on the stream's last chunk (llama-server's), the usage chunk when asked for
-        all.forEach((x, i) => {
+        for (const [i, x] of all.entries()) {
           const finish = oa.chatFinishReason(oa.finishReason(x), (x.tool_calls ?? []).length > 0);
-          const last = oa.chatChunk(id, model, created, {}, finish, {}, i);
+          let last = oa.chatChunk(id, model, created, {}, finish, {}, i) as Record<string, unknown>;
+          // --verbose: llama-server puts the result on the first of a choice's final chunks
+          if (this.verbose) last = { ...last, __verbose: await this.streamVerbose(r, x, i, options) };
           if (i < all.length - 1) sse.send(last);
-          else sse.send({ ...(last as object), usage: u, ...(includeUsage ? {} : { timings: oa.timings(r) }) });
-        });
+          else sse.send({ ...last, usage: u, ...(includeUsage ? {} : { timings: oa.timings(r) }) });
+        }
         if (includeUsage) {
           sse.send({
             id,
@@ -1134,6 +1138,20 @@ export class LlamaServer implements ollama.OllamaHost {
     });
   }
 
+  /** --verbose on a stream: choice `x` of `r` as llama-server's final stream result. */
+  private streamVerbose(
+    r: LlamaCompletionResult,
+    x: LlamaCompletionResult,
+    index: number,
+    options: LlamaCompletionOptions,
+  ): Promise<Record<string, unknown>> {
+    return native.verboseResult(this, x, options, {
+      index,
+      stream: true,
+      ...(r.prompt_tokens ? { prompt: r.prompt_tokens } : {}),
+    });
+  }
+
   private async completions(c: RequestContext): Promise<void> {
     const b = oa.asObject(c.body);
     this.requireGenerator();
@@ -1152,19 +1170,36 @@ export class LlamaServer implements ollama.OllamaHost {
     const res = c.res;
     const sse = stream ? new SseWriter(res) : undefined;
     const offsets: number[] = [];
+    // --verbose: every chunk carries its /completion-shaped result (llama-server's), whose
+    // token ids and prompt size the engine gives with logprob entries and progress events
+    const verbose = sse && this.verbose;
+    const logprobs = nProbs >= 0;
+    const asked = { ...options };
+    if (verbose && !logprobs) {
+      options.logprobs = true;
+      options.n_probs = 0;
+    }
+    const sizes = verbose ? native.promptSizes(options) : undefined;
+    const predicted: number[] = [];
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
         const i = ev.index ?? 0;
+        if (sizes?.see(ev) && !sizes.progress) return;
         if (ev.prompt_progress) {
           const c = oa.completionChunk(id, model, created, '', null, null, i);
-          sse.send({ ...(c as object), prompt_progress: ev.prompt_progress });
+          const v = sizes ? { __verbose: native.partialResult(i, ev, 0, ev.prompt_progress.total) } : {};
+          sse.send({ ...(c as object), ...v, prompt_progress: ev.prompt_progress });
           return;
         }
         const offset = offsets[i] ?? 0;
-        const lp = ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
+        const lp = logprobs && ev.logprobs ? oa.completionLogprobObject(ev.logprobs, offset) : null;
         offsets[i] = offset + ev.token.length;
-        sse.send(oa.completionChunk(id, model, created, ev.token, null, lp, i));
+        const chunk = oa.completionChunk(id, model, created, ev.token, null, lp, i);
+        if (!sizes) return sse.send(chunk);
+        predicted[i] = (predicted[i] ?? 0) + (ev.logprobs?.length ?? 1);
+        const size = sizes.sizes[i] ?? sizes.sizes[0] ?? 0;
+        sse.send({ ...(chunk as object), __verbose: native.partialResult(i, ev, predicted[i]!, size) });
       });
     const { done } = await this.submit(options, res, onToken);
     if (sse) {
@@ -1172,10 +1207,11 @@ export class LlamaServer implements ollama.OllamaHost {
         const r = await done;
         const u = oa.usage(r);
         const all = r.choices ?? [r];
-        all.forEach((x, i) => {
-          const last = oa.completionChunk(id, model, created, '', oa.finishReason(x), null, i);
-          sse.send(i === all.length - 1 ? { ...(last as object), usage: u, timings: oa.timings(r) } : last);
-        });
+        for (const [i, x] of all.entries()) {
+          let last = oa.completionChunk(id, model, created, '', oa.finishReason(x), null, i) as Record<string, unknown>;
+          if (verbose) last = { ...last, __verbose: await this.streamVerbose(r, x, i, asked) };
+          sse.send(i === all.length - 1 ? { ...last, usage: u, timings: oa.timings(r) } : last);
+        }
         if (includeUsage) sse.send({ id, object: 'text_completion', created, model, choices: [], usage: u });
         sse.done();
       } catch (e) {
