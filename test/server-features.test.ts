@@ -97,6 +97,13 @@ describe('server-wide defaults, names, slots, CORS (as llama-server)', () => {
     const c = await post(s, '/completion', { prompt: 'Once upon a time', n_predict: 3, seed: 7 });
     assert.equal(c.body.generation_settings.seed, 7);
     assert.equal(c.body.timings.predicted_n, 3);
+    // streamed, the final chunk's settings hold the defaults too (llama-server's test_completion_stream)
+    const streamed = await sse(s, '/completion', { prompt: 'Once upon a time', stream: true });
+    const end = streamed.at(-1)!;
+    assert.equal(end.stop, true);
+    assert.equal(end.generation_settings.seed, 42);
+    assert.equal(end.generation_settings.n_predict, 8);
+    assert.equal(end.generation_settings.return_progress, false);
     const chat = await post(s, '/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }] });
     assert.equal(chat.body.usage.completion_tokens <= 8, true);
   });

@@ -229,19 +229,18 @@ export function partialResult(
  */
 export function promptSizes(options: LlamaCompletionOptions): {
   progress: boolean;
-  /** The options as the client asked (for generation_settings). */
-  asked: LlamaCompletionOptions;
+  /** `options` with return_progress as the client asked (for generation_settings, once the request ran). */
+  asked(options: LlamaCompletionOptions): LlamaCompletionOptions;
   sizes: number[];
   /** Records an event's size; true when it was a progress event. */
   see(ev: LlamaCompletionToken): boolean;
 } {
   const progress = options.return_progress === true;
-  const asked = { ...options };
   options.return_progress = true;
   const sizes: number[] = [];
   return {
     progress,
-    asked,
+    asked: (o) => ({ ...o, return_progress: progress }),
     sizes,
     see(ev) {
       if (!ev.prompt_progress) return false;
@@ -310,9 +309,13 @@ async function run(
         const probs = withProbs && ev.logprobs ? probabilities(ev.logprobs, options) : undefined;
         sse.send(partialResult(i, ev, counts[i]!, sizes.sizes[0] ?? 0, probs));
       });
-    // the answer's generation_settings show what the client asked for
-    const shown = sizes ? sizes.asked : options;
-    jobs.push(host.submit(options, res, onToken).then(({ done }) => ({ done, options: shown })));
+    // the answer's generation_settings show what the client asked for (and the server's
+    // defaults, which the submission fills in)
+    jobs.push(
+      host
+        .submit(options, res, onToken)
+        .then(({ done }) => ({ done, options: sizes ? sizes.asked(options) : options })),
+    );
   }
   const started = await Promise.all(jobs);
   if (sse) {

@@ -1174,7 +1174,6 @@ export class LlamaServer implements ollama.OllamaHost {
     // token ids and prompt size the engine gives with logprob entries and progress events
     const verbose = sse && this.verbose;
     const logprobs = nProbs >= 0;
-    const asked = { ...options };
     if (verbose && !logprobs) {
       options.logprobs = true;
       options.n_probs = 0;
@@ -1209,7 +1208,12 @@ export class LlamaServer implements ollama.OllamaHost {
         const all = r.choices ?? [r];
         for (const [i, x] of all.entries()) {
           let last = oa.completionChunk(id, model, created, '', oa.finishReason(x), null, i) as Record<string, unknown>;
-          if (verbose) last = { ...last, __verbose: await this.streamVerbose(r, x, i, asked) };
+          if (sizes) {
+            // generation_settings as the client asked (the submission filled in the server's defaults)
+            const asked = { ...sizes.asked(options), logprobs: logprobs ? options.logprobs : undefined };
+            if (!logprobs) delete asked.n_probs;
+            last = { ...last, __verbose: await this.streamVerbose(r, x, i, asked) };
+          }
           sse.send(i === all.length - 1 ? { ...last, usage: u, timings: oa.timings(r) } : last);
         }
         if (includeUsage) sse.send({ id, object: 'text_completion', created, model, choices: [], usage: u });
