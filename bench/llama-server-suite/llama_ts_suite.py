@@ -6,7 +6,9 @@ files are not modified. It
     nothing is downloaded, the models are local files (./tmp, the download folder the
     suite's slot files also go to, is made as the downloads would have made it);
   - skips a test whose server asks for a model models.json does not map to a local file
-    (or for a model URL / multimodal projector), instead of failing it at start-up.
+    (or for a model URL / multimodal projector), instead of failing it at start-up;
+  - skips a test that downloads a file (utils.download_file: a LoRA adapter, a draft
+    model) not already in ./tmp, instead of failing its setup on the network.
 """
 
 import json
@@ -52,3 +54,12 @@ def pytest_configure(config):
         return start(self, *args, **kwargs)
 
     utils.ServerProcess.start = start_or_skip
+    download = utils.download_file
+
+    def download_or_skip(url, output_file_path=None):
+        path = output_file_path or os.path.join("tmp", url.split("/").pop())
+        if not os.path.exists(path):
+            pytest.skip(f"file {url} (not available offline)")
+        return download(url, output_file_path)
+
+    utils.download_file = download_or_skip
