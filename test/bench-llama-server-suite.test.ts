@@ -1,13 +1,16 @@
 // The llama-server test-suite harness (bench/llama-server-suite): llama-server's command line
 // as llama.cpp's tools/server/tests/utils.py writes it becomes serve's, with the Hugging Face
-// names mapped to local files; pytest's JUnit report becomes per-file counts.
+// names mapped to local files; pytest's JUnit report becomes per-file counts; the pytest
+// plugin skips what is not available offline.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadModelMap, ShimError, translateArgs } from '../bench/llama-server-suite/flags.js';
 import { countJUnit } from '../bench/llama-server-suite/run.js';
+import { REPO_ROOT } from './helpers/shared.js';
 
 const MODELS = loadModelMap();
 
@@ -108,4 +111,67 @@ test("pytest's JUnit report as per-file counts", () => {
     skipped: 0,
     failures: ['test_d: boom & bust'],
   });
+});
+
+const PYTHON = '/usr/bin/python3';
+const HAS_PYTEST = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import pytest'], { stdio: 'ignore' }).status === 0;
+
+test('the pytest plugin: a download the suite would fetch is a skip when the file is not at hand, used when it is', {
+  skip: HAS_PYTEST ? false : `needs ${PYTHON} with pytest`,
+}, () => {
+  // a stand-in suite: utils.py with what the plugin patches, and a test that downloads in its setup
+  const dir = mkdtempSync(join(tmpdir(), 'suite-plugin-'));
+  writeFileSync(
+    join(dir, 'utils.py'),
+    [
+      'class ServerPreset:',
+      '    @staticmethod',
+      '    def load_all(): raise RuntimeError("would download every preset")',
+      'class ServerProcess:',
+      '    def start(self): pass',
+      'def download_file(url, output_file_path=None):',
+      '    raise RuntimeError("network")',
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(dir, 'test_dl.py'),
+    [
+      'import os, utils',
+      'def test_missing():',
+      '    utils.download_file("https://example.invalid/a/missing.gguf")',
+      'def test_present():',
+      '    open(os.path.join("tmp", "present.gguf"), "w").close()',
+      '    try:',
+      '        utils.download_file("https://example.invalid/a/present.gguf")',
+      '    except RuntimeError as e:',
+      '        assert str(e) == "network"  # the real download_file, reached: the file was at hand',
+      '',
+    ].join('\n'),
+  );
+  const xml = join(dir, 'report.xml');
+  const r = spawnSync(
+    PYTHON,
+    [
+      '-m',
+      'pytest',
+      '-p',
+      'llama_ts_suite',
+      '-p',
+      'no:cacheprovider',
+      `--junitxml=${xml}`,
+      '-o',
+      'junit_family=xunit1',
+      'test_dl.py',
+    ],
+    {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONPATH: join(REPO_ROOT, 'bench', 'llama-server-suite') },
+    },
+  );
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const body = readFileSync(xml, 'utf8');
+  assert.match(body, /name="test_missing"[^>]*>\s*<skipped[^>]*message="[^"]*missing\.gguf \(not available offline\)/);
+  assert.deepEqual(countJUnit(body).get('test_dl.py'), { passed: 1, failed: 0, skipped: 1, failures: [] });
 });
