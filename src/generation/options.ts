@@ -408,7 +408,7 @@ export const OPTIONS = [
     check: checkToolChoice,
     openai: ['tool_choice'],
     server: 'tool_choice',
-    doc: "'auto' (default): a grammar holds once the model begins a call (lazy, at the template's tool-call trigger); 'required' or a named function: a call from the first token; 'none': no tools.",
+    doc: "'auto' (default): a grammar holds once the model begins a call (lazy, at the template's tool-call trigger); 'required' or a named function: a call from the first token; 'none': no tools. A template with no tool-call syntax (or none) gets no grammar: its reply is content, as llama.cpp's.",
   }),
   row<boolean>()('enable_thinking', {
     kind: 'boolean',
