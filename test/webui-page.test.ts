@@ -5,7 +5,7 @@
 // (in the browser: this branch has no router mode) and scripted replies, the model picker,
 // image and audio parts, reasoning, highlighted code with its Copy button, math; hostile
 // markdown runs nothing; light and dark; a phone's width; axe-core finds nothing serious.
-// Screenshots go to a temporary folder (WEBUI_DOCS_SHOT=1 also writes docs/webui.png).
+// The server wants an API key, typed in Settings. Screenshots go to a temporary folder (WEBUI_DOCS_SHOT=1 also writes docs/webui.png).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,8 +48,8 @@ const NICE_REPLY = [
   '    return n * (n + 1) // 2  # closed form',
   '```',
   '',
-  '- one',
-  '- [two](https://example.com/two)',
+  '- one, for $5 or $6',
+  '- [two](https://example.com/two), \\(x^2\\) inside a line',
 ].join('\n');
 
 const HOSTILE_REPLY = [
@@ -73,7 +73,7 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
   const downloads = join(dir, 'downloads');
   mkdirSync(shots);
   mkdirSync(downloads);
-  const child = await startServe(['-m', tinyLlama(), '-np', '1', '-c', '8192', '-t', '1']);
+  const child = await startServe(['-m', tinyLlama(), '-np', '1', '-c', '8192', '-t', '1', '--api-key', 'sesame']);
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -90,8 +90,11 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     });
     // every chat request the page sends, as sent
     const sent: Record<string, unknown>[] = [];
+    const keys = new Set<string | undefined>();
     page.on('request', (r) => {
-      if (r.url().endsWith('/v1/chat/completions')) sent.push(JSON.parse(r.postData() ?? 'null'));
+      if (!r.url().endsWith('/v1/chat/completions')) return;
+      sent.push(JSON.parse(r.postData() ?? 'null'));
+      keys.add(r.headers().authorization);
     });
     const cdp = await page.createCDPSession();
     await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
@@ -159,14 +162,16 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     await page.setViewport({ width: 1100, height: 760 });
     await page.goto(`${child.url}/`, { waitUntil: 'load' });
     await page.waitForSelector('body[data-started]');
-    // one model: the picker shows it
+    // one model: the picker shows it (/v1/models is public, as llama-server's)
     const models = (await (await fetch(`${child.url}/v1/models`)).json()) as { data: { id: string }[] };
     const modelId = models.data[0]!.id;
     await page.waitForFunction(() => document.querySelectorAll('#model option').length > 0);
     assert.deepEqual(await page.$$eval('#model option', (o) => o.map((x) => x.textContent)), [modelId]);
+    // the server wants a key: typed in Settings
+    await page.click('#toggle-settings');
+    await setField('api-key', 'sesame');
 
     // ---- a streamed reply, stopped midway ----
-    await page.click('#toggle-settings');
     await setField('s-temperature', '0');
     await setField('s-max-tokens', '6000');
     await setField('system', 'Be brief.');
@@ -244,6 +249,8 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
       content: 'Summarize\n\nnotes.txt:\n```\nalpha beta\ngamma\n```',
     });
     assert.equal((sent.at(-1)!.messages as unknown[]).length, 3, 'the branch on screen, and the new message');
+
+    assert.deepEqual([...keys], ['Bearer sesame']);
 
     // ---- kept in IndexedDB: after a reload, listed and opened as it was ----
     await page.reload({ waitUntil: 'load' });
@@ -368,6 +375,7 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
       keyword: m.querySelector('pre code .hljs-keyword')?.textContent,
       comment: m.querySelector('pre code .hljs-comment')?.textContent,
       maths: m.querySelectorAll('.content math').length,
+      prices: m.querySelector('.content li').textContent === 'one, for $5 or $6',
       display: m.querySelectorAll('.content math[display="block"]').length,
       links: [...m.querySelectorAll('.content a')].map((a: Dom) => [a.getAttribute('href'), a.rel, a.target]),
       model: m.querySelector('.model-name').textContent,
@@ -379,8 +387,9 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
       lang: 'python',
       keyword: 'def',
       comment: '# closed form',
-      maths: 2,
+      maths: 3,
       display: 1,
+      prices: true,
       links: [['https://example.com/two', 'noopener noreferrer nofollow', '_blank']],
       model: 'second-model',
     });

@@ -27,6 +27,8 @@ const FILES: Record<string, { file: string; type: string }> = {
 const ASSETS = ['dist/webui/app.css', 'dist/webui/app.js', 'dist/webui/math.js'];
 
 export const WEBUI_PATHS = Object.keys(FILES);
+/** The files behind them, relative to the package root (each must be published). */
+export const WEBUI_FILES = [...new Set(Object.values(FILES).map((f) => f.file))];
 
 /** The page's Content-Security-Policy: this origin only, no inline script or style, no framing. */
 export const WEBUI_CSP = [

@@ -256,6 +256,7 @@ export function App({ store }: { store: Store }) {
   const [sidebar, setSidebar] = useState(false);
   const [, setTick] = useState(0);
   const deleted = useRef(new Set<string>());
+  const askedModels = useRef(false);
   const frame = useRef(0);
   const stream = useRef<Streaming | undefined>(undefined);
   const fileInput = useRef<HTMLInputElement>(null);
@@ -273,11 +274,23 @@ export function App({ store }: { store: Store }) {
   useEffect(() => applyTheme(settings.theme), [settings.theme]);
   useEffect(() => {
     void refreshList();
-    api
-      .models()
-      .then(setModels)
-      .catch((e: Error) => setError(e.message));
   }, []);
+  // the models, asked again once an API key typed in Settings settles
+  useEffect(() => {
+    const timer = setTimeout(
+      () =>
+        api
+          .models()
+          .then((m) => {
+            setModels(m);
+            setError('');
+          })
+          .catch((e: Error) => setError(e.message)),
+      askedModels.current ? 400 : 0,
+    );
+    askedModels.current = true;
+    return () => clearTimeout(timer);
+  }, [settings.apiKey]);
   useEffect(() => {
     if (models.length === 0) return;
     // a router answers /props for the model named; one model answers it as is

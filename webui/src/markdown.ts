@@ -103,7 +103,12 @@ const md = new Marked({
     {
       name: 'math',
       level: 'block',
-      start: (src) => src.match(/\$\$|\\\[/)?.index,
+      // only after a line's start (marked asks from its text's second character on): a
+      // paragraph is not cut before math inside a line
+      start(src) {
+        const m = /\n[ \t]*(?:\$\$|\\\[)/.exec(src);
+        return m ? m.index + m[0].length - 2 : undefined;
+      },
       tokenizer(src) {
         const m = BLOCK_MATH.exec(src);
         if (m) return { type: 'math', raw: m[0], text: (m[1] ?? m[2] ?? '').trim(), display: true };
