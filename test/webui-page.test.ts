@@ -294,6 +294,46 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     await upload('#import-file', bad);
     await page.waitForFunction(() => !document.getElementById('error').hidden);
     assert.match(await text('#error'), /bad\.json: format "other" is not llama-ts-chat/);
+    // nor one whose messages' parents form a loop
+    const loop = structuredClone(exported);
+    const [first, second] = Object.keys(loop.conversations[0].nodes);
+    loop.conversations[0].id = 'loop';
+    loop.conversations[0].nodes[first].parent = second;
+    writeFileSync(bad, JSON.stringify(loop));
+    await upload('#import-file', bad);
+    await page.waitForFunction(() => /form a loop/.test(document.getElementById('error').textContent));
+    assert.equal(await count('#conversations li'), 1);
+
+    // ---- Branch: a new conversation with the branch up to a reply ----
+    await page.click('.msg.assistant .branch');
+    await page.waitForFunction(() => document.querySelectorAll('#conversations li').length === 2);
+    assert.equal(await text('#title'), 'Hello there (branch)');
+    assert.deepEqual(await page.$$eval('.msg', (l) => l.map((m) => m.className)), ['msg user', 'msg assistant']);
+    assert.equal(await text('.msg.user .text'), 'Hello again');
+    assert.equal(await count('.msg .branches'), 0, 'a copy of one branch');
+
+    // ---- a conversation the first page kept (a flat list of messages) still opens ----
+    await page.evaluate(
+      () =>
+        new Promise((resolve, reject) => {
+          const req = window.indexedDB.open('llama-ts-chat', 1);
+          req.onsuccess = () => {
+            const tx = req.result.transaction('conversations', 'readwrite');
+            tx.objectStore('conversations').put({
+              id: 'old',
+              title: 'Old chat',
+              updated: 1,
+              messages: [
+                { role: 'user', content: 'Hi' },
+                { role: 'assistant', content: 'Hello *there*', incomplete: true },
+              ],
+            });
+            tx.oncomplete = resolve;
+            tx.onerror = reject;
+          };
+          req.onerror = reject;
+        }),
+    );
 
     // ---- a router's two models (answered in the browser), scripted replies ----
     await page.setRequestInterception(true);
@@ -320,6 +360,19 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     });
     await page.reload({ waitUntil: 'load' });
     await page.waitForSelector('body[data-started]');
+    await page.waitForSelector('#conversations li[data-id="old"]');
+    assert.deepEqual(await page.$$eval('#conversations li .open', (b) => b.map((x) => x.textContent)), [
+      'Hello there (branch)',
+      'Hello there',
+      'Old chat',
+    ]);
+    await page.click('#conversations li[data-id="old"] .open');
+    await page.waitForSelector('.msg.assistant');
+    assert.deepEqual(
+      await page.$eval('.msg.assistant', (m) => [m.dataset.state, m.querySelector('.content em')?.textContent]),
+      ['stopped', 'there'],
+    );
+    await page.click('#new-chat');
     await page.waitForFunction(() => document.querySelectorAll('#model option').length === 2);
     assert.deepEqual(await page.$$eval('#model option', (o) => o.map((x) => x.textContent)), [
       `${modelId} (loaded)`,

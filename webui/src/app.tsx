@@ -21,6 +21,7 @@ import {
   type Attachment,
   append,
   type Conversation,
+  fork,
   type Node,
   newConversation,
   path,
@@ -78,9 +79,10 @@ interface MessageProps {
   onSwitch: (id: string) => void;
   onRegenerate: (n: Node) => void;
   onEdit: (n: Node, text: string) => void;
+  onBranch: (n: Node) => void;
 }
 
-function Message({ conv, node, streaming, busy, onSwitch, onRegenerate, onEdit }: MessageProps) {
+function Message({ conv, node, streaming, busy, onSwitch, onRegenerate, onEdit, onBranch }: MessageProps) {
   const [editing, setEditing] = useState<string | undefined>(undefined);
   const sibs = siblings(conv, node);
   const at = sibs.indexOf(node.id);
@@ -175,6 +177,15 @@ function Message({ conv, node, streaming, busy, onSwitch, onRegenerate, onEdit }
           </button>
           <button type="button" class="regenerate" disabled={busy} onClick={() => onRegenerate(node)}>
             Regenerate
+          </button>
+          <button
+            type="button"
+            class="branch"
+            title="A new conversation from here"
+            disabled={busy}
+            onClick={() => onBranch(node)}
+          >
+            Branch
           </button>
           {node.model && <span class="model-name">{node.model}</span>}
         </div>
@@ -385,6 +396,13 @@ export function App({ store }: { store: Store }) {
     redraw();
     await store.put(current);
   };
+  const branch = async (n: Node) => {
+    if (!current || stream.current) return;
+    const c = fork(current, n.id);
+    await store.put(c);
+    await refreshList();
+    show(c);
+  };
   const remove = async (c: Conversation) => {
     deleted.current.add(c.id);
     await store.delete(c.id);
@@ -512,7 +530,7 @@ export function App({ store }: { store: Store }) {
           </button>
         </header>
         {showSettings && <SettingsPanel settings={settings} onChange={setSettings} />}
-        <div id="messages" aria-live="polite">
+        <div id="messages" aria-live="polite" aria-busy={busy}>
           {shown.length === 0 && <p class="empty">Ask anything. Replies come from {model ?? 'the server'}.</p>}
           {current &&
             shown.map((n) => (
@@ -525,6 +543,7 @@ export function App({ store }: { store: Store }) {
                 onSwitch={(id) => void switchBranch(id)}
                 onRegenerate={regenerate}
                 onEdit={(node, text) => void edit(node, text)}
+                onBranch={(node) => void branch(node)}
               />
             ))}
           <div ref={end} />

@@ -85,6 +85,17 @@ export function selectBranch(c: Conversation, id: string): void {
   c.leaf = n?.id ?? null;
 }
 
+/** A new conversation holding a copy of the branch up to `id` (a fork, to go on apart). */
+export function fork(c: Conversation, id: string): Conversation {
+  const copy = newConversation(`${c.title} (branch)`);
+  let parent: string | null = null;
+  for (const n of path(c, id)) {
+    const { id: _id, parent: _parent, children: _children, created: _created, ...m } = n;
+    parent = append(copy, parent, m).id;
+  }
+  return copy;
+}
+
 /** A conversation read from IndexedDB or an imported file, checked and made whole; throws naming what is wrong. */
 export function normalize(raw: unknown, where: string): Conversation {
   const o = raw as Record<string, unknown> | null;
@@ -116,6 +127,18 @@ export function normalize(raw: unknown, where: string): Conversation {
       throw new Error(`${where}: message ${id}'s parent ${n.parent} is missing`);
     if (!Array.isArray(n.children) || n.children.some((k) => !nodes[k]))
       throw new Error(`${where}: message ${id} names a child that is missing`);
+  }
+  // every message reaches a first message (no loop of parents): each walk stops at one known
+  // to, so all the walks together take a step per message
+  const reaches = new Set<string>();
+  const count = Object.keys(nodes).length;
+  for (const id of Object.keys(nodes)) {
+    const walk: string[] = [];
+    for (let at: string | null = id; at !== null && !reaches.has(at); at = nodes[at]!.parent) {
+      walk.push(at);
+      if (walk.length > count) throw new Error(`${where}: message ${id}'s parents form a loop`);
+    }
+    for (const w of walk) reaches.add(w);
   }
   const roots = Array.isArray(o.roots) ? (o.roots as string[]).filter((r) => nodes[r]) : [];
   const leaf = typeof o.leaf === 'string' && nodes[o.leaf] ? o.leaf : null;
