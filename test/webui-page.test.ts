@@ -338,6 +338,7 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     // ---- a router's two models (answered in the browser), scripted replies ----
     await page.setRequestInterception(true);
     const scripted: string[] = [];
+    let secondState = 'unloaded';
     page.on('request', (req: HTTPRequest) => {
       const url = new URL(req.url());
       const json = (body: unknown) =>
@@ -347,12 +348,14 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
           object: 'list',
           data: [
             { id: modelId, object: 'model', status: { value: 'loaded' } },
-            { id: 'second-model', object: 'model', status: { value: 'unloaded' } },
+            { id: 'second-model', object: 'model', status: { value: secondState } },
           ],
         });
       if (url.pathname === '/props' && url.searchParams.get('model') === 'second-model')
         return void json({ modalities: { vision: true, audio: true } });
       if (url.pathname === '/v1/chat/completions' && JSON.parse(req.postData() ?? '{}').model === 'second-model') {
+        // as a router does: the model named is loaded for the request
+        secondState = 'loaded';
         const body = scripted.shift() ?? sse('', 'no script left');
         return void req.respond({ status: 200, contentType: 'text/event-stream', body });
       }
@@ -409,6 +412,10 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     await replyTo(() => page.click('#send'), 1);
     const req = sent.at(-1)!;
     assert.equal(req.model, 'second-model');
+    // the picker asks again after a reply: the router's state for each model
+    await page.waitForFunction(
+      () => document.getElementById('model').selectedOptions[0].textContent === 'second-model (loaded)',
+    );
     const parts = (req.messages as { content: { type: string }[] }[]).at(-1)!.content as Dom[];
     assert.deepEqual(
       parts.map((p) => p.type),

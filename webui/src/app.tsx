@@ -57,7 +57,7 @@ function AttachmentChips({ list, onRemove }: { list: Attachment[]; onRemove?: (i
     <ul class="chips" aria-label="Attachments">
       {list.map((a, i) => (
         <li key={`${a.name}-${i}`} class={`chip kind-${a.kind}`}>
-          {a.kind === 'image' && <img class="thumb" src={a.data} alt="" />}
+          {a.kind === 'image' && a.data.startsWith('data:image/') && <img class="thumb" src={a.data} alt="" />}
           <span class="kind">{a.kind}</span>
           <span>{a.name}</span>
           {onRemove && (
@@ -357,6 +357,8 @@ export function App({ store }: { store: Store }) {
     if (!deleted.current.has(c.id)) await store.put(c);
     await refreshList();
     redraw();
+    // a router may have loaded (or let go of) models meanwhile
+    if (models.length > 1) api.models().then(setModels, () => undefined);
   };
 
   const send = async () => {

@@ -85,6 +85,12 @@ export function selectBranch(c: Conversation, id: string): void {
   c.leaf = n?.id ?? null;
 }
 
+function validAttachment(a: Attachment): boolean {
+  if (!a || typeof a.name !== 'string' || typeof a.data !== 'string') return false;
+  if (a.kind === 'image') return a.data.startsWith('data:image/');
+  return a.kind === 'text' || (a.kind === 'audio' && (a.format === 'wav' || a.format === 'mp3'));
+}
+
 /** A new conversation holding a copy of the branch up to `id` (a fork, to go on apart). */
 export function fork(c: Conversation, id: string): Conversation {
   const copy = newConversation(`${c.title} (branch)`);
@@ -127,6 +133,15 @@ export function normalize(raw: unknown, where: string): Conversation {
       throw new Error(`${where}: message ${id}'s parent ${n.parent} is missing`);
     if (!Array.isArray(n.children) || n.children.some((k) => !nodes[k]))
       throw new Error(`${where}: message ${id} names a child that is missing`);
+    // optional fields of another shape are dropped, not trusted
+    if (typeof n.reasoning !== 'string') delete n.reasoning;
+    if (typeof n.model !== 'string') delete n.model;
+    if (typeof n.created !== 'number') n.created = updated;
+    if (n.attachments !== undefined) {
+      const ok = Array.isArray(n.attachments) ? n.attachments.filter(validAttachment) : [];
+      if (ok.length > 0) n.attachments = ok;
+      else delete n.attachments;
+    }
   }
   // every message reaches a first message (no loop of parents): each walk stops at one known
   // to, so all the walks together take a step per message
