@@ -52,8 +52,8 @@ export class ApiClient {
   }
 
   /** What the model takes besides text (a router answers /props for the model named). */
-  async modalities(model: string | undefined): Promise<Modalities> {
-    const j = (await this.get(model ? `/props?model=${encodeURIComponent(model)}` : '/props')) as {
+  async modalities(model: string): Promise<Modalities> {
+    const j = (await this.get(`/props?model=${encodeURIComponent(model)}`)) as {
       modalities?: Partial<Modalities>;
     };
     return { vision: j.modalities?.vision === true, audio: j.modalities?.audio === true };

@@ -303,13 +303,13 @@ export function App({ store }: { store: Store }) {
     return () => clearTimeout(timer);
   }, [settings.apiKey]);
   useEffect(() => {
-    if (models.length === 0) return;
-    // a router answers /props for the model named; one model answers it as is
+    if (!model) return;
+    // a router answers /props for the model named; one model's server leaves the query be
     api
-      .modalities(models.length > 1 ? model : undefined)
+      .modalities(model)
       .then(setModalities)
       .catch(() => setModalities({ vision: false, audio: false }));
-  }, [model, models.length]);
+  }, [model]);
   useEffect(() => {
     document.title = current ? `${current.title} · llama-ts` : 'llama-ts chat';
   }, [current?.title]);
