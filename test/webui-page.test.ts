@@ -312,6 +312,25 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     assert.equal(await text('.msg.user .text'), 'Hello again');
     assert.equal(await count('.msg .branches'), 0, 'a copy of one branch');
 
+    // ---- deleted while its reply streams: the reply ends and is not saved back ----
+    await page.click('#new-chat');
+    await page.click('#toggle-settings');
+    await setField('s-max-tokens', '6000');
+    await page.click('#toggle-settings');
+    await page.emulateNetworkConditions({ download: 4000, upload: 1_000_000, latency: 0 });
+    await page.type('#input', 'Hello there');
+    await page.click('#send');
+    await page.waitForSelector('.msg.assistant[data-state="streaming"]', { timeout: 5000 });
+    await page.waitForFunction(() => document.querySelectorAll('#conversations li').length === 3);
+    await page.click('#conversations li.current .delete');
+    await page.waitForFunction(
+      () => document.querySelectorAll('#conversations li').length === 2 && !document.querySelector('#stop'),
+    );
+    await page.emulateNetworkConditions(null);
+    await page.click('#toggle-settings');
+    await setField('s-max-tokens', '8');
+    await page.click('#toggle-settings');
+
     // ---- a conversation the first page kept (a flat list of messages) still opens ----
     await page.evaluate(
       () =>
