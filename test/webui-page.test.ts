@@ -514,6 +514,26 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     await page.waitForFunction(() => document.getElementById('sidebar').getBoundingClientRect().right <= 0);
     await page.setViewport({ width: 1100, height: 760 });
 
+    // ---- a reply drawn as it streams (block by block) is the reply drawn whole ----
+    const streamed = await page.evaluate(async (text: string) => {
+      const m = await import(document.querySelector('script[type="module"]').src);
+      const whole = document.createElement('div');
+      whole.append(m.renderMarkdown(text));
+      const box = document.createElement('div');
+      const view = new m.MarkdownView(box);
+      const differ: number[] = [];
+      for (let n = 0; n <= text.length; n += 7) {
+        view.render(text.slice(0, n));
+        const once = document.createElement('div');
+        once.append(m.renderMarkdown(text.slice(0, n)));
+        if (once.innerHTML !== box.innerHTML) differ.push(n);
+      }
+      view.render(text);
+      return { same: box.innerHTML === whole.innerHTML, differ, blocks: box.childNodes.length };
+    }, `${NICE_REPLY}\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n1. first\n2. second\n\n> quoted\n\n${HOSTILE_REPLY}`);
+    assert.deepEqual(streamed.differ, []);
+    assert.ok(streamed.same && streamed.blocks > 8, JSON.stringify(streamed));
+
     // ---- hostile markdown runs nothing: under the page's CSP, and with it bypassed ----
     const hostile = async (p: Page) => {
       await p.evaluate(() => {

@@ -6,7 +6,7 @@ import type { JSX } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiClient, chatRequest, type Modalities, type ModelInfo, splitThink } from './api.js';
 import { acceptFor, readAttachment } from './attachments.js';
-import { copyText, onMathReady, renderMarkdown } from './markdown.js';
+import { copyText, MarkdownView, onMathReady } from './markdown.js';
 import {
   applyTheme,
   loadSettings,
@@ -44,9 +44,13 @@ function useMathVersion(): number {
 
 function Markdown({ text }: { text: string }): JSX.Element {
   const ref = useRef<HTMLDivElement>(null);
+  const view = useRef<MarkdownView | undefined>(undefined);
   const math = useMathVersion();
+  useLayoutEffect(() => view.current?.reset(), [math]);
   useLayoutEffect(() => {
-    ref.current?.replaceChildren(renderMarkdown(text));
+    if (!ref.current) return;
+    view.current ??= new MarkdownView(ref.current);
+    view.current.render(text);
   }, [text, math]);
   return <div class="content" ref={ref} />;
 }

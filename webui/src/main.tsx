@@ -4,7 +4,7 @@ import { App } from './app.js';
 import { Store } from './store.js';
 import './app.css';
 
-export { renderMarkdown, safeHref } from './markdown.js';
+export { MarkdownView, renderMarkdown, safeHref } from './markdown.js';
 
 // started only as the page's script (a test may import the module for its renderer)
 const root = document.getElementById('app');

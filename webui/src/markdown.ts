@@ -218,10 +218,52 @@ export async function copyText(text: string): Promise<boolean> {
   }
 }
 
-/** `text` (markdown) as sanitised DOM nodes. */
-export function renderMarkdown(text: string): DocumentFragment {
-  const html = md.parse(text, { async: false }) as string;
+/** Sanitised DOM nodes from marked's HTML. */
+function toDom(html: string): DocumentFragment {
   const frag = purify.sanitize(html, PURIFY);
   addCodeBars(frag);
   return frag;
+}
+
+/** `text` (markdown) as sanitised DOM nodes. */
+export function renderMarkdown(text: string): DocumentFragment {
+  return toDom(md.parse(text, { async: false }) as string);
+}
+
+/**
+ * Markdown kept in an element and redrawn block by block: the blocks at the start of the new
+ * text that are the same as before keep their nodes, and only the rest is lexed, rendered
+ * and sanitised again. While a reply streams that is its last blocks, so a frame's work
+ * stays about the same as the reply grows (the whole text each frame: quadratic).
+ */
+export class MarkdownView {
+  private blocks: { raw: string; nodes: ChildNode[] }[] = [];
+
+  constructor(private box: HTMLElement) {}
+
+  /** Forgets the blocks (after KaTeX loads: the math they show as source is drawn again). */
+  reset(): void {
+    this.blocks = [];
+    this.box.replaceChildren();
+  }
+
+  render(text: string): void {
+    let keep = 0;
+    let at = 0;
+    while (keep < this.blocks.length && text.startsWith(this.blocks[keep]!.raw, at)) {
+      at += this.blocks[keep]!.raw.length;
+      keep++;
+    }
+    // the last blocks kept may read otherwise with what follows them (a list, a paragraph)
+    for (let back = 0; back < 2 && keep > 0; back++) at -= this.blocks[--keep]!.raw.length;
+    for (const b of this.blocks.splice(keep)) for (const n of b.nodes) n.remove();
+    const tokens = md.lexer(text.slice(at));
+    for (const t of tokens) {
+      const one = Object.assign([t], { links: tokens.links });
+      const frag = toDom(md.parser(one) as string);
+      const nodes = [...frag.childNodes];
+      this.box.appendChild(frag);
+      this.blocks.push({ raw: t.raw, nodes });
+    }
+  }
 }
