@@ -213,7 +213,13 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     assert.equal(await count('.msg.assistant'), 1);
     assert.equal(await text('.msg.assistant .branch-pos'), '2/2');
     const regenerated = await text('.msg.assistant .content');
-    assert.equal(await count('.msg.assistant .note'), 0);
+    // the server's timings and finish_reason, under the reply
+    const stats = /^(\d+) tokens, \d+\.\d tokens\/s$/.exec(await text('.msg.assistant .stats'));
+    assert.ok(stats && Number(stats[1]) >= 1 && Number(stats[1]) <= 8, String(stats));
+    assert.equal(
+      await page.$$eval('.msg.assistant .note', (l) => l.map((x) => x.textContent)).then(String),
+      Number(stats[1]) === 8 ? '(cut at the token limit)' : '',
+    );
     await page.click('.msg.assistant .prev');
     assert.equal(await text('.msg.assistant .content'), stopped);
     assert.equal(await text('.msg.assistant .branch-pos'), '1/2');

@@ -25,6 +25,12 @@ export interface Sampling {
   seed?: number;
 }
 
+/** How a streamed reply ended: its finish_reason, and llama-server's timings when sent. */
+export interface StreamEnd {
+  finish?: string;
+  stats?: { tokens: number; perSecond: number };
+}
+
 export class ApiClient {
   constructor(public apiKey = '') {}
 
@@ -59,12 +65,13 @@ export class ApiClient {
     return { vision: j.modalities?.vision === true, audio: j.modalities?.audio === true };
   }
 
-  /** Streams one reply; `onDelta` gets each piece of content and reasoning. */
+  /** Streams one reply; `onDelta` gets each piece of content and reasoning; resolves with how it ended. */
   async stream(
     body: Record<string, unknown>,
     signal: AbortSignal,
     onDelta: (content: string, reasoning: string) => void,
-  ): Promise<void> {
+  ): Promise<StreamEnd> {
+    const result: StreamEnd = {};
     const res = await fetch('/v1/chat/completions', {
       method: 'POST',
       headers: this.headers(true),
@@ -76,7 +83,7 @@ export class ApiClient {
     let buf = '';
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) return;
+      if (done) return result;
       buf += value;
       // SSE: events end with a blank line; `data:` lines carry the JSON
       let end = buf.indexOf('\n\n');
@@ -87,14 +94,22 @@ export class ApiClient {
         for (const line of event.split('\n')) {
           if (!line.startsWith('data:')) continue;
           const data = line.slice(5).trim();
-          if (data === '[DONE]') return;
+          if (data === '[DONE]') return result;
           const j = JSON.parse(data) as {
             error?: { message?: string };
-            choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[];
+            choices?: {
+              delta?: { content?: string | null; reasoning_content?: string | null };
+              finish_reason?: string | null;
+            }[];
+            timings?: { predicted_n?: number; predicted_per_second?: number };
           };
           if (j.error) throw new Error(j.error.message ?? 'the server reported an error');
-          const d = j.choices?.[0]?.delta;
-          if (d) onDelta(d.content ?? '', d.reasoning_content ?? '');
+          const choice = j.choices?.[0];
+          if (choice?.delta) onDelta(choice.delta.content ?? '', choice.delta.reasoning_content ?? '');
+          if (choice?.finish_reason) result.finish = choice.finish_reason;
+          const t = j.timings;
+          if (typeof t?.predicted_n === 'number' && typeof t.predicted_per_second === 'number')
+            result.stats = { tokens: t.predicted_n, perSecond: t.predicted_per_second };
         }
       }
     }

@@ -173,6 +173,7 @@ function Message({ conv, node, streaming, busy, onSwitch, onRegenerate, onEdit, 
       ) : null}
       <Markdown text={content} />
       {node.incomplete && !streaming && <div class="note">(stopped)</div>}
+      {node.finish === 'length' && <div class="note">(cut at the token limit)</div>}
       {!streaming && (
         <div class="actions">
           {nav}
@@ -192,6 +193,11 @@ function Message({ conv, node, streaming, busy, onSwitch, onRegenerate, onEdit, 
             Branch
           </button>
           {node.model && <span class="model-name">{node.model}</span>}
+          {node.stats && (
+            <span class="stats">
+              {node.stats.tokens} tokens, {node.stats.perSecond.toFixed(1)} tokens/s
+            </span>
+          )}
         </div>
       )}
     </div>
@@ -340,7 +346,7 @@ export function App({ store }: { store: Store }) {
     setError('');
     const body = chatRequest(history, settings.system, sampling(settings), model);
     try {
-      await api.stream(body, s.abort.signal, (content, reasoning) => {
+      const end = await api.stream(body, s.abort.signal, (content, reasoning) => {
         n.content += content;
         if (reasoning) n.reasoning = (n.reasoning ?? '') + reasoning;
         // one redraw per frame, however many pieces arrive
@@ -350,6 +356,8 @@ export function App({ store }: { store: Store }) {
           redraw();
         });
       });
+      if (end.finish) n.finish = end.finish;
+      if (end.stats) n.stats = end.stats;
     } catch (e) {
       n.incomplete = true;
       if (!s.abort.signal.aborted) setError((e as Error).message);

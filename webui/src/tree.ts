@@ -22,6 +22,10 @@ export interface Node {
   model?: string;
   /** The reply was stopped or failed before its end. */
   incomplete?: boolean;
+  /** The reply's finish_reason ('length': cut at the token limit). */
+  finish?: string;
+  /** Tokens generated and their rate, from the server's timings. */
+  stats?: { tokens: number; perSecond: number };
   created: number;
   children: string[];
 }
@@ -136,6 +140,8 @@ export function normalize(raw: unknown, where: string): Conversation {
     // optional fields of another shape are dropped, not trusted
     if (typeof n.reasoning !== 'string') delete n.reasoning;
     if (typeof n.model !== 'string') delete n.model;
+    if (typeof n.finish !== 'string') delete n.finish;
+    if (typeof n.stats?.tokens !== 'number' || typeof n.stats.perSecond !== 'number') delete n.stats;
     if (typeof n.created !== 'number') n.created = updated;
     if (n.attachments !== undefined) {
       const ok = Array.isArray(n.attachments) ? n.attachments.filter(validAttachment) : [];
