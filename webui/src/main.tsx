@@ -12,6 +12,7 @@ if (root && !root.dataset.started) {
   root.dataset.started = '1';
   Store.open()
     .then((store) => {
+      root.replaceChildren(); // the <noscript> note
       render(<App store={store} />, root);
       document.body.dataset.started = '1';
     })
