@@ -7,7 +7,16 @@
 // markdown runs nothing; light and dark; a phone's width; axe-core finds nothing serious.
 // The server wants an API key, typed in Settings. Screenshots go to a temporary folder (WEBUI_DOCS_SHOT=1 also writes docs/webui.png).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -616,6 +625,8 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     t.diagnostic(`browser part: ${Date.now() - started} ms; screenshots in ${shots}`);
   } finally {
     await browser.close();
+    // the artifacts stay; the browser's profile goes
+    rmSync(join(dir, 'profile'), { recursive: true, force: true });
     await new Promise((res) => {
       child.process.once('exit', res);
       child.process.kill('SIGTERM');
