@@ -128,7 +128,7 @@ test('the published files leave out test-only code (the model generator, the op 
   );
   assert.deepEqual(testOnly, []);
   // the chat page ships prebuilt: every file serve answers with, none of its sources
-  for (const f of WEBUI_FILES) assert.ok(files.includes(f), `${f} is published`);
+  for (const f of [...WEBUI_FILES, 'dist/webui/LICENSES.txt']) assert.ok(files.includes(f), `${f} is published`);
   assert.deepEqual(
     files.filter((f) => f.startsWith('webui/') && !WEBUI_FILES.includes(f)),
     [],
