@@ -373,6 +373,7 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     await page.setRequestInterception(true);
     const scripted: string[] = [];
     let secondState = 'unloaded';
+    const propsAutoload = new Set<string | null>();
     page.on('request', (req: HTTPRequest) => {
       const url = new URL(req.url());
       const json = (body: unknown) =>
@@ -382,11 +383,22 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
           object: 'list',
           data: [
             { id: modelId, object: 'model', status: { value: 'loaded' } },
-            { id: 'second-model', object: 'model', status: { value: secondState } },
+            {
+              id: 'second-model',
+              object: 'model',
+              capabilities: ['completion'],
+              status: { value: secondState },
+            },
+            // not for chat: left out of the picker
+            { id: 'embedder', object: 'model', capabilities: ['embedding'], status: { value: 'unloaded' } },
           ],
         });
-      if (url.pathname === '/props' && url.searchParams.get('model') === 'second-model')
-        return void json({ modalities: { vision: true, audio: true } });
+      if (url.pathname === '/props') {
+        // the page never loads a model only to ask what it takes
+        propsAutoload.add(url.searchParams.get('autoload'));
+        if (url.searchParams.get('model') === 'second-model')
+          return void json({ modalities: { vision: true, audio: true } });
+      }
       if (url.pathname === '/v1/chat/completions' && JSON.parse(req.postData() ?? '{}').model === 'second-model') {
         // as a router does: the model named is loaded for the request
         secondState = 'loaded';
@@ -446,6 +458,7 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     await replyTo(() => page.click('#send'), 1);
     const req = sent.at(-1)!;
     assert.equal(req.model, 'second-model');
+    assert.deepEqual([...propsAutoload], ['false']);
     // the picker asks again after a reply: the router's state for each model
     await page.waitForFunction(
       () => document.getElementById('model').selectedOptions[0].textContent === 'second-model (loaded)',

@@ -47,19 +47,27 @@ export class ApiClient {
     return res.json();
   }
 
+  /** The models that chat: a router's list leaves out those whose capabilities lack completion (embedding, rerank). */
   async models(): Promise<ModelInfo[]> {
-    const j = (await this.get('/v1/models')) as { data?: { id?: unknown; status?: { value?: unknown } }[] };
+    const j = (await this.get('/v1/models')) as {
+      data?: { id?: unknown; status?: { value?: unknown }; capabilities?: unknown }[];
+    };
     return (j.data ?? [])
       .filter((m) => typeof m.id === 'string')
+      .filter((m) => !Array.isArray(m.capabilities) || m.capabilities.includes('completion'))
       .map((m) => ({
         id: m.id as string,
         ...(typeof m.status?.value === 'string' ? { state: m.status.value } : {}),
       }));
   }
 
-  /** What the model takes besides text (a router answers /props for the model named). */
+  /**
+   * What the model takes besides text. A router answers /props for the model named, and
+   * autoload=false keeps it from loading one only to be asked (an error while unloaded: the
+   * page asks again after a reply); a one-model server leaves the query be.
+   */
   async modalities(model: string): Promise<Modalities> {
-    const j = (await this.get(`/props?model=${encodeURIComponent(model)}`)) as {
+    const j = (await this.get(`/props?model=${encodeURIComponent(model)}&autoload=false`)) as {
       modalities?: Partial<Modalities>;
     };
     return { vision: j.modalities?.vision === true, audio: j.modalities?.audio === true };

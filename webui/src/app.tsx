@@ -312,14 +312,14 @@ export function App({ store }: { store: Store }) {
     askedModels.current = true;
     return () => clearTimeout(timer);
   }, [settings.apiKey]);
-  useEffect(() => {
-    if (!model) return;
-    // a router answers /props for the model named; one model's server leaves the query be
+  const askModalities = (m: string | undefined) => {
+    if (!m) return;
     api
-      .modalities(model)
+      .modalities(m)
       .then(setModalities)
       .catch(() => setModalities({ vision: false, audio: false }));
-  }, [model]);
+  };
+  useEffect(() => askModalities(model), [model]);
   useEffect(() => {
     document.title = current ? `${current.title} · llama-ts` : 'llama-ts chat';
   }, [current?.title]);
@@ -369,8 +369,11 @@ export function App({ store }: { store: Store }) {
     if (!deleted.current.has(c.id)) await store.put(c);
     await refreshList();
     redraw();
-    // a router may have loaded (or let go of) models meanwhile
-    if (models.length > 1) api.models().then(setModels, () => undefined);
+    // a router may have loaded (or let go of) models meanwhile, this one included
+    if (models.length > 1) {
+      api.models().then(setModels, () => undefined);
+      askModalities(model);
+    }
   };
 
   const send = async () => {
