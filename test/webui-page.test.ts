@@ -7,7 +7,9 @@
 // markdown runs nothing; light and dark; a phone's width; axe-core finds nothing serious.
 // The server wants an API key, typed in Settings. Screenshots go to a temporary folder (WEBUI_DOCS_SHOT=1 also writes docs/webui.png).
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -21,8 +23,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { HTTPRequest, Page } from 'puppeteer-core';
-import { tinyLlama } from './helpers/models.js';
-import { startServe } from './helpers/serve-child.js';
+import { tinyLlama, tinyQwen2 } from './helpers/models.js';
+import { BIN, startServe } from './helpers/serve-child.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -640,6 +642,77 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
     await browser.close();
     // the artifacts stay; the browser's profile goes
     rmSync(join(dir, 'profile'), { recursive: true, force: true });
+    await new Promise((res) => {
+      child.process.once('exit', res);
+      child.process.kill('SIGTERM');
+    });
+  }
+});
+
+// Router mode (`serve --models-dir`), where the branch has it: two generated models, picked
+// in the page in turn; each reply is from the model picked, whose state the list then shows.
+const routerless = spawnSync(process.execPath, [BIN, 'serve', '--help'], { encoding: 'utf8' }).stdout.includes(
+  '--models-dir',
+)
+  ? false
+  : 'serve has no --models-dir (router mode) on this branch: the picker is tested above against a stubbed /v1/models';
+
+test('the model picker against serve --models-dir', { skip: noBrowser || routerless, timeout: 90_000 }, async () => {
+  const { default: puppeteer } = await import('puppeteer-core');
+  const dir = mkdtempSync(join(tmpdir(), 'llama-ts-webui-router-'));
+  const models = join(dir, 'models');
+  mkdirSync(models);
+  copyFileSync(tinyLlama(), join(models, 'llama.gguf'));
+  copyFileSync(tinyQwen2(), join(models, 'qwen.gguf'));
+  const child = await startServe(['--models-dir', models, '--models-max', '2', '-c', '512', '-np', '1', '-t', '1']);
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    userDataDir: join(dir, 'profile'),
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
+  });
+  try {
+    const page = await browser.newPage();
+    const sent: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/v1/chat/completions')) sent.push(JSON.parse(r.postData() ?? '{}').model);
+    });
+    await page.goto(`${child.url}/`, { waitUntil: 'load' });
+    await page.waitForFunction(() => document.querySelectorAll('#model option').length === 2);
+    const options = () => page.$$eval('#model option', (o) => o.map((x) => x.textContent));
+    assert.deepEqual((await options()).sort(), ['llama (unloaded)', 'qwen (unloaded)']);
+    await page.click('#toggle-settings');
+    await page.$eval('#s-max-tokens', (el) => {
+      (el as Dom).value = '4';
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await page.click('#toggle-settings');
+    for (const [model, prompt, replies] of [
+      ['qwen', 'Hi', 1],
+      ['llama', 'Again', 2],
+    ] as const) {
+      await page.select('#model', model);
+      await page.type('#input', prompt);
+      await page.click('#send');
+      await page.waitForFunction(
+        (n: number) =>
+          document.querySelectorAll('.msg.assistant[data-state="done"]').length === n &&
+          !document.querySelector('#stop'),
+        { timeout: 30_000 },
+        replies,
+      );
+      assert.equal(await page.$$eval('.msg.assistant .model-name', (l) => l.at(-1)?.textContent), model);
+      await page.waitForFunction(
+        (m: string) => document.getElementById('model').selectedOptions[0].textContent === `${m} (loaded)`,
+        {},
+        model,
+      );
+      assert.equal(await page.$eval('#error', (e) => e.hidden), true);
+    }
+    assert.deepEqual(sent, ['qwen', 'llama']);
+  } finally {
+    await browser.close();
+    rmSync(dir, { recursive: true, force: true });
     await new Promise((res) => {
       child.process.once('exit', res);
       child.process.kill('SIGTERM');
