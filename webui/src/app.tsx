@@ -280,6 +280,7 @@ export function App({ store }: { store: Store }) {
   const askedModels = useRef(false);
   const frame = useRef(0);
   const stream = useRef<Streaming | undefined>(undefined);
+  const sending = useRef(false);
   const fileInput = useRef<HTMLInputElement>(null);
   const importInput = useRef<HTMLInputElement>(null);
   const end = useRef<HTMLDivElement>(null);
@@ -376,37 +377,51 @@ export function App({ store }: { store: Store }) {
     }
   };
 
-  const send = async () => {
-    const text = input.trim();
-    if ((!text && pending.length === 0) || stream.current) return;
-    let c = current;
-    if (!c) {
-      c = newConversation((text || pending[0]!.name).slice(0, 60));
-      setCurrent(c);
+  /** Runs `f` unless a message is being sent or a reply streams (a double click sends once). */
+  const once = async (f: () => Promise<void>) => {
+    if (sending.current || stream.current) return;
+    sending.current = true;
+    try {
+      await f();
+    } finally {
+      sending.current = false;
     }
-    const u = append(c, c.leaf, { role: 'user', content: text, ...(pending.length ? { attachments: pending } : {}) });
-    setInput('');
-    setPending([]);
-    // listed and kept from the first message, whatever becomes of the reply
-    await store.put(c);
-    await refreshList();
-    await reply(c, u.id);
   };
 
-  const regenerate = (n: Node) => {
-    if (current && !stream.current && n.parent) void reply(current, n.parent);
-  };
-  const edit = async (n: Node, text: string) => {
-    if (!current || stream.current) return;
-    // a sibling of the message edited: the old branch stays, one click away
-    const u = append(current, n.parent, {
-      role: 'user',
-      content: text,
-      ...(n.attachments ? { attachments: n.attachments } : {}),
+  const send = () =>
+    once(async () => {
+      const text = input.trim();
+      if (!text && pending.length === 0) return;
+      let c = current;
+      if (!c) {
+        c = newConversation((text || pending[0]!.name).slice(0, 60));
+        setCurrent(c);
+      }
+      const u = append(c, c.leaf, { role: 'user', content: text, ...(pending.length ? { attachments: pending } : {}) });
+      setInput('');
+      setPending([]);
+      // listed and kept from the first message, whatever becomes of the reply
+      await store.put(c);
+      await refreshList();
+      await reply(c, u.id);
     });
-    await store.put(current);
-    await reply(current, u.id);
-  };
+
+  const regenerate = (n: Node) =>
+    once(async () => {
+      if (current && n.parent) await reply(current, n.parent);
+    });
+  const edit = (n: Node, text: string) =>
+    once(async () => {
+      if (!current) return;
+      // a sibling of the message edited: the old branch stays, one click away
+      const u = append(current, n.parent, {
+        role: 'user',
+        content: text,
+        ...(n.attachments ? { attachments: n.attachments } : {}),
+      });
+      await store.put(current);
+      await reply(current, u.id);
+    });
   const switchBranch = async (id: string) => {
     if (!current) return;
     selectBranch(current, id);
@@ -558,7 +573,7 @@ export function App({ store }: { store: Store }) {
                 streaming={streaming?.node === n.id}
                 busy={busy}
                 onSwitch={(id) => void switchBranch(id)}
-                onRegenerate={regenerate}
+                onRegenerate={(node) => void regenerate(node)}
                 onEdit={(node, text) => void edit(node, text)}
                 onBranch={(node) => void branch(node)}
               />
