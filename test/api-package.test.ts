@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Engine } from '../src/api/engine.js';
 import { checkModelOptions } from '../src/api/options.js';
+import { WEBUI_FILES } from '../src/server/webui.js';
 import { tinyLlama } from './helpers/models.js';
 import { REPO_ROOT } from './helpers/shared.js';
 
@@ -126,6 +127,12 @@ test('the published files leave out test-only code (the model generator, the op 
     (f) => f.startsWith('dist/src/generator/') || f.startsWith('dist/src/backends/testing/'),
   );
   assert.deepEqual(testOnly, []);
+  // the chat page ships prebuilt: every file serve answers with, none of its sources
+  for (const f of [...WEBUI_FILES, 'dist/webui/LICENSES.txt']) assert.ok(files.includes(f), `${f} is published`);
+  assert.deepEqual(
+    files.filter((f) => f.startsWith('webui/') && !WEBUI_FILES.includes(f)),
+    [],
+  );
   // nothing published imports what was left out
   for (const f of files.filter((p) => p.endsWith('.js'))) {
     const text = readFileSync(join(REPO_ROOT, f), 'utf8');

@@ -1,7 +1,9 @@
-// The chat page (webui/ at the package root; its TypeScript compiled to dist/webui/ by
+// The chat page (webui/ at the package root; its sources bundled into dist/webui/ by
 // `npm run build`, shipped prebuilt): a fixed table of files, so no request path ever
 // reaches the file system. Each file is read once, kept with its gzip form and an ETag;
 // answers carry a strict CSP (scripts and styles from this origin only, nothing inline).
+// The page names its assets with `?v=<build id>` (a hash of them all): such a request is
+// cached for a year, immutable; any other answer is revalidated (no-cache + ETag → 304).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,16 +11,24 @@ import { gzipSync } from 'node:zlib';
 import { ROOT } from './build.js';
 import { ApiError, type RequestContext } from './http.js';
 
+const HTML = 'text/html; charset=utf-8';
+const JS = 'text/javascript; charset=utf-8';
+
 /** URL path → file under the package root, and its type. */
 const FILES: Record<string, { file: string; type: string }> = {
-  '/': { file: 'webui/index.html', type: 'text/html; charset=utf-8' },
-  '/index.html': { file: 'webui/index.html', type: 'text/html; charset=utf-8' },
-  '/webui/app.css': { file: 'webui/app.css', type: 'text/css; charset=utf-8' },
-  '/webui/app.js': { file: 'dist/webui/app.js', type: 'text/javascript; charset=utf-8' },
-  '/webui/markdown.js': { file: 'dist/webui/markdown.js', type: 'text/javascript; charset=utf-8' },
+  '/': { file: 'webui/index.html', type: HTML },
+  '/index.html': { file: 'webui/index.html', type: HTML },
+  '/webui/app.css': { file: 'dist/webui/app.css', type: 'text/css; charset=utf-8' },
+  '/webui/app.js': { file: 'dist/webui/app.js', type: JS },
+  '/webui/math.js': { file: 'dist/webui/math.js', type: JS },
 };
 
+/** The files the page loads (versioned with the build id). */
+const ASSETS = ['dist/webui/app.css', 'dist/webui/app.js', 'dist/webui/math.js'];
+
 export const WEBUI_PATHS = Object.keys(FILES);
+/** The files behind them, relative to the package root (each must be published). */
+export const WEBUI_FILES = [...new Set(Object.values(FILES).map((f) => f.file))];
 
 /** The page's Content-Security-Policy: this origin only, no inline script or style, no framing. */
 export const WEBUI_CSP = [
@@ -40,18 +50,37 @@ interface Loaded {
 }
 
 const cache = new Map<string, Loaded>();
+let buildId: string | undefined;
 
-function load(file: string): Loaded {
-  let hit = cache.get(file);
-  if (hit) return hit;
-  let body: Buffer;
+function read(file: string): Buffer {
   try {
-    body = readFileSync(join(ROOT, file));
+    return readFileSync(join(ROOT, file));
   } catch (e) {
     throw new ApiError(
       500,
       `the chat page's ${file} is missing (${(e as Error).message}); build it with \`npm run build\` or run serve with --no-webui`,
     );
+  }
+}
+
+/** A hash of every asset: it changes whenever one does, so a versioned URL never goes stale. */
+function currentBuildId(): string {
+  if (buildId === undefined) {
+    const h = createHash('sha256');
+    for (const f of ASSETS) h.update(load(f).etag);
+    buildId = h.digest('base64url').slice(0, 16);
+  }
+  return buildId;
+}
+
+function load(file: string): Loaded {
+  let hit = cache.get(file);
+  if (hit) return hit;
+  let body = read(file);
+  if (file.endsWith('.html')) {
+    // the page's own asset URLs carry the build id
+    const v = currentBuildId();
+    body = Buffer.from(body.toString('utf8').replace(/"\/webui\/(app\.(?:js|css))"/g, `"/webui/$1?v=${v}"`));
   }
   hit = {
     body,
@@ -80,8 +109,10 @@ export function serveWebui(c: RequestContext): void {
   const f = load(entry.file);
   const headers: Record<string, string> = {
     'Content-Type': entry.type,
-    // no hashed file names: revalidate each time, answered 304 while unchanged
-    'Cache-Control': 'no-cache',
+    'Cache-Control':
+      entry.type !== HTML && c.url.searchParams.get('v') === currentBuildId()
+        ? 'public, max-age=31536000, immutable'
+        : 'no-cache',
     ETag: f.etag,
     Vary: [c.res.getHeader('Vary'), 'Accept-Encoding'].filter(Boolean).join(', '),
     'Content-Security-Policy': WEBUI_CSP,
