@@ -1,7 +1,9 @@
 // Model downloads (Hugging Face resolve URLs, a local cache, resumable, locked).
 export {
   cacheDir,
+  cachedModels,
   cachedQuant,
+  cacheSpec,
   cachePath,
   DEFAULT_MODEL,
   DownloadError,

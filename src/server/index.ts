@@ -2,3 +2,4 @@
 export { ApiError, createHttpServer, keyMatches } from './http.js';
 export { Metrics } from './metrics.js';
 export { LlamaServer, type ServerOptions } from './server.js';
+export * from './router/index.js';
