@@ -39,6 +39,8 @@ export class ModelInstance {
   lastUsed = 0;
   /** Requests waiting for it or proxied to it: never unloaded for room while > 0. */
   inFlight = 0;
+  /** Processes started for it so far (a load, or a restart after a crash or an unload). */
+  starts = 0;
   /** Its address once listening. */
   url: string | undefined;
   agent: Agent | undefined;
@@ -122,6 +124,7 @@ export class ModelInstance {
     this.failed = false;
     this.error = undefined;
     this.exitCode = undefined;
+    this.starts++;
     const child = fork(this.spec.entry, this.args, {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       env: { ...process.env, LLAMA_TS_ROUTER_CHILD: '1' },
@@ -210,6 +213,12 @@ export class ModelInstance {
       this.stopping = undefined;
     });
     return this.stopping;
+  }
+
+  /** Once its process has exited, or after `ms` (it may still be running). */
+  settled(ms: number): Promise<void> {
+    if (!this.child) return Promise.resolve();
+    return Promise.race([this.exited, new Promise<void>((res) => setTimeout(res, ms).unref())]);
   }
 
   /** Ends the child at once (the router's close()). */

@@ -318,6 +318,7 @@ export class LlamaRouter {
         agent: inst.agent,
       });
       const res = c.res;
+      let sse = false;
       // the client went away: the child sees its connection close and stops the request
       const onClose = () => {
         if (!res.writableFinished) up.destroy();
@@ -339,14 +340,19 @@ export class LlamaRouter {
           }
         });
         r.on('end', () => res.end());
-        r.on('error', () => failMidway(res, inst));
-        r.on('aborted', () => failMidway(res, inst));
+        sse = String(r.headers['content-type'] ?? '').includes('text/event-stream');
+        // the child's exit may come a moment after its socket closed: its reason goes in the error
+        const fail = () => inst.settled(1000).then(() => failMidway(res, inst, sse));
+        r.on('error', fail);
+        r.on('aborted', fail);
       });
       up.on('error', (e) => {
         res.off('close', onClose);
         if (res.headersSent) {
-          failMidway(res, inst);
-          resolve();
+          inst.settled(1000).then(() => {
+            failMidway(res, inst, sse);
+            resolve();
+          });
           return;
         }
         if (res.destroyed) {
@@ -354,14 +360,16 @@ export class LlamaRouter {
           return;
         }
         // the child died (or is dying) before answering
-        setTimeout(() => {
-          reject(
-            new ApiError(
-              502,
-              `${inst.error ?? `model '${inst.name}' did not answer (${e.message})`}; it restarts on the next request`,
+        inst
+          .settled(1000)
+          .then(() =>
+            reject(
+              new ApiError(
+                502,
+                `${inst.error ?? `model '${inst.name}' did not answer (${e.message})`}; it restarts on the next request`,
+              ),
             ),
           );
-        }, 50);
       });
       up.end(payload);
     });
@@ -563,9 +571,8 @@ function asBody(v: unknown): Body {
 }
 
 /** A stream that has begun and whose model died: an error event, then the end. */
-function failMidway(res: ServerResponse, inst: ModelInstance): void {
+function failMidway(res: ServerResponse, inst: ModelInstance, sse: boolean): void {
   if (res.writableEnded) return;
-  const sse = String(res.getHeader('content-type') ?? '').includes('text/event-stream');
   if (sse) {
     const message = `${inst.error ?? `the process of model '${inst.name}' ended`}; it restarts on the next request`;
     res.end(`data: ${JSON.stringify({ error: { code: 502, message, type: 'server_error' } })}\n\n`);
