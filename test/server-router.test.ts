@@ -9,11 +9,11 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { loadModel } from '../src/api/index.js';
-import { applyPreset, LlamaRouter, labelMetrics, modelsFromDir, parseIni } from '../src/server/index.js';
 import { routerBaseArgs } from '../src/cli/serve.js';
+import { applyPreset, LlamaRouter, labelMetrics, modelsFromDir, parseIni } from '../src/server/index.js';
 import { tinyBert, tinyLlama, tinyQwen2 } from './helpers/models.js';
 import { startServe } from './helpers/serve-child.js';
 
@@ -133,7 +133,7 @@ describe('serve router mode', () => {
       const ref = await ectx.embedding('hello world', { embd_normalize: 2 });
       const got = b2.data[0]!.embedding;
       assert.equal(got.length, ref.embedding.length);
-      got.forEach((v, i) => assert.ok(Math.abs(v - ref.embedding[i]!) < 1e-6, `embedding[${i}]`));
+      for (const [i, v] of got.entries()) assert.ok(Math.abs(v - ref.embedding[i]!) < 1e-6, `embedding[${i}]`);
     } finally {
       await ectx.release();
     }

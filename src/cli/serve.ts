@@ -11,8 +11,8 @@ import {
   LlamaServer,
   modelsFromCache,
   modelsFromDir,
-  type RouterModel,
   RouterConfigError,
+  type RouterModel,
   type ServerOptions,
 } from '../server/index.js';
 import type { ChildMessage } from '../server/router/index.js';
