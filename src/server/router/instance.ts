@@ -173,7 +173,10 @@ export class ModelInstance {
         this.agent?.destroy();
         this.agent = undefined;
         this.child = undefined;
-        if (!requested || !wasLoaded) {
+        if (requested && !wasLoaded) {
+          this.error = undefined;
+          log.info(`model ${this.name} unloaded before it finished loading`);
+        } else if (!requested) {
           this.failed = this.exitCode !== 0 || !wasLoaded;
           const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
           const last = lastError(this.tail, !wasLoaded);
@@ -204,7 +207,8 @@ export class ModelInstance {
           )
         : Promise.resolve();
     this.stopping ??= (async () => {
-      if (child.connected) child.send({ type: 'shutdown' });
+      // still loading: its handler may not be there yet, and nothing is in flight to drain
+      if (child.connected && this.status === 'loaded') child.send({ type: 'shutdown' });
       else child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), this.model.stopTimeout * 1000);
       await this.exited;
