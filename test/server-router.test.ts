@@ -13,7 +13,14 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadModel } from '../src/api/index.js';
 import { routerBaseArgs } from '../src/cli/serve.js';
-import { applyPreset, LlamaRouter, labelMetrics, modelsFromDir, parseIni } from '../src/server/index.js';
+import {
+  applyPreset,
+  LlamaRouter,
+  labelMetrics,
+  type ModelInstance,
+  modelsFromDir,
+  parseIni,
+} from '../src/server/index.js';
 import { tinyBert, tinyLlama, tinyQwen2 } from './helpers/models.js';
 import { startServe } from './helpers/serve-child.js';
 
@@ -285,6 +292,41 @@ describe('serve router mode', () => {
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { error: "model 'nope' not found" });
   });
+});
+
+test('--models-max 1: first requests to two models at once both load in turn (no deadlock)', {
+  timeout: 60000,
+}, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'llama-ts-router-max1-'));
+  copyFileSync(tinyLlama(), join(dir, 'a.gguf'));
+  copyFileSync(tinyQwen2(), join(dir, 'b.gguf'));
+  const router = await LlamaRouter.listen({
+    models: modelsFromDir(dir),
+    spawn: { entry: ENTRY, baseArgs: BASE_ARGS },
+    port: 0,
+    modelsMax: 1,
+  });
+  try {
+    const ask = (model: string) =>
+      post(`${router.url}/v1/completions`, { model, prompt: 'a', max_tokens: 2 }).then(async (r) => {
+        const b = (await r.json()) as { model: string };
+        return `${r.status} ${b.model}`;
+      });
+    // both loads begin in the same tick: each is `loading` before either looks for room
+    const [a, b] = router.instances as [ModelInstance, ModelInstance];
+    let timer: NodeJS.Timeout | undefined;
+    const both = Promise.all([router.ensureLoaded(a), router.ensureLoaded(b)]);
+    const late = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the two loads waited on each other')), 30000);
+    });
+    await Promise.race([both, late]).finally(() => clearTimeout(timer));
+    assert.deepEqual([a.status, b.status], ['unloaded', 'loaded']);
+    assert.deepEqual(await Promise.all([ask('a'), ask('b'), ask('a')]), ['200 a', '200 b', '200 a']);
+    assert.equal(router.instances.filter((i) => i.running).length, 1);
+  } finally {
+    await router.shutdown();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('labelMetrics: one HELP/TYPE per family, each sample labelled by its model', () => {

@@ -95,23 +95,33 @@ export class ModelInstance {
     return this.loading;
   }
 
+  /** Its process runs (starting, loading or serving). */
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
   /**
    * Starts the child and resolves once it serves; rejects with the child's error when it
-   * exits first. `before` runs first (making room), with the status already `loading`
-   * so concurrent requests wait on this one load.
+   * exits first. `before` runs first (taking the router's load turn and making room; it
+   * returns the turn's release, called once the load ends), with the status already
+   * `loading` so concurrent requests wait on this one load.
    */
-  load(before: () => Promise<void>): Promise<void> {
-    if (this.status === 'loaded') return Promise.resolve();
+  load(before: () => Promise<() => void>): Promise<void> {
+    if (this.status === 'loaded' && !this.stopping) return Promise.resolve();
     this.loading ??= (async () => {
-      this.status = 'loading';
       this.lastUsed = Date.now();
+      let release = () => {};
       try {
-        await this.stopping;
-        await before();
+        // being unloaded: that ends first (its exit marks it unloaded)
+        if (this.stopping) await this.stopping;
+        this.status = 'loading';
+        release = await before();
         await this.spawn();
       } catch (e) {
         this.status = 'unloaded';
         throw e;
+      } finally {
+        release();
       }
     })().finally(() => {
       this.loading = undefined;

@@ -98,6 +98,8 @@ export class LlamaRouter {
   private readonly autoload: boolean;
   private stateValue: RouterState = 'ready';
   private waiters: (() => void)[] = [];
+  /** Settles when the load whose turn it is ends (loadTurn). */
+  private turn: Promise<void> = Promise.resolve();
   private shuttingDown: Promise<void> | undefined;
   readonly created = Math.floor(Date.now() / 1000);
   /** Capabilities by file (read from the header once). */
@@ -185,14 +187,35 @@ export class LlamaRouter {
   ensureLoaded(inst: ModelInstance): Promise<void> {
     if (inst.status === 'loaded' && !inst.isStopping) return Promise.resolve();
     if (this.stateValue !== 'ready') return Promise.reject(new ApiError(503, 'the server is shutting down'));
-    return inst.load(() => this.makeRoom(inst));
+    return inst.load(() => this.loadTurn(inst));
+  }
+
+  /**
+   * One load at a time: waits for the turn, makes room, and returns the turn's release.
+   * Loads taking turns is what keeps two models from each waiting for the other's room.
+   */
+  private async loadTurn(inst: ModelInstance): Promise<() => void> {
+    const previous = this.turn;
+    let release!: () => void;
+    this.turn = new Promise<void>((res) => {
+      release = res;
+    });
+    await previous;
+    try {
+      if (this.stateValue !== 'ready') throw new ApiError(503, 'the server is shutting down');
+      await this.makeRoom(inst);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    return release;
   }
 
   /** Until another model fits: unloads the least recently used idle one, or waits for one to be idle. */
   private async makeRoom(inst: ModelInstance): Promise<void> {
     if (this.modelsMax <= 0) return;
     for (;;) {
-      const others = this.instances.filter((i) => i !== inst && i.active);
+      const others = this.instances.filter((i) => i !== inst && i.running);
       if (others.length < this.modelsMax) return;
       if (this.stateValue !== 'ready') throw new ApiError(503, 'the server is shutting down');
       const idle = others
