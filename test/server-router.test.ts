@@ -287,7 +287,15 @@ describe('serve router mode', () => {
       options: { num_predict: 2 },
     });
     assert.equal(chat.status, 200);
-    assert.equal(((await chat.json()) as { done: boolean }).done, true);
+    assert.deepEqual(
+      Object.entries((await chat.json()) as { model: string; done: boolean }).filter(
+        ([k]) => k === 'model' || k === 'done',
+      ),
+      [
+        ['model', 'llama:latest'],
+        ['done', true],
+      ],
+    );
     const missing = await post(`${url}/api/chat`, { model: 'nope', messages: [] });
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { error: "model 'nope' not found" });

@@ -442,8 +442,12 @@ export class LlamaRouter {
     for (const path of OLLAMA_POST_PATHS) {
       ollamaRoute('POST', path, async (c) => {
         const b = asBody(c.body);
-        const inst = await this.target(c, b.model ?? b.name, 404);
-        const named = b.model !== undefined ? { model: inst.name } : { name: inst.name };
+        const asked = b.model ?? b.name;
+        const inst = await this.target(c, asked, 404);
+        // Ollama's answers echo the name asked: kept when the model's process takes it too
+        const same = ollama.withTag(String(asked)).toLowerCase() === ollama.withTag(inst.name).toLowerCase();
+        const name = same ? String(asked) : inst.name;
+        const named = b.model !== undefined ? { model: name } : { name };
         await this.forward(c, inst, { ...b, ...named }, true);
       });
     }
