@@ -337,6 +337,61 @@ test('--models-max 1: first requests to two models at once both load in turn (no
   }
 });
 
+test('shutdown drains: a stream in flight runs to the shutdown timeout, then ends with "abort"; no process is left', {
+  timeout: 60000,
+}, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'llama-ts-router-drain-'));
+  copyFileSync(tinyLlama(), join(dir, 'a.gguf'));
+  const router = await LlamaRouter.listen({
+    models: modelsFromDir(dir),
+    spawn: { entry: ENTRY, baseArgs: BASE_ARGS },
+    port: 0,
+    shutdownTimeout: 1,
+  });
+  const url = router.url;
+  try {
+    const r = await post(`${url}/v1/completions`, {
+      model: 'a',
+      prompt: 'a',
+      max_tokens: 1000000,
+      ignore_eos: true,
+      stream: true,
+    });
+    assert.equal(r.status, 200);
+    const a = router.instances[0]!;
+    const pid = a.pid!;
+    assert.ok(
+      a.args
+        .join(' ')
+        .endsWith(
+          '--shutdown-timeout 1 --model ' +
+            join(dir, 'a.gguf') +
+            ' --alias a --host 127.0.0.1 --port 0 --no-webui --log-level warn',
+        ),
+    );
+    let stopping: Promise<void> | undefined;
+    let t0 = 0;
+    const events = await readStream(r, (_e, n) => {
+      if (n === 3) {
+        t0 = performance.now();
+        stopping = router.shutdown();
+      }
+    });
+    const waited = performance.now() - t0;
+    await stopping;
+    type Chunk = { choices: { finish_reason: string | null }[] };
+    const chunks = events.filter((e): e is Chunk => typeof e === 'object' && e !== null && 'choices' in e);
+    assert.equal(chunks.at(-1)!.choices[0]!.finish_reason, 'abort');
+    assert.ok(waited >= 900, `the stream ran ${waited.toFixed(0)} ms into the shutdown`);
+    assert.equal((await fetch(`${url}/health`).catch(() => undefined))?.status, undefined, 'the port is closed');
+    assert.equal(router.state, 'closed');
+    assert.throws(() => process.kill(pid, 0), /ESRCH/);
+  } finally {
+    await router.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('labelMetrics: one HELP/TYPE per family, each sample labelled by its model', () => {
   const a = '# HELP x_total X.\n# TYPE x_total counter\nx_total 1\n# HELP s S.\n# TYPE s gauge\ns{slot="0"} 2\n';
   const b = '# HELP x_total X.\n# TYPE x_total counter\nx_total 3\n';

@@ -205,22 +205,24 @@ export class ModelInstance {
 
   /**
    * Unloads: the child drains (its requests in flight may finish within its own
-   * --shutdown-timeout) and exits; after `stopTimeout` seconds more it is killed.
+   * --shutdown-timeout) and exits; after `timeoutS` seconds (the preset's stop-timeout,
+   * default 10) it is killed.
    */
-  stop(): Promise<void> {
+  stop(timeoutS = this.model.stopTimeout): Promise<void> {
     const child = this.child;
-    if (!child)
+    if (!child) {
       return this.loading
         ? this.loading.then(
-            () => this.stop(),
+            () => this.stop(timeoutS),
             () => {},
           )
         : Promise.resolve();
+    }
     this.stopping ??= (async () => {
       // still loading: its handler may not be there yet, and nothing is in flight to drain
       if (child.connected && this.status === 'loaded') child.send({ type: 'shutdown' });
       else child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), this.model.stopTimeout * 1000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutS * 1000);
       await this.exited;
       clearTimeout(timer);
     })().finally(() => {

@@ -108,7 +108,12 @@ export class LlamaRouter {
   private constructor(readonly opts: RouterOptions) {
     this.modelsMax = opts.modelsMax ?? 4;
     this.autoload = opts.autoload ?? true;
-    this.instances = opts.models.map((m) => new ModelInstance(m, opts.spawn, () => this.changed()));
+    // the models drain as the router does
+    const spawn =
+      opts.shutdownTimeout === undefined
+        ? opts.spawn
+        : { ...opts.spawn, baseArgs: [...opts.spawn.baseArgs, '--shutdown-timeout', String(opts.shutdownTimeout)] };
+    this.instances = opts.models.map((m) => new ModelInstance(m, spawn, () => this.changed()));
     for (const i of this.instances) {
       if (this.byName.has(i.name)) throw new Error(`two models are named '${i.name}'`);
       this.byName.set(i.name, i);
@@ -565,7 +570,9 @@ export class LlamaRouter {
       const closed = new Promise<void>((res) => this.http.close(() => res()));
       this.http.closeIdleConnections();
       const idle = setInterval(() => this.http.closeIdleConnections(), 100);
-      await Promise.all(this.instances.map((i) => i.stop().catch(() => {})));
+      // each drains for the shutdown timeout; killed a little after it
+      const grace = (this.opts.shutdownTimeout ?? 30) + 5;
+      await Promise.all(this.instances.map((i) => i.stop(grace).catch(() => {})));
       // the children's answers have ended: what is left open is idle or dead
       await Promise.race([closed, new Promise((res) => setTimeout(res, 2000).unref())]);
       clearInterval(idle);
