@@ -210,6 +210,13 @@ describe('serve router mode', () => {
     assert.equal(row.status.value, 'unloaded');
     assert.equal(row.status.failed, true);
     assert.equal(row.status.exit_code, 137);
+    // a model's own port answers the router only
+    const direct = await fetch(`${router.instances.find((i) => i.name === 'bert')!.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ input: 'x' }),
+    });
+    assert.equal(direct.status, 401);
     const e = await post(`${url}/v1/embeddings`, { model: 'bert', input: 'still here' });
     assert.equal(e.status, 200);
     const again = await post(`${url}/v1/completions`, { model: 'llama', prompt: 'a', max_tokens: 2 });

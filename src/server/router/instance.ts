@@ -26,6 +26,11 @@ export interface SpawnSpec {
   baseArgs: string[];
   /** Where a child's stderr lines go (prefixed with the model's name). */
   onLog?: (line: string) => void;
+  /**
+   * The API key every child requires (in its environment, not its argv): only the router
+   * reaches a model's port, not any local process.
+   */
+  childKey?: string;
 }
 
 export class ModelInstance {
@@ -137,7 +142,11 @@ export class ModelInstance {
     this.starts++;
     const child = fork(this.spec.entry, this.args, {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: { ...process.env, LLAMA_TS_ROUTER_CHILD: '1' },
+      env: {
+        ...process.env,
+        LLAMA_TS_ROUTER_CHILD: '1',
+        ...(this.spec.childKey !== undefined ? { LLAMA_API_KEY: this.spec.childKey } : {}),
+      },
       execArgv: [],
       serialization: 'json',
     });

@@ -9,6 +9,7 @@
 //
 // Answers are the children's, passed through byte for byte (streams included); /metrics
 // without `?model=` is every loaded model's, each sample labelled model="NAME".
+import { randomBytes } from 'node:crypto';
 import { type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { logger } from '../../log.js';
@@ -102,17 +103,24 @@ export class LlamaRouter {
   private turn: Promise<void> = Promise.resolve();
   private shuttingDown: Promise<void> | undefined;
   readonly created = Math.floor(Date.now() / 1000);
+  /** The key the models' processes require (SpawnSpec.childKey). */
+  private readonly childKey: string;
   /** Capabilities by file (read from the header once). */
   private readonly facts = new Map<string, string[]>();
 
   private constructor(readonly opts: RouterOptions) {
     this.modelsMax = opts.modelsMax ?? 4;
     this.autoload = opts.autoload ?? true;
-    // the models drain as the router does
-    const spawn =
-      opts.shutdownTimeout === undefined
-        ? opts.spawn
-        : { ...opts.spawn, baseArgs: [...opts.spawn.baseArgs, '--shutdown-timeout', String(opts.shutdownTimeout)] };
+    // the models drain as the router does, and answer the router only
+    this.childKey = opts.spawn.childKey ?? randomBytes(24).toString('hex');
+    const spawn = {
+      ...opts.spawn,
+      childKey: this.childKey,
+      baseArgs:
+        opts.shutdownTimeout === undefined
+          ? opts.spawn.baseArgs
+          : [...opts.spawn.baseArgs, '--shutdown-timeout', String(opts.shutdownTimeout)],
+    };
     this.instances = opts.models.map((m) => new ModelInstance(m, spawn, () => this.changed()));
     for (const i of this.instances) {
       if (this.byName.has(i.name)) throw new Error(`two models are named '${i.name}'`);
@@ -335,6 +343,7 @@ export class LlamaRouter {
     for (const [k, v] of Object.entries(c.req.headers)) {
       if (typeof v === 'string' && !DROP_REQUEST.has(k)) headers[k] = v;
     }
+    headers.authorization = `Bearer ${this.childKey}`;
     if (payload) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = String(payload.length);
@@ -516,7 +525,10 @@ export class LlamaRouter {
     }
     const loaded = this.instances.filter((i) => i.status === 'loaded' && !i.isStopping);
     const texts = await Promise.all(
-      loaded.map(async (i) => ({ name: i.name, text: await fetchText(`${i.url}/metrics`).catch(() => '') })),
+      loaded.map(async (i) => ({
+        name: i.name,
+        text: await fetchText(`${i.url}/metrics`, this.childKey).catch(() => ''),
+      })),
     );
     const active = this.instances.filter((i) => i.active).length;
     const own =
@@ -547,7 +559,7 @@ export class LlamaRouter {
     const lists = await Promise.all(
       loaded.map(async (i) => {
         try {
-          return (JSON.parse(await fetchText(`${i.url}/api/ps`)) as { models: unknown[] }).models;
+          return (JSON.parse(await fetchText(`${i.url}/api/ps`, this.childKey)) as { models: unknown[] }).models;
         } catch {
           return [];
         }
@@ -613,9 +625,9 @@ function failMidway(res: ServerResponse, inst: ModelInstance, sse: boolean): voi
   } else res.destroy();
 }
 
-function fetchText(url: string): Promise<string> {
+function fetchText(url: string, key: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'GET', timeout: 5000 }, (res) => {
+    const req = request(url, { method: 'GET', timeout: 5000, headers: { authorization: `Bearer ${key}` } }, (res) => {
       let s = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => {
