@@ -4,7 +4,7 @@
 // plugin skips what is not available offline.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -78,17 +78,44 @@ test('context shift, model files, chat template files, aliases', () => {
   assert.deepEqual(split.argv, ['--no-context-shift', '--model', '/m/stories260K.gguf']);
 });
 
-test('an unavailable model, router mode or an unknown flag is an error, not a silent default', () => {
+test('an unavailable model or an unknown flag is an error, not a silent default', () => {
   const t = (argv: string[]) => () => translateArgs(argv, new Set(), MODELS, '/m', '/');
   assert.throws(t(['--hf-repo', 'ggml-org/models', '--hf-file', 'bert-bge-small/ggml-model-f16.gguf']), ShimError);
   assert.throws(
     t(['--hf-repo', 'ggml-org/models', '--hf-file', 'bert-bge-small/ggml-model-f16.gguf']),
     /not available offline/,
   );
-  assert.throws(t(['--models-dir', '/x']), /router mode/);
   assert.throws(t(['--frobnicate']), /not in the shim's table/);
   assert.throws(t(['--port']), /needs a value/);
-  assert.throws(t([]), /no model given/);
+});
+
+test("utils.py's router preset (no model) becomes serve's router mode, the suite's names in a preset", () => {
+  const argv = [
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '8080',
+    '--models-max',
+    '2',
+    '--no-models-autoload',
+    '--ctx-size',
+    '1024',
+  ];
+  const r = translateArgs(
+    argv,
+    new Set(),
+    { 'ggml-org/x-GGUF:Q8_0': 'x.gguf', 'ggml-org/models/y.gguf': 'y.gguf' },
+    '/m',
+    '/',
+  );
+  const i = r.argv.indexOf('--models-preset');
+  assert.deepEqual(r.argv.slice(0, i), [...argv, '--no-context-shift']);
+  // a repository name is a model; a REPO/FILE key is an --hf-file pair, not a name
+  assert.equal(
+    readFileSync(r.argv[i + 1]!, 'utf8').replace(/^;.*\n/, ''),
+    'version = 1\n\n[ggml-org/x-GGUF:Q8_0]\nmodel = /m/x.gguf\n',
+  );
+  rmSync(r.argv[i + 1]!);
 });
 
 test("pytest's JUnit report as per-file counts", () => {

@@ -2,7 +2,8 @@
 // `llama-ts serve`'s. One table: every flag utils.py passes, what it becomes here, or why
 // it is dropped. Flags whose feature `serve` may or may not have yet are passed only when
 // `serve --help` lists them (so the shim follows the server as features land).
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,9 +37,11 @@ export const FLAGS: Record<string, Rule> = {
   '--hf-repo': { kind: 'model', key: 'hf-repo' },
   '--hf-file': { kind: 'model', key: 'hf-file' },
   '--model-draft': { kind: 'same', value: true },
-  '--models-dir': { kind: 'unsupported', value: true, note: 'router mode (several models) is not implemented' },
-  '--models-max': { kind: 'unsupported', value: true, note: 'router mode (several models) is not implemented' },
-  '--no-models-autoload': { kind: 'unsupported', value: false, note: 'router mode is not implemented' },
+  '--models-dir': { kind: 'same', value: true },
+  '--models-max': { kind: 'same', value: true },
+  '--models-preset': { kind: 'same', value: true },
+  '--models-autoload': { kind: 'same', value: false },
+  '--no-models-autoload': { kind: 'same', value: false },
   '--batch-size': { kind: 'same', value: true },
   '--ubatch-size': { kind: 'if-supported', value: true },
   '--threads': { kind: 'same', value: true },
@@ -111,10 +114,11 @@ export type ModelMap = Record<string, string>;
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-/** The model map (bench/llama-server-suite/models.json, read from the source tree). */
+/** The model map (bench/llama-server-suite/models.json, read from the source tree; LLAMA_SUITE_MODELS_JSON: another). */
 export function loadModelMap(): ModelMap {
   // compiled into dist/bench/llama-server-suite/: the JSON stays beside the sources
-  const src = join(HERE, '..', '..', '..', 'bench', 'llama-server-suite', 'models.json');
+  const src =
+    process.env.LLAMA_SUITE_MODELS_JSON ?? join(HERE, '..', '..', '..', 'bench', 'llama-server-suite', 'models.json');
   const raw = JSON.parse(readFileSync(src, 'utf8')) as { models: ModelMap };
   return raw.models;
 }
@@ -203,8 +207,31 @@ export function translateArgs(
   }
   // llama-server shifts only when asked (common_params.ctx_shift = false); serve shifts by default
   if (!ctxShift) out.push('--no-context-shift');
+  if (Object.keys(model).length === 0) {
+    // no model: llama-server's router mode, its models named as the suite names them (a preset)
+    const preset = routerPreset(models, dir);
+    out.push('--models-preset', preset);
+    notes.push(`router mode: the suite's model names come from ${preset}`);
+    return { argv: out, notes };
+  }
   out.push('--model', resolveModel(model, models, dir, cwd));
   return { argv: out, notes };
+}
+
+/**
+ * A preset file (serve --models-preset) naming each repository of the model map as the
+ * router's cache would (`ggml-org/test-model-stories260K`) with its local file.
+ */
+export function routerPreset(models: ModelMap, dir: string): string {
+  const lines = ["; written by the llama-server shim: the suite's model names → local files", 'version = 1'];
+  for (const [key, rel] of Object.entries(models)) {
+    // REPO/FILE.gguf keys are --hf-repo + --hf-file pairs, not names a request gives
+    if (key.toLowerCase().endsWith('.gguf')) continue;
+    lines.push('', `[${key}]`, `model = ${join(dir, rel)}`);
+  }
+  const path = join(tmpdir(), `llama-ts-suite-router-${process.pid}.ini`);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
 }
 
 function resolveModel(

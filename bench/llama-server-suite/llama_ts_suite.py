@@ -9,16 +9,22 @@ files are not modified. It
     (or for a model URL / multimodal projector), instead of failing it at start-up;
   - skips a test that downloads a file (utils.download_file: a LoRA adapter, a draft
     model) not already in ./tmp, instead of failing its setup on the network.
+  - skips a router-mode test (test_router.py) whose requests name such a model: its server
+    starts without one, the names are in the test's code and parameters.
+LLAMA_SUITE_MODELS_JSON names another map than models.json (e.g. stand-ins, to exercise a
+test's logic on other models).
 """
 
+import inspect
 import json
 import os
+import re
 import sys
 
 import pytest
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(_HERE, "models.json"), encoding="utf-8") as f:
+with open(os.environ.get("LLAMA_SUITE_MODELS_JSON") or os.path.join(_HERE, "models.json"), encoding="utf-8") as f:
     _MODELS = json.load(f)["models"]
 
 
@@ -63,3 +69,26 @@ def pytest_configure(config):
         return download(url, output_file_path)
 
     utils.download_file = download_or_skip
+
+
+# a Hugging Face model name as the suite's router tests write them (OWNER/REPO[:QUANT])
+_HF_NAME = re.compile(r"ggml-org/[A-Za-z0-9._-]+(?::[A-Za-z0-9_]+)?")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not item.nodeid.split("::")[0].endswith("test_router.py"):
+            continue
+        try:
+            text = inspect.getsource(item.function)
+        except (OSError, TypeError):
+            continue
+        # the body (its parametrize decorator lists every case's names) and this case's parameters
+        body = text[text.find("def "):]
+        callspec = getattr(item, "callspec", None)
+        params = " ".join(str(v) for v in callspec.params.values()) if callspec else ""
+        names = set(_HF_NAME.findall(body)) | set(_HF_NAME.findall(params))
+        missing = sorted(n for n in names if n not in _MODELS)
+        if missing:
+            item.add_marker(pytest.mark.skip(
+                reason=f"model {', '.join(missing)} (not available offline; see bench/llama-server-suite/models.json)"))

@@ -1,10 +1,21 @@
 // `llama-ts serve`: the OpenAI-compatible HTTP server (llama-server's endpoints) with
 // continuous batching over --parallel slots. Access logs and status go to stderr.
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { POOLING_TYPES } from '../api/options.js';
-import { DownloadError, resolveModelArg } from '../download/index.js';
+import { cacheDir, DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
-import { LlamaServer, type ServerOptions } from '../server/index.js';
+import {
+  applyPreset,
+  LlamaRouter,
+  LlamaServer,
+  modelsFromCache,
+  modelsFromDir,
+  RouterConfigError,
+  type RouterModel,
+  type ServerOptions,
+} from '../server/index.js';
+import type { ChildMessage } from '../server/router/index.js';
 import {
   ADAPTER_HELP,
   adapterModelOptions,
@@ -87,6 +98,19 @@ header for load balancers (docs/replicas.md).
       --cache-dir DIR     download cache, and /api/pull's (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
+
+Router mode (llama-server's; any --models-* option and no -m / -hf): many models, each
+served by a process of its own started when a request names it (\`model\` in the body,
+?model= on GETs); GET /models lists them with their status, POST /models/load and
+/models/unload drive them. The other options above apply to every model.
+      --models-dir DIR    models: DIR/NAME.gguf, and DIR/NAME/ folders holding a model
+                          (and its mmproj*); the download cache's are listed too (OWNER/REPO:QUANT)
+      --models-preset FILE  INI file: [NAME] sections of serve options for a model (model = PATH
+                          for one of its own), [*] for all; load-on-startup, stop-timeout
+      --models-max N      models loaded at once, at most (default 4; 0: no limit); the least
+                          recently used one with no request in flight is unloaded first
+      --models-autoload, --no-models-autoload  load the model a request names (default: on;
+                          ?autoload=false|true per request)
 
 ${ADAPTER_HELP}
 `;
@@ -172,6 +196,25 @@ export async function serveCommand(argv: string[]): Promise<number> {
     if (rank < min) return;
     process.stderr.write(level === 'cont' ? message : `llama-ts ${source}: ${level}: ${message}\n`);
   });
+  const routerMode =
+    o.model === undefined &&
+    o['hf-repo'] === undefined &&
+    (o['models-dir'] !== undefined ||
+      o['models-preset'] !== undefined ||
+      o['models-max'] !== undefined ||
+      o['models-autoload'] !== undefined ||
+      o['no-models-autoload'] !== undefined);
+  if (routerMode) {
+    return serveRouter(o, argv, {
+      port,
+      apiKey,
+      maxBody,
+      maxBodyMemory,
+      timeout,
+      maxConnections,
+      shutdownTimeout,
+    });
+  }
   let server: LlamaServer | undefined;
   try {
     const device = deviceOption(o.device);
@@ -227,6 +270,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;
+    const router = routerChannel();
+    router?.({ type: 'listening', url: s.url });
     // the first SIGTERM / SIGINT drains (graceful shutdown); a second one exits at once
     let signals = 0;
     const stopped = new Promise<void>((resolve) => {
@@ -243,10 +288,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      // a model's process in router mode: the router's `shutdown` drains as SIGTERM does
+      if (router) process.on('message', (m: { type?: string }) => m?.type === 'shutdown' && onSignal('SIGTERM'));
     });
     try {
       await s.load();
       process.stderr.write(`llama-ts serve: ready on ${s.url}\n`);
+      router?.({ type: 'ready', url: s.url });
     } catch (e) {
       // a signal while loading: not a failure
       if (s.state === 'failed') throw e;
@@ -263,6 +311,132 @@ export async function serveCommand(argv: string[]): Promise<number> {
     }
     return reportError('serve', e);
   }
+}
+
+/**
+ * In a model's process of router mode (forked with an IPC channel and
+ * LLAMA_TS_ROUTER_CHILD=1): a function that reports to the router; the process exits when
+ * the channel closes (the router is gone), as llama-server's children do on EOF.
+ */
+function routerChannel(): ((m: ChildMessage) => void) | undefined {
+  if (process.env.LLAMA_TS_ROUTER_CHILD !== '1' || !process.send) return undefined;
+  process.on('disconnect', () => process.exit(1));
+  return (m) => process.send?.(m);
+}
+
+/** Router-level options' values (parsed by serveCommand). */
+interface RouterLimits {
+  port: number;
+  apiKey: string | undefined;
+  maxBody: number;
+  maxBodyMemory: number;
+  timeout: number;
+  maxConnections: number;
+  shutdownTimeout: number;
+}
+
+/** The router's own options (with a value, then without): not passed to the models' processes. */
+const ROUTER_ONLY_VALUE = new Set([
+  '--models-dir',
+  '--models-preset',
+  '--models-max',
+  '--host',
+  '--port',
+  '--api-key',
+  '--cors',
+  '--max-connections',
+  '--max-body',
+  '--max-body-memory',
+  '--alias',
+  '-a',
+  '--tags',
+  // the router passes its own on (RouterOptions.shutdownTimeout)
+  '--shutdown-timeout',
+]);
+const ROUTER_ONLY_FLAG = new Set(['--models-autoload', '--no-models-autoload', '--no-cors', '--no-webui']);
+
+/** serve's argv less the router's own options: what every model's process gets. */
+export function routerBaseArgs(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const name = a.startsWith('--') && a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
+    if (ROUTER_ONLY_FLAG.has(name)) continue;
+    if (ROUTER_ONLY_VALUE.has(name)) {
+      if (name === a) i++;
+      continue;
+    }
+    out.push(a);
+  }
+  return out;
+}
+
+/** The router's models: the download cache's, the models folder's (same name: the folder's), then the preset's. */
+async function routerModels(o: ReturnType<typeof parse>['values']): Promise<RouterModel[]> {
+  const byName = new Map<string, RouterModel>();
+  for (const m of await modelsFromCache(cacheDir(o['cache-dir']))) byName.set(m.name, m);
+  if (o['models-dir'] !== undefined) for (const m of modelsFromDir(o['models-dir'])) byName.set(m.name, m);
+  const models = [...byName.values()];
+  return o['models-preset'] !== undefined ? applyPreset(models, o['models-preset'], process.cwd()) : models;
+}
+
+/** `serve` in router mode: listens, runs until a signal, then drains every model's process. */
+async function serveRouter(o: ReturnType<typeof parse>['values'], argv: string[], l: RouterLimits): Promise<number> {
+  let router: LlamaRouter;
+  try {
+    if (o['models-autoload'] && o['no-models-autoload']) {
+      throw new UsageError('--models-autoload and --no-models-autoload contradict each other');
+    }
+    const modelsMax = intOption('--models-max', o['models-max'], 4, 0);
+    const models = await routerModels(o);
+    router = await LlamaRouter.listen({
+      models,
+      spawn: {
+        entry: fileURLToPath(new URL('./serve-child.js', import.meta.url)),
+        baseArgs: routerBaseArgs(argv),
+        onLog: (line) => process.stderr.write(`${line}\n`),
+      },
+      host: o.host ?? '127.0.0.1',
+      port: l.port,
+      modelsMax,
+      autoload: !o['no-models-autoload'],
+      ...(l.apiKey !== undefined ? { apiKey: l.apiKey } : {}),
+      ...(o['no-cors'] ? {} : { cors: o.cors ?? '*' }),
+      maxBodyBytes: l.maxBody,
+      maxPendingBodyBytes: l.maxBodyMemory,
+      timeout: l.timeout,
+      maxConnections: l.maxConnections,
+      shutdownTimeout: l.shutdownTimeout,
+      ...(o['no-webui'] ? { webui: false } : {}),
+    });
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof RouterConfigError) return usageError('serve', HELP, e.message);
+    return reportError('serve', e);
+  }
+  const names = router.instances.map((i) => i.name);
+  process.stderr.write(
+    `llama-ts serve: router with ${names.length} model(s)${names.length > 0 ? `: ${names.join(', ')}` : ''}\n`,
+  );
+  process.stderr.write(`llama-ts serve: ready on ${router.url}\n`);
+  let signals = 0;
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: NodeJS.Signals) => {
+      signals++;
+      if (signals > 1) {
+        process.stderr.write(`llama-ts serve: ${sig} again: exiting now\n`);
+        router.close().finally(() => process.exit(128 + (sig === 'SIGINT' ? 2 : 15)));
+        return;
+      }
+      process.stderr.write(
+        `llama-ts serve: ${sig}: shutting down the router and its models (requests in flight have ${l.shutdownTimeout} s)\n`,
+      );
+      router.shutdown().then(resolve, resolve);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+  process.stderr.write('llama-ts serve: stopped\n');
+  return 0;
 }
 
 /** llama-server's other spellings of serve's flags. */
@@ -365,6 +539,11 @@ function parse(argv: string[]) {
         'slot-save-path': { type: 'string' },
         'log-level': { type: 'string' },
         reranking: { type: 'boolean' },
+        'models-dir': { type: 'string' },
+        'models-preset': { type: 'string' },
+        'models-max': { type: 'string' },
+        'models-autoload': { type: 'boolean' },
+        'no-models-autoload': { type: 'boolean' },
         ...SPECULATIVE_OPTIONS,
       } as const,
     ),

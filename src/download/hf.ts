@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
 import { homedir, hostname } from 'node:os';
-import { dirname, join, normalize, sep } from 'node:path';
+import { dirname, join, normalize, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
@@ -550,4 +550,39 @@ export async function cachedQuant(dir: string, repo: string, quant: string): Pro
     quant,
   );
   return pick === undefined ? undefined : join(home, ...pick.split('/'));
+}
+
+/**
+ * The name of a cached download (`dir`/OWNER/REPO/FILE), llama-server's `OWNER/REPO:QUANT`
+ * when the quantization names the file back, else `OWNER/REPO:FILE`; undefined for a path
+ * outside the cache or in a revision folder.
+ */
+export function cacheSpec(dir: string, path: string): string | undefined {
+  const root = resolve(dir);
+  if (!path.startsWith(root + sep)) return undefined;
+  const rel = path.slice(root.length + 1).split(sep);
+  if (rel.length < 3 || rel[2]!.startsWith('@')) return undefined;
+  const repo = `${rel[0]}/${rel[1]}`;
+  const file = rel.slice(2).join('/');
+  const quant = /[-.]([^-.]+)\.gguf$/i.exec(file)?.[1];
+  if (quant && pickQuant([file], quant.toLowerCase()) === file) return `${repo}:${quant.toUpperCase()}`;
+  return `${repo}:${file}`;
+}
+
+/** The cache's finished GGUF files with their names (cacheSpec), sorted; no partial downloads, no revision folders. */
+export async function cachedModels(dir: string): Promise<{ spec: string; path: string }[]> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir, { recursive: true });
+  } catch {
+    return [];
+  }
+  const out: { spec: string; path: string }[] = [];
+  for (const n of names.sort()) {
+    if (!n.toLowerCase().endsWith('.gguf')) continue;
+    const path = resolve(join(dir, n));
+    const spec = cacheSpec(dir, path);
+    if (spec) out.push({ spec, path });
+  }
+  return out;
 }

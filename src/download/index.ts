@@ -1,8 +1,10 @@
 // Model downloads (Hugging Face resolve URLs, a local cache, resumable, locked).
 export {
   cacheDir,
+  cachedModels,
   cachedQuant,
   cachePath,
+  cacheSpec,
   DEFAULT_MODEL,
   DownloadError,
   fileSha256,

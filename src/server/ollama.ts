@@ -15,15 +15,16 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { join, resolve, sep } from 'node:path';
+import { resolve } from 'node:path';
 import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
 import type { ChatMessage, Tool, ToolCall } from '../chat/index.js';
 import {
+  cachedModels,
   cachedQuant,
+  cacheSpec,
   DownloadError,
   fileSha256,
   HubUnreachableError,
-  pickQuant,
   pull,
   resolveHfRepo,
   splitHfSpec,
@@ -95,7 +96,7 @@ function bad(message: string): ApiError {
   return new ApiError(400, message);
 }
 
-const withTag = (name: string) => (name.includes(':') ? name : `${name}:latest`);
+export const withTag = (name: string) => (name.includes(':') ? name : `${name}:latest`);
 
 /** The request's model name (`model`, or the older `name`). */
 function requestName(b: Body): string {
@@ -106,13 +107,8 @@ function requestName(b: Body): string {
 
 /** Ollama's name of a cached download: hf.co/OWNER/REPO:QUANT when the quantization names it back, else :FILE. */
 function cacheName(dir: string, path: string): string | undefined {
-  const rel = path.slice(resolve(dir).length + 1).split(sep);
-  if (!path.startsWith(resolve(dir) + sep) || rel.length < 3 || rel[2]!.startsWith('@')) return undefined;
-  const repo = `${rel[0]}/${rel[1]}`;
-  const file = rel.slice(2).join('/');
-  const quant = /[-.]([^-.]+)\.gguf$/i.exec(file)?.[1];
-  if (quant && pickQuant([file], quant.toLowerCase()) === file) return `hf.co/${repo}:${quant.toUpperCase()}`;
-  return `hf.co/${repo}:${file}`;
+  const spec = cacheSpec(dir, path);
+  return spec === undefined ? undefined : `hf.co/${spec}`;
 }
 
 /** The names the served model answers to: its id, and its cache name when it is a download. */
@@ -200,7 +196,7 @@ function fileDigest(path: string, size: number, mtimeMs: number): string {
   return createHash('sha256').update(`${path}\0${size}\0${mtimeMs}`).digest('hex');
 }
 
-function modelEntry(name: string, path: string): Record<string, unknown> {
+export function modelEntry(name: string, path: string): Record<string, unknown> {
   const st = statSync(path);
   return {
     name,
@@ -212,31 +208,13 @@ function modelEntry(name: string, path: string): Record<string, unknown> {
   };
 }
 
-/** The cache's finished GGUF files (no partial downloads, no revision folders' duplicates of names). */
-async function cachedModels(dir: string): Promise<{ name: string; path: string }[]> {
-  let names: string[];
-  try {
-    names = await fsp.readdir(dir, { recursive: true });
-  } catch {
-    return [];
-  }
-  const out: { name: string; path: string }[] = [];
-  for (const n of names.sort()) {
-    if (!n.toLowerCase().endsWith('.gguf')) continue;
-    const path = resolve(join(dir, n));
-    const name = cacheName(dir, path);
-    if (name) out.push({ name, path });
-  }
-  return out;
-}
-
 async function tags(host: OllamaHost, c: RequestContext): Promise<void> {
   const served = resolve(host.modelPath);
   const models = [modelEntry(withTag(host.modelId), served)];
   for (const m of await cachedModels(host.cacheDir)) {
     if (m.path === served) continue;
     try {
-      models.push(modelEntry(m.name, m.path));
+      models.push(modelEntry(`hf.co/${m.spec}`, m.path));
     } catch {
       // not a readable GGUF file: not a model to list
     }

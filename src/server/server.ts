@@ -215,7 +215,7 @@ function contextSize(nCtxTrain: number, generative: boolean, parallel: number, n
 }
 
 /** From the GGUF header: the training context (0 when it does not say), whether the model generates, whether it ranks. */
-function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ranks: boolean } {
+export function modelFacts(path: string): { nCtxTrain: number; generative: boolean; ranks: boolean } {
   const f = openGGUF(path);
   try {
     const arch = f.architecture;
