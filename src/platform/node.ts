@@ -15,7 +15,6 @@ import {
 } from 'node:fs';
 import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
-import { inflate as zlibInflate } from 'node:zlib';
 import {
   MessageChannel,
   MessagePort,
@@ -25,6 +24,7 @@ import {
   type WorkerOptions,
   workerData,
 } from 'node:worker_threads';
+import { inflate as zlibInflate } from 'node:zlib';
 import type {
   FileIdentity,
   Platform,
