@@ -151,3 +151,80 @@ export function sampleRamp(count: number, depth: number, seed = 7): number[] {
   }
   return out;
 }
+
+export interface WavSpec {
+  sampleRate: number;
+  channels: number;
+  /** 8/16/24/32 PCM, or 32/64 with `float`. */
+  bits: 8 | 16 | 24 | 32 | 64;
+  float?: boolean;
+  /** Interleaved samples in [-1, 1). */
+  samples: ArrayLike<number>;
+  extensible?: boolean;
+}
+
+/** A WAV file of `spec` (integer samples are the float ones scaled and rounded). */
+export function encodeWav(spec: WavSpec): Uint8Array {
+  const bytes = spec.bits >> 3;
+  const dataLen = spec.samples.length * bytes;
+  const fmtLen = spec.extensible ? 40 : 16;
+  const out = new Uint8Array(12 + 8 + fmtLen + 8 + dataLen);
+  const v = new DataView(out.buffer);
+  const put = (at: number, s: string) => {
+    for (let i = 0; i < 4; i++) out[at + i] = s.charCodeAt(i);
+  };
+  put(0, 'RIFF');
+  v.setUint32(4, out.length - 8, true);
+  put(8, 'WAVE');
+  put(12, 'fmt ');
+  v.setUint32(16, fmtLen, true);
+  const tagValue = spec.float ? 3 : 1;
+  v.setUint16(20, spec.extensible ? 0xfffe : tagValue, true);
+  v.setUint16(22, spec.channels, true);
+  v.setUint32(24, spec.sampleRate, true);
+  v.setUint32(28, spec.sampleRate * spec.channels * bytes, true);
+  v.setUint16(32, spec.channels * bytes, true);
+  v.setUint16(34, spec.bits, true);
+  if (spec.extensible) {
+    v.setUint16(36, 22, true);
+    v.setUint16(38, spec.bits, true);
+    v.setUint16(44, tagValue, true);
+    out.set([0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71], 46);
+  }
+  const d = 20 + fmtLen;
+  put(d, 'data');
+  v.setUint32(d + 4, dataLen, true);
+  for (let i = 0; i < spec.samples.length; i++) {
+    const s = spec.samples[i];
+    const at = d + 8 + i * bytes;
+    if (spec.float) {
+      if (spec.bits === 32) v.setFloat32(at, s, true);
+      else v.setFloat64(at, s, true);
+    } else if (spec.bits === 8) out[at] = Math.max(0, Math.min(255, Math.round(s * 128 + 128)));
+    else if (spec.bits === 16) v.setInt16(at, Math.max(-32768, Math.min(32767, Math.round(s * 32768))), true);
+    else if (spec.bits === 24) {
+      const x = Math.max(-8388608, Math.min(8388607, Math.round(s * 8388608)));
+      out[at] = x & 0xff;
+      out[at + 1] = (x >> 8) & 0xff;
+      out[at + 2] = (x >> 16) & 0xff;
+    } else v.setInt32(at, Math.max(-2147483648, Math.min(2147483647, Math.round(s * 2147483648))), true);
+  }
+  return out;
+}
+
+/** `n` interleaved samples of a few sines and a little noise, in [-0.9, 0.9]. */
+export function toneSamples(n: number, channels: number, rate: number, seed = 3): Float32Array {
+  const out = new Float32Array(n * channels);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    for (let c = 0; c < channels; c++) {
+      s = (s * 1103515245 + 12345) >>> 0;
+      const t = i / rate;
+      out[i * channels + c] =
+        0.5 * Math.sin(2 * Math.PI * (220 + 110 * c) * t) +
+        0.3 * Math.sin(2 * Math.PI * 3100 * t) +
+        0.1 * ((s >>> 8) / 2 ** 24 - 0.5);
+    }
+  }
+  return out;
+}
