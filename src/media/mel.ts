@@ -12,6 +12,8 @@
 import { cosf, sinf } from './sincosf.js';
 
 const f = Math.fround;
+/** mtmd's mel floor, 5.960464477539063e-08f: 2^-24. */
+const MEL_FLOOR = 2 ** -24;
 
 export interface MelOptions {
   /** Mel bands (the projector's clip.audio.num_mel_bins; 128 for qwen2a, 80 for Whisper v2). */
@@ -163,7 +165,7 @@ export function logMelSpectrogram(samples: Float32Array, opts: MelOptions): MelC
   const frame = new Float32Array(nFft * 2);
   const fftOut = new Float32Array(nFft * 8);
   const power = new Float32Array(nBins);
-  const floorLog = f(Math.log10(f(5.960464477539063e-8)));
+  const floorLog = f(Math.log10(MEL_FLOOR));
   let lastNonZero = -1;
   for (let i = padded.length - 1; i >= 0; i--)
     if (padded[i] !== 0) {
@@ -198,7 +200,7 @@ export function logMelSpectrogram(samples: Float32Array, opts: MelOptions): MelC
           ) + f(power[k + 3] * filters[row + k + 3]),
         );
       for (; k < nBins; k++) sum += f(power[k] * filters[row + k]);
-      mel[m * nLen + t] = Math.log10(Math.max(sum, 5.960464477539063e-8));
+      mel[m * nLen + t] = Math.log10(Math.max(sum, MEL_FLOOR));
     }
   }
   let max = -1e20;

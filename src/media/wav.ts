@@ -79,7 +79,7 @@ function convert(
   const n = frames * channels;
   const out = new Float32Array(n);
   const v = new DataView(d.buffer, d.byteOffset, d.byteLength);
-  const u8scale = Math.fround(0.00784313725490196078);
+  const u8scale = Math.fround(2 / 255); // miniaudio's 0.00784313725490196078f
   for (let i = 0; i < n; i++) {
     const at = i * bytes;
     if (isFloat) out[i] = bits === 32 ? v.getFloat32(at, true) : v.getFloat64(at, true);
