@@ -228,3 +228,62 @@ export function toneSamples(n: number, channels: number, rate: number, seed = 3)
   }
   return out;
 }
+
+/** A 24-bit bottom-up BMP (40-byte header) of RGB pixels. */
+export function encodeBmp24(width: number, height: number, rgb: Uint8Array): Uint8Array {
+  const row = (width * 3 + 3) & ~3;
+  const out = new Uint8Array(54 + row * height);
+  const v = new DataView(out.buffer);
+  out.set([0x42, 0x4d]);
+  v.setUint32(2, out.length, true);
+  v.setUint32(10, 54, true);
+  v.setUint32(14, 40, true);
+  v.setInt32(18, width, true);
+  v.setInt32(22, height, true);
+  v.setUint16(26, 1, true);
+  v.setUint16(28, 24, true);
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const s = (y * width + x) * 3;
+      const d = 54 + (height - 1 - y) * row + x * 3;
+      out.set([rgb[s + 2], rgb[s + 1], rgb[s]], d);
+    }
+  return out;
+}
+
+/** A GIF89a of palette indices (global palette of 2^bits RGB entries), LZW-coded without resets. */
+export function encodeGif(width: number, height: number, palette: number[], indices: Uint8Array, bits = 8): Uint8Array {
+  const head = [...'GIF89a'].map((c) => c.charCodeAt(0));
+  const out: number[] = [...head, width & 255, width >> 8, height & 255, height >> 8, 0x80 | (bits - 1), 0, 0];
+  for (let i = 0; i < 1 << bits; i++) out.push(palette[i * 3] ?? 0, palette[i * 3 + 1] ?? 0, palette[i * 3 + 2] ?? 0);
+  out.push(0x2c, 0, 0, 0, 0, width & 255, width >> 8, height & 255, height >> 8, 0);
+  const min = Math.max(2, bits);
+  out.push(min);
+  // a clear code before every pixel keeps the code size fixed: simple and valid
+  const clear = 1 << min;
+  const size = min + 1;
+  const bytes: number[] = [];
+  let acc = 0;
+  let n = 0;
+  const put = (code: number) => {
+    acc |= code << n;
+    n += size;
+    while (n >= 8) {
+      bytes.push(acc & 255);
+      acc >>= 8;
+      n -= 8;
+    }
+  };
+  for (const i of indices) {
+    put(clear);
+    put(i);
+  }
+  put(clear + 1);
+  if (n > 0) bytes.push(acc & 255);
+  for (let i = 0; i < bytes.length; i += 255) {
+    const chunk = bytes.slice(i, i + 255);
+    out.push(chunk.length, ...chunk);
+  }
+  out.push(0, 0x3b);
+  return new Uint8Array(out);
+}
