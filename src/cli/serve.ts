@@ -2,7 +2,7 @@
 // continuous batching over --parallel slots. Access logs and status go to stderr.
 import { parseArgs } from 'node:util';
 import { POOLING_TYPES } from '../api/options.js';
-import { DownloadError, resolveModelArg } from '../download/index.js';
+import { DownloadError, resolveMmprojArg, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer, type ServerOptions } from '../server/index.js';
 import {
@@ -84,6 +84,12 @@ header for load balancers (docs/replicas.md).
   -fa, --flash-attn V     on, off or auto (default auto: on): attention as one fused op
       --chat-template T   chat template override (Jinja text or a built-in name)
       --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
+  -mm, --mmproj FILE      a multimodal projector: image_url / input_audio parts (Anthropic image,
+                          Responses input_image, multimodal_data) as data URLs or base64
+      --no-mmproj         no projector, not even the -hf repository's own (default: -hf takes
+                          the repository's mmproj file when it has one)
+      --allow-remote-media  fetch http(s) image URLs of requests (default: refused; 10 MB, 10 s
+                          each); file:// URLs are always refused
       --cache-dir DIR     download cache, and /api/pull's (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
@@ -182,6 +188,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
       cacheDir: o['cache-dir'],
       useDefault: true,
     });
+    // the projector: --mmproj, else the -hf repository's own (llama-server's --mmproj-auto) unless --no-mmproj
+    const mmproj = o['no-mmproj']
+      ? undefined
+      : (o.mmproj ??
+        (o['hf-repo'] !== undefined
+          ? await resolveMmprojArg({ hfRepo: o['hf-repo'], cacheDir: o['cache-dir'] })
+          : undefined));
     server = await LlamaServer.listen({
       model,
       host: o.host ?? '127.0.0.1',
@@ -224,6 +237,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(extras.draft_p_min !== undefined ? { draftPMin: extras.draft_p_min as number } : {}),
       ...(o.reranking ? { reranking: true } : {}),
       ...(o['cache-dir'] !== undefined ? { cacheDir: o['cache-dir'] } : {}),
+      ...(mmproj !== undefined ? { mmproj } : {}),
+      ...(o['allow-remote-media'] ? { allowRemoteMedia: true } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;
@@ -270,6 +285,8 @@ const SERVE_SPELLINGS: Record<string, string> = {
   '--rerank': '--reranking',
   '--predict': '--n-predict',
   '-kvu': '--kv-unified',
+  '-mm': '--mmproj',
+  '--no-mmproj-auto': '--no-mmproj',
 };
 
 /** Flags whose value may be negative (-1: llama-server's "none" / "never"). */
@@ -365,6 +382,10 @@ function parse(argv: string[]) {
         'slot-save-path': { type: 'string' },
         'log-level': { type: 'string' },
         reranking: { type: 'boolean' },
+        mmproj: { type: 'string' },
+        'no-mmproj': { type: 'boolean' },
+        'mmproj-auto': { type: 'boolean' },
+        'allow-remote-media': { type: 'boolean' },
         ...SPECULATIVE_OPTIONS,
       } as const,
     ),
