@@ -1,0 +1,160 @@
+// What one image becomes in a prompt, per projector (mtmd's preprocessors and its
+// tokenizer's add_media): the images the encoder reads (one, or tiles and an overview)
+// and the delimiter text/tokens around them, in prompt order.
+//   gemma3:   <start_of_image> [image] <end_of_image>          (fixed size, bilinear, padded)
+//   idefics3: per tile <fake_token_around_image><row_R_col_C> [tile], "\n" after each row
+//             but the last, then "\n\n"<fake_token_around_image><global-img> [overview]
+//             <fake_token_around_image>  (longest edge resize, tiles of image_size, Lanczos)
+//   lfm2:     <|image_start|> (tiles <|img_row_R_col_C|> [tile] ... <|img_thumbnail|>)?
+//             [image] <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
+
+import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
+import type { Mmproj } from './mmproj.js';
+
+/** One piece of an image's prompt layout. */
+export type LayoutPart =
+  | { kind: 'text'; text: string }
+  | { kind: 'token'; text: string }
+  | { kind: 'image'; image: PlanarImage };
+
+export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
+  if (!(img.width > 0 && img.height > 0)) throw new Error(`image of size ${img.width}x${img.height}`);
+  const hp = mm.vision;
+  const norm = (i: RgbImage): LayoutPart => ({ kind: 'image', image: normalize(i, hp.mean, hp.std) });
+  switch (mm.projector) {
+    case 'gemma3': {
+      const sz = hp.imageSize;
+      return [
+        { kind: 'text', text: '<start_of_image>' },
+        norm(resize(img, sz, sz, 'bilinear', 'ceil')),
+        { kind: 'text', text: '<end_of_image>' },
+      ];
+    }
+    case 'idefics3':
+      return idefics3(mm, img, norm);
+    case 'lfm2':
+      return lfm2(mm, img, norm);
+  }
+}
+
+function idefics3(mm: Mmproj, img: RgbImage, norm: (i: RgbImage) => LayoutPart): LayoutPart[] {
+  const hp = mm.vision;
+  const tile = hp.imageSize;
+  let refined: RgbImage;
+  let gx: number;
+  let gy: number;
+  if (hp.longestEdge > 0 && hp.minPixels <= 0 && hp.maxPixels <= 0) {
+    const edge = hp.longestEdge;
+    const aspect = img.width / img.height;
+    let w: number;
+    let h: number;
+    if (img.width >= img.height) {
+      w = edge;
+      h = Math.trunc(edge / aspect);
+      h += h % 2;
+    } else {
+      h = edge;
+      w = Math.trunc(edge * aspect);
+      w += w % 2;
+    }
+    gx = Math.ceil(w / tile);
+    gy = Math.ceil(h / tile);
+    const resized = resize(img, w, h, 'lanczos', 'none');
+    refined = resize(resized, gx * tile, gy * tile, 'lanczos', 'none');
+  } else {
+    const size = smartSize(img.width, img.height, {
+      align: tile,
+      minPixels: Math.max(0, hp.minPixels),
+      maxPixels: Math.max(0, hp.maxPixels),
+      longestEdge: hp.longestEdge,
+    });
+    gx = Math.ceil(size.width / tile);
+    gy = Math.ceil(size.height / tile);
+    refined = resize(img, size.width, size.height, 'lanczos', 'none');
+  }
+  const overview = resize(refined, tile, tile, 'lanczos', 'none');
+  const parts: LayoutPart[] = [];
+  for (let y = 0; y < gy; y++) {
+    for (let x = 0; x < gx; x++) {
+      parts.push({ kind: 'text', text: `<fake_token_around_image><row_${y + 1}_col_${x + 1}>` });
+      const w = Math.min(tile, refined.width - x * tile);
+      const h = Math.min(tile, refined.height - y * tile);
+      parts.push(norm(crop(refined, x * tile, y * tile, w, h)));
+    }
+    if (y !== gy - 1) parts.push({ kind: 'token', text: '\n' });
+  }
+  parts.push(
+    { kind: 'token', text: '\n\n' },
+    { kind: 'token', text: '<fake_token_around_image>' },
+    { kind: 'token', text: '<global-img>' },
+    norm(overview),
+    { kind: 'token', text: '<fake_token_around_image>' },
+  );
+  return parts;
+}
+
+const LFM2_TILE = 512;
+const LFM2_MIN_TILES = 2;
+const LFM2_MAX_TILES = 10;
+const LFM2_MAX_PIXELS_TOLERANCE = 2;
+
+function lfm2(mm: Mmproj, img: RgbImage, norm: (i: RgbImage) => LayoutPart): LayoutPart[] {
+  const hp = mm.vision;
+  const align = hp.patchSize * hp.nMerge;
+  const ov = smartSize(img.width, img.height, { align, minPixels: hp.minPixels, maxPixels: hp.maxPixels });
+  const overview = resize(img, ov.width, ov.height, 'bilinear', 'none');
+  const parts: LayoutPart[] = [{ kind: 'text', text: '<|image_start|>' }];
+  // should_tile: the image at its own size (aligned, ties to even) against the pixel limit
+  const hBar = Math.max(hp.patchSize, roundHalfEven(img.height / align) * align);
+  const wBar = Math.max(hp.patchSize, roundHalfEven(img.width / align) * align);
+  if (hBar * wBar > hp.maxPixels * LFM2_MAX_PIXELS_TOLERANCE) {
+    const grid = lfm2Grid(img.width, img.height);
+    const refined = resize(img, LFM2_TILE * grid.w, LFM2_TILE * grid.h, 'bilinear', 'ceil');
+    for (let r = 0; r < grid.h; r++) {
+      for (let c = 0; c < grid.w; c++) {
+        parts.push({ kind: 'text', text: `<|img_row_${r + 1}_col_${c + 1}|>` });
+        parts.push(norm(crop(refined, c * LFM2_TILE, r * LFM2_TILE, LFM2_TILE, LFM2_TILE)));
+      }
+    }
+    parts.push({ kind: 'token', text: '<|img_thumbnail|>' });
+  }
+  parts.push(norm(overview), { kind: 'text', text: '<|image_end|>' });
+  return parts;
+}
+
+function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/** lfm2's tile grid: the (w, h) of 2..10 tiles whose aspect ratio is closest to the image's. */
+function lfm2Grid(width: number, height: number): { w: number; h: number } {
+  const f = Math.fround;
+  const ratios: { w: number; h: number }[] = [];
+  for (let n = LFM2_MIN_TILES; n <= LFM2_MAX_TILES; n++) {
+    for (let w = 1; w <= n; w++) {
+      for (let h = 1; h <= n; h++) {
+        if (w * h >= LFM2_MIN_TILES && w * h <= LFM2_MAX_TILES && !ratios.some((r) => r.w === w && r.h === h)) {
+          ratios.push({ w, h });
+        }
+      }
+    }
+  }
+  // std::sort by area (ties: the order above is kept only where the sort keeps it; areas
+  // decide which ratio is tried first, and only exact aspect ties depend on it)
+  ratios.sort((a, b) => a.w * a.h - b.w * b.h);
+  const aspect = f(width / height);
+  const area = f(width * height);
+  let best = { w: 1, h: 1 };
+  let bestDiff = Number.MAX_VALUE;
+  for (const r of ratios) {
+    const diff = Math.abs(f(aspect - f(r.w / r.h)));
+    if (diff < bestDiff) {
+      bestDiff = diff;
+      best = r;
+    } else if (diff === bestDiff && area > f(0.5 * LFM2_TILE * LFM2_TILE * r.w * r.h)) {
+      best = r;
+    }
+  }
+  return best;
+}
