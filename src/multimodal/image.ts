@@ -1,6 +1,6 @@
 // Image preprocessing as mtmd does it, on 8-bit RGB pixels (what src/media's decoders
-// give): Pillow-compatible separable resampling (bilinear, bicubic, Lanczos; fixed-point
-// weights of 22 fractional bits, rounded as Pillow), resizing with aspect-preserving
+// give): bilinear as mtmd's own (corner-aligned), bicubic and Lanczos as Pillow's separable
+// resampling (fixed-point weights of 22 fractional bits, rounded as Pillow), resizing with aspect-preserving
 // padding, cropping, size rules ("smart resize"), and the conversion to normalised F32
 // planes the encoder reads ((x / 255 - mean) / std, computed in float as clip.cpp does).
 
@@ -37,6 +37,39 @@ function sinc(v: number): number {
 }
 
 const SUPPORT: Record<ResizeAlgo, number> = { bilinear: 1, bicubic: 2, lanczos: 3 };
+
+/**
+ * mtmd's bilinear resize (llama.cpp build 10257, the oracle): corners aligned (source step
+ * (w-1)/(W-1)), float lerps between the clamped neighbours, truncated to 8 bits. Checked
+ * by feeding images resized here to the oracle: the same probabilities to the last bit.
+ */
+function bilinearAligned(src: RgbImage, tw: number, th: number): RgbImage {
+  const f = Math.fround;
+  const dst = new Uint8Array(tw * th * 3);
+  const xr = tw > 1 ? f((src.width - 1) / (tw - 1)) : 0;
+  const yr = th > 1 ? f((src.height - 1) / (th - 1)) : 0;
+  const lerp = (s: number, e: number, t: number) => f(s + f(f(e - s) * t));
+  const d = src.data;
+  const nx = src.width;
+  for (let y = 0; y < th; y++) {
+    const py = f(yr * y);
+    const y0 = Math.min(Math.trunc(py), src.height - 1);
+    const y1 = Math.min(y0 + 1, src.height - 1);
+    const yl = f(py - y0);
+    for (let x = 0; x < tw; x++) {
+      const px = f(xr * x);
+      const x0 = Math.min(Math.trunc(px), nx - 1);
+      const x1 = Math.min(x0 + 1, nx - 1);
+      const xl = f(px - x0);
+      for (let c = 0; c < 3; c++) {
+        const top = lerp(d[3 * (y0 * nx + x0) + c], d[3 * (y0 * nx + x1) + c], xl);
+        const bottom = lerp(d[3 * (y1 * nx + x0) + c], d[3 * (y1 * nx + x1) + c], xl);
+        dst[3 * (y * tw + x) + c] = Math.trunc(lerp(top, bottom, yl));
+      }
+    }
+  }
+  return { width: tw, height: th, data: dst };
+}
 
 /** Per output pixel: first input index, count, and fixed-point weights (Pillow's precompute_coeffs). */
 function coefficients(algo: ResizeAlgo, inSize: number, outSize: number) {
@@ -103,6 +136,7 @@ function pass(src: RgbImage, out: number, horizontal: boolean, algo: ResizeAlgo)
 /** Pillow-compatible resize (horizontal pass, then vertical). */
 export function resample(img: RgbImage, width: number, height: number, algo: ResizeAlgo): RgbImage {
   if (!(width > 0 && height > 0)) throw new Error(`image resize to ${width}x${height}`);
+  if (algo === 'bilinear') return bilinearAligned(img, width, height);
   let cur = img;
   if (width !== cur.width) cur = pass(cur, width, true, algo);
   if (height !== cur.height) cur = pass(cur, height, false, algo);

@@ -5,8 +5,8 @@
 //   idefics3: per tile <fake_token_around_image><row_R_col_C> [tile], "\n" after each row
 //             but the last, then "\n\n"<fake_token_around_image><global-img> [overview]
 //             <fake_token_around_image>  (longest edge resize, tiles of image_size, Lanczos)
-//   lfm2:     <|image_start|> (tiles <|img_row_R_col_C|> [tile] ... <|img_thumbnail|>)?
-//             [image] <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
+//   lfm2:     <|image_start|> (<|img_row_R_col_C|> [tile] ...)? <|img_thumbnail|> [image]
+//             <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
 
 import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
@@ -96,7 +96,10 @@ function idefics3(mm: Mmproj, img: RgbImage, norm: (i: RgbImage) => LayoutPart):
 const LFM2_TILE = 512;
 const LFM2_MIN_TILES = 2;
 const LFM2_MAX_TILES = 10;
-const LFM2_MAX_PIXELS_TOLERANCE = 2;
+// Tiles when the aligned image exceeds the token limit by this factor. Hugging Face's
+// processor and later llama.cpp say 2; llama.cpp build 10257 (the oracle) tiles a 1200x400
+// image (1216x416 aligned, 1.93x the limit) and not a 640x480 one (1.17x): 1.5 reproduces it.
+const LFM2_MAX_PIXELS_TOLERANCE = 1.5;
 
 function lfm2(mm: Mmproj, img: RgbImage, norm: (i: RgbImage) => LayoutPart): LayoutPart[] {
   const hp = mm.vision;
@@ -116,9 +119,9 @@ function lfm2(mm: Mmproj, img: RgbImage, norm: (i: RgbImage) => LayoutPart): Lay
         parts.push(norm(crop(refined, c * LFM2_TILE, r * LFM2_TILE, LFM2_TILE, LFM2_TILE)));
       }
     }
-    parts.push({ kind: 'token', text: '<|img_thumbnail|>' });
   }
-  parts.push(norm(overview), { kind: 'text', text: '<|image_end|>' });
+  // build 10257 marks the overview as a thumbnail also when there are no tiles
+  parts.push({ kind: 'token', text: '<|img_thumbnail|>' }, norm(overview), { kind: 'text', text: '<|image_end|>' });
   return parts;
 }
 
