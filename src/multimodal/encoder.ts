@@ -139,19 +139,10 @@ export class VisionEncoder {
       const qp = permute(q, [0, 2, 1, 3]);
       const kp = permute(k, [0, 2, 1, 3]);
       const vp = permute(v, [0, 2, 1, 3]);
-      let att: Tensor;
-      if (process.env.MMU) {
-        const kq = ops.softMax(ops.mulMat(kp, qp), null, 1 / Math.sqrt(dHead)); // [n, n, h]
-        const vt = ops.cont(permute(v, [1, 2, 0, 3])); // [n, d, h]
-        const kqv = ops.mulMat(vt, kq); // [d, n, h]
-        att = ops.cont(permute(kqv, [0, 2, 1, 3]), [E, n]);
-      } else {
       const k16 = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
       const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
       const fa = ops.flashAttnExt(qp, k16, v16, null, 1 / Math.sqrt(dHead));
-      att = reshape(fa, [E, n]);
-      }
-      cur = this.linear(att, `${L}.attn_out`);
+      cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
       cur = ops.add(cur, inpL);
       inpL = cur;
       cur = this.layerNorm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`), hp.eps);
@@ -270,7 +261,7 @@ function patchMerge(x: Tensor, w: number, h: number, s: number): Tensor {
  * F.interpolate(bilinear, antialias, align_corners=False) of a [E, w0, h0] grid (E fastest)
  * to [E, w1, h1], as ggml's CPU upscale computes it (float arithmetic).
  */
-export function interpolateAntialias(src: Float32Array, E: number, w0: number, h0: number, w1: number, h1: number) {
+function interpolateAntialias(src: Float32Array, E: number, w0: number, h0: number, w1: number, h1: number) {
   const f = Math.fround;
   const tri = (x: number) => Math.max(f(1 - Math.abs(x)), 0);
   const sf0 = f(w1 / w0);

@@ -1,6 +1,7 @@
 // Image preprocessing as mtmd does it, on 8-bit RGB pixels (what src/media's decoders
-// give): bilinear as mtmd's own (corner-aligned), bicubic and Lanczos as Pillow's separable
-// resampling (fixed-point weights of 22 fractional bits, rounded as Pillow), resizing with aspect-preserving
+// give): bilinear and bicubic as llama.cpp build 10257's clip does them (corner-aligned
+// lerps; ViT.cpp's cubic), Lanczos as Pillow's separable resampling (fixed-point weights
+// of 22 fractional bits, rounded as Pillow), resizing with aspect-preserving
 // padding, cropping, size rules ("smart resize"), and the conversion to normalised F32
 // planes the encoder reads ((x / 255 - mean) / std, computed in float as clip.cpp does).
 
@@ -65,6 +66,45 @@ function bilinearAligned(src: RgbImage, tw: number, th: number): RgbImage {
         const top = lerp(d[3 * (y0 * nx + x0) + c], d[3 * (y0 * nx + x1) + c], xl);
         const bottom = lerp(d[3 * (y1 * nx + x0) + c], d[3 * (y1 * nx + x1) + c], xl);
         dst[3 * (y * tw + x) + c] = Math.trunc(lerp(top, bottom, yl));
+      }
+    }
+  }
+  return { width: tw, height: th, data: dst };
+}
+
+/** clip.cpp's bicubic (from ViT.cpp): cubic through 4 neighbours on the floor grid (step w/W), rounded. */
+function bicubicClip(img: RgbImage, tw: number, th: number): RgbImage {
+  const f = Math.fround;
+  const { width: nx, height: ny, data } = img;
+  const dst = new Uint8Array(tw * th * 3);
+  const tx = f(nx / tw);
+  const ty = f(ny / th);
+  const cl = (v: number, lo: number, hi: number) => (v < lo ? lo : v > hi ? hi : v);
+  const C = new Float32Array(4);
+  const px = (yy: number, xx: number, k: number) => data[(cl(yy, 0, ny - 1) * nx + cl(xx, 0, nx - 1)) * 3 + k];
+  const cubic = (p0: number, p1: number, p2: number, p3: number, d: number) => {
+    const d0 = f(p0 - p1);
+    const d2 = f(p2 - p1);
+    const d3 = f(p3 - p1);
+    const a0 = p1;
+    const a1 = f((-1.0 / 3) * d0 + d2 - (1.0 / 6) * d3);
+    const a2 = f((1.0 / 2) * d0 + (1.0 / 2) * d2);
+    const a3 = f((-1.0 / 6) * d0 - (1.0 / 2) * d2 + (1.0 / 6) * d3);
+    return f(f(f(a0 + f(a1 * d)) + f(f(a2 * d) * d)) + f(f(f(a3 * d) * d) * d));
+  };
+  for (let i = 0; i < th; i++) {
+    for (let j = 0; j < tw; j++) {
+      const x = Math.trunc(f(tx * j));
+      const y = Math.trunc(f(ty * i));
+      const dx = f(f(tx * j) - x);
+      const dy = f(f(ty * i) - y);
+      for (let k = 0; k < 3; k++) {
+        for (let jj = 0; jj <= 3; jj++) {
+          const yy = y - 1 + jj;
+          C[jj] = cubic(px(yy, x - 1, k), px(yy, x, k), px(yy, x + 1, k), px(yy, x + 2, k), dx);
+        }
+        const cc = cubic(C[0], C[1], C[2], C[3], dy);
+        dst[(i * tw + j) * 3 + k] = Math.min(Math.max(Math.round(cc), 0), 255);
       }
     }
   }
@@ -137,6 +177,7 @@ function pass(src: RgbImage, out: number, horizontal: boolean, algo: ResizeAlgo)
 export function resample(img: RgbImage, width: number, height: number, algo: ResizeAlgo): RgbImage {
   if (!(width > 0 && height > 0)) throw new Error(`image resize to ${width}x${height}`);
   if (algo === 'bilinear') return bilinearAligned(img, width, height);
+  if (algo === 'bicubic') return bicubicClip(img, width, height);
   let cur = img;
   if (width !== cur.width) cur = pass(cur, width, true, algo);
   if (height !== cur.height) cur = pass(cur, height, false, algo);

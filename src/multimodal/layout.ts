@@ -4,7 +4,7 @@
 //   gemma3:   <start_of_image> [image] <end_of_image>          (fixed size, bilinear, padded)
 //   idefics3: per tile <fake_token_around_image><row_R_col_C> [tile], "\n" after each row
 //             but the last, then "\n\n"<fake_token_around_image><global-img> [overview]
-//             <fake_token_around_image>  (longest edge resize, tiles of image_size, Lanczos)
+//             <fake_token_around_image>  (longest edge aligned to tiles of image_size, bicubic)
 //   lfm2:     <|image_start|> (<|img_row_R_col_C|> [tile] ...)? <|img_thumbnail|> [image]
 //             <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
 
@@ -40,39 +40,19 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
 function idefics3(mm: Mmproj, img: RgbImage, norm: (i: RgbImage) => LayoutPart): LayoutPart[] {
   const hp = mm.vision;
   const tile = hp.imageSize;
-  let refined: RgbImage;
-  let gx: number;
-  let gy: number;
-  if (hp.longestEdge > 0 && hp.minPixels <= 0 && hp.maxPixels <= 0) {
-    const edge = hp.longestEdge;
-    const aspect = img.width / img.height;
-    let w: number;
-    let h: number;
-    if (img.width >= img.height) {
-      w = edge;
-      h = Math.trunc(edge / aspect);
-      h += h % 2;
-    } else {
-      h = edge;
-      w = Math.trunc(edge * aspect);
-      w += w % 2;
-    }
-    gx = Math.ceil(w / tile);
-    gy = Math.ceil(h / tile);
-    const resized = resize(img, w, h, 'lanczos', 'none');
-    refined = resize(resized, gx * tile, gy * tile, 'lanczos', 'none');
-  } else {
-    const size = smartSize(img.width, img.height, {
-      align: tile,
-      minPixels: Math.max(0, hp.minPixels),
-      maxPixels: Math.max(0, hp.maxPixels),
-      longestEdge: hp.longestEdge,
-    });
-    gx = Math.ceil(size.width / tile);
-    gy = Math.ceil(size.height / tile);
-    refined = resize(img, size.width, size.height, 'lanczos', 'none');
-  }
-  const overview = resize(refined, tile, tile, 'lanczos', 'none');
+  // the refined image: the longest edge (and any pixel limits) aligned up to whole tiles;
+  // it and the overview are resized from the original with mtmd's slice defaults (bicubic;
+  // the refined image fitted and padded, the overview stretched)
+  const size = smartSize(img.width, img.height, {
+    align: tile,
+    minPixels: Math.max(0, hp.minPixels),
+    maxPixels: Math.max(0, hp.maxPixels),
+    longestEdge: hp.longestEdge,
+  });
+  const gx = Math.ceil(size.width / tile);
+  const gy = Math.ceil(size.height / tile);
+  const refined = resize(img, size.width, size.height, 'bicubic', 'ceil');
+  const overview = resize(img, tile, tile, 'bicubic', 'none');
   const parts: LayoutPart[] = [];
   for (let y = 0; y < gy; y++) {
     for (let x = 0; x < gx; x++) {

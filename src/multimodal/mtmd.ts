@@ -177,7 +177,7 @@ export class Multimodal {
             embd: e.data.subarray(i * w, (i + n) * w),
             pos: Array.from({ length: n }, (_, j) => pos + j),
             seqIds: new Array<number>(n).fill(seq),
-            causal: this.nonCausal && !process.env.MMC ? false : undefined,
+            causal: this.nonCausal ? false : undefined,
           });
           pos += n;
         }
