@@ -144,16 +144,13 @@ export class Multimodal {
    * text in n_batch pieces, images as embedding rows; logits for the last text token.
    * Returns the position after the prompt.
    */
-  async eval(ctx: Context, chunks: readonly Chunk[], nPast: number, seq = 0, skip = 0): Promise<number> {
+  async eval(ctx: Context, chunks: readonly Chunk[], nPast: number, seq = 0): Promise<number> {
     let pos = nPast;
-    let at = 0; // position within the prompt, to skip the part already cached
     for (let c = 0; c < chunks.length; c++) {
       const ch = chunks[c];
       const isLast = c === chunks.length - 1;
       if (ch.type === 'text') {
-        const start = Math.max(0, skip - at);
-        at += ch.tokens.length;
-        for (let i = start; i < ch.tokens.length; i += ctx.nBatch) {
+        for (let i = 0; i < ch.tokens.length; i += ctx.nBatch) {
           const part = ch.tokens.slice(i, i + ctx.nBatch);
           const n = part.length;
           const logits = part.map((_, j) => isLast && i + j === ch.tokens.length - 1);
@@ -166,24 +163,31 @@ export class Multimodal {
           pos += n;
         }
       } else {
-        at += ch.nPos;
-        if (at <= skip) continue;
-        const e = await ch.encode();
-        const w = e.width;
-        for (let i = 0; i < e.nTokens; i += ctx.nBatch) {
-          const n = Math.min(ctx.nBatch, e.nTokens - i);
-          await ctx.decode({
-            tokens: [],
-            embd: e.data.subarray(i * w, (i + n) * w),
-            pos: Array.from({ length: n }, (_, j) => pos + j),
-            seqIds: new Array<number>(n).fill(seq),
-            causal: this.nonCausal ? false : undefined,
-          });
-          pos += n;
-        }
+        await this.evalChunk(ctx, ch, pos, seq);
+        pos += ch.nPos;
       }
     }
     return pos;
+  }
+
+  /**
+   * Evaluates one image chunk into `ctx` at positions pos.. of sequence `seq`
+   * (mtmd_helper_decode_image_chunk): encoded (or taken from the cache), then its rows
+   * decoded in n_batch pieces, non-causally where the model wants it.
+   */
+  async evalChunk(ctx: Context, ch: Chunk & { type: 'image' }, pos: number, seq = 0): Promise<void> {
+    const e = await ch.encode();
+    const w = e.width;
+    for (let i = 0; i < e.nTokens; i += ctx.nBatch) {
+      const n = Math.min(ctx.nBatch, e.nTokens - i);
+      await ctx.decode({
+        tokens: [],
+        embd: e.data.subarray(i * w, (i + n) * w),
+        pos: Array.from({ length: n }, (_, j) => pos + i + j),
+        seqIds: new Array<number>(n).fill(seq),
+        causal: this.nonCausal ? false : undefined,
+      });
+    }
   }
 
   free(): void {
