@@ -58,12 +58,6 @@ import { serveWebui, WEBUI_PATHS } from './webui.js';
 
 const log = logger('server');
 
-/** The library's multimodal calls (ctx.initMultimodal, getMultimodalSupport), as the server uses them. */
-interface MultimodalContext {
-  initMultimodal(o: { path: string; use_gpu?: boolean }): Promise<boolean>;
-  getMultimodalSupport(): Promise<{ vision: boolean; audio: boolean }>;
-}
-
 /** Documents one /v1/rerank request may hold, and inputs one embeddings request may. */
 const MAX_RERANK_DOCUMENTS = 10000;
 const MAX_EMBEDDING_INPUTS = 10000;
@@ -413,13 +407,8 @@ export class LlamaServer implements ollama.OllamaHost {
       // --reranking with a model that cannot rank fails here, not on the first request
       if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
       if (opts.mmproj !== undefined) {
-        const mm = ctx as unknown as MultimodalContext;
-        if (typeof mm.initMultimodal !== 'function')
-          throw new Error('--mmproj: this build has no multimodal support yet');
-        if (!(await mm.initMultimodal({ path: opts.mmproj, use_gpu: true })))
-          throw new Error(`--mmproj ${opts.mmproj}: the projector could not be loaded`);
-        const support = await mm.getMultimodalSupport();
-        this.modalitiesValue = { vision: support.vision, audio: support.audio };
+        await ctx.initMultimodal({ path: opts.mmproj, use_gpu: true });
+        this.modalitiesValue = ctx.getMultimodalSupport();
       }
       if (generative && this.stateValue === state) {
         await ctx.parallel.enable({
