@@ -2,9 +2,10 @@
 // continuous batching over --parallel slots. Access logs and status go to stderr.
 import { parseArgs } from 'node:util';
 import { POOLING_TYPES } from '../api/options.js';
-import { DownloadError, resolveMmprojArg, resolveModelArg } from '../download/index.js';
+import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer, type ServerOptions } from '../server/index.js';
+import { MMPROJ_OPTIONS, MMPROJ_SPELLINGS, projectorArg } from './multimodal.js';
 import {
   ADAPTER_HELP,
   adapterModelOptions,
@@ -188,13 +189,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       cacheDir: o['cache-dir'],
       useDefault: true,
     });
-    // the projector: --mmproj, else the -hf repository's own (llama-server's --mmproj-auto) unless --no-mmproj
-    const mmproj = o['no-mmproj']
-      ? undefined
-      : (o.mmproj ??
-        (o['hf-repo'] !== undefined
-          ? await resolveMmprojArg({ hfRepo: o['hf-repo'], cacheDir: o['cache-dir'] })
-          : undefined));
+    const mmproj = await projectorArg(o);
     server = await LlamaServer.listen({
       model,
       host: o.host ?? '127.0.0.1',
@@ -285,8 +280,7 @@ const SERVE_SPELLINGS: Record<string, string> = {
   '--rerank': '--reranking',
   '--predict': '--n-predict',
   '-kvu': '--kv-unified',
-  '-mm': '--mmproj',
-  '--no-mmproj-auto': '--no-mmproj',
+  ...MMPROJ_SPELLINGS,
 };
 
 /** Flags whose value may be negative (-1: llama-server's "none" / "never"). */
@@ -382,8 +376,7 @@ function parse(argv: string[]) {
         'slot-save-path': { type: 'string' },
         'log-level': { type: 'string' },
         reranking: { type: 'boolean' },
-        mmproj: { type: 'string' },
-        'no-mmproj': { type: 'boolean' },
+        ...MMPROJ_OPTIONS,
         'mmproj-auto': { type: 'boolean' },
         'allow-remote-media': { type: 'boolean' },
         ...SPECULATIVE_OPTIONS,
