@@ -65,6 +65,31 @@ describe('decodeAudio: WAV as miniaudio decodes it for mtmd', () => {
   });
 });
 
+describe('decodeAudio: FLAC and MP3 (test/fixtures/media, made with flac 1.4 and LAME 3.100)', () => {
+  const fixture = (name: string) =>
+    new Uint8Array(readFileSync(new URL(`../../test/fixtures/media/${name}`, import.meta.url)));
+  test("FLAC is lossless: miniaudio's samples exactly, and the same as the WAV it was made from", async () => {
+    const stereo = await decodeAudio(fixture('stereo-44k.flac'));
+    assert.equal(sha(stereo.samples), '8149a36b93b1aaff');
+    const wav = encodeWav({ sampleRate: 44100, channels: 2, bits: 16, samples: toneSamples(4410, 2, 44100) });
+    assert.deepEqual(stereo.samples, (await decodeAudio(wav)).samples);
+    assert.equal(sha((await decodeAudio(fixture('mono-22k-24bit.flac'))).samples), '79f6f93136f7317e');
+  });
+  test("MP3 (mpg123): miniaudio's length, its samples within 1e-4 (minimp3 there)", async () => {
+    const a = await decodeAudio(fixture('stereo-44k.mp3'));
+    assert.equal(a.samples.length, 5920);
+    const MINIAUDIO: [number, number][] = [
+      [0, 0],
+      [100, 0.45220935344696045],
+      [1000, -0.41761618852615356],
+      [3000, 0.08966309577226639],
+      [5919, 0.11383675038814545],
+    ];
+    for (const [i, v] of MINIAUDIO)
+      assert.ok(Math.abs(a.samples[i] - v) < 1e-4, `sample ${i}: ${a.samples[i]} vs ${v}`);
+  });
+});
+
 describe('logMelSpectrogram: mtmd-audio.cpp whisper preprocessing', () => {
   test("glibc's sinf/cosf values mtmd's tables hold (Math.sin rounded differs)", () => {
     assert.equal(sinf((2 * Math.PI * 164) / 400), Math.fround(0.5358266830444336));

@@ -2,6 +2,7 @@
 // decompression bombs stop at the size the header declares, and truncated or corrupt files of every
 // format are a MediaError naming the format and what was wrong, quickly (no OOM, no hang).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { deflateSync } from 'node:zlib';
 import jpeg from 'jpeg-js';
@@ -192,8 +193,18 @@ describe('hostile WAV and others', () => {
     await rejects(decodeAudio(patched(wav, 12, [0x78])), 'WAV', /data chunk before the fmt chunk/);
     await rejects(decodeAudio(wav.subarray(0, 30)), 'WAV', /fmt chunk of 16 bytes is truncated/);
   });
-  test('MP3 and FLAC are named as not supported yet; non-media is refused', async () => {
-    await rejects(decodeAudio(new Uint8Array([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 0, 0, 0])), 'MP3', /not supported/);
+  test('FLAC: truncated, a declared length over the limit; MP3 without frames; non-media is refused', async () => {
+    const flac = new Uint8Array(readFileSync(new URL('../../test/fixtures/media/stereo-44k.flac', import.meta.url)));
+    await rejects(
+      decodeAudio(flac.subarray(0, flac.length >> 1)),
+      'FLAC',
+      /declares 4410 samples, \d+ decode \(truncated or corrupt\)|no frame decodes \(truncated or corrupt/,
+    );
+    await rejects(decodeAudio(flac, { maxSeconds: 0.05 }), 'FLAC', /0\.1 s of audio is over the limit of 0\.05 s/);
+    await rejects(decodeAudio(flac.subarray(0, 30)), 'FLAC', /truncated or has no STREAMINFO/);
+    const junk = new Uint8Array(4000).fill(0x55);
+    junk.set([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 0]);
+    await rejects(decodeAudio(junk), 'MP3', /no audio frames|corrupt data/);
     await rejects(decodeImage(new TextEncoder().encode('hello, this is text')), 'media', /not an image/);
     await rejects(decodeImage(new TextEncoder().encode('RIFF\0\0\0\0WEBPVP8 ')), 'WebP', /not supported/);
   });

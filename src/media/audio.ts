@@ -1,8 +1,10 @@
 // decodeAudio: bytes to the mono 16 kHz f32 samples mtmd's audio encoders take (mtmd-helper's
 // miniaudio decoder: f32, 1 channel, the model's rate), and detectMediaKind, mtmd's check of
 // whether a buffer is audio (else it is taken for an image).
+
+import { decodeFlac, decodeMp3 } from './compressed.js';
 import { MediaError } from './errors.js';
-import { mixToMono, resampleLinear } from './resample.js';
+import { mixPlanarToMono, mixToMono, resampleLinear } from './resample.js';
 import { AUDIO_DEFAULTS, type AudioDecodeOptions, type DecodedAudio } from './types.js';
 import { decodeWav, isWav } from './wav.js';
 
@@ -28,9 +30,17 @@ export async function decodeAudio(bytes: Uint8Array, opts?: AudioDecodeOptions):
   if (!format) throw new MediaError('media', 'not audio mtmd reads (WAV, MP3, FLAC) by its first bytes');
   if (bytes.length > o.maxBytes)
     throw new MediaError(format, `file of ${bytes.length} bytes is over the limit of ${o.maxBytes}`);
-  if (format !== 'WAV') throw new MediaError(format, 'not supported yet (WAV only)');
-  const pcm = decodeWav(bytes, o.maxSeconds);
-  if (pcm.data.length === 0) throw new MediaError(format, 'no samples');
-  const mono = mixToMono(pcm.data, pcm.channels);
-  return { sampleRate: o.sampleRate, samples: resampleLinear(mono, pcm.sampleRate, o.sampleRate) };
+  let mono: Float32Array;
+  let rate: number;
+  if (format === 'WAV') {
+    const pcm = decodeWav(bytes, o.maxSeconds);
+    if (pcm.data.length === 0) throw new MediaError(format, 'no samples');
+    mono = mixToMono(pcm.data, pcm.channels);
+    rate = pcm.sampleRate;
+  } else {
+    const planar = format === 'MP3' ? await decodeMp3(bytes, o.maxSeconds) : await decodeFlac(bytes, o.maxSeconds);
+    mono = mixPlanarToMono(planar.channels);
+    rate = planar.sampleRate;
+  }
+  return { sampleRate: o.sampleRate, samples: resampleLinear(mono, rate, o.sampleRate) };
 }

@@ -18,6 +18,19 @@ export function mixToMono(interleaved: Float32Array, channels: number): Float32A
   return out;
 }
 
+/** The same average over planar channels (a decoder's per-channel arrays). */
+export function mixPlanarToMono(channels: readonly Float32Array[]): Float32Array {
+  if (channels.length === 1) return channels[0];
+  const n = channels[0].length;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    let t = 0;
+    for (const c of channels) t = f(t + c[i]);
+    out[i] = t / channels.length;
+  }
+  return out;
+}
+
 function gcd(a: number, b: number): number {
   while (b) [a, b] = [b, a % b];
   return a;
