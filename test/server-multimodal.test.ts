@@ -128,7 +128,7 @@ describe('serve --mmproj (gemma3 fixture pair)', { skip: dir ? false : missingSh
       max_tokens: 1,
     });
     assert.equal(r.status, 400);
-    assert.match(r.json.error.message, /failed to load the image: PNG: .*truncated/);
+    assert.match(r.json.error.message, /PNG: .*truncated/);
     const wav = encodeWav({ sampleRate: 16000, channels: 1, bits: 16, samples: toneSamples(1600, 1, 16000) });
     const a = await post(`${server.url}/v1/chat/completions`, {
       messages: msg({ type: 'input_audio', input_audio: { format: 'wav', data: Buffer.from(wav).toString('base64') } }),

@@ -2,9 +2,9 @@
 // input_image parts, llama-server's multimodal_data): refused at once when the model has no
 // projector for them (a 400 in llama-server's words), else read from a data URL or bare base64
 // (file:// never; http(s) only when the server allows remote media, bounded in bytes and time),
-// decoded once here under the media limits (a bad file is a 400 naming its format and fault), and
-// handed to the library as a normalised data URL, so the engine never touches the network or disk.
-import { audioFormat, decodeAudio, decodeImage, detectMediaKind, imageFormat, MediaError } from '../media/index.js';
+// told image from audio by their first bytes, and handed to the library as a data URL, so the
+// engine never touches the network or disk; it decodes them in its worker (a bad file: a 400).
+import { audioFormat, detectMediaKind, imageFormat } from '../media/index.js';
 import { ApiError } from './http.js';
 
 /** What the model takes, from its projector (none: both false). */
@@ -168,7 +168,7 @@ export async function resolveRequestMedia(
           const url = (part.image_url as { url?: unknown } | undefined)?.url;
           if (typeof url !== 'string') throw bad(`${param}.image_url.url must be a string`, param);
           const bytes = await mediaUrlBytes(url, policy, `${param}.image_url.url`);
-          copy.image_url = { url: await checkedMedia(bytes, 'image', modalities, `${param}.image_url`) };
+          copy.image_url = { url: checkedMedia(bytes, 'image', modalities, `${param}.image_url`) };
         } else {
           const a = part.input_audio as { data?: unknown; format?: unknown } | undefined;
           if (a?.format !== 'wav' && a?.format !== 'mp3')
@@ -177,7 +177,7 @@ export async function resolveRequestMedia(
           const bytes = strictBase64(a.data, `${param}.input_audio.data`, policy.maxBytes);
           copy.input_audio = {
             format: a.format,
-            url: await checkedMedia(bytes, 'audio', modalities, `${param}.input_audio`),
+            url: checkedMedia(bytes, 'audio', modalities, `${param}.input_audio`),
           };
         }
       }
@@ -189,22 +189,24 @@ export async function resolveRequestMedia(
     for (const [i, m] of o.media_paths.entries()) {
       const param = `multimodal_data[${i}]`;
       const bytes = await mediaUrlBytes(m, { ...policy, allowRemote: false }, param);
-      out.push(await checkedMedia(bytes, detectMediaKind(bytes), modalities, param));
+      out.push(checkedMedia(bytes, detectMediaKind(bytes), modalities, param));
     }
     o.media_paths = out;
   }
 }
 
 /**
- * Checks that `bytes` decode as the kind the part claims (an image part holding audio is refused,
- * as is a file mtmd cannot read) and returns them as a data URL for the library.
+ * Checks that `bytes` are the kind the part claims, by the magic bytes mtmd tells images from
+ * audio with (an image part holding audio, or a format mtmd cannot read, is a 400 here), and
+ * returns them as a data URL. The decoding itself runs in the engine worker, off this thread,
+ * under the media limits: a corrupt file is a 400 from there (`media: …: PNG: …`).
  */
-export async function checkedMedia(
+export function checkedMedia(
   bytes: Uint8Array,
   kind: 'image' | 'audio',
   modalities: Modalities,
   param: string,
-): Promise<string> {
+): string {
   const actual = detectMediaKind(bytes);
   if (actual !== kind)
     throw bad(
@@ -212,18 +214,11 @@ export async function checkedMedia(
       param,
     );
   if (kind === 'image' ? !modalities.vision : !modalities.audio) throw mediaNotSupported(kind, param);
-  let mime: string;
-  try {
-    if (kind === 'image') {
-      await decodeImage(bytes);
-      mime = `image/${(imageFormat(bytes) ?? 'png').toLowerCase()}`;
-    } else {
-      await decodeAudio(bytes);
-      mime = `audio/${(audioFormat(bytes) ?? 'wav').toLowerCase()}`;
-    }
-  } catch (e) {
-    if (e instanceof MediaError) throw bad(`${param}: failed to load the ${kind}: ${e.message}`, param);
-    throw e;
-  }
+  const format = kind === 'image' ? imageFormat(bytes) : audioFormat(bytes);
+  if (format === undefined)
+    throw bad(`${param}: not an image mtmd reads (PNG, JPEG, GIF, BMP) by its first bytes`, param);
+  if (format === 'WebP')
+    throw bad(`${param}: WebP is not supported (mtmd does not read it either); send PNG or JPEG`, param);
+  const mime = `${kind}/${format.toLowerCase()}`;
   return `data:${mime};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')}`;
 }
