@@ -1,10 +1,8 @@
-// JPEG to RGB8 through jpeg-js (pure JavaScript; baseline and progressive, Huffman only). The frame
-// size is read from the SOF marker and checked before jpeg-js allocates anything, and a file with no
-// end-of-image marker after its scans is refused as truncated (stb_image, and so mtmd, would decode
-// the missing part as gray). Pixels are close to stb_image's but not identical: jpeg-js has another
-// IDCT and upsamples chroma by replication where stb interpolates (see README, Multimodal).
-import jpeg from 'jpeg-js';
+// JPEG: the frame size is read from the SOF marker and checked before anything is allocated, and a
+// file with no end-of-image marker after its scans is refused as truncated (stb_image, and so mtmd,
+// would decode the missing part as gray); then jpeg-stb.ts decodes it as stb_image does.
 import { MediaError } from './errors.js';
+import { decodeJpegStb } from './jpeg-stb.js';
 import { checkDimensions, type ImageLimits } from './limits.js';
 import type { DecodedImage } from './types.js';
 
@@ -57,19 +55,5 @@ export function decodeJpeg(b: Uint8Array, limits: ImageLimits): DecodedImage {
   if (size.height === 0) fail('a height of 0 (set later by a DNL marker) is not supported');
   checkDimensions('JPEG', size.width, size.height, limits);
   if (size.arithmetic) fail('arithmetic coding is not supported');
-  let img: { width: number; height: number; data: Uint8Array };
-  try {
-    img = jpeg.decode(b, {
-      useTArray: true,
-      formatAsRGBA: false,
-      tolerantDecoding: false,
-      maxResolutionInMP: limits.maxPixels / 1e6,
-      maxMemoryUsageInMB: Math.ceil((limits.maxPixels * 16) / 2 ** 20) + 16,
-    });
-  } catch (e) {
-    return fail(`corrupt data (${(e as Error).message})`);
-  }
-  if (img.width !== size.width || img.height !== size.height || img.data.length !== img.width * img.height * 3)
-    fail(`decoded ${img.width}x${img.height}, the frame header says ${size.width}x${size.height}`);
-  return { width: img.width, height: img.height, data: img.data };
+  return decodeJpegStb(b, limits);
 }
