@@ -51,6 +51,8 @@ export class LlamaContext {
   #released = false;
   #releasing: Promise<void> | undefined;
   #loras: { path: string; scaled: number }[];
+  /** What the projector loaded by initMultimodal supports; null when none is loaded. */
+  #multimodal: { vision: boolean; audio: boolean } | null = null;
   /** llama.node 1.x's parallel decoding: enable({ n_parallel }), then completion() queues requests. */
   readonly parallel: LlamaParallelAPI;
 
@@ -261,10 +263,23 @@ export class LlamaContext {
    */
   async tokenize(text: string, options: TokenizeOptions | string[] = {}): Promise<TokenizeResult> {
     this.#check();
-    // llama.node's second argument is a list of media paths
+    // llama.node's second argument is a list of media paths (its wrapper's: { media_paths })
+    let media: string[] | undefined;
     if (Array.isArray(options)) {
-      if (options.length > 0) throw optionError('media_paths', options, 'media is not supported');
+      media = options;
       options = {};
+    } else if (options && Array.isArray((options as { media_paths?: unknown }).media_paths)) {
+      media = (options as { media_paths: string[] }).media_paths;
+    }
+    if (media && media.length > 0) {
+      const r = await this.#request<{
+        tokens: number[];
+        has_media: boolean;
+        bitmap_hashes: string[];
+        chunk_pos: number[];
+        chunk_pos_media: number[];
+      }>({ op: 'tokenize', ctx: this.#id, text, options: {}, media }).promise;
+      return { ...r, tokens: Int32Array.from(r.tokens) };
     }
     const r = await this.#request<{ tokens: Int32Array; pieces?: string[] }>({
       op: 'tokenize',
@@ -280,6 +295,48 @@ export class LlamaContext {
       });
     }
     return out;
+  }
+
+  // ---- multimodal ----
+
+  /**
+   * Loads a multimodal projector (mmproj GGUF) for this context's model (llama.node's
+   * initMultimodal; here asynchronous: the projector loads in the engine worker). Then
+   * completion() takes `media_paths` (paths, file: URLs, base64 data: URLs) or messages
+   * with `image_url` parts, each placed at a `<__media__>` marker of the prompt (or after
+   * it when there is none). Resolves true; rejects naming what is wrong with the file.
+   */
+  async initMultimodal(options: {
+    path: string;
+    use_gpu?: boolean;
+    image_min_tokens?: number;
+    image_max_tokens?: number;
+  }): Promise<boolean> {
+    this.#check();
+    if (options === null || typeof options !== 'object') throw optionError('options', options, 'must be an object');
+    this.#multimodal = await this.#request<{ vision: boolean; audio: boolean }>({
+      op: 'initMultimodal',
+      ctx: this.#id,
+      options: { ...options },
+    }).promise;
+    return true;
+  }
+
+  /** Whether a projector is loaded (initMultimodal). */
+  isMultimodalEnabled(): boolean {
+    return this.#multimodal !== null;
+  }
+
+  /** What the loaded projector takes: { vision, audio } (both false without one). */
+  getMultimodalSupport(): { vision: boolean; audio: boolean } {
+    return this.#multimodal ? { ...this.#multimodal } : { vision: false, audio: false };
+  }
+
+  /** Frees the projector (prompts cached with media are dropped). */
+  async releaseMultimodal(): Promise<void> {
+    if (this.#released || this.#multimodal === null) return;
+    this.#multimodal = null;
+    await this.#request<void>({ op: 'releaseMultimodal', ctx: this.#id }).promise;
   }
 
   /** Text of token ids (special tokens rendered). */

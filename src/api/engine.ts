@@ -41,7 +41,9 @@ import { platform } from '../platform/index.js';
 import { buildSamplingChain, DEFAULT_SEED } from '../sampling/index.js';
 import { checkDraftCompatible, type Drafter, DraftModelDrafter, NgramDrafter } from '../speculative/index.js';
 import { Vocab } from '../vocab/index.js';
+import { extractMedia } from '../chat/messages.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
+import { EngineMultimodal, type MediaTokenizeResult, type MultimodalOptions } from './multimodal.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import {
   ggufInfo,
@@ -366,6 +368,8 @@ export class EngineContext {
   private draftDefaults = { max: 0, min: 0, pMin: 0 };
   /** The rank-pooling context of a generative reranker (Qwen3-Reranker style). */
   private rankCtx: Context | undefined;
+  /** The multimodal projector (initMultimodal), if any. */
+  private mm: EngineMultimodal | undefined;
 
   constructor(
     private readonly engine: Engine,
@@ -728,6 +732,89 @@ export class EngineContext {
     return detokenizeWith(this.vocab, tokens);
   }
 
+  // ---- multimodal (llama.node's initMultimodal) ----
+
+  /** Loads a projector (replacing one loaded before); its support ({ vision, audio }). */
+  initMultimodal(o: MultimodalOptions): Promise<{ vision: boolean; audio: boolean }> {
+    try {
+      this.check();
+      const b = this.generator();
+      if (o === null || typeof o !== 'object') throw optionError('options', o, 'must be an object');
+      if (typeof o.path !== 'string' || o.path === '') {
+        throw optionError('path', o.path, 'must be the path of a multimodal projector (mmproj) GGUF file');
+      }
+      for (const k of ['image_min_tokens', 'image_max_tokens'] as const) {
+        const v = o[k];
+        if (v !== undefined && !(Number.isInteger(v) && v >= 0)) throw optionError(k, v, 'must be a non-negative integer');
+      }
+      return this.inOrder(async () => {
+        const mm = await EngineMultimodal.load(this.model, this.ctx, o);
+        await b.exclusive(() => {
+          this.mm?.free();
+          this.mm = mm;
+          b.configure({ media: mm });
+        });
+        return mm.support;
+      }).catch((e) => {
+        throw asLlamaError(e);
+      });
+    } catch (e) {
+      return Promise.reject(asLlamaError(e));
+    }
+  }
+
+  get multimodal(): EngineMultimodal | undefined {
+    return this.mm;
+  }
+
+  /** Frees the projector; cached prompts that hold media are dropped with it. */
+  releaseMultimodal(): Promise<void> {
+    const b = this.batcher;
+    if (!b || !this.mm) return Promise.resolve();
+    return this.inOrder(() =>
+      b.exclusive(() => {
+        this.mm?.free();
+        this.mm = undefined;
+        b.configure({ media: undefined });
+        b.forgetAll();
+      }),
+    );
+  }
+
+  /** tokenize(text, media_paths) with media: mtmd's chunks (BOS added, special tokens parsed). */
+  async tokenizeMedia(text: string, refs: readonly string[]): Promise<MediaTokenizeResult> {
+    this.check();
+    if (typeof text !== 'string') throw optionError('text', text, 'must be a string');
+    const mm = this.requireMultimodal('media_paths', refs);
+    return mm.tokenize(text, await mm.decode(refs));
+  }
+
+  private requireMultimodal(option: string, value: unknown): EngineMultimodal {
+    if (!this.mm) {
+      throw optionError(option, value, 'media needs a multimodal projector: call initMultimodal() first');
+    }
+    return this.mm;
+  }
+
+  /**
+   * A request's media (media_paths, or the image parts of its messages, as llama.node
+   * takes them): decoded, and the prompt tokenizer that places them; undefined without media.
+   */
+  private async promptMedia(o: LlamaCompletionOptions): Promise<((text: string) => number[]) | undefined> {
+    const given = (o as { media_paths?: unknown }).media_paths;
+    let refs: string[];
+    if (given !== undefined && given !== null) {
+      refs = typeof given === 'string' ? [given] : (given as string[]);
+      if (!Array.isArray(refs) || !refs.every((r) => typeof r === 'string')) {
+        throw optionError('media_paths', given, 'must be a path or an array of paths');
+      }
+    } else refs = o.messages ? (extractMedia(o.messages).media_paths ?? []) : [];
+    if (refs.length === 0) return undefined;
+    const mm = this.requireMultimodal('media_paths', refs);
+    const images = await mm.decode(refs);
+    return (text) => mm.promptTokens(text, images);
+  }
+
   /** Runs one request as a unit of the batcher; resolves with its result. */
   private async generate(
     b: Batcher,
@@ -748,9 +835,11 @@ export class EngineContext {
       if (hooks.shouldStop?.()) prepare.abort();
       let prepared: PreparedRequest;
       try {
+        const media = await this.promptMedia(o);
         prepared = await prepareRequest(
           {
             vocab: this.vocab,
+            ...(media ? { tokenizeMedia: media } : {}),
             templates: () => this.templates(),
             ...(this.templateLimits ? { templateLimits: this.templateLimits } : {}),
             ...(this.grammarLimits ? { grammarLimits: this.grammarLimits } : {}),
@@ -1105,6 +1194,7 @@ export class EngineContext {
     this.ctx.free();
     this.embCtx?.free();
     this.rankCtx?.free();
+    this.mm?.free();
     this.drafter?.free?.();
     for (const a of this.adapters) a.adapter.free();
     this.adapters = [];
@@ -1230,6 +1320,18 @@ export class VocabOnlyContext {
 
   saveSession(_path: string): Promise<void> {
     return this.noModel('saveSession()');
+  }
+
+  initMultimodal(_o: MultimodalOptions): Promise<{ vision: boolean; audio: boolean }> {
+    return this.noModel('initMultimodal()');
+  }
+
+  releaseMultimodal(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  tokenizeMedia(_text: string, _refs: readonly string[]): Promise<MediaTokenizeResult> {
+    return this.noModel('tokenize() with media');
   }
 
   applyLoraAdapters(_list: unknown): Promise<void> {

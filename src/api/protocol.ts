@@ -11,6 +11,7 @@ import type { BatcherStatus } from '../generation/index.js';
 import type { LogLevel } from '../log.js';
 import type { ParallelConfig } from './engine.js';
 import type { SerializedError } from './errors.js';
+import type { MultimodalOptions } from './multimodal.js';
 import type { EngineModelOptions } from './options.js';
 import type { EmbeddingParams, LlamaCompletionOptions, RerankParams, TokenizeOptions } from './types.js';
 
@@ -24,7 +25,9 @@ export type Request =
   | { op: 'cancel'; id: number; ctx: number; target: number }
   | { op: 'parallelStatus'; id: number; ctx: number }
   | { op: 'slotAction'; id: number; ctx: number; action: 'save' | 'restore' | 'erase'; slot: number; path?: string }
-  | { op: 'tokenize'; id: number; ctx: number; text: string; options: TokenizeOptions }
+  | { op: 'tokenize'; id: number; ctx: number; text: string; options: TokenizeOptions; media?: string[] }
+  | { op: 'initMultimodal'; id: number; ctx: number; options: MultimodalOptions }
+  | { op: 'releaseMultimodal'; id: number; ctx: number }
   | { op: 'detokenize'; id: number; ctx: number; tokens: number[] }
   | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }
   | { op: 'saveSession'; id: number; ctx: number; path: string }

@@ -127,6 +127,10 @@ export type {
 export interface TokenizeResult {
   tokens: Int32Array;
   has_media: boolean;
+  /** With media (llama.node's): each media item's hash, and where each chunk (each media chunk) starts. */
+  bitmap_hashes?: string[];
+  chunk_pos?: number[];
+  chunk_pos_media?: number[];
   /** With `with_pieces`: each token's text, or its bytes when they are not valid UTF-8 (llama-server's /tokenize). */
   pieces?: (string | number[])[];
 }

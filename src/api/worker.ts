@@ -90,6 +90,7 @@ async function handle(m: Request): Promise<unknown> {
       return context(m.ctx).ec.slotAction(m.action, m.slot, m.path);
     case 'tokenize': {
       const ec = context(m.ctx).ec;
+      if (m.media && m.media.length > 0) return ec.tokenizeMedia(m.text, m.media);
       const tokens = ec.tokenize(m.text, m.options);
       return { tokens: Int32Array.from(tokens), ...(m.options.with_pieces ? { pieces: ec.pieces(tokens) } : {}) };
     }
@@ -102,6 +103,10 @@ async function handle(m: Request): Promise<unknown> {
       await ec.applyLoraAdapters(m.adapters);
       return ec.getLoadedLoraAdapters();
     }
+    case 'initMultimodal':
+      return context(m.ctx).ec.initMultimodal(m.options);
+    case 'releaseMultimodal':
+      return context(m.ctx).ec.releaseMultimodal();
     case 'rerank':
       return context(m.ctx).ec.rerank(m.query, m.documents, m.params);
     case 'saveSession':

@@ -43,6 +43,20 @@ export interface BatcherOptions {
   ctxShift: boolean;
   /** Proposes tokens for units that draft (speculative decoding). */
   drafter?: Drafter;
+  /** Evaluates the media items of prompts (multimodal): without it a prompt holds none. */
+  media?: PromptMedia;
+}
+
+/**
+ * The media items prompts hold: each is a run of one negative placeholder id (one per
+ * position it takes, derived from a hash of its content, so a cached prefix with the same
+ * image is reused), evaluated whole into a sequence at a position.
+ */
+export interface PromptMedia {
+  /** Positions the item with this placeholder id takes. */
+  positions(id: number): number;
+  /** Evaluates the item into sequence `seq` from position `pos` (called inside compute). */
+  evaluate(id: number, seq: number, pos: number): Promise<void>;
 }
 
 /** What the batcher tells its owner after each step (counters for metrics and status). */
@@ -563,6 +577,28 @@ export class Batcher {
       logits.push(wantLogits);
       s.tokens.push(t);
     };
+    // media items next in a prompt: each evaluated whole (its own decodes), before the batch
+    for (const s of this.slots) {
+      const u = s.unit;
+      if (u?.state !== 'prompt' || u.leader || u.loraKey !== key) continue;
+      const id = u.nextMedia;
+      if (id === undefined) continue;
+      const media = this.opts.media;
+      try {
+        if (!media) throw new Error('the prompt holds media but the context has no multimodal projector');
+        const n = media.positions(id);
+        if (key !== this.loraSet) {
+          this.ctx.setLoras(lead.loras);
+          this.loraSet = key;
+        }
+        const pos = s.tokens.length;
+        await this.compute(() => media.evaluate(id, s.seq, pos));
+        s.tokens.push(...u.takeMedia(n));
+      } catch (e) {
+        u.fail(e);
+        this.release(s);
+      }
+    }
     const gens: (typeof outs)[number][] = [];
     for (const s of this.slots) {
       const u = s.unit;

@@ -15,6 +15,7 @@ export {
   type BatcherOptions,
   type BatcherStats,
   type BatcherStatus,
+  type PromptMedia,
   type RequestStatus,
   SlotBusyError,
   type SlotStatus,

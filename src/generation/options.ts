@@ -369,6 +369,20 @@ export const OPTIONS = [
     server: 'messages',
     doc: "A conversation, formatted with the model's chat template. Messages take `content` (or `text`).",
   }),
+  row<string | string[]>()('media_paths', {
+    sizeDoc: '≤ 64 paths or data: URLs',
+    kind: 'custom',
+    group: 'prompt',
+    check: (v, name) => {
+      const list = typeof v === 'string' ? [v] : v;
+      if (!Array.isArray(list) || !list.every((x) => typeof x === 'string')) {
+        fail(name, v, 'must be a path (or data: URL) or an array of them');
+      }
+      if (list.length > 64) fail(name, v, `must have at most 64 items (got ${list.length})`);
+    },
+    libraryOnly: true,
+    doc: 'Images for a multimodal model (after initMultimodal): file paths, file: URLs or base64 data: URLs, one per `<__media__>` marker of the prompt in order (appended after the prompt where it has fewer markers). Default: the `image_url` parts of `messages`.',
+  }),
   row<boolean>()('jinja', {
     kind: 'boolean',
     group: 'chat',

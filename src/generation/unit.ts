@@ -83,6 +83,12 @@ export interface UnitEnvironment {
   /** Bounds on rendering a template and compiling a grammar (untrusted work); defaults when absent. */
   readonly templateLimits?: Omit<TemplateLimits, 'shouldStop'>;
   readonly grammarLimits?: GrammarLimits & { timeMs?: number };
+  /**
+   * Tokenizes a prompt text that holds media (mtmd's chunks): text tokens, and for each
+   * position a media item takes its negative placeholder id (the batcher's PromptMedia
+   * evaluates those runs). Absent: the vocabulary's tokenizer.
+   */
+  readonly tokenizeMedia?: (text: string) => number[];
 }
 
 /** What is known of a request once its prompt is rendered and tokenized (before it runs). */
@@ -288,7 +294,7 @@ export interface PreparedRequest {
   readonly nCmpl: number;
 }
 
-function encodePrompt(vocab: Vocab, p: string | number[]): number[] {
+function encodePrompt(vocab: Vocab, p: string | number[], media?: (text: string) => number[]): number[] {
   if (Array.isArray(p)) {
     for (const t of p) {
       if (t >= vocab.nTokens)
@@ -296,7 +302,7 @@ function encodePrompt(vocab: Vocab, p: string | number[]): number[] {
     }
     return [...p];
   }
-  const t = vocab.encode(p, { addSpecial: true, parseSpecial: true });
+  const t = media ? media(p) : vocab.encode(p, { addSpecial: true, parseSpecial: true });
   // a template (or prompt) that writes the BOS text itself: keep one BOS
   if (t.length > 1 && vocab.addBos && t[0] === vocab.bos && t[1] === vocab.bos) t.shift();
   return t;
@@ -410,7 +416,7 @@ export async function prepareRequest(
     const fmt = await formatChat(env, prefill ? { ...o, messages: prefill.messages } : o, tools, signal);
     chatFormat = fmt.chat_format ?? 0;
     for (const s of fmt.additional_stops ?? []) if (s !== '' && !stopList.includes(s)) stopList.push(s);
-    prompt = encodePrompt(vocab, fmt.prompt + (prefill?.text ?? ''));
+    prompt = encodePrompt(vocab, fmt.prompt + (prefill?.text ?? ''), env.tokenizeMedia);
     const reasoning = get<string>(o, 'reasoning_format') !== 'none';
     // a template with no call syntax (or none rendered: jinja false) reads its reply as
     // content, tools or not, with no grammar: llama.cpp's, whose parser finds no call format
@@ -438,7 +444,10 @@ export async function prepareRequest(
     if (o.prompt === undefined || o.prompt === null) {
       throw new OptionError('prompt', o.prompt, 'a completion needs a prompt (string) or messages (array)');
     }
-    prompt = encodePrompt(vocab, o.prompt);
+    prompt = encodePrompt(vocab, o.prompt, env.tokenizeMedia);
+  }
+  if (prompt.length > 0 && prompt[prompt.length - 1]! < 0) {
+    throw new OptionError('prompt', o.prompt ?? '', 'the prompt ends with media: its last token must be text');
   }
   if (prompt.length === 0) throw new OptionError('prompt', o.prompt ?? '', 'the prompt is empty (no tokens)');
   if (prompt.length >= nCtx && !(o.truncate_prompt ?? limits.ctxShift)) throw promptTooLong(prompt.length, nCtx);
@@ -715,7 +724,12 @@ export class GenerationUnit {
         ? Math.min(commonPrefix(s.tokens, tokens), tokens.length - 1)
         : 0;
     s.lora = this.loraKey;
-    reuse = Math.max(0, Math.min(reuse, memory.reusablePrefix(s.seq, reuse)));
+    // (never keeping part of a media item: its run is evaluated whole)
+    for (let before = -1; before !== reuse; ) {
+      before = reuse;
+      reuse = Math.max(0, Math.min(reuse, memory.reusablePrefix(s.seq, reuse)));
+      while (reuse > 0 && tokens[reuse]! < 0 && tokens[reuse - 1] === tokens[reuse]) reuse--;
+    }
     memory.remove(s.seq, reuse, -1);
     s.tokens.length = reuse;
     this.cached = reuse;
@@ -773,9 +787,24 @@ export class GenerationUnit {
     if (progress && !this.progressDue && this.pending.length + this.cached === this.prompt.length) {
       this.emitProgress();
     }
-    const tokens = this.pending.splice(0, room);
+    // text up to the next media item (evaluated on its own: takeMedia)
+    let n = Math.min(room, this.pending.length);
+    const media = this.pending.findIndex((t) => t < 0);
+    if (media >= 0) n = Math.min(n, media);
+    const tokens = this.pending.splice(0, n);
     if (progress) this.progressDue = true;
     return { tokens, last: this.pending.length === 0 };
+  }
+
+  /** The placeholder id of the media item the pending prompt starts with, or undefined. */
+  get nextMedia(): number | undefined {
+    const t = this.pending[0];
+    return this.state === 'prompt' && t !== undefined && t < 0 ? t : undefined;
+  }
+
+  /** Takes the next media item's `n` placeholder positions off the pending prompt. */
+  takeMedia(n: number): number[] {
+    return this.pending.splice(0, n);
   }
 
   /** After a decode: return_progress's event for the prompt tokens it evaluated (before any text). */
@@ -831,7 +860,7 @@ export class GenerationUnit {
     this.tPromptDone = t;
     this.state = 'generating';
     // as llama.cpp's server: the chain accepts the prompt (not the grammar)
-    for (const t of this.prompt) this.request.chain.accept(t, false);
+    for (const t of this.prompt) if (t >= 0) this.request.chain.accept(t, false);
   }
 
   /** A row of logits for this unit's last token: sample, stream, and decide whether to go on. */
@@ -1081,7 +1110,7 @@ export class GenerationUnit {
     if (this.nProbs > 0 && !this.wantLogprobs) r.completion_probabilities = this.probs;
     if (this.wantLogprobs) r.logprobs = this.logprobs;
     if (q.options.return_tokens) {
-      r.prompt_tokens = [...this.prompt];
+      r.prompt_tokens = this.prompt.map((t) => (t < 0 ? -1 : t));
       r.tokens = [...this.generated];
     }
     if (this.top) r.top_logits = this.top;

@@ -113,6 +113,17 @@ export interface Batch {
   seqIds?: ArrayLike<number>;
   /** Which tokens' logits (embeddings) to keep. Default: the last token only. */
   logits?: ArrayLike<boolean | number>;
+  /**
+   * Embedding vectors [n · nEmbd] to evaluate in place of token ids (a projector's image or
+   * audio embeddings, llama.cpp's batch.embd); `tokens` is then ignored and may be empty.
+   */
+  embd?: Float32Array;
+  /**
+   * Attention within this batch causal (default: the model's `attention.causal`); false
+   * lets each of its tokens see the others (llama_set_causal_attn(false), what mtmd does
+   * for Gemma 3's image embeddings).
+   */
+  causal?: boolean;
 }
 
 /** Output rows kept allocated between decodes up to this size (a few rows of logits). */
@@ -158,6 +169,9 @@ export class Context {
     observed: [Tensor, Tensor][];
   } | null = null;
   private readonly onMatMulInput: ContextParams['onMatMulInput'];
+  /** The embedding vectors of the batch being decoded (Batch.embd), and its causality. */
+  private batchEmbd: Float32Array | null = null;
+  private batchCausal = true;
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
   /** LoRA adapters this context applies (setLoras), and their graph cache key. */
@@ -272,15 +286,23 @@ export class Context {
    * Throws ContextError when the batch is invalid or the KV cache has no room.
    */
   async decode(batch: Batch): Promise<void> {
-    const n = batch.tokens.length;
     const hp = this.model.hp;
+    const embd = batch.embd;
+    if (embd && embd.length % hp.nEmbd !== 0) {
+      throw new ContextError(`decode: ${embd.length} embedding values are not rows of n_embd (${hp.nEmbd})`);
+    }
+    const n = embd ? embd.length / hp.nEmbd : batch.tokens.length;
     if (n === 0) throw new ContextError('decode: empty batch');
     if (n > this.nBatch) throw new ContextError(`decode: ${n} tokens exceed n_batch (${this.nBatch})`);
-    const tokens = Int32Array.from(batch.tokens);
-    for (const t of tokens) {
-      if (!(t >= 0 && t < hp.nVocab))
-        throw new ContextError(`decode: token id ${t} outside the vocabulary (${hp.nVocab})`);
+    const tokens = embd ? new Int32Array(n) : Int32Array.from(batch.tokens);
+    if (!embd) {
+      for (const t of tokens) {
+        if (!(t >= 0 && t < hp.nVocab))
+          throw new ContextError(`decode: token id ${t} outside the vocabulary (${hp.nVocab})`);
+      }
     }
+    this.batchEmbd = embd ?? null;
+    this.batchCausal = batch.causal ?? hp.causal;
     const seqIds = batch.seqIds ? Int32Array.from(batch.seqIds) : new Int32Array(n);
     for (const s of seqIds) {
       if (!(s >= 0 && s < this.nSeqMax))
@@ -448,13 +470,14 @@ export class Context {
     const nOutputs = allRows ? null : Math.max(1, outIdx.length);
 
     const nSeqs = seqList ? seqList.length : 1;
-    const key = `${m}:${nOutputs}:${nKV.join(',')}@${kvStart.join(',')}:${nSeqs}:${this.activeLoraKey}`;
+    const embd = this.batchEmbd !== null;
+    const key = `${m}:${nOutputs}:${nKV.join(',')}@${kvStart.join(',')}:${nSeqs}:${this.activeLoraKey}${embd ? ':embd' : ''}`;
     let last = this.last;
     if (!last || last.key !== key || this.keep || this.sched.currentGraph !== last.graph) {
       const b = new GraphBuilder(
         hp,
         this.model.weights,
-        { nTokens: m, nOutputs, nKV, kvStart, nCtx: this.nCtx, nSeqs, flashAttn: this.flashAttn },
+        { nTokens: m, nOutputs, nKV, kvStart, nCtx: this.nCtx, nSeqs, flashAttn: this.flashAttn, embd },
         this.memory,
         this.activeLoras,
       );
@@ -490,6 +513,12 @@ export class Context {
     }
     const { graph, result } = last;
     this.setInputs(last.inputs, tokens, pos, seq, cells, kvStart, outIdx.length > 0 ? outIdx : [m - 1]);
+    if (last.inputs.embd && this.batchEmbd) {
+      const w = hp.nEmbd;
+      const rows = new Float32Array(m * w);
+      for (let i = 0; i < m; i++) rows.set(this.batchEmbd.subarray(idx[i] * w, (idx[i] + 1) * w), i * w);
+      tensorSet(last.inputs.embd, rows);
+    }
     if (last.inputs.stateIds && seqList) tensorSet(last.inputs.stateIds, Int32Array.from(seqList));
     await this.sched.graphCompute(graph);
     const rec = recurrentState(this.memory);
@@ -561,7 +590,7 @@ export class Context {
   ): void {
     const m = tokens.length;
     const hp = this.model.hp;
-    const causal = hp.causal;
+    const causal = this.batchCausal;
     if (inp.diskRows && inp.rowIds) {
       // distinct ids, in first-seen order, read from the file; rowIds index them
       const first = new Map<number, number>();

@@ -53,11 +53,18 @@ export interface UbatchShape {
    * grouped by sequence, nTokens / nSeqs consecutive tokens each. Default 1.
    */
   nSeqs?: number;
+  /**
+   * The ubatch is embedding vectors (a projector's image or audio embeddings), not token
+   * ids: `inpEmbd` is then an F32 input [nEmbd, n] (llama.cpp's batch.embd).
+   */
+  embd?: boolean;
 }
 
 /** The graph inputs a context fills before compute (only those the graph uses exist). */
 export interface GraphInputs {
   tokens?: Tensor;
+  /** Input embedding vectors F32 [nEmbd, n] (UbatchShape.embd). */
+  embd?: Tensor;
   pos?: Tensor;
   /** KQ masks by cache (or by mask group without a memory). */
   masks?: Tensor[];
@@ -228,8 +235,14 @@ export class GraphBuilder {
     return idxs[c];
   }
 
-  /** Token embeddings of the ubatch: F32 [nEmbd, n]. */
+  /** Whether the ubatch is embedding vectors, not token ids (UbatchShape.embd). */
+  get embdInput(): boolean {
+    return this.ub.embd === true;
+  }
+
+  /** Token embeddings of the ubatch (or the embedding vectors it was given): F32 [nEmbd, n]. */
   inpEmbd(tokEmbd: Tensor): Tensor {
+    if (this.ub.embd) return this.cb(this.input('embd', GGMLType.F32, [this.hp.nEmbd, this.nTokens], 'inp_embd'), 'embd');
     let cur = this.tokenRows(tokEmbd);
     // token-embedding adapters: + s·B·A[:, token] (A is read by rows, B is not transposed)
     for (const l of this.loras) {

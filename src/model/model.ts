@@ -314,7 +314,7 @@ export class Model {
  * bounded staging pieces of whole rows (so no tensor is ever held twice whole), reading
  * the next piece while the previous one is uploaded (repacked).
  */
-async function readWeights(file: GGUFFile, tensors: Tensor[], opts: LoadOptions): Promise<void> {
+export async function readWeights(file: GGUFFile, tensors: Tensor[], opts: LoadOptions): Promise<void> {
   const total = tensors.reduce((s, t) => s + t.nbytes, 0);
   let done = 0;
   const staging: Uint8Array[] = [];

@@ -24,6 +24,7 @@ import {
   type WorkerOptions,
   workerData,
 } from 'node:worker_threads';
+import { inflate as zlibInflate } from 'node:zlib';
 import type {
   FileIdentity,
   Platform,
@@ -229,4 +230,15 @@ export const nodePlatform: Platform = {
     } catch {}
   },
   readAsset: (url) => readFileSync(url),
+  inflate: (data, maxBytes) =>
+    new Promise((resolve, reject) => {
+      // maxOutputLength makes zlib stop at the limit rather than grow its output
+      zlibInflate(data, { maxOutputLength: Math.max(1, maxBytes) }, (err, out) => {
+        if (!err) return resolve(new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
+        const code = (err as { code?: string }).code;
+        if (code === 'ERR_BUFFER_TOO_LARGE') reject(new Error(`inflated data is over ${maxBytes} bytes`));
+        else if (code === 'Z_BUF_ERROR') reject(new Error('compressed data is truncated'));
+        else reject(new Error(`compressed data is corrupt (${err.message})`));
+      });
+    }),
 };

@@ -119,4 +119,11 @@ export interface Platform {
   engineFlag(flag: string): void;
   /** The bytes of a file or URL beside the code (kernel modules), read synchronously where possible. */
   readAsset(url: URL): Uint8Array;
+  /**
+   * Inflates a zlib stream (RFC 1950, as PNG stores it) off the event loop where the runtime
+   * allows (node:zlib's thread pool; the web's DecompressionStream). Rejects once the output
+   * would pass `maxBytes` (a decompression bomb stops there, never fills memory), and on a
+   * truncated or corrupt stream, with a message saying which.
+   */
+  inflate(data: Uint8Array, maxBytes: number): Promise<Uint8Array>;
 }

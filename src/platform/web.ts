@@ -203,4 +203,37 @@ export const webPlatform: Platform = {
     for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i) & 0xff;
     return out;
   },
+  inflate: webInflate,
 };
+
+/** Inflates through DecompressionStream ('deflate' is the zlib format), reading chunk by chunk to stop at the limit. */
+async function webInflate(data: Uint8Array, maxBytes: number): Promise<Uint8Array> {
+  const DS = (g as unknown as { DecompressionStream?: new (f: string) => TransformStream<Uint8Array, Uint8Array> })
+    .DecompressionStream;
+  if (!DS) throw new Error('this runtime has no DecompressionStream to inflate with');
+  const reader = new Blob([data as unknown as ArrayBuffer]).stream().pipeThrough(new DS('deflate')).getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel();
+        throw new Error(`inflated data is over ${maxBytes} bytes`);
+      }
+      chunks.push(value);
+    }
+  } catch (e) {
+    if ((e as Error).message.startsWith('inflated data')) throw e;
+    throw new Error(`compressed data is truncated or corrupt (${(e as Error).message})`);
+  }
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.byteLength;
+  }
+  return out;
+}

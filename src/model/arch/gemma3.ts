@@ -82,7 +82,9 @@ export function gemma3LayerTensors(hp: HParams, t: TensorList): void {
 export function gemma3Layers(b: GraphBuilder, qScale: number): Tensor {
   const { hp, w } = b;
   const rope = { mode: RopeMode.NEOX };
-  let x = b.cb(ops.scale(b.inpEmbd(w.get('token_embd.weight')), Math.sqrt(hp.nEmbd)), 'inp_scaled');
+  // embedding vectors from a projector come already scaled (llama.cpp scales token rows only)
+  const inp = b.inpEmbd(w.get('token_embd.weight'));
+  let x = b.embdInput ? inp : b.cb(ops.scale(inp, Math.sqrt(hp.nEmbd)), 'inp_scaled');
   for (let il = 0; il < hp.nLayer; il++) {
     const L = (name: string) => w.layer(il, name);
     let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);

@@ -1,0 +1,182 @@
+// A context's multimodal projector on the engine side (llama.node's initMultimodal): media
+// references read and decoded, prompts with <__media__> markers tokenized into text tokens
+// and media placeholders, and the placeholders evaluated into the context when the batcher
+// reaches them. Runs in the engine worker, as the model does.
+
+import type { PromptMedia } from '../generation/index.js';
+import { decodeImage } from '../media/index.js';
+import { IMAGE_DEFAULTS } from '../media/types.js';
+import type { Context, Model } from '../model/index.js';
+import { type Chunk, chunkLayout, Multimodal } from '../multimodal/mtmd.js';
+import { platform } from '../platform/index.js';
+import { LlamaError } from './errors.js';
+
+/** initMultimodal's options (llama.node's). */
+export interface MultimodalOptions {
+  path: string;
+  use_gpu?: boolean;
+  image_min_tokens?: number;
+  image_max_tokens?: number;
+}
+
+/** What tokenize() reports for a prompt with media (llama.node's TokenizeResult fields). */
+export interface MediaTokenizeResult {
+  tokens: number[];
+  has_media: boolean;
+  bitmap_hashes: string[];
+  chunk_pos: number[];
+  chunk_pos_media: number[];
+}
+
+/** Placeholder ids: one negative id per media item (by its hash), below -1 (llama.cpp's "no token"). */
+function placeholderId(hash: string): number {
+  return -(2 + (Number.parseInt(hash.slice(0, 7), 16) & 0x0fffffff));
+}
+
+const DATA_URL = /^data:([^;,]*)(;base64)?,/;
+
+/**
+ * The bytes a media reference names: a file path, a file: URL, a data: URL (base64), or
+ * bare base64 (llama.node takes audio data so), read whole up to `maxBytes`.
+ */
+export async function readMedia(ref: string, maxBytes = IMAGE_DEFAULTS.maxBytes): Promise<Uint8Array> {
+  if (typeof ref !== 'string' || ref === '') {
+    throw new LlamaError('ERR_OPTION', `media: ${JSON.stringify(ref)} is not a path, file: URL or data: URL`);
+  }
+  const m = DATA_URL.exec(ref);
+  if (m) {
+    if (!m[2]) throw new LlamaError('ERR_OPTION', 'media: a data: URL must be base64 (";base64,")');
+    return base64(ref.slice(m[0].length));
+  }
+  let path = ref;
+  if (ref.startsWith('file://')) path = decodeURIComponent(new URL(ref).pathname);
+  else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(ref)) {
+    throw new LlamaError('ERR_OPTION', `media: ${ref.slice(0, 40)}: only paths, file: URLs and data: URLs are read`);
+  }
+  let file: ReturnType<typeof platform.openFile>;
+  try {
+    file = platform.openFile(path);
+  } catch (e) {
+    throw new LlamaError('ERR_OPTION', `media: cannot open ${path}: ${(e as Error).message}`);
+  }
+  try {
+    if (file.size > maxBytes) throw new LlamaError('ERR_OPTION', `media: ${path} is over ${maxBytes} bytes`);
+    const bytes = new Uint8Array(file.size);
+    await file.readAsync(bytes, 0);
+    return bytes;
+  } finally {
+    file.close();
+  }
+}
+
+function base64(s: string): Uint8Array {
+  const clean = s.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw new LlamaError('ERR_OPTION', 'media: the data is not base64');
+  return Uint8Array.from(atob(clean.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+}
+
+export class EngineMultimodal implements PromptMedia {
+  /** The media items of prompts tokenized so far, by placeholder id (kept while cached prompts may hold them). */
+  private readonly items = new Map<number, Chunk & { type: 'image' }>();
+
+  private constructor(
+    readonly mtmd: Multimodal,
+    private readonly ctx: Context,
+  ) {}
+
+  static async load(model: Model, ctx: Context, o: MultimodalOptions): Promise<EngineMultimodal> {
+    const mtmd = await Multimodal.load(o.path, model, {
+      nThreads: ctx.nThreads,
+      ...(o.image_min_tokens !== undefined ? { imageMinTokens: o.image_min_tokens } : {}),
+      ...(o.image_max_tokens !== undefined ? { imageMaxTokens: o.image_max_tokens } : {}),
+    });
+    return new EngineMultimodal(mtmd, ctx);
+  }
+
+  get support(): { vision: boolean; audio: boolean } {
+    return this.mtmd.support;
+  }
+
+  /** Decodes the media references (images; audio needs an audio projector). */
+  async decode(refs: readonly string[]): Promise<{ width: number; height: number; data: Uint8Array }[]> {
+    const out = [];
+    for (const ref of refs) {
+      const bytes = await readMedia(ref);
+      if (isAudio(bytes)) {
+        throw new LlamaError(
+          'ERR_OPTION',
+          `media: ${describe(ref)} is audio; the projector ${this.mtmd.mm.path} has no audio encoder`,
+        );
+      }
+      try {
+        out.push(await decodeImage(bytes));
+      } catch (e) {
+        throw new LlamaError('ERR_OPTION', `media: ${describe(ref)}: ${(e as Error).message}`);
+      }
+    }
+    return out;
+  }
+
+  /** The chunks of a prompt with media, each image registered under its placeholder id. */
+  private chunks(text: string, images: Parameters<Multimodal['tokenize']>[1]): Chunk[] {
+    const chunks = this.mtmd.tokenize(text, images);
+    for (const c of chunks) if (c.type === 'image') this.items.set(placeholderId(c.id), c);
+    return chunks;
+  }
+
+  /** Prompt tokens with each media position as its item's placeholder id (for the batcher). */
+  promptTokens(text: string, images: Parameters<Multimodal['tokenize']>[1]): number[] {
+    const out: number[] = [];
+    for (const c of this.chunks(text, images)) {
+      if (c.type === 'text') out.push(...c.tokens);
+      else out.push(...new Array<number>(c.nPos).fill(placeholderId(c.id)));
+    }
+    return out;
+  }
+
+  /** llama.node's tokenize(text, media_paths): -1 for every media position, and the chunk layout. */
+  tokenize(text: string, images: Parameters<Multimodal['tokenize']>[1]): MediaTokenizeResult {
+    const chunks = this.chunks(text, images);
+    const lay = chunkLayout(chunks);
+    return {
+      tokens: lay.tokens,
+      has_media: lay.chunkPosMedia.length > 0,
+      bitmap_hashes: chunks.flatMap((c) => (c.type === 'image' ? [c.id] : [])),
+      chunk_pos: lay.chunkPos,
+      chunk_pos_media: lay.chunkPosMedia,
+    };
+  }
+
+  positions(id: number): number {
+    const item = this.items.get(id);
+    if (!item) throw new Error(`media item ${id} is not known (its prompt was tokenized by another projector)`);
+    return item.nPos;
+  }
+
+  async evaluate(id: number, seq: number, pos: number): Promise<void> {
+    const item = this.items.get(id);
+    if (!item) throw new Error(`media item ${id} is not known`);
+    await this.mtmd.evalChunk(this.ctx, item, pos, seq);
+  }
+
+  free(): void {
+    this.items.clear();
+    this.mtmd.free();
+  }
+}
+
+function describe(ref: string): string {
+  return ref.startsWith('data:') ? 'a data: URL' : ref.length > 80 ? `${ref.slice(0, 80)}…` : ref;
+}
+
+/** RIFF/WAVE, MP3 (ID3 or a frame sync), FLAC, Ogg. */
+function isAudio(b: Uint8Array): boolean {
+  const s = String.fromCharCode(...b.subarray(0, 12));
+  return (
+    (s.startsWith('RIFF') && s.slice(8, 12) === 'WAVE') ||
+    s.startsWith('ID3') ||
+    s.startsWith('fLaC') ||
+    s.startsWith('OggS') ||
+    (b[0] === 0xff && (b[1]! & 0xe0) === 0xe0)
+  );
+}

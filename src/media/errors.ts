@@ -1,0 +1,13 @@
+// The one error type for media that cannot be decoded: it names the format and what was wrong,
+// so a server answers 400 with it and a CLI prints it as is.
+
+export type MediaFormat = 'PNG' | 'JPEG' | 'GIF' | 'BMP' | 'WebP' | 'WAV' | 'MP3' | 'FLAC' | 'media';
+
+export class MediaError extends Error {
+  readonly format: MediaFormat;
+  constructor(format: MediaFormat, message: string) {
+    super(`${format}: ${message}`);
+    this.name = 'MediaError';
+    this.format = format;
+  }
+}

@@ -1,0 +1,300 @@
+// The vision encoders as ggml graphs on the backend layer (mtmd's clip_graph_siglip and
+// build_vit): patch embedding (the convolution as a matrix product over patches cut on the
+// host, ggml's im2col order), learned positions, pre-norm ViT layers (LayerNorm, attention
+// with F16 K/V through FLASH_ATTN_EXT as clip.cpp runs it on CPU, GELU MLP), post-norm,
+// then each projector's head:
+//   gemma3:   avg-pool n_merge × n_merge, RMS soft_emb_norm, input_projection (transposed)
+//   idefics3: pixel shuffle (scale_factor), linear mm.model.fc
+//   lfm2:     positions bilinear-resized (antialiased) to the patch grid; pixel unshuffle,
+//             LayerNorm (mm.input_norm), GELU MLP mm.1 → mm.2
+// One image (tile) per graph; the output is [projectionDim, nTokens] as rows.
+
+import {
+  type Backend,
+  fallbackDevice,
+  initDeviceBackend,
+  Scheduler,
+  tensorGetF32,
+  tensorSet,
+} from '../backends/index.js';
+import { buildGraph, levelNodes } from '../ggml/graph.js';
+import * as ops from '../ggml/ops.js';
+import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view } from '../ggml/tensor.js';
+import { GGMLType } from '../ggml/types.js';
+import type { PlanarImage } from './image.js';
+import type { Mmproj } from './mmproj.js';
+
+/** Embedding rows an encoder produced for one image or tile. */
+export interface Embeddings {
+  /** Rows of `width` values, `nTokens` of them. */
+  data: Float32Array;
+  nTokens: number;
+  width: number;
+}
+
+export class VisionEncoder {
+  private readonly backends: Backend[];
+  private readonly sched: Scheduler;
+  /** Position embeddings resized to a patch grid (lfm2), by "w x h". */
+  private readonly posCache = new Map<string, Float32Array>();
+  private posTable: Float32Array | null = null;
+
+  constructor(
+    readonly mm: Mmproj,
+    nThreads: number,
+  ) {
+    const devices = [mm.device, fallbackDevice()].filter((d, i, all) => all.indexOf(d) === i);
+    this.backends = devices.map((d) => initDeviceBackend(d, nThreads));
+    this.sched = new Scheduler(this.backends);
+  }
+
+  /** Output rows for an image of this size (without running the encoder). */
+  tokensFor(width: number, height: number): number {
+    const hp = this.mm.vision;
+    const px = Math.floor(width / hp.patchSize);
+    const py = Math.floor(height / hp.patchSize);
+    const m = hp.nMerge;
+    if (this.mm.projector === 'gemma3') return (px / m) * (py / m);
+    return Math.ceil(px / m) * Math.ceil(py / m);
+  }
+
+  async encode(img: PlanarImage): Promise<Embeddings> {
+    const hp = this.mm.vision;
+    const p = hp.patchSize;
+    const E = hp.nEmbd;
+    const px = Math.floor(img.width / p);
+    const py = Math.floor(img.height / p);
+    if (px < 1 || py < 1 || img.width % p !== 0 || img.height % p !== 0) {
+      throw new Error(`vision encoder: a ${img.width}x${img.height} image is not whole patches of ${p}`);
+    }
+    const nPatches = px * py;
+    const K = 3 * p * p;
+    const patches = newTensor(GGMLType.F32, [K, nPatches], 'inp_patches').setFlag(TensorFlag.INPUT);
+    const inputs: [Tensor, Float32Array][] = [[patches, im2col(img, p)]];
+
+    const mm = this.mm;
+    const wPatch = mm.get('v.patch_embd.weight');
+    let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
+    const bPatch = mm.opt('v.patch_embd.bias');
+    if (bPatch) x = ops.add(x, bPatch);
+    // learned positions: as stored (a square grid the image matches), or resized to the grid
+    const posW = mm.get('v.position_embd.weight');
+    if (mm.projector === 'lfm2') {
+      const pos = newTensor(GGMLType.F32, [E, nPatches], 'inp_pos_embd').setFlag(TensorFlag.INPUT);
+      inputs.push([pos, await this.resizedPositions(posW, px, py)]);
+      x = ops.add(x, pos);
+    } else {
+      if (posW.ne[1] !== nPatches) {
+        throw new Error(`vision encoder: ${nPatches} patches but ${posW.ne[1]} learned positions`);
+      }
+      x = ops.add(x, posW);
+    }
+    x = this.vit(x, nPatches);
+    const out = this.project(x, px, py);
+    const graph = buildGraph(out);
+    levelNodes(graph);
+    this.sched.allocGraph(graph);
+    for (const [t, d] of inputs) tensorSet(t, d);
+    await this.sched.graphCompute(graph);
+    const data = await tensorGetF32(out);
+    return { data, nTokens: out.ne[1], width: out.ne[0] };
+  }
+
+  private layerNorm(x: Tensor, w: Tensor | undefined, b: Tensor | undefined, eps: number): Tensor {
+    let cur = ops.norm(x, eps);
+    if (w) cur = ops.mul(cur, w);
+    if (b) cur = ops.add(cur, b);
+    return cur;
+  }
+
+  private linear(x: Tensor, name: string): Tensor {
+    const y = ops.mulMat(this.mm.get(`${name}.weight`), x);
+    const b = this.mm.opt(`${name}.bias`);
+    return b ? ops.add(y, b) : y;
+  }
+
+  private act(x: Tensor): Tensor {
+    const op = this.mm.vision.ffnOp;
+    if (op === 'silu') return ops.silu(x);
+    if (op === 'gelu') return ops.gelu(x);
+    throw new Error(`vision encoder: activation ${op} is not implemented`);
+  }
+
+  /** build_vit: pre-norm layers, then the post-norm. x [E, n]. */
+  private vit(x: Tensor, n: number): Tensor {
+    const { mm } = this;
+    const hp = mm.vision;
+    const E = hp.nEmbd;
+    const dHead = E / hp.nHead;
+    const opt = (s: string) => mm.opt(s);
+    let inpL = x;
+    const pre = opt('v.pre_ln.weight');
+    if (pre) inpL = this.layerNorm(inpL, pre, opt('v.pre_ln.bias'), hp.eps);
+    for (let il = 0; il < hp.nLayer; il++) {
+      const L = `v.blk.${il}`;
+      let cur = this.layerNorm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`), hp.eps);
+      const q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
+      const k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
+      const v = reshape(this.linear(cur, `${L}.attn_v`), [dHead, hp.nHead, n]);
+      const qp = permute(q, [0, 2, 1, 3]);
+      const kp = permute(k, [0, 2, 1, 3]);
+      const vp = permute(v, [0, 2, 1, 3]);
+      const k16 = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
+      const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
+      const fa = ops.flashAttnExt(qp, k16, v16, null, 1 / Math.sqrt(dHead));
+      cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
+      cur = ops.add(cur, inpL);
+      inpL = cur;
+      cur = this.layerNorm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`), hp.eps);
+      cur = this.linear(cur, `${L}.ffn_up`);
+      cur = this.act(cur);
+      cur = this.linear(cur, `${L}.ffn_down`);
+      inpL = ops.add(inpL, cur);
+    }
+    const post = opt('v.post_ln.weight');
+    if (post) inpL = this.layerNorm(inpL, post, opt('v.post_ln.bias'), hp.eps);
+    return inpL;
+  }
+
+  private project(x: Tensor, px: number, py: number): Tensor {
+    const { mm } = this;
+    const hp = mm.vision;
+    switch (mm.projector) {
+      case 'gemma3': {
+        let cur = avgPool(x, px, py, hp.nMerge);
+        cur = ops.mul(ops.rmsNorm(cur, hp.eps), mm.get('mm.soft_emb_norm.weight'));
+        return ops.mulMat(ops.cont(transpose(mm.get('mm.input_projection.weight'))), cur);
+      }
+      case 'idefics3':
+        return ops.mulMat(mm.get('mm.model.fc.weight'), patchMerge(x, px, py, hp.nMerge));
+      case 'lfm2': {
+        let cur = patchMerge(x, px, py, hp.nMerge);
+        const w = mm.opt('mm.input_norm.weight');
+        if (w) cur = ops.mul(ops.norm(cur, 1e-5), w);
+        const b = mm.opt('mm.input_norm.bias');
+        if (b) cur = ops.add(cur, b);
+        cur = ops.gelu(this.linear(cur, 'mm.1'));
+        return this.linear(cur, 'mm.2');
+      }
+    }
+  }
+
+  /**
+   * The learned position grid (n × n) resized to px × py as ggml_interpolate's bilinear
+   * mode with antialiasing (the values the lfm2 graph adds), computed once per grid size.
+   */
+  private async resizedPositions(posW: Tensor, px: number, py: number): Promise<Float32Array> {
+    const key = `${px}x${py}`;
+    const hit = this.posCache.get(key);
+    if (hit) return hit;
+    this.posTable ??= await tensorGetF32(posW);
+    const table = this.posTable;
+    const E = posW.ne[0];
+    const side = Math.floor(Math.sqrt(posW.ne[1]));
+    let out: Float32Array;
+    if (side === px && side === py) out = table.slice(0, E * px * py);
+    else out = interpolateAntialias(table, E, side, side, px, py);
+    this.posCache.set(key, out);
+    return out;
+  }
+
+  free(): void {
+    this.sched.free();
+    for (const b of this.backends) b.free();
+  }
+}
+
+/** ggml's im2col for a stride-p, p×p convolution: per patch (row-major), values (channel, ky, kx). */
+function im2col(img: PlanarImage, p: number): Float32Array {
+  const px = img.width / p;
+  const py = img.height / p;
+  const K = 3 * p * p;
+  const out = new Float32Array(K * px * py);
+  const plane = img.width * img.height;
+  for (let oy = 0; oy < py; oy++) {
+    for (let ox = 0; ox < px; ox++) {
+      const col = (oy * px + ox) * K;
+      for (let c = 0; c < 3; c++) {
+        for (let ky = 0; ky < p; ky++) {
+          const src = c * plane + (oy * p + ky) * img.width + ox * p;
+          out.set(img.data.subarray(src, src + p), col + c * p * p + ky * p);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Average pool m × m over the patch grid (ggml_pool_2d AVG, sums in row order then / m²):
+ * x [E, px·py] → [E, (px/m)·(py/m)].
+ */
+function avgPool(x: Tensor, px: number, py: number, m: number): Tensor {
+  const E = x.ne[0];
+  const e = x.nb[0];
+  const ox = Math.floor(px / m);
+  const oy = Math.floor(py / m);
+  let sum: Tensor | null = null;
+  for (let dy = 0; dy < m; dy++) {
+    for (let dx = 0; dx < m; dx++) {
+      const v = ops.cont(view(x, [E, ox, oy], [m * E * e, m * px * E * e], (dy * px + dx) * E * e));
+      sum = sum ? ops.add(sum, v) : v;
+    }
+  }
+  return reshape(ops.scale(sum!, 1 / (m * m)), [E, ox * oy]);
+}
+
+/** build_patch_merge_permute (pixel shuffle / unshuffle): x [E, w·h] → [E·s², (w/s)·(h/s)]. */
+function patchMerge(x: Tensor, w: number, h: number, s: number): Tensor {
+  const E = x.ne[0];
+  if (w % s !== 0 || h % s !== 0) {
+    throw new Error(`vision encoder: a ${w}x${h} patch grid is not a multiple of the merge factor ${s}`);
+  }
+  let cur = reshape(x, [E * s, w / s, h]);
+  cur = permute(cur, [0, 2, 1, 3]);
+  cur = ops.cont(cur, [E * s * s, h / s, w / s]);
+  cur = permute(cur, [0, 2, 1, 3]);
+  return ops.cont(cur, [E * s * s, (w / s) * (h / s)]);
+}
+
+/**
+ * F.interpolate(bilinear, antialias, align_corners=False) of a [E, w0, h0] grid (E fastest)
+ * to [E, w1, h1], as ggml's CPU upscale computes it (float arithmetic).
+ */
+function interpolateAntialias(src: Float32Array, E: number, w0: number, h0: number, w1: number, h1: number) {
+  const f = Math.fround;
+  const tri = (x: number) => Math.max(f(1 - Math.abs(x)), 0);
+  const sf0 = f(w1 / w0);
+  const sf1 = f(h1 / h0);
+  const support0 = Math.max(1, f(1 / sf0));
+  const support1 = Math.max(1, f(1 / sf1));
+  const inv0 = f(1 / support0);
+  const inv1 = f(1 / support1);
+  const out = new Float32Array(E * w1 * h1);
+  for (let i1 = 0; i1 < h1; i1++) {
+    const y = f(f(i1 + 0.5) / sf1);
+    const yMin = Math.max(Math.trunc(f(f(y - support1) + 0.5)), 0);
+    const yMax = Math.min(Math.trunc(f(f(y + support1) + 0.5)), h0);
+    for (let i0 = 0; i0 < w1; i0++) {
+      const x = f(f(i0 + 0.5) / sf0);
+      const xMin = Math.max(Math.trunc(f(f(x - support0) + 0.5)), 0);
+      const xMax = Math.min(Math.trunc(f(f(x + support0) + 0.5)), w0);
+      for (let c = 0; c < E; c++) {
+        let val = 0;
+        let total = 0;
+        for (let sy = yMin; sy < yMax; sy++) {
+          const wy = tri(f(f(f(sy - y) + 0.5) * inv1));
+          for (let sx = xMin; sx < xMax; sx++) {
+            const wx = tri(f(f(f(sx - x) + 0.5) * inv0));
+            const w = f(wx * wy);
+            if (w <= 0) continue;
+            val = f(val + f(src[(sy * w0 + sx) * E + c] * w));
+            total = f(total + w);
+          }
+        }
+        out[(i1 * w1 + i0) * E + c] = total > 0 ? f(val / total) : val;
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,212 @@
+// A multimodal projector file (llama.cpp's "mmproj": general.architecture = clip): its
+// hyper-parameters (`clip.*` keys, read as mtmd's clip.cpp reads them, with its defaults)
+// and its weights (`v.*` vision encoder, `a.*` audio encoder, `mm.*` projector), loaded
+// into host buffers. Every projector type this module runs is listed in PROJECTORS; any
+// other is refused by name, and a missing key or tensor is named.
+
+import { type Buffer as DeviceBuffer, type Device, fallbackDevice } from '../backends/index.js';
+import { allocTensors } from '../ggml/alloc.js';
+import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
+import { type GGUFFile, GGUFValueType, openGGUF } from '../gguf/index.js';
+import { logger } from '../log.js';
+import { defaultDevices, readWeights } from '../model/model.js';
+
+const log = logger('mmproj');
+
+/** The projector types llama-ts runs (clip.projector_type). */
+export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2'] as const;
+export type ProjectorType = (typeof PROJECTORS)[number];
+
+/** A multimodal projector file llama-ts cannot use; the message names the file and the problem. */
+export class MmprojError extends Error {
+  override name = 'MmprojError';
+}
+
+/** The vision encoder's hyper-parameters (clip.vision.*) and mtmd's per-projector settings. */
+export interface VisionHParams {
+  imageSize: number;
+  patchSize: number;
+  nEmbd: number;
+  nFf: number;
+  nLayer: number;
+  nHead: number;
+  eps: number;
+  projectionDim: number;
+  mean: [number, number, number];
+  std: [number, number, number];
+  /** Patches merged per side (clip.vision.projector.scale_factor; mtmd's default per projector). */
+  nMerge: number;
+  /** idefics3: the longest edge images are resized to before tiling (clip.vision.preproc_image_size). */
+  longestEdge: number;
+  /** Dynamic-resolution limits in pixels (lfm2), from the token limits; -1: none. */
+  minPixels: number;
+  maxPixels: number;
+  /** 'gelu' (use_gelu), 'silu' (use_silu) or 'gelu_quick' (neither), as clip.cpp picks. */
+  ffnOp: 'gelu' | 'silu' | 'gelu_quick';
+}
+
+/** Options of initMultimodal that change preprocessing (llama.node's image_min/max_tokens). */
+export interface MmprojOptions {
+  imageMinTokens?: number;
+  imageMaxTokens?: number;
+  /** Devices to place the weights on (default: the host device the text model would use). */
+  device?: Device;
+}
+
+export class Mmproj {
+  private constructor(
+    readonly path: string,
+    readonly projector: ProjectorType,
+    readonly vision: VisionHParams,
+    private readonly tensors: ReadonlyMap<string, Tensor>,
+    private readonly buffers: DeviceBuffer[],
+    readonly device: Device,
+  ) {}
+
+  /** Opens and loads a projector file; throws MmprojError naming what is wrong. */
+  static async load(path: string, opts: MmprojOptions = {}): Promise<Mmproj> {
+    const file = openGGUF(path);
+    try {
+      const arch = file.getString('general.architecture', '');
+      if (arch !== 'clip') {
+        throw new MmprojError(`${path}: general.architecture is '${arch}', not 'clip': not a multimodal projector file`);
+      }
+      const projector = projectorType(file);
+      const hasVision = file.getBool('clip.has_vision_encoder', false);
+      if (!hasVision) throw new MmprojError(`${path}: projector '${projector}' has no vision encoder (clip.has_vision_encoder)`);
+      const vision = visionHParams(file, projector, opts);
+      const device = opts.device ?? defaultDevices().at(-1) ?? fallbackDevice();
+      const tensors = new Map<string, Tensor>();
+      for (const info of file.tensors) {
+        file.assertSupportedType(info);
+        tensors.set(info.name, newTensor(info.type, info.dims, info.name).setFlag(TensorFlag.WEIGHT));
+      }
+      for (const name of requiredTensors(projector, vision)) {
+        if (!tensors.has(name)) {
+          throw new MmprojError(`${path}: missing tensor '${name}' (a ${projector} projector needs it)`);
+        }
+      }
+      const buffers = allocTensors([...tensors.values()], device.bufferType(), 'weights');
+      try {
+        await readWeights(file, [...tensors.values()], {});
+      } catch (e) {
+        for (const b of buffers) b.free();
+        throw e;
+      }
+      log.info(`loaded ${path}: projector ${projector}, vision ${vision.nLayer} layers, ${tensors.size} tensors`);
+      return new Mmproj(path, projector, vision, tensors, buffers, device);
+    } finally {
+      file.close();
+    }
+  }
+
+  get hasVision(): boolean {
+    return true;
+  }
+
+  get hasAudio(): boolean {
+    return false;
+  }
+
+  /** A tensor the projector requires (checked at load). */
+  get(name: string): Tensor {
+    const t = this.tensors.get(name);
+    if (!t) throw new MmprojError(`${this.path}: missing tensor '${name}'`);
+    return t;
+  }
+
+  opt(name: string): Tensor | undefined {
+    return this.tensors.get(name);
+  }
+
+  free(): void {
+    for (const b of this.buffers) b.free();
+    this.buffers.length = 0;
+  }
+}
+
+function projectorType(file: GGUFFile): ProjectorType {
+  const name = file.getString('clip.projector_type', null);
+  if (name === null) throw new MmprojError(`${file.path}: missing key 'clip.projector_type'`);
+  if (!(PROJECTORS as readonly string[]).includes(name)) {
+    throw new MmprojError(
+      `${file.path}: projector type '${name}' is not supported (llama-ts runs ${PROJECTORS.join(', ')})`,
+    );
+  }
+  return name as ProjectorType;
+}
+
+function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOptions): VisionHParams {
+  const k = (s: string) => `clip.vision.${s}`;
+  const need = (s: string): number => {
+    if (!file.has(k(s))) throw new MmprojError(`${file.path}: missing key '${k(s)}'`);
+    return file.getNumber(k(s));
+  };
+  const triple = (s: string): [number, number, number] => {
+    if (!file.has(k(s))) throw new MmprojError(`${file.path}: missing key '${k(s)}'`);
+    const items = file.getArrayOf(k(s), GGUFValueType.FLOAT32).items as unknown as number[];
+    if (items.length < 3) throw new MmprojError(`${file.path}: '${k(s)}' has ${items.length} values, needs 3`);
+    return [items[0], items[1], items[2]];
+  };
+  const useGelu = file.getBool('clip.use_gelu', false);
+  const useSilu = file.getBool('clip.use_silu', false);
+  const hp: VisionHParams = {
+    imageSize: need('image_size'),
+    patchSize: need('patch_size'),
+    nEmbd: need('embedding_length'),
+    nFf: need('feed_forward_length'),
+    nLayer: need('block_count'),
+    nHead: need('attention.head_count'),
+    eps: file.getNumber(k('attention.layer_norm_epsilon'), 1e-6),
+    projectionDim: need('projection_dim'),
+    mean: triple('image_mean'),
+    std: triple('image_std'),
+    nMerge: 1,
+    longestEdge: 0,
+    minPixels: -1,
+    maxPixels: -1,
+    ffnOp: useGelu ? 'gelu' : useSilu ? 'silu' : 'gelu_quick',
+  };
+  const scale = file.getNumber(k('projector.scale_factor'), null);
+  const patchArea = (merge: number) => (hp.patchSize * merge) ** 2;
+  // the token limits: the file's unless initMultimodal asked for others (clip.cpp's set_limit_image_tokens)
+  const limits = (min: number, max: number) => {
+    hp.minPixels = (opts.imageMinTokens && opts.imageMinTokens > 0 ? opts.imageMinTokens : min) * patchArea(hp.nMerge);
+    hp.maxPixels = (opts.imageMaxTokens && opts.imageMaxTokens > 0 ? opts.imageMaxTokens : max) * patchArea(hp.nMerge);
+  };
+  switch (projector) {
+    case 'gemma3':
+      hp.nMerge = scale ?? 4;
+      break;
+    case 'idefics3':
+      hp.nMerge = scale ?? 1;
+      hp.longestEdge = file.getNumber(k('preproc_image_size'), 0);
+      break;
+    case 'lfm2':
+      hp.nMerge = scale ?? 1;
+      limits(64, 256);
+      break;
+  }
+  return hp;
+}
+
+function requiredTensors(projector: ProjectorType, hp: VisionHParams): string[] {
+  const names = ['v.patch_embd.weight', 'v.position_embd.weight'];
+  for (let il = 0; il < hp.nLayer; il++) {
+    for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
+      names.push(`v.blk.${il}.${t}.weight`);
+    }
+  }
+  switch (projector) {
+    case 'gemma3':
+      names.push('mm.soft_emb_norm.weight', 'mm.input_projection.weight');
+      break;
+    case 'idefics3':
+      names.push('mm.model.fc.weight');
+      break;
+    case 'lfm2':
+      names.push('mm.1.weight', 'mm.2.weight');
+      break;
+  }
+  return names;
+}

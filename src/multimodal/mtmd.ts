@@ -1,0 +1,222 @@
+// Multimodal prompts (llama.cpp's mtmd): a prompt with `<__media__>` markers and images
+// becomes chunks — text tokens, and image chunks holding what the encoder reads — and the
+// chunks are evaluated into a text context: text as token batches, an image as its
+// embedding rows (Batch.embd), non-causally where the model wants it (Gemma 3).
+// Encoded images are kept by the hash of their pixels, so a second turn with the same
+// image reuses them.
+
+import { platform } from '../platform/index.js';
+import type { Context } from '../model/context.js';
+import type { Model } from '../model/model.js';
+import type { Vocab } from '../vocab/index.js';
+import { type Embeddings, VisionEncoder } from './encoder.js';
+import type { RgbImage } from './image.js';
+import { imageLayout } from './layout.js';
+import { Mmproj, MmprojError, type MmprojOptions } from './mmproj.js';
+
+/** llama.cpp's default media marker (mtmd_default_marker). */
+export const MEDIA_MARKER = '<__media__>';
+
+export type Chunk =
+  | { type: 'text'; tokens: number[] }
+  | {
+      type: 'image';
+      /** Embedding rows the encoder outputs. */
+      nTokens: number;
+      /** Positions it takes in the text context. */
+      nPos: number;
+      /** The hash of the preprocessed pixels (a cache key; llama.node's bitmap id). */
+      id: string;
+      encode: () => Promise<Embeddings>;
+    };
+
+/** Where each chunk starts in the flattened prompt, as llama.node's tokenize reports it. */
+export interface ChunkLayout {
+  /** Token ids with -1 for each position an image takes. */
+  tokens: number[];
+  chunkPos: number[];
+  chunkPosMedia: number[];
+  nTokens: number;
+}
+
+const CACHE_LIMIT = 32;
+
+export class Multimodal {
+  readonly encoder: VisionEncoder;
+  private readonly cache = new Map<string, Embeddings>();
+
+  private constructor(
+    readonly mm: Mmproj,
+    readonly vocab: Vocab,
+    nThreads: number,
+  ) {
+    this.encoder = new VisionEncoder(mm, nThreads);
+  }
+
+  /** Loads a projector for `model`; its output width must be the model's embedding width. */
+  static async load(path: string, model: Model, opts: MmprojOptions & { nThreads?: number } = {}): Promise<Multimodal> {
+    const mm = await Mmproj.load(path, opts);
+    if (mm.vision.projectionDim !== model.hp.nEmbd) {
+      mm.free();
+      throw new MmprojError(
+        `${path}: the projector outputs ${mm.vision.projectionDim}-wide embeddings (clip.vision.projection_dim), the model ${model.path} takes ${model.hp.nEmbd}`,
+      );
+    }
+    return new Multimodal(mm, model.vocab, opts.nThreads ?? 4);
+  }
+
+  get support(): { vision: boolean; audio: boolean } {
+    return { vision: this.mm.hasVision, audio: this.mm.hasAudio };
+  }
+
+  /**
+   * mtmd_tokenize: the text split at the markers (one image per marker, in order; images
+   * beyond the markers are appended at the end, as llama.node does), each text piece
+   * tokenized with special tokens parsed, the image layouts in between, BOS first when
+   * the vocabulary adds it.
+   */
+  tokenize(text: string, images: readonly RgbImage[]): Chunk[] {
+    const pieces = text.split(MEDIA_MARKER);
+    const nMarkers = pieces.length - 1;
+    if (nMarkers > images.length) {
+      throw new Error(`the prompt has ${nMarkers} media markers but ${images.length} media were given`);
+    }
+    // media without a marker go at the end of the prompt
+    let prompt = text;
+    if (nMarkers < images.length) prompt += MEDIA_MARKER.repeat(images.length - nMarkers);
+    const chunks: Chunk[] = [];
+    const addTokens = (ids: number[]) => {
+      if (ids.length === 0) return;
+      const last = chunks.at(-1);
+      if (last?.type === 'text') last.tokens.push(...ids);
+      else chunks.push({ type: 'text', tokens: ids });
+    };
+    const addText = (s: string) => {
+      if (s) addTokens(this.vocab.encode(s, { addSpecial: false, parseSpecial: true }));
+    };
+    prompt.split(MEDIA_MARKER).forEach((piece, i) => {
+      if (i > 0) {
+        for (const part of imageLayout(this.mm, images[i - 1])) {
+          if (part.kind === 'text') addText(part.text);
+          else if (part.kind === 'token') addTokens([this.lookupToken(part.text)]);
+          else {
+            const img = part.image;
+            const n = this.encoder.tokensFor(img.width, img.height);
+            const id = pixelHash(img.width, img.height, img.data);
+            chunks.push({ type: 'image', nTokens: n, nPos: n, id, encode: () => this.encodeCached(id, img) });
+          }
+        }
+      }
+      addText(piece);
+    });
+    if (this.vocab.addBos) {
+      const first = chunks[0];
+      if (first?.type === 'text') first.tokens.unshift(this.vocab.bos);
+      else chunks.unshift({ type: 'text', tokens: [this.vocab.bos] });
+    }
+    if (this.vocab.addEos) addTokens([this.vocab.eos]);
+    return chunks;
+  }
+
+  /** mtmd's lookup_token: the first token whose piece (special tokens rendered) is `text`. */
+  private lookupToken(text: string): number {
+    const bytes = Buffer.from(text, 'utf8').toString('latin1');
+    for (let id = 0; id < this.vocab.nTokens; id++) if (this.vocab.pieceBytes(id, true) === bytes) return id;
+    throw new Error(`the model's vocabulary has no token ${JSON.stringify(text)}, which ${this.mm.projector} images need`);
+  }
+
+  private async encodeCached(id: string, img: { width: number; height: number; data: Float32Array }) {
+    const hit = this.cache.get(id);
+    if (hit) return hit;
+    const e = await this.encoder.encode(img);
+    if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(id, e);
+    return e;
+  }
+
+  /** Whether image chunks are decoded with bidirectional attention (mtmd_decode_use_non_causal). */
+  get nonCausal(): boolean {
+    return this.mm.projector === 'gemma3';
+  }
+
+  /**
+   * Evaluates chunks into `ctx` for sequence `seq` from position `nPast` (mtmd_helper_eval_chunks):
+   * text in n_batch pieces, images as embedding rows; logits for the last text token.
+   * Returns the position after the prompt.
+   */
+  async eval(ctx: Context, chunks: readonly Chunk[], nPast: number, seq = 0): Promise<number> {
+    let pos = nPast;
+    for (let c = 0; c < chunks.length; c++) {
+      const ch = chunks[c];
+      const isLast = c === chunks.length - 1;
+      if (ch.type === 'text') {
+        for (let i = 0; i < ch.tokens.length; i += ctx.nBatch) {
+          const part = ch.tokens.slice(i, i + ctx.nBatch);
+          const n = part.length;
+          const logits = part.map((_, j) => isLast && i + j === ch.tokens.length - 1);
+          await ctx.decode({
+            tokens: part,
+            pos: Array.from({ length: n }, (_, j) => pos + j),
+            seqIds: new Array<number>(n).fill(seq),
+            logits,
+          });
+          pos += n;
+        }
+      } else {
+        await this.evalChunk(ctx, ch, pos, seq);
+        pos += ch.nPos;
+      }
+    }
+    return pos;
+  }
+
+  /**
+   * Evaluates one image chunk into `ctx` at positions pos.. of sequence `seq`
+   * (mtmd_helper_decode_image_chunk): encoded (or taken from the cache), then its rows
+   * decoded in n_batch pieces, non-causally where the model wants it.
+   */
+  async evalChunk(ctx: Context, ch: Chunk & { type: 'image' }, pos: number, seq = 0): Promise<void> {
+    const e = await ch.encode();
+    const w = e.width;
+    for (let i = 0; i < e.nTokens; i += ctx.nBatch) {
+      const n = Math.min(ctx.nBatch, e.nTokens - i);
+      await ctx.decode({
+        tokens: [],
+        embd: e.data.subarray(i * w, (i + n) * w),
+        pos: Array.from({ length: n }, (_, j) => pos + i + j),
+        seqIds: new Array<number>(n).fill(seq),
+        causal: this.nonCausal ? false : undefined,
+      });
+    }
+  }
+
+  free(): void {
+    this.encoder.free();
+    this.mm.free();
+    this.cache.clear();
+  }
+}
+
+/** The flattened token layout of chunks (llama.node's tokenize with media). */
+export function chunkLayout(chunks: readonly Chunk[]): ChunkLayout {
+  const tokens: number[] = [];
+  const chunkPos: number[] = [];
+  const chunkPosMedia: number[] = [];
+  for (const ch of chunks) {
+    chunkPos.push(tokens.length);
+    if (ch.type === 'text') tokens.push(...ch.tokens);
+    else {
+      chunkPosMedia.push(tokens.length);
+      for (let i = 0; i < ch.nPos; i++) tokens.push(-1);
+    }
+  }
+  return { tokens, chunkPos, chunkPosMedia, nTokens: tokens.length };
+}
+
+/** A hex SHA-256 of an image's size and preprocessed values. */
+function pixelHash(width: number, height: number, data: Float32Array): string {
+  const h = platform.sha256();
+  h.update(new Uint8Array(Int32Array.of(width, height).buffer));
+  h.update(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  return Array.from(h.digest(), (b) => b.toString(16).padStart(2, '0')).join('');
+}
