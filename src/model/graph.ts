@@ -242,7 +242,8 @@ export class GraphBuilder {
 
   /** Token embeddings of the ubatch (or the embedding vectors it was given): F32 [nEmbd, n]. */
   inpEmbd(tokEmbd: Tensor): Tensor {
-    if (this.ub.embd) return this.cb(this.input('embd', GGMLType.F32, [this.hp.nEmbd, this.nTokens], 'inp_embd'), 'embd');
+    if (this.ub.embd)
+      return this.cb(this.input('embd', GGMLType.F32, [this.hp.nEmbd, this.nTokens], 'inp_embd'), 'embd');
     let cur = this.tokenRows(tokEmbd);
     // token-embedding adapters: + s·B·A[:, token] (A is read by rows, B is not transposed)
     for (const l of this.loras) {

@@ -4,7 +4,7 @@
 // into host buffers. Every projector type this module runs is listed in PROJECTORS; any
 // other is refused by name, and a missing key or tensor is named.
 
-import { type Buffer as DeviceBuffer, type Device, fallbackDevice } from '../backends/index.js';
+import { type Device, type Buffer as DeviceBuffer, fallbackDevice } from '../backends/index.js';
 import { allocTensors } from '../ggml/alloc.js';
 import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
 import { type GGUFFile, GGUFValueType, openGGUF } from '../gguf/index.js';
@@ -69,11 +69,14 @@ export class Mmproj {
     try {
       const arch = file.getString('general.architecture', '');
       if (arch !== 'clip') {
-        throw new MmprojError(`${path}: general.architecture is '${arch}', not 'clip': not a multimodal projector file`);
+        throw new MmprojError(
+          `${path}: general.architecture is '${arch}', not 'clip': not a multimodal projector file`,
+        );
       }
       const projector = projectorType(file);
       const hasVision = file.getBool('clip.has_vision_encoder', false);
-      if (!hasVision) throw new MmprojError(`${path}: projector '${projector}' has no vision encoder (clip.has_vision_encoder)`);
+      if (!hasVision)
+        throw new MmprojError(`${path}: projector '${projector}' has no vision encoder (clip.has_vision_encoder)`);
       const vision = visionHParams(file, projector, opts);
       const device = opts.device ?? defaultDevices().at(-1) ?? fallbackDevice();
       const tensors = new Map<string, Tensor>();

@@ -5,9 +5,9 @@
 // Encoded images are kept by the hash of their pixels, so a second turn with the same
 // image reuses them.
 
-import { platform } from '../platform/index.js';
 import type { Context } from '../model/context.js';
 import type { Model } from '../model/model.js';
+import { platform } from '../platform/index.js';
 import type { Vocab } from '../vocab/index.js';
 import { type Embeddings, VisionEncoder } from './encoder.js';
 import type { RgbImage } from './image.js';
@@ -122,7 +122,9 @@ export class Multimodal {
   private lookupToken(text: string): number {
     const bytes = Buffer.from(text, 'utf8').toString('latin1');
     for (let id = 0; id < this.vocab.nTokens; id++) if (this.vocab.pieceBytes(id, true) === bytes) return id;
-    throw new Error(`the model's vocabulary has no token ${JSON.stringify(text)}, which ${this.mm.projector} images need`);
+    throw new Error(
+      `the model's vocabulary has no token ${JSON.stringify(text)}, which ${this.mm.projector} images need`,
+    );
   }
 
   private async encodeCached(id: string, img: { width: number; height: number; data: Float32Array }) {
