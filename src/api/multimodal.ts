@@ -75,8 +75,14 @@ function base64(s: string): Uint8Array {
   return Uint8Array.from(atob(clean.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
 }
 
+/**
+ * Media items kept for prompts being evaluated (each holds its preprocessed pixels until
+ * encoded): the most recently tokenized ones. A cached prefix never needs its items again.
+ */
+const ITEMS_KEPT = 256;
+
 export class EngineMultimodal implements PromptMedia {
-  /** The media items of prompts tokenized so far, by placeholder id (kept while cached prompts may hold them). */
+  /** The media items of recent prompts, by placeholder id, least recently tokenized first. */
   private readonly items = new Map<number, Chunk & { type: 'image' }>();
 
   private constructor(
@@ -120,7 +126,13 @@ export class EngineMultimodal implements PromptMedia {
   /** The chunks of a prompt with media, each image registered under its placeholder id. */
   private chunks(text: string, images: Parameters<Multimodal['tokenize']>[1]): Chunk[] {
     const chunks = this.mtmd.tokenize(text, images);
-    for (const c of chunks) if (c.type === 'image') this.items.set(placeholderId(c.id), c);
+    for (const c of chunks) {
+      if (c.type !== 'image') continue;
+      const id = placeholderId(c.id);
+      this.items.delete(id);
+      this.items.set(id, c);
+    }
+    while (this.items.size > ITEMS_KEPT) this.items.delete(this.items.keys().next().value!);
     return chunks;
   }
 

@@ -44,6 +44,8 @@ const CACHE_LIMIT = 32;
 export class Multimodal {
   readonly encoder: VisionEncoder;
   private readonly cache = new Map<string, Embeddings>();
+  /** lookupToken's answers (a scan of the vocabulary each). */
+  private readonly tokenIds = new Map<string, number>();
 
   private constructor(
     readonly mm: Mmproj,
@@ -120,8 +122,15 @@ export class Multimodal {
 
   /** mtmd's lookup_token: the first token whose piece (special tokens rendered) is `text`. */
   private lookupToken(text: string): number {
-    const bytes = Buffer.from(text, 'utf8').toString('latin1');
-    for (let id = 0; id < this.vocab.nTokens; id++) if (this.vocab.pieceBytes(id, true) === bytes) return id;
+    const hit = this.tokenIds.get(text);
+    if (hit !== undefined) return hit;
+    const bytes = String.fromCharCode(...new TextEncoder().encode(text));
+    for (let id = 0; id < this.vocab.nTokens; id++) {
+      if (this.vocab.pieceBytes(id, true) === bytes) {
+        this.tokenIds.set(text, id);
+        return id;
+      }
+    }
     throw new Error(
       `the model's vocabulary has no token ${JSON.stringify(text)}, which ${this.mm.projector} images need`,
     );
