@@ -91,6 +91,12 @@ export class KVCache implements AttentionMemory {
   readonly seqs: Uint32Array;
   /** Pending position deltas of shifted cells (applied to K before the next decode). */
   readonly shift: Int32Array;
+  /**
+   * Each cell's 2-D place within an M-RoPE image (y << 16 | x), -1 for none: it orders
+   * cells at one position while the image's ubatches are decoded (later tokens are at
+   * later positions and never compare it; snapshots and copies leave it out).
+   */
+  readonly ext: Int32Array;
   hasShift = false;
   /** Regions of cells, one per stream (see setStreams), and each region's size. */
   private streams = 1;
@@ -121,6 +127,7 @@ export class KVCache implements AttentionMemory {
     this.pos = new Int32Array(this.size).fill(-1);
     this.seqs = new Uint32Array(this.size);
     this.shift = new Int32Array(this.size);
+    this.ext = new Int32Array(this.size).fill(-1);
     const byBuft = new Map<BufferType, Tensor[]>();
     for (const il of this.layerIds) {
       const k = newTensor(CACHE_TYPES[o.typeK], [nEmbdK(hp, il), this.size], `cache_k_l${il}`);
@@ -339,6 +346,7 @@ export class KVCache implements AttentionMemory {
       this.pos[c] = ub.pos[i];
       this.seqs[c] = 1 << ub.seq[i];
       this.shift[c] = 0;
+      this.ext[c] = ub.ext ? ub.ext[i] : -1;
     });
     for (let s = 0; s < MAX_SEQ; s++) {
       if (rmMax[s] < 0) continue;
@@ -400,6 +408,8 @@ export class KVCache implements AttentionMemory {
         if ((this.seqs[start + j] & bit) === 0) continue;
         const p0 = this.pos[start + j];
         if (causal && p0 > p1) continue;
+        // an M-RoPE image's tokens share a position: raster order among them
+        if (causal && p0 === p1 && ub.ext && ub.ext[i] >= 0 && this.ext[start + j] > ub.ext[i]) continue;
         if (swa && maskedBySwa(this.swaType, this.nSwa, p0, p1)) continue;
         mask[row + j] = 0;
       }
