@@ -5,7 +5,10 @@
 // ids, -1 per image position, chunk starts, positions) exactly; the first token's
 // top-10 probabilities; llama.cpp's top-1 among ours; and the greedy continuation.
 //
-// Tolerances: gemma3 and lfm2 preprocess exactly as build 10257 (its bilinear resize,
+// qwen2vl: M-RoPE in the encoder and the text model (an image takes max(grid_w, grid_h)
+// positions for grid_w·grid_h rows), so n_tokens and the -1 runs are positions.
+//
+// Tolerances: gemma3, lfm2 and qwen2vl preprocess exactly as build 10257 (its bilinear resize,
 // checked by feeding it pre-resized images): each top-10 log-probability relative to the
 // top-1 within 0.05 (measured ≤ 0.015). idefics3's bicubic tiles are not bit-exact (the
 // 40x40 case is, 0.003; others up to 0.61 in log-probability of a rare token): its
@@ -40,6 +43,7 @@ const PAIRS: { pair: string; metric: 'logp' | 'p'; tol: number }[] = [
   { pair: 'gemma3', metric: 'logp', tol: 0.05 },
   { pair: 'lfm2', metric: 'logp', tol: 0.05 },
   { pair: 'idefics3', metric: 'p', tol: 0.05 },
+  { pair: 'qwen2vl', metric: 'logp', tol: 0.05 },
 ];
 
 const GREEDY_CHECKED = 4;

@@ -179,6 +179,8 @@ export class Context {
   private batchEmbd: Float32Array | null = null;
   private batchCausal = true;
   private batchGrid: { y: Int32Array; x: Int32Array } | null = null;
+  /** The 2-D places of the ubatch being evaluated (UbatchSeqs.ext), for its masks. */
+  private ubExt: Int32Array | null = null;
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
   /** LoRA adapters this context applies (setLoras), and their graph cache key. */
@@ -451,9 +453,8 @@ export class Context {
     const m = tokens.length;
     const hp = this.model.hp;
     const grid = this.batchGrid;
-    const ub: UbatchSeqs = grid
-      ? { pos, seq, ext: Int32Array.from(idx, (i) => ((grid.y[i] & 0x7fff) << 16) | (grid.x[i] & 0xffff)) }
-      : { pos, seq };
+    this.ubExt = grid ? Int32Array.from(idx, (i) => ((grid.y[i] & 0x7fff) << 16) | (grid.x[i] & 0xffff)) : null;
+    const ub: UbatchSeqs = this.ubExt ? { pos, seq, ext: this.ubExt } : { pos, seq };
     // per cache: the cells written and the cells attended (a multiple of 256, masked beyond
     // the extent, so the graph's shape, and with it the graph, stays the same from one
     // token to the next); encoders: per mask group (full, sliding window), the ubatch
@@ -649,7 +650,14 @@ export class Context {
       if (!t) return;
       const nKV = t.ne[0];
       const mask = new Uint16Array(nKV * m);
-      if (this.memory) this.memory.caches[c].fillMask(mask, kvStart[c], nKV, { pos, seq }, causal);
+      if (this.memory)
+        this.memory.caches[c].fillMask(
+          mask,
+          kvStart[c],
+          nKV,
+          { pos, seq, ...(this.ubExt ? { ext: this.ubExt } : {}) },
+          causal,
+        );
       else {
         // within the ubatch; group 1 is the sliding-window layers'
         mask.fill(0xfc00); // f16 -inf

@@ -48,14 +48,15 @@ export class VisionEncoder {
     this.sched = new Scheduler(this.backends);
   }
 
-  /** Output rows for an image of this size (without running the encoder). */
-  tokensFor(width: number, height: number): number {
+  /** Output rows for an image of this size (without running the encoder), and their grid (x by y). */
+  tokensFor(width: number, height: number): { n: number; nx: number; ny: number } {
     const hp = this.mm.vision;
     const px = Math.floor(width / hp.patchSize);
     const py = Math.floor(height / hp.patchSize);
     const m = hp.nMerge;
-    if (this.mm.projector === 'gemma3') return (px / m) * (py / m);
-    return Math.ceil(px / m) * Math.ceil(py / m);
+    const nx = this.mm.projector === 'gemma3' ? Math.floor(px / m) : Math.ceil(px / m);
+    const ny = this.mm.projector === 'gemma3' ? Math.floor(py / m) : Math.ceil(py / m);
+    return { n: nx * ny, nx, ny };
   }
 
   async encode(img: PlanarImage): Promise<Embeddings> {
@@ -70,13 +71,25 @@ export class VisionEncoder {
     const nPatches = px * py;
     const K = 3 * p * p;
     const patches = newTensor(GGMLType.F32, [K, nPatches], 'inp_patches').setFlag(TensorFlag.INPUT);
-    const inputs: [Tensor, Float32Array][] = [[patches, im2col(img, p)]];
+    const inputs: [Tensor, Float32Array | Int32Array][] = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     const bPatch = mm.opt('v.patch_embd.bias');
     if (bPatch) x = ops.add(x, bPatch);
+    if (mm.projector === 'qwen2vl_merger') {
+      // a still image is both frames of the temporal patch: the two kernels' sum
+      x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
+      const m = hp.nMerge;
+      if (px % m !== 0 || py % m !== 0) {
+        throw new Error(`vision encoder: ${px}x${py} patches are not whole ${m}x${m} blocks`);
+      }
+      // patches regrouped by merge block (the merger takes each block's m² patches as one row)
+      x = reshape(ops.cont(permute(reshape(x, [E * m, px / m, m, py / m]), [0, 2, 1, 3])), [E, nPatches]);
+      x = this.vit(x, nPatches, this.rope2d(px, py, inputs));
+      return this.run(this.project(x, px, py), inputs);
+    }
     // learned positions: as stored (a square grid the image matches), or resized to the grid
     const posW = mm.get('v.position_embd.weight');
     if (mm.projector === 'lfm2') {
@@ -90,7 +103,10 @@ export class VisionEncoder {
       x = ops.add(x, posW);
     }
     x = this.vit(x, nPatches);
-    const out = this.project(x, px, py);
+    return this.run(this.project(x, px, py), inputs);
+  }
+
+  private async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array][]): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
     this.sched.allocGraph(graph);
@@ -117,11 +133,58 @@ export class VisionEncoder {
     const op = this.mm.vision.ffnOp;
     if (op === 'silu') return ops.silu(x);
     if (op === 'gelu') return ops.gelu(x);
-    throw new Error(`vision encoder: activation ${op} is not implemented`);
+    // x·sigmoid(1.702·x)
+    return ops.mul(x, ops.sigmoid(ops.scale(x, 1.702)));
   }
 
-  /** build_vit: pre-norm layers, then the post-norm. x [E, n]. */
-  private vit(x: Tensor, n: number): Tensor {
+  /**
+   * Qwen2-VL's 2-D rotary embedding (ggml_rope_multi in VISION mode, sections d/4 each,
+   * base 10000): pair (i, i + d/2) turns by y·10000^(-4i/d) for i < d/4 and by
+   * x·10000^(-4(i - d/4)/d) above: two NEOX rotations at base 10000² (the second with
+   * frequency factors 1/10000), each kept on its half of the pairs. Positions per patch
+   * in merge-block order.
+   */
+  private rope2d(px: number, py: number, inputs: [Tensor, Float32Array | Int32Array][]): (t: Tensor) => Tensor {
+    const hp = this.mm.vision;
+    const d = hp.nEmbd / hp.nHead;
+    const m = hp.nMerge;
+    const n = px * py;
+    const ys = new Int32Array(n);
+    const xs = new Int32Array(n);
+    let at = 0;
+    for (let y = 0; y < py; y += m) {
+      for (let x = 0; x < px; x += m) {
+        for (let dy = 0; dy < m; dy++) {
+          for (let dx = 0; dx < m; dx++) {
+            ys[at] = y + dy;
+            xs[at] = x + dx;
+            at++;
+          }
+        }
+      }
+    }
+    const input = (type: number, ne: number, name: string) => newTensor(type, [ne], name).setFlag(TensorFlag.INPUT);
+    const posY = input(GGMLType.I32, n, 'inp_pos_y');
+    const posX = input(GGMLType.I32, n, 'inp_pos_x');
+    const factors = input(GGMLType.F32, d / 2, 'inp_rope_factors');
+    const maskY = input(GGMLType.F32, d, 'inp_rope_mask_y');
+    const maskX = input(GGMLType.F32, d, 'inp_rope_mask_x');
+    const base = 10000;
+    const isY = (j: number) => j % (d / 2) < d / 4;
+    inputs.push(
+      [posY, ys],
+      [posX, xs],
+      [factors, Float32Array.from({ length: d / 2 }, (_, i) => (i < d / 4 ? 1 : 1 / base))],
+      [maskY, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 1 : 0))],
+      [maskX, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 0 : 1))],
+    );
+    const o = { nDims: d, mode: ops.RopeMode.NEOX, freqBase: base * base };
+    return (t) =>
+      ops.add(ops.mul(ops.rope(t, posY, o), maskY), ops.mul(ops.rope(t, posX, { ...o, freqFactors: factors }), maskX));
+  }
+
+  /** build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n]. */
+  private vit(x: Tensor, n: number, rope?: (t: Tensor) => Tensor): Tensor {
     const { mm } = this;
     const hp = mm.vision;
     const E = hp.nEmbd;
@@ -133,8 +196,12 @@ export class VisionEncoder {
     for (let il = 0; il < hp.nLayer; il++) {
       const L = `v.blk.${il}`;
       let cur = this.layerNorm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`), hp.eps);
-      const q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
-      const k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
+      let q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
+      let k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
+      if (rope) {
+        q = rope(q);
+        k = rope(k);
+      }
       const v = reshape(this.linear(cur, `${L}.attn_v`), [dHead, hp.nHead, n]);
       const qp = permute(q, [0, 2, 1, 3]);
       const kp = permute(k, [0, 2, 1, 3]);
@@ -175,6 +242,12 @@ export class VisionEncoder {
         if (b) cur = ops.add(cur, b);
         cur = ops.gelu(this.linear(cur, 'mm.1'));
         return this.linear(cur, 'mm.2');
+      }
+      case 'qwen2vl_merger': {
+        // each merge block's patches as one row, through the MLP
+        const m2 = hp.nMerge * hp.nMerge;
+        const rows = reshape(x, [hp.nEmbd * m2, x.ne[1] / m2]);
+        return this.linear(ops.gelu(this.linear(rows, 'mm.0')), 'mm.2');
       }
     }
   }

@@ -14,7 +14,7 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2'] as const;
+export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger'] as const;
 export type ProjectorType = (typeof PROJECTORS)[number];
 
 /** A multimodal projector file llama-ts cannot use; the message names the file and the problem. */
@@ -189,12 +189,18 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       hp.nMerge = scale ?? 1;
       limits(64, 256);
       break;
+    case 'qwen2vl_merger':
+      hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
+      limits(8, 4096);
+      break;
   }
   return hp;
 }
 
 function requiredTensors(projector: ProjectorType, hp: VisionHParams): string[] {
-  const names = ['v.patch_embd.weight', 'v.position_embd.weight'];
+  const names = ['v.patch_embd.weight'];
+  if (projector === 'qwen2vl_merger') names.push('v.patch_embd.weight.1');
+  else names.push('v.position_embd.weight');
   for (let il = 0; il < hp.nLayer; il++) {
     for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
       names.push(`v.blk.${il}.${t}.weight`);
@@ -209,6 +215,9 @@ function requiredTensors(projector: ProjectorType, hp: VisionHParams): string[] 
       break;
     case 'lfm2':
       names.push('mm.1.weight', 'mm.2.weight');
+      break;
+    case 'qwen2vl_merger':
+      names.push('mm.0.weight', 'mm.2.weight');
       break;
   }
   return names;

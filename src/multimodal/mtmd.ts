@@ -25,6 +25,8 @@ export type Chunk =
       nTokens: number;
       /** Positions it takes in the text context. */
       nPos: number;
+      /** Rows per grid row (M-RoPE places row i at y = i / nx, x = i % nx). */
+      nx: number;
       /** The hash of the preprocessed pixels (a cache key; llama.node's bitmap id). */
       id: string;
       encode: () => Promise<Embeddings>;
@@ -103,9 +105,18 @@ export class Multimodal {
           else if (part.kind === 'token') addTokens([this.lookupToken(part.text)]);
           else {
             const img = part.image;
-            const n = this.encoder.tokensFor(img.width, img.height);
+            const g = this.encoder.tokensFor(img.width, img.height);
             const id = pixelHash(img.width, img.height, img.data);
-            chunks.push({ type: 'image', nTokens: n, nPos: n, id, encode: () => this.encodeCached(id, img) });
+            // M-RoPE: the grid's rows share the first position and span max(nx, ny)
+            const nPos = this.mrope ? Math.max(g.nx, g.ny) : g.n;
+            chunks.push({
+              type: 'image',
+              nTokens: g.n,
+              nPos,
+              nx: g.nx,
+              id,
+              encode: () => this.encodeCached(id, img),
+            });
           }
         }
       }
@@ -143,6 +154,11 @@ export class Multimodal {
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, e);
     return e;
+  }
+
+  /** Whether the text model places images in 2-D (M-RoPE: Qwen2-VL). */
+  get mrope(): boolean {
+    return this.mm.projector === 'qwen2vl_merger';
   }
 
   /** Whether image chunks are decoded with bidirectional attention (mtmd_decode_use_non_causal). */
@@ -194,9 +210,18 @@ export class Multimodal {
       await ctx.decode({
         tokens: [],
         embd: e.data.subarray(i * w, (i + n) * w),
-        pos: Array.from({ length: n }, (_, j) => pos + i + j),
+        // M-RoPE: every row at the image's first position, placed by its grid cell
+        pos: Array.from({ length: n }, (_, j) => (this.mrope ? pos : pos + i + j)),
         seqIds: new Array<number>(n).fill(seq),
         causal: this.nonCausal ? false : undefined,
+        ...(this.mrope
+          ? {
+              grid: {
+                y: Array.from({ length: n }, (_, j) => Math.floor((i + j) / ch.nx)),
+                x: Array.from({ length: n }, (_, j) => (i + j) % ch.nx),
+              },
+            }
+          : {}),
       });
     }
   }

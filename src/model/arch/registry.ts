@@ -27,7 +27,6 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
   [
     llama,
     qwen2,
-    qwen2vl,
     qwen3,
     bert,
     gemma2,
@@ -47,6 +46,7 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     qwen3moe,
     deepseek2,
     gptOss,
+    qwen2vl,
   ].map((a) => [a.name, a] as const),
 );
 

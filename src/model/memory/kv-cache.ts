@@ -374,9 +374,17 @@ export class KVCache implements AttentionMemory {
     }
   }
 
-  private snapshot(): { pos: Int32Array; seqs: Uint32Array; shift: Int32Array; heads: number[]; hasShift: boolean } {
+  private snapshot(): {
+    pos: Int32Array;
+    seqs: Uint32Array;
+    shift: Int32Array;
+    ext: Int32Array;
+    heads: number[];
+    hasShift: boolean;
+  } {
     return {
       pos: this.pos.slice(),
+      ext: this.ext.slice(),
       seqs: this.seqs.slice(),
       shift: this.shift.slice(),
       heads: this.heads.slice(),
@@ -386,6 +394,7 @@ export class KVCache implements AttentionMemory {
 
   private restore(s: ReturnType<KVCache['snapshot']>): void {
     this.pos.set(s.pos);
+    this.ext.set(s.ext);
     this.seqs.set(s.seqs);
     this.shift.set(s.shift);
     this.heads = s.heads;
@@ -578,9 +587,16 @@ export class KVCache implements AttentionMemory {
     let n = 0;
     for (let i = 0; i < this.size; i++) {
       const p = this.pos[i];
-      if (p >= lo && p < hi && this.seqs[i] & (1 << seq) && seen[p - lo] === 0) {
-        seen[p - lo] = 1;
-        n++;
+      if (p < 0 || !(this.seqs[i] & (1 << seq))) continue;
+      // an M-RoPE image's cells sit at its first position and stand for the positions it
+      // spans: up to max(y, x) further
+      const e = this.ext[i];
+      const end = e >= 0 ? p + Math.max(e >> 16, e & 0xffff) : p;
+      for (let q = Math.max(p, lo); q <= end && q < hi; q++) {
+        if (seen[q - lo] === 0) {
+          seen[q - lo] = 1;
+          n++;
+        }
       }
     }
     return n === hi - lo;
