@@ -65,7 +65,7 @@ describe('mmproj files', { skip: DIR ? false : missingShared('fixtures/mtmd') },
       assert.ok(e instanceof MmprojError);
       assert.match(
         e.message,
-        /projector type 'pixtral' is not supported \(llama-ts runs gemma3, idefics3, lfm2, qwen2vl_merger\)/,
+        /projector type 'pixtral' is not supported \(llama-ts runs gemma3, idefics3, lfm2, qwen2vl_merger, qwen2a\)/,
       );
       return true;
     });

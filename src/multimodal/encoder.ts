@@ -17,6 +17,7 @@ import {
   tensorGetF32,
   tensorSet,
 } from '../backends/index.js';
+import { f32ToF16 } from '../ggml/fp16.js';
 import { buildGraph, levelNodes } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
 import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view } from '../ggml/tensor.js';
@@ -106,7 +107,7 @@ export class VisionEncoder {
     return this.run(this.project(x, px, py), inputs);
   }
 
-  private async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array][]): Promise<Embeddings> {
+  private async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
     this.sched.allocGraph(graph);
@@ -130,6 +131,7 @@ export class VisionEncoder {
   }
 
   private act(x: Tensor): Tensor {
+    if (this.mm.hasAudio) return geluErf(x);
     const op = this.mm.vision.ffnOp;
     if (op === 'silu') return ops.silu(x);
     if (op === 'gelu') return ops.gelu(x);
@@ -183,18 +185,78 @@ export class VisionEncoder {
       ops.add(ops.mul(ops.rope(t, posY, o), maskY), ops.mul(ops.rope(t, posX, { ...o, freqFactors: factors }), maskX));
   }
 
+  /**
+   * A Whisper encoder (qwen2a) on one log-mel chunk [nMel][nFrames] (mel-major): two
+   * convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's conv_1d_ph
+   * computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf); learned
+   * positions; the layers; average pool 2; post-norm; the fc projector. [projectionDim, nFrames / 4].
+   */
+  async encodeAudio(mel: Float32Array, nFrames: number): Promise<Embeddings> {
+    const hp = this.mm.audio!;
+    const mm = this.mm;
+    const K = 3;
+    const inputs: [Tensor, Float32Array | Int32Array | Uint16Array][] = [];
+    // conv 1: its im2col (ic, k) per frame, cut here, in F16
+    const nMel = hp.nMel;
+    const cols = new Uint16Array(nMel * K * nFrames);
+    for (let t = 0; t < nFrames; t++) {
+      for (let ic = 0; ic < nMel; ic++) {
+        for (let k = 0; k < K; k++) {
+          const src = t + k - 1;
+          const v = src >= 0 && src < nFrames ? mel[ic * nFrames + src] : 0;
+          cols[t * nMel * K + ic * K + k] = f32ToF16(v);
+        }
+      }
+    }
+    const im1 = newTensor(GGMLType.F16, [nMel * K, nFrames], 'inp_mel_cols').setFlag(TensorFlag.INPUT);
+    inputs.push([im1, cols]);
+    const conv = (im: Tensor, w: Tensor, b: Tensor): Tensor => {
+      // [frames, out channels] + bias [1, out]
+      const y = ops.mulMat(im, reshape(w, [w.ne[0] * w.ne[1], w.ne[2]]));
+      return geluErf(ops.add(y, b));
+    };
+    const x1 = conv(im1, mm.get('a.conv1d.1.weight'), mm.get('a.conv1d.1.bias')); // [T, C]
+    const C = x1.ne[1];
+    const zero = newTensor(GGMLType.F32, [1, C], 'inp_zero_col').setFlag(TensorFlag.INPUT);
+    inputs.push([zero, new Float32Array(C)]);
+    const pad = ops.concat(ops.concat(zero, x1, 0), zero, 0); // [T + 2, C]
+    const T2 = Math.floor((nFrames - 1) / 2) + 1;
+    // conv 2 (stride 2): element (k, ic, t) of its im2col is pad[2t + k, ic]
+    const cols2 = ops.cont(view(pad, [K, C, T2], [pad.nb[1], 2 * pad.nb[0]], 0), [K * C, T2]);
+    const im2 = ops.cpy(cols2, newTensor(GGMLType.F16, [K * C, T2]));
+    const x2 = conv(im2, mm.get('a.conv1d.2.weight'), mm.get('a.conv1d.2.bias')); // [T2, E]
+    let x = ops.cont(transpose(x2)); // [E, T2]
+    const posW = mm.get('a.position_embd.weight');
+    if (posW.ne[1] < T2) throw new Error(`audio encoder: ${T2} frames but ${posW.ne[1]} learned positions`);
+    x = ops.add(x, view(posW, [posW.ne[0], T2], [posW.nb[1]], 0));
+    x = this.vit(x, T2, undefined, 'a', { ...hp, skipPostNorm: true });
+    // average pool 2 over frames, then the post-norm
+    const E = hp.nEmbd;
+    const half = Math.floor(T2 / 2);
+    const pick = (o: number) => ops.cont(view(x, [E, half], [2 * x.nb[1]], o * x.nb[1]));
+    x = ops.scale(ops.add(pick(0), pick(1)), 0.5);
+    x = this.layerNorm(x, mm.opt('a.post_ln.weight'), mm.opt('a.post_ln.bias'), hp.eps);
+    return this.run(this.linear(x, 'mm.a.fc'), inputs);
+  }
+
   /** build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n]. */
-  private vit(x: Tensor, n: number, rope?: (t: Tensor) => Tensor): Tensor {
+  private vit(
+    x: Tensor,
+    n: number,
+    rope?: (t: Tensor) => Tensor,
+    prefix = 'v',
+    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean },
+  ): Tensor {
     const { mm } = this;
-    const hp = mm.vision;
+    const hp = shape ?? mm.vision;
     const E = hp.nEmbd;
     const dHead = E / hp.nHead;
     const opt = (s: string) => mm.opt(s);
     let inpL = x;
-    const pre = opt('v.pre_ln.weight');
-    if (pre) inpL = this.layerNorm(inpL, pre, opt('v.pre_ln.bias'), hp.eps);
+    const pre = opt(`${prefix}.pre_ln.weight`);
+    if (pre) inpL = this.layerNorm(inpL, pre, opt(`${prefix}.pre_ln.bias`), hp.eps);
     for (let il = 0; il < hp.nLayer; il++) {
-      const L = `v.blk.${il}`;
+      const L = `${prefix}.blk.${il}`;
       let cur = this.layerNorm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`), hp.eps);
       let q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
       let k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
@@ -218,8 +280,8 @@ export class VisionEncoder {
       cur = this.linear(cur, `${L}.ffn_down`);
       inpL = ops.add(inpL, cur);
     }
-    const post = opt('v.post_ln.weight');
-    if (post) inpL = this.layerNorm(inpL, post, opt('v.post_ln.bias'), hp.eps);
+    const post = opt(`${prefix}.post_ln.weight`);
+    if (post && !shape?.skipPostNorm) inpL = this.layerNorm(inpL, post, opt(`${prefix}.post_ln.bias`), hp.eps);
     return inpL;
   }
 
@@ -243,6 +305,8 @@ export class VisionEncoder {
         cur = ops.gelu(this.linear(cur, 'mm.1'));
         return this.linear(cur, 'mm.2');
       }
+      case 'qwen2a':
+        throw new Error('vision encoder: qwen2a is an audio projector');
       case 'qwen2vl_merger': {
         // each merge block's patches as one row, through the MLP
         const m2 = hp.nMerge * hp.nMerge;
@@ -370,4 +434,22 @@ function interpolateAntialias(src: Float32Array, E: number, w0: number, h0: numb
     }
   }
   return out;
+}
+
+/**
+ * GELU with the exact erf (ggml_gelu_erf): 0.5·(x + |x|·erf(|x|/√2)), erf by Abramowitz and
+ * Stegun 7.1.26 (|error| < 1.5e-7) from existing ops: e^-z² as 1/sigmoid(z²) - 1, |x| as
+ * relu(x) + relu(-x).
+ */
+export function geluErf(x: Tensor): Tensor {
+  const ax = ops.add(ops.relu(x), ops.relu(ops.scale(x, -1)));
+  const z = ops.scale(ax, Math.SQRT1_2);
+  const one = ops.scale(z, 0, 1);
+  const t = ops.div(one, ops.scale(z, 0.3275911, 1));
+  let poly = ops.scale(t, 1.061405429, -1.453152027);
+  for (const c of [1.421413741, -0.284496736, 0.254829592]) poly = ops.scale(ops.mul(poly, t), 1, c);
+  poly = ops.mul(poly, t);
+  const e = ops.scale(ops.div(one, ops.sigmoid(ops.sqr(z))), 1, -1);
+  const erf = ops.scale(ops.mul(poly, e), -1, 1);
+  return ops.scale(ops.add(x, ops.mul(ax, erf)), 0.5);
 }

@@ -36,6 +36,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
       return idefics3(mm, img, norm);
     case 'lfm2':
       return lfm2(mm, img, norm);
+    case 'qwen2a':
+      throw new Error(`the projector ${mm.path} takes audio, not images`);
     case 'qwen2vl_merger': {
       // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
       // build 10257's, checked through it)
