@@ -10,6 +10,7 @@
 
 import { backendsReady, type Device, deviceByName, listDevices } from '../backends/api.js';
 import type { ChatTemplates } from '../chat/index.js';
+import { extractMedia } from '../chat/messages.js';
 import {
   Batcher,
   type BatcherStatus,
@@ -41,9 +42,7 @@ import { platform } from '../platform/index.js';
 import { buildSamplingChain, DEFAULT_SEED } from '../sampling/index.js';
 import { checkDraftCompatible, type Drafter, DraftModelDrafter, NgramDrafter } from '../speculative/index.js';
 import { Vocab } from '../vocab/index.js';
-import { extractMedia } from '../chat/messages.js';
 import { checkNormalize, normalizeEmbedding } from './embedding.js';
-import { EngineMultimodal, type MediaTokenizeResult, type MultimodalOptions } from './multimodal.js';
 import { asLlamaError, LlamaError } from './errors.js';
 import {
   ggufInfo,
@@ -55,6 +54,7 @@ import {
   templatesFromTexts,
   templateTexts,
 } from './info.js';
+import { EngineMultimodal, type MediaTokenizeResult, type MultimodalOptions } from './multimodal.js';
 import { boolOption, type EngineModelOptions, intOption, loraListOption, optionError } from './options.js';
 import { loadSession, saveSession } from './session.js';
 import type {
@@ -745,7 +745,8 @@ export class EngineContext {
       }
       for (const k of ['image_min_tokens', 'image_max_tokens'] as const) {
         const v = o[k];
-        if (v !== undefined && !(Number.isInteger(v) && v >= 0)) throw optionError(k, v, 'must be a non-negative integer');
+        if (v !== undefined && !(Number.isInteger(v) && v >= 0))
+          throw optionError(k, v, 'must be a non-negative integer');
       }
       return this.inOrder(async () => {
         const mm = await EngineMultimodal.load(this.model, this.ctx, o);

@@ -79,7 +79,7 @@ function bicubicClip(img: RgbImage, tw: number, th: number): RgbImage {
   const dst = new Uint8Array(tw * th * 3);
   const tx = f(nx / tw);
   const ty = f(ny / th);
-  const cl = (v: number, lo: number, hi: number) => (v < lo ? lo : v > hi ? hi : v);
+  const cl = (v: number, lo: number, hi: number) => Math.max(lo, Math.min(v, hi));
   const C = new Float32Array(4);
   const px = (yy: number, xx: number, k: number) => data[(cl(yy, 0, ny - 1) * nx + cl(xx, 0, nx - 1)) * 3 + k];
   const cubic = (p0: number, p1: number, p2: number, p3: number, d: number) => {
@@ -144,7 +144,7 @@ function coefficients(algo: ResizeAlgo, inSize: number, outSize: number) {
 
 function clip8(v: number): number {
   const s = Math.floor(v / 2 ** PRECISION_BITS);
-  return s < 0 ? 0 : s > 255 ? 255 : s;
+  return Math.max(0, Math.min(s, 255));
 }
 
 /** One separable pass along x (horizontal) or y. */
