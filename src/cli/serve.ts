@@ -406,6 +406,7 @@ async function serveRouter(o: ReturnType<typeof parse>['values'], argv: string[]
       maxConnections: l.maxConnections,
       shutdownTimeout: l.shutdownTimeout,
       ...(o['no-webui'] ? { webui: false } : {}),
+      cacheDir: cacheDir(o['cache-dir']),
     });
   } catch (e) {
     if (e instanceof UsageError || e instanceof RouterConfigError) return usageError('serve', HELP, e.message);

@@ -83,10 +83,12 @@ export function endpoints(host: OllamaHost): Endpoint[] {
     { method: 'POST', path: '/api/generate', handler: (c) => generate(host, c) },
     { method: 'POST', path: '/api/embed', handler: (c) => embed(host, c) },
     { method: 'POST', path: '/api/embeddings', handler: (c) => embeddingsLegacy(host, c) },
-    { method: 'POST', path: '/api/pull', handler: (c) => pullModel(host, c) },
+    { method: 'POST', path: '/api/pull', handler: (c) => pullModel(host.cacheDir, c) },
     { method: 'DELETE', path: '/api/delete', handler: (c) => deleteModel(host, c) },
   ];
 }
+
+const now = () => new Date().toISOString();
 
 // ---- names ----
 
@@ -121,13 +123,15 @@ function servedNames(host: OllamaHost): string[] {
 
 /** A 404 unless `name` is the served model (`name`, `name:latest`, its cache name; case aside). */
 function requireServed(host: OllamaHost, name: string): void {
+  // the router picked this process by the name, and answers echo it as the client gave it
+  if (routerChild()) return;
   const want = withTag(name).toLowerCase();
   if (servedNames(host).some((n) => n.toLowerCase() === want)) return;
   throw new ApiError(404, `model '${name}' not found`);
 }
 
 /** `hf.co/OWNER/REPO[:QUANT]` (or huggingface.co/…) as the downloader's `OWNER/REPO[:QUANT]`. */
-function hfSpec(name: string): string {
+export function hfSpec(name: string): string {
   const m = /^(?:https?:\/\/)?(?:hf\.co|huggingface\.co)\/([^:]+)(?::(.+))?$/i.exec(name);
   if (!m) {
     throw bad(
@@ -223,7 +227,7 @@ async function tags(host: OllamaHost, c: RequestContext): Promise<void> {
 }
 
 /** A keep-alive that never ends: the served model stays loaded for the server's life. */
-const FOREVER = '2318-01-01T00:00:00Z';
+export const FOREVER = '2318-01-01T00:00:00Z';
 
 function ps(host: OllamaHost, c: RequestContext): void {
   const e = modelEntry(withTag(host.modelId), resolve(host.modelPath));
@@ -289,6 +293,7 @@ const OPTION_NAMES: Record<string, string> = {
 /** The request's sampling and output options (`options`, `format`, `think`, `logprobs`) as option-table fields. */
 function samplingFields(b: Body): Body {
   const out: Body = {};
+  keepAlive(b); // checked here; the router acts on it
   const o = b.options;
   if (o !== undefined && o !== null) {
     if (!isObject(o)) throw bad('options must be an object');
@@ -404,11 +409,27 @@ function chatTools(raw: unknown): Tool[] | undefined {
   });
 }
 
-/** Ollama's timing and count fields, in nanoseconds. */
-function timingFields(r: LlamaCompletionResult, t0: bigint): Record<string, number> {
+/** This process serves one model of router mode (serve.ts's routerChild). */
+const routerChild = () => process.env.LLAMA_TS_ROUTER_CHILD === '1';
+
+/** The header in which the router tells a model's process how long loading it for this request took (ns). */
+export const LOAD_DURATION_HEADER = 'x-llama-ts-load-duration';
+
+/**
+ * Nanoseconds this request waited for its model to load: the router's figure in a model's
+ * process of router mode; 0 on a server that holds one model (loaded before it listens).
+ */
+function loadDuration(c: RequestContext): number {
+  if (!routerChild()) return 0;
+  const n = Number(c.req.headers[LOAD_DURATION_HEADER]);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
+
+/** Ollama's timing and count fields, in nanoseconds (the load, waited for before t0, counts in the total). */
+function timingFields(r: LlamaCompletionResult, t0: bigint, load: number): Record<string, number> {
   return {
-    total_duration: Number(process.hrtime.bigint() - t0),
-    load_duration: 0,
+    total_duration: Number(process.hrtime.bigint() - t0) + load,
+    load_duration: load,
     prompt_eval_count: r.tokens_evaluated,
     prompt_eval_duration: Math.round(r.timings.prompt_ms * 1e6),
     eval_count: oa.completionTokens(r),
@@ -447,12 +468,50 @@ class NdjsonWriter {
   }
 }
 
-/** Ollama's answer to a request with nothing to generate: the model loaded (or, keep_alive 0, unloaded; it stays, being the server's only model). */
-function loadAnswer(b: Body): string {
-  return b.keep_alive === 0 || b.keep_alive === '0' || b.keep_alive === '0s' ? 'unload' : 'load';
+/** Ollama's default keep_alive: a model idle this long is unloaded (router mode; one served model stays). */
+export const DEFAULT_KEEP_ALIVE_MS = 5 * 60_000;
+
+const DURATION_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1e3, m: 60e3, h: 3600e3 };
+
+/**
+ * The request's `keep_alive` in milliseconds: a number is seconds, a string a Go duration
+ * ("5m", "1h30m", "0") or seconds; negative is forever (Infinity); undefined when absent.
+ */
+export function keepAlive(b: Body): number | undefined {
+  const v = b.keep_alive;
+  if (v === undefined || v === null) return undefined;
+  let ms: number | undefined;
+  if (typeof v === 'number' && Number.isFinite(v)) ms = v * 1000;
+  else if (typeof v === 'string') {
+    const t = v.trim();
+    if (t !== '' && Number.isFinite(Number(t))) ms = Number(t) * 1000;
+    else if (/^[-+]?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(t)) {
+      ms = 0;
+      for (const [, n, , unit] of t.matchAll(/(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)/g))
+        ms += Number(n) * DURATION_UNITS[unit!]!;
+      if (t.startsWith('-')) ms = -ms;
+    }
+  }
+  if (ms === undefined) {
+    throw bad(`keep_alive: expected seconds or a duration such as "5m" or "1h30m", got ${JSON.stringify(v)}`);
+  }
+  return ms < 0 ? Number.POSITIVE_INFINITY : ms;
 }
 
-const now = () => new Date().toISOString();
+/** A chat or generate request with nothing to generate: Ollama's way to load (or, keep_alive 0, unload) a model. */
+export function nothingToGenerate(path: string, b: Body): boolean {
+  if (path === '/api/chat') return !Array.isArray(b.messages) || b.messages.length === 0;
+  if (path !== '/api/generate') return false;
+  const noContext = !Array.isArray(b.context) || b.context.length === 0;
+  return (b.prompt === undefined || b.prompt === null || b.prompt === '') && noContext;
+}
+
+/** Ollama's answer to a request with nothing to generate: `done_reason` "load", or "unload" (keep_alive 0). */
+export function nothingAnswer(path: string, b: Body, model: unknown): Body {
+  const reason = keepAlive(b) === 0 ? 'unload' : 'load';
+  const out = path === '/api/chat' ? { message: { role: 'assistant', content: '' } } : { response: '' };
+  return { model, created_at: now(), ...out, done: true, done_reason: reason };
+}
 
 interface Shape {
   /** A streamed piece: the message or response fields it adds. */
@@ -502,7 +561,7 @@ async function run(
         ...shape.final(r, true),
         done: true,
         done_reason: doneReason(r),
-        ...timingFields(r, t0),
+        ...timingFields(r, t0, loadDuration(c)),
       });
       out.end();
     } catch (e) {
@@ -520,7 +579,7 @@ async function run(
     ...shape.final(r, false),
     done: true,
     done_reason: doneReason(r),
-    ...timingFields(r, t0),
+    ...timingFields(r, t0, loadDuration(c)),
     ...(r.logprobs ? { logprobs: logprobsOf(r.logprobs) } : {}),
   });
 }
@@ -536,13 +595,8 @@ async function chat(host: OllamaHost, c: RequestContext): Promise<void> {
   host.requireGenerator();
   const messages = chatMessages(host, b.messages ?? []);
   if (messages.length === 0) {
-    sendJson(c.res, 200, {
-      model: b.model,
-      created_at: now(),
-      message: { role: 'assistant', content: '' },
-      done: true,
-      done_reason: loadAnswer(b),
-    });
+    // one served model: it stays loaded whatever keep_alive says
+    sendJson(c.res, 200, nothingAnswer('/api/chat', b, b.model));
     return;
   }
   const tools = chatTools(b.tools);
@@ -597,7 +651,7 @@ async function generate(host: OllamaHost, c: RequestContext): Promise<void> {
     throw bad('context must be an array of token ids');
   }
   if (prompt === '' && context.length === 0) {
-    sendJson(c.res, 200, { model: b.model, created_at: now(), response: '', done: true, done_reason: loadAnswer(b) });
+    sendJson(c.res, 200, nothingAnswer('/api/generate', b, b.model));
     return;
   }
   const raw = b.raw === true;
@@ -675,8 +729,8 @@ async function embed(host: OllamaHost, c: RequestContext): Promise<void> {
   sendJson(c.res, 200, {
     model: b.model,
     embeddings: out.vectors.map((v) => Array.from(typeof dims === 'number' ? truncateDims(v, dims) : v)),
-    total_duration: Number(process.hrtime.bigint() - t0),
-    load_duration: 0,
+    total_duration: Number(process.hrtime.bigint() - t0) + loadDuration(c),
+    load_duration: loadDuration(c),
     prompt_eval_count: out.nTokens,
   });
 }
@@ -704,11 +758,19 @@ function downloadStatus(e: DownloadError): number {
   return /HTTP 404|has no GGUF file|not a Hugging Face repository/.test(e.message) ? 404 : 500;
 }
 
-async function pullModel(host: OllamaHost, c: RequestContext): Promise<void> {
+/**
+ * /api/pull of `hf.co/OWNER/REPO[:QUANT]` into the download cache `dir`, with Ollama's
+ * progress lines; `pulled` runs once the file is there, before `success` goes out (the
+ * router lists it from then on).
+ */
+export async function pullModel(
+  dir: string,
+  c: RequestContext,
+  pulled?: (path: string) => Promise<void> | void,
+): Promise<void> {
   const b = oa.asObject(c.body);
   const name = requestName(b);
   const spec = hfSpec(name);
-  const dir = host.cacheDir;
   const res = c.res;
   const stream = b.stream !== false;
   const out = stream ? new NdjsonWriter(res) : undefined;
@@ -753,6 +815,7 @@ async function pullModel(host: OllamaHost, c: RequestContext): Promise<void> {
       send({ status: 'verifying sha256 digest' });
     }
     send({ status: 'writing manifest' });
+    await pulled?.(path);
     if (out) {
       out.line({ status: 'success' });
       out.end();
@@ -760,7 +823,7 @@ async function pullModel(host: OllamaHost, c: RequestContext): Promise<void> {
   } catch (e) {
     if (abort.signal.aborted) return;
     const err = e instanceof DownloadError ? new ApiError(downloadStatus(e), e.message) : e;
-    if (out?.opened) out.fail(host.apiError(err));
+    if (out?.opened) out.fail(err);
     else throw err;
   }
 }
