@@ -210,6 +210,13 @@ describe('serve router mode', () => {
     assert.equal(row.status.value, 'unloaded');
     assert.equal(row.status.failed, true);
     assert.equal(row.status.exit_code, 137);
+    // a model's own port answers the router only
+    const direct = await fetch(`${router.instances.find((i) => i.name === 'bert')!.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ input: 'x' }),
+    });
+    assert.equal(direct.status, 401);
     const e = await post(`${url}/v1/embeddings`, { model: 'bert', input: 'still here' });
     assert.equal(e.status, 200);
     const again = await post(`${url}/v1/completions`, { model: 'llama', prompt: 'a', max_tokens: 2 });
@@ -287,7 +294,15 @@ describe('serve router mode', () => {
       options: { num_predict: 2 },
     });
     assert.equal(chat.status, 200);
-    assert.equal(((await chat.json()) as { done: boolean }).done, true);
+    assert.deepEqual(
+      Object.entries((await chat.json()) as { model: string; done: boolean }).filter(
+        ([k]) => k === 'model' || k === 'done',
+      ),
+      [
+        ['model', 'llama:latest'],
+        ['done', true],
+      ],
+    );
     const missing = await post(`${url}/api/chat`, { model: 'nope', messages: [] });
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { error: "model 'nope' not found" });
@@ -325,6 +340,61 @@ test('--models-max 1: first requests to two models at once both load in turn (no
     assert.equal(router.instances.filter((i) => i.running).length, 1);
   } finally {
     await router.shutdown();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('shutdown drains: a stream in flight runs to the shutdown timeout, then ends with "abort"; no process is left', {
+  timeout: 60000,
+}, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'llama-ts-router-drain-'));
+  copyFileSync(tinyLlama(), join(dir, 'a.gguf'));
+  const router = await LlamaRouter.listen({
+    models: modelsFromDir(dir),
+    spawn: { entry: ENTRY, baseArgs: BASE_ARGS },
+    port: 0,
+    shutdownTimeout: 1,
+  });
+  const url = router.url;
+  try {
+    const r = await post(`${url}/v1/completions`, {
+      model: 'a',
+      prompt: 'a',
+      max_tokens: 1000000,
+      ignore_eos: true,
+      stream: true,
+    });
+    assert.equal(r.status, 200);
+    const a = router.instances[0]!;
+    const pid = a.pid!;
+    assert.ok(
+      a.args
+        .join(' ')
+        .endsWith(
+          '--shutdown-timeout 1 --model ' +
+            join(dir, 'a.gguf') +
+            ' --alias a --host 127.0.0.1 --port 0 --no-webui --log-level warn',
+        ),
+    );
+    let stopping: Promise<void> | undefined;
+    let t0 = 0;
+    const events = await readStream(r, (_e, n) => {
+      if (n === 3) {
+        t0 = performance.now();
+        stopping = router.shutdown();
+      }
+    });
+    const waited = performance.now() - t0;
+    await stopping;
+    type Chunk = { choices: { finish_reason: string | null }[] };
+    const chunks = events.filter((e): e is Chunk => typeof e === 'object' && e !== null && 'choices' in e);
+    assert.equal(chunks.at(-1)!.choices[0]!.finish_reason, 'abort');
+    assert.ok(waited >= 900, `the stream ran ${waited.toFixed(0)} ms into the shutdown`);
+    assert.equal((await fetch(`${url}/health`).catch(() => undefined))?.status, undefined, 'the port is closed');
+    assert.equal(router.state, 'closed');
+    assert.throws(() => process.kill(pid, 0), /ESRCH/);
+  } finally {
+    await router.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

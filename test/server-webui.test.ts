@@ -4,15 +4,16 @@
 // conversation again after a reload, regenerate, delete; hostile markdown runs nothing.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { loadModelMap, translateArgs } from '../bench/llama-server-suite/flags.js';
-import { LlamaServer } from '../src/server/index.js';
-import { tinyLlama } from './helpers/models.js';
+import { LlamaRouter, LlamaServer, modelsFromDir } from '../src/server/index.js';
+import { tinyLlama, tinyQwen2 } from './helpers/models.js';
 import { BIN, startServe } from './helpers/serve-child.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -405,5 +406,51 @@ test('the page in chromium: stream, stop, reload, regenerate, delete; hostile ma
       child.process.once('exit', res);
       child.process.kill('SIGTERM');
     });
+  }
+});
+
+test('the page on a router (serve --models-dir): the settings offer its models, a reply comes from the one chosen', {
+  skip: noBrowser,
+  timeout: 60_000,
+}, async () => {
+  const { default: puppeteer } = await import('puppeteer-core');
+  const dir = mkdtempSync(join(tmpdir(), 'llama-ts-webui-router-'));
+  copyFileSync(tinyLlama(), join(dir, 'a.gguf'));
+  copyFileSync(tinyQwen2(), join(dir, 'b.gguf'));
+  const router = await LlamaRouter.listen({
+    models: modelsFromDir(dir),
+    spawn: {
+      entry: fileURLToPath(new URL('../src/cli/serve-child.js', import.meta.url)),
+      baseArgs: ['-c', '512', '-np', '1', '-t', '1'],
+    },
+    port: 0,
+    modelsMax: 1,
+  });
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    userDataDir: join(dir, 'profile'),
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run'],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${router.url}/`, { waitUntil: 'load' });
+    await page.waitForSelector('#model-field:not([hidden])', { timeout: 10_000 });
+    const options = await page.$$eval('#model option', (o) => o.map((x) => (x as unknown as { value: string }).value));
+    assert.deepEqual(options, ['a', 'b']);
+    await page.select('#model', 'b');
+    await page.type('#input', 'Hello');
+    await page.click('#send');
+    await page.waitForSelector('.msg.assistant[data-state="done"]', { timeout: 30_000 });
+    assert.equal(await page.$eval('#error', (e) => (e as HTMLElement).hidden), true);
+    assert.ok((await page.$eval('.msg.assistant .content', (e) => e.textContent ?? '')).length > 0);
+    assert.deepEqual(
+      router.instances.map((i) => `${i.name} ${i.status}`),
+      ['a unloaded', 'b loaded'],
+    );
+  } finally {
+    await browser.close();
+    await router.shutdown();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -21,6 +21,8 @@ interface Conversation {
 }
 
 interface Settings {
+  /** The model requests name (a router serves several; '' for a server of one). */
+  model: string;
   system: string;
   temperature: number;
   maxTokens: number;
@@ -28,7 +30,7 @@ interface Settings {
 }
 
 const SETTINGS_KEY = 'llama-ts.settings';
-const DEFAULTS: Settings = { system: '', temperature: 0.8, maxTokens: -1, apiKey: '' };
+const DEFAULTS: Settings = { model: '', system: '', temperature: 0.8, maxTokens: -1, apiKey: '' };
 
 const $ = <T extends HTMLElement>(id: string): T => {
   const el = document.getElementById(id);
@@ -100,6 +102,7 @@ async function streamReply(
     temperature: settings.temperature,
   };
   if (settings.maxTokens > 0) body.max_tokens = settings.maxTokens;
+  if (settings.model) body.model = settings.model;
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
   if (settings.apiKey) headers.Authorization = `Bearer ${settings.apiKey}`;
   const res = await fetch('/v1/chat/completions', { method: 'POST', headers, body: JSON.stringify(body), signal });
@@ -175,7 +178,41 @@ class ChatPage {
       }
     });
     $('stop').addEventListener('click', () => this.abort?.abort());
+    await this.loadModels();
     await this.refreshList();
+  }
+
+  /**
+   * A router (serve with --models-*; its /v1/models gives each model a status) serves
+   * several models: the settings then offer them, and requests name the one chosen
+   * (kept; else a loaded one, else the first).
+   */
+  private async loadModels(): Promise<void> {
+    let list: { id: string; status?: { value?: string } }[] = [];
+    try {
+      const r = await fetch('/v1/models');
+      if (r.ok) list = ((await r.json()) as { data?: typeof list }).data ?? [];
+    } catch {}
+    if (!list.some((m) => m.status)) {
+      this.settings.model = '';
+      return;
+    }
+    const select = $<HTMLSelectElement>('model');
+    for (const m of list) {
+      const o = document.createElement('option');
+      o.value = m.id;
+      o.textContent = `${m.id} (${m.status?.value ?? '?'})`;
+      select.append(o);
+    }
+    if (!list.some((m) => m.id === this.settings.model)) {
+      this.settings.model = (list.find((m) => m.status?.value === 'loaded') ?? list[0])!.id;
+    }
+    select.value = this.settings.model;
+    select.addEventListener('change', () => {
+      this.settings.model = select.value;
+      localStorage.setItem(SETTINGS_KEY, JSON.stringify(this.settings));
+    });
+    $('model-field').hidden = false;
   }
 
   private bindSettings(): void {

@@ -350,6 +350,8 @@ const ROUTER_ONLY_VALUE = new Set([
   '--alias',
   '-a',
   '--tags',
+  // the router passes its own on (RouterOptions.shutdownTimeout)
+  '--shutdown-timeout',
 ]);
 const ROUTER_ONLY_FLAG = new Set(['--models-autoload', '--no-models-autoload', '--no-cors', '--no-webui']);
 

@@ -26,6 +26,11 @@ export interface SpawnSpec {
   baseArgs: string[];
   /** Where a child's stderr lines go (prefixed with the model's name). */
   onLog?: (line: string) => void;
+  /**
+   * The API key every child requires (in its environment, not its argv): only the router
+   * reaches a model's port, not any local process.
+   */
+  childKey?: string;
 }
 
 export class ModelInstance {
@@ -137,7 +142,11 @@ export class ModelInstance {
     this.starts++;
     const child = fork(this.spec.entry, this.args, {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: { ...process.env, LLAMA_TS_ROUTER_CHILD: '1' },
+      env: {
+        ...process.env,
+        LLAMA_TS_ROUTER_CHILD: '1',
+        ...(this.spec.childKey !== undefined ? { LLAMA_API_KEY: this.spec.childKey } : {}),
+      },
       execArgv: [],
       serialization: 'json',
     });
@@ -205,22 +214,24 @@ export class ModelInstance {
 
   /**
    * Unloads: the child drains (its requests in flight may finish within its own
-   * --shutdown-timeout) and exits; after `stopTimeout` seconds more it is killed.
+   * --shutdown-timeout) and exits; after `timeoutS` seconds (the preset's stop-timeout,
+   * default 10) it is killed.
    */
-  stop(): Promise<void> {
+  stop(timeoutS = this.model.stopTimeout): Promise<void> {
     const child = this.child;
-    if (!child)
+    if (!child) {
       return this.loading
         ? this.loading.then(
-            () => this.stop(),
+            () => this.stop(timeoutS),
             () => {},
           )
         : Promise.resolve();
+    }
     this.stopping ??= (async () => {
       // still loading: its handler may not be there yet, and nothing is in flight to drain
       if (child.connected && this.status === 'loaded') child.send({ type: 'shutdown' });
       else child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), this.model.stopTimeout * 1000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutS * 1000);
       await this.exited;
       clearTimeout(timer);
     })().finally(() => {

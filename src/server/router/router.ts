@@ -9,6 +9,7 @@
 //
 // Answers are the children's, passed through byte for byte (streams included); /metrics
 // without `?model=` is every loaded model's, each sample labelled model="NAME".
+import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -119,6 +120,10 @@ export class LlamaRouter {
   private turn: Promise<void> = Promise.resolve();
   private shuttingDown: Promise<void> | undefined;
   readonly created = Math.floor(Date.now() / 1000);
+  /** The key the models' processes require (SpawnSpec.childKey). */
+  private readonly childKey: string;
+  /** How each model's process starts (the key and shutdown timeout added): models added later start so too. */
+  private readonly spawn: SpawnSpec;
   /** Capabilities by file (read from the header once). */
   private readonly facts = new Map<string, string[]>();
   /** Ollama's keep_alive by model; a model without one stays until --models-max needs its room (llama-server's way). */
@@ -127,7 +132,17 @@ export class LlamaRouter {
   private constructor(readonly opts: RouterOptions) {
     this.modelsMax = opts.modelsMax ?? 4;
     this.autoload = opts.autoload ?? true;
-    this.instances = opts.models.map((m) => new ModelInstance(m, opts.spawn, () => this.changed()));
+    // the models drain as the router does, and answer the router only
+    this.childKey = opts.spawn.childKey ?? randomBytes(24).toString('hex');
+    const spawn = (this.spawn = {
+      ...opts.spawn,
+      childKey: this.childKey,
+      baseArgs:
+        opts.shutdownTimeout === undefined
+          ? opts.spawn.baseArgs
+          : [...opts.spawn.baseArgs, '--shutdown-timeout', String(opts.shutdownTimeout)],
+    });
+    this.instances = opts.models.map((m) => new ModelInstance(m, spawn, () => this.changed()));
     for (const i of this.instances) {
       if (this.byName.has(i.name)) throw new Error(`two models are named '${i.name}'`);
       this.byName.set(i.name, i);
@@ -390,6 +405,7 @@ export class LlamaRouter {
     for (const [k, v] of Object.entries(c.req.headers)) {
       if (typeof v === 'string' && !DROP_REQUEST.has(k)) headers[k] = v;
     }
+    headers.authorization = `Bearer ${this.childKey}`;
     if (loadNs !== undefined) headers[ollama.LOAD_DURATION_HEADER] = loadNs;
     if (payload) {
       headers['content-type'] = 'application/json';
@@ -565,7 +581,10 @@ export class LlamaRouter {
     }
     const loaded = this.instances.filter((i) => i.status === 'loaded' && !i.isStopping);
     const texts = await Promise.all(
-      loaded.map(async (i) => ({ name: i.name, text: await fetchText(`${i.url}/metrics`).catch(() => '') })),
+      loaded.map(async (i) => ({
+        name: i.name,
+        text: await fetchText(`${i.url}/metrics`, this.childKey).catch(() => ''),
+      })),
     );
     const active = this.instances.filter((i) => i.active).length;
     const own =
@@ -602,7 +621,7 @@ export class LlamaRouter {
     if (this.opts.cacheDir === undefined) return;
     for (const m of await modelsFromCache(this.opts.cacheDir)) {
       if (this.byName.has(m.name) || this.instances.some((i) => i.model.path === m.path)) continue;
-      const inst = new ModelInstance(m, this.opts.spawn, () => this.changed());
+      const inst = new ModelInstance(m, this.spawn, () => this.changed());
       this.instances.push(inst);
       this.byName.set(m.name, inst);
       log.info(`model ${m.name} added from the download cache`);
@@ -659,7 +678,9 @@ export class LlamaRouter {
       loaded.map(async (i) => {
         let ctx: unknown;
         try {
-          const own = JSON.parse(await fetchText(`${i.url}/api/ps`)) as { models: { context_length?: number }[] };
+          const own = JSON.parse(await fetchText(`${i.url}/api/ps`, this.childKey)) as {
+            models: { context_length?: number }[];
+          };
           ctx = own.models[0]?.context_length;
         } catch {
           // gone meanwhile: listed without it
@@ -716,7 +737,9 @@ export class LlamaRouter {
       const closed = new Promise<void>((res) => this.http.close(() => res()));
       this.http.closeIdleConnections();
       const idle = setInterval(() => this.http.closeIdleConnections(), 100);
-      await Promise.all(this.instances.map((i) => i.stop().catch(() => {})));
+      // each drains for the shutdown timeout; killed a little after it
+      const grace = (this.opts.shutdownTimeout ?? 30) + 5;
+      await Promise.all(this.instances.map((i) => i.stop(grace).catch(() => {})));
       // the children's answers have ended: what is left open is idle or dead
       await Promise.race([closed, new Promise((res) => setTimeout(res, 2000).unref())]);
       clearInterval(idle);
@@ -757,9 +780,9 @@ function failMidway(res: ServerResponse, inst: ModelInstance, sse: boolean): voi
   } else res.destroy();
 }
 
-function fetchText(url: string): Promise<string> {
+function fetchText(url: string, key: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'GET', timeout: 5000 }, (res) => {
+    const req = request(url, { method: 'GET', timeout: 5000, headers: { authorization: `Bearer ${key}` } }, (res) => {
       let s = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => {
