@@ -149,6 +149,7 @@ describe('models', () => {
     );
     await rejects(ol.show({ model: 'other:7b' }), 404, /not found/);
     await rejects(ol.generate({ model: 'tiny', prompt: 'x', images: ['AAAA'] }), 400, /text-only model/);
+    await rejects(ol.generate({ model: 'tiny', prompt: 'x', images: ['no base64!'] }), 400, /images\[0\]: illegal base64/);
     await rejects(
       ol.chat({ model: 'tiny', messages: [{ role: 'user', content: 'x', images: ['AAAA'] }] }),
       400,

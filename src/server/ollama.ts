@@ -346,9 +346,22 @@ function logprobsOf(entries: readonly NonNullable<LlamaCompletionResult['logprob
   }));
 }
 
+/**
+ * A request's `images` (base64, as Ollama's): each checked, then refused, as Ollama refuses
+ * images for a model without vision: no multimodal projector runs here.
+ */
 function noImages(host: OllamaHost, images: unknown, at: string): void {
-  if (Array.isArray(images) && images.length > 0) {
-    throw bad(`${at}: ${host.modelId} is a text-only model: it does not take images`);
+  if (images === undefined || images === null) return;
+  if (!Array.isArray(images)) throw bad(`${at} must be an array of base64 strings`);
+  images.forEach((img, i) => {
+    if (typeof img !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(img.replace(/\s/g, '')) || img.length % 4 === 1) {
+      throw bad(`${at}[${i}]: illegal base64 data`);
+    }
+  });
+  if (images.length > 0) {
+    throw bad(
+      `${at}: ${host.modelId} is a text-only model: it does not take images (no multimodal projector is loaded)`,
+    );
   }
 }
 
@@ -377,7 +390,7 @@ function chatMessages(host: OllamaHost, raw: unknown): ChatMessage[] {
     if (m.content !== undefined && m.content !== null && typeof m.content !== 'string') {
       throw bad(`${at}.content must be a string`);
     }
-    noImages(host, m.images, at);
+    noImages(host, m.images, `${at}.images`);
     const out: ChatMessage = { role: m.role, content: (m.content as string | undefined) ?? '' };
     if (typeof m.thinking === 'string' && m.thinking !== '') out.reasoning_content = m.thinking;
     if (typeof m.tool_name === 'string') out.name = m.tool_name;
