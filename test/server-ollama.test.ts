@@ -149,7 +149,11 @@ describe('models', () => {
     );
     await rejects(ol.show({ model: 'other:7b' }), 404, /not found/);
     await rejects(ol.generate({ model: 'tiny', prompt: 'x', images: ['AAAA'] }), 400, /text-only model/);
-    await rejects(ol.generate({ model: 'tiny', prompt: 'x', images: ['no base64!'] }), 400, /images\[0\]: illegal base64/);
+    await rejects(
+      ol.generate({ model: 'tiny', prompt: 'x', images: ['no base64!'] }),
+      400,
+      /images\[0\]: illegal base64/,
+    );
     await rejects(
       ol.chat({ model: 'tiny', messages: [{ role: 'user', content: 'x', images: ['AAAA'] }] }),
       400,
@@ -535,6 +539,31 @@ describe('embeddings', () => {
     assert.equal(legacy.embedding.length, r.embeddings[0]!.length);
     for (const [i, x] of legacy.embedding.entries()) assert.ok(Math.abs(x / norm - r.embeddings[0]![i]!) < 1e-5);
     await rejects(ol.embed({ model: 'tiny', input: 'x' }), 501, /embeddings/);
+    // truncate (Ollama's default true): a long input loses its end, keeping the tokenizer's last token
+    const long = 'hello world '.repeat(1500);
+    const cut = await olEmb.embed({ model: 'bert', input: [long, `${long}and more words at the end`] });
+    assert.equal(cut.embeddings.length, 2);
+    assert.deepEqual(cut.embeddings[0], cut.embeddings[1]);
+    const tok = (await (
+      await fetch(`${emb.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content: long, add_special: true }) })
+    ).json()) as { tokens: number[] };
+    const limit = Number(
+      /at most (\d+)/.exec(
+        await (
+          await fetch(`${emb.url}/v1/embeddings`, { method: 'POST', body: JSON.stringify({ input: long }) })
+        ).text(),
+      )?.[1],
+    );
+    assert.ok(limit > 0 && tok.tokens.length > limit);
+    assert.equal(cut.prompt_eval_count, 2 * limit);
+    const ref1 = (await (
+      await fetch(`${emb.url}/v1/embeddings`, {
+        method: 'POST',
+        body: JSON.stringify({ input: [[...tok.tokens.slice(0, limit - 1), tok.tokens.at(-1)]] }),
+      })
+    ).json()) as { data: { embedding: number[] }[] };
+    assert.deepEqual(cut.embeddings[0], ref1.data[0]!.embedding);
+    await rejects(olEmb.embed({ model: 'bert', input: long, truncate: false }), 400, /at most/);
   });
 });
 

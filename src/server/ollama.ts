@@ -735,7 +735,18 @@ async function embed(host: OllamaHost, c: RequestContext): Promise<void> {
   if (dims !== undefined && dims !== null && (typeof dims !== 'number' || !Number.isInteger(dims) || dims < 1)) {
     throw bad('dimensions must be a positive integer');
   }
-  const out = await host.embed(inputs as string[], 2, c.res);
+  if (b.truncate !== undefined && b.truncate !== null && typeof b.truncate !== 'boolean') {
+    throw bad('truncate must be a boolean');
+  }
+  let out: Awaited<ReturnType<OllamaHost['embed']>>;
+  try {
+    out = await host.embed(inputs as string[], 2, c.res);
+  } catch (e) {
+    // Ollama's truncate (default true): an input longer than the model takes loses its end
+    const limit = Number(/embeddings take at most (\d+)/.exec((e as Error)?.message ?? '')?.[1]);
+    if (b.truncate === false || !(limit > 0)) throw e;
+    out = await host.embed(await truncated(host, inputs as string[], limit), 2, c.res);
+  }
   if (!out) return;
   const n = out.vectors[0]?.length ?? 0;
   if (typeof dims === 'number' && dims > n) throw bad(`dimensions: the model's embeddings have ${n}, ${dims} asked`);
@@ -746,6 +757,19 @@ async function embed(host: OllamaHost, c: RequestContext): Promise<void> {
     load_duration: loadDuration(c),
     prompt_eval_count: out.nTokens,
   });
+}
+
+/** Each input as tokens, cut to `limit`; an end token the tokenizer appends (BERT's [SEP], an EOS) is kept. */
+async function truncated(host: OllamaHost, inputs: readonly string[], limit: number): Promise<number[][]> {
+  return Promise.all(
+    inputs.map(async (x) => {
+      const all = Array.from((await host.ctx.tokenize(x, { add_special: true, parse_special: true })).tokens);
+      if (all.length <= limit) return all;
+      const plain = Array.from((await host.ctx.tokenize(x, { add_special: false, parse_special: true })).tokens);
+      const end = all.at(-1)!;
+      return end !== plain.at(-1) ? [...all.slice(0, limit - 1), end] : all.slice(0, limit);
+    }),
+  );
 }
 
 /** The older /api/embeddings: one `prompt`, its embedding as the model gives it (not normalized, as Ollama's). */
