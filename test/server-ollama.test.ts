@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ollama } from 'ollama';
 import { LlamaServer } from '../src/server/index.js';
-import { type HubMirror, startHubMirror } from './helpers/hub-mirror.js';
 import { ADD_TOOL, API_KEY, clientModel, startServer, THINKING_HERMES, WEATHER_TOOL } from './helpers/clients.js';
+import { type HubMirror, startHubMirror } from './helpers/hub-mirror.js';
 import { embeddingModel } from './server-fixtures.js';
 
 /** The reasoning template, its block opened by the `enable_thinking` switch Ollama's `think` sets. */

@@ -134,15 +134,15 @@ export class LlamaRouter {
     this.autoload = opts.autoload ?? true;
     // the models drain as the router does, and answer the router only
     this.childKey = opts.spawn.childKey ?? randomBytes(24).toString('hex');
-    const spawn = (this.spawn = {
+    this.spawn = {
       ...opts.spawn,
       childKey: this.childKey,
       baseArgs:
         opts.shutdownTimeout === undefined
           ? opts.spawn.baseArgs
           : [...opts.spawn.baseArgs, '--shutdown-timeout', String(opts.shutdownTimeout)],
-    });
-    this.instances = opts.models.map((m) => new ModelInstance(m, spawn, () => this.changed()));
+    };
+    this.instances = opts.models.map((m) => new ModelInstance(m, this.spawn, () => this.changed()));
     for (const i of this.instances) {
       if (this.byName.has(i.name)) throw new Error(`two models are named '${i.name}'`);
       this.byName.set(i.name, i);
