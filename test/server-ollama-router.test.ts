@@ -14,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Ollama } from 'ollama';
 import { LlamaRouter, modelsFromCache, modelsFromDir } from '../src/server/index.js';
+import { keepAlive } from '../src/server/ollama.js';
 import { ADD_TOOL, clientModel, THINKING_HERMES, WEATHER_TOOL } from './helpers/clients.js';
 import { type HubMirror, startHubMirror } from './helpers/hub-mirror.js';
 import { tinyBert, tinyLlama } from './helpers/models.js';
@@ -180,6 +181,27 @@ describe('Ollama API in router mode', () => {
     assert.equal(oa.status, 200);
     assert.equal((await ps()).get('llama:latest')!.expires_at, FOREVER);
     await rejects(ol.generate({ model: 'llama', prompt: 'x', keep_alive: 'soon' }), 400, /keep_alive/);
+    // longer than a timer holds (2^31 ms): still loaded a moment later, expiring in 1000 h
+    await ol.generate({ model: 'llama', prompt: '', keep_alive: '1000h' });
+    await new Promise((r) => setTimeout(r, 200));
+    p = (await ps()).get('llama:latest');
+    assert.ok(p && Math.abs(Date.parse(p.expires_at) - Date.now() - 3.6e9) < 10_000, p?.expires_at);
+  });
+
+  test('keep_alive values as Ollama reads them', () => {
+    const ms = (v: unknown) => keepAlive({ keep_alive: v });
+    assert.equal(ms(undefined), undefined);
+    assert.equal(ms(300), 300_000);
+    assert.equal(ms(2.5), 2500);
+    assert.equal(ms('90'), 90_000);
+    assert.equal(ms('1h30m'), 5_400_000);
+    assert.equal(ms('1.5s'), 1500);
+    assert.equal(ms('500ms'), 500);
+    assert.equal(ms('0'), 0);
+    assert.equal(ms('0s'), 0);
+    assert.equal(ms(-1), Number.POSITIVE_INFINITY);
+    assert.equal(ms('-1m'), Number.POSITIVE_INFINITY);
+    for (const bad of ['5 minutes', '', true, {}, '5x']) assert.throws(() => ms(bad), /keep_alive/);
   });
 
   test('chat streamed and not, with tools and a JSON schema', async () => {
