@@ -34,6 +34,8 @@ let cache: string;
 let hub: HubMirror;
 let router: LlamaRouter;
 let ol: Ollama;
+/** /api/show of llama before it was ever loaded. */
+let shownUnloaded: Json;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'llama-ts-ollama-router-'));
@@ -111,7 +113,14 @@ describe('Ollama API in router mode', () => {
       assert.match(m.details.parameter_size, /^\d+(\.\d)?[KMB]?$/);
     }
     assert.deepEqual(list.find((m) => m.name === 'bert:latest')!.details.family, 'bert');
+    // show loads nothing (as Ollama's): the file's header, the preset's template
+    shownUnloaded = (await ol.show({ model: 'llama' })) as unknown as Json;
+    assert.equal(shownUnloaded.template, THINK_SWITCH);
+    assert.deepEqual(shownUnloaded.capabilities, ['completion', 'tools', 'thinking']);
+    assert.ok(shownUnloaded.model_info['general.parameter_count'] > 0);
+    assert.deepEqual((await ol.show({ model: 'bert' })).capabilities, ['embedding']);
     assert.equal((await ps()).size, 0);
+    assert.equal(router.find('llama')!.starts, 0);
   });
 
   test('an empty generate loads (5 min keep_alive), keep_alive 0 unloads, a duration unloads once idle', async () => {
@@ -212,6 +221,8 @@ describe('Ollama API in router mode', () => {
       options: { temperature: 0, num_predict: 10 },
     };
     const whole = (await ol.chat({ ...base, stream: false })) as unknown as Json;
+    // loaded, its process describes it: as its file did
+    assert.deepEqual(await ol.show({ model: 'llama' }), shownUnloaded);
     assertFinal(whole);
     assert.equal(whole.model, 'llama:latest');
     assert.equal(whole.message.role, 'assistant');

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
+import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken, ModelInfo } from '../api/index.js';
 import type { ChatMessage, Tool, ToolCall } from '../chat/index.js';
 import {
   cachedModels,
@@ -160,11 +160,11 @@ function humanCount(n: number): string {
   return String(n);
 }
 
-/** Details already read, by path, size and modification time (a header holds the whole vocabulary: parsed once). */
-const detailsCache = new Map<string, Details>();
+/** Details (and the parameter count) already read, by path, size and modification time (a header holds the whole vocabulary: parsed once). */
+const detailsCache = new Map<string, { details: Details; params: number }>();
 
-/** Ollama's `details` of a GGUF file, from its header. */
-function details(path: string): Details {
+/** Ollama's `details` of a GGUF file, and its parameter count, from its header. */
+function fileFacts(path: string): { details: Details; params: number } {
   const st = statSync(path);
   const key = `${path}\0${st.size}\0${st.mtimeMs}`;
   let d = detailsCache.get(key);
@@ -176,13 +176,15 @@ function details(path: string): Details {
   return d;
 }
 
-function readDetails(path: string): Details {
+const details = (path: string): Details => fileFacts(path).details;
+
+function readDetails(path: string): { details: Details; params: number } {
   const f = openGGUF(path);
   try {
     const arch = f.architecture;
     const ftype = f.getInt('general.file_type', -1);
     const params = f.tensors.reduce((n, t) => n + t.nElements, 0);
-    return {
+    const details = {
       parent_model: '',
       format: 'gguf',
       family: arch,
@@ -190,6 +192,7 @@ function readDetails(path: string): Details {
       parameter_size: humanCount(params),
       quantization_level: fileTypeName(ftype) ?? (ftype >= 0 ? `ftype ${ftype}` : 'unknown'),
     };
+    return { details, params };
   } finally {
     f.close();
   }
@@ -245,18 +248,32 @@ function metaValue(v: string): unknown {
 
 function show(host: OllamaHost, c: RequestContext): void {
   const b = oa.asObject(c.body);
-  const name = requestName(b);
-  requireServed(host, name);
-  const info = host.modelInfo;
-  const path = resolve(host.modelPath);
-  const template = host.chatTemplate ?? info.metadata['tokenizer.chat_template'] ?? '';
+  requireServed(host, requestName(b));
+  sendJson(c.res, 200, showBody(host));
+}
+
+/** What /api/show reads of a model: a loaded one's, or (router mode) its file's vocabulary-only context's. */
+export interface ShowSource {
+  readonly modelPath: string;
+  readonly modelInfo: Pick<ModelInfo, 'metadata' | 'nParams' | 'chatTemplates'>;
+  /** A template given in place of the model's (Jinja text or a built-in name). */
+  readonly chatTemplate: string | undefined;
+  readonly generates: boolean;
+}
+
+/** /api/show's answer. */
+export function showBody(s: ShowSource): Body {
+  const info = s.modelInfo;
+  const path = resolve(s.modelPath);
+  const template = s.chatTemplate ?? info.metadata['tokenizer.chat_template'] ?? '';
   const modelInfo: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(info.metadata)) if (k !== 'tokenizer.chat_template') modelInfo[k] = metaValue(v);
-  modelInfo['general.parameter_count'] = info.nParams;
-  const capabilities = host.generates ? ['completion'] : ['embedding'];
-  if (host.generates && (info.chatTemplates.minja.toolUse || /\btools\b/.test(template))) capabilities.push('tools');
-  if (host.generates && /enable_thinking|<think>|reasoning_content/.test(template)) capabilities.push('thinking');
-  sendJson(c.res, 200, {
+  // a vocabulary-only context counts none: the header's tensors do
+  modelInfo['general.parameter_count'] = info.nParams || fileFacts(path).params;
+  const capabilities = s.generates ? ['completion'] : ['embedding'];
+  if (s.generates && (info.chatTemplates.minja.toolUse || /\btools\b/.test(template))) capabilities.push('tools');
+  if (s.generates && /enable_thinking|<think>|reasoning_content/.test(template)) capabilities.push('thinking');
+  return {
     license: info.metadata['general.license'] ?? '',
     modelfile: `# Modelfile of the model llama-ts serves\nFROM ${path}\n`,
     parameters: '',
@@ -266,7 +283,7 @@ function show(host: OllamaHost, c: RequestContext): void {
     model_info: modelInfo,
     capabilities,
     modified_at: statSync(path).mtime.toISOString(),
-  });
+  };
 }
 
 // ---- generation ----

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { loadModel } from '../../api/index.js';
 import { logger } from '../../log.js';
 import { VERSION } from '../build.js';
 import { ApiError, createHttpServer, type RequestContext, type Route, sendJson } from '../http.js';
@@ -647,14 +648,50 @@ export class LlamaRouter {
       sendJson(c.res, 200, ollama.nothingAnswer(path, b, name));
       return;
     }
-    const inst = await this.target(c, this.ollamaFind(name.trim())?.name ?? name, 404);
-    // /api/show loads a model it names (Ollama's does not): such a load keeps the default time
-    if (path !== '/api/show' || !inst.active || this.keepAlives.has(inst)) {
-      const keep = ms ?? this.opts.ollamaKeepAlive ?? ollama.DEFAULT_KEEP_ALIVE_MS;
-      this.setKeepAlive(inst, keep);
+    if (path === '/api/show') {
+      const found = this.ollamaFind(name.trim());
+      if (!found) throw new ApiError(404, `model '${name}' not found`);
+      // as Ollama's, show loads nothing: a model not loaded is described from its file
+      if (found.status !== 'loaded' || found.isStopping) {
+        await this.showFromFile(c, found);
+        return;
+      }
     }
+    const inst = await this.target(c, this.ollamaFind(name.trim())?.name ?? name, 404);
+    if (path !== '/api/show') this.setKeepAlive(inst, ms ?? this.opts.ollamaKeepAlive ?? ollama.DEFAULT_KEEP_ALIVE_MS);
     // the name as the client gave it: Ollama's answers echo it
     await this.forward(c, inst, b, true);
+  }
+
+  /**
+   * /api/show of a model not loaded: its file's header through a vocabulary-only context
+   * (metadata, chat template; no weights), with the template its serve options give.
+   */
+  private async showFromFile(c: RequestContext, inst: ModelInstance): Promise<void> {
+    const args = inst.args;
+    const at = args.lastIndexOf('--chat-template');
+    const chatTemplate = at >= 0 ? args[at + 1] : undefined;
+    let ctx: Awaited<ReturnType<typeof loadModel>>;
+    try {
+      ctx = await loadModel({
+        model: inst.model.path,
+        vocab_only: true,
+        ...(chatTemplate !== undefined ? { chat_template: chatTemplate } : {}),
+      });
+    } catch (e) {
+      throw new ApiError(500, `model '${inst.name}': ${(e as Error).message}`);
+    }
+    try {
+      const body = ollama.showBody({
+        modelPath: inst.model.path,
+        modelInfo: ctx.getModelInfo(),
+        chatTemplate,
+        generates: this.capabilities(inst.model.path).includes('completion'),
+      });
+      sendJson(c.res, 200, body);
+    } finally {
+      await ctx.release();
+    }
   }
 
   /** Ollama's /api/tags: every model with a readable file, the download cache's as it is now. */
