@@ -7,16 +7,14 @@
 // Ollama's progress lines, list and delete of the cached file; errors in Ollama's shape
 // with its status codes.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ollama } from 'ollama';
 import { LlamaServer } from '../src/server/index.js';
 import { ADD_TOOL, API_KEY, clientModel, startServer, THINKING_HERMES, WEATHER_TOOL } from './helpers/clients.js';
+import { type HubMirror, startHubMirror } from './helpers/hub-mirror.js';
 import { embeddingModel } from './server-fixtures.js';
 
 /** The reasoning template, its block opened by the `enable_thinking` switch Ollama's `think` sets. */
@@ -33,7 +31,7 @@ const FILE_Q4 = 'tiny-q4_k_m.gguf';
 
 let srv: LlamaServer;
 let emb: LlamaServer;
-let hub: Server;
+let hub: HubMirror;
 let cache: string;
 let blob: Buffer;
 let sha: string;
@@ -45,26 +43,9 @@ before(async () => {
   cache = mkdtempSync(join(tmpdir(), 'llama-ts-ollama-'));
   // a Hugging Face mirror: the file list, and a 302 from resolve/ to a "CDN" naming the sha256
   blob = readFileSync(clientModel());
-  sha = createHash('sha256').update(blob).digest('hex');
-  hub = createServer((req, res) => {
-    const path = new URL(req.url!, 'http://x').pathname;
-    if (path === `/api/models/${REPO}`) {
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ siblings: [{ rfilename: 'README.md' }, { rfilename: FILE }, { rfilename: FILE_Q4 }] }));
-    } else if (path === `/${REPO}/resolve/main/${FILE}` || path === `/${REPO}/resolve/main/${FILE_Q4}`) {
-      res.writeHead(302, {
-        Location: `/cdn/${FILE}`,
-        'X-Linked-Etag': `"${sha}"`,
-        'X-Linked-Size': String(blob.length),
-      });
-      res.end();
-    } else if (path === `/cdn/${FILE}`) {
-      res.writeHead(200, { 'Content-Length': String(blob.length), ETag: `"${sha}"` });
-      res.end(blob);
-    } else res.writeHead(404).end('Entry not found');
-  });
-  await new Promise<void>((r) => hub.listen(0, '127.0.0.1', r));
-  process.env.LLAMA_TS_HF_ENDPOINT = `http://127.0.0.1:${(hub.address() as AddressInfo).port}`;
+  hub = await startHubMirror(REPO, [FILE, FILE_Q4], blob);
+  sha = hub.sha;
+  process.env.LLAMA_TS_HF_ENDPOINT = hub.url;
   srv = await startServer({ chatTemplate: THINK_SWITCH, alias: 'tiny', cacheDir: cache, embeddings: false });
   emb = await LlamaServer.start({ model: embeddingModel(), port: 0, alias: 'bert' });
   ol = new Ollama({ host: srv.url, headers: auth });
@@ -73,8 +54,7 @@ before(async () => {
 after(async () => {
   await srv?.close();
   await emb?.close();
-  hub?.closeAllConnections();
-  await new Promise<void>((r) => (hub ? hub.close(() => r()) : r()));
+  await hub?.close();
 });
 
 async function openai(path: string, body: unknown, server = srv): Promise<Json> {
@@ -169,6 +149,11 @@ describe('models', () => {
     );
     await rejects(ol.show({ model: 'other:7b' }), 404, /not found/);
     await rejects(ol.generate({ model: 'tiny', prompt: 'x', images: ['AAAA'] }), 400, /text-only model/);
+    await rejects(
+      ol.generate({ model: 'tiny', prompt: 'x', images: ['no base64!'] }),
+      400,
+      /images\[0\]: illegal base64/,
+    );
     await rejects(
       ol.chat({ model: 'tiny', messages: [{ role: 'user', content: 'x', images: ['AAAA'] }] }),
       400,
@@ -554,6 +539,31 @@ describe('embeddings', () => {
     assert.equal(legacy.embedding.length, r.embeddings[0]!.length);
     for (const [i, x] of legacy.embedding.entries()) assert.ok(Math.abs(x / norm - r.embeddings[0]![i]!) < 1e-5);
     await rejects(ol.embed({ model: 'tiny', input: 'x' }), 501, /embeddings/);
+    // truncate (Ollama's default true): a long input loses its end, keeping the tokenizer's last token
+    const long = 'hello world '.repeat(1500);
+    const cut = await olEmb.embed({ model: 'bert', input: [long, `${long}and more words at the end`] });
+    assert.equal(cut.embeddings.length, 2);
+    assert.deepEqual(cut.embeddings[0], cut.embeddings[1]);
+    const tok = (await (
+      await fetch(`${emb.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content: long, add_special: true }) })
+    ).json()) as { tokens: number[] };
+    const limit = Number(
+      /at most (\d+)/.exec(
+        await (
+          await fetch(`${emb.url}/v1/embeddings`, { method: 'POST', body: JSON.stringify({ input: long }) })
+        ).text(),
+      )?.[1],
+    );
+    assert.ok(limit > 0 && tok.tokens.length > limit);
+    assert.equal(cut.prompt_eval_count, 2 * limit);
+    const ref1 = (await (
+      await fetch(`${emb.url}/v1/embeddings`, {
+        method: 'POST',
+        body: JSON.stringify({ input: [[...tok.tokens.slice(0, limit - 1), tok.tokens.at(-1)]] }),
+      })
+    ).json()) as { data: { embedding: number[] }[] };
+    assert.deepEqual(cut.embeddings[0], ref1.data[0]!.embedding);
+    await rejects(olEmb.embed({ model: 'bert', input: long, truncate: false }), 400, /at most/);
   });
 });
 

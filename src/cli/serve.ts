@@ -109,7 +109,9 @@ header for load balancers (docs/replicas.md).
 Router mode (llama-server's; any --models-* option and no -m / -hf): many models, each
 served by a process of its own started when a request names it (\`model\` in the body,
 ?model= on GETs); GET /models lists them with their status, POST /models/load and
-/models/unload drive them. The other options above apply to every model.
+/models/unload drive them. The other options above apply to every model. Ollama's API
+covers them all: keep_alive unloads an idle model (default 5m, as Ollama's; 0 at once),
+/api/pull adds to the cache's models, /api/delete removes one.
       --models-dir DIR    models: DIR/NAME.gguf, and DIR/NAME/ folders holding a model
                           (and its mmproj*); the download cache's are listed too (OWNER/REPO:QUANT)
       --models-preset FILE  INI file: [NAME] sections of serve options for a model (model = PATH
@@ -418,6 +420,7 @@ async function serveRouter(o: ReturnType<typeof parse>['values'], argv: string[]
       maxConnections: l.maxConnections,
       shutdownTimeout: l.shutdownTimeout,
       ...(o['no-webui'] ? { webui: false } : {}),
+      cacheDir: cacheDir(o['cache-dir']),
     });
   } catch (e) {
     if (e instanceof UsageError || e instanceof RouterConfigError) return usageError('serve', HELP, e.message);

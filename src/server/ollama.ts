@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
-import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
+import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken, ModelInfo } from '../api/index.js';
 import type { ChatMessage, ChatMessagePart, Tool, ToolCall } from '../chat/index.js';
 import {
   cachedModels,
@@ -83,10 +83,12 @@ export function endpoints(host: OllamaHost): Endpoint[] {
     { method: 'POST', path: '/api/generate', handler: (c) => generate(host, c) },
     { method: 'POST', path: '/api/embed', handler: (c) => embed(host, c) },
     { method: 'POST', path: '/api/embeddings', handler: (c) => embeddingsLegacy(host, c) },
-    { method: 'POST', path: '/api/pull', handler: (c) => pullModel(host, c) },
+    { method: 'POST', path: '/api/pull', handler: (c) => pullModel(host.cacheDir, c) },
     { method: 'DELETE', path: '/api/delete', handler: (c) => deleteModel(host, c) },
   ];
 }
+
+const now = () => new Date().toISOString();
 
 // ---- names ----
 
@@ -121,13 +123,15 @@ function servedNames(host: OllamaHost): string[] {
 
 /** A 404 unless `name` is the served model (`name`, `name:latest`, its cache name; case aside). */
 function requireServed(host: OllamaHost, name: string): void {
+  // the router picked this process by the name, and answers echo it as the client gave it
+  if (routerChild()) return;
   const want = withTag(name).toLowerCase();
   if (servedNames(host).some((n) => n.toLowerCase() === want)) return;
   throw new ApiError(404, `model '${name}' not found`);
 }
 
 /** `hf.co/OWNER/REPO[:QUANT]` (or huggingface.co/…) as the downloader's `OWNER/REPO[:QUANT]`. */
-function hfSpec(name: string): string {
+export function hfSpec(name: string): string {
   const m = /^(?:https?:\/\/)?(?:hf\.co|huggingface\.co)\/([^:]+)(?::(.+))?$/i.exec(name);
   if (!m) {
     throw bad(
@@ -156,11 +160,11 @@ function humanCount(n: number): string {
   return String(n);
 }
 
-/** Details already read, by path, size and modification time (a header holds the whole vocabulary: parsed once). */
-const detailsCache = new Map<string, Details>();
+/** Details (and the parameter count) already read, by path, size and modification time (a header holds the whole vocabulary: parsed once). */
+const detailsCache = new Map<string, { details: Details; params: number }>();
 
-/** Ollama's `details` of a GGUF file, from its header. */
-function details(path: string): Details {
+/** Ollama's `details` of a GGUF file, and its parameter count, from its header. */
+function fileFacts(path: string): { details: Details; params: number } {
   const st = statSync(path);
   const key = `${path}\0${st.size}\0${st.mtimeMs}`;
   let d = detailsCache.get(key);
@@ -172,13 +176,15 @@ function details(path: string): Details {
   return d;
 }
 
-function readDetails(path: string): Details {
+const details = (path: string): Details => fileFacts(path).details;
+
+function readDetails(path: string): { details: Details; params: number } {
   const f = openGGUF(path);
   try {
     const arch = f.architecture;
     const ftype = f.getInt('general.file_type', -1);
     const params = f.tensors.reduce((n, t) => n + t.nElements, 0);
-    return {
+    const details = {
       parent_model: '',
       format: 'gguf',
       family: arch,
@@ -186,6 +192,7 @@ function readDetails(path: string): Details {
       parameter_size: humanCount(params),
       quantization_level: fileTypeName(ftype) ?? (ftype >= 0 ? `ftype ${ftype}` : 'unknown'),
     };
+    return { details, params };
   } finally {
     f.close();
   }
@@ -223,7 +230,7 @@ async function tags(host: OllamaHost, c: RequestContext): Promise<void> {
 }
 
 /** A keep-alive that never ends: the served model stays loaded for the server's life. */
-const FOREVER = '2318-01-01T00:00:00Z';
+export const FOREVER = '2318-01-01T00:00:00Z';
 
 function ps(host: OllamaHost, c: RequestContext): void {
   const e = modelEntry(withTag(host.modelId), resolve(host.modelPath));
@@ -241,18 +248,32 @@ function metaValue(v: string): unknown {
 
 function show(host: OllamaHost, c: RequestContext): void {
   const b = oa.asObject(c.body);
-  const name = requestName(b);
-  requireServed(host, name);
-  const info = host.modelInfo;
-  const path = resolve(host.modelPath);
-  const template = host.chatTemplate ?? info.metadata['tokenizer.chat_template'] ?? '';
+  requireServed(host, requestName(b));
+  sendJson(c.res, 200, showBody(host));
+}
+
+/** What /api/show reads of a model: a loaded one's, or (router mode) its file's vocabulary-only context's. */
+export interface ShowSource {
+  readonly modelPath: string;
+  readonly modelInfo: Pick<ModelInfo, 'metadata' | 'nParams' | 'chatTemplates'>;
+  /** A template given in place of the model's (Jinja text or a built-in name). */
+  readonly chatTemplate: string | undefined;
+  readonly generates: boolean;
+}
+
+/** /api/show's answer. */
+export function showBody(s: ShowSource): Body {
+  const info = s.modelInfo;
+  const path = resolve(s.modelPath);
+  const template = s.chatTemplate ?? info.metadata['tokenizer.chat_template'] ?? '';
   const modelInfo: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(info.metadata)) if (k !== 'tokenizer.chat_template') modelInfo[k] = metaValue(v);
-  modelInfo['general.parameter_count'] = info.nParams;
-  const capabilities = host.generates ? ['completion'] : ['embedding'];
-  if (host.generates && (info.chatTemplates.minja.toolUse || /\btools\b/.test(template))) capabilities.push('tools');
-  if (host.generates && /enable_thinking|<think>|reasoning_content/.test(template)) capabilities.push('thinking');
-  sendJson(c.res, 200, {
+  // a vocabulary-only context counts none: the header's tensors do
+  modelInfo['general.parameter_count'] = info.nParams || fileFacts(path).params;
+  const capabilities = s.generates ? ['completion'] : ['embedding'];
+  if (s.generates && (info.chatTemplates.minja.toolUse || /\btools\b/.test(template))) capabilities.push('tools');
+  if (s.generates && /enable_thinking|<think>|reasoning_content/.test(template)) capabilities.push('thinking');
+  return {
     license: info.metadata['general.license'] ?? '',
     modelfile: `# Modelfile of the model llama-ts serves\nFROM ${path}\n`,
     parameters: '',
@@ -262,7 +283,7 @@ function show(host: OllamaHost, c: RequestContext): void {
     model_info: modelInfo,
     capabilities,
     modified_at: statSync(path).mtime.toISOString(),
-  });
+  };
 }
 
 // ---- generation ----
@@ -289,6 +310,7 @@ const OPTION_NAMES: Record<string, string> = {
 /** The request's sampling and output options (`options`, `format`, `think`, `logprobs`) as option-table fields. */
 function samplingFields(b: Body): Body {
   const out: Body = {};
+  keepAlive(b); // checked here; the router acts on it
   const o = b.options;
   if (o !== undefined && o !== null) {
     if (!isObject(o)) throw bad('options must be an object');
@@ -341,13 +363,24 @@ function logprobsOf(entries: readonly NonNullable<LlamaCompletionResult['logprob
   }));
 }
 
-/** A message's `images` (base64): refused unless the projector takes images; else as image_url parts. */
+/**
+ * A message's `images` (base64, as Ollama's): each checked, then refused for a model whose
+ * projector takes no images (as Ollama refuses them for a model without vision), else
+ * passed on as image_url parts.
+ */
 function images(host: OllamaHost, images: unknown, at: string): ChatMessagePart[] {
-  if (images === undefined || images === null || (Array.isArray(images) && images.length === 0)) return [];
-  if (!host.modalities.vision) throw bad(`${at}: ${host.modelId} is a text-only model: it does not take images`);
-  if (!Array.isArray(images) || !images.every((x) => typeof x === 'string'))
-    throw bad(`${at}.images must be an array of base64 strings`);
-  return images.map((data) => ({ type: 'image_url', image_url: { url: `data:image/*;base64,${data}` } }));
+  if (images === undefined || images === null) return [];
+  if (!Array.isArray(images)) throw bad(`${at} must be an array of base64 strings`);
+  images.forEach((img, i) => {
+    if (typeof img !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(img.replace(/\s/g, '')) || img.length % 4 === 1) {
+      throw bad(`${at}[${i}]: illegal base64 data`);
+    }
+  });
+  if (images.length === 0) return [];
+  if (!host.modalities.vision) {
+    throw bad(`${at}: ${host.modelId} is a text-only model: it does not take images (no multimodal projector is loaded)`);
+  }
+  return (images as string[]).map((data) => ({ type: 'image_url', image_url: { url: `data:image/*;base64,${data}` } }));
 }
 
 function parseArgs(s: string): unknown {
@@ -375,7 +408,7 @@ function chatMessages(host: OllamaHost, raw: unknown): ChatMessage[] {
     if (m.content !== undefined && m.content !== null && typeof m.content !== 'string') {
       throw bad(`${at}.content must be a string`);
     }
-    const pics = images(host, m.images, at);
+    const pics = images(host, m.images, `${at}.images`);
     const text = (m.content as string | undefined) ?? '';
     // the images first, then the text (Ollama's order in a message)
     const out: ChatMessage = { role: m.role, content: pics.length > 0 ? [...pics, { type: 'text', text }] : text };
@@ -409,11 +442,27 @@ function chatTools(raw: unknown): Tool[] | undefined {
   });
 }
 
-/** Ollama's timing and count fields, in nanoseconds. */
-function timingFields(r: LlamaCompletionResult, t0: bigint): Record<string, number> {
+/** This process serves one model of router mode (serve.ts's routerChild). */
+const routerChild = () => process.env.LLAMA_TS_ROUTER_CHILD === '1';
+
+/** The header in which the router tells a model's process how long loading it for this request took (ns). */
+export const LOAD_DURATION_HEADER = 'x-llama-ts-load-duration';
+
+/**
+ * Nanoseconds this request waited for its model to load: the router's figure in a model's
+ * process of router mode; 0 on a server that holds one model (loaded before it listens).
+ */
+function loadDuration(c: RequestContext): number {
+  if (!routerChild()) return 0;
+  const n = Number(c.req.headers[LOAD_DURATION_HEADER]);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
+
+/** Ollama's timing and count fields, in nanoseconds (the load, waited for before t0, counts in the total). */
+function timingFields(r: LlamaCompletionResult, t0: bigint, load: number): Record<string, number> {
   return {
-    total_duration: Number(process.hrtime.bigint() - t0),
-    load_duration: 0,
+    total_duration: Number(process.hrtime.bigint() - t0) + load,
+    load_duration: load,
     prompt_eval_count: r.tokens_evaluated,
     prompt_eval_duration: Math.round(r.timings.prompt_ms * 1e6),
     eval_count: oa.completionTokens(r),
@@ -452,12 +501,50 @@ class NdjsonWriter {
   }
 }
 
-/** Ollama's answer to a request with nothing to generate: the model loaded (or, keep_alive 0, unloaded; it stays, being the server's only model). */
-function loadAnswer(b: Body): string {
-  return b.keep_alive === 0 || b.keep_alive === '0' || b.keep_alive === '0s' ? 'unload' : 'load';
+/** Ollama's default keep_alive: a model idle this long is unloaded (router mode; one served model stays). */
+export const DEFAULT_KEEP_ALIVE_MS = 5 * 60_000;
+
+const DURATION_UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1e3, m: 60e3, h: 3600e3 };
+
+/**
+ * The request's `keep_alive` in milliseconds: a number is seconds, a string a Go duration
+ * ("5m", "1h30m", "0") or seconds; negative is forever (Infinity); undefined when absent.
+ */
+export function keepAlive(b: Body): number | undefined {
+  const v = b.keep_alive;
+  if (v === undefined || v === null) return undefined;
+  let ms: number | undefined;
+  if (typeof v === 'number' && Number.isFinite(v)) ms = v * 1000;
+  else if (typeof v === 'string') {
+    const t = v.trim();
+    if (t !== '' && Number.isFinite(Number(t))) ms = Number(t) * 1000;
+    else if (/^[-+]?(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(t)) {
+      ms = 0;
+      for (const [, n, , unit] of t.matchAll(/(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)/g))
+        ms += Number(n) * DURATION_UNITS[unit!]!;
+      if (t.startsWith('-')) ms = -ms;
+    }
+  }
+  if (ms === undefined) {
+    throw bad(`keep_alive: expected seconds or a duration such as "5m" or "1h30m", got ${JSON.stringify(v)}`);
+  }
+  return ms < 0 ? Number.POSITIVE_INFINITY : ms;
 }
 
-const now = () => new Date().toISOString();
+/** A chat or generate request with nothing to generate: Ollama's way to load (or, keep_alive 0, unload) a model. */
+export function nothingToGenerate(path: string, b: Body): boolean {
+  if (path === '/api/chat') return !Array.isArray(b.messages) || b.messages.length === 0;
+  if (path !== '/api/generate') return false;
+  const noContext = !Array.isArray(b.context) || b.context.length === 0;
+  return (b.prompt === undefined || b.prompt === null || b.prompt === '') && noContext;
+}
+
+/** Ollama's answer to a request with nothing to generate: `done_reason` "load", or "unload" (keep_alive 0). */
+export function nothingAnswer(path: string, b: Body, model: unknown): Body {
+  const reason = keepAlive(b) === 0 ? 'unload' : 'load';
+  const out = path === '/api/chat' ? { message: { role: 'assistant', content: '' } } : { response: '' };
+  return { model, created_at: now(), ...out, done: true, done_reason: reason };
+}
 
 interface Shape {
   /** A streamed piece: the message or response fields it adds. */
@@ -507,7 +594,7 @@ async function run(
         ...shape.final(r, true),
         done: true,
         done_reason: doneReason(r),
-        ...timingFields(r, t0),
+        ...timingFields(r, t0, loadDuration(c)),
       });
       out.end();
     } catch (e) {
@@ -525,7 +612,7 @@ async function run(
     ...shape.final(r, false),
     done: true,
     done_reason: doneReason(r),
-    ...timingFields(r, t0),
+    ...timingFields(r, t0, loadDuration(c)),
     ...(r.logprobs ? { logprobs: logprobsOf(r.logprobs) } : {}),
   });
 }
@@ -541,13 +628,8 @@ async function chat(host: OllamaHost, c: RequestContext): Promise<void> {
   host.requireGenerator();
   const messages = chatMessages(host, b.messages ?? []);
   if (messages.length === 0) {
-    sendJson(c.res, 200, {
-      model: b.model,
-      created_at: now(),
-      message: { role: 'assistant', content: '' },
-      done: true,
-      done_reason: loadAnswer(b),
-    });
+    // one served model: it stays loaded whatever keep_alive says
+    sendJson(c.res, 200, nothingAnswer('/api/chat', b, b.model));
     return;
   }
   const tools = chatTools(b.tools);
@@ -603,7 +685,7 @@ async function generate(host: OllamaHost, c: RequestContext): Promise<void> {
     throw bad('context must be an array of token ids');
   }
   if (prompt === '' && context.length === 0) {
-    sendJson(c.res, 200, { model: b.model, created_at: now(), response: '', done: true, done_reason: loadAnswer(b) });
+    sendJson(c.res, 200, nothingAnswer('/api/generate', b, b.model));
     return;
   }
   const raw = b.raw === true;
@@ -674,17 +756,41 @@ async function embed(host: OllamaHost, c: RequestContext): Promise<void> {
   if (dims !== undefined && dims !== null && (typeof dims !== 'number' || !Number.isInteger(dims) || dims < 1)) {
     throw bad('dimensions must be a positive integer');
   }
-  const out = await host.embed(inputs as string[], 2, c.res);
+  if (b.truncate !== undefined && b.truncate !== null && typeof b.truncate !== 'boolean') {
+    throw bad('truncate must be a boolean');
+  }
+  let out: Awaited<ReturnType<OllamaHost['embed']>>;
+  try {
+    out = await host.embed(inputs as string[], 2, c.res);
+  } catch (e) {
+    // Ollama's truncate (default true): an input longer than the model takes loses its end
+    const limit = Number(/embeddings take at most (\d+)/.exec((e as Error)?.message ?? '')?.[1]);
+    if (b.truncate === false || !(limit > 0)) throw e;
+    out = await host.embed(await truncated(host, inputs as string[], limit), 2, c.res);
+  }
   if (!out) return;
   const n = out.vectors[0]?.length ?? 0;
   if (typeof dims === 'number' && dims > n) throw bad(`dimensions: the model's embeddings have ${n}, ${dims} asked`);
   sendJson(c.res, 200, {
     model: b.model,
     embeddings: out.vectors.map((v) => Array.from(typeof dims === 'number' ? truncateDims(v, dims) : v)),
-    total_duration: Number(process.hrtime.bigint() - t0),
-    load_duration: 0,
+    total_duration: Number(process.hrtime.bigint() - t0) + loadDuration(c),
+    load_duration: loadDuration(c),
     prompt_eval_count: out.nTokens,
   });
+}
+
+/** Each input as tokens, cut to `limit`; an end token the tokenizer appends (BERT's [SEP], an EOS) is kept. */
+async function truncated(host: OllamaHost, inputs: readonly string[], limit: number): Promise<number[][]> {
+  return Promise.all(
+    inputs.map(async (x) => {
+      const all = Array.from((await host.ctx.tokenize(x, { add_special: true, parse_special: true })).tokens);
+      if (all.length <= limit) return all;
+      const plain = Array.from((await host.ctx.tokenize(x, { add_special: false, parse_special: true })).tokens);
+      const end = all.at(-1)!;
+      return end !== plain.at(-1) ? [...all.slice(0, limit - 1), end] : all.slice(0, limit);
+    }),
+  );
 }
 
 /** The older /api/embeddings: one `prompt`, its embedding as the model gives it (not normalized, as Ollama's). */
@@ -710,11 +816,19 @@ function downloadStatus(e: DownloadError): number {
   return /HTTP 404|has no GGUF file|not a Hugging Face repository/.test(e.message) ? 404 : 500;
 }
 
-async function pullModel(host: OllamaHost, c: RequestContext): Promise<void> {
+/**
+ * /api/pull of `hf.co/OWNER/REPO[:QUANT]` into the download cache `dir`, with Ollama's
+ * progress lines; `pulled` runs once the file is there, before `success` goes out (the
+ * router lists it from then on).
+ */
+export async function pullModel(
+  dir: string,
+  c: RequestContext,
+  pulled?: (path: string) => Promise<void> | void,
+): Promise<void> {
   const b = oa.asObject(c.body);
   const name = requestName(b);
   const spec = hfSpec(name);
-  const dir = host.cacheDir;
   const res = c.res;
   const stream = b.stream !== false;
   const out = stream ? new NdjsonWriter(res) : undefined;
@@ -759,6 +873,7 @@ async function pullModel(host: OllamaHost, c: RequestContext): Promise<void> {
       send({ status: 'verifying sha256 digest' });
     }
     send({ status: 'writing manifest' });
+    await pulled?.(path);
     if (out) {
       out.line({ status: 'success' });
       out.end();
@@ -766,7 +881,7 @@ async function pullModel(host: OllamaHost, c: RequestContext): Promise<void> {
   } catch (e) {
     if (abort.signal.aborted) return;
     const err = e instanceof DownloadError ? new ApiError(downloadStatus(e), e.message) : e;
-    if (out?.opened) out.fail(host.apiError(err));
+    if (out?.opened) out.fail(err);
     else throw err;
   }
 }

@@ -10,8 +10,10 @@
 // Answers are the children's, passed through byte for byte (streams included); /metrics
 // without `?model=` is every loaded model's, each sample labelled model="NAME".
 import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
 import { type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { loadModel } from '../../api/index.js';
 import { logger } from '../../log.js';
 import { VERSION } from '../build.js';
 import { ApiError, createHttpServer, type RequestContext, type Route, sendJson } from '../http.js';
@@ -19,7 +21,7 @@ import * as ollama from '../ollama.js';
 import { modelFacts } from '../server.js';
 import { serveWebui, WEBUI_PATHS } from '../webui.js';
 import { ModelInstance, type SpawnSpec } from './instance.js';
-import type { RouterModel } from './sources.js';
+import { modelsFromCache, type RouterModel } from './sources.js';
 
 const log = logger('router');
 
@@ -42,6 +44,10 @@ export interface RouterOptions {
   /** Seconds shutdown() gives requests in flight (the children drain with the same). Default 30. */
   shutdownTimeout?: number;
   webui?: boolean;
+  /** The download cache: its models are listed as they come (Ollama's /api/pull puts them there, /api/delete removes them). */
+  cacheDir?: string;
+  /** Ollama's keep_alive when a request gives none (ms; Infinity: until --models-max needs the room). Default 5 min, as Ollama's. */
+  ollamaKeepAlive?: number;
 }
 
 export type RouterState = 'ready' | 'draining' | 'closed';
@@ -89,7 +95,19 @@ const DROP_REQUEST = new Set([
   'x-api-key',
   'accept-encoding',
   'origin',
+  ollama.LOAD_DURATION_HEADER,
 ]);
+
+/** setTimeout's longest delay: a longer keep_alive waits in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A model's Ollama keep_alive: how long it stays loaded once idle, and when that ends. */
+interface KeepAlive {
+  ms: number;
+  /** Epoch ms at which it is unloaded (set when it goes idle). */
+  deadline?: number;
+  timer?: NodeJS.Timeout;
+}
 
 export class LlamaRouter {
   private http!: Server;
@@ -105,15 +123,19 @@ export class LlamaRouter {
   readonly created = Math.floor(Date.now() / 1000);
   /** The key the models' processes require (SpawnSpec.childKey). */
   private readonly childKey: string;
+  /** How each model's process starts (the key and shutdown timeout added): models added later start so too. */
+  private readonly spawn: SpawnSpec;
   /** Capabilities by file (read from the header once). */
   private readonly facts = new Map<string, string[]>();
+  /** Ollama's keep_alive by model; a model without one stays until --models-max needs its room (llama-server's way). */
+  private readonly keepAlives = new Map<ModelInstance, KeepAlive>();
 
   private constructor(readonly opts: RouterOptions) {
     this.modelsMax = opts.modelsMax ?? 4;
     this.autoload = opts.autoload ?? true;
     // the models drain as the router does, and answer the router only
     this.childKey = opts.spawn.childKey ?? randomBytes(24).toString('hex');
-    const spawn = {
+    this.spawn = {
       ...opts.spawn,
       childKey: this.childKey,
       baseArgs:
@@ -121,7 +143,7 @@ export class LlamaRouter {
           ? opts.spawn.baseArgs
           : [...opts.spawn.baseArgs, '--shutdown-timeout', String(opts.shutdownTimeout)],
     };
-    this.instances = opts.models.map((m) => new ModelInstance(m, spawn, () => this.changed()));
+    this.instances = opts.models.map((m) => new ModelInstance(m, this.spawn, () => this.changed()));
     for (const i of this.instances) {
       if (this.byName.has(i.name)) throw new Error(`two models are named '${i.name}'`);
       this.byName.set(i.name, i);
@@ -318,24 +340,65 @@ export class LlamaRouter {
    */
   private async forward(c: RequestContext, inst: ModelInstance, body: unknown, update: boolean): Promise<void> {
     inst.inFlight++;
+    this.pauseExpiry(inst);
     try {
       if (update) inst.lastUsed = Date.now();
+      const loaded = inst.status === 'loaded' && !inst.isStopping;
+      const t0 = process.hrtime.bigint();
       try {
         await this.ensureLoaded(inst);
       } catch (e) {
         if (e instanceof ApiError) throw e;
         throw new ApiError(500, (e as Error).message);
       }
-      await this.proxy(c, inst, body);
+      // Ollama's load_duration: what this request waited for its model
+      const load = loaded ? undefined : String(process.hrtime.bigint() - t0);
+      await this.proxy(c, inst, body, load);
     } finally {
       inst.inFlight--;
       if (update) inst.lastUsed = Date.now();
       this.changed();
+      this.scheduleExpiry(inst);
     }
   }
 
+  /** Sets how long `inst` stays once idle (undefined: until its room is needed); the clock starts when it is idle. */
+  private setKeepAlive(inst: ModelInstance, ms: number | undefined): void {
+    this.pauseExpiry(inst);
+    if (ms === undefined) this.keepAlives.delete(inst);
+    else this.keepAlives.set(inst, { ms });
+  }
+
+  /** A request began: the model's keep_alive counts from when it is idle again. */
+  private pauseExpiry(inst: ModelInstance): void {
+    const k = this.keepAlives.get(inst);
+    if (k?.timer) clearTimeout(k.timer);
+    if (k) k.timer = k.deadline = undefined;
+  }
+
+  /** The model is idle: unloads it once its keep_alive has passed (at once for 0). */
+  private scheduleExpiry(inst: ModelInstance): void {
+    const k = this.keepAlives.get(inst);
+    if (!k || inst.inFlight > 0 || !inst.active) return;
+    this.pauseExpiry(inst);
+    if (k.ms === Number.POSITIVE_INFINITY) return;
+    k.deadline = Date.now() + k.ms;
+    const tick = () => {
+      const left = (k.deadline ?? 0) - Date.now();
+      if (left > 0) {
+        k.timer = setTimeout(tick, Math.min(left, MAX_TIMER_MS)).unref();
+        return;
+      }
+      k.timer = k.deadline = undefined;
+      if (inst.inFlight > 0 || !inst.active || inst.isStopping) return;
+      log.info(`model ${inst.name}: keep_alive of ${k.ms / 1000} s idle ended: unloading`);
+      inst.stop().catch(() => {});
+    };
+    tick();
+  }
+
   /** Passes the request to the child and its answer back, as it comes (streams too). */
-  private proxy(c: RequestContext, inst: ModelInstance, body: unknown): Promise<void> {
+  private proxy(c: RequestContext, inst: ModelInstance, body: unknown, loadNs?: string): Promise<void> {
     const url = inst.url;
     if (!url) throw new ApiError(503, `model '${inst.name}' is not running; retry`);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
@@ -344,6 +407,7 @@ export class LlamaRouter {
       if (typeof v === 'string' && !DROP_REQUEST.has(k)) headers[k] = v;
     }
     headers.authorization = `Bearer ${this.childKey}`;
+    if (loadNs !== undefined) headers[ollama.LOAD_DURATION_HEADER] = loadNs;
     if (payload) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = String(payload.length);
@@ -442,6 +506,8 @@ export class LlamaRouter {
     const post = async (c: RequestContext) => {
       const b = asBody(c.body);
       const inst = await this.target(c, b.model);
+      // the last request sets how long a model stays: here llama-server's, until its room is needed
+      this.setKeepAlive(inst, undefined);
       await this.forward(c, inst, { ...b, model: inst.name }, true);
     };
     add('POST', POST_PATHS, post);
@@ -453,20 +519,11 @@ export class LlamaRouter {
     // Ollama's endpoints: the model in `model` (or `name`), errors in Ollama's shape
     const ollamaRoute = (method: Route['method'], path: string, h: Route['handler']) =>
       r.push({ method, path, handler: guard(h), errorBody: ollama.errorBody });
-    for (const path of OLLAMA_POST_PATHS) {
-      ollamaRoute('POST', path, async (c) => {
-        const b = asBody(c.body);
-        const asked = b.model ?? b.name;
-        const inst = await this.target(c, asked, 404);
-        // Ollama's answers echo the name asked: kept when the model's process takes it too
-        const same = ollama.withTag(String(asked)).toLowerCase() === ollama.withTag(inst.name).toLowerCase();
-        const name = same ? String(asked) : inst.name;
-        const named = b.model !== undefined ? { model: name } : { name };
-        await this.forward(c, inst, { ...b, ...named }, true);
-      });
-    }
+    for (const path of OLLAMA_POST_PATHS) ollamaRoute('POST', path, (c) => this.ollamaPost(c, path));
     ollamaRoute('GET', '/api/tags', (c) => this.ollamaTags(c));
     ollamaRoute('GET', '/api/ps', (c) => this.ollamaPs(c));
+    ollamaRoute('POST', '/api/pull', (c) => ollama.pullModel(this.cacheDir(), c, () => this.refreshCache()));
+    ollamaRoute('DELETE', '/api/delete', (c) => this.ollamaDelete(c));
     ollamaRoute('GET', '/api/version', (c) => sendJson(c.res, 200, { version: VERSION }));
     return r;
   }
@@ -540,12 +597,110 @@ export class LlamaRouter {
     c.res.end(own + labelMetrics(texts));
   }
 
-  /** Ollama's /api/tags: every model with a readable file. */
-  private ollamaTags(c: RequestContext): void {
+  // ---- Ollama's API ----
+
+  /** A model's name in Ollama's lists: a download as hf.co/OWNER/REPO:QUANT, a file as NAME:latest. */
+  private ollamaName(i: ModelInstance): string {
+    return i.model.source === 'cache' ? `hf.co/${i.name}` : ollama.withTag(i.name);
+  }
+
+  /** The model an Ollama name is: as find(), and hf.co/OWNER/REPO as its default quantization (Q4_K_M, as Ollama's and the downloader's). */
+  private ollamaFind(name: string): ModelInstance | undefined {
+    const found = this.find(name);
+    if (found || !/^(?:https?:\/\/)?(?:hf\.co|huggingface\.co)\//i.test(name)) return found;
+    const spec = ollama.hfSpec(name);
+    return this.find(spec) ?? (spec.includes(':') ? undefined : this.find(`${spec}:Q4_K_M`));
+  }
+
+  private cacheDir(): string {
+    if (this.opts.cacheDir === undefined) throw new ApiError(501, 'this router has no download cache');
+    return this.opts.cacheDir;
+  }
+
+  /** Adds the cache's models the router does not have yet (pulled, or downloaded by another process). */
+  private async refreshCache(): Promise<void> {
+    if (this.opts.cacheDir === undefined) return;
+    for (const m of await modelsFromCache(this.opts.cacheDir)) {
+      if (this.byName.has(m.name) || this.instances.some((i) => i.model.path === m.path)) continue;
+      const inst = new ModelInstance(m, this.spawn, () => this.changed());
+      this.instances.push(inst);
+      this.byName.set(m.name, inst);
+      log.info(`model ${m.name} added from the download cache`);
+    }
+  }
+
+  /**
+   * Ollama's model endpoints: `model` picks the model; keep_alive sets how long it stays
+   * loaded once idle (5 min by default, as Ollama's); a chat or generate with nothing to
+   * generate loads it, or with keep_alive 0 unloads it.
+   */
+  private async ollamaPost(c: RequestContext, path: string): Promise<void> {
+    const b = asBody(c.body);
+    const name = b.model ?? b.name;
+    if (typeof name !== 'string' || name.trim() === '') throw new ApiError(400, 'model is required');
+    const ms = path === '/api/show' ? undefined : ollama.keepAlive(b);
+    if (ms === 0 && ollama.nothingToGenerate(path, b)) {
+      const inst = this.ollamaFind(name.trim());
+      if (!inst) throw new ApiError(404, `model '${name}' not found`);
+      // requests in flight finish first: the last one's end unloads it
+      this.setKeepAlive(inst, 0);
+      if (inst.inFlight === 0) await inst.stop();
+      sendJson(c.res, 200, ollama.nothingAnswer(path, b, name));
+      return;
+    }
+    if (path === '/api/show') {
+      const found = this.ollamaFind(name.trim());
+      if (!found) throw new ApiError(404, `model '${name}' not found`);
+      // as Ollama's, show loads nothing: a model not loaded is described from its file
+      if (found.status !== 'loaded' || found.isStopping) {
+        await this.showFromFile(c, found);
+        return;
+      }
+    }
+    const inst = await this.target(c, this.ollamaFind(name.trim())?.name ?? name, 404);
+    if (path !== '/api/show') this.setKeepAlive(inst, ms ?? this.opts.ollamaKeepAlive ?? ollama.DEFAULT_KEEP_ALIVE_MS);
+    // the name as the client gave it: Ollama's answers echo it
+    await this.forward(c, inst, b, true);
+  }
+
+  /**
+   * /api/show of a model not loaded: its file's header through a vocabulary-only context
+   * (metadata, chat template; no weights), with the template its serve options give.
+   */
+  private async showFromFile(c: RequestContext, inst: ModelInstance): Promise<void> {
+    const args = inst.args;
+    const at = args.lastIndexOf('--chat-template');
+    const chatTemplate = at >= 0 ? args[at + 1] : undefined;
+    let ctx: Awaited<ReturnType<typeof loadModel>>;
+    try {
+      ctx = await loadModel({
+        model: inst.model.path,
+        vocab_only: true,
+        ...(chatTemplate !== undefined ? { chat_template: chatTemplate } : {}),
+      });
+    } catch (e) {
+      throw new ApiError(500, `model '${inst.name}': ${(e as Error).message}`);
+    }
+    try {
+      const body = ollama.showBody({
+        modelPath: inst.model.path,
+        modelInfo: ctx.getModelInfo(),
+        chatTemplate,
+        generates: this.capabilities(inst.model.path).includes('completion'),
+      });
+      sendJson(c.res, 200, body);
+    } finally {
+      await ctx.release();
+    }
+  }
+
+  /** Ollama's /api/tags: every model with a readable file, the download cache's as it is now. */
+  private async ollamaTags(c: RequestContext): Promise<void> {
+    await this.refreshCache();
     const models: unknown[] = [];
     for (const i of this.instances) {
       try {
-        models.push(ollama.modelEntry(ollama.withTag(i.name), i.model.path));
+        models.push(ollama.modelEntry(this.ollamaName(i), i.model.path));
       } catch {
         // not a readable GGUF file: not a model to list
       }
@@ -553,19 +708,56 @@ export class LlamaRouter {
     sendJson(c.res, 200, { models });
   }
 
-  /** Ollama's /api/ps: the loaded models, each as its process describes itself. */
+  /** Ollama's /api/ps: the loaded models, with when keep_alive unloads them (the context length from each process). */
   private async ollamaPs(c: RequestContext): Promise<void> {
     const loaded = this.instances.filter((i) => i.status === 'loaded' && !i.isStopping);
-    const lists = await Promise.all(
+    const models = await Promise.all(
       loaded.map(async (i) => {
+        let ctx: unknown;
         try {
-          return (JSON.parse(await fetchText(`${i.url}/api/ps`, this.childKey)) as { models: unknown[] }).models;
+          const own = JSON.parse(await fetchText(`${i.url}/api/ps`, this.childKey)) as {
+            models: { context_length?: number }[];
+          };
+          ctx = own.models[0]?.context_length;
         } catch {
-          return [];
+          // gone meanwhile: listed without it
         }
+        const k = this.keepAlives.get(i);
+        const expires =
+          !k || k.ms === Number.POSITIVE_INFINITY ? ollama.FOREVER : new Date(k.deadline ?? Date.now() + k.ms);
+        return {
+          ...ollama.modelEntry(this.ollamaName(i), i.model.path),
+          expires_at: typeof expires === 'string' ? expires : expires.toISOString(),
+          size_vram: 0,
+          ...(typeof ctx === 'number' ? { context_length: ctx } : {}),
+        };
       }),
     );
-    sendJson(c.res, 200, { models: lists.flat() });
+    sendJson(c.res, 200, { models });
+  }
+
+  /** Ollama's /api/delete: a downloaded model, unloaded first; refused while a request uses it. */
+  private async ollamaDelete(c: RequestContext): Promise<void> {
+    const b = asBody(c.body);
+    const name = b.model ?? b.name;
+    if (typeof name !== 'string' || name.trim() === '') throw new ApiError(400, 'model is required');
+    const inst = this.ollamaFind(name.trim());
+    if (!inst) throw new ApiError(404, `model '${name}' not found`);
+    if (inst.model.source !== 'cache') {
+      throw new ApiError(400, `'${name}' is ${inst.model.path}, not a download: remove it from its folder`);
+    }
+    if (inst.inFlight > 0) {
+      throw new ApiError(409, `model '${name}' has ${inst.inFlight} request(s) in flight: delete it once they end`);
+    }
+    // out of the lists first, so that no new request finds it
+    this.instances.splice(this.instances.indexOf(inst), 1);
+    this.byName.delete(inst.name);
+    this.setKeepAlive(inst, undefined);
+    await inst.stop();
+    await fsp.rm(inst.model.path, { force: true });
+    log.info(`model ${inst.name} deleted (${inst.model.path})`);
+    c.res.writeHead(200, { 'Content-Length': '0' });
+    c.res.end();
   }
 
   // ---- life ----
