@@ -31,6 +31,7 @@ import type {
   TokenizeOptions,
   TokenizeResult,
 } from './types.js';
+import { binaryToText, textToBinary } from '../vocab/unicode.js';
 
 /** Options as they cross to the worker: no signal, no functions. */
 function transferable(o: LlamaCompletionOptions): LlamaCompletionOptions {
@@ -275,8 +276,8 @@ export class LlamaContext {
     const out: TokenizeResult = { tokens: r.tokens, has_media: false };
     if (r.pieces) {
       out.pieces = r.pieces.map((bytes) => {
-        const t = Buffer.from(bytes, 'latin1').toString('utf8');
-        return Buffer.from(t, 'utf8').toString('latin1') === bytes ? t : Array.from(bytes, (c) => c.charCodeAt(0));
+        const t = binaryToText(bytes);
+        return textToBinary(t) === bytes ? t : Array.from(bytes, (c) => c.charCodeAt(0));
       });
     }
     return out;
@@ -344,16 +345,22 @@ export class LlamaContext {
     return this.#loras.map((a) => ({ ...a }));
   }
 
-  /** Writes the context's tokens and KV cache (waits for a running completion). */
-  async saveSession(path: string): Promise<void> {
+  /**
+   * Writes the context's tokens and KV cache to a file (waits for a running completion);
+   * without a path (the browser), returns them as bytes for loadSession.
+   */
+  saveSession(path: string): Promise<void>;
+  saveSession(): Promise<Uint8Array>;
+  async saveSession(path?: string): Promise<void | Uint8Array> {
     this.#check();
-    await this.#request<void>({ op: 'saveSession', ctx: this.#id, path }).promise;
+    const r = await this.#request<Uint8Array | undefined>({ op: 'saveSession', ctx: this.#id, path }).promise;
+    return path === undefined ? r : undefined;
   }
 
-  /** Restores tokens and KV cache saved from the same model; the next completion reuses them. */
-  async loadSession(path: string): Promise<SessionLoadResult> {
+  /** Restores tokens and KV cache saved from the same model (a file, or saveSession()'s bytes); the next completion reuses them. */
+  async loadSession(source: string | Uint8Array): Promise<SessionLoadResult> {
     this.#check();
-    return this.#request<SessionLoadResult>({ op: 'loadSession', ctx: this.#id, path }).promise;
+    return this.#request<SessionLoadResult>({ op: 'loadSession', ctx: this.#id, path: source }).promise;
   }
 
   /**

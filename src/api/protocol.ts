@@ -27,8 +27,8 @@ export type Request =
   | { op: 'tokenize'; id: number; ctx: number; text: string; options: TokenizeOptions }
   | { op: 'detokenize'; id: number; ctx: number; tokens: number[] }
   | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }
-  | { op: 'saveSession'; id: number; ctx: number; path: string }
-  | { op: 'loadSession'; id: number; ctx: number; path: string }
+  | { op: 'saveSession'; id: number; ctx: number; path: string | undefined }
+  | { op: 'loadSession'; id: number; ctx: number; path: string | Uint8Array }
   | { op: 'applyLora'; id: number; ctx: number; adapters: unknown }
   | { op: 'rerank'; id: number; ctx: number; query: string; documents: string[]; params: RerankParams }
   | { op: 'release'; id: number; ctx: number }

@@ -74,6 +74,7 @@ import type {
   LlamaCompletionToken,
   TokenLogprob,
 } from './types.js';
+import { binaryToText, textToBinary } from '../vocab/unicode.js';
 
 /** What a unit needs from its context beyond the memory. */
 export interface UnitEnvironment {
@@ -936,7 +937,7 @@ export class GenerationUnit {
     const g = this.heldGrammar;
     if (!g && !this.request.thinkingBudget) return;
     this.rawBytes += (g ?? this.request.chain.grammar)?.index.pieces[id] ?? this.vocab.pieceBytes(id, true);
-    const decoded = Buffer.from(this.rawBytes, 'latin1').toString('utf8');
+    const decoded = binaryToText(this.rawBytes);
     const r = this.parser!.pastReasoning(decoded);
     if (!r.past) {
       this.reasoningTokens++;
@@ -950,7 +951,7 @@ export class GenerationUnit {
     if (g) {
       this.heldGrammar = undefined;
       this.request.chain.grammar = g;
-      g.acceptText(Buffer.from(r.content, 'utf8').toString('latin1'));
+      g.acceptText(textToBinary(r.content));
     }
   }
 

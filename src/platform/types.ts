@@ -113,6 +113,13 @@ export interface Platform {
   sha256(): Sha256;
   /** `n` cryptographically random bytes. */
   randomBytes(n: number): Uint8Array;
+  /**
+   * Writes a file whole through `write` (its chunks in order) so that a reader never sees
+   * half of it: Node writes a new file beside the target (exclusive create) and renames it
+   * over; a link's target is replaced, the link kept; anything but a regular file at the
+   * path is refused. The web has no files of its own: it throws.
+   */
+  replaceFile(path: string, write: (put: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<void>;
   /** Opens a model file by name (Node: a path; web: a name given to `provideFile`). */
   openFile(name: string): PlatformFile;
   /** Sets a JavaScript engine flag before its first use where the runtime allows it (V8's, on Node). */

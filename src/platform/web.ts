@@ -188,6 +188,9 @@ export const webPlatform: Platform = {
     (globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): void } }).crypto.getRandomValues(out);
     return out;
   },
+  replaceFile: async (path) => {
+    throw new Error(`${path}: the web has no files to write; save a session as bytes (saveSession() without a path)`);
+  },
   openFile,
   engineFlag() {},
   // a synchronous fetch: allowed for binary data in workers only (the browser entry may preload instead)

@@ -4,6 +4,7 @@
 // sampler (bias, penalties, temperature, truncation); with post_sampling_probs, from
 // the chain's final candidates (what the last draw used), highest first, zeros left out.
 import { Candidates } from './candidates.js';
+import { binaryToText } from '../vocab/unicode.js';
 
 export interface TokenProbability {
   id: number;
@@ -111,7 +112,7 @@ export function completeUtf8Length(bytes: string): number {
 }
 
 function entry(id: number, piece: string, p: number, post: boolean): CompletionTokenProbability {
-  const token = Buffer.from(piece.slice(0, completeUtf8Length(piece)), 'latin1').toString('utf8');
+  const token = binaryToText(piece.slice(0, completeUtf8Length(piece)));
   const bytes = Array.from(piece, (ch) => ch.charCodeAt(0));
   return post ? { id, token, bytes, prob: p } : { id, token, bytes, logprob: logprob(p) };
 }

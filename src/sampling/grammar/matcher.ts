@@ -20,6 +20,7 @@ import { CodePointDispatch } from './dispatch.js';
 import { intersectRanges, normalizeRanges, subtractRanges, UNICODE_SCALARS } from './ranges.js';
 import { checkFlatGrammar, checkGrammar, El, type FlatGrammar, Grammar, GrammarError } from './rules.js';
 import { decodeUtf8, NO_PARTIAL, type PartialUtf8, partialRange } from './utf8.js';
+import { bytesArrayToBinary } from '../../vocab/unicode.js';
 
 /** No stack left: the input so far is not a prefix of anything the grammar accepts. */
 export const DEAD = -1;
@@ -528,7 +529,7 @@ export class GrammarMatcher {
    * complete, is rejected.
    */
   acceptBytes(bytes: string | Uint8Array): boolean {
-    const str = typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('latin1');
+    const str = typeof bytes === 'string' ? bytes : bytesArrayToBinary(bytes);
     const d = decodeUtf8(str, this.partial);
     if (!d) return false;
     let s = this.state;

@@ -21,6 +21,7 @@ import { type ParseOptions, parseGrammar, type TokenResolver } from './parser.js
 import { type FlatGrammar, type Grammar, GrammarError } from './rules.js';
 import { checkSatisfiable } from './satisfiable.js';
 import { acceptToken, allowedTokens, type GrammarVocab, isTokenAllowed, TokenIndex } from './token-index.js';
+import { binaryToText } from '../../vocab/unicode.js';
 
 /** Candidate tokens and their logits; the first n entries are used. */
 export interface TokenCandidates {
@@ -142,9 +143,7 @@ export class GrammarSampler {
       return;
     }
     if (!this.matcher.acceptBytes(bytes)) {
-      throw new GrammarError(
-        `the text ${JSON.stringify(Buffer.from(bytes, 'latin1').toString('utf8'))} is not allowed by the grammar here`,
-      );
+      throw new GrammarError(`the text ${JSON.stringify(binaryToText(bytes))} is not allowed by the grammar here`);
     }
   }
 
@@ -207,7 +206,7 @@ export class GrammarSampler {
       }
     }
     if (!acceptToken(this.matcher, this.index, id)) {
-      const piece = JSON.stringify(Buffer.from(this.index.pieces[id] ?? '', 'latin1').toString('utf8'));
+      const piece = JSON.stringify(binaryToText(this.index.pieces[id] ?? ''));
       throw new GrammarError(`token ${id} (${piece}) is not allowed by the grammar here`);
     }
   }
