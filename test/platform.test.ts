@@ -95,10 +95,12 @@ test('a Blob given to provideFile reads by position as the file on disk does', a
 
 test("the Node platform's ports: a message sent is there at once for receiveNow", () => {
   const [a, b] = nodePlatform.channel();
-  assert.equal(nodePlatform.receiveNow(b), undefined);
+  const receiveNow = nodePlatform.receiveNow!;
+  assert.equal(receiveNow(b), undefined);
   a.postMessage({ x: 1 });
-  assert.deepEqual(nodePlatform.receiveNow(b), { message: { x: 1 } });
+  assert.deepEqual(receiveNow(b), { message: { x: 1 } });
   a.close();
   b.close();
-  assert.throws(() => webPlatform.receiveNow(b), /no synchronous port read/);
+  // the web has none: its CPU workers take their arenas from their event loop
+  assert.equal(webPlatform.receiveNow, undefined);
 });

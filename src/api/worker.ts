@@ -7,7 +7,7 @@ import { Engine, type EngineContext, readModelInfo, type VocabOnlyContext } from
 import { LlamaError, serializeError } from './errors.js';
 import type { Reply, Request } from './protocol.js';
 
-const port = platform.workerSide()?.parent;
+const port = (await platform.workerSide())?.parent;
 if (!port) throw new Error('llama-ts: src/api/worker.js runs as a worker thread');
 
 const post = (r: Reply) => port.postMessage(r);

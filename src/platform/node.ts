@@ -227,7 +227,7 @@ export const nodePlatform: Platform = {
       },
     };
   },
-  workerSide(): WorkerSide | undefined {
+  async workerSide(): Promise<WorkerSide | undefined> {
     if (!parentPort) return undefined;
     side ??= { data: wrapData(workerData), parent: wrapPort(parentPort) };
     return side;

@@ -77,16 +77,16 @@ export interface Platform {
   readonly name: 'node' | 'web';
   /** Starts a worker on a module (an ES module URL beside the caller's compiled file). */
   startWorker(url: URL, options?: WorkerStartOptions): PlatformWorker;
-  /** In a worker started by `startWorker`: its data and parent; undefined on the main thread. */
-  workerSide(): WorkerSide | undefined;
+  /** In a worker started by `startWorker`: its data and parent (once they arrived); undefined on the main thread. */
+  workerSide(): Promise<WorkerSide | undefined>;
   /** A pair of connected ports (one goes to a worker in `transfer`). */
   channel(): [PlatformPort, PlatformPort];
   /**
    * The next message waiting on a port, taken without returning to the event loop (a
    * worker that blocks in Atomics.wait between jobs reads its arenas this way); undefined
-   * when none is waiting. The web has no such read: it throws there.
+   * when none is waiting. The web has no such read: undefined there.
    */
-  receiveNow(port: PlatformPort): { message: unknown } | undefined;
+  readonly receiveNow: ((port: PlatformPort) => { message: unknown } | undefined) | undefined;
   /** Logical cores the engine may use (availableParallelism, hardwareConcurrency). */
   cores(): number;
   /** The CPU's model name, or a generic one. */

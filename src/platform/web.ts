@@ -2,8 +2,8 @@
 // without Node's modules). Model files are Blobs (a File from an <input>, a fetched
 // response's blob) given a name with `provideFile`; reads by position slice the Blob, so a
 // model is never copied whole (synchronous reads use FileReaderSync, in workers only).
-// Not here yet, for the browser entry (issue 38): a synchronous port read (`receiveNow`,
-// which the CPU pool's workers use between jobs) and heap limits for workers.
+// Not here: a synchronous port read (`receiveNow`; the CPU pool's workers take their
+// arenas between jobs instead) and heap limits for workers.
 
 import { jsSha256 } from './sha256.js';
 import type {
@@ -50,8 +50,6 @@ interface WebGlobals {
 }
 const g = globalThis as unknown as WebGlobals;
 
-/** The first message a worker gets: its start data (what Node passes as workerData). */
-const INIT = '__llama_ts_worker_init';
 
 function wrap(p: WebPort): PlatformPort {
   return {
@@ -103,30 +101,68 @@ function openFile(name: string): PlatformFile {
   };
 }
 
-let side: WorkerSide | undefined;
-let sideData: unknown;
-let sideReady = false;
-// A worker module's first message is its data; it arrives before the module's own
-// listeners exist only if posted first, so it is taken here and the rest passed on.
-if (typeof g.importScripts !== 'undefined' || (g.postMessage && !('document' in globalThis))) {
-  g.addEventListener?.('message', (e) => {
-    const d = e.data as { [INIT]?: unknown } | null;
-    if (!sideReady && d && typeof d === 'object' && INIT in d) {
-      sideData = d[INIT];
-      sideReady = true;
-    }
+// The start of a worker is a handshake: a module worker's top-level await (this seam's own)
+// lets messages be dispatched before the module's listeners exist, and those would be
+// lost. So the worker's copy of this module, as soon as it is evaluated, keeps every
+// message and says READY; the parent then sends the start data (INIT), then what it
+// posted meanwhile; the worker's messages wait for the module's own listener.
+const READY = '__llama_ts_worker_ready';
+const INIT = '__llama_ts_worker_init';
+
+const inWorker = typeof g.importScripts !== 'undefined' || (!!g.postMessage && !('document' in globalThis));
+let side: Promise<WorkerSide> | undefined;
+if (inWorker && g.addEventListener && g.postMessage) {
+  const self = g as Required<Pick<WebGlobals, 'postMessage' | 'addEventListener'>>;
+  const early: unknown[] = [];
+  let listener: ((m: unknown) => void) | undefined;
+  side = new Promise<WorkerSide>((resolve) => {
+    self.addEventListener('message', (e) => {
+      const d = e.data as { [INIT]?: unknown } | null;
+      if (d && typeof d === 'object' && INIT in d) {
+        resolve({
+          data: d[INIT],
+          parent: {
+            postMessage: (m, transfer) => self.postMessage(m, transfer as unknown[] | undefined),
+            onMessage(fn) {
+              listener = fn;
+              for (const m of early.splice(0)) fn(m);
+            },
+            ref() {},
+            unref() {},
+            close() {},
+          },
+        });
+      } else if (listener) listener(e.data);
+      else early.push(e.data);
+    });
   });
+  self.postMessage({ [READY]: true });
 }
 
 export const webPlatform: Platform = {
   name: 'web',
   startWorker(url: URL, options: WorkerStartOptions = {}): PlatformWorker {
     const w = new g.Worker(url, { type: 'module' });
-    w.postMessage({ [INIT]: options.data }, options.transfer as unknown[] | undefined);
+    // what is posted before the worker is READY waits (see above)
+    let queue: [unknown, unknown[] | undefined][] | undefined = [];
+    w.addEventListener('message', (e) => {
+      const d = e.data as { [READY]?: unknown } | null;
+      if (!queue || !(d && typeof d === 'object' && READY in d)) return;
+      w.postMessage({ [INIT]: options.data }, options.transfer as unknown[] | undefined);
+      for (const [m, t] of queue) w.postMessage(m, t);
+      queue = undefined;
+    });
     const exits: ((code: number) => void)[] = [];
     return {
-      postMessage: (m, transfer) => w.postMessage(m, transfer as unknown[] | undefined),
-      onMessage: (fn) => w.addEventListener('message', (e) => fn(e.data)),
+      postMessage: (m, transfer) => {
+        if (queue) queue.push([m, transfer as unknown[] | undefined]);
+        else w.postMessage(m, transfer as unknown[] | undefined);
+      },
+      onMessage: (fn) =>
+        w.addEventListener('message', (e) => {
+          const d = e.data as object | null;
+          if (!(d && typeof d === 'object' && READY in d)) fn(e.data);
+        }),
       onError: (fn) => w.addEventListener('error', (e) => fn(new Error(e.message ?? 'worker error'))),
       onExit: (fn) => void exits.push(fn),
       ref() {},
@@ -134,35 +170,13 @@ export const webPlatform: Platform = {
       terminate: async () => w.terminate(),
     };
   },
-  workerSide(): WorkerSide | undefined {
-    if (!g.postMessage || !g.addEventListener || 'document' in globalThis) return undefined;
-    const self = g as Required<Pick<WebGlobals, 'postMessage' | 'addEventListener'>>;
-    side ??= {
-      get data() {
-        if (!sideReady) throw new Error('platform: the worker read its data before its first message');
-        return sideData;
-      },
-      parent: {
-        postMessage: (m, transfer) => self.postMessage(m, transfer as unknown[] | undefined),
-        onMessage: (fn) =>
-          self.addEventListener('message', (e) => {
-            const d = e.data as object | null;
-            if (!(d && typeof d === 'object' && INIT in d)) fn(e.data);
-          }),
-        ref() {},
-        unref() {},
-        close() {},
-      },
-    };
-    return side;
-  },
+  workerSide: () => (side ? side : Promise.resolve(undefined)),
   channel(): [PlatformPort, PlatformPort] {
     const c = new g.MessageChannel();
     return [wrap(c.port1), wrap(c.port2)];
   },
-  receiveNow(): { message: unknown } | undefined {
-    throw new Error('platform: the web has no synchronous port read (the CPU pool needs another arena hand-off)');
-  },
+  // no synchronous port read: the CPU pool's workers return to their event loop for arenas
+  receiveNow: undefined,
   cores: () => g.navigator?.hardwareConcurrency ?? 1,
   cpuModel: () => 'CPU',
   // deviceMemory is a coarse GiB figure (Chromium); 4 GiB: one wasm memory's reach
