@@ -40,6 +40,7 @@ test('the engine layers import node:* (and use Buffer) only through src/platform
         for (const m of text.matchAll(/(?:from|import\()\s*'(node:[\w/]+)'/g)) offenders.push(`${rel}: ${m[1]}`);
         if (/\bprocess\.(env|versions|hrtime|execArgv)\b/.test(text)) offenders.push(`${rel}: process.*`);
         if (/\bBuffer\.(from|alloc|concat|isBuffer|byteLength)\b/.test(text)) offenders.push(`${rel}: Buffer`);
+        if (/\bsetImmediate\(/.test(text)) offenders.push(`${rel}: setImmediate`);
       }
     }
   };

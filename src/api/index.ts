@@ -34,9 +34,15 @@ function abortError(): LlamaError {
  * loaded with the same file and devices is shared. `onProgress` (or options.onProgress)
  * receives the fraction of weights loaded; options.signal cancels loading.
  */
-export async function loadModel(
+export function loadModel(options: LlamaModelOptions, onProgress?: (progress: number) => void): Promise<LlamaContext> {
+  return loadModelWith(options, onProgress);
+}
+
+/** loadModel, with Blobs the engine worker opens by name (the web entry's models). @internal */
+export async function loadModelWith(
   options: LlamaModelOptions,
   onProgress?: (progress: number) => void,
+  files?: [string, unknown][],
 ): Promise<LlamaContext> {
   const o = checkModelOptions(options);
   if (onProgress !== undefined && typeof onProgress !== 'function') {
@@ -51,7 +57,7 @@ export async function loadModel(
   let loaded = false;
   try {
     const { id, promise } = client.request<ContextInfo>(
-      { op: 'load', options: o, stop, progress: progress !== undefined },
+      { op: 'load', options: o, stop, progress: progress !== undefined, ...(files ? { files } : {}) },
       (event, value) => {
         if (event === 'progress') progress?.(value as number);
       },

@@ -15,7 +15,15 @@ import type { EngineModelOptions } from './options.js';
 import type { EmbeddingParams, LlamaCompletionOptions, RerankParams, TokenizeOptions } from './types.js';
 
 export type Request =
-  | { op: 'load'; id: number; options: EngineModelOptions; stop: SharedArrayBuffer; progress: boolean }
+  | {
+      op: 'load';
+      id: number;
+      options: EngineModelOptions;
+      stop: SharedArrayBuffer;
+      progress: boolean;
+      /** Blobs the worker opens by these names (the web entry: platform.provideFile). */
+      files?: [string, unknown][];
+    }
   | { op: 'abort'; id: number; target: number }
   | { op: 'completion'; id: number; ctx: number; options: LlamaCompletionOptions; stream: boolean }
   | { op: 'parallelEnable'; id: number; ctx: number; config: ParallelConfig }

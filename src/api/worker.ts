@@ -26,6 +26,11 @@ function context(id: number): { ec: EngineContext | VocabOnlyContext; stop: Int3
 async function handle(m: Request): Promise<unknown> {
   switch (m.op) {
     case 'load': {
+      if (m.files) {
+        const provide = platform.provideFile;
+        if (!provide) throw new LlamaError('ERR_OPTION', 'model files as Blobs need the web platform');
+        for (const [name, blob] of m.files) provide(name, blob);
+      }
       const ac = new AbortController();
       loads.set(m.id, ac);
       let last = -1;

@@ -20,6 +20,7 @@
 // generating unit's next token is followed in the batch by the tokens drafted after it
 // (drafts for every unit in one drafter call), every row's logits are kept, the unit
 // verifies them, and the memory drops the drafted tokens it did not accept.
+import { platform } from '../platform/index.js';
 import { logger } from '../log.js';
 import { type Context, KVCacheFullError } from '../model/index.js';
 import type { Draft, Drafter, DraftRequest } from '../speculative/index.js';
@@ -487,7 +488,7 @@ export class Batcher {
         this.onChange?.();
         this.notifyIdle();
         // let messages and I/O (new requests, stops, writes) in between steps
-        await new Promise<void>((res) => setImmediate(res));
+        await new Promise<void>((res) => platform.nextTask(res));
       }
     } finally {
       this.running = false;

@@ -247,6 +247,7 @@ export const nodePlatform: Platform = {
   env: (name) => process.env[name],
   now: () => performance.now(),
   v8Version: () => process.versions.v8,
+  nextTask: (fn) => void setImmediate(fn),
   timer(fn, ms) {
     const t = setTimeout(fn, ms);
     t.unref();
@@ -277,6 +278,7 @@ export const nodePlatform: Platform = {
   },
   randomBytes: (n) => new Uint8Array(randomBytes(n)),
   replaceFile,
+  provideFile: undefined,
   openFile,
   // Bun has no V8: its node:v8 may lack the call or ignore it
   engineFlag(flag) {

@@ -99,6 +99,8 @@ export interface Platform {
   now(): number;
   /** The V8 version the code runs on (Node, Deno; Bun reports the one its Node API mimics), or undefined. */
   v8Version(): string | undefined;
+  /** `fn` in a task of its own, as soon as the messages and I/O already queued ran (setImmediate; the web: a message to itself). */
+  nextTask(fn: () => void): void;
   /** `fn` once after `ms`, without keeping the process alive. */
   timer(fn: () => void, ms: number): PlatformTimer;
   /** The runtime and its version, as system info prints it ('node v24.1.0', 'deno 2.9.6', 'bun 1.4.5', 'web'). */
@@ -120,6 +122,8 @@ export interface Platform {
    * path is refused. The web has no files of its own: it throws.
    */
   replaceFile(path: string, write: (put: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<void>;
+  /** Makes a Blob openable by `name` in this thread (the web; Node opens paths only). */
+  readonly provideFile: ((name: string, blob: unknown) => void) | undefined;
   /** Opens a model file by name (Node: a path; web: a name given to `provideFile`). */
   openFile(name: string): PlatformFile;
   /** Sets a JavaScript engine flag before its first use where the runtime allows it (V8's, on Node). */

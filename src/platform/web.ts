@@ -50,10 +50,12 @@ interface WebGlobals {
 }
 const g = globalThis as unknown as WebGlobals;
 
+/** The port object behind a wrapped port (to transfer it). */
+const raw = new WeakMap<PlatformPort, WebPort>();
 
 function wrap(p: WebPort): PlatformPort {
-  return {
-    postMessage: (m, transfer) => p.postMessage(m, transfer as unknown[] | undefined),
+  const w: PlatformPort = {
+    postMessage: (m, transfer) => p.postMessage(m, unwrap(transfer)),
     onMessage(fn) {
       p.addEventListener('message', (e) => fn(e.data));
       p.start?.();
@@ -62,7 +64,26 @@ function wrap(p: WebPort): PlatformPort {
     unref() {},
     close: () => p.close?.(),
   };
+  raw.set(w, p);
+  return w;
 }
+
+/** Wrapped ports in a transfer list become the runtime's ports. */
+function unwrap(transfer: readonly unknown[] | undefined): unknown[] | undefined {
+  return transfer?.map((t) => raw.get(t as PlatformPort) ?? t);
+}
+
+/** A worker's data: wrapped ports as the runtime's on the way in, wrapped again on the worker's side. */
+function mapData(data: unknown, f: (v: unknown) => unknown): unknown {
+  if (data && typeof data === 'object' && !Array.isArray(data) && !ArrayBuffer.isView(data)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(data)) out[k] = f(v);
+    return out;
+  }
+  return data;
+}
+const isPort = (v: unknown): v is WebPort =>
+  typeof v === 'object' && v !== null && (v as { constructor?: { name?: string } }).constructor?.name === 'MessagePort';
 
 const blobs = new Map<string, WebBlob>();
 
@@ -120,7 +141,7 @@ if (inWorker && g.addEventListener && g.postMessage) {
       const d = e.data as { [INIT]?: unknown } | null;
       if (d && typeof d === 'object' && INIT in d) {
         resolve({
-          data: d[INIT],
+          data: mapData(d[INIT], (v) => (isPort(v) ? wrap(v) : v)),
           parent: {
             postMessage: (m, transfer) => self.postMessage(m, transfer as unknown[] | undefined),
             onMessage(fn) {
@@ -148,15 +169,18 @@ export const webPlatform: Platform = {
     w.addEventListener('message', (e) => {
       const d = e.data as { [READY]?: unknown } | null;
       if (!queue || !(d && typeof d === 'object' && READY in d)) return;
-      w.postMessage({ [INIT]: options.data }, options.transfer as unknown[] | undefined);
+      w.postMessage(
+        { [INIT]: mapData(options.data, (v) => raw.get(v as PlatformPort) ?? v) },
+        unwrap(options.transfer),
+      );
       for (const [m, t] of queue) w.postMessage(m, t);
       queue = undefined;
     });
     const exits: ((code: number) => void)[] = [];
     return {
       postMessage: (m, transfer) => {
-        if (queue) queue.push([m, transfer as unknown[] | undefined]);
-        else w.postMessage(m, transfer as unknown[] | undefined);
+        if (queue) queue.push([m, unwrap(transfer)]);
+        else w.postMessage(m, unwrap(transfer));
       },
       onMessage: (fn) =>
         w.addEventListener('message', (e) => {
@@ -188,6 +212,16 @@ export const webPlatform: Platform = {
   now: () => performance.now(),
   // the engine's version is not exposed on the web (its layouts then take the choice that does not depend on it)
   v8Version: () => undefined,
+  // setTimeout(0) is clamped to 4 ms once nested: a message to a channel of its own is not
+  nextTask(fn) {
+    const c = new g.MessageChannel();
+    c.port1.addEventListener('message', () => {
+      c.port1.close?.();
+      fn();
+    });
+    c.port1.start?.();
+    c.port2.postMessage(0);
+  },
   timer(fn, ms) {
     const t = setTimeout(fn, ms);
     return { cancel: () => clearTimeout(t) };
@@ -205,6 +239,7 @@ export const webPlatform: Platform = {
   replaceFile: async (path) => {
     throw new Error(`${path}: the web has no files to write; save a session as bytes (saveSession() without a path)`);
   },
+  provideFile: provideFile as (name: string, blob: unknown) => void,
   openFile,
   engineFlag() {},
   // a synchronous fetch: allowed for binary data in workers only (the browser entry may preload instead)

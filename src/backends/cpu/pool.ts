@@ -81,17 +81,8 @@ export class InlinePool implements KernelPool {
   }
 }
 
-/** A task boundary (faster than setTimeout's clamped delay). */
 function nextTask(): Promise<void> {
-  return new Promise((resolve) => {
-    const [a, b] = platform.channel();
-    a.onMessage(() => {
-      a.close();
-      b.close();
-      resolve();
-    });
-    b.postMessage(0);
-  });
+  return new Promise((resolve) => platform.nextTask(resolve));
 }
 
 function errorText(c: Int32Array): string {
