@@ -56,7 +56,7 @@ export class LlamaContext {
   readonly parallel: LlamaParallelAPI;
 
   /** @internal Use loadModel(). */
-  constructor(client: EngineClient, id: number, info: ContextInfo, stop: SharedArrayBuffer) {
+  constructor(client: EngineClient, id: number, info: ContextInfo, stop: SharedArrayBuffer | ArrayBuffer) {
     this.#client = client;
     this.#id = id;
     this.#info = info;
@@ -229,17 +229,17 @@ export class LlamaContext {
         } catch (e) {
           // a throwing callback ends generation; the completion rejects with its error
           callbackError = e;
-          Atomics.store(this.#stop, 0, id);
+          this.#raiseStop(id);
         }
       },
       // An already-aborted signal must stop the request before the worker starts on it.
       (rid) => {
-        if (signal?.aborted) Atomics.store(this.#stop, 0, rid);
+        if (signal?.aborted) this.#raiseStop(rid);
       },
     );
     id = rid;
     this.#current = id;
-    const stop = () => Atomics.store(this.#stop, 0, id);
+    const stop = () => this.#raiseStop(id);
     if (!signal?.aborted) signal?.addEventListener('abort', stop, { once: true });
     try {
       const result = await promise;
@@ -253,7 +253,14 @@ export class LlamaContext {
 
   /** Ends the running completion within one token step (it resolves with `interrupted: true`). */
   stopCompletion(): void {
-    if (this.#current !== 0) Atomics.store(this.#stop, 0, this.#current);
+    if (this.#current !== 0) this.#raiseStop(this.#current);
+  }
+
+  /** Stops completion `id`: through the shared word, or (not shared: a page that is not cross-origin isolated) a message. */
+  #raiseStop(id: number): void {
+    Atomics.store(this.#stop, 0, id);
+    if (!(this.#stop.buffer instanceof ArrayBuffer)) return;
+    this.#request({ op: 'stop', ctx: this.#id, target: id }).promise.catch(() => {});
   }
 
   /**

@@ -1,5 +1,6 @@
 // The library API, compatible with @fugood/llama.node: loadModel() → LlamaContext. Models
 // load and generate in an engine worker (src/api/worker.ts), never on the caller's thread.
+import { sharedBuffer } from '../platform/index.js';
 import { engineClient } from './client.js';
 import { LlamaContext } from './context.js';
 import type { ContextInfo } from './engine.js';
@@ -52,7 +53,7 @@ export async function loadModelWith(
   const signal = options.signal;
   if (signal?.aborted) throw abortError();
   const client = engineClient();
-  const stop = new SharedArrayBuffer(4);
+  const stop = sharedBuffer(4);
   client.opened();
   let loaded = false;
   try {

@@ -19,12 +19,14 @@ export type Request =
       op: 'load';
       id: number;
       options: EngineModelOptions;
-      stop: SharedArrayBuffer;
+      /** Shared where memory can be shared; else the worker's copy is raised by 'stop' requests. */
+      stop: SharedArrayBuffer | ArrayBuffer;
       progress: boolean;
       /** Blobs the worker opens by these names (the web entry: platform.provideFile). */
       files?: [string, unknown][];
     }
   | { op: 'abort'; id: number; target: number }
+  | { op: 'stop'; id: number; ctx: number; target: number }
   | { op: 'completion'; id: number; ctx: number; options: LlamaCompletionOptions; stream: boolean }
   | { op: 'parallelEnable'; id: number; ctx: number; config: ParallelConfig }
   | { op: 'parallelDisable'; id: number; ctx: number }

@@ -59,6 +59,11 @@ async function handle(m: Request): Promise<unknown> {
         loads.delete(m.id);
       }
     }
+    case 'stop': {
+      const c = contexts.get(m.ctx);
+      if (c) Atomics.store(c.stop, 0, m.target);
+      return undefined;
+    }
     case 'abort':
       loads.get(m.target)?.abort(new DOMException('model loading was aborted', 'AbortError'));
       return undefined;

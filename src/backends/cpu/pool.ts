@@ -4,6 +4,8 @@
 // are unref'd between jobs so an idle pool never keeps the process alive.
 
 import { type PlatformPort, type PlatformWorker, platform } from '../../platform/index.js';
+
+export { canShareMemory } from '../../platform/index.js';
 import type { Arena } from './arena.js';
 import { C, CONTROL_WORDS, K_ARENA, STEP_CAP, STEP_WORDS, type WorkerInit } from './protocol.js';
 import { jobRunner } from './runner.js';
@@ -18,16 +20,6 @@ export interface KernelPool {
   close(): Promise<void>;
 }
 
-/**
- * Whether memory can be shared with workers: everywhere but a browser page (or its
- * workers) that is not cross-origin isolated, where SharedArrayBuffer is withheld.
- */
-export function canShareMemory(): boolean {
-  return (
-    (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false &&
-    typeof SharedArrayBuffer === 'function'
-  );
-}
 
 /**
  * The pool's fallback where workers cannot share the arenas: one runner in the calling
