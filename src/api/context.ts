@@ -10,6 +10,7 @@ import {
 } from '../chat/index.js';
 import { tokenAccumulator } from '../generation/index.js';
 import { formatChatOnWorker } from '../untrusted/index.js';
+import { binaryToText, textToBinary } from '../vocab/unicode.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';
@@ -31,7 +32,6 @@ import type {
   TokenizeOptions,
   TokenizeResult,
 } from './types.js';
-import { binaryToText, textToBinary } from '../vocab/unicode.js';
 
 /** Options as they cross to the worker: no signal, no functions. */
 function transferable(o: LlamaCompletionOptions): LlamaCompletionOptions {

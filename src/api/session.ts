@@ -19,8 +19,9 @@
 // On Node, saving writes a new file beside the target and renames it over (the platform's
 // `replaceFile`); anywhere, a session is also bytes in memory (saveSession() without a
 // path, loadSession(bytes)): the browser keeps no files of its own.
-import { platform } from '../platform/index.js';
+
 import type { Context } from '../model/index.js';
+import { platform } from '../platform/index.js';
 import { bytesToText, textToBytes } from '../vocab/unicode.js';
 import { LlamaError } from './errors.js';
 import { identityDiff, type ModelIdentity } from './info.js';

@@ -50,6 +50,7 @@ import {
 import { type Draft, type DraftRequest, verifyDraft } from '../speculative/index.js';
 import { compileSamplingGrammar, compileToolCallGrammar, formatChatOnWorker } from '../untrusted/index.js';
 import type { StreamDecoder, Vocab } from '../vocab/index.js';
+import { binaryToText, textToBinary } from '../vocab/unicode.js';
 import { OptionError } from './errors.js';
 import { commonPrefix, type SequenceMemory } from './memory.js';
 import {
@@ -74,7 +75,6 @@ import type {
   LlamaCompletionToken,
   TokenLogprob,
 } from './types.js';
-import { binaryToText, textToBinary } from '../vocab/unicode.js';
 
 /** What a unit needs from its context beyond the memory. */
 export interface UnitEnvironment {

@@ -11,10 +11,10 @@
 // the breaker, tokenized (at most 20 tokens).
 
 import { logger } from '../log.js';
+import { bytesArrayToBinary, textToBytes } from '../vocab/unicode.js';
 import type { Candidates } from './candidates.js';
 import { TokenHistory } from './history.js';
 import type { SamplingStep } from './step.js';
-import { bytesArrayToBinary, textToBytes } from '../vocab/unicode.js';
 
 const log = logger('sampling');
 

@@ -3,8 +3,9 @@
 // they come from the raw distribution: softmax over the model's logits, before any
 // sampler (bias, penalties, temperature, truncation); with post_sampling_probs, from
 // the chain's final candidates (what the last draw used), highest first, zeros left out.
-import { Candidates } from './candidates.js';
+
 import { binaryToText } from '../vocab/unicode.js';
+import { Candidates } from './candidates.js';
 
 export interface TokenProbability {
   id: number;

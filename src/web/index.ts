@@ -5,9 +5,10 @@
 // cross-origin isolated (else one thread, with a warning). What differs is where a model
 // comes from: a URL (downloaded with range requests into the Origin Private File System,
 // resumable; a second visit loads it offline), a Blob or File, or bytes.
-import { loadModelWith } from '../api/index.js';
+
 import type { LlamaContext } from '../api/context.js';
 import { LlamaError } from '../api/errors.js';
+import { loadModelWith } from '../api/index.js';
 import type { LlamaModelOptions } from '../api/types.js';
 import { downloadModel, MAX_MODEL_BYTES, tooLarge, type WebBlob } from './cache.js';
 

@@ -6,6 +6,7 @@
 import { type PlatformPort, type PlatformWorker, platform } from '../../platform/index.js';
 
 export { canShareMemory } from '../../platform/index.js';
+
 import type { Arena } from './arena.js';
 import { C, CONTROL_WORDS, K_ARENA, STEP_CAP, STEP_WORDS, type WorkerInit } from './protocol.js';
 import { jobRunner } from './runner.js';
@@ -19,7 +20,6 @@ export interface KernelPool {
   run(steps: Int32Array, nsteps: number, nth: number, counters?: readonly [Arena, number][]): Promise<void>;
   close(): Promise<void>;
 }
-
 
 /**
  * The pool's fallback where workers cannot share the arenas: one runner in the calling

@@ -16,11 +16,12 @@
 // `maxStackEntries` of them a step throws a GrammarError rather than letting a
 // pathological grammar take the thread's memory. The caches on top (expansions of stacks,
 // dispatches of large states) are dropped when they pass `maxCacheEntries`, and rebuilt.
+
+import { bytesArrayToBinary } from '../../vocab/unicode.js';
 import { CodePointDispatch } from './dispatch.js';
 import { intersectRanges, normalizeRanges, subtractRanges, UNICODE_SCALARS } from './ranges.js';
 import { checkFlatGrammar, checkGrammar, El, type FlatGrammar, Grammar, GrammarError } from './rules.js';
 import { decodeUtf8, NO_PARTIAL, type PartialUtf8, partialRange } from './utf8.js';
-import { bytesArrayToBinary } from '../../vocab/unicode.js';
 
 /** No stack left: the input so far is not a prefix of anything the grammar accepts. */
 export const DEAD = -1;

@@ -14,6 +14,8 @@
 // holds, fed first with the text from the trigger's start (a pattern's first group, when
 // it has one). Tool-call grammars for tool_choice 'auto' are lazy: the model writes text
 // freely until it begins a call, and the call itself follows the tools' schemas.
+
+import { binaryToText } from '../../vocab/unicode.js';
 import { type CompiledGrammar, resolveTokenRefs } from './compile.js';
 import { type JsonSchemaOptions, jsonSchemaToGrammar } from './json-schema.js';
 import { GrammarMatcher } from './matcher.js';
@@ -21,7 +23,6 @@ import { type ParseOptions, parseGrammar, type TokenResolver } from './parser.js
 import { type FlatGrammar, type Grammar, GrammarError } from './rules.js';
 import { checkSatisfiable } from './satisfiable.js';
 import { acceptToken, allowedTokens, type GrammarVocab, isTokenAllowed, TokenIndex } from './token-index.js';
-import { binaryToText } from '../../vocab/unicode.js';
 
 /** Candidate tokens and their logits; the first n entries are used. */
 export interface TokenCandidates {
