@@ -6,6 +6,8 @@
 // not cross-origin isolated on one thread. One browser for all.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { serveWeb, type WebServer } from '../src/cli/web.js';
@@ -26,6 +28,7 @@ const noBrowser = existsSync(CHROMIUM)
 // biome-ignore lint/suspicious/noExplicitAny: the web entry's module, as the page sees it
 type Web = any;
 declare const window: { web: Web; crossOriginIsolated: boolean };
+declare const document: Web;
 const ENTRY = '/dist/src/web/index.js';
 
 const PROMPTS = ['Once upon a time', 'The little dog'];
@@ -328,6 +331,47 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     );
     assert.match(String(cut), /TypeError|Failed/);
     await cdp.send('Network.setBlockedURLs', { urls: [] });
+  });
+
+  test("the example page (llama-ts web): load by URL, a streamed chat reply equal to Node's, tokens/s; a screenshot", async (t) => {
+    const question = 'Tell me a story';
+    const ctx = await loadModel({ model: qwen3, n_threads: 2 });
+    const want = (
+      await ctx.completion({
+        messages: [{ role: 'user', content: question }],
+        n_predict: 256,
+        temperature: 0,
+        jinja: true,
+      })
+    ).text;
+    await ctx.release();
+    const p = await browser.newPage();
+    p.on('pageerror', (e) => errors.push(String(e)));
+    await p.setViewport({ width: 900, height: 700 });
+    await p.goto(`${server.url}/`);
+    await p.waitForFunction(() => (document.getElementById('url') as unknown as { value: string }).value !== '');
+    await p.$eval('#url', (el) => {
+      (el as unknown as { value: string }).value = '/models/qwen3.gguf';
+    });
+    await p.$eval('#temperature', (el) => {
+      (el as unknown as { value: string }).value = '0';
+    });
+    await p.click('#load');
+    await p.waitForSelector('body[data-loaded]');
+    await p.type('#input', question);
+    await p.click('#send');
+    await p.waitForSelector('body[data-replied]');
+    const shown = await p.evaluate(() => ({
+      reply: document.querySelector('.msg.assistant')?.textContent,
+      stats: document.getElementById('stats')?.textContent,
+    }));
+    const shot = join(tmpdir(), 'llama-ts-web-example.png');
+    await p.screenshot({ path: shot });
+    t.diagnostic(`screenshot: ${shot}`);
+    await p.close();
+    assert.equal(shown.reply, want);
+    assert.match(shown.stats ?? '', /\d+ tokens, [\d.]+ tokens\/s/);
+    assert.deepEqual(errors, []);
   });
 
   test('a page that is not cross-origin isolated runs on one thread, says so, and gives the same text', async () => {

@@ -26,13 +26,7 @@ runs in the page's workers) with the headers for cross-origin isolation (COOP/CO
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** What is served from the package: the example, the compiled modules, the kernels, the one bare dependency. */
-const SERVED = [
-  'examples/browser/',
-  'dist/src/',
-  'src/backends/cpu/wasm/',
-  'node_modules/@huggingface/jinja/dist/',
-  'package.json',
-];
+const SERVED = ['examples/browser/', 'dist/src/', 'src/backends/cpu/wasm/', 'package.json'];
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -41,10 +35,12 @@ const TYPES: Record<string, string> = {
   '.wasm': 'application/wasm',
   '.png': 'image/png',
 };
-/** Browsers resolve no bare module names: the compiled modules' one is pointed at its file. */
-const BARE: [RegExp, string][] = [
-  [/from '@huggingface\/jinja'/g, "from '/node_modules/@huggingface/jinja/dist/index.js'"],
-];
+/**
+ * Browsers resolve no bare module names: the compiled modules' one dependency is served at
+ * /vendor/jinja.js (its ES module build, wherever the package manager put it).
+ */
+const JINJA = fileURLToPath(import.meta.resolve('@huggingface/jinja'));
+const BARE: [RegExp, string][] = [[/from '@huggingface\/jinja'/g, "from '/vendor/jinja.js'"]];
 
 export interface WebServerOptions {
   port?: number;
@@ -109,7 +105,13 @@ export function serveWeb(options: WebServerOptions = {}): Promise<WebServer> {
     } catch {
       return send(res, 400, 'bad path');
     }
-    if (path === '/') path = '/examples/browser/index.html';
+    if (path === '/') {
+      // the example's own folder, so its relative links resolve
+      res.writeHead(302, { location: '/examples/browser/' });
+      res.end();
+      return;
+    }
+    if (path.endsWith('/')) path += 'index.html';
     if (path === '/blank.html') {
       // an empty page on this origin (the tests and the browser benchmark drive the engine from it)
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
@@ -119,6 +121,12 @@ export function serveWeb(options: WebServerOptions = {}): Promise<WebServer> {
     if (path === '/models.json') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(Object.keys(models).map((n) => `/models/${n}`)));
+      return;
+    }
+    if (path === '/vendor/jinja.js') return sendFile(req, res, JINJA, TYPES['.js']!);
+    if (path === '/favicon.ico') {
+      res.writeHead(204);
+      res.end();
       return;
     }
     if (path.startsWith('/models/')) {
