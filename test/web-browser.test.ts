@@ -5,9 +5,9 @@
 // resume; a reload served from the cache with the models' URLs cut off; a page that is
 // not cross-origin isolated on one thread. One browser for all.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { serveWeb, type WebServer } from '../src/cli/web.js';
@@ -103,6 +103,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
   const qwen3 = ensureModel('tiny-qwen3', 'Q8_0');
   const bert = tinyBert();
   const haveStories = STORIES !== undefined;
+  let huge = '';
 
   /** A fresh page on `s`'s origin with the web entry imported as window.web. */
   async function webPage(s: WebServer): Promise<Page> {
@@ -119,7 +120,11 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
   }
 
   before(async () => {
-    const models: Record<string, string> = { 'qwen3.gguf': qwen3, 'bert.gguf': bert };
+    // a sparse 5 GiB file (no disk used): refused before its download
+    huge = join(mkdtempSync(join(tmpdir(), 'llama-ts-web-')), 'huge.gguf');
+    writeFileSync(huge, '');
+    truncateSync(huge, 5 * 2 ** 30);
+    const models: Record<string, string> = { 'qwen3.gguf': qwen3, 'bert.gguf': bert, 'huge.gguf': huge };
     if (STORIES) models['stories.gguf'] = STORIES;
     server = await serveWeb({ port: 0, models });
     open = await serveWeb({ port: 0, models, isolated: false });
@@ -136,6 +141,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     await browser?.close();
     await server?.close();
     await open?.close();
+    if (huge) rmSync(dirname(huge), { recursive: true, force: true });
   });
 
   /** Greedy completions, a JSON-schema one and (with a template) a forced tool call, in the page. */
@@ -240,6 +246,43 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     assert.equal(got.length, want.length);
     for (let i = 0; i < want.length; i++)
       assert.ok(Math.abs(got[i]! - want[i]!) <= 1e-6, `${i}: ${got[i]} vs ${want[i]}`);
+  });
+
+  test('a model as a Blob or as bytes gives the same tokens as from its URL; tokenize as Node; a model over 4 GiB is refused before its download', async () => {
+    const node = await loadModel({ model: qwen3, n_threads: 1 });
+    const want = (await node.tokenize('Hello world, tokens!')).tokens;
+    await node.release();
+    const r = await page.evaluate(async () => {
+      const run = async (model: Web) => {
+        const ctx = await window.web.loadModel({ model, n_threads: 2 });
+        const out = await ctx.completion({
+          prompt: 'Once upon a time',
+          n_predict: 8,
+          temperature: 0,
+          return_tokens: true,
+        });
+        const tokens = Array.from((await ctx.tokenize('Hello world, tokens!')).tokens);
+        await ctx.release();
+        return { out: out.tokens, tokens };
+      };
+      const blob = await (await fetch('/models/qwen3.gguf')).blob();
+      const fromUrl = await run('/models/qwen3.gguf');
+      const fromBlob = await run(blob);
+      const fromBytes = await run(await blob.arrayBuffer());
+      const seen: string[] = [];
+      let refused = '';
+      try {
+        await window.web.loadModel({ model: '/models/huge.gguf' }, (_f: number, i: Web) => seen.push(i.phase));
+      } catch (e) {
+        refused = (e as Error).message;
+      }
+      return { fromUrl, fromBlob, fromBytes, refused, seen };
+    });
+    assert.deepEqual(r.fromBlob, r.fromUrl);
+    assert.deepEqual(r.fromBytes, r.fromUrl);
+    assert.deepEqual(r.fromUrl.tokens, Array.from(want));
+    assert.match(r.refused, /5\.00 GiB; llama-ts in the browser holds at most 4 GiB/);
+    assert.deepEqual(r.seen, [], 'no download progress: refused on the headers');
   });
 
   test('abort mid-generation ends the completion early (interrupted)', async () => {
