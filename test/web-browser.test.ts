@@ -102,6 +102,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
   const warnings: string[] = [];
   const qwen3 = ensureModel('tiny-qwen3', 'Q8_0');
   const bert = tinyBert();
+  const reranker = ensureModel('tiny-qwen3-reranker', 'F32');
   const haveStories = STORIES !== undefined;
   let huge = '';
 
@@ -124,7 +125,12 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     huge = join(mkdtempSync(join(tmpdir(), 'llama-ts-web-')), 'huge.gguf');
     writeFileSync(huge, '');
     truncateSync(huge, 5 * 2 ** 30);
-    const models: Record<string, string> = { 'qwen3.gguf': qwen3, 'bert.gguf': bert, 'huge.gguf': huge };
+    const models: Record<string, string> = {
+      'qwen3.gguf': qwen3,
+      'bert.gguf': bert,
+      'reranker.gguf': reranker,
+      'huge.gguf': huge,
+    };
     if (STORIES) models['stories.gguf'] = STORIES;
     server = await serveWeb({ port: 0, models });
     open = await serveWeb({ port: 0, models, isolated: false });
@@ -232,20 +238,41 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     assert.equal(r.loadedTokens, 5 + 23); // BOS and 4 prompt tokens, 23 of the 24 generated (the last one is not evaluated yet)
   });
 
-  test("an embedding equal to Node's within 1e-6", async () => {
+  test("an embedding equal to Node's within 1e-6; rerank scores as Node's", async () => {
     const text = 'The quick brown fox';
+    const query = 'what is a panda?';
+    const docs = ['hi', 'pandas eat bamboo', 'paris'];
     const ctx = await loadModel({ model: bert, embedding: true, n_threads: 2 });
     const want = Array.from((await ctx.embedding(text)).embedding);
     await ctx.release();
-    const got = (await page.evaluate(async (text) => {
-      const c = await window.web.loadModel({ model: '/models/bert.gguf', embedding: true, n_threads: 2 });
-      const e = Array.from((await c.embedding(text)).embedding);
-      await c.release();
-      return e;
-    }, text)) as number[];
-    assert.equal(got.length, want.length);
+    const rr = await loadModel({ model: reranker, n_ctx: 512, n_threads: 2 });
+    const wantRank = await rr.rerank(query, docs);
+    await rr.release();
+    const got = await page.evaluate(
+      async (text, query, docs) => {
+        const c = await window.web.loadModel({ model: '/models/bert.gguf', embedding: true, n_threads: 2 });
+        const e = Array.from((await c.embedding(text)).embedding) as number[];
+        await c.release();
+        const r = await window.web.loadModel({ model: '/models/reranker.gguf', n_ctx: 512, n_threads: 2 });
+        const rank = await r.rerank(query, docs);
+        await r.release();
+        return { e, rank: rank as { index: number; score: number }[] };
+      },
+      text,
+      query,
+      docs,
+    );
+    assert.equal(got.e.length, want.length);
     for (let i = 0; i < want.length; i++)
-      assert.ok(Math.abs(got[i]! - want[i]!) <= 1e-6, `${i}: ${got[i]} vs ${want[i]}`);
+      assert.ok(Math.abs(got.e[i]! - want[i]!) <= 1e-6, `${i}: ${got.e[i]} vs ${want[i]}`);
+    assert.equal(got.rank.length, wantRank.length);
+    for (let i = 0; i < wantRank.length; i++) {
+      assert.equal(got.rank[i]!.index, wantRank[i]!.index);
+      assert.ok(
+        Math.abs(got.rank[i]!.score - wantRank[i]!.score) <= 1e-6,
+        `${got.rank[i]!.score} vs ${wantRank[i]!.score}`,
+      );
+    }
   });
 
   test('a model as a Blob or as bytes gives the same tokens as from its URL; tokenize as Node; a model over 4 GiB is refused before its download', async () => {
