@@ -356,9 +356,9 @@ export class LlamaContext {
    * Writes the context's tokens and KV cache to a file (waits for a running completion);
    * without a path (the browser), returns them as bytes for loadSession.
    */
-  saveSession(path: string): Promise<void>;
+  saveSession(path: string): Promise<undefined>;
   saveSession(): Promise<Uint8Array>;
-  async saveSession(path?: string): Promise<void | Uint8Array> {
+  async saveSession(path?: string): Promise<Uint8Array | undefined> {
     this.#check();
     const r = await this.#request<Uint8Array | undefined>({ op: 'saveSession', ctx: this.#id, path }).promise;
     return path === undefined ? r : undefined;
