@@ -115,6 +115,10 @@ try {
     }
   }
   await ctx.release();
+  await page.evaluate(async () => {
+    await window.ctx.release();
+    await window.web.clearDownloadCache();
+  });
   const row = (what: string, n: number, w: number) =>
     `| ${what.padEnd(5)} | ${n.toFixed(1).padStart(8)} | ${w.toFixed(1).padStart(8)} | ${(w / n).toFixed(2).padStart(5)} |`;
   const nodePp = median(node.map((t) => t.pp));
@@ -124,7 +128,7 @@ try {
   console.log(`model ${model}, ${threads} threads, ${reps} alternating repetitions (medians)`);
   console.log(`CPU: ${cpu}; Chromium: ${await browser.version()}; Node ${process.version}`);
   console.log(
-    `load: Node ${(nodeLoad / 1000).toFixed(1)} s, Chromium ${(webLoad / 1000).toFixed(1)} s (from an HTTP URL, in memory)`,
+    `load: Node ${(nodeLoad / 1000).toFixed(1)} s, Chromium ${(webLoad / 1000).toFixed(1)} s (from an HTTP URL, through OPFS)`,
   );
   console.log('| test  | Node t/s | web t/s  | web/Node |');
   console.log('|-------|----------|----------|-------|');

@@ -301,14 +301,14 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
       try {
         await window.web.loadModel({ model: '/models/huge.gguf' }, (_f: number, i: Web) => seen.push(i.phase));
       } catch (e) {
-        refused = (e as Error).message;
+        refused = `${(e as { code?: string }).code}: ${(e as Error).message}`;
       }
       return { fromUrl, fromBlob, fromBytes, refused, seen };
     });
     assert.deepEqual(r.fromBlob, r.fromUrl);
     assert.deepEqual(r.fromBytes, r.fromUrl);
     assert.deepEqual(r.fromUrl.tokens, Array.from(want));
-    assert.match(r.refused, /5\.00 GiB; llama-ts in the browser holds at most 4 GiB/);
+    assert.match(r.refused, /^ERR_MODEL: .*5\.00 GiB; llama-ts in the browser holds at most 4 GiB/);
     assert.deepEqual(r.seen, [], 'no download progress: refused on the headers');
   });
 

@@ -69,12 +69,18 @@ export async function loadModel(
   if (typeof model === 'string' || model instanceof URL) {
     const base = (globalThis as { location?: { href: string } }).location?.href;
     const url = new URL(String(model), base).href;
-    blob = await downloadModel(url, {
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(cache === undefined ? {} : { cache }),
-      onProgress: (loaded, total) =>
-        onProgress?.(total ? loaded / total : 0, { phase: 'download', loaded, ...(total ? { total } : {}) }),
-    });
+    try {
+      blob = await downloadModel(url, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(cache === undefined ? {} : { cache }),
+        onProgress: (loaded, total) =>
+          onProgress?.(total ? loaded / total : 0, { phase: 'download', loaded, ...(total ? { total } : {}) }),
+      });
+    } catch (e) {
+      // an abort stays an AbortError (as fetch's); anything else is the model's error
+      if ((e as Error)?.name === 'AbortError') throw e;
+      throw new LlamaError('ERR_MODEL', (e as Error)?.message ?? String(e), { cause: e });
+    }
     name = url;
   } else if (isBlob(model)) {
     blob = model;
