@@ -17,6 +17,7 @@ import { QWEN25 } from './chat-fixtures.js';
 import { WEATHER_TOOL } from './helpers/clients.js';
 import { tinyBert } from './helpers/models.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
+import { splitModel } from './helpers/split.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STORIES = sharedPath('models/stories260K.gguf');
@@ -131,6 +132,8 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
       'reranker.gguf': reranker,
       'huge.gguf': huge,
     };
+    // qwen3 as gguf-split's 2 shards
+    for (const f of splitModel(qwen3, dirname(huge), 2, 'qwen3')) models[f.slice(dirname(huge).length + 1)] = f;
     if (STORIES) models['stories.gguf'] = STORIES;
     server = await serveWeb({ port: 0, models });
     open = await serveWeb({ port: 0, models, isolated: false });
@@ -275,7 +278,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     }
   });
 
-  test('a model as a Blob or as bytes gives the same tokens as from its URL; tokenize as Node; a model over 4 GiB is refused before its download', async () => {
+  test('a model as a Blob, as bytes or as gguf-split shards gives the same tokens as from its URL; tokenize as Node; a model over 4 GiB is refused before its download', async () => {
     const node = await loadModel({ model: qwen3, n_threads: 1 });
     const want = (await node.tokenize('Hello world, tokens!')).tokens;
     await node.release();
@@ -296,6 +299,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
       const fromUrl = await run('/models/qwen3.gguf');
       const fromBlob = await run(blob);
       const fromBytes = await run(await blob.arrayBuffer());
+      const fromShards = await run(['/models/qwen3-00001-of-00002.gguf', '/models/qwen3-00002-of-00002.gguf']);
       const seen: string[] = [];
       let refused = '';
       try {
@@ -303,10 +307,11 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
       } catch (e) {
         refused = `${(e as { code?: string }).code}: ${(e as Error).message}`;
       }
-      return { fromUrl, fromBlob, fromBytes, refused, seen };
+      return { fromUrl, fromBlob, fromBytes, fromShards, refused, seen };
     });
     assert.deepEqual(r.fromBlob, r.fromUrl);
     assert.deepEqual(r.fromBytes, r.fromUrl);
+    assert.deepEqual(r.fromShards, r.fromUrl);
     assert.deepEqual(r.fromUrl.tokens, Array.from(want));
     assert.match(r.refused, /^ERR_MODEL: .*5\.00 GiB; llama-ts in the browser holds at most 4 GiB/);
     assert.deepEqual(r.seen, [], 'no download progress: refused on the headers');

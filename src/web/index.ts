@@ -22,7 +22,8 @@ export { clearDownloadCache, downloadModel, MAX_MODEL_BYTES } from './cache.js';
 export type ModelSource = string | URL | WebBlob | ArrayBuffer | ArrayBufferView;
 
 export interface WebModelOptions extends Omit<LlamaModelOptions, 'model'> {
-  model: ModelSource;
+  /** The model, or a split model's shards in order (gguf-split's files). */
+  model: ModelSource | ModelSource[];
   /** Keep a downloaded model in the Origin Private File System (default true). */
   cache?: boolean;
 }
@@ -50,50 +51,75 @@ function toBlob(v: ArrayBuffer | ArrayBufferView): WebBlob {
 
 /**
  * Loads a model and creates a context on it, in the page's engine worker. `onProgress`
- * receives the fraction done of the current phase: a URL's download (unless it comes from
- * the cache), then the load of the weights. options.signal cancels either.
+ * receives the fraction done of the current phase: the download of URLs (unless they come
+ * from the cache), then the load of the weights. options.signal cancels either.
  */
 export async function loadModel(
   options: WebModelOptions,
   onProgress?: (progress: number, info: WebProgress) => void,
 ): Promise<LlamaContext> {
   const { model, cache, ...rest } = options;
-  if (Array.isArray(model)) {
-    throw new LlamaError(
-      'ERR_OPTION',
-      'model: split GGUF files (gguf-split shards) are not loaded by llama-ts yet; merge them first (llama-gguf-split --merge)',
+  const list = Array.isArray(model) ? (model as ModelSource[]) : [model];
+  if (list.length === 0) throw new LlamaError('ERR_OPTION', 'model: an empty list of shards');
+  const resolved: { blob: WebBlob; name: string }[] = [];
+  for (const [k, m] of list.entries()) {
+    resolved.push(
+      await resolveSource(m, cache, options.signal, (loaded, total) =>
+        onProgress?.(((total ? loaded / total : 0) + k) / list.length, {
+          phase: 'download',
+          loaded,
+          ...(total ? { total } : {}),
+        }),
+      ),
     );
   }
-  let blob: WebBlob;
-  let name: string;
+  const size = resolved.reduce((s, r) => s + r.blob.size, 0);
+  if (size > MAX_MODEL_BYTES) throw new LlamaError('ERR_MODEL', tooLarge(resolved[0]!.name, size).message);
+  // gguf-split shards: the engine opens the first and finds the others by gguf-split's names
+  const n = String(list.length).padStart(5, '0');
+  const files: [string, unknown][] =
+    list.length === 1
+      ? [[resolved[0]!.name, resolved[0]!.blob]]
+      : resolved.map((r, k) => [`split:${resolved[0]!.name}-${String(k + 1).padStart(5, '0')}-of-${n}.gguf`, r.blob]);
+  return loadModelWith(
+    { ...rest, model: files[0]![0] },
+    onProgress ? (f) => onProgress(f, { phase: 'load' }) : undefined,
+    files,
+  );
+}
+
+/** A model source as a Blob and the name the engine worker opens it by. */
+async function resolveSource(
+  model: ModelSource,
+  cache: boolean | undefined,
+  signal: AbortSignal | undefined,
+  onProgress: (loaded: number, total: number | undefined) => void,
+): Promise<{ blob: WebBlob; name: string }> {
   if (typeof model === 'string' || model instanceof URL) {
     const base = (globalThis as { location?: { href: string } }).location?.href;
     const url = new URL(String(model), base).href;
     try {
-      blob = await downloadModel(url, {
-        ...(options.signal ? { signal: options.signal } : {}),
+      const blob = await downloadModel(url, {
+        ...(signal ? { signal } : {}),
         ...(cache === undefined ? {} : { cache }),
-        onProgress: (loaded, total) =>
-          onProgress?.(total ? loaded / total : 0, { phase: 'download', loaded, ...(total ? { total } : {}) }),
+        onProgress,
       });
+      return { blob, name: url };
     } catch (e) {
       // an abort stays an AbortError (as fetch's); anything else is the model's error
       if ((e as Error)?.name === 'AbortError') throw e;
       throw new LlamaError('ERR_MODEL', (e as Error)?.message ?? String(e), { cause: e });
     }
-    name = url;
-  } else if (isBlob(model)) {
-    blob = model;
-    name = blobNames.get(model) ?? `blob:${++nextBlob}`;
-    blobNames.set(model, name);
-  } else if (model instanceof ArrayBuffer || ArrayBuffer.isView(model)) {
-    blob = toBlob(model);
-    name = `bytes:${++nextBlob}`;
-  } else {
-    throw new LlamaError('ERR_OPTION', `model: expected a URL, a Blob or File, or bytes, got ${typeof model}`);
   }
-  if (blob.size > MAX_MODEL_BYTES) throw new LlamaError('ERR_MODEL', tooLarge(name, blob.size).message);
-  return loadModelWith({ ...rest, model: name }, onProgress ? (f) => onProgress(f, { phase: 'load' }) : undefined, [
-    [name, blob],
-  ]);
+  if (isBlob(model)) {
+    const name = blobNames.get(model) ?? `blob:${++nextBlob}`;
+    blobNames.set(model, name);
+    return { blob: model, name };
+  }
+  if (model instanceof ArrayBuffer || ArrayBuffer.isView(model))
+    return { blob: toBlob(model), name: `bytes:${++nextBlob}` };
+  throw new LlamaError(
+    'ERR_OPTION',
+    `model: expected a URL, a Blob or File, bytes, or a list of shards, got ${typeof model}`,
+  );
 }
