@@ -5,7 +5,7 @@
 // resume; a reload served from the cache with the models' URLs cut off; a page that is
 // not cross-origin isolated on one thread. One browser for all.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -106,6 +106,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
   const reranker = ensureModel('tiny-qwen3-reranker', 'F32');
   const haveStories = STORIES !== undefined;
   let huge = '';
+  let served: Record<string, string> = {};
 
   /** A fresh page on `s`'s origin with the web entry imported as window.web. */
   async function webPage(s: WebServer): Promise<Page> {
@@ -132,9 +133,12 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
       'reranker.gguf': reranker,
       'huge.gguf': huge,
     };
+    // a URL whose file changes between an aborted download and its resumption
+    models['changing.gguf'] = qwen3;
     // qwen3 as gguf-split's 2 shards
     for (const f of splitModel(qwen3, dirname(huge), 2, 'qwen3')) models[f.slice(dirname(huge).length + 1)] = f;
     if (STORIES) models['stories.gguf'] = STORIES;
+    served = models;
     server = await serveWeb({ port: 0, models });
     open = await serveWeb({ port: 0, models, isolated: false });
     const { default: puppeteer } = await import('puppeteer-core');
@@ -379,6 +383,51 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     });
     assert.ok(resumed.first[0]! >= aborted.at, `resumed at ${resumed.first[0]} (aborted at ${aborted.at})`);
     assert.equal(resumed.last[0], resumed.last[1]);
+
+    // a file that changed on the server after a download stopped: the resumption starts over (If-Range)
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: 300_000,
+      uploadThroughput: -1,
+    });
+    const stopped = await page.evaluate(async () => {
+      const ac = new AbortController();
+      let at = 0;
+      await window.web
+        .loadModel({ model: '/models/changing.gguf', signal: ac.signal }, (_f: number, i: Web) => {
+          if (i.phase === 'download' && i.loaded > 0 && at === 0) {
+            at = i.loaded;
+            ac.abort();
+          }
+        })
+        .catch(() => {});
+      return at;
+    });
+    assert.ok(stopped > 0);
+    await cdp.send('Network.emulateNetworkConditions', {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: -1,
+    });
+    served['changing.gguf'] = bert;
+    const changed = await page.evaluate(async () => {
+      const loaded: number[] = [];
+      const ctx = await window.web.loadModel(
+        { model: '/models/changing.gguf', embedding: true },
+        (_f: number, i: Web) => {
+          if (i.phase === 'download') loaded.push(i.loaded, i.total);
+        },
+      );
+      const arch = ctx.getModelInfo().metadata['general.architecture'];
+      await ctx.release();
+      return { loaded, arch };
+    });
+    assert.equal(changed.arch, 'bert');
+    assert.equal(changed.loaded[0], 0, 'started over');
+    assert.equal(changed.loaded.at(-2), changed.loaded.at(-1), 'complete');
+    assert.equal(changed.loaded.at(-1), statSync(bert).size, 'the new file whole, not the old one continued');
 
     // the network cut for the models; a reload gets them from the cache
     const asked: string[] = [];

@@ -63,9 +63,14 @@ function send(res: ServerResponse, status: number, body: string): void {
 
 /** A file with range requests (206, 416), as a model download resumes. */
 function sendFile(req: IncomingMessage, res: ServerResponse, file: string, type: string): void {
-  const size = statSync(file).size;
+  const st = statSync(file);
+  const size = st.size;
+  // a version tag, so a resumed download of a file that changed starts over (If-Range)
+  const etag = `"${size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}"`;
+  res.setHeader('etag', etag);
+  const ifRange = req.headers['if-range'];
   const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
-  if (req.headers.range && range) {
+  if (req.headers.range && range && (ifRange === undefined || ifRange === etag)) {
     const start = range[1] === '' ? Math.max(0, size - Number(range[2])) : Number(range[1]);
     const end = range[1] !== '' && range[2] !== '' ? Math.min(Number(range[2]), size - 1) : size - 1;
     if (start >= size || start > end) {

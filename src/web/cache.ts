@@ -14,6 +14,7 @@ const DIR = 'llama-ts-models';
 export interface WebBlob {
   readonly size: number;
   slice(start?: number, end?: number): WebBlob;
+  arrayBuffer(): Promise<ArrayBuffer>;
 }
 interface Writable {
   seek(position: number): Promise<void>;
@@ -77,6 +78,17 @@ async function fileIn(dir: DirHandle, name: string): Promise<WebBlob | undefined
   }
 }
 
+async function textIn(dir: DirHandle, name: string): Promise<string | undefined> {
+  const b = await fileIn(dir, name);
+  return b ? new TextDecoder().decode(await b.arrayBuffer()) : undefined;
+}
+
+async function writeText(dir: DirHandle, name: string, text: string): Promise<void> {
+  const w = await (await dir.getFileHandle(name, { create: true })).createWritable?.();
+  await w?.write(new TextEncoder().encode(text));
+  await w?.close();
+}
+
 /** The total size from a Content-Range header ("bytes 10-99/100", "bytes *\/100"). */
 function rangeTotal(h: string | null): number | undefined {
   const m = h && /\/(\d+)\s*$/.exec(h);
@@ -105,16 +117,22 @@ export async function downloadModel(
     }
   }
   let have = dir ? ((await fileIn(dir, dataName))?.size ?? 0) : 0;
-  const res = await g.fetch(url, {
-    ...(signal ? { signal } : {}),
-    headers: have > 0 ? { Range: `bytes=${have}-` } : {},
-  });
+  // a resumed download asks for the rest only of the same version (If-Range: the server
+  // sends the whole new file when it changed)
+  const validator = have > 0 && dir ? await textIn(dir, `${key}.version`) : undefined;
+  const headers: Record<string, string> = have > 0 ? { Range: `bytes=${have}-` } : {};
+  if (validator) headers['If-Range'] = validator;
+  const res = await g.fetch(url, { ...(signal ? { signal } : {}), headers });
   let total: number | undefined;
   if (res.status === 206) total = rangeTotal(res.headers.get('content-range'));
   else if (res.status === 416 && have > 0) {
-    // nothing past what is here: complete if the server's size says so
+    // nothing past what is here: complete if the server's size says so, else (the file
+    // changed on the server) start over
     total = rangeTotal(res.headers.get('content-range'));
-    if (total !== have) have = 0;
+    if (total !== have && dir) {
+      await dir.removeEntry(dataName);
+      return downloadModel(url, options);
+    }
   } else if (res.ok) {
     have = 0; // the server sent the whole file
     const n = Number(res.headers.get('content-length'));
@@ -125,6 +143,8 @@ export async function downloadModel(
     throw tooLarge(url, total);
   }
   const handle = dir ? await dir.getFileHandle(dataName, { create: true }) : undefined;
+  const version = res.headers.get('etag') ?? res.headers.get('last-modified');
+  if (dir && version && res.status !== 416) await writeText(dir, `${key}.version`, version);
   const writable = handle?.createWritable ? await handle.createWritable({ keepExistingData: have > 0 }) : undefined;
   const memory: Uint8Array[] = [];
   onProgress?.(have, total);
@@ -154,10 +174,7 @@ export async function downloadModel(
   }
   if (!writable || !dir || !handle) return new g.Blob(memory);
   await writable.close();
-  const marker = await dir.getFileHandle(doneName, { create: true });
-  const w = await marker.createWritable?.();
-  await w?.write(new TextEncoder().encode(JSON.stringify({ url, size: have })));
-  await w?.close();
+  await writeText(dir, doneName, JSON.stringify({ url, size: have }));
   return handle.getFile();
 }
 
