@@ -101,6 +101,23 @@ describe('sessions', () => {
     assert.deepEqual([...first.tokens!, ...cont.tokens!], whole.tokens);
   });
 
+  test('a session as bytes (the browser has no files): equal to the file but for its time stamp, and it loads', async () => {
+    await a.completion({ prompt: PROMPT, n_predict: 6, temperature: 0 });
+    await a.saveSession(file);
+    const bytes = await a.saveSession();
+    assert.ok(bytes instanceof Uint8Array);
+    const disk = readFileSync(file);
+    assert.equal(bytes.length, disk.length);
+    // the header's "created" time (and the checksum after it) may differ; everything else is the same
+    const { ints } = layout(disk);
+    assert.deepEqual(Buffer.from(bytes.subarray(ints, -32)), disk.subarray(ints, -32));
+    const loaded = await b.loadSession(bytes);
+    assert.equal(loaded.tokens_loaded, layout(disk).n);
+    const damaged = bytes.slice();
+    damaged[ints] ^= 1;
+    await assert.rejects(b.loadSession(damaged), sessionError(/bytes in memory.*checksum mismatch/));
+  });
+
   test('a save asked for while a completion runs waits for it (operations keep their order)', async () => {
     const running = a.completion({ prompt: 'The dog', n_predict: 12, temperature: 0, return_tokens: true });
     await a.saveSession(file);

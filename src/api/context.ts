@@ -10,6 +10,7 @@ import {
 } from '../chat/index.js';
 import { tokenAccumulator } from '../generation/index.js';
 import { formatChatOnWorker } from '../untrusted/index.js';
+import { binaryToText, textToBinary } from '../vocab/unicode.js';
 import type { EngineClient } from './client.js';
 import type { ContextInfo } from './engine.js';
 import { asLlamaError, LlamaError } from './errors.js';
@@ -57,7 +58,7 @@ export class LlamaContext {
   readonly parallel: LlamaParallelAPI;
 
   /** @internal Use loadModel(). */
-  constructor(client: EngineClient, id: number, info: ContextInfo, stop: SharedArrayBuffer) {
+  constructor(client: EngineClient, id: number, info: ContextInfo, stop: SharedArrayBuffer | ArrayBuffer) {
     this.#client = client;
     this.#id = id;
     this.#info = info;
@@ -230,17 +231,17 @@ export class LlamaContext {
         } catch (e) {
           // a throwing callback ends generation; the completion rejects with its error
           callbackError = e;
-          Atomics.store(this.#stop, 0, id);
+          this.#raiseStop(id);
         }
       },
       // An already-aborted signal must stop the request before the worker starts on it.
       (rid) => {
-        if (signal?.aborted) Atomics.store(this.#stop, 0, rid);
+        if (signal?.aborted) this.#raiseStop(rid);
       },
     );
     id = rid;
     this.#current = id;
-    const stop = () => Atomics.store(this.#stop, 0, id);
+    const stop = () => this.#raiseStop(id);
     if (!signal?.aborted) signal?.addEventListener('abort', stop, { once: true });
     try {
       const result = await promise;
@@ -254,7 +255,14 @@ export class LlamaContext {
 
   /** Ends the running completion within one token step (it resolves with `interrupted: true`). */
   stopCompletion(): void {
-    if (this.#current !== 0) Atomics.store(this.#stop, 0, this.#current);
+    if (this.#current !== 0) this.#raiseStop(this.#current);
+  }
+
+  /** Stops completion `id`: through the shared word, or (not shared: a page that is not cross-origin isolated) a message. */
+  #raiseStop(id: number): void {
+    Atomics.store(this.#stop, 0, id);
+    if (!(this.#stop.buffer instanceof ArrayBuffer)) return;
+    this.#request({ op: 'stop', ctx: this.#id, target: id }).promise.catch(() => {});
   }
 
   /**
@@ -290,8 +298,8 @@ export class LlamaContext {
     const out: TokenizeResult = { tokens: r.tokens, has_media: false };
     if (r.pieces) {
       out.pieces = r.pieces.map((bytes) => {
-        const t = Buffer.from(bytes, 'latin1').toString('utf8');
-        return Buffer.from(t, 'utf8').toString('latin1') === bytes ? t : Array.from(bytes, (c) => c.charCodeAt(0));
+        const t = binaryToText(bytes);
+        return textToBinary(t) === bytes ? t : Array.from(bytes, (c) => c.charCodeAt(0));
       });
     }
     return out;
@@ -401,16 +409,22 @@ export class LlamaContext {
     return this.#loras.map((a) => ({ ...a }));
   }
 
-  /** Writes the context's tokens and KV cache (waits for a running completion). */
-  async saveSession(path: string): Promise<void> {
+  /**
+   * Writes the context's tokens and KV cache to a file (waits for a running completion);
+   * without a path (the browser), returns them as bytes for loadSession.
+   */
+  saveSession(path: string): Promise<undefined>;
+  saveSession(): Promise<Uint8Array>;
+  async saveSession(path?: string): Promise<Uint8Array | undefined> {
     this.#check();
-    await this.#request<void>({ op: 'saveSession', ctx: this.#id, path }).promise;
+    const r = await this.#request<Uint8Array | undefined>({ op: 'saveSession', ctx: this.#id, path }).promise;
+    return path === undefined ? r : undefined;
   }
 
-  /** Restores tokens and KV cache saved from the same model; the next completion reuses them. */
-  async loadSession(path: string): Promise<SessionLoadResult> {
+  /** Restores tokens and KV cache saved from the same model (a file, or saveSession()'s bytes); the next completion reuses them. */
+  async loadSession(source: string | Uint8Array): Promise<SessionLoadResult> {
     this.#check();
-    return this.#request<SessionLoadResult>({ op: 'loadSession', ctx: this.#id, path }).promise;
+    return this.#request<SessionLoadResult>({ op: 'loadSession', ctx: this.#id, path: source }).promise;
   }
 
   /**

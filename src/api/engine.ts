@@ -1137,11 +1137,12 @@ export class EngineContext {
 
   // ---- sessions (sequence 0) ----
 
-  saveSession(path: string): Promise<void> {
+  saveSession(path?: string): Promise<Uint8Array | undefined> {
     let b: Batcher;
     try {
       b = this.generator();
-      if (typeof path !== 'string' || path === '') throw optionError('path', path, 'must be a file path');
+      if (path !== undefined && (typeof path !== 'string' || path === ''))
+        throw optionError('path', path, 'must be a file path (or none: the session as bytes)');
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
@@ -1154,11 +1155,12 @@ export class EngineContext {
     });
   }
 
-  loadSession(path: string): Promise<SessionLoadResult> {
+  loadSession(path: string | Uint8Array): Promise<SessionLoadResult> {
     let b: Batcher;
     try {
       b = this.generator();
-      if (typeof path !== 'string' || path === '') throw optionError('path', path, 'must be a file path');
+      if (!(path instanceof Uint8Array) && (typeof path !== 'string' || path === ''))
+        throw optionError('path', path, "must be a file path or a session's bytes");
     } catch (e) {
       return Promise.reject(asLlamaError(e));
     }
@@ -1319,7 +1321,7 @@ export class VocabOnlyContext {
     return this.noModel('embedding()');
   }
 
-  saveSession(_path: string): Promise<void> {
+  saveSession(_path?: string): Promise<Uint8Array | undefined> {
     return this.noModel('saveSession()');
   }
 
@@ -1348,7 +1350,7 @@ export class VocabOnlyContext {
     return this.noModel('rerank()');
   }
 
-  loadSession(_path: string): Promise<SessionLoadResult> {
+  loadSession(_path: string | Uint8Array): Promise<SessionLoadResult> {
     return this.noModel('loadSession()');
   }
 

@@ -1,5 +1,6 @@
 // The library API, compatible with @fugood/llama.node: loadModel() → LlamaContext. Models
 // load and generate in an engine worker (src/api/worker.ts), never on the caller's thread.
+import { sharedBuffer } from '../platform/index.js';
 import { engineClient } from './client.js';
 import { LlamaContext } from './context.js';
 import type { ContextInfo } from './engine.js';
@@ -34,9 +35,15 @@ function abortError(): LlamaError {
  * loaded with the same file and devices is shared. `onProgress` (or options.onProgress)
  * receives the fraction of weights loaded; options.signal cancels loading.
  */
-export async function loadModel(
+export function loadModel(options: LlamaModelOptions, onProgress?: (progress: number) => void): Promise<LlamaContext> {
+  return loadModelWith(options, onProgress);
+}
+
+/** loadModel, with Blobs the engine worker opens by name (the web entry's models). @internal */
+export async function loadModelWith(
   options: LlamaModelOptions,
   onProgress?: (progress: number) => void,
+  files?: [string, unknown][],
 ): Promise<LlamaContext> {
   const o = checkModelOptions(options);
   if (onProgress !== undefined && typeof onProgress !== 'function') {
@@ -46,12 +53,12 @@ export async function loadModel(
   const signal = options.signal;
   if (signal?.aborted) throw abortError();
   const client = engineClient();
-  const stop = new SharedArrayBuffer(4);
+  const stop = sharedBuffer(4);
   client.opened();
   let loaded = false;
   try {
     const { id, promise } = client.request<ContextInfo>(
-      { op: 'load', options: o, stop, progress: progress !== undefined },
+      { op: 'load', options: o, stop, progress: progress !== undefined, ...(files ? { files } : {}) },
       (event, value) => {
         if (event === 'progress') progress?.(value as number);
       },

@@ -16,8 +16,18 @@ import type { EngineModelOptions } from './options.js';
 import type { EmbeddingParams, LlamaCompletionOptions, RerankParams, TokenizeOptions } from './types.js';
 
 export type Request =
-  | { op: 'load'; id: number; options: EngineModelOptions; stop: SharedArrayBuffer; progress: boolean }
+  | {
+      op: 'load';
+      id: number;
+      options: EngineModelOptions;
+      /** Shared where memory can be shared; else the worker's copy is raised by 'stop' requests. */
+      stop: SharedArrayBuffer | ArrayBuffer;
+      progress: boolean;
+      /** Blobs the worker opens by these names (the web entry: platform.provideFile). */
+      files?: [string, unknown][];
+    }
   | { op: 'abort'; id: number; target: number }
+  | { op: 'stop'; id: number; ctx: number; target: number }
   | { op: 'completion'; id: number; ctx: number; options: LlamaCompletionOptions; stream: boolean }
   | { op: 'parallelEnable'; id: number; ctx: number; config: ParallelConfig }
   | { op: 'parallelDisable'; id: number; ctx: number }
@@ -30,8 +40,8 @@ export type Request =
   | { op: 'releaseMultimodal'; id: number; ctx: number }
   | { op: 'detokenize'; id: number; ctx: number; tokens: number[] }
   | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }
-  | { op: 'saveSession'; id: number; ctx: number; path: string }
-  | { op: 'loadSession'; id: number; ctx: number; path: string }
+  | { op: 'saveSession'; id: number; ctx: number; path: string | undefined }
+  | { op: 'loadSession'; id: number; ctx: number; path: string | Uint8Array }
   | { op: 'applyLora'; id: number; ctx: number; adapters: unknown }
   | { op: 'rerank'; id: number; ctx: number; query: string; documents: string[]; params: RerankParams }
   | { op: 'release'; id: number; ctx: number }

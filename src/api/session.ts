@@ -16,16 +16,17 @@
 // continue from a garbled cache. A window cache keeps only its newest cells, so a session
 // loads into a context whose window cache has another size.
 //
-// Saving writes a new file beside the target (O_EXCL) and renames it over the target,
-// which must be a regular file if it exists: renaming over a device node or a FIFO would
-// replace it (as root, /dev/full became a regular file).
-import { createHash, randomBytes } from 'node:crypto';
-import { lstat, open, realpath, rename, unlink } from 'node:fs/promises';
+// On Node, saving writes a new file beside the target and renames it over (the platform's
+// `replaceFile`); anywhere, a session is also bytes in memory (saveSession() without a
+// path, loadSession(bytes)): the browser keeps no files of its own.
+
 import type { Context } from '../model/index.js';
+import { platform } from '../platform/index.js';
+import { bytesToText, textToBytes } from '../vocab/unicode.js';
 import { LlamaError } from './errors.js';
 import { identityDiff, type ModelIdentity } from './info.js';
 
-const MAGIC = Buffer.from('LLTSSESS', 'latin1');
+const MAGIC = textToBytes('LLTSSESS');
 /** 2: a SHA-256 trailer over header and data. 1: no checksum (refused, naming the version). */
 export const SESSION_VERSION = 2;
 const CHECKSUM_BYTES = 32;
@@ -47,18 +48,27 @@ interface SessionHeader {
   created: string;
 }
 
+/** Where a session comes from or goes: a file path, or bytes in memory. */
+export type SessionTarget = string | Uint8Array;
+
+const targetName = (t: SessionTarget | undefined): string =>
+  typeof t === 'string' ? t : `(${t ? t.byteLength : 'new'} bytes in memory)`;
+
 function sessionError(path: string, message: string): LlamaError {
   return new LlamaError('ERR_SESSION', `session file ${path}: ${message}`);
 }
 
-/** Saves a sequence's tokens and cache (sequence 0: the session; another: a parallel slot). */
+/**
+ * Saves a sequence's tokens and cache (sequence 0: the session; another: a parallel slot)
+ * to the file at `path`, or, without a path, returns the session's bytes.
+ */
 export async function saveSession(
-  path: string,
+  path: string | undefined,
   ctx: Context,
   tokens: readonly number[],
   identity: ModelIdentity,
   seq = 0,
-): Promise<void> {
+): Promise<Uint8Array | undefined> {
   const memory = ctx.memory;
   if (!memory) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: there is no session to save`);
   // (media positions hold placeholder ids, not tokens: a file could not be loaded back)
@@ -90,103 +100,80 @@ export async function saveSession(
     cells,
     created: new Date().toISOString(),
   };
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const json = textToBytes(JSON.stringify(header));
   const pad = (4 - ((MAGIC.length + 8 + json.length) % 4)) % 4;
-  const head = Buffer.alloc(MAGIC.length + 8 + json.length + pad);
-  MAGIC.copy(head, 0);
-  head.writeUInt32LE(SESSION_VERSION, 8);
-  head.writeUInt32LE(json.length, 12);
-  json.copy(head, 16);
+  const head = new Uint8Array(MAGIC.length + 8 + json.length + pad);
+  head.set(MAGIC, 0);
+  const dv = new DataView(head.buffer);
+  dv.setUint32(8, SESSION_VERSION, true);
+  dv.setUint32(12, json.length, true);
+  head.set(json, 16);
 
-  const target = await replaceableTarget(path);
-  const tmp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  let fh: Awaited<ReturnType<typeof open>>;
-  try {
-    fh = await open(tmp, 'wx');
-  } catch (e) {
-    throw sessionError(path, `cannot write beside it: ${(e as Error).message}`);
-  }
-  try {
-    const hash = createHash('sha256');
+  const write = async (out: (b: Uint8Array) => Promise<void>) => {
+    const hash = platform.sha256();
     const put = async (b: Uint8Array) => {
       hash.update(b);
-      await fh.write(b);
+      await out(b);
     };
     await put(head);
     await put(new Uint8Array(Int32Array.from(tokens).buffer));
     await memory.stateWrite(seq, put);
-    await fh.write(hash.digest());
-    await fh.close();
-    await rename(tmp, target);
-  } catch (e) {
-    await fh.close().catch(() => {});
-    await unlink(tmp).catch(() => {});
-    throw e;
-  }
-}
-
-/**
- * The file a save replaces: `path`, or the file a symbolic link at `path` points to (the
- * link stays). Anything there that is not a regular file (a device, a FIFO, a folder) is
- * refused: the save's rename would replace it.
- */
-async function replaceableTarget(path: string): Promise<string> {
-  let target = path;
-  try {
-    if ((await lstat(path)).isSymbolicLink()) target = await realpath(path);
-    const st = await lstat(target);
-    if (!st.isFile()) {
-      const kind = st.isDirectory()
-        ? 'a directory'
-        : st.isCharacterDevice() || st.isBlockDevice()
-          ? 'a device'
-          : st.isFIFO()
-            ? 'a FIFO'
-            : st.isSocket()
-              ? 'a socket'
-              : 'not a regular file';
-      throw sessionError(path, `is ${kind}; a session replaces regular files only`);
+    await out(hash.digest());
+  };
+  if (path === undefined) {
+    const parts: Uint8Array[] = [];
+    // stateWrite may reuse its chunk's memory: each is copied
+    await write(async (b) => void parts.push(b.slice()));
+    const out = new Uint8Array(parts.reduce((s, b) => s + b.length, 0));
+    let at = 0;
+    for (const b of parts) {
+      out.set(b, at);
+      at += b.length;
     }
+    return out;
+  }
+  try {
+    await platform.replaceFile(path, write);
   } catch (e) {
     if (e instanceof LlamaError) throw e;
-    const code = (e as NodeJS.ErrnoException).code;
-    // nothing there yet (or a dangling link's target): a new file
-    if (code !== 'ENOENT') throw sessionError(path, `cannot inspect: ${(e as Error).message}`);
+    throw sessionError(path, (e as Error).message);
   }
-  return target;
+  return undefined;
 }
 
-/** Reads a session file front to back, hashing what it reads (the checksum covers every byte before it). */
+/** Reads a session front to back (a file by position, or bytes), hashing what it reads (the checksum covers every byte before it). */
 class SessionReader {
-  private readonly hash = createHash('sha256');
+  private readonly hash = platform.sha256();
   at = 0;
 
   constructor(
-    private readonly fh: Awaited<ReturnType<typeof open>>,
+    private readonly readAt: (dst: Uint8Array, position: number) => Promise<number>,
     private readonly path: string,
     readonly size: number,
   ) {}
 
-  async read(bytes: number, hashed = true): Promise<Buffer> {
+  async read(bytes: number, hashed = true): Promise<Uint8Array> {
     if (this.at + bytes > this.size) {
       throw sessionError(this.path, `truncated (needs ${this.at + bytes} bytes, has ${this.size})`);
     }
-    const b = Buffer.alloc(bytes);
+    const b = new Uint8Array(bytes);
     let done = 0;
     while (done < bytes) {
-      const { bytesRead } = await this.fh.read(b, done, bytes - done, this.at + done);
-      if (bytesRead === 0) throw sessionError(this.path, 'short read');
-      done += bytesRead;
+      const n = await this.readAt(b.subarray(done), this.at + done);
+      if (n === 0) throw sessionError(this.path, 'short read');
+      done += n;
     }
     this.at += bytes;
     if (hashed) this.hash.update(b);
     return b;
   }
 
-  digest(): Buffer {
+  digest(): Uint8Array {
     return this.hash.digest();
   }
 }
+
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((v, i) => v === b[i]);
 
 const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
@@ -220,7 +207,7 @@ function checkHeader(path: string, h: unknown): SessionHeader {
  * dropped and the file's go into free cells, the other sequences' cells untouched.
  */
 export async function loadSession(
-  path: string,
+  source: SessionTarget,
   ctx: Context,
   identity: ModelIdentity,
   seq?: number,
@@ -229,29 +216,46 @@ export async function loadSession(
   if (!memory)
     throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: sessions need a generative model`);
   const cache = memory.caches[0];
-  let fh: Awaited<ReturnType<typeof open>>;
-  try {
-    fh = await open(path, 'r');
-  } catch (e) {
-    throw sessionError(path, `cannot open: ${(e as Error).message}`);
+  const path = targetName(source);
+  let r: SessionReader;
+  let close = () => {};
+  if (typeof source === 'string') {
+    const info = platform.fileInfo(source);
+    if (info && !info.isFile) throw sessionError(path, 'not a regular file');
+    let file: ReturnType<typeof platform.openFile>;
+    try {
+      file = platform.openFile(source);
+    } catch (e) {
+      throw sessionError(path, `cannot open: ${(e as Error).message}`);
+    }
+    r = new SessionReader((dst, at) => file.readAsync(dst, at), path, file.size);
+    close = () => file.close();
+  } else {
+    r = new SessionReader(
+      async (dst, at) => {
+        const n = Math.min(dst.length, source.length - at);
+        dst.set(source.subarray(at, at + n));
+        return n;
+      },
+      path,
+      source.length,
+    );
   }
   try {
-    const st = await fh.stat();
-    if (!st.isFile()) throw sessionError(path, 'not a regular file');
-    const r = new SessionReader(fh, path, st.size);
     const start = await r.read(16);
-    if (!start.subarray(0, 8).equals(MAGIC)) throw sessionError(path, 'not a llama-ts session file (bad magic)');
-    const version = start.readUInt32LE(8);
+    if (!sameBytes(start.subarray(0, 8), MAGIC)) throw sessionError(path, 'not a llama-ts session file (bad magic)');
+    const startView = new DataView(start.buffer);
+    const version = startView.getUint32(8, true);
     if (version !== SESSION_VERSION) {
       const older = version < SESSION_VERSION ? ' (an older llama-ts, without a checksum): save it again' : '';
       throw sessionError(path, `format version ${version}; this llama-ts reads version ${SESSION_VERSION}${older}`);
     }
-    const jsonLen = start.readUInt32LE(12);
+    const jsonLen = startView.getUint32(12, true);
     if (jsonLen > MAX_HEADER_BYTES) throw sessionError(path, `header of ${jsonLen} bytes (corrupt)`);
     const json = await r.read(jsonLen);
     let parsed: unknown;
     try {
-      parsed = JSON.parse(json.toString('utf8'));
+      parsed = JSON.parse(bytesToText(json));
     } catch {
       throw sessionError(path, 'unreadable header');
     }
@@ -307,15 +311,7 @@ export async function loadSession(
     const drop = () => (seq === undefined ? ctx.clearMemory() : memory.seqRm(seq, -1, -1));
     if (seq === undefined) ctx.clearMemory();
     try {
-      await memory.stateRead(
-        seq ?? 0,
-        async (bytes) => {
-          const b = await r.read(bytes);
-          return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-        },
-        header.cells,
-        check,
-      );
+      await memory.stateRead(seq ?? 0, (bytes) => r.read(bytes), header.cells, check);
     } catch (e) {
       drop();
       if (e instanceof LlamaError) throw e;
@@ -326,12 +322,12 @@ export async function loadSession(
       throw sessionError(path, `size ${r.size} bytes, expected ${r.at + CHECKSUM_BYTES} (truncated or corrupt)`);
     }
     const sum = await r.read(CHECKSUM_BYTES, false);
-    if (!sum.equals(r.digest())) {
+    if (!sameBytes(sum, r.digest())) {
       drop();
       throw sessionError(path, 'checksum mismatch: the file was changed or damaged after it was saved');
     }
     return Array.from(tokens);
   } finally {
-    await fh.close();
+    close();
   }
 }

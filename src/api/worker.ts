@@ -7,7 +7,7 @@ import { Engine, type EngineContext, readModelInfo, type VocabOnlyContext } from
 import { LlamaError, serializeError } from './errors.js';
 import type { Reply, Request } from './protocol.js';
 
-const port = platform.workerSide()?.parent;
+const port = (await platform.workerSide())?.parent;
 if (!port) throw new Error('llama-ts: src/api/worker.js runs as a worker thread');
 
 const post = (r: Reply) => port.postMessage(r);
@@ -26,6 +26,11 @@ function context(id: number): { ec: EngineContext | VocabOnlyContext; stop: Int3
 async function handle(m: Request): Promise<unknown> {
   switch (m.op) {
     case 'load': {
+      if (m.files) {
+        const provide = platform.provideFile;
+        if (!provide) throw new LlamaError('ERR_OPTION', 'model files as Blobs need the web platform');
+        for (const [name, blob] of m.files) provide(name, blob);
+      }
       const ac = new AbortController();
       loads.set(m.id, ac);
       let last = -1;
@@ -53,6 +58,11 @@ async function handle(m: Request): Promise<unknown> {
       } finally {
         loads.delete(m.id);
       }
+    }
+    case 'stop': {
+      const c = contexts.get(m.ctx);
+      if (c) Atomics.store(c.stop, 0, m.target);
+      return undefined;
     }
     case 'abort':
       loads.get(m.target)?.abort(new DOMException('model loading was aborted', 'AbortError'));

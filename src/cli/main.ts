@@ -26,6 +26,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'download a GGUF model from Hugging Face into the cache (owner/repo/file.gguf)',
     load: async () => (await import('./pull.js')).pullCommand,
   },
+  web: {
+    summary: 'serve the in-browser example (chat in the page, engine in its workers) with COOP/COEP',
+    load: async () => (await import('./web.js')).webCommand,
+  },
   embed: {
     summary: 'print the embedding of a text as JSON',
     load: async () => (await import('./embed.js')).embedCommand,

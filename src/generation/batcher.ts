@@ -20,8 +20,10 @@
 // generating unit's next token is followed in the batch by the tokens drafted after it
 // (drafts for every unit in one drafter call), every row's logits are kept, the unit
 // verifies them, and the memory drops the drafted tokens it did not accept.
+
 import { logger } from '../log.js';
 import { type Context, KVCacheFullError } from '../model/index.js';
+import { platform } from '../platform/index.js';
 import type { Draft, Drafter, DraftRequest } from '../speculative/index.js';
 import { OptionError } from './errors.js';
 import type { SequenceMemory } from './memory.js';
@@ -501,7 +503,7 @@ export class Batcher {
         this.onChange?.();
         this.notifyIdle();
         // let messages and I/O (new requests, stops, writes) in between steps
-        await new Promise<void>((res) => setImmediate(res));
+        await new Promise<void>((res) => platform.nextTask(res));
       }
     } finally {
       this.running = false;

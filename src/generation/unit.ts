@@ -50,6 +50,7 @@ import {
 import { type Draft, type DraftRequest, verifyDraft } from '../speculative/index.js';
 import { compileSamplingGrammar, compileToolCallGrammar, formatChatOnWorker } from '../untrusted/index.js';
 import type { StreamDecoder, Vocab } from '../vocab/index.js';
+import { binaryToText, textToBinary } from '../vocab/unicode.js';
 import { OptionError } from './errors.js';
 import { commonPrefix, type SequenceMemory } from './memory.js';
 import {
@@ -964,7 +965,7 @@ export class GenerationUnit {
     const g = this.heldGrammar;
     if (!g && !this.request.thinkingBudget) return;
     this.rawBytes += (g ?? this.request.chain.grammar)?.index.pieces[id] ?? this.vocab.pieceBytes(id, true);
-    const decoded = Buffer.from(this.rawBytes, 'latin1').toString('utf8');
+    const decoded = binaryToText(this.rawBytes);
     const r = this.parser!.pastReasoning(decoded);
     if (!r.past) {
       this.reasoningTokens++;
@@ -978,7 +979,7 @@ export class GenerationUnit {
     if (g) {
       this.heldGrammar = undefined;
       this.request.chain.grammar = g;
-      g.acceptText(Buffer.from(r.content, 'utf8').toString('latin1'));
+      g.acceptText(textToBinary(r.content));
     }
   }
 

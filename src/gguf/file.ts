@@ -5,7 +5,7 @@ import { GGUFValueType, valueTypeName } from './constants.js';
 import { Cursor } from './cursor.js';
 import { GGUFError } from './errors.js';
 import { type GGUFHeader, type GGUFTensorInfo, parseHeader } from './reader.js';
-import { type ByteSource, type FileIdentity, FileSource, MemorySource } from './source.js';
+import { type ByteSource, ConcatSource, type FileIdentity, FileSource, MemorySource } from './source.js';
 import { type GGUFArray, type GGUFKV, type GGUFValue, isArrayValue } from './values.js';
 
 const INTEGER_TYPES = new Set([
@@ -236,8 +236,7 @@ export class GGUFFile {
 
 const NONE: unique symbol = Symbol('none');
 
-/** Open and parse a GGUF file (header and tensor table only). Throws GGUFError. */
-export function openGGUF(path: string): GGUFFile {
+function openOne(path: string): { src: FileSource; header: GGUFHeader } {
   let src: FileSource;
   try {
     src = new FileSource(path);
@@ -245,11 +244,73 @@ export function openGGUF(path: string): GGUFFile {
     throw new GGUFError(path, undefined, `cannot open: ${(e as Error).message}`);
   }
   try {
-    return new GGUFFile(src, parseHeader(new Cursor(src)));
+    return { src, header: parseHeader(new Cursor(src)) };
   } catch (e) {
     src.close();
     throw e;
   }
+}
+
+/**
+ * Open and parse a GGUF file (header and tensor table only). Throws GGUFError. The first
+ * shard of a split model (gguf-split: PREFIX-00001-of-0000N.gguf, `split.count` N) opens
+ * the whole model: the other shards are found by name, and the file reads as their
+ * concatenation (metadata from the first, tensors from all).
+ */
+export function openGGUF(path: string): GGUFFile {
+  const first = openOne(path);
+  const countKv = first.header.kv.get('split.count');
+  const count = countKv === undefined ? 1 : Number(countKv.value);
+  if (count <= 1) return new GGUFFile(first.src, first.header);
+  const opened: FileSource[] = [first.src];
+  try {
+    return openSplit(path, first.header, count, opened);
+  } catch (e) {
+    for (const s of opened) s.close();
+    throw e;
+  }
+}
+
+const splitNo = (h: GGUFHeader): number => Number(h.kv.get('split.no')?.value ?? -1);
+
+function openSplit(path: string, head: GGUFHeader, count: number, opened: FileSource[]): GGUFFile {
+  const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(path);
+  if (!m || Number(m[2]) !== 1 || Number(m[3]) !== count) {
+    throw new GGUFError(
+      path,
+      undefined,
+      `split.count is ${count}: give the first shard, named as gguf-split names it (PREFIX-00001-of-${String(count).padStart(5, '0')}.gguf), so the others are found`,
+    );
+  }
+  if (splitNo(head) !== 0)
+    throw new GGUFError(path, undefined, `split.no is ${splitNo(head)}, expected 0 in the first shard`);
+  const tensors: GGUFTensorInfo[] = [...head.tensors];
+  const names = new Set(tensors.map((t) => t.name));
+  let base = opened[0]!.size;
+  for (let k = 1; k < count; k++) {
+    const name = `${m[1]}-${String(k + 1).padStart(5, '0')}-of-${m[3]}.gguf`;
+    const { src, header } = openOne(name);
+    opened.push(src);
+    const n = Number(header.kv.get('split.count')?.value ?? 1);
+    if (splitNo(header) !== k || n !== count) {
+      throw new GGUFError(name, undefined, `split.no ${splitNo(header)} of ${n}, expected shard ${k} of ${count}`);
+    }
+    for (const t of header.tensors) {
+      if (names.has(t.name)) throw new GGUFError(name, t.infoOffset, `tensor '${t.name}' is in an earlier shard too`);
+      names.add(t.name);
+      tensors.push({ ...t, fileOffset: base + t.fileOffset });
+    }
+    base += src.size;
+  }
+  const want = Number(head.kv.get('split.tensors.count')?.value ?? tensors.length);
+  if (want !== tensors.length) {
+    throw new GGUFError(
+      path,
+      undefined,
+      `split.tensors.count is ${want}, but the ${count} shards hold ${tensors.length}`,
+    );
+  }
+  return new GGUFFile(new ConcatSource(opened), { ...head, tensors });
 }
 
 /** Parse GGUF bytes already in memory. */

@@ -46,6 +46,52 @@ export class FileSource implements ByteSource {
   }
 }
 
+/** Files read as one (a split model's shards, in order); named after the first. */
+export class ConcatSource implements ByteSource {
+  readonly name: string;
+  readonly size: number;
+  private readonly starts: number[] = [];
+
+  constructor(private readonly parts: readonly ByteSource[]) {
+    this.name = parts[0]!.name;
+    let at = 0;
+    for (const p of parts) {
+      this.starts.push(at);
+      at += p.size;
+    }
+    this.size = at;
+  }
+
+  /** Calls `read` for each part the range [position, position + dst.length) overlaps. */
+  private each(dst: Uint8Array, position: number, read: (p: ByteSource, d: Uint8Array, at: number) => void): void {
+    for (let i = 0; i < this.parts.length; i++) {
+      const start = this.starts[i]!;
+      const end = start + this.parts[i]!.size;
+      const lo = Math.max(position, start);
+      const hi = Math.min(position + dst.length, end);
+      if (hi > lo) read(this.parts[i]!, dst.subarray(lo - position, hi - position), lo - start);
+    }
+  }
+
+  readSync(dst: Uint8Array, position: number): number {
+    let n = 0;
+    this.each(dst, position, (p, d, at) => {
+      n += p.readSync(d, at);
+    });
+    return n;
+  }
+
+  async readAsync(dst: Uint8Array, position: number): Promise<number> {
+    const reads: Promise<number>[] = [];
+    this.each(dst, position, (p, d, at) => reads.push(p.readAsync(d, at)));
+    return (await Promise.all(reads)).reduce((a, b) => a + b, 0);
+  }
+
+  close(): void {
+    for (const p of this.parts) p.close();
+  }
+}
+
 export class MemorySource implements ByteSource {
   readonly size: number;
   constructor(

@@ -1,10 +1,17 @@
 // GGUF v3 writer: metadata of every value type, tensors aligned to general.alignment.
 // Tensor data may be left out (a hole) to make sparse files for tests of huge models.
-import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { traitsOf } from '../ggml/types.js';
 import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_MAX_DIMS, GGUF_MAX_NAME, GGUFValueType } from './constants.js';
 import type { GGUFFile } from './file.js';
 import { type GGUFArray, type GGUFValue, isArrayValue } from './values.js';
+
+// Writing files is Node's (the writer is a Node-only tool); the GGUF index re-exports the
+// writer, so a browser loads this module too, and must not import node:fs.
+const fs = typeof process !== 'undefined' && process.versions?.node ? await import('node:fs') : undefined;
+function nodeFs(): typeof import('node:fs') {
+  if (!fs) throw new Error('GGUFWriter: writing files needs Node');
+  return fs;
+}
 
 class ByteSink {
   private buf = new Uint8Array(4096);
@@ -295,6 +302,7 @@ export class GGUFWriter {
    */
   write(path: string, provide?: (t: TensorEntry) => Uint8Array | undefined): void {
     const head = this.header();
+    const { openSync, ftruncateSync, closeSync } = nodeFs();
     const fd = openSync(path, 'w');
     try {
       writeAll(fd, head, 0);
@@ -315,6 +323,6 @@ export class GGUFWriter {
 function writeAll(fd: number, data: Uint8Array, position: number): void {
   let done = 0;
   while (done < data.length) {
-    done += writeSync(fd, data, done, Math.min(data.length - done, 1 << 30), position + done);
+    done += nodeFs().writeSync(fd, data, done, Math.min(data.length - done, 1 << 30), position + done);
   }
 }

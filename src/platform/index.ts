@@ -12,6 +12,22 @@ export const platform: Platform = isNode
   ? (await import('./node.js')).nodePlatform
   : (await import('./web.js')).webPlatform;
 
+/**
+ * Whether memory can be shared between threads: everywhere but a browser page (or its
+ * workers) that is not cross-origin isolated, where SharedArrayBuffer is withheld.
+ */
+export function canShareMemory(): boolean {
+  return (
+    (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false &&
+    typeof SharedArrayBuffer === 'function'
+  );
+}
+
+/** Bytes shared with the workers they are posted to, where memory can be shared; else a plain buffer (each side gets a copy). */
+export function sharedBuffer(bytes: number): SharedArrayBuffer | ArrayBuffer {
+  return canShareMemory() ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
+}
+
 /** Bytes as lower-case hexadecimal (digests). */
 export function hex(bytes: Uint8Array): string {
   let s = '';

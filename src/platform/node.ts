@@ -13,6 +13,7 @@ import {
   statSync,
   writeSync,
 } from 'node:fs';
+import { lstat, open, realpath, rename, unlink } from 'node:fs/promises';
 import { availableParallelism, cpus, freemem, totalmem } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import {
@@ -47,6 +48,60 @@ export function nodeWorker(url: URL, options: Omit<WorkerOptions, 'execArgv'> = 
   } catch (e) {
     if ((e as { code?: string }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
     return new Worker(url, { ...options, execArgv: [] });
+  }
+}
+
+/**
+ * The file a replacement writes: `path`, or the file a symbolic link at `path` points to
+ * (the link stays). Anything there that is not a regular file (a device, a FIFO, a folder)
+ * is refused: the rename would replace it (as root, /dev/full became a regular file).
+ */
+async function replaceableTarget(path: string): Promise<string> {
+  let target = path;
+  try {
+    if ((await lstat(path)).isSymbolicLink()) target = await realpath(path);
+    const st = await lstat(target);
+    if (!st.isFile()) {
+      const kind = st.isDirectory()
+        ? 'a directory'
+        : st.isCharacterDevice() || st.isBlockDevice()
+          ? 'a device'
+          : st.isFIFO()
+            ? 'a FIFO'
+            : st.isSocket()
+              ? 'a socket'
+              : 'not a regular file';
+      throw Object.assign(new Error(`is ${kind}; a session replaces regular files only`), { refused: true });
+    }
+  } catch (e) {
+    if ((e as { refused?: boolean }).refused) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    // nothing there yet (or a dangling link's target): a new file
+    if (code !== 'ENOENT') throw new Error(`cannot inspect: ${(e as Error).message}`);
+  }
+  return target;
+}
+
+async function replaceFile(
+  path: string,
+  write: (put: (chunk: Uint8Array) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const target = await replaceableTarget(path);
+  const tmp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  let fh: Awaited<ReturnType<typeof open>>;
+  try {
+    fh = await open(tmp, 'wx');
+  } catch (e) {
+    throw new Error(`cannot write beside it: ${(e as Error).message}`);
+  }
+  try {
+    await write(async (b) => void (await fh.write(b)));
+    await fh.close();
+    await rename(tmp, target);
+  } catch (e) {
+    await fh.close().catch(() => {});
+    await unlink(tmp).catch(() => {});
+    throw e;
   }
 }
 
@@ -173,7 +228,7 @@ export const nodePlatform: Platform = {
       },
     };
   },
-  workerSide(): WorkerSide | undefined {
+  async workerSide(): Promise<WorkerSide | undefined> {
     if (!parentPort) return undefined;
     side ??= { data: wrapData(workerData), parent: wrapPort(parentPort) };
     return side;
@@ -193,6 +248,7 @@ export const nodePlatform: Platform = {
   env: (name) => process.env[name],
   now: () => performance.now(),
   v8Version: () => process.versions.v8,
+  nextTask: (fn) => void setImmediate(fn),
   timer(fn, ms) {
     const t = setTimeout(fn, ms);
     t.unref();
@@ -222,6 +278,8 @@ export const nodePlatform: Platform = {
     return self;
   },
   randomBytes: (n) => new Uint8Array(randomBytes(n)),
+  replaceFile,
+  provideFile: undefined,
   openFile,
   // Bun has no V8: its node:v8 may lack the call or ignore it
   engineFlag(flag) {

@@ -77,16 +77,16 @@ export interface Platform {
   readonly name: 'node' | 'web';
   /** Starts a worker on a module (an ES module URL beside the caller's compiled file). */
   startWorker(url: URL, options?: WorkerStartOptions): PlatformWorker;
-  /** In a worker started by `startWorker`: its data and parent; undefined on the main thread. */
-  workerSide(): WorkerSide | undefined;
+  /** In a worker started by `startWorker`: its data and parent (once they arrived); undefined on the main thread. */
+  workerSide(): Promise<WorkerSide | undefined>;
   /** A pair of connected ports (one goes to a worker in `transfer`). */
   channel(): [PlatformPort, PlatformPort];
   /**
    * The next message waiting on a port, taken without returning to the event loop (a
    * worker that blocks in Atomics.wait between jobs reads its arenas this way); undefined
-   * when none is waiting. The web has no such read: it throws there.
+   * when none is waiting. The web has no such read: undefined there.
    */
-  receiveNow(port: PlatformPort): { message: unknown } | undefined;
+  readonly receiveNow: ((port: PlatformPort) => { message: unknown } | undefined) | undefined;
   /** Logical cores the engine may use (availableParallelism, hardwareConcurrency). */
   cores(): number;
   /** The CPU's model name, or a generic one. */
@@ -99,6 +99,8 @@ export interface Platform {
   now(): number;
   /** The V8 version the code runs on (Node, Deno; Bun reports the one its Node API mimics), or undefined. */
   v8Version(): string | undefined;
+  /** `fn` in a task of its own, as soon as the messages and I/O already queued ran (setImmediate; the web: a message to itself). */
+  nextTask(fn: () => void): void;
   /** `fn` once after `ms`, without keeping the process alive. */
   timer(fn: () => void, ms: number): PlatformTimer;
   /** The runtime and its version, as system info prints it ('node v24.1.0', 'deno 2.9.6', 'bun 1.4.5', 'web'). */
@@ -113,6 +115,15 @@ export interface Platform {
   sha256(): Sha256;
   /** `n` cryptographically random bytes. */
   randomBytes(n: number): Uint8Array;
+  /**
+   * Writes a file whole through `write` (its chunks in order) so that a reader never sees
+   * half of it: Node writes a new file beside the target (exclusive create) and renames it
+   * over; a link's target is replaced, the link kept; anything but a regular file at the
+   * path is refused. The web has no files of its own: it throws.
+   */
+  replaceFile(path: string, write: (put: (chunk: Uint8Array) => Promise<void>) => Promise<void>): Promise<void>;
+  /** Makes a Blob openable by `name` in this thread (the web; Node opens paths only). */
+  readonly provideFile: ((name: string, blob: unknown) => void) | undefined;
   /** Opens a model file by name (Node: a path; web: a name given to `provideFile`). */
   openFile(name: string): PlatformFile;
   /** Sets a JavaScript engine flag before its first use where the runtime allows it (V8's, on Node). */

@@ -2,8 +2,8 @@
 // without Node's modules). Model files are Blobs (a File from an <input>, a fetched
 // response's blob) given a name with `provideFile`; reads by position slice the Blob, so a
 // model is never copied whole (synchronous reads use FileReaderSync, in workers only).
-// Not here yet, for the browser entry (issue 38): a synchronous port read (`receiveNow`,
-// which the CPU pool's workers use between jobs) and heap limits for workers.
+// Not here: a synchronous port read (`receiveNow`; the CPU pool's workers take their
+// arenas between jobs instead) and heap limits for workers.
 
 import { jsSha256 } from './sha256.js';
 import type {
@@ -50,12 +50,12 @@ interface WebGlobals {
 }
 const g = globalThis as unknown as WebGlobals;
 
-/** The first message a worker gets: its start data (what Node passes as workerData). */
-const INIT = '__llama_ts_worker_init';
+/** The port object behind a wrapped port (to transfer it). */
+const raw = new WeakMap<PlatformPort, WebPort>();
 
 function wrap(p: WebPort): PlatformPort {
-  return {
-    postMessage: (m, transfer) => p.postMessage(m, transfer as unknown[] | undefined),
+  const w: PlatformPort = {
+    postMessage: (m, transfer) => p.postMessage(m, unwrap(transfer)),
     onMessage(fn) {
       p.addEventListener('message', (e) => fn(e.data));
       p.start?.();
@@ -64,7 +64,26 @@ function wrap(p: WebPort): PlatformPort {
     unref() {},
     close: () => p.close?.(),
   };
+  raw.set(w, p);
+  return w;
 }
+
+/** Wrapped ports in a transfer list become the runtime's ports. */
+function unwrap(transfer: readonly unknown[] | undefined): unknown[] | undefined {
+  return transfer?.map((t) => raw.get(t as PlatformPort) ?? t);
+}
+
+/** A worker's data: wrapped ports as the runtime's on the way in, wrapped again on the worker's side. */
+function mapData(data: unknown, f: (v: unknown) => unknown): unknown {
+  if (data && typeof data === 'object' && !Array.isArray(data) && !ArrayBuffer.isView(data)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(data)) out[k] = f(v);
+    return out;
+  }
+  return data;
+}
+const isPort = (v: unknown): v is WebPort =>
+  typeof v === 'object' && v !== null && (v as { constructor?: { name?: string } }).constructor?.name === 'MessagePort';
 
 const blobs = new Map<string, WebBlob>();
 
@@ -103,30 +122,71 @@ function openFile(name: string): PlatformFile {
   };
 }
 
-let side: WorkerSide | undefined;
-let sideData: unknown;
-let sideReady = false;
-// A worker module's first message is its data; it arrives before the module's own
-// listeners exist only if posted first, so it is taken here and the rest passed on.
-if (typeof g.importScripts !== 'undefined' || (g.postMessage && !('document' in globalThis))) {
-  g.addEventListener?.('message', (e) => {
-    const d = e.data as { [INIT]?: unknown } | null;
-    if (!sideReady && d && typeof d === 'object' && INIT in d) {
-      sideData = d[INIT];
-      sideReady = true;
-    }
+// The start of a worker is a handshake: a module worker's top-level await (this seam's own)
+// lets messages be dispatched before the module's listeners exist, and those would be
+// lost. So the worker's copy of this module, as soon as it is evaluated, keeps every
+// message and says READY; the parent then sends the start data (INIT), then what it
+// posted meanwhile; the worker's messages wait for the module's own listener.
+const READY = '__llama_ts_worker_ready';
+const INIT = '__llama_ts_worker_init';
+
+const inWorker = typeof g.importScripts !== 'undefined' || (!!g.postMessage && !('document' in globalThis));
+let side: Promise<WorkerSide> | undefined;
+if (inWorker && g.addEventListener && g.postMessage) {
+  const self = g as Required<Pick<WebGlobals, 'postMessage' | 'addEventListener'>>;
+  const early: unknown[] = [];
+  let listener: ((m: unknown) => void) | undefined;
+  side = new Promise<WorkerSide>((resolve) => {
+    self.addEventListener('message', (e) => {
+      const d = e.data as { [INIT]?: unknown } | null;
+      if (d && typeof d === 'object' && INIT in d) {
+        resolve({
+          data: mapData(d[INIT], (v) => (isPort(v) ? wrap(v) : v)),
+          parent: {
+            postMessage: (m, transfer) => self.postMessage(m, transfer as unknown[] | undefined),
+            onMessage(fn) {
+              listener = fn;
+              for (const m of early.splice(0)) fn(m);
+            },
+            ref() {},
+            unref() {},
+            close() {},
+          },
+        });
+      } else if (listener) listener(e.data);
+      else early.push(e.data);
+    });
   });
+  self.postMessage({ [READY]: true });
 }
 
 export const webPlatform: Platform = {
   name: 'web',
   startWorker(url: URL, options: WorkerStartOptions = {}): PlatformWorker {
     const w = new g.Worker(url, { type: 'module' });
-    w.postMessage({ [INIT]: options.data }, options.transfer as unknown[] | undefined);
+    // what is posted before the worker is READY waits (see above)
+    let queue: [unknown, unknown[] | undefined][] | undefined = [];
+    w.addEventListener('message', (e) => {
+      const d = e.data as { [READY]?: unknown } | null;
+      if (!queue || !(d && typeof d === 'object' && READY in d)) return;
+      w.postMessage(
+        { [INIT]: mapData(options.data, (v) => raw.get(v as PlatformPort) ?? v) },
+        unwrap(options.transfer),
+      );
+      for (const [m, t] of queue) w.postMessage(m, t);
+      queue = undefined;
+    });
     const exits: ((code: number) => void)[] = [];
     return {
-      postMessage: (m, transfer) => w.postMessage(m, transfer as unknown[] | undefined),
-      onMessage: (fn) => w.addEventListener('message', (e) => fn(e.data)),
+      postMessage: (m, transfer) => {
+        if (queue) queue.push([m, unwrap(transfer)]);
+        else w.postMessage(m, unwrap(transfer));
+      },
+      onMessage: (fn) =>
+        w.addEventListener('message', (e) => {
+          const d = e.data as object | null;
+          if (!(d && typeof d === 'object' && READY in d)) fn(e.data);
+        }),
       onError: (fn) => w.addEventListener('error', (e) => fn(new Error(e.message ?? 'worker error'))),
       onExit: (fn) => void exits.push(fn),
       ref() {},
@@ -134,35 +194,13 @@ export const webPlatform: Platform = {
       terminate: async () => w.terminate(),
     };
   },
-  workerSide(): WorkerSide | undefined {
-    if (!g.postMessage || !g.addEventListener || 'document' in globalThis) return undefined;
-    const self = g as Required<Pick<WebGlobals, 'postMessage' | 'addEventListener'>>;
-    side ??= {
-      get data() {
-        if (!sideReady) throw new Error('platform: the worker read its data before its first message');
-        return sideData;
-      },
-      parent: {
-        postMessage: (m, transfer) => self.postMessage(m, transfer as unknown[] | undefined),
-        onMessage: (fn) =>
-          self.addEventListener('message', (e) => {
-            const d = e.data as object | null;
-            if (!(d && typeof d === 'object' && INIT in d)) fn(e.data);
-          }),
-        ref() {},
-        unref() {},
-        close() {},
-      },
-    };
-    return side;
-  },
+  workerSide: () => (side ? side : Promise.resolve(undefined)),
   channel(): [PlatformPort, PlatformPort] {
     const c = new g.MessageChannel();
     return [wrap(c.port1), wrap(c.port2)];
   },
-  receiveNow(): { message: unknown } | undefined {
-    throw new Error('platform: the web has no synchronous port read (the CPU pool needs another arena hand-off)');
-  },
+  // no synchronous port read: the CPU pool's workers return to their event loop for arenas
+  receiveNow: undefined,
   cores: () => g.navigator?.hardwareConcurrency ?? 1,
   cpuModel: () => 'CPU',
   // deviceMemory is a coarse GiB figure (Chromium); 4 GiB: one wasm memory's reach
@@ -174,6 +212,16 @@ export const webPlatform: Platform = {
   now: () => performance.now(),
   // the engine's version is not exposed on the web (its layouts then take the choice that does not depend on it)
   v8Version: () => undefined,
+  // setTimeout(0) is clamped to 4 ms once nested: a message to a channel of its own is not
+  nextTask(fn) {
+    const c = new g.MessageChannel();
+    c.port1.addEventListener('message', () => {
+      c.port1.close?.();
+      fn();
+    });
+    c.port1.start?.();
+    c.port2.postMessage(0);
+  },
   timer(fn, ms) {
     const t = setTimeout(fn, ms);
     return { cancel: () => clearTimeout(t) };
@@ -188,6 +236,10 @@ export const webPlatform: Platform = {
     (globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): void } }).crypto.getRandomValues(out);
     return out;
   },
+  replaceFile: async (path) => {
+    throw new Error(`${path}: the web has no files to write; save a session as bytes (saveSession() without a path)`);
+  },
+  provideFile: provideFile as (name: string, blob: unknown) => void,
   openFile,
   engineFlag() {},
   // a synchronous fetch: allowed for binary data in workers only (the browser entry may preload instead)

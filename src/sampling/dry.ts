@@ -11,6 +11,7 @@
 // the breaker, tokenized (at most 20 tokens).
 
 import { logger } from '../log.js';
+import { bytesArrayToBinary, textToBytes } from '../vocab/unicode.js';
 import type { Candidates } from './candidates.js';
 import { TokenHistory } from './history.js';
 import type { SamplingStep } from './step.js';
@@ -43,7 +44,7 @@ function tokenTexts(vocab: DryVocab): string[] {
     texts = new Array<string>(vocab.nTokens);
     for (let id = 0; id < vocab.nTokens; id++) {
       texts[id] = vocab.decodeToBytes
-        ? Buffer.from(vocab.decodeToBytes([id], { renderSpecial: true })).toString('latin1')
+        ? bytesArrayToBinary(vocab.decodeToBytes([id], { renderSpecial: true }))
         : vocab.pieceBytes(id);
     }
     tokenTextCache.set(vocab, texts);
@@ -61,7 +62,7 @@ export function dryBreakersFromStrings(vocab: DryVocab, breakers: readonly strin
     else if (!list.some((t) => t.length === tail.length && t.every((v, i) => v === tail[i]))) list.push(tail);
   };
   for (let b = 0; b < breakers.length; b++) {
-    let bytes = Buffer.from(breakers[b]!, 'utf8');
+    let bytes = textToBytes(breakers[b]!);
     if (bytes.length === 0) {
       log.warn(`skipping empty DRY sequence breaker at index ${b}`);
       continue;
@@ -70,7 +71,7 @@ export function dryBreakersFromStrings(vocab: DryVocab, breakers: readonly strin
       log.warn(`truncating DRY sequence breaker to ${DRY_MAX_BREAKER_BYTES} bytes`);
       bytes = bytes.subarray(0, DRY_MAX_BREAKER_BYTES);
     }
-    const str = bytes.toString('latin1');
+    const str = bytesArrayToBinary(bytes);
     for (let id = 0; id < texts.length; id++) {
       const word = texts[id]!;
       if (word.includes(str)) {

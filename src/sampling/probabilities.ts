@@ -3,6 +3,8 @@
 // they come from the raw distribution: softmax over the model's logits, before any
 // sampler (bias, penalties, temperature, truncation); with post_sampling_probs, from
 // the chain's final candidates (what the last draw used), highest first, zeros left out.
+
+import { binaryToText } from '../vocab/unicode.js';
 import { Candidates } from './candidates.js';
 
 export interface TokenProbability {
@@ -111,7 +113,7 @@ export function completeUtf8Length(bytes: string): number {
 }
 
 function entry(id: number, piece: string, p: number, post: boolean): CompletionTokenProbability {
-  const token = Buffer.from(piece.slice(0, completeUtf8Length(piece)), 'latin1').toString('utf8');
+  const token = binaryToText(piece.slice(0, completeUtf8Length(piece)));
   const bytes = Array.from(piece, (ch) => ch.charCodeAt(0));
   return post ? { id, token, bytes, prob: p } : { id, token, bytes, logprob: logprob(p) };
 }

@@ -20,7 +20,7 @@ import { type ChatTemplate, ChatTemplateError, type RenderOptions } from '../cha
 import type { ToolGrammarRequest } from '../chat/tool-grammar.js';
 import type { ChatMessage } from '../chat/types.js';
 import { getLogCallback } from '../log.js';
-import { type PlatformTimer, type PlatformWorker, platform } from '../platform/index.js';
+import { type PlatformTimer, type PlatformWorker, platform, sharedBuffer } from '../platform/index.js';
 import type { CompiledGrammar, GrammarLimits, GrammarSource } from '../sampling/grammar/compile.js';
 import { SchemaError } from '../sampling/grammar/json-schema.js';
 import { GrammarError } from '../sampling/grammar/rules.js';
@@ -99,7 +99,8 @@ function rebuild(e: ErrorData): Error {
 
 export class UntrustedWorker {
   private worker: PlatformWorker | undefined;
-  private readonly cancel = new SharedArrayBuffer(4);
+  // not shared on a page that is not cross-origin isolated: a render is then only ever killed
+  private readonly cancel = sharedBuffer(4);
   private readonly cancelFlag = new Int32Array(this.cancel);
   private readonly queue: Pending[] = [];
   private running: Pending | undefined;

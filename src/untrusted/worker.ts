@@ -12,7 +12,7 @@ import { SchemaError } from '../sampling/grammar/json-schema.js';
 import { GrammarError } from '../sampling/grammar/rules.js';
 import type { ErrorData, Reply, Request, TemplateSpec, WorkerInit } from './protocol.js';
 
-const side = platform.workerSide();
+const side = await platform.workerSide();
 if (!side) throw new Error('llama-ts: src/untrusted/worker.js runs as a worker thread');
 const port = side.parent;
 const cancel = new Int32Array((side.data as WorkerInit).cancel);

@@ -15,7 +15,7 @@
 import { BigramQueue, Symbols } from './heap.js';
 import { PreTokenizer } from './pretokenize.js';
 import type { FragmentTokenizer, VocabView } from './types.js';
-import { binaryToText, byteLevelEncode, cptsToBytes, decodeBytes } from './unicode.js';
+import { binaryToText, byteLevelEncode, cptsToBytes, decodeBytes, textToBytes } from './unicode.js';
 
 const CACHE_LIMIT = 1 << 16;
 /** Words at least this long (in UTF-16 units) are cut where no merge can cross. */
@@ -166,7 +166,7 @@ export class BpeTokenizer implements FragmentTokenizer {
           if (bid >= 0) out.push(bid);
         }
       } else {
-        const utf8 = Buffer.from(s, 'utf8');
+        const utf8 = textToBytes(s);
         for (let j = 0; j < utf8.length; j++) {
           const bid = this.byteIds[utf8[j]!]!;
           if (bid >= 0) out.push(bid);

@@ -4,7 +4,7 @@
 // that holds back a UTF-8 character until all of its bytes have arrived.
 
 import { Attr, type VocabView } from './types.js';
-import { CHAR_TO_BYTE, textToBinary } from './unicode.js';
+import { binaryToBytes, CHAR_TO_BYTE, textToBinary } from './unicode.js';
 
 const SPACE_ESCAPE = '\u00e2\u0096\u0081'; // "▁" as a byte string
 
@@ -138,7 +138,7 @@ export class StreamDecoder {
       if (this.opts.stripLeadingSpace && v.addSpacePrefix) lstrip = 1;
     }
     const piece = v.pieceBytes(id, this.opts.renderSpecial ?? false, lstrip);
-    return piece.length === 0 ? '' : this.pushBytes(Buffer.from(piece, 'latin1'));
+    return piece.length === 0 ? '' : this.pushBytes(binaryToBytes(piece));
   }
 
   pushBytes(bytes: Uint8Array): string {

@@ -6,7 +6,7 @@
 // costing the unknown token at the lowest score minus 10; runs of unknowns become one.
 // Works on bytes throughout, so results match llama.cpp's std::string code byte for byte.
 import { Attr, type FragmentTokenizer, VocabError, type VocabView } from './types.js';
-import { utf8Len } from './unicode.js';
+import { binaryToBytes, textToBytes, utf8Len } from './unicode.js';
 
 const SPACE_ESCAPE = [0xe2, 0x96, 0x81]; // "▁"
 const REPLACEMENT = [0xef, 0xbf, 0xbd]; // U+FFFD
@@ -178,10 +178,10 @@ export class UgmTokenizer implements FragmentTokenizer {
       const a = vocab.attrs[id]!;
       if (a & Attr.NORMAL) minScore = Math.min(minScore, vocab.scores[id]!);
       if (a & (Attr.NORMAL | Attr.USER_DEFINED | Attr.UNUSED)) {
-        this.tokens.insert(Buffer.from(vocab.tokens[id]!, 'utf8'), id);
+        this.tokens.insert(textToBytes(vocab.tokens[id]!), id);
       }
       if (a & Attr.USER_DEFINED) {
-        const bytes = Buffer.from(vocab.tokens[id]!, 'utf8');
+        const bytes = textToBytes(vocab.tokens[id]!);
         this.userDefined.insert(bytes, id);
         this.userFirst[bytes[0]!] = 1;
         this.isUserDefined[id] = 1;
@@ -252,7 +252,7 @@ export class UgmTokenizer implements FragmentTokenizer {
 
   /** The fragment (a byte string) normalized as llama.cpp's UGM session does, as UTF-8 bytes. */
   normalize(text: string): Uint8Array {
-    const input = Buffer.from(text, 'latin1');
+    const input = binaryToBytes(text);
     const len = input.length;
     const v = this.vocab;
     const space = v.escapeWhitespaces ? SPACE_ESCAPE : [0x20];

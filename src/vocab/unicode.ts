@@ -231,22 +231,45 @@ export function bytesToBinary(bytes: ArrayLike<number>): string {
   return s;
 }
 
+// UTF-8 conversions without Node's Buffer (the engine runs in browsers too); TextEncoder
+// and TextDecoder give what Buffer's 'utf8' gives (lone surrogates and invalid sequences
+// become U+FFFD, WHATWG's maximal-subpart rule)
+const utf8Encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder();
+
+/** A JS string's UTF-8 bytes. */
+export function textToBytes(text: string): Uint8Array {
+  return utf8Encoder.encode(text);
+}
+
+/** UTF-8 bytes as a JS string (invalid sequences become U+FFFD). */
+export function bytesToText(bytes: Uint8Array): string {
+  return utf8Decoder.decode(bytes);
+}
+
 /** A JS string as a byte string of its UTF-8 (lone surrogates become U+FFFD, as any UTF-8 conversion does). */
 export function textToBinary(text: string): string {
-  return Buffer.from(text, 'utf8').toString('latin1');
+  return bytesArrayToBinary(utf8Encoder.encode(text));
 }
 
 export function bytesArrayToBinary(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+  let s = '';
+  const CHUNK = 8192;
+  for (let i = 0; i < bytes.length; i += CHUNK) {
+    s += String.fromCharCode.apply(null, bytes.subarray(i, i + CHUNK) as unknown as number[]);
+  }
+  return s;
 }
 
 export function binaryToBytes(s: string): Uint8Array {
-  return new Uint8Array(Buffer.from(s, 'latin1'));
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i); // the low byte, as latin1
+  return out;
 }
 
 /** Decode a byte string as UTF-8 for display (invalid sequences become U+FFFD). */
 export function binaryToText(s: string): string {
-  return Buffer.from(s, 'latin1').toString('utf8');
+  return utf8Decoder.decode(binaryToBytes(s));
 }
 
 // ---- GPT-2 byte-level alphabet ----

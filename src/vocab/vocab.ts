@@ -19,7 +19,7 @@ import {
   type VocabView,
 } from './types.js';
 import { UgmTokenizer } from './ugm.js';
-import { binaryToText, textToBinary } from './unicode.js';
+import { binaryToBytes, binaryToText, textToBinary } from './unicode.js';
 import { WpmTokenizer } from './wpm.js';
 
 export class Vocab implements VocabView {
@@ -212,9 +212,7 @@ export class Vocab implements VocabView {
 
   /** Token ids to raw bytes. */
   decodeToBytes(ids: readonly number[], opts: DecodeOptions = {}): Uint8Array {
-    return new Uint8Array(
-      Buffer.from(decodeTokens(this, ids, opts.removeSpecial ?? false, opts.renderSpecial ?? false), 'latin1'),
-    );
+    return binaryToBytes(decodeTokens(this, ids, opts.removeSpecial ?? false, opts.renderSpecial ?? false));
   }
 
   /** An incremental decoder that never splits a UTF-8 character. */

@@ -20,7 +20,7 @@ import type {
 import { ARENA_HEADER, Arena, PAGE } from './arena.js';
 import { type ArenaAllocator, type ArenaRange, CpuBufferType, CpuHostBufferType, isArenaBacked } from './buffer.js';
 import { EXTRA_WORD, encodeGraph, RECORD_BYTES, type WorkRegions } from './encode.js';
-import { Pool } from './pool.js';
+import { canShareMemory, InlinePool, type KernelPool, Pool } from './pool.js';
 import { C, K_COPY, K_TOUCH, kernelId, STEP_WORDS } from './protocol.js';
 import { cpuSupportsOp } from './support.js';
 import { chooseVariant, kernelModule, type Variant } from './wasm.js';
@@ -133,7 +133,7 @@ export class CpuDevice implements Device {
   private readonly buft: CpuBufferType;
   private readonly hostBuft: CpuHostBufferType;
   readonly arenas: ArenaSet;
-  private pool: Pool | null = null;
+  private pool: KernelPool | null = null;
   private chosen: Variant | null = null;
   readonly defaultThreads: number;
   /** See CpuDeviceOptions.embdOnDiskMinBytes. */
@@ -181,9 +181,16 @@ export class CpuDevice implements Device {
   }
 
   /** The worker pool, started on first use with at least `threads` workers. */
-  workers(threads = this.defaultThreads): Pool {
+  workers(threads = this.defaultThreads): KernelPool {
     if (!this.pool) {
-      this.pool = new Pool(kernelModule(this.variant), threads);
+      if (canShareMemory()) this.pool = new Pool(kernelModule(this.variant), threads);
+      else {
+        if (threads > 1)
+          log.warn(
+            `${threads} threads asked for, running on 1: this page is not cross-origin isolated, so its workers cannot share memory (serve it with the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)`,
+          );
+        this.pool = new InlinePool(kernelModule(this.variant));
+      }
       for (const a of this.arenas.arenas) this.pool.addArena(a);
       log.debug(`${this.name}: ${threads} worker threads, ${this.variant} SIMD kernels`);
     } else {

@@ -4,11 +4,87 @@
 // are unref'd between jobs so an idle pool never keeps the process alive.
 
 import { type PlatformPort, type PlatformWorker, platform } from '../../platform/index.js';
+
+export { canShareMemory } from '../../platform/index.js';
+
 import type { Arena } from './arena.js';
 import { C, CONTROL_WORDS, K_ARENA, STEP_CAP, STEP_WORDS, type WorkerInit } from './protocol.js';
+import { jobRunner } from './runner.js';
 import { type WasmModule, waitAsync } from './wasm-api.js';
 
-export class Pool {
+/** What the device needs of a pool: workers (Pool) or its own thread (InlinePool). */
+export interface KernelPool {
+  readonly size: number;
+  resize(threads: number): void;
+  addArena(a: Arena): void;
+  run(steps: Int32Array, nsteps: number, nth: number, counters?: readonly [Arena, number][]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The pool's fallback where workers cannot share the arenas: one runner in the calling
+ * thread (the engine worker), so one thread. Each job first yields a task, so the thread's
+ * messages (a stop) are read between graphs.
+ */
+export class InlinePool implements KernelPool {
+  private readonly control = new Int32Array(CONTROL_WORDS);
+  private readonly runner;
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(module: WasmModule) {
+    this.runner = jobRunner(this.control, module, 0, () => {});
+  }
+
+  get size(): number {
+    return 1;
+  }
+
+  resize(): void {}
+
+  addArena(a: Arena): void {
+    this.runner.addArena(a.index, a.memory);
+  }
+
+  run(steps: Int32Array, nsteps: number, _nth: number, counters: readonly [Arena, number][] = []): Promise<void> {
+    const job = this.queue.then(async () => {
+      if (this.closed) throw new Error('cpu: the worker pool is closed');
+      await nextTask();
+      const c = this.control;
+      for (const [arena, word] of counters) new Int32Array(arena.memory.buffer, word * 4, 1)[0] = 0;
+      for (let done = 0; done < nsteps; done += STEP_CAP) {
+        const n = Math.min(STEP_CAP, nsteps - done);
+        c.set(steps.subarray(done * STEP_WORDS, (done + n) * STEP_WORDS), C.STEPS);
+        c[C.NSTEPS] = n;
+        c[C.NTH] = 1;
+        c[C.ERROR] = 0;
+        this.runner.runJob();
+        this.runner.jobDone();
+        if (c[C.ERROR] !== 0) throw new Error(`cpu kernel failed: ${errorText(c)}`);
+      }
+    });
+    this.queue = job.catch(() => {});
+    return job;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.queue;
+  }
+}
+
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => platform.nextTask(resolve));
+}
+
+function errorText(c: Int32Array): string {
+  const len = c[C.ERR_LEN];
+  let msg = '';
+  for (let i = 0; i < len; i++) msg += String.fromCharCode(c[C.ERR_MSG + i]);
+  return msg;
+}
+
+export class Pool implements KernelPool {
   readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
   private readonly workers: PlatformWorker[] = [];
   private readonly ports: PlatformPort[] = [];
@@ -82,6 +158,8 @@ export class Pool {
         // every worker drains its port and instantiates the kernels on the new arenas
         this.unregistered = false;
         this.control[C.STEPS + 1] = K_ARENA;
+        // how many a worker must have (the web's workers wait for them to arrive)
+        this.control[C.STEPS + 2] = this.arenas.length;
         await this.go(1, this.workers.length);
       }
       // the job's claim counters start at zero (its previous run left them past the end)
@@ -110,12 +188,7 @@ export class Pool {
       const r = waitAsync(c, C.FINISHED, f);
       if (r.async) await r.value;
     }
-    if (Atomics.load(c, C.ERROR) !== 0) {
-      const len = c[C.ERR_LEN];
-      let msg = '';
-      for (let i = 0; i < len; i++) msg += String.fromCharCode(c[C.ERR_MSG + i]);
-      throw new Error(`cpu kernel failed: ${msg}`);
-    }
+    if (Atomics.load(c, C.ERROR) !== 0) throw new Error(`cpu kernel failed: ${errorText(c)}`);
   }
 
   /** Stop the workers (pending jobs fail). */

@@ -16,6 +16,8 @@
 // `maxStackEntries` of them a step throws a GrammarError rather than letting a
 // pathological grammar take the thread's memory. The caches on top (expansions of stacks,
 // dispatches of large states) are dropped when they pass `maxCacheEntries`, and rebuilt.
+
+import { bytesArrayToBinary } from '../../vocab/unicode.js';
 import { CodePointDispatch } from './dispatch.js';
 import { intersectRanges, normalizeRanges, subtractRanges, UNICODE_SCALARS } from './ranges.js';
 import { checkFlatGrammar, checkGrammar, El, type FlatGrammar, Grammar, GrammarError } from './rules.js';
@@ -528,7 +530,7 @@ export class GrammarMatcher {
    * complete, is rejected.
    */
   acceptBytes(bytes: string | Uint8Array): boolean {
-    const str = typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('latin1');
+    const str = typeof bytes === 'string' ? bytes : bytesArrayToBinary(bytes);
     const d = decodeUtf8(str, this.partial);
     if (!d) return false;
     let s = this.state;

@@ -14,6 +14,8 @@
 // holds, fed first with the text from the trigger's start (a pattern's first group, when
 // it has one). Tool-call grammars for tool_choice 'auto' are lazy: the model writes text
 // freely until it begins a call, and the call itself follows the tools' schemas.
+
+import { binaryToText } from '../../vocab/unicode.js';
 import { type CompiledGrammar, resolveTokenRefs } from './compile.js';
 import { type JsonSchemaOptions, jsonSchemaToGrammar } from './json-schema.js';
 import { GrammarMatcher } from './matcher.js';
@@ -142,9 +144,7 @@ export class GrammarSampler {
       return;
     }
     if (!this.matcher.acceptBytes(bytes)) {
-      throw new GrammarError(
-        `the text ${JSON.stringify(Buffer.from(bytes, 'latin1').toString('utf8'))} is not allowed by the grammar here`,
-      );
+      throw new GrammarError(`the text ${JSON.stringify(binaryToText(bytes))} is not allowed by the grammar here`);
     }
   }
 
@@ -207,7 +207,7 @@ export class GrammarSampler {
       }
     }
     if (!acceptToken(this.matcher, this.index, id)) {
-      const piece = JSON.stringify(Buffer.from(this.index.pieces[id] ?? '', 'latin1').toString('utf8'));
+      const piece = JSON.stringify(binaryToText(this.index.pieces[id] ?? ''));
       throw new GrammarError(`token ${id} (${piece}) is not allowed by the grammar here`);
     }
   }

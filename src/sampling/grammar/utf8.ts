@@ -3,6 +3,7 @@
 // Like llama.cpp's decode_utf8 with a carried `partial_utf8`, but stricter: overlong
 // forms, surrogates, values above U+10FFFF and stray continuation bytes are invalid,
 // so a grammar can never be satisfied by bytes that are not UTF-8.
+import { textToBinary } from '../../vocab/unicode.js';
 
 /** A character cut short: its bits so far, how many continuation bytes it still needs, its total length. */
 export interface PartialUtf8 {
@@ -72,5 +73,5 @@ export function partialRange(p: PartialUtf8): [number, number] | null {
 
 /** UTF-8 bytes of a JS string as a byte string. */
 export function stringToBytes(text: string): string {
-  return Buffer.from(text, 'utf8').toString('latin1');
+  return textToBinary(text);
 }

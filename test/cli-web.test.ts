@@ -1,0 +1,80 @@
+// `llama-ts web`'s server without a browser: COOP/COEP (or not), the example at /, only the
+// served folders, the bare jinja import pointed at /vendor/jinja.js, models with ranges
+// (206, 416), ETags and If-Range; the command's usage errors.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { serveWeb, type WebServer } from '../src/cli/web.js';
+import { tinyLlama } from './helpers/models.js';
+import { BIN } from './helpers/serve-child.js';
+
+describe('llama-ts web (the server)', () => {
+  let s: WebServer;
+  let open: WebServer;
+  const model = tinyLlama();
+  const size = statSync(model).size;
+  before(async () => {
+    s = await serveWeb({ port: 0, models: { 'm.gguf': model } });
+    open = await serveWeb({ port: 0, isolated: false });
+  });
+  after(async () => {
+    await s?.close();
+    await open?.close();
+  });
+
+  test('cross-origin isolation headers, the example at /, nothing outside the served folders', async () => {
+    const root = await fetch(`${s.url}/`, { redirect: 'manual' });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/examples/browser/');
+    const page = await fetch(`${s.url}/examples/browser/`);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<script type="module" src="app\.js">/);
+    assert.equal(page.headers.get('cross-origin-opener-policy'), 'same-origin');
+    assert.equal(page.headers.get('cross-origin-embedder-policy'), 'require-corp');
+    const plain = await fetch(`${open.url}/examples/browser/`);
+    assert.equal(plain.headers.get('cross-origin-embedder-policy'), null);
+    for (const p of [
+      '/src/api/index.ts',
+      '/test/web-browser.test.ts',
+      '/dist/src/../../package-lock.json',
+      '/%2e%2e/etc/passwd',
+    ])
+      assert.equal((await fetch(`${s.url}${p}`)).status, 404, p);
+    const tpl = await (await fetch(`${s.url}/dist/src/chat/template.js`)).text();
+    assert.match(tpl, /from '\/vendor\/jinja\.js'/);
+    assert.doesNotMatch(tpl, /'@huggingface\/jinja'/);
+    assert.equal((await fetch(`${s.url}/vendor/jinja.js`)).status, 200);
+    assert.deepEqual(await (await fetch(`${s.url}/models.json`)).json(), ['/models/m.gguf']);
+  });
+
+  test('models: whole, by range (206), past the end (416), If-Range with another version (200)', async () => {
+    const whole = await fetch(`${s.url}/models/m.gguf`);
+    assert.equal(whole.status, 200);
+    assert.equal((await whole.arrayBuffer()).byteLength, size);
+    const etag = whole.headers.get('etag')!;
+    const part = await fetch(`${s.url}/models/m.gguf`, { headers: { range: 'bytes=100-' } });
+    assert.equal(part.status, 206);
+    assert.equal(part.headers.get('content-range'), `bytes 100-${size - 1}/${size}`);
+    assert.equal((await part.arrayBuffer()).byteLength, size - 100);
+    const same = await fetch(`${s.url}/models/m.gguf`, { headers: { range: 'bytes=100-', 'if-range': etag } });
+    assert.equal(same.status, 206);
+    await same.arrayBuffer();
+    const other = await fetch(`${s.url}/models/m.gguf`, { headers: { range: 'bytes=100-', 'if-range': '"other"' } });
+    assert.equal(other.status, 200);
+    await other.arrayBuffer();
+    const past = await fetch(`${s.url}/models/m.gguf`, { headers: { range: `bytes=${size}-` } });
+    assert.equal(past.status, 416);
+    assert.equal(past.headers.get('content-range'), `bytes */${size}`);
+    assert.equal((await fetch(`${s.url}/models/none.gguf`)).status, 404);
+  });
+
+  test('usage errors', () => {
+    const r = spawnSync(process.execPath, [BIN, 'web', '--port', 'x'], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /--port: not a port: 'x'/);
+    const m = spawnSync(process.execPath, [BIN, 'web', '-m', '/no/such.gguf'], { encoding: 'utf8' });
+    assert.equal(m.status, 2);
+    assert.match(m.stderr, /--model: no such file: \/no\/such\.gguf/);
+  });
+});
