@@ -11,6 +11,8 @@ import {
   commandOptions,
   DEFAULT_THREADS,
   deviceOption,
+  gpuLayersOption,
+  SHARED_HELP,
   extractAdapterArgs,
   flashAttnOption,
   intOption,
@@ -43,7 +45,8 @@ header for load balancers (docs/replicas.md).
                           at most the model's training context per slot)
   -b, --batch-size N      tokens per decode call (default 512)
   -t, --threads N         kernel threads (default ${DEFAULT_THREADS}: the cores, at most 4)
-      --device NAME       compute device (see 'llama-ts devices')
+${SHARED_HELP.device}
+${SHARED_HELP['n-gpu-layers']}
       --api-key KEY       require 'Authorization: Bearer KEY' (env LLAMA_API_KEY)
       --cors ORIGIN       allow cross-origin requests from ORIGIN only (default '*': any origin,
                           as llama-server: the request's Origin is allowed, preflights answered)
@@ -175,6 +178,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let server: LlamaServer | undefined;
   try {
     const device = deviceOption(o.device);
+    const nGpuLayers = gpuLayersOption(o['n-gpu-layers']);
     const flashAttn = flashAttnOption(o['flash-attn']);
     const model = await resolveModelArg({
       model: o.model,
@@ -191,6 +195,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       nBatch,
       threads,
       ...(device ? { devices: [device] } : {}),
+      ...(nGpuLayers !== undefined ? { nGpuLayers } : {}),
       ctxShift: !o['no-context-shift'],
       ...(o['swa-full'] ? { swaFull: true } : {}),
       ...(flashAttn ? { flashAttn } : {}),
@@ -331,7 +336,7 @@ function parse(argv: string[]) {
     allowPositionals: true,
     strict: true,
     options: commandOptions(
-      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'flash-attn', 'help'],
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'n-gpu-layers', 'flash-attn', 'help'],
       {
         host: { type: 'string' },
         port: { type: 'string' },
