@@ -44,13 +44,16 @@ function options(argv: string[]) {
   const args = normalizeArgv(argv);
   return parseArgs({
     args,
-    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'device', 'n-gpu-layers', 'help'], {
-      system: { type: 'string', short: 's' },
-      'n-predict': { type: 'string', short: 'n' },
-      temp: { type: 'string' },
-      seed: { type: 'string' },
-      'chat-template': { type: 'string' },
-    } as const),
+    options: commandOptions(
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'device', 'n-gpu-layers', 'help'],
+      {
+        system: { type: 'string', short: 's' },
+        'n-predict': { type: 'string', short: 'n' },
+        temp: { type: 'string' },
+        seed: { type: 'string' },
+        'chat-template': { type: 'string' },
+      } as const,
+    ),
     strict: true,
   }).values;
 }

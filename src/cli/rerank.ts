@@ -97,10 +97,13 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'device', 'n-gpu-layers', 'json', 'help'], {
-      query: { type: 'string', short: 'q' },
-      normalize: { type: 'boolean' },
-      'top-n': { type: 'string' },
-    } as const),
+    options: commandOptions(
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'device', 'n-gpu-layers', 'json', 'help'],
+      {
+        query: { type: 'string', short: 'q' },
+        normalize: { type: 'boolean' },
+        'top-n': { type: 'string' },
+      } as const,
+    ),
   });
 }

@@ -230,7 +230,19 @@ function parse(argv: string[]) {
     allowPositionals: true,
     strict: true,
     options: commandOptions(
-      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'batch-size', 'device', 'n-gpu-layers', 'flash-attn', 'json', 'help'],
+      [
+        'model',
+        'hf-repo',
+        'cache-dir',
+        'ctx-size',
+        'threads',
+        'batch-size',
+        'device',
+        'n-gpu-layers',
+        'flash-attn',
+        'json',
+        'help',
+      ],
       {
         ...flags,
         ...SPECULATIVE_OPTIONS,

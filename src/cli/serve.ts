@@ -336,7 +336,18 @@ function parse(argv: string[]) {
     allowPositionals: true,
     strict: true,
     options: commandOptions(
-      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'n-gpu-layers', 'flash-attn', 'help'],
+      [
+        'model',
+        'hf-repo',
+        'cache-dir',
+        'ctx-size',
+        'batch-size',
+        'threads',
+        'device',
+        'n-gpu-layers',
+        'flash-attn',
+        'help',
+      ],
       {
         host: { type: 'string' },
         port: { type: 'string' },
