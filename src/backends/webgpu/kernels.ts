@@ -12,7 +12,8 @@ import { Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { yarnCorrDims } from '../reference/ops/rope.js';
 
-const { F32, F16, I32, I64, Q8_0, Q4_0 } = GGMLType;
+const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 } =
+  GGMLType;
 
 /** Threads per workgroup, every kernel. */
 export const WG = 64;
@@ -32,7 +33,50 @@ const MM_COLS = 8;
 const MM_ROWS = 8;
 
 /** Weight types the matrix product and GET_ROWS decode. */
-const WEIGHTS = new Set<number>([F32, F16, Q8_0, Q4_0]);
+const WEIGHTS = new Set<number>([
+  F32,
+  F16,
+  BF16,
+  Q8_0,
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  IQ4_NL,
+  IQ4_XS,
+  MXFP4,
+]);
+
+/**
+ * Types whose tensors must start on a word: read a word at a time, or (F16) written two
+ * elements a word; the quantized types and BF16 are read by bytes and half-words.
+ */
+export function wordAligned(type: number): boolean {
+  return type === F32 || type === F16 || type === I32 || type === I64;
+}
+
+/** IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl). */
+const IQ4_LEVELS =
+  '-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0';
+/** MXFP4's E2M1 levels, doubled (ggml's kvalues_mxfp4, with the half in its scale). */
+const MXFP4_LEVELS = '0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0';
+
+/** Nibble e (0..31) of a 32-element block's 16 packed bytes at b: low nibbles first, then high. */
+const nib = (j: number, b: string, e: string) => `((u8_${j}(${b} + ((${e}) & 15u)) >> (((${e}) >> 4u) * 4u)) & 15u)`;
+
+/** Q4_K's and Q5_K's 6-bit scale (m = 0) or minimum (m = 1) of sub-block s, from the 12 bytes at sc. */
+const kScale = (j: number) => `
+fn kscale${j}(sc: u32, s: u32, m: u32) -> f32 {
+  if (s < 4u) { return f32(u8_${j}(sc + s + 4u * m) & 63u); }
+  let hi = u8_${j}(sc + s - 4u * (1u - m)) >> 6u;
+  let lo = (u8_${j}(sc + s + 4u) >> (4u * m)) & 15u;
+  return f32(lo | (hi << 4u));
+}`;
 
 export interface KernelCall {
   /** WGSL after the generated header: the body of main. */
@@ -90,8 +134,10 @@ function loader(j: number, type: number): string {
 fn w${j}(i: u32) -> u32 { return b${j}[i]; }
 fn f32_${j}(a: u32) -> f32 { return bitcast<f32>(w${j}(a >> 2u)); }
 fn f16_${j}(a: u32) -> f32 { return unpack2x16float(w${j}(a >> 2u))[(a >> 1u) & 1u]; }
-fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }`;
+fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }
+fn u16_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 2u) * 8u)) & 65535u; }`;
   let ld: string;
+  let extra = '';
   switch (type) {
     case F32:
       ld = `return f32_${j}(a + k * nb(${j}u, 0u));`;
@@ -102,15 +148,97 @@ fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }
     case Q8_0:
       ld = `let b = a + (k / 32u) * 34u; return f16_${j}(b) * i8f(u8_${j}(b + 2u + k % 32u));`;
       break;
+    case BF16:
+      ld = `return bitcast<f32>(u16_${j}(a + k * nb(${j}u, 0u)) << 16u);`;
+      break;
     case Q4_0:
       ld = `let b = a + (k / 32u) * 18u; let e = k % 32u;
-  let q = (u8_${j}(b + 2u + (e & 15u)) >> ((e >> 4u) * 4u)) & 15u;
-  return f16_${j}(b) * (f32(q) - 8.0);`;
+  return f16_${j}(b) * (f32(${nib(j, 'b + 2u', 'e')}) - 8.0);`;
+      break;
+    case Q4_1:
+      ld = `let b = a + (k / 32u) * 20u; let e = k % 32u;
+  return f16_${j}(b) * f32(${nib(j, 'b + 4u', 'e')}) + f16_${j}(b + 2u);`;
+      break;
+    case Q5_0:
+    case Q5_1: {
+      // the fifth bits: a little-endian u32 after the scale(s), bit e for element e
+      const h = type === Q5_0 ? 2 : 4;
+      const q = `let b = a + (k / 32u) * ${type === Q5_0 ? 22 : 24}u; let e = k % 32u;
+  let hb = (u8_${j}(b + ${h}u + (e >> 3u)) >> (e & 7u)) & 1u;
+  let q = f32(${nib(j, `b + ${h + 4}u`, 'e')} | (hb << 4u));`;
+      ld =
+        type === Q5_0
+          ? `${q}
+  return f16_${j}(b) * (q - 16.0);`
+          : `${q}
+  return f16_${j}(b) * q + f16_${j}(b + 2u);`;
+      break;
+    }
+    case IQ4_NL:
+      extra = `var<private> kv${j}: array<f32, 16> = array<f32, 16>(${IQ4_LEVELS});`;
+      ld = `let b = a + (k / 32u) * 18u; let e = k % 32u;
+  return f16_${j}(b) * kv${j}[${nib(j, 'b + 2u', 'e')}];`;
+      break;
+    case MXFP4:
+      // E8M0 scale byte first; the doubled levels take 2^(e-128), ggml's half scale
+      extra = `var<private> kv${j}: array<f32, 16> = array<f32, 16>(${MXFP4_LEVELS});`;
+      ld = `let b = a + (k / 32u) * 17u; let e = k % 32u;
+  return exp2(f32(u8_${j}(b)) - 128.0) * kv${j}[${nib(j, 'b + 1u', 'e')}];`;
+      break;
+    case IQ4_XS:
+      // d, 8 high scale pairs (u16), 4 bytes of low scale nibbles, then 8 sub-blocks of 32
+      extra = `var<private> kv${j}: array<f32, 16> = array<f32, 16>(${IQ4_LEVELS});`;
+      ld = `let b = a + (k / 256u) * 136u; let e = k % 256u; let s = e / 32u;
+  let lo = (u8_${j}(b + 4u + s / 2u) >> (4u * (s & 1u))) & 15u;
+  let hi = (u16_${j}(b + 2u) >> (2u * s)) & 3u;
+  let ls = f32(lo | (hi << 4u)) - 32.0;
+  return f16_${j}(b) * ls * kv${j}[${nib(j, 'b + 8u + 16u * s', 'e % 32u')}];`;
+      break;
+    case Q2_K:
+      // 16 scale bytes (scale | min << 4), 64 bytes of 2-bit quants, d, dmin
+      ld = `let b = a + (k / 256u) * 84u; let e = k % 256u;
+  let n = e / 128u; let r = e % 128u; let g = r / 32u; let l = r % 32u;
+  let sc = u8_${j}(b + 8u * n + 2u * g + l / 16u);
+  let q = (u8_${j}(b + 16u + 32u * n + l) >> (2u * g)) & 3u;
+  return f16_${j}(b + 80u) * f32(sc & 15u) * f32(q) - f16_${j}(b + 82u) * f32(sc >> 4u);`;
+      break;
+    case Q3_K:
+      // 32 bytes of high bits, 64 of 2-bit quants, 12 of packed 6-bit scales, d
+      ld = `let b = a + (k / 256u) * 110u; let e = k % 256u;
+  let n = e / 128u; let r = e % 128u; let g = r / 32u; let l = r % 32u;
+  let i = 8u * n + 2u * g + l / 16u;
+  let slo = select(u8_${j}(b + 96u + i - 8u) >> 4u, u8_${j}(b + 96u + i) & 15u, i < 8u);
+  let shi = (u8_${j}(b + 104u + i % 4u) >> (2u * (i / 4u))) & 3u;
+  let q = (u8_${j}(b + 32u + 32u * n + l) >> (2u * g)) & 3u;
+  let h = (u8_${j}(b + l) >> (4u * n + g)) & 1u;
+  return f16_${j}(b + 108u) * (f32(slo | (shi << 4u)) - 32.0) * (f32(q) - select(4.0, 0.0, h == 1u));`;
+      break;
+    case Q4_K:
+    case Q5_K: {
+      // d, dmin, 12 bytes of 6-bit scales and minimums, (Q5_K: 32 bytes of fifth bits,) then
+      // 4 groups of 64: 32 bytes, low nibbles for the first 32 elements, high for the next
+      const q5 = type === Q5_K;
+      extra = kScale(j);
+      ld = `let b = a + (k / 256u) * ${q5 ? 176 : 144}u; let e = k % 256u;
+  let g = e / 64u; let hf = (e % 64u) / 32u; let l = e % 32u; let s = 2u * g + hf;
+  var q = (u8_${j}(b + ${q5 ? 48 : 16}u + 32u * g + l) >> (4u * hf)) & 15u;
+  ${q5 ? `q |= ((u8_${j}(b + 16u + l) >> s) & 1u) << 4u;` : ''}
+  return f16_${j}(b) * kscale${j}(b + 4u, s, 0u) * f32(q) - f16_${j}(b + 2u) * kscale${j}(b + 4u, s, 1u);`;
+      break;
+    }
+    case Q6_K:
+      // 128 bytes of low nibbles, 64 of high bit pairs, 16 signed scales, d
+      ld = `let b = a + (k / 256u) * 210u; let e = k % 256u;
+  let n = e / 128u; let r = e % 128u; let g = r / 32u; let l = r % 32u;
+  let lo = (u8_${j}(b + 64u * n + l + 32u * (g & 1u)) >> (4u * (g >> 1u))) & 15u;
+  let hi = (u8_${j}(b + 128u + 32u * n + l) >> (2u * g)) & 3u;
+  let sc = i8f(u8_${j}(b + 192u + 8u * n + l / 16u + 2u * g));
+  return f16_${j}(b + 208u) * sc * (f32(lo | (hi << 4u)) - 32.0);`;
       break;
     default:
       ld = `return f32(bitcast<i32>(w${j}((a + k * nb(${j}u, 0u)) >> 2u)));`;
   }
-  return `${rd}\nfn ld${j}(a: u32, k: u32) -> f32 { ${ld} }`;
+  return `${rd}${extra}\nfn ld${j}(a: u32, k: u32) -> f32 { ${ld} }`;
 }
 
 /**
