@@ -282,8 +282,25 @@ const UNARY: Partial<Record<Op, [number, string]>> = {
   [Op.RELU]: [4, 'max(x, 0.0)'],
   [Op.SQR]: [5, 'x * x'],
   [Op.SIGMOID]: [6, '1.0 / (1.0 + exp(-x))'],
+  [Op.SOFTPLUS]: [7, 'select(log(1.0 + exp(x)), x, x > 20.0)'],
+  [Op.CLAMP]: [8, `clamp(x, pf(${F}u), pf(${F + 1}u))`],
 };
-const BINARY: Partial<Record<Op, string>> = { [Op.ADD]: 'a + b', [Op.MUL]: 'a * b', [Op.DIV]: 'a / b' };
+const BINARY: Partial<Record<Op, string>> = {
+  [Op.ADD]: 'a + b',
+  [Op.MUL]: 'a * b',
+  [Op.DIV]: 'a / b',
+  // gpt-oss's clamped SwiGLU: gate a, up b of one shape; alpha and the limit in F
+  [Op.SWIGLU_OAI]: `swiglu_oai(min(a, pf(${F + 1}u)), clamp(b, -pf(${F + 1}u), pf(${F + 1}u)))`,
+};
+
+/** The f32 parameters of an elementwise op. */
+function elementwiseParams(t: Tensor): number[] {
+  const p = t.params;
+  if (t.op === Op.SCALE) return [p.scale, p.bias ?? 0];
+  if (t.op === Op.CLAMP) return [p.min, p.max];
+  if (t.op === Op.SWIGLU_OAI) return [p.alpha, p.limit];
+  return [];
+}
 
 /** One thread per element of dst (F32), reading src0 at the same index. */
 function unary(t: Tensor, expr: string): KernelCall {
@@ -292,8 +309,7 @@ function unary(t: Tensor, expr: string): KernelCall {
   let i = unravel(3u, gi);
   let x = ld0(rowat(0u, i.y, i.z, i.w), i.x);
   st(at(3u, i), ${expr});`;
-  const f = t.op === Op.SCALE ? [t.params.scale, t.params.bias ?? 0] : [];
-  return { body, roles: [t.src[0], null, null, t], u: [], f, grid: 'threads', n: t.nelements };
+  return { body, roles: [t.src[0], null, null, t], u: [], f: elementwiseParams(t), grid: 'threads', n: t.nelements };
 }
 
 function binary(t: Tensor, expr: string): KernelCall {
@@ -304,7 +320,12 @@ function binary(t: Tensor, expr: string): KernelCall {
   let a = ld0(rowat(0u, i.y, i.z, i.w), i.x);
   let b = ld1(rowat(1u, j.y, j.z, j.w), j.x);
   st(at(3u, i), ${expr});`;
-  return { body, roles: [t.src[0], t.src[1], null, t], u: [], f: [], grid: 'threads', n: t.nelements };
+  const shared =
+    t.op === Op.SWIGLU_OAI
+      ? `fn swiglu_oai(x: f32, y: f32) -> f32 { return x / (1.0 + exp(-pf(${F}u) * x)) * (y + 1.0); }`
+      : '';
+  const f = elementwiseParams(t);
+  return { body, roles: [t.src[0], t.src[1], null, t], u: [], f, grid: 'threads', n: t.nelements, shared };
 }
 
 /** Row index of workgroup wi over dst's rows. */
@@ -327,6 +348,41 @@ function norm(t: Tensor, centre: boolean): KernelCall {
   let scale = 1.0 / sqrt(reduce_sum(li, s2) / f32(n) + pf(${F}u));
   for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), (ld0(ra, k) - mean) * scale); }`;
   return { body, roles: [t.src[0], null, null, t], u: [centre ? 1 : 0], f: [t.params.eps], grid: 'groups', n: t.nrows };
+}
+
+/** L2_NORM: x / max(|x|, eps) per row. */
+function l2Norm(t: Tensor): KernelCall {
+  const body = `${ROW}
+  let ra = rowat(0u, i1, i2, i3); let rd = rowat(3u, i1, i2, i3);
+  var s2 = 0.0;
+  for (var k = li; k < n; k += ${WG}u) { let x = ld0(ra, k); s2 += x * x; }
+  let scale = 1.0 / max(sqrt(reduce_sum(li, s2)), pf(${F}u));
+  for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), ld0(ra, k) * scale); }`;
+  return { body, roles: [t.src[0], null, null, t], u: [], f: [t.params.eps], grid: 'groups', n: t.nrows };
+}
+
+/** SUM_ROWS: a workgroup per row of src0, its sum in dst's element 0 of that row. */
+function sumRows(t: Tensor): KernelCall {
+  const body = `
+  if (wi >= total()) { return; }
+  let i1 = wi % ne(0u, 1u); let i2 = (wi / ne(0u, 1u)) % ne(0u, 2u); let i3 = wi / (ne(0u, 1u) * ne(0u, 2u));
+  let ra = rowat(0u, i1, i2, i3);
+  var s = 0.0;
+  for (var k = li; k < ne(0u, 0u); k += ${WG}u) { s += ld0(ra, k); }
+  let sum = reduce_sum(li, s);
+  if (li == 0u) { st(rowat(3u, i1, i2, i3), sum); }`;
+  return { body, roles: [t.src[0], null, null, t], u: [], f: [], grid: 'groups', n: t.src[0].nrows };
+}
+
+/** ADD_ID: dst[k, i, t] = a[k, i, t] + b[k, ids[i, t]] (a thread per element). */
+function addId(t: Tensor): KernelCall {
+  const [a, b, ids] = t.src;
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let e = w2(at(2u, vec4<u32>(i.y, i.z, 0u, 0u)) >> 2u);
+  st(at(3u, i), ld0(rowat(0u, i.y, i.z, i.w), i.x) + ld1(rowat(1u, e, 0u, 0u), i.x));`;
+  return { body, roles: [a, b, ids, t], u: [], f: [], grid: 'threads', n: t.nelements };
 }
 
 function softMax(t: Tensor): KernelCall {
@@ -503,6 +559,34 @@ function mulMat(t: Tensor): KernelCall {
 }
 
 /**
+ * MUL_MAT_ID: dst[:, i, t] = as[:, :, ids[i, t]] · b[:, i % nB, t]. A workgroup per
+ * MM_ROWS rows of the chosen expert, slot i and token t; rows split over lanes as in MUL_MAT.
+ */
+function mulMatId(t: Tensor): KernelCall {
+  const [as, b, ids] = t.src;
+  const lanes = WG / MM_ROWS;
+  const body = `
+  if (wi >= total()) { return; }
+  let M = ne(3u, 0u); let nrb = (M + ${MM_ROWS - 1}u) / ${MM_ROWS}u;
+  let rb = wi % nrb; let slot = (wi / nrb) % ne(3u, 1u); let tok = wi / (nrb * ne(3u, 1u));
+  let e = w2(at(2u, vec4<u32>(slot, tok, 0u, 0u)) >> 2u);
+  let lane = li % ${lanes}u; let m = rb * ${MM_ROWS}u + li / ${lanes}u;
+  let valid = m < M && e < ne(0u, 2u);
+  let ra = rowat(0u, min(m, M - 1u), min(e, ne(0u, 2u) - 1u), 0u);
+  let rb1 = rowat(1u, slot % ne(1u, 1u), tok, 0u);
+  var acc = 0.0;
+  if (valid) {
+    for (var k = lane; k < ne(0u, 0u); k += ${lanes}u) { acc += ld0(ra, k) * ld1(rb1, k); }
+  }
+  red[li] = acc;
+  workgroupBarrier();
+  for (var s = ${lanes / 2}u; s > 0u; s >>= 1u) { if (lane < s) { red[li] += red[li + s]; } workgroupBarrier(); }
+  if (lane == 0u && valid) { st(base(3u) + m * nb(3u, 0u) + slot * nb(3u, 1u) + tok * nb(3u, 2u), red[li]); }`;
+  const groups = Math.ceil(t.ne[0] / MM_ROWS) * t.ne[1] * t.ne[2];
+  return { body, roles: [as, b, ids, t], u: [], f: [], grid: 'groups', n: groups };
+}
+
+/**
  * FLASH_ATTN_EXT: a workgroup per (query, head, batch). Keys go in blocks of WG: each
  * thread scores one key of the block (its whole dot product), then every thread folds the
  * block's softmax weights into the output dimensions it owns (online softmax: running
@@ -602,6 +686,14 @@ export function kernelFor(t: Tensor): KernelCall | string {
     case Op.RMS_NORM:
     case Op.NORM:
       return isF32(a) && isF32(t) ? norm(t, t.op === Op.NORM) : `${t.op} needs F32`;
+    case Op.L2_NORM:
+      return isF32(a) && isF32(t) ? l2Norm(t) : 'L2_NORM needs F32';
+    case Op.SUM_ROWS:
+      return isF32(a) && isF32(t) ? sumRows(t) : 'SUM_ROWS needs F32';
+    case Op.ADD_ID:
+      return isF32(a) && isF32(b) && isF32(t) && t.src[2].type === I32 ? addId(t) : 'ADD_ID types';
+    case Op.MUL_MAT_ID:
+      return WEIGHTS.has(a.type) && isF32(b) && t.src[2].type === I32 ? mulMatId(t) : `MUL_MAT_ID of type ${a.type}`;
     case Op.SOFT_MAX: {
       const mask = t.src[1];
       if (!isF32(a) || (mask && mask.type !== F32 && mask.type !== F16)) return 'SOFT_MAX types';
