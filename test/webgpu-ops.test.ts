@@ -15,7 +15,7 @@ const skip = typeof dev === 'string' ? dev : false;
 
 /** Cases the first cut must run (the rest skip as unsupported and fall back to the CPU). */
 const EXPECTED =
-  /^(MUL_MAT\((F32|F16|BF16|Q8_0|Q[45]_[01]|Q[2-6]_K|IQ4_NL|IQ4_XS|MXFP4)|MUL_MAT_ID\((F32|F16|BF16|Q8_0|Q[45]_[01]|Q[2-6]_K|IQ4_NL|IQ4_XS|MXFP4)\)|ADD_ID |SUM_ROWS |CLAMP |SWIGLU_OAI |L2_NORM |SOFTPLUS |GET_ROWS\((F32|F16|BF16|Q8_0|Q[45]_[01]|Q[2-6]_K|IQ4_NL|IQ4_XS|MXFP4)\)|ADD |MUL |DIV |SCALE|SILU|GELU|TANH|RELU|SQR|SIGMOID|RMS_NORM|NORM|ROPE|SOFT_MAX|CPY F(32|16) -> F(32|16)|SET_ROWS|FLASH_ATTN_EXT )/;
+  /^(MUL_MAT\((F32|F16|BF16|Q8_0|Q[45]_[01]|Q[2-6]_K|IQ4_NL|IQ4_XS|MXFP4)|MUL_MAT_ID\((F32|F16|BF16|Q8_0|Q[45]_[01]|Q[2-6]_K|IQ4_NL|IQ4_XS|MXFP4)\)|SSM_CONV |SSM_SCAN |GATED_DELTA_NET |ADD_ID |SUM_ROWS |CLAMP |SWIGLU_OAI |L2_NORM |SOFTPLUS |GET_ROWS\((F32|F16|BF16|Q8_0|Q[45]_[01]|Q[2-6]_K|IQ4_NL|IQ4_XS|MXFP4)\)|ADD |MUL |DIV |SCALE|SILU|GELU|TANH|RELU|SQR|SIGMOID|RMS_NORM|NORM|ROPE|SOFT_MAX|CPY F(32|16) -> F(32|16)|SET_ROWS|FLASH_ATTN_EXT )/;
 
 test('webgpu harness: every supported op x type x shape matches the reference', { skip }, async () => {
   const d = dev as Exclude<typeof dev, string>;

@@ -11,6 +11,7 @@ import { RopeMode } from '../../ggml/ops.js';
 import { Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { yarnCorrDims } from '../reference/ops/rope.js';
+import { PARAM_BYTES } from './context.js';
 
 const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 } =
   GGMLType;
@@ -19,9 +20,9 @@ const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K
 export const WG = 64;
 /**
  * Parameter words: role t's offset at 9t, ne at 9t+1.., nb at 9t+5.. (roles: src0, src1,
- * src2, dst, src3, src4); up to 2 u32 op params from U, 6 f32 from F; the unit count at TOTAL.
+ * src2, dst, src3, src4, src5); up to 2 u32 op params from U, 6 f32 from F; the unit count at TOTAL.
  */
-const ROLES = 6;
+const ROLES = 7;
 const U = 9 * ROLES;
 const F = U + 2;
 const TOTAL = F + 6;
@@ -81,7 +82,7 @@ fn kscale${j}(sc: u32, s: u32, m: u32) -> f32 {
 export interface KernelCall {
   /** WGSL after the generated header: the body of main. */
   body: string;
-  /** Tensors by role: src0, src1, src2, dst, src3, src4 (null when unused). */
+  /** Tensors by role: src0, src1, src2, dst, src3, src4, src5 (null when unused). */
   roles: (Tensor | null)[];
   /** u32 and f32 op parameters. */
   u: number[];
@@ -247,7 +248,7 @@ fn u16_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 2u) * 8u)) & 65535u
  */
 export function shaderSource(call: KernelCall, binding: number[]): string {
   const nBindings = Math.max(...binding) + 1;
-  let s = 'struct P { v: array<vec4<u32>, 16> }\n@group(0) @binding(0) var<uniform> p: P;\n';
+  let s = `struct P { v: array<vec4<u32>, ${PARAM_BYTES / 16}> }\n@group(0) @binding(0) var<uniform> p: P;\n`;
   for (let b = 0; b < nBindings; b++)
     s += `@group(0) @binding(${b + 1}) var<storage, read_write> buf${b}: array<u32>;\n`;
   s += COMMON;
@@ -586,6 +587,97 @@ function mulMatId(t: Tensor): KernelCall {
   return { body, roles: [as, b, ids, t], u: [], f: [], grid: 'groups', n: groups };
 }
 
+/** SSM_CONV: a thread per output (channel, token, sequence): dConv products along the row. */
+function ssmConv(t: Tensor): KernelCall {
+  const [sx, c] = t.src;
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let rs = rowat(0u, i.x, i.z, 0u); let rc = rowat(1u, i.x, 0u, 0u);
+  var sum = 0.0;
+  for (var k = 0u; k < ne(1u, 0u); k++) { sum += ld0(rs, i.y + k) * ld1(rc, k); }
+  st(at(3u, i), sum);`;
+  return { body, roles: [sx, c, null, t], u: [], f: [], grid: 'threads', n: t.nelements };
+}
+
+/**
+ * SSM_SCAN: a thread per channel (d, head, sequence), the scan over its tokens; its
+ * dState-long state lives in dst's state part, updated in place token by token.
+ * Roles: s0, x, dt, dst, A, B, C.
+ */
+function ssmScan(t: Tensor): KernelCall {
+  const [s0, x, dt, A, B, C] = t.src;
+  const body = `
+  if (gi >= total()) { return; }
+  let N = ne(0u, 0u); let D = ne(0u, 1u); let H = ne(0u, 2u);
+  let d = gi % D; let h = (gi / D) % H; let s = gi / (D * H);
+  let T = ne(1u, 2u); let g = h / (H / ne(5u, 1u));
+  let so = base(3u) + 4u * (ne(1u, 0u) * ne(1u, 1u) * T * ne(1u, 3u) + N * gi);
+  let r0 = rowat(0u, d, h, s);
+  for (var i = 0u; i < N; i++) { st(so + 4u * i, ld0(r0, i)); }
+  let ra = rowat(4u, h, 0u, 0u);
+  for (var tk = 0u; tk < T; tk++) {
+    let dv = ld2(rowat(2u, tk, s, 0u), h);
+    let dsp = select(log(1.0 + exp(dv)), dv, dv > 20.0);
+    let xdt = ld1(rowat(1u, h, tk, s), d) * dsp;
+    let rb = rowat(5u, g, tk, s); let rc = rowat(6u, g, tk, s);
+    var y = 0.0;
+    for (var i = 0u; i < N; i++) {
+      let decay = exp(dsp * ld4(ra, select(i, 0u, ne(4u, 0u) == 1u)));
+      let v = ld3(so, i) * decay + ld5(rb, i) * xdt;
+      st(so + 4u * i, v);
+      y += v * ld6(rc, i);
+    }
+    st(base(3u) + 4u * (d + D * (h + H * (tk + T * s))), y);
+  }`;
+  return { body, roles: [s0, x, dt, t, A, B, C], u: [], f: [], grid: 'threads', n: s0.ne[1] * s0.ne[2] * s0.ne[3] };
+}
+
+/**
+ * GATED_DELTA_NET: a thread per state row j of a value head and sequence. Every step of
+ * the rule reads and writes row j alone (decay, k·row, the delta, row += delta·k, q·row),
+ * so the row lives in dst's state part, updated in place token by token.
+ * Roles: q, k, v, dst, g, beta, state.
+ */
+function gatedDeltaNet(t: Tensor): KernelCall {
+  const [q, k, v, g, beta, state] = t.src;
+  const S = v.ne[0];
+  const body = `
+  if (gi >= total()) { return; }
+  let S = ne(2u, 0u); let Hv = ne(2u, 1u); let T = ne(2u, 2u); let nS = ne(2u, 3u);
+  let j = gi % S; let h = (gi / S) % Hv; let s = gi / (S * Hv);
+  let hk = h % ne(0u, 1u);
+  let row = base(3u) + 4u * (S * Hv * T * nS + S * (j + S * (h + Hv * s)));
+  let r0 = rowat(6u, j, h, s);
+  for (var i = 0u; i < S; i++) { st(row + 4u * i, ld6(r0, i)); }
+  let per = ne(4u, 0u) == S;
+  for (var tk = 0u; tk < T; tk++) {
+    let rg = rowat(4u, h, tk, s); let rk = rowat(1u, hk, tk, s); let rq = rowat(0u, hk, tk, s);
+    var dot = 0.0;
+    for (var i = 0u; i < S; i++) {
+      let m = ld3(row, i) * exp(ld4(rg, select(0u, i, per)));
+      st(row + 4u * i, m);
+      dot += m * ld1(rk, i);
+    }
+    let delta = (ld2(rowat(2u, h, tk, s), j) - dot) * ld5(rowat(5u, h, tk, s), 0u);
+    var o = 0.0;
+    for (var i = 0u; i < S; i++) {
+      let m = ld3(row, i) + delta * ld1(rk, i);
+      st(row + 4u * i, m);
+      o += m * ld0(rq, i);
+    }
+    st(base(3u) + 4u * (j + S * (h + Hv * (tk + T * s))), o * pf(${F}u));
+  }`;
+  return {
+    body,
+    roles: [q, k, v, t, g, beta, state],
+    u: [],
+    f: [1 / Math.sqrt(S)],
+    grid: 'threads',
+    n: S * v.ne[1] * v.ne[3],
+  };
+}
+
 /**
  * FLASH_ATTN_EXT: a workgroup per (query, head, batch). Keys go in blocks of WG: each
  * thread scores one key of the block (its whole dot product), then every thread folds the
@@ -690,6 +782,12 @@ export function kernelFor(t: Tensor): KernelCall | string {
       return isF32(a) && isF32(t) ? l2Norm(t) : 'L2_NORM needs F32';
     case Op.SUM_ROWS:
       return isF32(a) && isF32(t) ? sumRows(t) : 'SUM_ROWS needs F32';
+    case Op.SSM_CONV:
+      return t.src.every(isF32) ? ssmConv(t) : 'SSM_CONV needs F32';
+    case Op.SSM_SCAN:
+      return t.src.every(isF32) ? ssmScan(t) : 'SSM_SCAN needs F32';
+    case Op.GATED_DELTA_NET:
+      return t.src.every(isF32) ? gatedDeltaNet(t) : 'GATED_DELTA_NET needs F32';
     case Op.ADD_ID:
       return isF32(a) && isF32(b) && isF32(t) && t.src[2].type === I32 ? addId(t) : 'ADD_ID types';
     case Op.MUL_MAT_ID:
@@ -736,7 +834,7 @@ export function pipelineKey(call: KernelCall, binding: number[]): string {
   return `${types}|${binding.join(',')}|${call.shared ?? ''}|${call.body}`;
 }
 
-/** The call's parameter block (64 words). */
+/** The call's parameter block (PARAM_BYTES / 4 words). */
 export function paramWords(call: KernelCall, out: Uint32Array): void {
   if (call.u.length > F - U || call.f.length > TOTAL - F) throw new Error('webgpu: too many op parameters');
   const f = new Float32Array(out.buffer, out.byteOffset, out.length);
