@@ -1,9 +1,10 @@
 // The library API, compatible with @fugood/llama.node: loadModel() → LlamaContext. Models
 // load and generate in an engine worker (src/api/worker.ts), never on the caller's thread.
+
+import { devicesReady, listDevices } from '../backends/index.js';
 import { engineClient } from './client.js';
 import { LlamaContext } from './context.js';
 import type { ContextInfo } from './engine.js';
-import { devicesReady, listDevices } from '../backends/index.js';
 import { LlamaError } from './errors.js';
 import { checkModelOptions, optionError } from './options.js';
 import type { BackendDeviceInfo, GGUFModelInfo, LlamaModelOptions } from './types.js';

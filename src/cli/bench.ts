@@ -19,10 +19,10 @@ import {
 import {
   adapterModelOptions,
   commandOptions,
-  intOption,
-  normalizeSpeculativeArgv,
   gpuLayersOption,
+  intOption,
   normalizeArgv,
+  normalizeSpeculativeArgv,
   pickDevices,
   reportError,
   SHARED_HELP,

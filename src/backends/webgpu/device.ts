@@ -6,7 +6,6 @@
 
 import type { Graph } from '../../ggml/graph.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
-import { GGMLType } from '../../ggml/types.js';
 import { logger } from '../../log.js';
 import { tensorGetInto, tensorSet } from '../api.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
