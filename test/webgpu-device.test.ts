@@ -237,3 +237,46 @@ test('webgpu: `llama-ts run --device webgpu -ngl 1` and `bench -ngl 1` run the l
     ],
   );
 });
+
+const QWEN3 = sharedPath('fixtures/rand-qwen3-Q8_0.gguf');
+
+/** Six greedy tokens after a prompt, one decode each, with a q8_0 KV cache and flash attention. */
+async function greedyQ8Cache(m: Model): Promise<number[]> {
+  const c = new Context(m, { nCtx: 64, typeK: 'q8_0', typeV: 'q8_0', flashAttn: true });
+  try {
+    const out: number[] = [];
+    let next = [1, 403, 407, 261, 378];
+    for (let i = 0; i < 6; i++) {
+      await c.decode({ tokens: next });
+      const l = c.getLogits(-1);
+      next = [l.indexOf(Math.max(...l))];
+      out.push(next[0]);
+    }
+    return out;
+  } finally {
+    c.free();
+  }
+}
+
+test("webgpu: a q8_0 KV cache of layers on it lives in host memory (no quantizing writer there) and gives the CPU's tokens", {
+  skip: skip || (QWEN3 ? false : missingShared('fixtures/rand-qwen3-Q8_0.gguf')),
+}, async () => {
+  const lines: string[] = [];
+  setLogCallback((_level, msg) => lines.push(msg));
+  const m = await Model.load(QWEN3!, { devices: [gpu(), cpuDevice] });
+  const cpu = await Model.load(QWEN3!, { devices: [cpuDevice] });
+  try {
+    const mm = gpu().opCounts.get('MUL_MAT') ?? 0;
+    const got = await greedyQ8Cache(m);
+    assert.ok(
+      lines.some((l) => /WebGPU0 cannot write a q8_0 KV cache/.test(l)),
+      lines.join('\n'),
+    );
+    assert.ok((gpu().opCounts.get('MUL_MAT') ?? 0) > mm, 'no matrix product ran on the GPU');
+    assert.deepEqual(got, await greedyQ8Cache(cpu));
+  } finally {
+    m.free();
+    cpu.free();
+    setLogCallback(null);
+  }
+});
