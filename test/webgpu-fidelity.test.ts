@@ -9,12 +9,13 @@
 // Skips without a WebGPU adapter or without ../shared.
 
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { cpuDevice } from '../src/backends/cpu/index.js';
 import { setLogCallback } from '../src/log.js';
 import { Model } from '../src/model/index.js';
 import { type CaseResult, checkRefCase, type RefCase, sameBits } from './helpers/arch-refs.js';
+import { fidelityTolerance, generativeFixtures } from './helpers/fidelity-fixtures.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 import { webGpuDevice } from './helpers/webgpu.js';
 
@@ -22,38 +23,30 @@ const dev = await webGpuDevice();
 const gpu = () => dev as Exclude<typeof dev, string>;
 after(() => cpuDevice.close());
 
-/** The CI set: F32, Q8_0 and a low-bit llama, a qwen3 (QK-norm), an architecture fixture with its own ops. */
-const CI = ['models/stories260K', 'fixtures/rand-llama-Q4_0', 'fixtures/rand-qwen3-Q8_0', 'fixtures/archs/phi3-F32'];
-
-/** Every generative fixture (relative paths under ../shared, without .gguf). */
-function allFixtures(): string[] {
-  const out: string[] = [];
-  for (const m of ['models/stories260K', 'models/tiny-random-llama']) if (sharedPath(`${m}.gguf`)) out.push(m);
-  for (const dir of ['fixtures', 'fixtures/archs']) {
-    const at = sharedPath(dir);
-    if (!at) continue;
-    for (const f of readdirSync(at).sort()) {
-      if (f.endsWith('.gguf') && !f.startsWith('rand-bert-')) out.push(`${dir}/${f.slice(0, -5)}`);
-    }
-  }
-  return out.filter((rel) => sharedPath(`${rel}.ref.json`));
-}
+/**
+ * The CI set: F32, Q4_0 and Q8_0 models (a qwen3: QK-norm), an architecture with its own
+ * ops (phi3), a mixture of experts (MUL_MAT_ID) and a recurrent one (SSM_CONV: its
+ * transposed state crosses devices at -ngl 1).
+ */
+const CI = [
+  'models/stories260K',
+  'fixtures/rand-llama-Q4_0',
+  'fixtures/rand-qwen3-Q8_0',
+  'fixtures/archs/phi3-F32',
+  'fixtures/archs/qwen3moe-F32',
+  'fixtures/archs/lfm2-F32',
+];
 
 const want = process.env.LLAMA_TS_WEBGPU_FIDELITY;
 
 function selected(): string[] {
-  const all = allFixtures();
+  const all = generativeFixtures();
   if (want === 'all') return all;
   if (want) {
     const names = want.split(',');
     return all.filter((rel) => names.some((n) => rel.endsWith(`/${n}`)));
   }
   return CI.filter((rel) => all.includes(rel));
-}
-
-/** The CPU fidelity tolerance on relative logits: float weights 0.02, quantized 0.1. */
-function tolerance(rel: string): number {
-  return /-(F32|F16|BF16)$|stories260K|tiny-random/.test(rel) ? 0.02 : 0.1;
 }
 
 async function runCases(path: string, nGpuLayers: number | undefined, cases: RefCase[], tol: number, where: string) {
@@ -89,7 +82,7 @@ else {
         // CI: each model's first prompt (its greedy steps are most of the time); asked for: all
         const cases = want ? ref.cases : ref.cases.slice(0, 1);
         const mm = gpu().opCounts.get('MUL_MAT') ?? 0;
-        const r = await runCases(sharedPath(`${rel}.gguf`)!, ngl, cases, tolerance(rel), `${rel} (${label})`);
+        const r = await runCases(sharedPath(`${rel}.gguf`)!, ngl, cases, fidelityTolerance(rel), `${rel} (${label})`);
         assert.ok((gpu().opCounts.get('MUL_MAT') ?? 0) > mm, `${rel}: no matrix product ran on the GPU`);
         const lines = r.map((x) => `max|Δ| ${x.maxDelta.toFixed(4)}, greedy ${x.matched}/${x.required}`);
         process.stdout.write(`# webgpu ${label} ${rel}: ${lines.join('; ')}\n`);
