@@ -12,7 +12,7 @@ import { type TransformBuffer, transformReg } from '../src/backends/testing/tran
 import { allocTensors } from '../src/ggml/alloc.js';
 import * as ops from '../src/ggml/ops.js';
 import { quantize } from '../src/ggml/quants/index.js';
-import { newTensor, type Tensor, view } from '../src/ggml/tensor.js';
+import { newTensor, type Tensor, transpose, view } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 import { type LogLevel, setLogCallback } from '../src/log.js';
 import { randomBytes, rngInt, subrangeProperty } from './helpers/buffer-property.js';
@@ -159,5 +159,32 @@ test('tensor data transfers check their byte range in one place, for every buffe
   assert.throws(
     () => tensorSet(newTensor(GGMLType.F32, [4]), new Uint8Array(4)),
     /tensorSet: tensor .* is not allocated/,
+  );
+});
+
+test('tensorCopy: a view with strided rows (transposed) crosses buffer types into contiguous memory and back', async () => {
+  const dev = transformReg('T-strided').devices()[0];
+  const a = newTensor(GGMLType.F32, [3, 5], 'a');
+  allocTensors([a], dev.bufferType());
+  const values = new Float32Array(15).map((_, i) => i * 1.5 - 4);
+  tensorSet(a, values);
+  // aᵀ: [5, 3], element (i0, i1) = a[i1, i0]
+  const at = transpose(a);
+  const host = newTensor(GGMLType.F32, [5, 3], 'host');
+  allocTensors([host], referenceDevice.bufferType());
+  await tensorCopy(at, host);
+  const got = new Float32Array((await tensorGet(host)).buffer.slice(0));
+  for (let i1 = 0; i1 < 3; i1++) {
+    for (let i0 = 0; i0 < 5; i0++) assert.equal(got[i1 * 5 + i0], values[i0 * 3 + i1]);
+  }
+  // and back into the strided view, scaled
+  tensorSet(
+    host,
+    got.map((x) => x * 2),
+  );
+  await tensorCopy(host, at);
+  assert.deepEqual(
+    new Float32Array((await tensorGet(a)).buffer.slice(0)),
+    values.map((x) => x * 2),
   );
 });

@@ -9,6 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { getBackendDevicesInfo, loadModel } from '../src/api/index.js';
+import type { LlamaModelOptions } from '../src/api/types.js';
 import { cpuDevice } from '../src/backends/cpu/index.js';
 import { initBackend, tensorBuffer, tensorGet, tensorSet } from '../src/backends/index.js';
 import { ReferenceReg } from '../src/backends/reference/index.js';
@@ -19,7 +21,7 @@ import { GGMLType } from '../src/ggml/types.js';
 import { setLogCallback } from '../src/log.js';
 import { Context, defaultDevices, Model } from '../src/model/index.js';
 import { subrangeProperty } from './helpers/buffer-property.js';
-import { REPO_ROOT } from './helpers/shared.js';
+import { missingShared, REPO_ROOT, sharedPath } from './helpers/shared.js';
 import { webGpuDevice } from './helpers/webgpu.js';
 
 const dev = await webGpuDevice();
@@ -178,3 +180,103 @@ for (const type of ['F32', 'Q8_0'] as const) {
     }
   });
 }
+
+// ---- choosing the device: loadModel's devices / n_gpu_layers, getBackendDevicesInfo, the CLI ----
+
+const STORIES = sharedPath('models/stories260K.gguf');
+const noStories = STORIES ? false : missingShared('models/stories260K.gguf');
+
+test('webgpu: getBackendDevicesInfo lists it; loadModel({ devices: ["webgpu"], n_gpu_layers: 1 }) runs on it and the CPU with the CPU\'s greedy tokens', {
+  skip: skip || noStories,
+}, async () => {
+  const info = await getBackendDevicesInfo();
+  const g = info.find((d) => d.deviceName === 'WebGPU0');
+  assert.deepEqual(g && { backend: g.backend, type: g.type }, { backend: 'WebGPU', type: 'gpu' });
+  assert.ok(g!.maxMemorySize >= 2 ** 20);
+  assert.ok(info.some((d) => d.deviceName === 'CPU' && d.type === 'cpu'));
+  const tokens = async (o: Partial<LlamaModelOptions>) => {
+    const ctx = await loadModel({ model: STORIES!, n_ctx: 64, ...o });
+    try {
+      const r = await ctx.completion({ prompt: 'Once upon a time', n_predict: 12, temperature: 0 });
+      return { sys: ctx.getSystemInfo(), text: r.text };
+    } finally {
+      await ctx.release();
+    }
+  };
+  const cpu = await tokens({ devices: ['CPU'] });
+  const split = await tokens({ devices: ['webgpu'], n_gpu_layers: 1 });
+  assert.match(split.sys, /WebGPU0/);
+  assert.match(split.sys, /CPU/, 'the host device is appended to a GPU');
+  assert.equal(split.text, cpu.text);
+  await assert.rejects(loadModel({ model: STORIES!, devices: ['nope'] }), /no device 'nope' \(available: .*WebGPU0/);
+});
+
+test('webgpu: `llama-ts run --device webgpu -ngl 1` and `bench -ngl 1` run the last layer on it', {
+  skip: skip || noStories,
+}, () => {
+  const cli = (...args: string[]) =>
+    execFileSync(process.execPath, [`${REPO_ROOT}bin/llama-ts.js`, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+  const run = (...more: string[]) =>
+    (
+      JSON.parse(cli('run', '-m', STORIES!, '-p', 'Once upon a time', '-n', '8', '--temp', '0', '--json', ...more)) as {
+        generated_tokens: number[];
+      }
+    ).generated_tokens;
+  assert.deepEqual(run('--device', 'webgpu', '-ngl', '1'), run('--device', 'CPU'));
+  const bench = JSON.parse(
+    cli('bench', '-m', STORIES!, '-p', '8', '-n', '2', '-r', '1', '-o', 'json', '--device', 'webgpu', '-ngl', '1'),
+  ) as { backend: string; n_gpu_layers: number }[];
+  assert.deepEqual(
+    bench.map((b) => [b.backend, b.n_gpu_layers]),
+    [
+      ['WebGPU0,CPU', 1],
+      ['WebGPU0,CPU', 1],
+    ],
+  );
+});
+
+const QWEN3 = sharedPath('fixtures/rand-qwen3-Q8_0.gguf');
+
+/** Six greedy tokens after a prompt, one decode each, with a q8_0 KV cache and flash attention. */
+async function greedyQ8Cache(m: Model): Promise<number[]> {
+  const c = new Context(m, { nCtx: 64, typeK: 'q8_0', typeV: 'q8_0', flashAttn: true });
+  try {
+    const out: number[] = [];
+    let next = [1, 403, 407, 261, 378];
+    for (let i = 0; i < 6; i++) {
+      await c.decode({ tokens: next });
+      const l = c.getLogits(-1);
+      next = [l.indexOf(Math.max(...l))];
+      out.push(next[0]);
+    }
+    return out;
+  } finally {
+    c.free();
+  }
+}
+
+test("webgpu: a q8_0 KV cache of layers on it lives in host memory (no quantizing writer there) and gives the CPU's tokens", {
+  skip: skip || (QWEN3 ? false : missingShared('fixtures/rand-qwen3-Q8_0.gguf')),
+}, async () => {
+  const lines: string[] = [];
+  setLogCallback((_level, msg) => lines.push(msg));
+  const m = await Model.load(QWEN3!, { devices: [gpu(), cpuDevice] });
+  const cpu = await Model.load(QWEN3!, { devices: [cpuDevice] });
+  try {
+    const mm = gpu().opCounts.get('MUL_MAT') ?? 0;
+    const got = await greedyQ8Cache(m);
+    assert.ok(
+      lines.some((l) => /WebGPU0 cannot write a q8_0 KV cache/.test(l)),
+      lines.join('\n'),
+    );
+    assert.ok((gpu().opCounts.get('MUL_MAT') ?? 0) > mm, 'no matrix product ran on the GPU');
+    assert.deepEqual(got, await greedyQ8Cache(cpu));
+  } finally {
+    m.free();
+    cpu.free();
+    setLogCallback(null);
+  }
+});

@@ -8,7 +8,8 @@
 // LoRA adapters (lora_list, applyLoraAdapters) to every unit unless a request names its
 // own scales; with a draft model (or n-gram lookup) its units decode speculatively.
 
-import { backendsReady, type Device, deviceByName, listDevices } from '../backends/api.js';
+import type { Device } from '../backends/api.js';
+import { devicesReady, namedDevices } from '../backends/index.js';
 import type { ChatTemplates } from '../chat/index.js';
 import { extractMedia } from '../chat/messages.js';
 import {
@@ -129,19 +130,14 @@ function isAbort(e: unknown): boolean {
   return e instanceof Error && e.name === 'AbortError';
 }
 
-/** The devices for a context: by name, or the registry's default (GPUs first) per lib_variant and n_gpu_layers. */
+/** The devices for a context: by name (the host appended), or the registry's default (GPUs first) per lib_variant and n_gpu_layers. */
 function pickDevices(o: EngineModelOptions): Device[] {
   if (o.devices) {
-    return o.devices.map((name) => {
-      const d = deviceByName(name);
-      if (!d) {
-        const known = listDevices()
-          .filter((x) => !x.props().caps.oracle || x.name === name)
-          .map((x) => x.name);
-        throw optionError('devices', o.devices, `no device '${name}' (available: ${known.join(', ')})`);
-      }
-      return d;
-    });
+    try {
+      return namedDevices(o.devices);
+    } catch (e) {
+      throw optionError('devices', o.devices, (e as Error).message);
+    }
   }
   const all = defaultDevices();
   const host = all[all.length - 1]!;
@@ -211,7 +207,9 @@ export class Engine {
   /** @internal A model, loaded or shared (release it with releaseModel). */
   async acquire(o: EngineModelOptions, hooks: LoadHooks): Promise<SharedModel> {
     const at = modelFile(o.model);
-    await backendsReady(); // optional backends (WebGPU) register asynchronously
+    // optional backends (WebGPU) register asynchronously; a GPU asked for by name or by
+    // n_gpu_layers starts the probe that Node otherwise skips
+    await devicesReady(o.devices, (o.n_gpu_layers ?? 0) > 0);
     const devices = pickDevices(o);
     const key = JSON.stringify([at.key, devices.map((d) => d.name), o.n_gpu_layers ?? -1]);
     for (;;) {

@@ -1,12 +1,13 @@
 // The library API, compatible with @fugood/llama.node: loadModel() → LlamaContext. Models
 // load and generate in an engine worker (src/api/worker.ts), never on the caller's thread.
+import { devicesReady, listDevices } from '../backends/index.js';
 import { sharedBuffer } from '../platform/index.js';
 import { engineClient } from './client.js';
 import { LlamaContext } from './context.js';
 import type { ContextInfo } from './engine.js';
 import { LlamaError } from './errors.js';
 import { checkModelOptions, optionError } from './options.js';
-import type { GGUFModelInfo, LlamaModelOptions } from './types.js';
+import type { BackendDeviceInfo, GGUFModelInfo, LlamaModelOptions } from './types.js';
 
 export { LlamaContext } from './context.js';
 export { Engine, EngineContext } from './engine.js';
@@ -106,3 +107,23 @@ export async function loadLlamaModelInfo(path: string): Promise<GGUFModelInfo> {
 
 /** llama.node's initLlama: nothing to load ahead of time here (kept for compatibility). */
 export async function initLlama(): Promise<void> {}
+
+/**
+ * The compute devices (llama.node's getBackendDevicesInfo): a deviceName is what
+ * loadModel's `devices` takes. Asking starts the WebGPU probe, as `llama-ts devices` does.
+ * (Listed from the calling thread's registry, which registers the same backends as the
+ * engine worker's.)
+ */
+export async function getBackendDevicesInfo(): Promise<BackendDeviceInfo[]> {
+  await devicesReady(['webgpu']);
+  return listDevices().map((d) => {
+    const p = d.props();
+    return {
+      backend: d.reg.name,
+      type: p.type,
+      deviceName: p.name,
+      maxMemorySize: p.memory.total,
+      metadata: { description: p.description, freeMemory: p.memory.free, ...p.caps },
+    };
+  });
+}

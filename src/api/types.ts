@@ -228,3 +228,17 @@ export interface SessionLoadResult {
 
 export type FormattedChatParams = GetFormattedChatParams;
 export type { FormattedChatResult as LlamaFormattedChat };
+
+/** One compute device (getBackendDevicesInfo), as llama.node reports it. */
+export interface BackendDeviceInfo {
+  /** The backend family: CPU, WebGPU, Reference. */
+  backend: string;
+  /** cpu, gpu or accel. */
+  type: string;
+  /** The name loadModel's `devices` takes. */
+  deviceName: string;
+  /** Bytes (a WebGPU device: its largest buffer, since WebGPU reports no memory size). */
+  maxMemorySize: number;
+  /** Description, free memory and capabilities. */
+  metadata?: Record<string, unknown>;
+}

@@ -222,7 +222,8 @@ export async function tensorCopy(src: Tensor, dst: Tensor): Promise<void> {
     return;
   }
   if (!src.hasContiguousRows() || !dst.hasContiguousRows()) {
-    throw new Error(`tensorCopy: ${src} or ${dst} has strided rows`);
+    await copyStrided(src, dst);
+    return;
   }
   const row = (dst.ne[0] / traitsOf(dst.type).blockSize) * traitsOf(dst.type).typeSize;
   for (let i3 = 0; i3 < src.ne[3]; i3++) {
@@ -233,6 +234,32 @@ export async function tensorCopy(src: Tensor, dst: Tensor): Promise<void> {
       }
     }
   }
+}
+
+/**
+ * tensorCopy where a side has strided rows (a transposed view, such as a recurrent
+ * layer's convolution state crossing devices): the spans go through host memory and the
+ * elements are gathered and scattered there. Element types only (not blocks).
+ */
+async function copyStrided(src: Tensor, dst: Tensor): Promise<void> {
+  const tr = traitsOf(src.type);
+  if (tr.blockSize !== 1) throw new Error(`tensorCopy: ${src} or ${dst} has strided rows of a block type`);
+  const es = tr.typeSize;
+  const from = await tensorGet(src);
+  const to = dst.isContiguous() ? new Uint8Array(dst.nbytes) : await tensorGet(dst);
+  let k = 0;
+  for (let i3 = 0; i3 < src.ne[3]; i3++) {
+    for (let i2 = 0; i2 < src.ne[2]; i2++) {
+      for (let i1 = 0; i1 < src.ne[1]; i1++) {
+        for (let i0 = 0; i0 < src.ne[0]; i0++, k++) {
+          const a = i0 * src.nb[0] + i1 * src.nb[1] + i2 * src.nb[2] + i3 * src.nb[3];
+          const b = dst.isContiguous() ? k * es : i0 * dst.nb[0] + i1 * dst.nb[1] + i2 * dst.nb[2] + i3 * dst.nb[3];
+          to.set(from.subarray(a, a + es), b);
+        }
+      }
+    }
+  }
+  tensorSet(dst, to);
 }
 
 /** Read a tensor as float32 values (F32 tensors only; contiguous or not). */

@@ -9,8 +9,9 @@
 // the scalar `reference` device the oracle and fallback.
 import './cpu/index.js';
 import './webgpu/index.js';
-import type { Device } from './api.js';
+import { backendRegByName, backendsReady, type Device, deviceByName, devicesByType, listDevices } from './api.js';
 import { referenceDevice, referenceGgmlCpuDevice } from './reference/index.js';
+import { enableWebGpu } from './webgpu/index.js';
 
 export * from './api.js';
 export { Scheduler } from './scheduler.js';
@@ -30,4 +31,52 @@ export function fallbackDevice(): Device {
  */
 export function modelDevice(d: Device): Device {
   return d === referenceDevice ? referenceGgmlCpuDevice() : d;
+}
+
+/** The host device models fall back to: the fastest CPU device (the oracle's twin only when there is no other). */
+export function hostDevice(): Device {
+  return devicesByType('cpu').find((d) => !d.props().caps.oracle) ?? fallbackDevice();
+}
+
+/** Every GPU and accelerator that is not a software one, in registration order. */
+export function offloadDevices(): Device[] {
+  return [...devicesByType('gpu'), ...devicesByType('accel')].filter((d) => !d.props().caps.software);
+}
+
+/** A device by its name or by its backend's (the backend's first device: "webgpu" is WebGPU0), case-insensitive. */
+export function findDevice(name: string): Device | undefined {
+  return deviceByName(name) ?? backendRegByName(name)?.devices()[0];
+}
+
+/** A name that asks for a WebGPU device ("webgpu", "WebGPU0"): the probe starts for it. */
+export function isWebGpuName(name: string): boolean {
+  return /^webgpu\d*$/i.test(name);
+}
+
+/**
+ * Waits for the backends a request may name: a WebGPU name ("webgpu", "WebGPU0") or
+ * `wantGpu` (n_gpu_layers > 0) starts the WebGPU probe, which Node runs only when asked.
+ */
+export async function devicesReady(names: readonly string[] = [], wantGpu = false): Promise<void> {
+  if (wantGpu || names.some(isWebGpuName)) await enableWebGpu();
+  await backendsReady();
+}
+
+/**
+ * The devices for a model, by name (see findDevice), in priority order; the host device
+ * goes last when none of them is a CPU device (as llama.cpp keeps the CPU for the layers
+ * and ops the named devices do not take). Throws naming an unknown device and the known ones.
+ */
+export function namedDevices(names: readonly string[]): Device[] {
+  const out: Device[] = [];
+  for (const name of names) {
+    const d = findDevice(name);
+    if (!d) {
+      const known = listDevices().filter((x) => !x.props().caps.oracle || x.name === name);
+      throw new Error(`no device '${name}' (available: ${known.map((x) => x.name).join(', ')})`);
+    }
+    if (!out.includes(d)) out.push(d);
+  }
+  if (!out.some((d) => d.type === 'cpu')) out.push(hostDevice());
+  return out;
 }

@@ -19,7 +19,9 @@ import {
 import {
   adapterModelOptions,
   commandOptions,
+  gpuLayersOption,
   intOption,
+  normalizeArgv,
   normalizeSpeculativeArgv,
   pickDevices,
   reportError,
@@ -41,7 +43,8 @@ ${SHARED_HELP.threads}
   -r, --repetitions N     runs of each test after a warm-up run (default 3)
   -b, --batch-size N      tokens per ubatch for ppN (default 512)
   -o, --output FORMAT     md (default) or json
-      --device NAME       compute device (default: the fastest)
+${SHARED_HELP.device}
+${SHARED_HELP['n-gpu-layers']}
   -md, --model-draft FILE also generate with speculative decoding, drafting with FILE
       --spec-type ngram   also generate with speculative decoding by n-gram lookup
       --draft-max N       tokens drafted per step (default 16)
@@ -54,6 +57,8 @@ export interface BenchResult {
   size_bytes: number;
   params: number;
   backend: string;
+  /** Repeating layers on a device other than the host (llama-bench's n_gpu_layers). */
+  n_gpu_layers: number;
   threads: number;
   test: string;
   n_prompt: number;
@@ -81,9 +86,10 @@ export async function benchCommand(argv: string[]): Promise<number> {
   let threads: number;
   let reps: number;
   let nBatch: number;
+  let nGpuLayers: number | undefined;
   let spec: Record<string, unknown>;
   try {
-    const args = parse(normalizeSpeculativeArgv(argv));
+    const args = parse(normalizeSpeculativeArgv(normalizeArgv(argv)));
     o = args.values;
     if (o.help) {
       process.stdout.write(HELP);
@@ -94,6 +100,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
     nPrompt = intOption('-p', o['n-prompt'], 512);
     nGen = intOption('-n', o['n-gen'], 128);
     threads = threadsOption(o.threads);
+    nGpuLayers = gpuLayersOption(o['n-gpu-layers']);
     reps = intOption('-r', o.repetitions, 3, 1);
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     if (o.output !== undefined && o.output !== 'md' && o.output !== 'json') {
@@ -107,8 +114,8 @@ export async function benchCommand(argv: string[]): Promise<number> {
   let draftModel: Model | undefined;
   let drafter: Drafter | undefined;
   try {
-    const devices = pickDevices(o.device);
-    model = await Model.load(o.model, { devices });
+    const devices = await pickDevices(o.device, nGpuLayers);
+    model = await Model.load(o.model, { devices, ...(nGpuLayers !== undefined ? { nGpuLayers } : {}) });
     const m = model;
     const rng = new Mt19937(42);
     const randomTokens = (n: number) => {
@@ -131,6 +138,7 @@ export async function benchCommand(argv: string[]): Promise<number> {
       size_bytes: model.nBytes,
       params: model.nParams,
       backend: [...new Set(model.devices.map((d) => d.name))].join(','),
+      n_gpu_layers: model.layerDevices.filter((d) => d !== model!.devices[model!.devices.length - 1]).length,
       threads,
       load_ms: Math.round(model.loadMs),
     };
@@ -248,7 +256,7 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: commandOptions(['model', 'threads', 'batch-size', 'device', 'help'], {
+    options: commandOptions(['model', 'threads', 'batch-size', 'device', 'n-gpu-layers', 'help'], {
       'n-prompt': { type: 'string', short: 'p' },
       'n-gen': { type: 'string', short: 'n' },
       repetitions: { type: 'string', short: 'r' },

@@ -9,7 +9,17 @@ import type { ChatMessage, ChatMessagePart } from '../api/types.js';
 import { resolveModelArg } from '../download/index.js';
 import { openGGUF } from '../gguf/index.js';
 import { checkMediaFile, MMPROJ_HELP, MMPROJ_OPTIONS, MMPROJ_SPELLINGS, projectorArg } from './multimodal.js';
-import { commandOptions, intOption, normalizeArgv, SHARED_HELP, threadsOption, UsageError } from './options.js';
+import {
+  commandOptions,
+  deviceModelOptions,
+  deviceOption,
+  gpuLayersOption,
+  intOption,
+  normalizeArgv,
+  SHARED_HELP,
+  threadsOption,
+  UsageError,
+} from './options.js';
 
 const HELP = `usage: llama-ts chat [-m FILE.gguf | -hf REPO[:QUANT]] [options]
 
@@ -25,6 +35,8 @@ default model (Qwen2.5-0.5B-Instruct Q4_K_M) is downloaded on first use.
   -n, --n-predict N       most tokens per reply (default 512; -1 until the model stops)
   -c, --ctx-size N        context size (default: the model's, at most 4096)
 ${SHARED_HELP.threads}
+${SHARED_HELP.device}
+${SHARED_HELP['n-gpu-layers']}
   --temp T                temperature (default 0.8; 0 is greedy)
   --seed S                sampling seed (default random)
   --chat-template NAME    a built-in template name or Jinja text replacing the model's
@@ -35,14 +47,17 @@ function options(argv: string[]) {
   const args = normalizeArgv(argv).map((a) => MMPROJ_SPELLINGS[a] ?? a);
   return parseArgs({
     args,
-    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'help'], {
-      system: { type: 'string', short: 's' },
-      'n-predict': { type: 'string', short: 'n' },
-      temp: { type: 'string' },
-      seed: { type: 'string' },
-      'chat-template': { type: 'string' },
-      ...MMPROJ_OPTIONS,
-    } as const),
+    options: commandOptions(
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'device', 'n-gpu-layers', 'help'],
+      {
+        system: { type: 'string', short: 's' },
+        'n-predict': { type: 'string', short: 'n' },
+        temp: { type: 'string' },
+        seed: { type: 'string' },
+        'chat-template': { type: 'string' },
+        ...MMPROJ_OPTIONS,
+      } as const,
+    ),
     strict: true,
   }).values;
 }
@@ -64,6 +79,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
   let threads: number;
   let temperature: number;
   let seed: number | undefined;
+  let device: string | undefined;
+  let nGpuLayers: number | undefined;
   try {
     o = options(argv);
     if (o.help) {
@@ -76,6 +93,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
     temperature = o.temp === undefined ? 0.8 : Number(o.temp);
     if (!Number.isFinite(temperature)) throw new UsageError(`--temp must be a number, got '${o.temp}'`);
     seed = o.seed === undefined ? undefined : intOption('--seed', o.seed, 0);
+    device = deviceOption(o.device);
+    nGpuLayers = gpuLayersOption(o['n-gpu-layers']);
   } catch (e) {
     process.stderr.write(`llama-ts chat: ${(e as Error).message}\n\n${HELP}`);
     return 2;
@@ -93,6 +112,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
       model,
       n_ctx: nCtx || defaultContext(model, 4096),
       n_threads: threads,
+      ...deviceModelOptions(device, nGpuLayers),
       ...(o['chat-template'] !== undefined ? { chat_template: o['chat-template'] } : {}),
     });
     const mmproj = await projectorArg(o);

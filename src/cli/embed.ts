@@ -56,7 +56,7 @@ export async function embedCommand(argv: string[]): Promise<number> {
   let model: Model | undefined;
   let ctx: Context | undefined;
   try {
-    const devices = pickDevices(o.device);
+    const devices = await pickDevices(o.device);
     model = await Model.load(o.model, { devices });
     const tokens = model.vocab.encode(o.prompt, { addSpecial: true, parseSpecial: true });
     const size = nCtx ?? Math.min(model.hp.nCtxTrain || 4096, 4096);

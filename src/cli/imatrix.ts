@@ -72,7 +72,7 @@ export async function imatrixCommand(argv: string[]): Promise<number> {
     chunkSize = intOption('--ctx-size', o['ctx-size'], 512, 1);
     chunks = o.chunks !== undefined ? intOption('--chunks', o.chunks, 0, 1) : undefined;
     threads = intOption('--threads', o.threads, DEFAULT_THREADS, 1);
-    devices = pickDevices(o.device);
+    devices = await pickDevices(o.device);
   } catch (e) {
     return usageError('imatrix', HELP, (e as Error).message);
   }

@@ -5,7 +5,8 @@
 import { availableParallelism } from 'node:os';
 import { LlamaError } from '../api/errors.js';
 import type { FlashAttnTypeOption } from '../api/types.js';
-import { type Device, deviceByName } from '../backends/api.js';
+import type { Device } from '../backends/api.js';
+import { devicesReady, findDevice, isWebGpuName, namedDevices } from '../backends/index.js';
 import { GGUFError, openGGUF } from '../gguf/index.js';
 import { ContextError, defaultDevices, ModelError } from '../model/index.js';
 import { VocabError } from '../vocab/index.js';
@@ -45,12 +46,22 @@ export function intOption(name: string, v: string | undefined, fallback: number,
 
 export class UsageError extends Error {}
 
-/** The devices to run on: --device NAME, else the default (GPUs, then the fastest CPU device). */
-export function pickDevices(name: string | undefined): Device[] {
-  if (name === undefined) return defaultDevices();
-  const d = deviceByName(name);
-  if (!d) throw new UsageError(`no device '${name}' (see 'llama-ts devices')`);
-  return [d];
+/**
+ * The devices to run on (bench, embed, imatrix: commands that load the model in this
+ * thread): --device NAME (the host device appended to a GPU), else the default (GPUs,
+ * then the fastest CPU device); -ngl 0 keeps everything on the host.
+ */
+export async function pickDevices(name: string | undefined, nGpuLayers?: number): Promise<Device[]> {
+  await devicesReady(name === undefined ? [] : [name], (nGpuLayers ?? 0) > 0);
+  if (name !== undefined) {
+    try {
+      return namedDevices([name]);
+    } catch (e) {
+      throw new UsageError(`${(e as Error).message} (see 'llama-ts devices')`);
+    }
+  }
+  const all = defaultDevices();
+  return nGpuLayers === 0 ? all.slice(-1) : all;
 }
 
 /** Kernel threads when -t is not given, in every command (the library's default too). */
@@ -65,6 +76,7 @@ export const SHARED_OPTIONS = {
   threads: { type: 'string', short: 't' },
   'batch-size': { type: 'string', short: 'b' },
   device: { type: 'string' },
+  'n-gpu-layers': { type: 'string' },
   'flash-attn': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -80,7 +92,8 @@ export const SHARED_HELP: Record<SharedOption, string> = {
   'ctx-size': '  -c, --ctx-size N        context size in tokens',
   threads: `  -t, --threads N         kernel threads (default ${DEFAULT_THREADS}: the cores, at most 4)`,
   'batch-size': '  -b, --batch-size N      tokens per decode call (default 512)',
-  device: "      --device NAME       compute device (see 'llama-ts devices'; default: the fastest)",
+  device: "      --device NAME       compute device, e.g. webgpu (see 'llama-ts devices'; default: the fastest)",
+  'n-gpu-layers': '  -ngl, --n-gpu-layers N  layers on the GPU, counted from the last (default: all; 0: none)',
   'flash-attn': '  -fa, --flash-attn V     on, off or auto (default auto: on): attention as one fused op',
   json: '      --json              one JSON object on stdout',
   help: '  -h, --help              show this help',
@@ -98,7 +111,12 @@ export function commandOptions<S extends SharedOption, O extends Record<string, 
 
 /** llama.cpp's two-letter short options, which parseArgs cannot take. */
 export function normalizeArgv(argv: readonly string[]): string[] {
-  const long: Record<string, string> = { '-hf': '--hf-repo', '-np': '--parallel', '-fa': '--flash-attn' };
+  const long: Record<string, string> = {
+    '-hf': '--hf-repo',
+    '-np': '--parallel',
+    '-fa': '--flash-attn',
+    '-ngl': '--n-gpu-layers',
+  };
   return argv.map((a) => long[a] ?? a);
 }
 
@@ -115,11 +133,27 @@ export function flashAttnOption(v: string | undefined): FlashAttnTypeOption | un
   return v;
 }
 
-/** --device: the name of a registered device (undefined: the default choice). */
+/**
+ * --device: the name of a registered device (undefined: the default choice). A WebGPU
+ * name is checked where the model loads (the engine probes for the adapter), not here.
+ */
 export function deviceOption(name: string | undefined): string | undefined {
-  if (name === undefined) return undefined;
-  if (!deviceByName(name)) throw new UsageError(`no device '${name}' (see 'llama-ts devices')`);
+  if (name === undefined || isWebGpuName(name)) return name;
+  if (!findDevice(name)) throw new UsageError(`no device '${name}' (see 'llama-ts devices')`);
   return name;
+}
+
+/** -ngl: llama.cpp's n_gpu_layers (undefined: all layers on the GPU, when there is one). */
+export function gpuLayersOption(v: string | undefined): number | undefined {
+  return v === undefined ? undefined : intOption('-ngl', v, 0);
+}
+
+/** loadModel's device options from --device and -ngl. */
+export function deviceModelOptions(device: string | undefined, nGpuLayers: number | undefined) {
+  return {
+    ...(device !== undefined ? { devices: [device] } : {}),
+    ...(nGpuLayers !== undefined ? { n_gpu_layers: nGpuLayers } : {}),
+  };
 }
 
 // ---- LoRA adapters and speculative decoding (run, serve, bench) ----

@@ -9,7 +9,9 @@ import { loadModel } from '../api/index.js';
 import {
   commandOptions,
   defaultContext,
+  deviceModelOptions,
   deviceOption,
+  gpuLayersOption,
   intOption,
   normalizeArgv,
   reportError,
@@ -32,6 +34,7 @@ ${SHARED_HELP['cache-dir']}
 ${SHARED_HELP['ctx-size']} (default: the model's, at most 4096)
 ${SHARED_HELP.threads}
 ${SHARED_HELP.device}
+${SHARED_HELP['n-gpu-layers']}
 ${SHARED_HELP.json}
 ${SHARED_HELP.help}
 `;
@@ -43,6 +46,7 @@ export async function rerankCommand(argv: string[]): Promise<number> {
   let nCtx: number | undefined;
   let topN: number | undefined;
   let device: string | undefined;
+  let nGpuLayers: number | undefined;
   try {
     const args = parse(normalizeArgv(argv));
     o = args.values;
@@ -58,6 +62,7 @@ export async function rerankCommand(argv: string[]): Promise<number> {
     nCtx = o['ctx-size'] === undefined ? undefined : intOption('-c', o['ctx-size'], 0, 1);
     topN = o['top-n'] === undefined ? undefined : intOption('--top-n', o['top-n'], 0, 1);
     device = deviceOption(o.device);
+    nGpuLayers = gpuLayersOption(o['n-gpu-layers']);
   } catch (e) {
     return usageError('rerank', HELP, (e as Error).message);
   }
@@ -69,7 +74,7 @@ export async function rerankCommand(argv: string[]): Promise<number> {
       model: path,
       n_ctx: nCtx ?? defaultContext(path, 4096),
       n_threads: threads,
-      ...(device ? { devices: [device] } : {}),
+      ...deviceModelOptions(device, nGpuLayers),
     });
     const ranked = (await ctx.rerank(o.query, documents, { normalize: o.normalize === true })).slice(0, topN);
     if (o.json) {
@@ -92,10 +97,13 @@ function parse(argv: string[]) {
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'device', 'json', 'help'], {
-      query: { type: 'string', short: 'q' },
-      normalize: { type: 'boolean' },
-      'top-n': { type: 'string' },
-    } as const),
+    options: commandOptions(
+      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'device', 'n-gpu-layers', 'json', 'help'],
+      {
+        query: { type: 'string', short: 'q' },
+        normalize: { type: 'boolean' },
+        'top-n': { type: 'string' },
+      } as const,
+    ),
   });
 }

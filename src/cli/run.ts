@@ -24,9 +24,11 @@ import {
   adapterModelOptions,
   commandOptions,
   defaultContext,
+  deviceModelOptions,
   deviceOption,
   extractAdapterArgs,
   flashAttnOption,
+  gpuLayersOption,
   intOption,
   normalizeArgv,
   normalizeSpeculativeArgv,
@@ -69,6 +71,7 @@ ${SHARED_HELP.threads}
 ${SHARED_HELP['ctx-size']} (default: the model's, at most 4096)
 ${SHARED_HELP['batch-size']}
 ${SHARED_HELP.device}
+${SHARED_HELP['n-gpu-layers']}
 ${SHARED_HELP['flash-attn']}
       --json              print one JSON object: prompt_tokens, generated_tokens, text,
                           timings
@@ -131,6 +134,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   let nBatch: number;
   let topLogits: number;
   let device: string | undefined;
+  let nGpuLayers: number | undefined;
   let flashAttn: FlashAttnTypeOption | undefined;
   let sampling: Record<string, unknown>;
   let extras: Record<string, unknown>;
@@ -155,6 +159,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     nBatch = intOption('-b', o['batch-size'], 512, 1);
     topLogits = intOption('--top-logits', o['top-logits'], 0);
     device = deviceOption(o.device);
+    nGpuLayers = gpuLayersOption(o['n-gpu-layers']);
     flashAttn = flashAttnOption(o['flash-attn']);
     sampling = samplingFlags(o as Record<string, unknown>);
     extras = adapterModelOptions(o, adapters.lora);
@@ -178,7 +183,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       n_ctx: ctxSize,
       n_batch: Math.min(nBatch, ctxSize),
       n_threads: threads,
-      ...(device ? { devices: [device] } : {}),
+      ...deviceModelOptions(device, nGpuLayers),
       ...(flashAttn ? { flash_attn_type: flashAttn } : {}),
       ...extras,
     });
@@ -254,7 +259,19 @@ function parse(argv: string[]) {
     allowPositionals: true,
     strict: true,
     options: commandOptions(
-      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'batch-size', 'device', 'flash-attn', 'json', 'help'],
+      [
+        'model',
+        'hf-repo',
+        'cache-dir',
+        'ctx-size',
+        'threads',
+        'batch-size',
+        'device',
+        'n-gpu-layers',
+        'flash-attn',
+        'json',
+        'help',
+      ],
       {
         ...flags,
         ...SPECULATIVE_OPTIONS,

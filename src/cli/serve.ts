@@ -25,10 +25,12 @@ import {
   deviceOption,
   extractAdapterArgs,
   flashAttnOption,
+  gpuLayersOption,
   intOption,
   normalizeArgv,
   normalizeSpeculativeArgv,
   reportError,
+  SHARED_HELP,
   SPECULATIVE_OPTIONS,
   threadsOption,
   UsageError,
@@ -55,7 +57,8 @@ header for load balancers (docs/replicas.md).
                           at most the model's training context per slot)
   -b, --batch-size N      tokens per decode call (default 512)
   -t, --threads N         kernel threads (default ${DEFAULT_THREADS}: the cores, at most 4)
-      --device NAME       compute device (see 'llama-ts devices')
+${SHARED_HELP.device}
+${SHARED_HELP['n-gpu-layers']}
       --api-key KEY       require 'Authorization: Bearer KEY' (env LLAMA_API_KEY)
       --cors ORIGIN       allow cross-origin requests from ORIGIN only (default '*': any origin,
                           as llama-server: the request's Origin is allowed, preflights answered)
@@ -227,6 +230,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let server: LlamaServer | undefined;
   try {
     const device = deviceOption(o.device);
+    const nGpuLayers = gpuLayersOption(o['n-gpu-layers']);
     const flashAttn = flashAttnOption(o['flash-attn']);
     const model = await resolveModelArg({
       model: o.model,
@@ -244,6 +248,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       nBatch,
       threads,
       ...(device ? { devices: [device] } : {}),
+      ...(nGpuLayers !== undefined ? { nGpuLayers } : {}),
       ctxShift: !o['no-context-shift'],
       ...(o['swa-full'] ? { swaFull: true } : {}),
       ...(flashAttn ? { flashAttn } : {}),
@@ -519,7 +524,18 @@ function parse(argv: string[]) {
     allowPositionals: true,
     strict: true,
     options: commandOptions(
-      ['model', 'hf-repo', 'cache-dir', 'ctx-size', 'batch-size', 'threads', 'device', 'flash-attn', 'help'],
+      [
+        'model',
+        'hf-repo',
+        'cache-dir',
+        'ctx-size',
+        'batch-size',
+        'threads',
+        'device',
+        'n-gpu-layers',
+        'flash-attn',
+        'help',
+      ],
       {
         host: { type: 'string' },
         port: { type: 'string' },

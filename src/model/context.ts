@@ -7,6 +7,8 @@
 
 import {
   type Backend,
+  type BufferType,
+  type Device,
   fallbackDevice,
   initDeviceBackend,
   Scheduler,
@@ -132,6 +134,29 @@ export interface Batch {
   grid?: { y: ArrayLike<number>; x: ArrayLike<number> };
 }
 
+/**
+ * Where a layer's KV cache lives: its device's memory when the device can write the cache
+ * types there (SET_ROWS), else the host's (a q8_0 cache of a layer on the WebGPU device,
+ * which has no quantizing writer): the host then writes the cache and the scheduler copies
+ * what the attention on the layer's device reads.
+ */
+function cacheBufferType(model: Model, d: Device, typeK?: CacheType, typeV?: CacheType): BufferType {
+  const host = model.devices[model.devices.length - 1];
+  if (d === host) return d.bufferType();
+  for (const type of new Set([typeK ?? 'f16', typeV ?? 'f16'])) {
+    const probe = ops.setRows(
+      newTensor(CACHE_TYPES[type], [256, 2]),
+      newTensor(GGMLType.F32, [256, 1]),
+      newTensor(GGMLType.I64, [1]),
+    );
+    if (!d.supportsOp(probe)) {
+      log.info(`${d.name} cannot write a ${type} KV cache: its layers' caches are in ${host.name} memory`);
+      return host.bufferType();
+    }
+  }
+  return d.bufferType();
+}
+
 /** Output rows kept allocated between decodes up to this size (a few rows of logits). */
 const OUT_KEEP_BYTES = 16 << 20;
 
@@ -242,7 +267,7 @@ export class Context {
           nUbatch: this.nUbatch,
           typeK: params.typeK ?? 'f16',
           typeV: params.typeV ?? 'f16',
-          layerBufts: model.layerDevices.map((d) => d.bufferType()),
+          layerBufts: model.layerDevices.map((d) => cacheBufferType(model, d, params.typeK, params.typeV)),
           swaFull: params.swaFull ?? false,
           checkpoints: params.checkpoints ?? 4,
           vFromK: model.arch.vFromK ?? false,

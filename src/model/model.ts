@@ -9,9 +9,9 @@ import {
   backendsReady,
   type Device,
   type Buffer as DeviceBuffer,
-  devicesByType,
-  fallbackDevice,
+  hostDevice,
   modelDevice,
+  offloadDevices,
   tensorBuffer,
   tensorHostBytes,
   tensorSet,
@@ -70,9 +70,7 @@ export interface LoadOptions {
 
 /** GPUs first (not software ones), then the best host device (an oracle only when there is no other). */
 export function defaultDevices(): Device[] {
-  const host = devicesByType('cpu').find((d) => !d.props().caps.oracle) ?? fallbackDevice();
-  const offload = [...devicesByType('gpu'), ...devicesByType('accel')].filter((d) => !d.props().caps.software);
-  return [...offload, host];
+  return [...offloadDevices(), hostDevice()];
 }
 
 function shapeMatches(dims: readonly number[], ne: readonly number[]): boolean {

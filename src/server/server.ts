@@ -76,6 +76,8 @@ export interface ServerOptions {
   threads?: number;
   /** Devices by name (see `llama-ts devices`); default: the fastest. */
   devices?: string[];
+  /** Layers on the GPU, counted from the last (llama.cpp's n_gpu_layers); default: all. */
+  nGpuLayers?: number;
   apiKey?: string;
   /** CORS origin ('*' or one); off by default. */
   cors?: string;
@@ -391,6 +393,7 @@ export class LlamaServer implements ollama.OllamaHost {
       ...(opts.flashAttn ? { flash_attn_type: opts.flashAttn } : {}),
       ...(opts.threads !== undefined ? { n_threads: opts.threads } : {}),
       ...(opts.devices ? { devices: opts.devices } : {}),
+      ...(opts.nGpuLayers !== undefined ? { n_gpu_layers: opts.nGpuLayers } : {}),
       ...(opts.chatTemplate !== undefined ? { chat_template: opts.chatTemplate } : {}),
       // templates and grammars are untrusted: bounded on the engine's untrusted-work worker
       ...(opts.templateLimits ? { template_limits: opts.templateLimits } : {}),

@@ -11,8 +11,12 @@ export interface WordPatch {
   bits: number;
 }
 
-/** Bytes of one dispatch's parameters (a dynamic uniform offset step). */
-export const PARAM_BYTES = 256;
+/**
+ * Bytes of one dispatch's parameters (a dynamic uniform offset step: a multiple of WebGPU's
+ * 256-byte offset alignment): seven tensors' offset, ne and nb (the recurrent scans read
+ * six sources) and the op's parameters.
+ */
+export const PARAM_BYTES = 512;
 
 const PATCH_WGSL = /* wgsl */ `
 struct Q { n: vec4<u32>, p0: vec4<u32>, p1: vec4<u32> }

@@ -6,13 +6,12 @@
 
 import type { Graph } from '../../ggml/graph.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
-import { GGMLType } from '../../ggml/types.js';
 import { logger } from '../../log.js';
 import { tensorGetInto, tensorSet } from '../api.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
 import { WebGpuBuffer, WebGpuBufferType, webGpuHostBufferType } from './buffer.js';
 import { GpuContext, PARAM_BYTES } from './context.js';
-import { kernelFor, paramWords, pipelineKey, shaderSource, workgroups } from './kernels.js';
+import { kernelFor, paramWords, pipelineKey, shaderSource, wordAligned, workgroups } from './kernels.js';
 
 const log = logger('backend:webgpu');
 
@@ -160,7 +159,7 @@ export class WebGpuBackend implements Backend {
         return k;
       });
       for (const t of call.roles) {
-        if (t && t.offset % 4 !== 0 && t.type !== GGMLType.Q8_0 && t.type !== GGMLType.Q4_0)
+        if (t && t.offset % 4 !== 0 && wordAligned(t.type))
           throw new Error(`${this.name}: ${t} starts at byte ${t.offset}, not on a word`);
       }
       paramWords(call, params.subarray((i * PARAM_BYTES) / 4, ((i + 1) * PARAM_BYTES) / 4));

@@ -11,16 +11,18 @@ import { RopeMode } from '../../ggml/ops.js';
 import { Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { yarnCorrDims } from '../reference/ops/rope.js';
+import { PARAM_BYTES } from './context.js';
 
-const { F32, F16, I32, I64, Q8_0, Q4_0 } = GGMLType;
+const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 } =
+  GGMLType;
 
 /** Threads per workgroup, every kernel. */
 export const WG = 64;
 /**
  * Parameter words: role t's offset at 9t, ne at 9t+1.., nb at 9t+5.. (roles: src0, src1,
- * src2, dst, src3, src4); up to 2 u32 op params from U, 6 f32 from F; the unit count at TOTAL.
+ * src2, dst, src3, src4, src5); up to 2 u32 op params from U, 6 f32 from F; the unit count at TOTAL.
  */
-const ROLES = 6;
+const ROLES = 7;
 const U = 9 * ROLES;
 const F = U + 2;
 const TOTAL = F + 6;
@@ -32,12 +34,55 @@ const MM_COLS = 8;
 const MM_ROWS = 8;
 
 /** Weight types the matrix product and GET_ROWS decode. */
-const WEIGHTS = new Set<number>([F32, F16, Q8_0, Q4_0]);
+const WEIGHTS = new Set<number>([
+  F32,
+  F16,
+  BF16,
+  Q8_0,
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  IQ4_NL,
+  IQ4_XS,
+  MXFP4,
+]);
+
+/**
+ * Types whose tensors must start on a word: read a word at a time, or (F16) written two
+ * elements a word; the quantized types and BF16 are read by bytes and half-words.
+ */
+export function wordAligned(type: number): boolean {
+  return type === F32 || type === F16 || type === I32 || type === I64;
+}
+
+/** IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl). */
+const IQ4_LEVELS =
+  '-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0';
+/** MXFP4's E2M1 levels, doubled (ggml's kvalues_mxfp4, with the half in its scale). */
+const MXFP4_LEVELS = '0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0';
+
+/** Nibble e (0..31) of a 32-element block's 16 packed bytes at b: low nibbles first, then high. */
+const nib = (j: number, b: string, e: string) => `((u8_${j}(${b} + ((${e}) & 15u)) >> (((${e}) >> 4u) * 4u)) & 15u)`;
+
+/** Q4_K's and Q5_K's 6-bit scale (m = 0) or minimum (m = 1) of sub-block s, from the 12 bytes at sc. */
+const kScale = (j: number) => `
+fn kscale${j}(sc: u32, s: u32, m: u32) -> f32 {
+  if (s < 4u) { return f32(u8_${j}(sc + s + 4u * m) & 63u); }
+  let hi = u8_${j}(sc + s - 4u * (1u - m)) >> 6u;
+  let lo = (u8_${j}(sc + s + 4u) >> (4u * m)) & 15u;
+  return f32(lo | (hi << 4u));
+}`;
 
 export interface KernelCall {
   /** WGSL after the generated header: the body of main. */
   body: string;
-  /** Tensors by role: src0, src1, src2, dst, src3, src4 (null when unused). */
+  /** Tensors by role: src0, src1, src2, dst, src3, src4, src5 (null when unused). */
   roles: (Tensor | null)[];
   /** u32 and f32 op parameters. */
   u: number[];
@@ -90,8 +135,10 @@ function loader(j: number, type: number): string {
 fn w${j}(i: u32) -> u32 { return b${j}[i]; }
 fn f32_${j}(a: u32) -> f32 { return bitcast<f32>(w${j}(a >> 2u)); }
 fn f16_${j}(a: u32) -> f32 { return unpack2x16float(w${j}(a >> 2u))[(a >> 1u) & 1u]; }
-fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }`;
+fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }
+fn u16_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 2u) * 8u)) & 65535u; }`;
   let ld: string;
+  let extra = '';
   switch (type) {
     case F32:
       ld = `return f32_${j}(a + k * nb(${j}u, 0u));`;
@@ -102,15 +149,97 @@ fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }
     case Q8_0:
       ld = `let b = a + (k / 32u) * 34u; return f16_${j}(b) * i8f(u8_${j}(b + 2u + k % 32u));`;
       break;
+    case BF16:
+      ld = `return bitcast<f32>(u16_${j}(a + k * nb(${j}u, 0u)) << 16u);`;
+      break;
     case Q4_0:
       ld = `let b = a + (k / 32u) * 18u; let e = k % 32u;
-  let q = (u8_${j}(b + 2u + (e & 15u)) >> ((e >> 4u) * 4u)) & 15u;
-  return f16_${j}(b) * (f32(q) - 8.0);`;
+  return f16_${j}(b) * (f32(${nib(j, 'b + 2u', 'e')}) - 8.0);`;
+      break;
+    case Q4_1:
+      ld = `let b = a + (k / 32u) * 20u; let e = k % 32u;
+  return f16_${j}(b) * f32(${nib(j, 'b + 4u', 'e')}) + f16_${j}(b + 2u);`;
+      break;
+    case Q5_0:
+    case Q5_1: {
+      // the fifth bits: a little-endian u32 after the scale(s), bit e for element e
+      const h = type === Q5_0 ? 2 : 4;
+      const q = `let b = a + (k / 32u) * ${type === Q5_0 ? 22 : 24}u; let e = k % 32u;
+  let hb = (u8_${j}(b + ${h}u + (e >> 3u)) >> (e & 7u)) & 1u;
+  let q = f32(${nib(j, `b + ${h + 4}u`, 'e')} | (hb << 4u));`;
+      ld =
+        type === Q5_0
+          ? `${q}
+  return f16_${j}(b) * (q - 16.0);`
+          : `${q}
+  return f16_${j}(b) * q + f16_${j}(b + 2u);`;
+      break;
+    }
+    case IQ4_NL:
+      extra = `var<private> kv${j}: array<f32, 16> = array<f32, 16>(${IQ4_LEVELS});`;
+      ld = `let b = a + (k / 32u) * 18u; let e = k % 32u;
+  return f16_${j}(b) * kv${j}[${nib(j, 'b + 2u', 'e')}];`;
+      break;
+    case MXFP4:
+      // E8M0 scale byte first; the doubled levels take 2^(e-128), ggml's half scale
+      extra = `var<private> kv${j}: array<f32, 16> = array<f32, 16>(${MXFP4_LEVELS});`;
+      ld = `let b = a + (k / 32u) * 17u; let e = k % 32u;
+  return exp2(f32(u8_${j}(b)) - 128.0) * kv${j}[${nib(j, 'b + 1u', 'e')}];`;
+      break;
+    case IQ4_XS:
+      // d, 8 high scale pairs (u16), 4 bytes of low scale nibbles, then 8 sub-blocks of 32
+      extra = `var<private> kv${j}: array<f32, 16> = array<f32, 16>(${IQ4_LEVELS});`;
+      ld = `let b = a + (k / 256u) * 136u; let e = k % 256u; let s = e / 32u;
+  let lo = (u8_${j}(b + 4u + s / 2u) >> (4u * (s & 1u))) & 15u;
+  let hi = (u16_${j}(b + 2u) >> (2u * s)) & 3u;
+  let ls = f32(lo | (hi << 4u)) - 32.0;
+  return f16_${j}(b) * ls * kv${j}[${nib(j, 'b + 8u + 16u * s', 'e % 32u')}];`;
+      break;
+    case Q2_K:
+      // 16 scale bytes (scale | min << 4), 64 bytes of 2-bit quants, d, dmin
+      ld = `let b = a + (k / 256u) * 84u; let e = k % 256u;
+  let n = e / 128u; let r = e % 128u; let g = r / 32u; let l = r % 32u;
+  let sc = u8_${j}(b + 8u * n + 2u * g + l / 16u);
+  let q = (u8_${j}(b + 16u + 32u * n + l) >> (2u * g)) & 3u;
+  return f16_${j}(b + 80u) * f32(sc & 15u) * f32(q) - f16_${j}(b + 82u) * f32(sc >> 4u);`;
+      break;
+    case Q3_K:
+      // 32 bytes of high bits, 64 of 2-bit quants, 12 of packed 6-bit scales, d
+      ld = `let b = a + (k / 256u) * 110u; let e = k % 256u;
+  let n = e / 128u; let r = e % 128u; let g = r / 32u; let l = r % 32u;
+  let i = 8u * n + 2u * g + l / 16u;
+  let slo = select(u8_${j}(b + 96u + i - 8u) >> 4u, u8_${j}(b + 96u + i) & 15u, i < 8u);
+  let shi = (u8_${j}(b + 104u + i % 4u) >> (2u * (i / 4u))) & 3u;
+  let q = (u8_${j}(b + 32u + 32u * n + l) >> (2u * g)) & 3u;
+  let h = (u8_${j}(b + l) >> (4u * n + g)) & 1u;
+  return f16_${j}(b + 108u) * (f32(slo | (shi << 4u)) - 32.0) * (f32(q) - select(4.0, 0.0, h == 1u));`;
+      break;
+    case Q4_K:
+    case Q5_K: {
+      // d, dmin, 12 bytes of 6-bit scales and minimums, (Q5_K: 32 bytes of fifth bits,) then
+      // 4 groups of 64: 32 bytes, low nibbles for the first 32 elements, high for the next
+      const q5 = type === Q5_K;
+      extra = kScale(j);
+      ld = `let b = a + (k / 256u) * ${q5 ? 176 : 144}u; let e = k % 256u;
+  let g = e / 64u; let hf = (e % 64u) / 32u; let l = e % 32u; let s = 2u * g + hf;
+  var q = (u8_${j}(b + ${q5 ? 48 : 16}u + 32u * g + l) >> (4u * hf)) & 15u;
+  ${q5 ? `q |= ((u8_${j}(b + 16u + l) >> s) & 1u) << 4u;` : ''}
+  return f16_${j}(b) * kscale${j}(b + 4u, s, 0u) * f32(q) - f16_${j}(b + 2u) * kscale${j}(b + 4u, s, 1u);`;
+      break;
+    }
+    case Q6_K:
+      // 128 bytes of low nibbles, 64 of high bit pairs, 16 signed scales, d
+      ld = `let b = a + (k / 256u) * 210u; let e = k % 256u;
+  let n = e / 128u; let r = e % 128u; let g = r / 32u; let l = r % 32u;
+  let lo = (u8_${j}(b + 64u * n + l + 32u * (g & 1u)) >> (4u * (g >> 1u))) & 15u;
+  let hi = (u8_${j}(b + 128u + 32u * n + l) >> (2u * g)) & 3u;
+  let sc = i8f(u8_${j}(b + 192u + 8u * n + l / 16u + 2u * g));
+  return f16_${j}(b + 208u) * sc * (f32(lo | (hi << 4u)) - 32.0);`;
       break;
     default:
       ld = `return f32(bitcast<i32>(w${j}((a + k * nb(${j}u, 0u)) >> 2u)));`;
   }
-  return `${rd}\nfn ld${j}(a: u32, k: u32) -> f32 { ${ld} }`;
+  return `${rd}${extra}\nfn ld${j}(a: u32, k: u32) -> f32 { ${ld} }`;
 }
 
 /**
@@ -119,7 +248,7 @@ fn u8_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 3u) * 8u)) & 255u; }
  */
 export function shaderSource(call: KernelCall, binding: number[]): string {
   const nBindings = Math.max(...binding) + 1;
-  let s = 'struct P { v: array<vec4<u32>, 16> }\n@group(0) @binding(0) var<uniform> p: P;\n';
+  let s = `struct P { v: array<vec4<u32>, ${PARAM_BYTES / 16}> }\n@group(0) @binding(0) var<uniform> p: P;\n`;
   for (let b = 0; b < nBindings; b++)
     s += `@group(0) @binding(${b + 1}) var<storage, read_write> buf${b}: array<u32>;\n`;
   s += COMMON;
@@ -154,8 +283,25 @@ const UNARY: Partial<Record<Op, [number, string]>> = {
   [Op.RELU]: [4, 'max(x, 0.0)'],
   [Op.SQR]: [5, 'x * x'],
   [Op.SIGMOID]: [6, '1.0 / (1.0 + exp(-x))'],
+  [Op.SOFTPLUS]: [7, 'select(log(1.0 + exp(x)), x, x > 20.0)'],
+  [Op.CLAMP]: [8, `clamp(x, pf(${F}u), pf(${F + 1}u))`],
 };
-const BINARY: Partial<Record<Op, string>> = { [Op.ADD]: 'a + b', [Op.MUL]: 'a * b', [Op.DIV]: 'a / b' };
+const BINARY: Partial<Record<Op, string>> = {
+  [Op.ADD]: 'a + b',
+  [Op.MUL]: 'a * b',
+  [Op.DIV]: 'a / b',
+  // gpt-oss's clamped SwiGLU: gate a, up b of one shape; alpha and the limit in F
+  [Op.SWIGLU_OAI]: `swiglu_oai(min(a, pf(${F + 1}u)), clamp(b, -pf(${F + 1}u), pf(${F + 1}u)))`,
+};
+
+/** The f32 parameters of an elementwise op. */
+function elementwiseParams(t: Tensor): number[] {
+  const p = t.params;
+  if (t.op === Op.SCALE) return [p.scale, p.bias ?? 0];
+  if (t.op === Op.CLAMP) return [p.min, p.max];
+  if (t.op === Op.SWIGLU_OAI) return [p.alpha, p.limit];
+  return [];
+}
 
 /** One thread per element of dst (F32), reading src0 at the same index. */
 function unary(t: Tensor, expr: string): KernelCall {
@@ -164,8 +310,7 @@ function unary(t: Tensor, expr: string): KernelCall {
   let i = unravel(3u, gi);
   let x = ld0(rowat(0u, i.y, i.z, i.w), i.x);
   st(at(3u, i), ${expr});`;
-  const f = t.op === Op.SCALE ? [t.params.scale, t.params.bias ?? 0] : [];
-  return { body, roles: [t.src[0], null, null, t], u: [], f, grid: 'threads', n: t.nelements };
+  return { body, roles: [t.src[0], null, null, t], u: [], f: elementwiseParams(t), grid: 'threads', n: t.nelements };
 }
 
 function binary(t: Tensor, expr: string): KernelCall {
@@ -176,7 +321,12 @@ function binary(t: Tensor, expr: string): KernelCall {
   let a = ld0(rowat(0u, i.y, i.z, i.w), i.x);
   let b = ld1(rowat(1u, j.y, j.z, j.w), j.x);
   st(at(3u, i), ${expr});`;
-  return { body, roles: [t.src[0], t.src[1], null, t], u: [], f: [], grid: 'threads', n: t.nelements };
+  const shared =
+    t.op === Op.SWIGLU_OAI
+      ? `fn swiglu_oai(x: f32, y: f32) -> f32 { return x / (1.0 + exp(-pf(${F}u) * x)) * (y + 1.0); }`
+      : '';
+  const f = elementwiseParams(t);
+  return { body, roles: [t.src[0], t.src[1], null, t], u: [], f, grid: 'threads', n: t.nelements, shared };
 }
 
 /** Row index of workgroup wi over dst's rows. */
@@ -199,6 +349,41 @@ function norm(t: Tensor, centre: boolean): KernelCall {
   let scale = 1.0 / sqrt(reduce_sum(li, s2) / f32(n) + pf(${F}u));
   for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), (ld0(ra, k) - mean) * scale); }`;
   return { body, roles: [t.src[0], null, null, t], u: [centre ? 1 : 0], f: [t.params.eps], grid: 'groups', n: t.nrows };
+}
+
+/** L2_NORM: x / max(|x|, eps) per row. */
+function l2Norm(t: Tensor): KernelCall {
+  const body = `${ROW}
+  let ra = rowat(0u, i1, i2, i3); let rd = rowat(3u, i1, i2, i3);
+  var s2 = 0.0;
+  for (var k = li; k < n; k += ${WG}u) { let x = ld0(ra, k); s2 += x * x; }
+  let scale = 1.0 / max(sqrt(reduce_sum(li, s2)), pf(${F}u));
+  for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), ld0(ra, k) * scale); }`;
+  return { body, roles: [t.src[0], null, null, t], u: [], f: [t.params.eps], grid: 'groups', n: t.nrows };
+}
+
+/** SUM_ROWS: a workgroup per row of src0, its sum in dst's element 0 of that row. */
+function sumRows(t: Tensor): KernelCall {
+  const body = `
+  if (wi >= total()) { return; }
+  let i1 = wi % ne(0u, 1u); let i2 = (wi / ne(0u, 1u)) % ne(0u, 2u); let i3 = wi / (ne(0u, 1u) * ne(0u, 2u));
+  let ra = rowat(0u, i1, i2, i3);
+  var s = 0.0;
+  for (var k = li; k < ne(0u, 0u); k += ${WG}u) { s += ld0(ra, k); }
+  let sum = reduce_sum(li, s);
+  if (li == 0u) { st(rowat(3u, i1, i2, i3), sum); }`;
+  return { body, roles: [t.src[0], null, null, t], u: [], f: [], grid: 'groups', n: t.src[0].nrows };
+}
+
+/** ADD_ID: dst[k, i, t] = a[k, i, t] + b[k, ids[i, t]] (a thread per element). */
+function addId(t: Tensor): KernelCall {
+  const [a, b, ids] = t.src;
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let e = w2(at(2u, vec4<u32>(i.y, i.z, 0u, 0u)) >> 2u);
+  st(at(3u, i), ld0(rowat(0u, i.y, i.z, i.w), i.x) + ld1(rowat(1u, e, 0u, 0u), i.x));`;
+  return { body, roles: [a, b, ids, t], u: [], f: [], grid: 'threads', n: t.nelements };
 }
 
 function softMax(t: Tensor): KernelCall {
@@ -375,6 +560,125 @@ function mulMat(t: Tensor): KernelCall {
 }
 
 /**
+ * MUL_MAT_ID: dst[:, i, t] = as[:, :, ids[i, t]] · b[:, i % nB, t]. A workgroup per
+ * MM_ROWS rows of the chosen expert, slot i and token t; rows split over lanes as in MUL_MAT.
+ */
+function mulMatId(t: Tensor): KernelCall {
+  const [as, b, ids] = t.src;
+  const lanes = WG / MM_ROWS;
+  const body = `
+  if (wi >= total()) { return; }
+  let M = ne(3u, 0u); let nrb = (M + ${MM_ROWS - 1}u) / ${MM_ROWS}u;
+  let rb = wi % nrb; let slot = (wi / nrb) % ne(3u, 1u); let tok = wi / (nrb * ne(3u, 1u));
+  let e = w2(at(2u, vec4<u32>(slot, tok, 0u, 0u)) >> 2u);
+  let lane = li % ${lanes}u; let m = rb * ${MM_ROWS}u + li / ${lanes}u;
+  let valid = m < M && e < ne(0u, 2u);
+  let ra = rowat(0u, min(m, M - 1u), min(e, ne(0u, 2u) - 1u), 0u);
+  let rb1 = rowat(1u, slot % ne(1u, 1u), tok, 0u);
+  var acc = 0.0;
+  if (valid) {
+    for (var k = lane; k < ne(0u, 0u); k += ${lanes}u) { acc += ld0(ra, k) * ld1(rb1, k); }
+  }
+  red[li] = acc;
+  workgroupBarrier();
+  for (var s = ${lanes / 2}u; s > 0u; s >>= 1u) { if (lane < s) { red[li] += red[li + s]; } workgroupBarrier(); }
+  if (lane == 0u && valid) { st(base(3u) + m * nb(3u, 0u) + slot * nb(3u, 1u) + tok * nb(3u, 2u), red[li]); }`;
+  const groups = Math.ceil(t.ne[0] / MM_ROWS) * t.ne[1] * t.ne[2];
+  return { body, roles: [as, b, ids, t], u: [], f: [], grid: 'groups', n: groups };
+}
+
+/** SSM_CONV: a thread per output (channel, token, sequence): dConv products along the row. */
+function ssmConv(t: Tensor): KernelCall {
+  const [sx, c] = t.src;
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let rs = rowat(0u, i.x, i.z, 0u); let rc = rowat(1u, i.x, 0u, 0u);
+  var sum = 0.0;
+  for (var k = 0u; k < ne(1u, 0u); k++) { sum += ld0(rs, i.y + k) * ld1(rc, k); }
+  st(at(3u, i), sum);`;
+  return { body, roles: [sx, c, null, t], u: [], f: [], grid: 'threads', n: t.nelements };
+}
+
+/**
+ * SSM_SCAN: a thread per channel (d, head, sequence), the scan over its tokens; its
+ * dState-long state lives in dst's state part, updated in place token by token.
+ * Roles: s0, x, dt, dst, A, B, C.
+ */
+function ssmScan(t: Tensor): KernelCall {
+  const [s0, x, dt, A, B, C] = t.src;
+  const body = `
+  if (gi >= total()) { return; }
+  let N = ne(0u, 0u); let D = ne(0u, 1u); let H = ne(0u, 2u);
+  let d = gi % D; let h = (gi / D) % H; let s = gi / (D * H);
+  let T = ne(1u, 2u); let g = h / (H / ne(5u, 1u));
+  let so = base(3u) + 4u * (ne(1u, 0u) * ne(1u, 1u) * T * ne(1u, 3u) + N * gi);
+  let r0 = rowat(0u, d, h, s);
+  for (var i = 0u; i < N; i++) { st(so + 4u * i, ld0(r0, i)); }
+  let ra = rowat(4u, h, 0u, 0u);
+  for (var tk = 0u; tk < T; tk++) {
+    let dv = ld2(rowat(2u, tk, s, 0u), h);
+    let dsp = select(log(1.0 + exp(dv)), dv, dv > 20.0);
+    let xdt = ld1(rowat(1u, h, tk, s), d) * dsp;
+    let rb = rowat(5u, g, tk, s); let rc = rowat(6u, g, tk, s);
+    var y = 0.0;
+    for (var i = 0u; i < N; i++) {
+      let decay = exp(dsp * ld4(ra, select(i, 0u, ne(4u, 0u) == 1u)));
+      let v = ld3(so, i) * decay + ld5(rb, i) * xdt;
+      st(so + 4u * i, v);
+      y += v * ld6(rc, i);
+    }
+    st(base(3u) + 4u * (d + D * (h + H * (tk + T * s))), y);
+  }`;
+  return { body, roles: [s0, x, dt, t, A, B, C], u: [], f: [], grid: 'threads', n: s0.ne[1] * s0.ne[2] * s0.ne[3] };
+}
+
+/**
+ * GATED_DELTA_NET: a thread per state row j of a value head and sequence. Every step of
+ * the rule reads and writes row j alone (decay, k·row, the delta, row += delta·k, q·row),
+ * so the row lives in dst's state part, updated in place token by token.
+ * Roles: q, k, v, dst, g, beta, state.
+ */
+function gatedDeltaNet(t: Tensor): KernelCall {
+  const [q, k, v, g, beta, state] = t.src;
+  const S = v.ne[0];
+  const body = `
+  if (gi >= total()) { return; }
+  let S = ne(2u, 0u); let Hv = ne(2u, 1u); let T = ne(2u, 2u); let nS = ne(2u, 3u);
+  let j = gi % S; let h = (gi / S) % Hv; let s = gi / (S * Hv);
+  let hk = h % ne(0u, 1u);
+  let row = base(3u) + 4u * (S * Hv * T * nS + S * (j + S * (h + Hv * s)));
+  let r0 = rowat(6u, j, h, s);
+  for (var i = 0u; i < S; i++) { st(row + 4u * i, ld6(r0, i)); }
+  let per = ne(4u, 0u) == S;
+  for (var tk = 0u; tk < T; tk++) {
+    let rg = rowat(4u, h, tk, s); let rk = rowat(1u, hk, tk, s); let rq = rowat(0u, hk, tk, s);
+    var dot = 0.0;
+    for (var i = 0u; i < S; i++) {
+      let m = ld3(row, i) * exp(ld4(rg, select(0u, i, per)));
+      st(row + 4u * i, m);
+      dot += m * ld1(rk, i);
+    }
+    let delta = (ld2(rowat(2u, h, tk, s), j) - dot) * ld5(rowat(5u, h, tk, s), 0u);
+    var o = 0.0;
+    for (var i = 0u; i < S; i++) {
+      let m = ld3(row, i) + delta * ld1(rk, i);
+      st(row + 4u * i, m);
+      o += m * ld0(rq, i);
+    }
+    st(base(3u) + 4u * (j + S * (h + Hv * (tk + T * s))), o * pf(${F}u));
+  }`;
+  return {
+    body,
+    roles: [q, k, v, t, g, beta, state],
+    u: [],
+    f: [1 / Math.sqrt(S)],
+    grid: 'threads',
+    n: S * v.ne[1] * v.ne[3],
+  };
+}
+
+/**
  * FLASH_ATTN_EXT: a workgroup per (query, head, batch). Keys go in blocks of WG: each
  * thread scores one key of the block (its whole dot product), then every thread folds the
  * block's softmax weights into the output dimensions it owns (online softmax: running
@@ -474,6 +778,20 @@ export function kernelFor(t: Tensor): KernelCall | string {
     case Op.RMS_NORM:
     case Op.NORM:
       return isF32(a) && isF32(t) ? norm(t, t.op === Op.NORM) : `${t.op} needs F32`;
+    case Op.L2_NORM:
+      return isF32(a) && isF32(t) ? l2Norm(t) : 'L2_NORM needs F32';
+    case Op.SUM_ROWS:
+      return isF32(a) && isF32(t) ? sumRows(t) : 'SUM_ROWS needs F32';
+    case Op.SSM_CONV:
+      return t.src.every(isF32) ? ssmConv(t) : 'SSM_CONV needs F32';
+    case Op.SSM_SCAN:
+      return t.src.every(isF32) ? ssmScan(t) : 'SSM_SCAN needs F32';
+    case Op.GATED_DELTA_NET:
+      return t.src.every(isF32) ? gatedDeltaNet(t) : 'GATED_DELTA_NET needs F32';
+    case Op.ADD_ID:
+      return isF32(a) && isF32(b) && isF32(t) && t.src[2].type === I32 ? addId(t) : 'ADD_ID types';
+    case Op.MUL_MAT_ID:
+      return WEIGHTS.has(a.type) && isF32(b) && t.src[2].type === I32 ? mulMatId(t) : `MUL_MAT_ID of type ${a.type}`;
     case Op.SOFT_MAX: {
       const mask = t.src[1];
       if (!isF32(a) || (mask && mask.type !== F32 && mask.type !== F16)) return 'SOFT_MAX types';
@@ -516,7 +834,7 @@ export function pipelineKey(call: KernelCall, binding: number[]): string {
   return `${types}|${binding.join(',')}|${call.shared ?? ''}|${call.body}`;
 }
 
-/** The call's parameter block (64 words). */
+/** The call's parameter block (PARAM_BYTES / 4 words). */
 export function paramWords(call: KernelCall, out: Uint32Array): void {
   if (call.u.length > F - U || call.f.length > TOTAL - F) throw new Error('webgpu: too many op parameters');
   const f = new Float32Array(out.buffer, out.byteOffset, out.length);
