@@ -6,10 +6,12 @@
 // top-10 probabilities; llama.cpp's top-1 among ours; and the greedy continuation.
 //
 // qwen2a: audio (16 kHz WAV → Whisper log-mel by src/media → conv1d x2, layers, avg-pool, fc),
-// two 30 s chunks of 750 rows per clip. Note: after its 1500 audio cells a one-token decode
-// (the CPU device's split flash attention) gives logits up to 0.02 off the multi-token one
-// (which matches llama.cpp; text-only prompts agree to 1e-6), so the greedy run evaluates
-// its prompt afresh (cache_prompt false) and the reuse check counts positions only.
+// two 30 s chunks of 750 rows per clip. Note: the prompt's last ubatch (a few rows: ggml-cpu's
+// one-chunk kernel, V summed in f16, as llama.cpp) and a one-token decode over its 1500+
+// cells (the split-KV case, V summed in f32: see ARCHITECTURE.md) give logits up to 0.07
+// (mid) / 0.39 (two) apart, the f16 sum's drift over many cells (the f32 one is 2e-4 from
+// non-flash attention), so the greedy run evaluates its prompt afresh (cache_prompt false,
+// as llama.node's calls) and the reuse check counts positions only.
 //
 // qwen2vl: M-RoPE in the encoder and the text model (an image takes max(grid_w, grid_h)
 // positions for grid_w·grid_h rows), so n_tokens and the -1 runs are positions.
