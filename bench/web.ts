@@ -30,7 +30,10 @@ declare const window: any;
 
 const { values } = parseArgs({
   options: {
-    models: { type: 'string', default: 'qwen2.5-0.5b-630m:Q4_0,qwen2.5-0.5b-630m:Q4_K_M,tinyllama-1.1b:Q4_0,tinyllama-1.1b:Q4_K_M' },
+    models: {
+      type: 'string',
+      default: 'qwen2.5-0.5b-630m:Q4_0,qwen2.5-0.5b-630m:Q4_K_M,tinyllama-1.1b:Q4_0,tinyllama-1.1b:Q4_K_M',
+    },
     threads: { type: 'string', default: '2' },
     reps: { type: 'string', default: '3' },
     pp: { type: 'string', default: '512' },
@@ -62,7 +65,13 @@ const peers = (Object.keys(PEERS) as (keyof typeof PEERS)[]).filter((k) => {
   return false;
 });
 const version = (k: keyof typeof PEERS) =>
-  (JSON.parse(execFileSync('node', ['-p', `JSON.stringify(require('${join(values.peers, PEERS[k].pkg, 'package.json')}').version)`], { encoding: 'utf8' })) as string);
+  JSON.parse(
+    execFileSync(
+      'node',
+      ['-p', `JSON.stringify(require('${join(values.peers, PEERS[k].pkg, 'package.json')}').version)`],
+      { encoding: 'utf8' },
+    ),
+  ) as string;
 
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? Number.NaN;
 const cpu = (() => {
@@ -100,12 +109,22 @@ async function loadInPage(page: import('puppeteer-core').Page, e: Engine, url: s
       const load = async () => {
         if (e === 'web') return window.web.loadModel({ model: url, n_threads: threads, n_ctx: nCtx });
         if (e === 'fugood')
-          return window.fugood.loadModel({ model: url, n_threads: threads, n_ctx: nCtx, n_gpu_layers: 0, wasm: { webgpu: false } });
-        const w = new window.wllama.Wllama({ default: '/peers/@wllama/wllama/esm/wasm/wllama.wasm' }, { suppressNativeLog: true });
+          return window.fugood.loadModel({
+            model: url,
+            n_threads: threads,
+            n_ctx: nCtx,
+            n_gpu_layers: 0,
+            wasm: { webgpu: false },
+          });
+        const w = new window.wllama.Wllama(
+          { default: '/peers/@wllama/wllama/esm/wasm/wllama.wasm' },
+          { suppressNativeLog: true },
+        );
         await w.loadModelFromUrl(url, { n_threads: threads, n_ctx: nCtx, n_gpu_layers: 0, useCache: true });
         return w;
       };
-      const drop = (c: { release?: () => Promise<void>; exit?: () => Promise<void> }) => (c.release ? c.release() : c.exit?.());
+      const drop = (c: { release?: () => Promise<void>; exit?: () => Promise<void> }) =>
+        c.release ? c.release() : c.exit?.();
       await drop(await load());
       const t0 = performance.now();
       window.ctxs = { ...window.ctxs, [e]: await load() };
@@ -118,7 +137,13 @@ async function loadInPage(page: import('puppeteer-core').Page, e: Engine, url: s
   );
 }
 
-function runInPage(page: import('puppeteer-core').Page, e: Engine, pp: string, tgPrompt: string, TG: number): Promise<Timings> {
+function runInPage(
+  page: import('puppeteer-core').Page,
+  e: Engine,
+  pp: string,
+  tgPrompt: string,
+  TG: number,
+): Promise<Timings> {
   return page.evaluate(
     async (e, pp, tgPrompt, TG) => {
       const c = window.ctxs[e];
@@ -145,10 +170,7 @@ try {
     async (entries) => {
       for (const [name, entry] of entries) window[name] = await import(entry);
     },
-    [
-      ['web', '/dist/src/web/index.js'],
-      ...peers.map((k) => [k, `/peers/${PEERS[k].pkg}/${PEERS[k].file}`]),
-    ],
+    [['web', '/dist/src/web/index.js'], ...peers.map((k) => [k, `/peers/${PEERS[k].pkg}/${PEERS[k].file}`])],
   );
   const nCtx = PP + TG + 64;
   for (const model of models) {
@@ -181,7 +203,8 @@ try {
     for (let rep = 0; rep < reps; rep++) {
       for (let k = 0; k < engines.length; k++) {
         const e = engines[(k + rep) % engines.length]!;
-        (row.runs[e] ??= []).push(await run(e, rep));
+        const t = await run(e, rep);
+        row.runs[e] = [...(row.runs[e] ?? []), t];
       }
     }
     await ctx.release();
@@ -213,7 +236,12 @@ try {
         v(e).toFixed(t === 'load' ? 2 : 1),
         ...(e === 'node' ? [] : [(v(e) / n).toFixed(2)]),
       ]);
-      const label = t === 'pp' ? `pp${PP} (${median((r.runs.web ?? []).map((x) => x.ppN))} tok)` : t === 'tg' ? `tg${TG}` : 'load s';
+      const label =
+        t === 'pp'
+          ? `pp${PP} (${median((r.runs.web ?? []).map((x) => x.ppN))} tok)`
+          : t === 'tg'
+            ? `tg${TG}`
+            : 'load s';
       console.log(`| ${r.model} | ${label} | ${cells.join(' | ')} |`);
     }
   }
