@@ -163,6 +163,37 @@ function runInPage(
   );
 }
 
+/** The table so far (after each model: a long run shows its rows as they come). */
+function printTable(rows: Row[], chromium: string): void {
+  const names: Record<Engine, string> = { node: 'Node', web: 'web', fugood: 'node-llama-wasm', wllama: 'wllama' };
+  const engines: Engine[] = ['node', 'web', ...peers];
+  console.log(`${threads} threads, pp${PP} / tg${TG}, ${reps} alternating repetitions (medians, t/s; ratios to Node)`);
+  console.log(
+    `CPU: ${cpu}; Chromium ${chromium}; Node ${process.version}${peers.map((k) => `; ${PEERS[k].label} ${version(k)}`).join('')}`,
+  );
+  const head = engines.flatMap((e) => [names[e], ...(e === 'node' ? [] : ['÷Node'])]);
+  console.log(`| model | test | ${head.join(' | ')} |`);
+  console.log(`|---|---|${head.map(() => '---').join('|')}|`);
+  for (const r of rows) {
+    for (const t of ['pp', 'tg', 'load'] as const) {
+      const v = (e: Engine) =>
+        t === 'load' ? (r.load[e] ?? Number.NaN) / 1000 : median((r.runs[e] ?? []).map((x) => x[t]));
+      const n = v('node');
+      const cells = engines.flatMap((e) => [
+        v(e).toFixed(t === 'load' ? 2 : 1),
+        ...(e === 'node' ? [] : [(v(e) / n).toFixed(2)]),
+      ]);
+      const label =
+        t === 'pp'
+          ? `pp${PP} (${median((r.runs.web ?? []).map((x) => x.ppN))} tok)`
+          : t === 'tg'
+            ? `tg${TG}`
+            : 'load s';
+      console.log(`| ${r.model} | ${label} | ${cells.join(' | ')} |`);
+    }
+  }
+}
+
 try {
   const page = await browser.newPage();
   await page.goto(`${server.url}/blank.html`);
@@ -216,34 +247,7 @@ try {
       await window.web.clearDownloadCache();
       if (window.fugood) await window.fugood.clearWasmDownloadCache();
     }, engines.slice(1));
-    console.log(`${row.model} done`);
-  }
-  const names: Record<Engine, string> = { node: 'Node', web: 'web', fugood: 'node-llama-wasm', wllama: 'wllama' };
-  const engines: Engine[] = ['node', 'web', ...peers];
-  console.log(`${threads} threads, pp${PP} / tg${TG}, ${reps} alternating repetitions (medians, t/s; ratios to Node)`);
-  console.log(
-    `CPU: ${cpu}; Chromium ${await browser.version()}; Node ${process.version}${peers.map((k) => `; ${PEERS[k].label} ${version(k)}`).join('')}`,
-  );
-  const head = engines.flatMap((e) => [names[e], ...(e === 'node' ? [] : ['÷Node'])]);
-  console.log(`| model | test | ${head.join(' | ')} |`);
-  console.log(`|---|---|${head.map(() => '---').join('|')}|`);
-  for (const r of rows) {
-    for (const t of ['pp', 'tg', 'load'] as const) {
-      const v = (e: Engine) =>
-        t === 'load' ? (r.load[e] ?? Number.NaN) / 1000 : median((r.runs[e] ?? []).map((x) => x[t]));
-      const n = v('node');
-      const cells = engines.flatMap((e) => [
-        v(e).toFixed(t === 'load' ? 2 : 1),
-        ...(e === 'node' ? [] : [(v(e) / n).toFixed(2)]),
-      ]);
-      const label =
-        t === 'pp'
-          ? `pp${PP} (${median((r.runs.web ?? []).map((x) => x.ppN))} tok)`
-          : t === 'tg'
-            ? `tg${TG}`
-            : 'load s';
-      console.log(`| ${r.model} | ${label} | ${cells.join(' | ')} |`);
-    }
+    printTable(rows, await browser.version());
   }
 } finally {
   await browser.close();
