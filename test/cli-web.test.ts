@@ -3,7 +3,9 @@
 // (206, 416), ETags and If-Range; the command's usage errors.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { serveWeb, type WebServer } from '../src/cli/web.js';
 import { tinyLlama } from './helpers/models.js';
@@ -46,6 +48,27 @@ describe('llama-ts web (the server)', () => {
     assert.doesNotMatch(tpl, /'@huggingface\/jinja'/);
     assert.equal((await fetch(`${s.url}/vendor/jinja.js`)).status, 200);
     assert.deepEqual(await (await fetch(`${s.url}/models.json`)).json(), ['/models/m.gguf']);
+  });
+
+  test("mounts: another folder's files at /<prefix>/ (bench:web's peers), nothing above it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llama-ts-mount-'));
+    const inner = join(dir, 'pkg');
+    const m = await serveWeb({ port: 0, mounts: { peers: inner } });
+    try {
+      writeFileSync(join(dir, 'secret.txt'), 'no');
+      mkdirSync(join(inner, 'wasm'), { recursive: true });
+      writeFileSync(join(inner, 'wasm', 'x.wasm'), new Uint8Array([0, 97, 115, 109]));
+      const r = await fetch(`${m.url}/peers/wasm/x.wasm`);
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('content-type'), 'application/wasm');
+      assert.equal(r.headers.get('cross-origin-embedder-policy'), 'require-corp');
+      assert.deepEqual(new Uint8Array(await r.arrayBuffer()), new Uint8Array([0, 97, 115, 109]));
+      for (const p of ['/peers/../secret.txt', '/peers/%2e%2e/secret.txt', '/peers/wasm/none.wasm', '/peers/wasm'])
+        assert.equal((await fetch(`${m.url}${p}`)).status, 404, p);
+    } finally {
+      await m.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('models: whole, by range (206), past the end (416), If-Range with another version (200)', async () => {

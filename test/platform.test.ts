@@ -105,3 +105,22 @@ test("the Node platform's ports: a message sent is there at once for receiveNow"
   // the web has none: its CPU workers take their arenas from their event loop
   assert.equal(webPlatform.receiveNow, undefined);
 });
+
+test("the web platform reads V8's version from Chromium's user agent (the Q4_0 layout depends on it), none elsewhere", () => {
+  const had = Object.getOwnPropertyDescriptor(globalThis, 'navigator');
+  const as = (userAgent: string) =>
+    Object.defineProperty(globalThis, 'navigator', { value: { userAgent }, configurable: true, writable: true });
+  try {
+    as(
+      'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.8078.114 Safari/537.36',
+    );
+    assert.equal(webPlatform.v8Version(), '15.6');
+    as('Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36');
+    assert.equal(webPlatform.v8Version(), '12.0');
+    as('Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0');
+    assert.equal(webPlatform.v8Version(), undefined);
+  } finally {
+    if (had) Object.defineProperty(globalThis, 'navigator', had);
+    else delete (globalThis as { navigator?: unknown }).navigator;
+  }
+});

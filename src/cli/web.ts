@@ -49,6 +49,8 @@ export interface WebServerOptions {
   models?: Record<string, string>;
   /** Send COOP/COEP (default true); false serves a page that is not cross-origin isolated. */
   isolated?: boolean;
+  /** Other folders served read-only at /<prefix>/ (bench:web's peer engines): prefix → folder. */
+  mounts?: Record<string, string>;
 }
 
 export interface WebServer {
@@ -140,6 +142,12 @@ export function serveWeb(options: WebServerOptions = {}): Promise<WebServer> {
       return sendFile(req, res, file, 'application/octet-stream');
     }
     const rel = normalize(path.slice(1));
+    const mount = Object.entries(options.mounts ?? {}).find(([p]) => rel.startsWith(`${p}/`));
+    if (mount) {
+      const file = join(mount[1], rel.slice(mount[0].length + 1));
+      if (rel.includes('..') || !existsSync(file) || !statSync(file).isFile()) return send(res, 404, 'not found');
+      return sendFile(req, res, file, TYPES[extname(file)] ?? 'application/octet-stream');
+    }
     if (rel.startsWith('..') || !SERVED.some((p) => rel === p || (p.endsWith('/') && rel.startsWith(p)))) {
       return send(res, 404, 'not found');
     }

@@ -210,8 +210,12 @@ export const webPlatform: Platform = {
   },
   env: () => undefined,
   now: () => performance.now(),
-  // the engine's version is not exposed on the web (its layouts then take the choice that does not depend on it)
-  v8Version: () => undefined,
+  // Chromium's V8 follows its major version (Chrome 1xy ships V8 1x.y), which the Q4_0 layout
+  // depends on; another browser's engine is not V8 (its layouts take the choice that does not depend on it)
+  v8Version: () => {
+    const m = /Chrom(?:e|ium)\/(\d+)\./.exec(g.navigator?.userAgent ?? '');
+    return m ? `${Math.floor(Number(m[1]) / 10)}.${Number(m[1]) % 10}` : undefined;
+  },
   // setTimeout(0) is clamped to 4 ms once nested: a message to a channel of its own is not
   nextTask(fn) {
     const c = new g.MessageChannel();
