@@ -5,7 +5,7 @@
 // resume; a reload served from the cache with the models' URLs cut off; a page that is
 // not cross-origin isolated on one thread. One browser for all.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -13,6 +13,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { serveWeb, type WebServer } from '../src/cli/web.js';
 import { ensureModel } from '../src/generator/index.js';
 import { type LlamaCompletionOptions, type LlamaCompletionResult, loadModel } from '../src/index.js';
+import { decodeAudio } from '../src/media/index.js';
 import { QWEN25 } from './chat-fixtures.js';
 import { WEATHER_TOOL } from './helpers/clients.js';
 import { tinyBert } from './helpers/models.js';
@@ -495,6 +496,37 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     await p.close();
     assert.equal(shown.reply, want);
     assert.match(shown.stats ?? '', /\d+ tokens, [\d.]+ tokens\/s/);
+    assert.deepEqual(errors, []);
+  });
+
+  test("FLAC and MP3 decode in the page as on Node; their decoders load only then, from /vendor/", async () => {
+    const p = await browser.newPage();
+    p.on('pageerror', (e) => errors.push(String(e)));
+    const vendor: string[] = [];
+    p.on('request', (r) => {
+      const m = /\/vendor\/([^/?]+)$/.exec(r.url());
+      if (m) vendor.push(m[1]!);
+    });
+    await p.goto(`${server.url}/blank.html`);
+    await p.evaluate(async (entry) => {
+      window.web = await import(entry);
+    }, ENTRY);
+    // the engine's modules (the media layer among them) load without the audio decoders
+    assert.deepEqual(vendor.filter((v) => v !== 'jinja.js'), []);
+    for (const name of ['stereo-44k.flac', 'mono-22k-24bit.flac', 'stereo-44k.mp3']) {
+      const bytes = readFileSync(new URL(`../../test/fixtures/media/${name}`, import.meta.url));
+      const node = await decodeAudio(new Uint8Array(bytes));
+      const web = await p.evaluate(async (b64) => {
+        const media = await import('/dist/src/media/index.js' as string);
+        const a = await media.decodeAudio(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+        return { sampleRate: a.sampleRate, samples: Array.from(a.samples as Float32Array) };
+      }, bytes.toString('base64'));
+      assert.equal(web.sampleRate, node.sampleRate, name);
+      assert.equal(web.samples.length, node.samples.length, name);
+      assert.deepEqual(Float32Array.from(web.samples), node.samples, `${name}: samples`);
+    }
+    await p.close();
+    assert.deepEqual(vendor.filter((v) => v !== 'jinja.js').sort(), ['flac.js', 'mpg123.js']);
     assert.deepEqual(errors, []);
   });
 
