@@ -499,7 +499,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     assert.deepEqual(errors, []);
   });
 
-  test("FLAC and MP3 decode in the page as on Node; their decoders load only then, from /vendor/", async () => {
+  test('FLAC and MP3 decode in the page as on Node; their decoders load only then, from /vendor/', async () => {
     const p = await browser.newPage();
     p.on('pageerror', (e) => errors.push(String(e)));
     const vendor: string[] = [];
@@ -512,7 +512,10 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
       window.web = await import(entry);
     }, ENTRY);
     // the engine's modules (the media layer among them) load without the audio decoders
-    assert.deepEqual(vendor.filter((v) => v !== 'jinja.js'), []);
+    assert.deepEqual(
+      vendor.filter((v) => v !== 'jinja.js'),
+      [],
+    );
     for (const name of ['stereo-44k.flac', 'mono-22k-24bit.flac', 'stereo-44k.mp3']) {
       const bytes = readFileSync(new URL(`../../test/fixtures/media/${name}`, import.meta.url));
       const node = await decodeAudio(new Uint8Array(bytes));
