@@ -22,6 +22,7 @@ import { splitModel } from './helpers/split.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STORIES = sharedPath('models/stories260K.gguf');
+const MTMD = sharedPath('fixtures/mtmd/gemma3.mmproj.gguf') ? sharedPath('fixtures/mtmd/') : undefined;
 const noBrowser = existsSync(CHROMIUM)
   ? false
   : `${CHROMIUM} is absent (Debian's chromium); the browser tests are skipped`;
@@ -139,6 +140,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     // qwen3 as gguf-split's 2 shards
     for (const f of splitModel(qwen3, dirname(huge), 2, 'qwen3')) models[f.slice(dirname(huge).length + 1)] = f;
     if (STORIES) models['stories.gguf'] = STORIES;
+    if (MTMD) for (const f of ['gemma3.gguf', 'gemma3.mmproj.gguf']) models[f] = `${MTMD}${f}`;
     served = models;
     server = await serveWeb({ port: 0, models });
     open = await serveWeb({ port: 0, models, isolated: false });
@@ -530,6 +532,68 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     }
     await p.close();
     assert.deepEqual(vendor.filter((v) => v !== 'jinja.js').sort(), ['flac.js', 'mpg123.js']);
+    assert.deepEqual(errors, []);
+  });
+
+  test('gemma3 with its projector (a URL, then bytes): a chat with data: URL images gives the top-10 probabilities of Node', {
+    skip: MTMD ? false : missingShared('fixtures/mtmd/gemma3.mmproj.gguf'),
+  }, async () => {
+    const png = (f: string) => `data:image/png;base64,${readFileSync(`${MTMD}img/${f}`).toString('base64')}`;
+    const messages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in the picture ' },
+          { type: 'image_url', image_url: { url: png('gray-40x40.png') } },
+          { type: 'text', text: ' and in ' },
+          { type: 'image_url', image_url: { url: png('checker-37x53.png') } },
+          { type: 'text', text: ' today?' },
+        ],
+      },
+    ];
+    const options = { messages, n_predict: 6, temperature: 0, n_probs: 10, return_tokens: true };
+    const ctx = await loadModel({ model: `${MTMD}gemma3.gguf`, n_ctx: 2048, n_batch: 512, n_threads: 2 });
+    // on Node a projector is a path
+    await assert.rejects(
+      ctx.initMultimodal({ path: new Uint8Array(8) }),
+      /path: a Uint8Array where the path .*llama-ts\/web/,
+    );
+    await ctx.initMultimodal({ path: `${MTMD}gemma3.mmproj.gguf` });
+    const node = summary(await ctx.completion(options as LlamaCompletionOptions));
+    await ctx.release();
+    const mmproj = readFileSync(`${MTMD}gemma3.mmproj.gguf`).toString('base64');
+    const web = await page.evaluate(
+      async (options, mmproj) => {
+        const pick = (r: Web) => ({
+          text: r.text,
+          tokens: r.tokens,
+          probs: (r.completion_probabilities ?? []).map((p: Web) => p.probs.map((q: Web) => [q.tok_str, q.prob])),
+          tool_calls: undefined,
+        });
+        const ctx = await window.web.loadModel({
+          model: '/models/gemma3.gguf',
+          n_ctx: 2048,
+          n_batch: 512,
+          n_threads: 2,
+        });
+        const before = ctx.isMultimodalEnabled();
+        await ctx.initMultimodal({ path: '/models/gemma3.mmproj.gguf' });
+        const byUrl = pick(await ctx.completion(options));
+        const bytes = Uint8Array.from(atob(mmproj), (c) => c.charCodeAt(0));
+        await ctx.initMultimodal({ path: bytes });
+        const byBytes = pick(await ctx.completion(options));
+        const support = ctx.getMultimodalSupport();
+        await ctx.release();
+        return { before, support, byUrl, byBytes };
+      },
+      options,
+      mmproj,
+    );
+    assert.equal(web.before, false);
+    assert.deepEqual(web.support, { vision: true, audio: false });
+    assert.ok(node.probs.length > 0);
+    sameCompletion(web.byUrl as Summary, node, 'projector by URL');
+    sameCompletion(web.byBytes as Summary, node, 'projector as bytes');
     assert.deepEqual(errors, []);
   });
 
