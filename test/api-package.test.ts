@@ -123,6 +123,8 @@ test('the published files leave out test-only code (the model generator, the op 
   const files = (JSON.parse(r.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
   assert.ok(files.includes('dist/src/index.js'), 'the entry point is published');
   assert.ok(files.includes('dist/src/backends/cpu/device.js'), 'the cpu device is published');
+  for (const f of ['flac.js', 'mpg123.js', 'LICENSES.txt'])
+    assert.ok(files.includes(`dist/vendor/${f}`), `dist/vendor/${f} (llama-ts web's audio decoders) is published`);
   const testOnly = files.filter(
     (f) => f.startsWith('dist/src/generator/') || f.startsWith('dist/src/backends/testing/'),
   );

@@ -1,5 +1,5 @@
 // `llama-ts web`'s server without a browser: COOP/COEP (or not), the example at /, only the
-// served folders, the bare jinja import pointed at /vendor/jinja.js, models with ranges
+// served folders, the bare imports (jinja, the audio decoders) pointed at /vendor/, models with ranges
 // (206, 416), ETags and If-Range; the command's usage errors.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -47,6 +47,19 @@ describe('llama-ts web (the server)', () => {
     assert.match(tpl, /from '\/vendor\/jinja\.js'/);
     assert.doesNotMatch(tpl, /'@huggingface\/jinja'/);
     assert.equal((await fetch(`${s.url}/vendor/jinja.js`)).status, 200);
+    // the audio decoders: imported on demand, pointed at their browser bundles
+    const audio = await (await fetch(`${s.url}/dist/src/media/compressed.js`)).text();
+    assert.match(audio, /import\('\/vendor\/flac\.js'\)/);
+    assert.match(audio, /import\('\/vendor\/mpg123\.js'\)/);
+    assert.doesNotMatch(audio, /'@wasm-audio-decoders\/flac'|'mpg123-decoder'/);
+    for (const v of ['flac.js', 'mpg123.js']) {
+      const r = await fetch(`${s.url}/vendor/${v}`);
+      assert.equal(r.status, 200, v);
+      // self-contained: no import a browser could not resolve
+      assert.doesNotMatch(await r.text(), /\bfrom\s*["'][^"'./]|\bimport\s*\(\s*["'][^"'./]/, v);
+    }
+    for (const v of ['constructor', 'LICENSES.txt', '..%2fpackage.json'])
+      assert.equal((await fetch(`${s.url}/vendor/${v}`)).status, 404, v);
     assert.deepEqual(await (await fetch(`${s.url}/models.json`)).json(), ['/models/m.gguf']);
   });
 

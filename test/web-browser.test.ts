@@ -5,7 +5,7 @@
 // resume; a reload served from the cache with the models' URLs cut off; a page that is
 // not cross-origin isolated on one thread. One browser for all.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -13,6 +13,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { serveWeb, type WebServer } from '../src/cli/web.js';
 import { ensureModel } from '../src/generator/index.js';
 import { type LlamaCompletionOptions, type LlamaCompletionResult, loadModel } from '../src/index.js';
+import { decodeAudio } from '../src/media/index.js';
 import { QWEN25 } from './chat-fixtures.js';
 import { WEATHER_TOOL } from './helpers/clients.js';
 import { tinyBert } from './helpers/models.js';
@@ -21,6 +22,7 @@ import { splitModel } from './helpers/split.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STORIES = sharedPath('models/stories260K.gguf');
+const MTMD = sharedPath('fixtures/mtmd/gemma3.mmproj.gguf') ? sharedPath('fixtures/mtmd/') : undefined;
 const noBrowser = existsSync(CHROMIUM)
   ? false
   : `${CHROMIUM} is absent (Debian's chromium); the browser tests are skipped`;
@@ -138,6 +140,7 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     // qwen3 as gguf-split's 2 shards
     for (const f of splitModel(qwen3, dirname(huge), 2, 'qwen3')) models[f.slice(dirname(huge).length + 1)] = f;
     if (STORIES) models['stories.gguf'] = STORIES;
+    if (MTMD) for (const f of ['gemma3.gguf', 'gemma3.mmproj.gguf']) models[f] = `${MTMD}${f}`;
     served = models;
     server = await serveWeb({ port: 0, models });
     open = await serveWeb({ port: 0, models, isolated: false });
@@ -495,6 +498,102 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     await p.close();
     assert.equal(shown.reply, want);
     assert.match(shown.stats ?? '', /\d+ tokens, [\d.]+ tokens\/s/);
+    assert.deepEqual(errors, []);
+  });
+
+  test('FLAC and MP3 decode in the page as on Node; their decoders load only then, from /vendor/', async () => {
+    const p = await browser.newPage();
+    p.on('pageerror', (e) => errors.push(String(e)));
+    const vendor: string[] = [];
+    p.on('request', (r) => {
+      const m = /\/vendor\/([^/?]+)$/.exec(r.url());
+      if (m) vendor.push(m[1]!);
+    });
+    await p.goto(`${server.url}/blank.html`);
+    await p.evaluate(async (entry) => {
+      window.web = await import(entry);
+    }, ENTRY);
+    // the engine's modules (the media layer among them) load without the audio decoders
+    assert.deepEqual(
+      vendor.filter((v) => v !== 'jinja.js'),
+      [],
+    );
+    for (const name of ['stereo-44k.flac', 'mono-22k-24bit.flac', 'stereo-44k.mp3']) {
+      const bytes = readFileSync(new URL(`../../test/fixtures/media/${name}`, import.meta.url));
+      const node = await decodeAudio(new Uint8Array(bytes));
+      const web = await p.evaluate(async (b64) => {
+        const media = await import('/dist/src/media/index.js' as string);
+        const a = await media.decodeAudio(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+        return { sampleRate: a.sampleRate, samples: Array.from(a.samples as Float32Array) };
+      }, bytes.toString('base64'));
+      assert.equal(web.sampleRate, node.sampleRate, name);
+      assert.equal(web.samples.length, node.samples.length, name);
+      assert.deepEqual(Float32Array.from(web.samples), node.samples, `${name}: samples`);
+    }
+    await p.close();
+    assert.deepEqual(vendor.filter((v) => v !== 'jinja.js').sort(), ['flac.js', 'mpg123.js']);
+    assert.deepEqual(errors, []);
+  });
+
+  test('gemma3 with its projector (a URL, then bytes): a chat with data: URL images gives the top-10 probabilities of Node', {
+    skip: MTMD ? false : missingShared('fixtures/mtmd/gemma3.mmproj.gguf'),
+  }, async () => {
+    const png = (f: string) => `data:image/png;base64,${readFileSync(`${MTMD}img/${f}`).toString('base64')}`;
+    const messages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in the picture ' },
+          { type: 'image_url', image_url: { url: png('gray-40x40.png') } },
+          { type: 'text', text: ' and in ' },
+          { type: 'image_url', image_url: { url: png('checker-37x53.png') } },
+          { type: 'text', text: ' today?' },
+        ],
+      },
+    ];
+    const options = { messages, n_predict: 6, temperature: 0, n_probs: 10, return_tokens: true };
+    const ctx = await loadModel({ model: `${MTMD}gemma3.gguf`, n_ctx: 2048, n_batch: 512, n_threads: 2 });
+    // on Node a projector is a path
+    await assert.rejects(
+      ctx.initMultimodal({ path: new Uint8Array(8) }),
+      /path: a Uint8Array where the path .*llama-ts\/web/,
+    );
+    await ctx.initMultimodal({ path: `${MTMD}gemma3.mmproj.gguf` });
+    const node = summary(await ctx.completion(options as LlamaCompletionOptions));
+    await ctx.release();
+    const mmproj = readFileSync(`${MTMD}gemma3.mmproj.gguf`).toString('base64');
+    const web = await page.evaluate(
+      async (options, mmproj) => {
+        const pick = (r: Web) => ({
+          text: r.text,
+          tokens: r.tokens,
+          probs: (r.completion_probabilities ?? []).map((p: Web) => p.probs.map((q: Web) => [q.tok_str, q.prob])),
+          tool_calls: undefined,
+        });
+        const ctx = await window.web.loadModel({
+          model: '/models/gemma3.gguf',
+          n_ctx: 2048,
+          n_batch: 512,
+          n_threads: 2,
+        });
+        const before = ctx.isMultimodalEnabled();
+        await ctx.initMultimodal({ path: '/models/gemma3.mmproj.gguf' });
+        const byUrl = pick(await ctx.completion(options));
+        const bytes = Uint8Array.from(atob(mmproj), (c) => c.charCodeAt(0));
+        await ctx.initMultimodal({ path: bytes });
+        const byBytes = pick(await ctx.completion(options));
+        const support = ctx.getMultimodalSupport();
+        await ctx.release();
+        return { before, support, byUrl, byBytes };
+      },
+      options,
+      mmproj,
+    );
+    assert.equal(web.before, false);
+    assert.deepEqual(web.support, { vision: true, audio: false });
+    assert.ok(node.probs.length > 0);
+    sameCompletion(web.byUrl as Summary, node, 'projector by URL');
+    sameCompletion(web.byBytes as Summary, node, 'projector as bytes');
     assert.deepEqual(errors, []);
   });
 

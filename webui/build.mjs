@@ -31,20 +31,47 @@ const result = await build({
   entryNames: '[name]',
 });
 
-const packages = new Set();
-for (const input of Object.keys(result.metafile.inputs)) {
-  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
-  if (m) packages.add(m[1]);
+/** LICENSES.txt's text: the license of each package a build bundled. */
+function notices(metafile, what) {
+  const packages = new Set();
+  for (const input of Object.keys(metafile.inputs)) {
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (m) packages.add(m[1]);
+  }
+  const texts = [...packages].sort().map((name) => {
+    const dir = join(root, 'node_modules', name);
+    const { version, license, repository } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    const files = readdirSync(dir).filter((f) => /^(licen[cs]e|copying)/i.test(f));
+    // a few packages ship no license file: their package.json's license and source then
+    if (files.length === 0 && !license) throw new Error(`webui/build.mjs: ${name} is bundled but has no license`);
+    const source = typeof repository === 'string' ? repository : repository?.url;
+    const text = files.length
+      ? files.sort().map((f) => readFileSync(join(dir, f), 'utf8').trim())
+      : [`(no license file in the package; its package.json says ${license}${source ? `, source ${source}` : ''})`];
+    return `${name} ${version} (${license})\n\n${text.join('\n\n')}`;
+  });
+  return `${what} include these packages:\n\n${texts.join(`\n\n${'-'.repeat(72)}\n\n`)}\n`;
 }
-const notices = [...packages].sort().map((name) => {
-  const dir = join(root, 'node_modules', name);
-  const { version, license } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  const files = readdirSync(dir).filter((f) => /^(licen[cs]e|copying)/i.test(f));
-  if (files.length === 0) throw new Error(`webui/build.mjs: ${name} is bundled but has no license file`);
-  const texts = files.sort().map((f) => readFileSync(join(dir, f), 'utf8').trim());
-  return `${name} ${version} (${license})\n\n${texts.join('\n\n')}`;
+writeFileSync(join(out, 'LICENSES.txt'), notices(result.metafile, "The chat page's bundles (app.js, math.js)"));
+
+// The audio decoders as browser ES modules (dist/vendor/), which `llama-ts web` serves at
+// /vendor/ for the media layer's imports on demand: their packages are ES modules, but import
+// a CommonJS one (@eshaz/web-worker) and bare names, which a browser cannot resolve.
+const vendorOut = join(root, 'dist', 'vendor');
+const vendor = await build({
+  bundle: true,
+  minify: true,
+  format: 'esm',
+  platform: 'browser',
+  target: ['chrome111', 'firefox113', 'safari16.4'],
+  legalComments: 'none',
+  logLevel: 'warning',
+  metafile: true,
+  outdir: vendorOut,
+  entryPoints: {
+    flac: '@wasm-audio-decoders/flac',
+    mpg123: 'mpg123-decoder',
+  },
+  entryNames: '[name]',
 });
-writeFileSync(
-  join(out, 'LICENSES.txt'),
-  `The chat page's bundles (app.js, math.js) include these packages:\n\n${notices.join(`\n\n${'-'.repeat(72)}\n\n`)}\n`,
-);
+writeFileSync(join(vendorOut, 'LICENSES.txt'), notices(vendor.metafile, 'The audio decoders (flac.js, mpg123.js)'));

@@ -40,6 +40,15 @@ function transferable(o: LlamaCompletionOptions): LlamaCompletionOptions {
   return out as LlamaCompletionOptions;
 }
 
+/** A file as a page gives one (llama-ts/web): its URL, a Blob or File, or its bytes. */
+export type FileSource = string | URL | ArrayBuffer | ArrayBufferView | { readonly size: number; slice(): unknown };
+
+/**
+ * Turns a FileSource into the name the engine worker opens it by and the Blob it reads
+ * (the web entry's: URLs downloaded as models are). `what` names the option in errors. @internal
+ */
+export type FileResolver = (source: FileSource, what: string) => Promise<[string, unknown]>;
+
 export class LlamaContext {
   readonly #client: EngineClient;
   readonly #id: number;
@@ -54,12 +63,21 @@ export class LlamaContext {
   #loras: { path: string; scaled: number }[];
   /** What the projector loaded by initMultimodal supports; null when none is loaded. */
   #multimodal: { vision: boolean; audio: boolean } | null = null;
+  /** The web entry's: files given as URLs, Blobs or bytes (undefined on Node: paths). */
+  readonly #resolveFile: FileResolver | undefined;
   /** llama.node 1.x's parallel decoding: enable({ n_parallel }), then completion() queues requests. */
   readonly parallel: LlamaParallelAPI;
 
   /** @internal Use loadModel(). */
-  constructor(client: EngineClient, id: number, info: ContextInfo, stop: SharedArrayBuffer | ArrayBuffer) {
+  constructor(
+    client: EngineClient,
+    id: number,
+    info: ContextInfo,
+    stop: SharedArrayBuffer | ArrayBuffer,
+    resolveFile?: FileResolver,
+  ) {
     this.#client = client;
+    this.#resolveFile = resolveFile;
     this.#id = id;
     this.#info = info;
     this.#stop = new Int32Array(stop);
@@ -313,19 +331,29 @@ export class LlamaContext {
    * completion() takes `media_paths` (paths, file: URLs, base64 data: URLs) or messages
    * with `image_url` parts, each placed at a `<__media__>` marker of the prompt (or after
    * it when there is none). Resolves true; rejects naming what is wrong with the file.
+   * In a browser (llama-ts/web) `path` is the projector as a model is given: a URL
+   * (downloaded and cached as models are), a Blob or File, or its bytes.
    */
   async initMultimodal(options: {
-    path: string;
+    path: FileSource;
     use_gpu?: boolean;
     image_min_tokens?: number;
     image_max_tokens?: number;
   }): Promise<boolean> {
     this.#check();
     if (options === null || typeof options !== 'object') throw optionError('options', options, 'must be an object');
+    let file: [string, unknown] | undefined;
+    if (this.#resolveFile) file = await this.#resolveFile(options.path, 'path');
+    else if (typeof options.path !== 'string')
+      throw new LlamaError(
+        'ERR_OPTION',
+        `path: a ${(options.path as object | null)?.constructor?.name ?? typeof options.path} where the path of a multimodal projector (mmproj) GGUF file is expected (URLs, Blobs and bytes are for llama-ts/web)`,
+      );
     this.#multimodal = await this.#request<{ vision: boolean; audio: boolean }>({
       op: 'initMultimodal',
       ctx: this.#id,
-      options: { ...options },
+      options: { ...options, path: file ? file[0] : (options.path as string) },
+      ...(file ? { files: [file] } : {}),
     }).promise;
     return true;
   }

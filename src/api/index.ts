@@ -3,7 +3,7 @@
 import { devicesReady, listDevices } from '../backends/index.js';
 import { sharedBuffer } from '../platform/index.js';
 import { engineClient } from './client.js';
-import { LlamaContext } from './context.js';
+import { type FileResolver, LlamaContext } from './context.js';
 import type { ContextInfo } from './engine.js';
 import { LlamaError } from './errors.js';
 import { checkModelOptions, optionError } from './options.js';
@@ -40,11 +40,15 @@ export function loadModel(options: LlamaModelOptions, onProgress?: (progress: nu
   return loadModelWith(options, onProgress);
 }
 
-/** loadModel, with Blobs the engine worker opens by name (the web entry's models). @internal */
+/**
+ * loadModel, with Blobs the engine worker opens by name (the web entry's models) and how
+ * the context turns later files (a projector) into such Blobs. @internal
+ */
 export async function loadModelWith(
   options: LlamaModelOptions,
   onProgress?: (progress: number) => void,
   files?: [string, unknown][],
+  resolveFile?: FileResolver,
 ): Promise<LlamaContext> {
   const o = checkModelOptions(options);
   if (onProgress !== undefined && typeof onProgress !== 'function') {
@@ -75,7 +79,7 @@ export async function loadModelWith(
       signal?.removeEventListener('abort', onAbort);
     }
     loaded = true;
-    const ctx = new LlamaContext(client, id, info, stop);
+    const ctx = new LlamaContext(client, id, info, stop, resolveFile);
     if (signal?.aborted) {
       await ctx.release();
       throw abortError();

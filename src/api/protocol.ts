@@ -36,7 +36,7 @@ export type Request =
   | { op: 'parallelStatus'; id: number; ctx: number }
   | { op: 'slotAction'; id: number; ctx: number; action: 'save' | 'restore' | 'erase'; slot: number; path?: string }
   | { op: 'tokenize'; id: number; ctx: number; text: string; options: TokenizeOptions; media?: string[] }
-  | { op: 'initMultimodal'; id: number; ctx: number; options: MultimodalOptions }
+  | { op: 'initMultimodal'; id: number; ctx: number; options: MultimodalOptions; files?: [string, unknown][] }
   | { op: 'releaseMultimodal'; id: number; ctx: number }
   | { op: 'detokenize'; id: number; ctx: number; tokens: number[] }
   | { op: 'embedding'; id: number; ctx: number; text: string | number[]; params: EmbeddingParams }

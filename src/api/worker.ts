@@ -23,14 +23,17 @@ function context(id: number): { ec: EngineContext | VocabOnlyContext; stop: Int3
   return c;
 }
 
+/** Blobs the page sent (the web entry's models and projectors), opened by these names. */
+function provideFiles(files: [string, unknown][]): void {
+  const provide = platform.provideFile;
+  if (!provide) throw new LlamaError('ERR_OPTION', 'files as Blobs need the web platform');
+  for (const [name, blob] of files) provide(name, blob);
+}
+
 async function handle(m: Request): Promise<unknown> {
   switch (m.op) {
     case 'load': {
-      if (m.files) {
-        const provide = platform.provideFile;
-        if (!provide) throw new LlamaError('ERR_OPTION', 'model files as Blobs need the web platform');
-        for (const [name, blob] of m.files) provide(name, blob);
-      }
+      if (m.files) provideFiles(m.files);
       const ac = new AbortController();
       loads.set(m.id, ac);
       let last = -1;
@@ -114,6 +117,7 @@ async function handle(m: Request): Promise<unknown> {
       return ec.getLoadedLoraAdapters();
     }
     case 'initMultimodal':
+      if (m.files) provideFiles(m.files);
       return context(m.ctx).ec.initMultimodal(m.options);
     case 'releaseMultimodal':
       return context(m.ctx).ec.releaseMultimodal();

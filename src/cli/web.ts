@@ -36,11 +36,23 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
 };
 /**
- * Browsers resolve no bare module names: the compiled modules' one dependency is served at
- * /vendor/jinja.js (its ES module build, wherever the package manager put it).
+ * Browsers resolve no bare module names: the compiled modules' dependencies are served at
+ * /vendor/: jinja's own ES module build (wherever the package manager put it), the audio
+ * decoders as the browser bundles `npm run build` makes (dist/vendor/, see webui/build.mjs).
+ * The modules' static and dynamic imports of them are rewritten to those paths.
  */
-const JINJA = fileURLToPath(import.meta.resolve('@huggingface/jinja'));
-const BARE: [RegExp, string][] = [[/from '@huggingface\/jinja'/g, "from '/vendor/jinja.js'"]];
+const VENDOR: Record<string, { file: string; from: string }> = {
+  'jinja.js': { file: fileURLToPath(import.meta.resolve('@huggingface/jinja')), from: '@huggingface/jinja' },
+  'flac.js': { file: join(ROOT, 'dist/vendor/flac.js'), from: '@wasm-audio-decoders/flac' },
+  'mpg123.js': { file: join(ROOT, 'dist/vendor/mpg123.js'), from: 'mpg123-decoder' },
+};
+const BARE: [RegExp, string][] = Object.entries(VENDOR).flatMap(([name, { from }]) => {
+  const q = from.replace(/[/.]/g, '\\$&');
+  return [
+    [new RegExp(`from '${q}'`, 'g'), `from '/vendor/${name}'`],
+    [new RegExp(`import\\('${q}'\\)`, 'g'), `import('/vendor/${name}')`],
+  ] as [RegExp, string][];
+});
 
 export interface WebServerOptions {
   port?: number;
@@ -130,7 +142,12 @@ export function serveWeb(options: WebServerOptions = {}): Promise<WebServer> {
       res.end(JSON.stringify(Object.keys(models).map((n) => `/models/${n}`)));
       return;
     }
-    if (path === '/vendor/jinja.js') return sendFile(req, res, JINJA, TYPES['.js']!);
+    if (path.startsWith('/vendor/')) {
+      const name = path.slice('/vendor/'.length);
+      const v = Object.hasOwn(VENDOR, name) ? VENDOR[name] : undefined;
+      if (!v || !existsSync(v.file)) return send(res, 404, 'not found');
+      return sendFile(req, res, v.file, TYPES['.js']!);
+    }
     if (path === '/favicon.ico') {
       res.writeHead(204);
       res.end();

@@ -3,9 +3,21 @@
 // STREAMINFO is read first, so the declared length is checked before anything is decoded; MP3
 // declares none, so it is decoded in slices and stopped once past the limit. FLAC is lossless:
 // its samples are miniaudio's exactly; MP3 decoders differ (mpg123 here, minimp3 in miniaudio).
-import { FLACDecoder } from '@wasm-audio-decoders/flac';
-import { MPEGDecoder } from 'mpg123-decoder';
+// Both are imported when the first such file is decoded, so loading the engine never needs them
+// (a page resolves them through `llama-ts web`'s /vendor/ bundles or the app's own bundler).
 import { MediaError } from './errors.js';
+
+/** A module imported on first use (again after a failed import: a page may go back online). */
+function lazy<T>(load: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | undefined;
+  return () =>
+    (p ??= load().catch((e: unknown) => {
+      p = undefined;
+      throw e;
+    }));
+}
+const flac = lazy(() => import('@wasm-audio-decoders/flac'));
+const mpeg = lazy(() => import('mpg123-decoder'));
 
 /** Decoded planar channels. */
 export interface PlanarFrames {
@@ -16,7 +28,7 @@ export interface PlanarFrames {
 const MP3_SLICE = 64 * 1024;
 
 export async function decodeMp3(b: Uint8Array, maxSeconds: number): Promise<PlanarFrames> {
-  const decoder = new MPEGDecoder();
+  const decoder = new (await mpeg()).MPEGDecoder();
   await decoder.ready;
   try {
     const parts: Float32Array[][] = [];
@@ -63,7 +75,7 @@ export async function decodeFlac(b: Uint8Array, maxSeconds: number): Promise<Pla
   if (rate === 0) throw new MediaError('FLAC', 'STREAMINFO declares a sample rate of 0');
   if (total / rate > maxSeconds)
     throw new MediaError('FLAC', `${(total / rate).toFixed(1)} s of audio is over the limit of ${maxSeconds} s`);
-  const decoder = new FLACDecoder();
+  const decoder = new (await flac()).FLACDecoder();
   await decoder.ready;
   try {
     const r = await decoder.decodeFile(b);

@@ -6,12 +6,13 @@
 // comes from: a URL (downloaded with range requests into the Origin Private File System,
 // resumable; a second visit loads it offline), a Blob or File, or bytes.
 
-import type { LlamaContext } from '../api/context.js';
+import type { FileSource, LlamaContext } from '../api/context.js';
 import { LlamaError } from '../api/errors.js';
 import { loadModelWith } from '../api/index.js';
 import type { LlamaModelOptions } from '../api/types.js';
 import { downloadModel, MAX_MODEL_BYTES, tooLarge, type WebBlob } from './cache.js';
 
+export type { FileSource } from '../api/context.js';
 export { LlamaContext } from '../api/context.js';
 export { LlamaError, type LlamaErrorCode } from '../api/errors.js';
 export type * from '../api/types.js';
@@ -85,15 +86,22 @@ export async function loadModel(
     { ...rest, model: files[0]![0] },
     onProgress ? (f) => onProgress(f, { phase: 'load' }) : undefined,
     files,
+    // later files (ctx.initMultimodal's projector) come as the model did, cached as it was
+    async (source: FileSource, what: string) => {
+      const r = await resolveSource(source as ModelSource, cache, undefined, () => {}, what);
+      if (r.blob.size > MAX_MODEL_BYTES) throw new LlamaError('ERR_OPTION', tooLarge(r.name, r.blob.size).message);
+      return [r.name, r.blob];
+    },
   );
 }
 
-/** A model source as a Blob and the name the engine worker opens it by. */
+/** A model source as a Blob and the name the engine worker opens it by; `what` names the option in errors. */
 async function resolveSource(
   model: ModelSource,
   cache: boolean | undefined,
   signal: AbortSignal | undefined,
   onProgress: (loaded: number, total: number | undefined) => void,
+  what = 'model',
 ): Promise<{ blob: WebBlob; name: string }> {
   if (typeof model === 'string' || model instanceof URL) {
     const base = (globalThis as { location?: { href: string } }).location?.href;
@@ -108,7 +116,9 @@ async function resolveSource(
     } catch (e) {
       // an abort stays an AbortError (as fetch's); anything else is the model's error
       if ((e as Error)?.name === 'AbortError') throw e;
-      throw new LlamaError('ERR_MODEL', (e as Error)?.message ?? String(e), { cause: e });
+      throw new LlamaError(what === 'model' ? 'ERR_MODEL' : 'ERR_OPTION', (e as Error)?.message ?? String(e), {
+        cause: e,
+      });
     }
   }
   if (isBlob(model)) {
@@ -120,6 +130,6 @@ async function resolveSource(
     return { blob: toBlob(model), name: `bytes:${++nextBlob}` };
   throw new LlamaError(
     'ERR_OPTION',
-    `model: expected a URL, a Blob or File, bytes, or a list of shards, got ${typeof model}`,
+    `${what}: expected a URL, a Blob or File, bytes${what === 'model' ? ', or a list of shards' : ''}, got ${typeof model}`,
   );
 }
