@@ -197,6 +197,14 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   kv.push(f32('rope.freq_base', s.ropeFreqBase));
   kv.push(u32('rope.dimension_count', s.ropeDim));
   kv.push(...yarnKeys(arch, s));
+  if (arch === 'qwen2vl') {
+    const items = Int32Array.from(s.ropeSections);
+    kv.push({
+      key: `${arch}.rope.dimension_sections`,
+      type: GGUFValueType.ARRAY,
+      value: { itemType: GGUFValueType.INT32, items },
+    });
+  }
   if (arch === 'deepseek2') {
     // the latent cache's row: [kv_lora_rank | rope dims] for keys, the latent for values
     const m = s.mla!;
