@@ -97,7 +97,7 @@ function defaultVocab(spec: ModelSpec): VocabSpec {
   return { kind, size: spec.shape.nVocab };
 }
 
-const QWEN_ARCHS: readonly string[] = ['qwen2', 'qwen2vl', 'qwen3', 'qwen2moe', 'qwen3moe'];
+const QWEN_ARCHS: readonly string[] = ['qwen2', 'qwen2vl', 'qwen3', 'qwen3vl', 'qwen2moe', 'qwen3moe'];
 
 /** Writes the model `spec` describes to `path` (overwriting it). */
 export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptions = {}): GenerateResult {

@@ -17,6 +17,7 @@ export const MMPROJ_TYPES = [
   'pixtral',
   'internvl',
   'qwen2.5vl_merger',
+  'qwen3vl_merger',
   'ultravox',
   'voxtral',
 ] as const;
@@ -46,6 +47,9 @@ export interface MmprojShape {
   maxTiles?: number;
   /** qwen2.5vl_merger: `clip.vision.n_wa_pattern` (every n-th layer attends fully, the others in windows). */
   windowPattern?: number;
+  /** qwen3vl_merger: the learned position grid's side (bilinear-resized to the patch grid) and the layers with a deepstack merger (their features go to the text model's first layers). */
+  posGrid?: number;
+  deepstackLayers?: number[];
   /** Audio: mel bins (`clip.audio.num_mel_bins`) and frames stacked per projector input (`projector.stack_factor`). */
   nMel?: number;
   stackFactor?: number;
@@ -258,6 +262,47 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('mm.2.bias', [T], BIAS);
       break;
     }
+    case 'qwen3vl_merger': {
+      // two temporal patch kernels with a bias, a learned position grid, LayerNorm blocks with
+      // GELU; the 2x2 merger, plus one merger per deepstack layer
+      f32s('clip.vision.image_mean', SIGLIP_MEAN);
+      f32s('clip.vision.image_std', SIGLIP_MEAN);
+      bool('clip.use_gelu', true);
+      u32('clip.vision.spatial_merge_size', 2);
+      const deep = new Set(s.deepstackLayers ?? []);
+      for (const l of deep) {
+        if (!(Number.isSafeInteger(l) && l >= 0 && l < s.nLayer))
+          throw new RangeError(`mmproj shape: deepstack layer ${l} is not a layer`);
+      }
+      // (older loaders read which layers have one from this key; newer ones from the tensors)
+      kv.push({
+        key: 'clip.vision.is_deepstack_layers',
+        type: GGUFValueType.ARRAY,
+        value: { itemType: GGUFValueType.BOOL, items: Array.from({ length: s.nLayer }, (_, l) => deep.has(l)) },
+      });
+      patchEmbd();
+      add('v.patch_embd.weight.1', [patch, patch, 3, E], linear(patch * patch * 3));
+      add('v.patch_embd.bias', [E], BIAS);
+      const grid = s.posGrid ?? img / patch;
+      add('v.position_embd.weight', [E, grid * grid], EMBD);
+      planLayers(add, 'v', s, { norm: 'layer', kBias: true, gated: false, fusedQkv: true });
+      const inW = E * 4;
+      for (const l of [...deep].sort((a, b) => a - b)) {
+        add(`v.deepstack.${l}.norm.weight`, [inW], NORM);
+        add(`v.deepstack.${l}.norm.bias`, [inW], BIAS);
+        add(`v.deepstack.${l}.fc1.weight`, [inW, inW], linear(inW));
+        add(`v.deepstack.${l}.fc1.bias`, [inW], BIAS);
+        add(`v.deepstack.${l}.fc2.weight`, [inW, T], linear(inW));
+        add(`v.deepstack.${l}.fc2.bias`, [T], BIAS);
+      }
+      add('v.post_ln.weight', [E], NORM);
+      add('v.post_ln.bias', [E], BIAS);
+      add('mm.0.weight', [inW, inW], linear(inW));
+      add('mm.0.bias', [inW], BIAS);
+      add('mm.2.weight', [inW, T], linear(inW));
+      add('mm.2.bias', [T], BIAS);
+      break;
+    }
     default:
       throw new RangeError(`projector '${p}' is an audio one`);
   }
@@ -272,6 +317,8 @@ interface LayerOpts {
   noBias?: boolean;
   /** ls1 / ls2 per-channel scales (InternViT). */
   layerScale?: boolean;
+  /** One attn_qkv (q, k, v rows in that order) instead of three (Qwen3-VL). */
+  fusedQkv?: boolean;
 }
 
 /** The encoder blocks: pre-norm attention and feed-forward, as clip.cpp's build_vit reads them. */
@@ -290,7 +337,11 @@ function planLayers(
       if (o.norm === 'layer') add(`${b}${n}.bias`, [E], BIAS);
     };
     norm('ln1');
-    for (const x of ['attn_q', 'attn_k', 'attn_v', 'attn_out']) {
+    if (o.fusedQkv) {
+      add(`${b}attn_qkv.weight`, [E, 3 * E], linear(E));
+      add(`${b}attn_qkv.bias`, [3 * E], BIAS);
+    }
+    for (const x of o.fusedQkv ? ['attn_out'] : ['attn_q', 'attn_k', 'attn_v', 'attn_out']) {
       add(`${b}${x}.weight`, [E, E], linear(E));
       if (!o.noBias && (x !== 'attn_k' || o.kBias)) add(`${b}${x}.bias`, [E], BIAS);
     }

@@ -209,6 +209,16 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('dynamic'), two('dynamic'), big('dynamic')],
     },
     {
+      name: 'qwen3vl',
+      text: textSpec(vocabFrom, 'qwen3vl', 19, { ropeSections: [2, 3, 3, 0], deepstackLayers: 1 }),
+      mmproj: {
+        projector: 'qwen3vl_merger',
+        seed: 19,
+        shape: { ...VISION, imageSize: 64, patchSize: 8, posGrid: 6, deepstackLayers: [0] },
+      },
+      cases: [mid('dynamic'), two('dynamic'), big('dynamic')],
+    },
+    {
       name: 'ultravox',
       text: textSpec(vocabFrom, 'llama', 17),
       // Build 10257 counts floor(3000 frames / 2 / stack) audio embeddings but its graph pads

@@ -103,8 +103,15 @@ for (const pair of genPairs(vocabFrom)) {
     try {
       r = runOnce();
     } catch (e) {
-      process.stderr.write(`  oracle failed: ${e.message.split('\n')[0]}\n`);
-      cases.push({ name: c.name, path: c.path, oracle_error: String(e.message).split('\n')[0] });
+      // the oracle's own words: an abort's message, else how the process ended
+      const said = String(e.stdout ?? '')
+        .split('\n')
+        .filter((l) => /error|assert|invalid|failed|abort/i.test(l))
+        .pop();
+      const how = e.signal ? `killed by ${e.signal}` : `exit ${e.status}`;
+      const msg = `${how}${said ? `: ${said.trim()}` : ''}`;
+      process.stderr.write(`  oracle failed: ${msg}\n`);
+      cases.push({ name: c.name, path: c.path, images: c.media, oracle_error: msg });
       continue;
     }
     const again = runOnce();
