@@ -32,6 +32,16 @@ export { defaultCacheDir } from './cache-dir.js';
 export { tensorBytes } from './fill.js';
 export { planTensors } from './layout.js';
 export { ensureLora, generateLora, LORA_TARGETS, type LoraResult, type LoraSpec } from './lora.js';
+export {
+  generateMmproj,
+  isAudioProjector,
+  MMPROJ_PRESETS,
+  MMPROJ_TYPES,
+  type MmprojShape,
+  type MmprojSpec,
+  type MmprojType,
+  planMmproj,
+} from './mmproj.js';
 export { Rng } from './rng.js';
 export type {
   ExpertShape,

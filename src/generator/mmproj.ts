@@ -359,6 +359,62 @@ function planLayers(
   }
 }
 
+/** Projector shapes by name: a tiny one per type (the test pairs' shapes) and real ones for benchmarks. */
+export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec: Omit<MmprojSpec, 'seed'> }>> = {
+  'gemma3-siglip-400m': {
+    description:
+      "Gemma 3 4B's SigLIP-400M: 27 layers, 1152 wide, 16 heads, n_ff 4304, 896 px, patch 14, to 2560 (256 tokens), F16",
+    spec: {
+      projector: 'gemma3',
+      fileType: 'F16',
+      name: 'SigLIP-400M gemma3 projector (random weights)',
+      shape: { nEmbd: 1152, nLayer: 27, nHead: 16, nFf: 4304, nEmbdText: 2560, imageSize: 896, patchSize: 14 },
+    },
+  },
+  'qwen2.5vl-3b-vision': {
+    description:
+      "Qwen2.5-VL-3B's ViT: 32 layers, 1280 wide, 16 heads, n_ff 3420, patch 14, full attention every 8th layer, to 2048, F16",
+    spec: {
+      projector: 'qwen2.5vl_merger',
+      fileType: 'F16',
+      name: 'Qwen2.5-VL-3B vision (random weights)',
+      shape: {
+        nEmbd: 1280,
+        nLayer: 32,
+        nHead: 16,
+        nFf: 3420,
+        nEmbdText: 2048,
+        imageSize: 896,
+        patchSize: 14,
+        windowPattern: 8,
+      },
+    },
+  },
+  ...Object.fromEntries(
+    MMPROJ_TYPES.map((t) => [
+      `tiny-${t}`,
+      {
+        description: `${t} at the test pairs' size: 2 layers, 32 wide, to 64`,
+        spec: {
+          projector: t,
+          shape: {
+            nEmbd: 32,
+            nLayer: 2,
+            nHead: 4,
+            nFf: 64,
+            nEmbdText: 64,
+            ...(isAudioProjector(t)
+              ? { nMel: 128 }
+              : t.startsWith('qwen')
+                ? { imageSize: 56, patchSize: 14 }
+                : { imageSize: 32, patchSize: 4 }),
+          },
+        },
+      },
+    ]),
+  ),
+};
+
 export interface MmprojResult {
   path: string;
   fileSize: number;

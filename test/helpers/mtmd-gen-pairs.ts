@@ -236,15 +236,6 @@ export function genPairs(vocabFrom: string): GenPair[] {
   ];
 }
 
-/** A real SigLIP-400M gemma3 projector (27 layers, 1152 wide, 896 px, patch 14, to Gemma 3 4B's 2560), for benchmarks. */
-export const GEMMA3_SIGLIP_400M: MmprojSpec = {
-  projector: 'gemma3',
-  seed: 1,
-  fileType: 'F16',
-  name: 'SigLIP-400M gemma3 projector (random weights)',
-  shape: { nEmbd: 1152, nLayer: 27, nHead: 16, nFf: 4304, nEmbdText: 2560, imageSize: 896, patchSize: 14 },
-};
-
 /** Writes the pair's text model and projector into `dir` (if absent); returns their paths. */
 export function ensurePair(pair: GenPair, dir: string): { model: string; mmproj: string } {
   mkdirSync(dir, { recursive: true });
