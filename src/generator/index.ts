@@ -40,6 +40,7 @@ export {
   type MmprojShape,
   type MmprojSpec,
   type MmprojType,
+  MTMD_DELIMITERS,
   planMmproj,
 } from './mmproj.js';
 export { Rng } from './rng.js';

@@ -8,7 +8,7 @@ import { GGMLType } from '../ggml/types.js';
 import { GGUFValueType, GGUFWriter } from '../gguf/index.js';
 import { tensorBytes } from './fill.js';
 import type { PlannedTensor, TensorInit } from './layout.js';
-import type { VocabKV } from './vocab.js';
+import { TokenType, type VocabKV } from './vocab.js';
 
 /** The clip.projector_type values the generator writes. */
 export const MMPROJ_TYPES = [
@@ -414,6 +414,48 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
     ]),
   ),
 };
+
+/**
+ * The tokens mtmd looks up or inserts around media, and chat-turn markers, to append to a
+ * text model's vocabulary (VocabSpec `copy` extra): those of ../shared/fixtures/mtmd (its
+ * ids 512..561 after stories260K's 512), then pixtral's, internvl's and voxtral's. All
+ * CONTROL but "\n\n" (user-defined), as in the fixtures.
+ */
+export const MTMD_DELIMITERS: readonly { text: string; type: number }[] = [
+  '<start_of_turn>',
+  '<end_of_turn>',
+  '<start_of_image>',
+  '<end_of_image>',
+  '<fake_token_around_image>',
+  '<global-img>',
+  '<end_of_utterance>',
+  '\n\n',
+  ...grid((r, c) => `<row_${r}_col_${c}>`),
+  '<|im_start|>',
+  '<|im_end|>',
+  '<|image_start|>',
+  '<|image_end|>',
+  '<|img_thumbnail|>',
+  ...grid((r, c) => `<|img_row_${r}_col_${c}|>`),
+  '<|vision_start|>',
+  '<|vision_end|>',
+  '<|image_pad|>',
+  '<|audio_bos|>',
+  '<|audio_eos|>',
+  '[IMG]',
+  '[IMG_BREAK]',
+  '[IMG_END]',
+  '<img>',
+  '</img>',
+  '<IMG_CONTEXT>',
+  '[BEGIN_AUDIO]',
+].map((text) => ({ text, type: text === '\n\n' ? TokenType.USER_DEFINED : TokenType.CONTROL }));
+
+function grid(f: (r: number, c: number) => string): string[] {
+  const out: string[] = [];
+  for (let r = 1; r <= 4; r++) for (let c = 1; c <= 4; c++) out.push(f(r, c));
+  return out;
+}
 
 export interface MmprojResult {
   path: string;

@@ -278,7 +278,7 @@ export type VocabSpec =
    * Every tokenizer.* key of another file; `extra` tokens appended after its own (e.g. a
    * multimodal projector's delimiters), `chatTemplate` replacing its tokenizer.chat_template.
    */
-  | { kind: 'copy'; from: string; extra?: { text: string; type: number }[]; chatTemplate?: string };
+  | { kind: 'copy'; from: string; extra?: readonly { text: string; type: number }[]; chatTemplate?: string };
 
 export interface ModelSpec {
   arch: GenArch;

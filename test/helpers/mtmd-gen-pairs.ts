@@ -6,7 +6,7 @@
 // test/mtmd-generated.test.ts (ours).
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateModel, type ModelSpec, TokenType } from '../../src/generator/index.js';
+import { generateModel, type ModelSpec, MTMD_DELIMITERS } from '../../src/generator/index.js';
 import { generateMmproj, type MmprojSpec } from '../../src/generator/mmproj.js';
 import { encodePng } from './media-encode.js';
 
@@ -26,44 +26,6 @@ export interface GenPair {
   text: ModelSpec;
   mmproj: MmprojSpec;
   cases: GenCase[];
-}
-
-// the delimiters and chat markers of the shared fixtures (ids 512..561), then those of the
-// projectors generated here (pixtral, internvl, voxtral)
-const DELIMITERS = [
-  '<start_of_turn>',
-  '<end_of_turn>',
-  '<start_of_image>',
-  '<end_of_image>',
-  '<fake_token_around_image>',
-  '<global-img>',
-  '<end_of_utterance>',
-  '\n\n',
-  ...grid((r, c) => `<row_${r}_col_${c}>`),
-  '<|im_start|>',
-  '<|im_end|>',
-  '<|image_start|>',
-  '<|image_end|>',
-  '<|img_thumbnail|>',
-  ...grid((r, c) => `<|img_row_${r}_col_${c}|>`),
-  '<|vision_start|>',
-  '<|vision_end|>',
-  '<|image_pad|>',
-  '<|audio_bos|>',
-  '<|audio_eos|>',
-  '[IMG]',
-  '[IMG_BREAK]',
-  '[IMG_END]',
-  '<img>',
-  '</img>',
-  '<IMG_CONTEXT>',
-  '[BEGIN_AUDIO]',
-];
-
-function grid(f: (r: number, c: number) => string): string[] {
-  const out: string[] = [];
-  for (let r = 1; r <= 4; r++) for (let c = 1; c <= 4; c++) out.push(f(r, c));
-  return out;
 }
 
 const turns = (open: string, close: string, assistant: string) =>
@@ -104,7 +66,7 @@ function textSpec(vocabFrom: string, arch: ModelSpec['arch'], seed: number, extr
     vocab: {
       kind: 'copy',
       from: vocabFrom,
-      extra: DELIMITERS.map((text) => ({ text, type: text === '\n\n' ? TokenType.USER_DEFINED : TokenType.CONTROL })),
+      extra: MTMD_DELIMITERS,
       chatTemplate: gemma ? GEMMA_TEMPLATE : CHATML_TEMPLATE,
     },
   } satisfies ModelSpec;

@@ -177,3 +177,5 @@ for (const pair of genPairs(vocabFrom)) {
   writeFileSync(join(here, `${pair.name}.ref.json`), `${JSON.stringify(ref, null, 1)}\n`);
   writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 1)}\n`);
 }
+// in the repository's JSON style (npm run lint checks it)
+execFileSync(join(root, 'node_modules/.bin/biome'), ['format', '--write', here], { stdio: 'ignore' });
