@@ -18,6 +18,7 @@ export const MMPROJ_TYPES = [
   'internvl',
   'qwen2.5vl_merger',
   'qwen3vl_merger',
+  'gemma4v',
   'ultravox',
   'voxtral',
 ] as const;
@@ -303,6 +304,20 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('mm.2.bias', [T], BIAS);
       break;
     }
+    case 'gemma4v': {
+      // Gemma 4's ViT: x and y position tables, 2D RoPE, RMS norms with q/k norms and post
+      // norms, GELU-gated feed-forward; avg-pool n_merge x n_merge, RMS norm, projection
+      f32s('clip.vision.image_mean', SIGLIP_MEAN);
+      f32s('clip.vision.image_std', SIGLIP_MEAN);
+      bool('clip.use_gelu', true);
+      if (s.scaleFactor !== undefined) u32('clip.vision.projector.scale_factor', s.scaleFactor);
+      patchEmbd();
+      const grid = s.posGrid ?? 64;
+      add('v.position_embd.weight', [E, grid, 2], EMBD);
+      planLayers(add, 'v', s, { norm: 'rms', kBias: false, gated: true, noBias: true, qkNorm: true, postNorms: true });
+      add('mm.input_projection.weight', [E, T], linear(E));
+      break;
+    }
     default:
       throw new RangeError(`projector '${p}' is an audio one`);
   }
@@ -319,6 +334,9 @@ interface LayerOpts {
   layerScale?: boolean;
   /** One attn_qkv (q, k, v rows in that order) instead of three (Qwen3-VL). */
   fusedQkv?: boolean;
+  /** Per-head RMS norms of q and k, and norms after attention and feed-forward (Gemma 4). */
+  qkNorm?: boolean;
+  postNorms?: boolean;
 }
 
 /** The encoder blocks: pre-norm attention and feed-forward, as clip.cpp's build_vit reads them. */
@@ -345,6 +363,11 @@ function planLayers(
       add(`${b}${x}.weight`, [E, E], linear(E));
       if (!o.noBias && (x !== 'attn_k' || o.kBias)) add(`${b}${x}.bias`, [E], BIAS);
     }
+    if (o.qkNorm) {
+      add(`${b}attn_q_norm.weight`, [E / s.nHead], NORM);
+      add(`${b}attn_k_norm.weight`, [E / s.nHead], NORM);
+    }
+    if (o.postNorms) add(`${b}attn_post_norm.weight`, [E], NORM);
     if (o.layerScale) add(`${b}ls1.weight`, [E], NORM);
     norm('ln2');
     if (o.gated) {
@@ -355,6 +378,7 @@ function planLayers(
     if (!o.noBias) add(`${b}ffn_up.bias`, [F], BIAS);
     add(`${b}ffn_down.weight`, [F, E], linear(F));
     if (!o.noBias) add(`${b}ffn_down.bias`, [E], BIAS);
+    if (o.postNorms) add(`${b}ffn_post_norm.weight`, [E], NORM);
     if (o.layerScale) add(`${b}ls2.weight`, [E], NORM);
   }
 }
@@ -418,7 +442,7 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
 /**
  * The tokens mtmd looks up or inserts around media, and chat-turn markers, to append to a
  * text model's vocabulary (VocabSpec `copy` extra): those of ../shared/fixtures/mtmd (its
- * ids 512..561 after stories260K's 512), then pixtral's, internvl's and voxtral's. All
+ * ids 512..561 after stories260K's 512), then pixtral's, internvl's, voxtral's and gemma4v's. All
  * CONTROL but "\n\n" (user-defined), as in the fixtures.
  */
 export const MTMD_DELIMITERS: readonly { text: string; type: number }[] = [
@@ -449,6 +473,8 @@ export const MTMD_DELIMITERS: readonly { text: string; type: number }[] = [
   '</img>',
   '<IMG_CONTEXT>',
   '[BEGIN_AUDIO]',
+  '<|image>',
+  '<image|>',
 ].map((text) => ({ text, type: text === '\n\n' ? TokenType.USER_DEFINED : TokenType.CONTROL }));
 
 function grid(f: (r: number, c: number) => string): string[] {

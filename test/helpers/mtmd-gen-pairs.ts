@@ -4,9 +4,17 @@
 // up, a small chat template; and the PNG/WAV media their cases use, written here (no ../shared
 // images needed). Used by test/refs/mtmd/make-refs.mjs (llama.cpp's answers) and
 // test/mtmd-generated.test.ts (ours).
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateModel, type ModelSpec, MTMD_DELIMITERS } from '../../src/generator/index.js';
+import {
+  GENERATOR_VERSION,
+  generateModel,
+  type ModelSpec,
+  MTMD_DELIMITERS,
+  presetSpec,
+  specHash,
+} from '../../src/generator/index.js';
 import { generateMmproj, type MmprojSpec } from '../../src/generator/mmproj.js';
 import { encodePng } from './media-encode.js';
 
@@ -70,6 +78,15 @@ function textSpec(vocabFrom: string, arch: ModelSpec['arch'], seed: number, extr
       chatTemplate: gemma ? GEMMA_TEMPLATE : CHATML_TEMPLATE,
     },
   } satisfies ModelSpec;
+}
+
+/** Gemma 4 (E2B-like: per-layer embeddings, shared KV, layer output scales) at the generator's tiny size. */
+function gemma4Text(vocabFrom: string): ModelSpec {
+  const spec = presetSpec('tiny-gemma4', 'F32', { seed: 20 });
+  return {
+    ...spec,
+    vocab: { kind: 'copy', from: vocabFrom, extra: MTMD_DELIMITERS, chatTemplate: GEMMA_TEMPLATE },
+  };
 }
 
 const VISION = { nEmbd: 32, nLayer: 2, nHead: 4, nFf: 64, nEmbdText: 64 };
@@ -181,6 +198,12 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('dynamic'), two('dynamic'), big('dynamic')],
     },
     {
+      name: 'gemma4v',
+      text: gemma4Text(vocabFrom),
+      mmproj: { projector: 'gemma4v', seed: 20, shape: { ...VISION, imageSize: 64, patchSize: 4, posGrid: 64 } },
+      cases: [mid('dynamic'), two('dynamic'), big('dynamic')],
+    },
+    {
       name: 'ultravox',
       text: textSpec(vocabFrom, 'llama', 17),
       // Build 10257 counts floor(3000 frames / 2 / stack) audio embeddings but its graph pads
@@ -198,11 +221,18 @@ export function genPairs(vocabFrom: string): GenPair[] {
   ];
 }
 
-/** Writes the pair's text model and projector into `dir` (if absent); returns their paths. */
+/**
+ * Writes the pair's text model and projector into `dir` (unless there); returns their paths.
+ * The names carry a hash of both specs, so a changed spec never reuses an old file.
+ */
 export function ensurePair(pair: GenPair, dir: string): { model: string; mmproj: string } {
   mkdirSync(dir, { recursive: true });
-  const model = join(dir, `${pair.name}.gguf`);
-  const mmproj = join(dir, `${pair.name}.mmproj.gguf`);
+  const key = createHash('sha256')
+    .update(JSON.stringify({ text: specHash(pair.text), mmproj: pair.mmproj, v: GENERATOR_VERSION }))
+    .digest('hex')
+    .slice(0, 16);
+  const model = join(dir, `${pair.name}-${key}.gguf`);
+  const mmproj = join(dir, `${pair.name}-${key}.mmproj.gguf`);
   const write = (path: string, gen: (tmp: string) => void) => {
     if (existsSync(path)) return;
     const tmp = `${path}.tmp-${process.pid}`;
