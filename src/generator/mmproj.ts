@@ -14,6 +14,7 @@ import { TokenType, type VocabKV } from './vocab.js';
 export const MMPROJ_TYPES = [
   'gemma3',
   'mlp',
+  'ldpv2',
   'pixtral',
   'internvl',
   'qwen2.5vl_merger',
@@ -186,8 +187,13 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('mm.input_projection.weight', [T, E], linear(E));
       break;
     }
+    case 'ldpv2':
     case 'mlp': {
-      // LLaVA: CLIP ViT with a class embedding and a pre-norm, two-layer GELU MLP
+      // LLaVA: CLIP ViT with a class embedding and a pre-norm, two-layer GELU MLP; MobileVLM
+      // V2 (ldpv2): the MLP, a 2x2 average pool and a depthwise 3x3 position conv (mtmd
+      // assumes a 24x24 patch grid)
+      if (p === 'ldpv2' && img / patch !== 24)
+        throw new RangeError(`mmproj shape: ldpv2 needs a 24x24 patch grid (imageSize = 24 x patchSize)`);
       f32s('clip.vision.image_mean', CLIP_MEAN);
       f32s('clip.vision.image_std', CLIP_STD);
       bool('clip.use_gelu', true);
@@ -201,10 +207,15 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('v.pre_ln.weight', [E], NORM);
       add('v.pre_ln.bias', [E], BIAS);
       planLayers(add, 'v', s, { norm: 'layer', kBias: true, gated: false });
-      add('mm.0.weight', [E, T], linear(E));
-      add('mm.0.bias', [T], BIAS);
-      add('mm.2.weight', [T, T], linear(T));
-      add('mm.2.bias', [T], BIAS);
+      const mm = p === 'ldpv2' ? 'mm.model.mlp.' : 'mm.';
+      add(`${mm}0.weight`, [E, T], linear(E));
+      add(`${mm}0.bias`, [T], BIAS);
+      add(`${mm}2.weight`, [T, T], linear(T));
+      add(`${mm}2.bias`, [T], BIAS);
+      if (p === 'ldpv2') {
+        add('mm.model.peg.0.weight', [3, 3, 1, T], linear(9));
+        add('mm.model.peg.0.bias', [T], BIAS);
+      }
       if (s.gridPinpoints) add('v.image_newline', [T], EMBD);
       break;
     }
@@ -496,8 +507,13 @@ export function generateMmproj(spec: MmprojSpec, path: string): MmprojResult {
   const w = new GGUFWriter();
   for (const kv of plan.kv) w.set(kv.key, kv.type, kv.value);
   // F16 for matrices and kernels (as the converters write them); 1D tensors and embedding rows stay F32
+  // (ldpv2's depthwise conv kernel is F16 in every file: build 10257's CPU backend has no F32
+  // im2col for it and aborts with "GGML_ASSERT(*cur_backend_id != -1)")
   const typeOf = (t: PlannedTensor) =>
-    spec.fileType === 'F16' && t.dims.length >= 2 && !t.name.includes('position_embd') ? GGMLType.F16 : GGMLType.F32;
+    t.name === 'mm.model.peg.0.weight' ||
+    (spec.fileType === 'F16' && t.dims.length >= 2 && !t.name.includes('position_embd'))
+      ? GGMLType.F16
+      : GGMLType.F32;
   const byName = new Map(plan.tensors.map((t) => [t.name, t]));
   for (const t of plan.tensors) w.addTensor(t.name, typeOf(t), t.dims);
   w.write(path, (e) => {

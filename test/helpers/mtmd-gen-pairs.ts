@@ -166,6 +166,12 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('tiled'), pano('tiled'), big('tiled')],
     },
     {
+      name: 'ldpv2',
+      text: textSpec(vocabFrom, 'llama', 21),
+      mmproj: { projector: 'ldpv2', seed: 21, shape: { ...VISION, imageSize: 48, patchSize: 2 } },
+      cases: [mid('fixed'), two('fixed')],
+    },
+    {
       name: 'pixtral',
       text: textSpec(vocabFrom, 'llama', 14),
       mmproj: { projector: 'pixtral', seed: 14, shape: { ...VISION, imageSize: 64, patchSize: 4 } },
