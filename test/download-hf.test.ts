@@ -17,6 +17,7 @@ import {
   DownloadError,
   HubUnreachableError,
   parseHfPath,
+  pickMmproj,
   pull,
   resolveHfRepo,
   resolveModelArg,
@@ -320,6 +321,21 @@ test('a stale lock (its process is gone) is taken over', async () => {
   const t = new Date(Date.now() - 120_000);
   (await import('node:fs')).utimesSync(`${dest}.lock`, t, t);
   assert.ok(readFileSync(await pull(spec, { cacheDir: dir, staleLockMs: 60_000 })).equals(DATA));
+});
+
+test("-hf picks the repository's projector with the model (llama-server's --mmproj-auto)", async () => {
+  assert.equal((await resolveHfRepo(REPO)).mmproj, 'mmproj-tiny-q4_k_m.gguf');
+  const files = [
+    'm-Q4_K_M.gguf',
+    'mmproj-model-f32.gguf',
+    'mmproj-model-F16.gguf',
+    'mmproj-model-Q8_0.gguf',
+    'README.md',
+  ];
+  assert.equal(pickMmproj(files, 'q4_k_m'), 'mmproj-model-F16.gguf', 'F16 before Q8_0 and F32');
+  assert.equal(pickMmproj(files, 'q8_0'), 'mmproj-model-Q8_0.gguf', "the model's own quantization first");
+  assert.equal(pickMmproj(['mmproj-b.gguf', 'mmproj-a.gguf'], 'q4_k_m'), 'mmproj-a.gguf');
+  assert.equal(pickMmproj(['m-Q4_K_M.gguf', 'mmproj.bin'], 'q4_k_m'), undefined);
 });
 
 test('-hf repo[:quant] picks the file from the repository listing; hf:// model arguments', async () => {

@@ -33,6 +33,35 @@ describe('decodeImage: mtmd fixture PNGs', { skip: imgDir ? false : missingShare
   }
 });
 
+// BMP, GIF and JPEG files made with ImageMagick 6.9 (test/fixtures/media/, 17x11 and 23x13): all hash
+// to stb_image's pixels (JPEG: baseline 4:4:4, progressive 4:2:0, 4:2:2 with a restart marker after
+// every MCU, 4:1:1 (stb's nearest-neighbour upsampling), progressive gray).
+const STB_FORMATS: Record<string, string> = {
+  'argb32.bmp': 'e307f90f250365ae',
+  'mono1.bmp': '22e7eb6f1ea7b978',
+  'os2.bmp': '1f0504a84f374757',
+  'pal4.bmp': '53114784f6ba8132',
+  'comp.gif': '9e380ecc9aebeedb',
+  'inter.gif': '122c142757bdb2b1',
+  'trans.gif': 'cf09be86eca2d94e',
+  'base444.jpg': 'eed082ec5f9c58d8',
+  'prog420.jpg': 'd5448c9eb6afaf4c',
+  'rst422.jpg': 'a000106e880fe050',
+  's411.jpg': 'b4974f92bcc712ee',
+  'gray-prog.jpg': '7b3f4a6fadcb00c3',
+};
+const fixture = (name: string) => readFileSync(new URL(`../../test/fixtures/media/${name}`, import.meta.url));
+
+describe('decodeImage: BMP, GIF, JPEG as stb_image', () => {
+  for (const [name, sha] of Object.entries(STB_FORMATS)) {
+    test(`${name} is stb_image's pixels`, async () => {
+      const img = await decodeImage(fixture(name));
+      assert.equal(img.width * img.height * 3, img.data.length);
+      assert.equal(createHash('sha256').update(img.data).digest('hex').slice(0, 16), sha);
+    });
+  }
+});
+
 describe('decodeImage: PNG colour types, depths, interlace', () => {
   const cases: [PngSpec['colorType'], PngSpec['depth']][] = [
     [0, 1],

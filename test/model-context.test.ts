@@ -498,7 +498,7 @@ test('loading errors name the file, the architecture or the tensor', async () =>
     Model.load(gpt2),
     (e: unknown) =>
       e instanceof ModelError &&
-      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert, gemma2, gemma3, gemma4, gemma-embedding, phi3, smollm3, qwen35, qwen35moe, lfm2, lfm2moe, granitehybrid, nemotron_h, nemotron_h_moe, qwen2moe, qwen3moe, deepseek2, gpt-oss/.test(
+      /architecture 'gpt2' is not supported; supported: llama, qwen2, qwen3, bert, gemma2, gemma3, gemma4, gemma-embedding, phi3, smollm3, qwen35, qwen35moe, lfm2, lfm2moe, granitehybrid, nemotron_h, nemotron_h_moe, qwen2moe, qwen3moe, deepseek2, gpt-oss, qwen2vl/.test(
         (e as Error).message,
       ),
   );

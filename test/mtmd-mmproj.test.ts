@@ -63,7 +63,10 @@ describe('mmproj files', { skip: DIR ? false : missingShared('fixtures/mtmd') },
     const path = variant('pixtral', { set: ['clip.projector_type', 'pixtral'] });
     await assert.rejects(Mmproj.load(path), (e: Error) => {
       assert.ok(e instanceof MmprojError);
-      assert.match(e.message, /projector type 'pixtral' is not supported \(llama-ts runs gemma3, idefics3, lfm2\)/);
+      assert.match(
+        e.message,
+        /projector type 'pixtral' is not supported \(llama-ts runs gemma3, idefics3, lfm2, qwen2vl_merger, qwen2a\)/,
+      );
       return true;
     });
   });
@@ -129,6 +132,17 @@ describe('multimodal API without a projector', { skip: DIR ? false : missingShar
     const b = await ctx.tokenize('Look<__media__>', [`${DIR}img/gray-40x40.png`]);
     assert.deepEqual(Array.from(a.tokens), Array.from(b.tokens));
     assert.deepEqual(a.bitmap_hashes, b.bitmap_hashes);
+    // a conversation with an image is not saved as a session (its file could not load back)
+    await ctx.completion({ prompt: 'Look<__media__>', media_paths: [`${DIR}img/gray-40x40.png`], n_predict: 1 });
+    const dir = mkdtempSync(join(tmpdir(), 'llama-ts-mm-session-'));
+    try {
+      await assert.rejects(
+        ctx.saveSession(join(dir, 's.bin')),
+        /holds images; llama-ts does not save sessions with media/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     await ctx.releaseMultimodal();
     assert.equal(ctx.isMultimodalEnabled(), false);
   });

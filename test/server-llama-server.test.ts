@@ -58,7 +58,8 @@ describe('serve as llama-server answers', () => {
     await server?.close();
   });
 
-  // llama-server's status for these is a 500 (a runtime_error; its test_compat_anthropic.py expects it)
+  // llama-server's words; its status is a 500 (a runtime_error), which makes OpenAI's clients retry a
+  // request that cannot succeed: a 400 here (media.ts)
   test('image and audio parts are refused (no projector), never read or fetched', async () => {
     for (const url of ['file:///etc/passwd', 'malformed', 'http://127.0.0.1:9/404.png', 'data:image/png;base64,AAAA']) {
       const messages = [
@@ -72,13 +73,13 @@ describe('serve as llama-server answers', () => {
       ];
       for (const path of ['/v1/chat/completions', '/apply-template']) {
         const r = await post(`${server.url}${path}`, { messages, max_tokens: 1 });
-        assert.equal(r.status, 500, `${path} ${url}`);
+        assert.equal(r.status, 400, `${path} ${url}`);
         assert.match(r.json.error.message, /^image input is not supported/);
       }
     }
     const audio = [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }];
     const r = await post(`${server.url}/v1/chat/completions`, { messages: audio, max_tokens: 1 });
-    assert.equal(r.status, 500);
+    assert.equal(r.status, 400);
     assert.match(r.json.error.message, /^audio input is not supported/);
     const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } };
     const a = await post(`${server.url}/v1/messages`, {
@@ -86,7 +87,7 @@ describe('serve as llama-server answers', () => {
       max_tokens: 1,
       messages: [{ role: 'user', content: [image, { type: 'text', text: 'What is this?' }] }],
     });
-    assert.equal(a.status, 500);
+    assert.equal(a.status, 400);
     assert.match(a.json.error.message, /^image input is not supported/);
   });
 

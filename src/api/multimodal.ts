@@ -4,10 +4,10 @@
 // reaches them. Runs in the engine worker, as the model does.
 
 import type { PromptMedia } from '../generation/index.js';
-import { decodeImage } from '../media/index.js';
+import { decodeAudio, decodeImage } from '../media/index.js';
 import { IMAGE_DEFAULTS } from '../media/types.js';
 import type { Context, Model } from '../model/index.js';
-import { type Chunk, chunkLayout, Multimodal } from '../multimodal/mtmd.js';
+import { type Chunk, chunkLayout, type MediaInput, Multimodal } from '../multimodal/mtmd.js';
 import { platform } from '../platform/index.js';
 import { LlamaError } from './errors.js';
 
@@ -57,6 +57,8 @@ export async function readMedia(ref: string, maxBytes = IMAGE_DEFAULTS.maxBytes)
   try {
     file = platform.openFile(path);
   } catch (e) {
+    // llama.node also takes audio as bare base64 (input_audio.data)
+    if (ref.length >= 64 && /^[A-Za-z0-9+/]+={0,2}$/.test(ref)) return base64(ref);
     throw new LlamaError('ERR_OPTION', `media: cannot open ${path}: ${(e as Error).message}`);
   }
   try {
@@ -104,18 +106,19 @@ export class EngineMultimodal implements PromptMedia {
   }
 
   /** Decodes the media references (images; audio needs an audio projector). */
-  async decode(refs: readonly string[]): Promise<{ width: number; height: number; data: Uint8Array }[]> {
-    const out = [];
+  async decode(refs: readonly string[]): Promise<MediaInput[]> {
+    const out: MediaInput[] = [];
     for (const ref of refs) {
       const bytes = await readMedia(ref);
-      if (isAudio(bytes)) {
+      const audio = isAudio(bytes);
+      if (audio !== this.support.audio) {
         throw new LlamaError(
           'ERR_OPTION',
-          `media: ${describe(ref)} is audio; the projector ${this.mtmd.mm.path} has no audio encoder`,
+          `media: ${describe(ref)} is ${audio ? 'audio' : 'not audio'}; the projector ${this.mtmd.mm.path} takes ${this.support.audio ? 'audio' : 'images'}`,
         );
       }
       try {
-        out.push(await decodeImage(bytes));
+        out.push(audio ? await decodeAudio(bytes) : await decodeImage(bytes));
       } catch (e) {
         throw new LlamaError('ERR_OPTION', `media: ${describe(ref)}: ${(e as Error).message}`);
       }
@@ -124,7 +127,7 @@ export class EngineMultimodal implements PromptMedia {
   }
 
   /** The chunks of a prompt with media, each image registered under its placeholder id. */
-  private chunks(text: string, images: Parameters<Multimodal['tokenize']>[1]): Chunk[] {
+  private chunks(text: string, images: readonly MediaInput[]): Chunk[] {
     const chunks = this.mtmd.tokenize(text, images);
     for (const c of chunks) {
       if (c.type !== 'image') continue;
@@ -137,7 +140,7 @@ export class EngineMultimodal implements PromptMedia {
   }
 
   /** Prompt tokens with each media position as its item's placeholder id (for the batcher). */
-  promptTokens(text: string, images: Parameters<Multimodal['tokenize']>[1]): number[] {
+  promptTokens(text: string, images: readonly MediaInput[]): number[] {
     const out: number[] = [];
     for (const c of this.chunks(text, images)) {
       if (c.type === 'text') out.push(...c.tokens);
@@ -147,7 +150,7 @@ export class EngineMultimodal implements PromptMedia {
   }
 
   /** llama.node's tokenize(text, media_paths): -1 for every media position, and the chunk layout. */
-  tokenize(text: string, images: Parameters<Multimodal['tokenize']>[1]): MediaTokenizeResult {
+  tokenize(text: string, images: readonly MediaInput[]): MediaTokenizeResult {
     const chunks = this.chunks(text, images);
     const lay = chunkLayout(chunks);
     return {

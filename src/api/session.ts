@@ -61,6 +61,13 @@ export async function saveSession(
 ): Promise<void> {
   const memory = ctx.memory;
   if (!memory) throw new LlamaError('ERR_CONTEXT', `${identity.arch} has no KV cache: there is no session to save`);
+  // (media positions hold placeholder ids, not tokens: a file could not be loaded back)
+  if (tokens.some((t) => t < 0)) {
+    throw new LlamaError(
+      'ERR_SESSION',
+      `${path}: the conversation holds images; llama-ts does not save sessions with media (llama.node's .meta sidecar is not written)`,
+    );
+  }
   const cells = memory.stateCells(seq);
   if (cells[0] !== tokens.length || memory.seqPosMax(seq) + 1 !== tokens.length) {
     throw new LlamaError(

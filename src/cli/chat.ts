@@ -5,15 +5,17 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import type { LlamaContext } from '../api/context.js';
 import { loadModel } from '../api/index.js';
-import type { ChatMessage } from '../api/types.js';
+import type { ChatMessage, ChatMessagePart } from '../api/types.js';
 import { resolveModelArg } from '../download/index.js';
 import { openGGUF } from '../gguf/index.js';
+import { checkMediaFile, MMPROJ_HELP, MMPROJ_OPTIONS, MMPROJ_SPELLINGS, projectorArg } from './multimodal.js';
 import { commandOptions, intOption, normalizeArgv, SHARED_HELP, threadsOption, UsageError } from './options.js';
 
 const HELP = `usage: llama-ts chat [-m FILE.gguf | -hf REPO[:QUANT]] [options]
 
 An interactive chat with the model's chat template. Type a message and press Enter;
-/reset forgets the conversation, /exit (or Ctrl-D) leaves. Without -m or -hf, the
+/reset forgets the conversation, /exit (or Ctrl-D) leaves. With a projector (--mmproj),
+/image PATH and /audio PATH attach a file to the next message. Without -m or -hf, the
 default model (Qwen2.5-0.5B-Instruct Q4_K_M) is downloaded on first use.
 
   -m, --model FILE        GGUF model file (or hf://REPO/FILE.gguf)
@@ -26,10 +28,11 @@ ${SHARED_HELP.threads}
   --temp T                temperature (default 0.8; 0 is greedy)
   --seed S                sampling seed (default random)
   --chat-template NAME    a built-in template name or Jinja text replacing the model's
+${MMPROJ_HELP}
 `;
 
 function options(argv: string[]) {
-  const args = normalizeArgv(argv);
+  const args = normalizeArgv(argv).map((a) => MMPROJ_SPELLINGS[a] ?? a);
   return parseArgs({
     args,
     options: commandOptions(['model', 'hf-repo', 'cache-dir', 'ctx-size', 'threads', 'help'], {
@@ -38,6 +41,7 @@ function options(argv: string[]) {
       temp: { type: 'string' },
       seed: { type: 'string' },
       'chat-template': { type: 'string' },
+      ...MMPROJ_OPTIONS,
     } as const),
     strict: true,
   }).values;
@@ -91,6 +95,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
       n_threads: threads,
       ...(o['chat-template'] !== undefined ? { chat_template: o['chat-template'] } : {}),
     });
+    const mmproj = await projectorArg(o);
+    if (mmproj !== undefined) await ctx.initMultimodal({ path: mmproj });
   } catch (e) {
     process.stderr.write(`llama-ts chat: ${(e as Error).message}\n`);
     return 1;
@@ -111,13 +117,40 @@ export async function chatCommand(argv: string[]): Promise<number> {
     else rl.close();
   });
 
+  // files attached with /image and /audio, sent with the next message
+  let attached: ChatMessagePart[] = [];
+  const attach = (kind: 'image' | 'audio', path: string) => {
+    const support = ctx.getMultimodalSupport();
+    if (!(kind === 'image' ? support.vision : support.audio)) {
+      return `no ${kind} input: ${ctx.isMultimodalEnabled() ? 'the projector takes none' : 'start chat with --mmproj FILE'}`;
+    }
+    try {
+      const { format } = checkMediaFile({ kind, path }, `/${kind}`);
+      attached.push(
+        kind === 'image'
+          ? { type: 'image_url', image_url: { url: path } }
+          : { type: 'input_audio', input_audio: { format, url: path } },
+      );
+      return `(${kind} ${path} attached to the next message)`;
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
   let code = 0;
   try {
     prompt();
     for await (const line of rl) {
       const text = line.trim();
       if (text === '/exit' || text === '/quit') break;
+      const media = /^\/(image|audio)\s+(.+)$/.exec(text);
+      if (media) {
+        process.stdout.write(`${attach(media[1] as 'image' | 'audio', media[2]!.trim())}\n`);
+        prompt();
+        continue;
+      }
       if (text === '/reset') {
+        attached = [];
         history.length = systemLength;
         if (tty) process.stdout.write('(conversation reset)\n');
         prompt();
@@ -127,7 +160,9 @@ export async function chatCommand(argv: string[]): Promise<number> {
         prompt();
         continue;
       }
-      history.push({ role: 'user', content: text });
+      // attached media first, then the text (kept in the history: later turns see them too)
+      history.push({ role: 'user', content: attached.length > 0 ? [...attached, { type: 'text', text }] : text });
+      attached = [];
       busy = true;
       const result = await ctx.completion(
         {

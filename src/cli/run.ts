@@ -11,6 +11,15 @@ import { loadModel } from '../api/index.js';
 import type { FlashAttnTypeOption } from '../api/types.js';
 import { checkValue, OPTIONS, type OptionSpec } from '../generation/index.js';
 import {
+  checkMediaFile,
+  type MediaFile,
+  MMPROJ_HELP,
+  MMPROJ_OPTIONS,
+  MMPROJ_SPELLINGS,
+  mediaFlags,
+  projectorArg,
+} from './multimodal.js';
+import {
   ADAPTER_HELP,
   adapterModelOptions,
   commandOptions,
@@ -64,6 +73,11 @@ ${SHARED_HELP['flash-attn']}
       --json              print one JSON object: prompt_tokens, generated_tokens, text,
                           timings
       --top-logits K      with --json: the K highest next-token [id, logit] after the prompt
+${MMPROJ_HELP}
+      --image FILE        an image for the prompt (repeatable; PNG, JPEG, GIF, BMP); each takes
+                          the place of a <__media__> marker in the prompt, in the order given
+                          with --audio (without markers: after the prompt text)
+      --audio FILE        an audio clip for the prompt (repeatable; WAV), as --image
 ${SHARED_HELP.help}
 
 ${ADAPTER_HELP}
@@ -120,9 +134,13 @@ export async function runCommand(argv: string[]): Promise<number> {
   let flashAttn: FlashAttnTypeOption | undefined;
   let sampling: Record<string, unknown>;
   let extras: Record<string, unknown>;
+  let media: MediaFile[];
   try {
-    const adapters = extractAdapterArgs(normalizeSpeculativeArgv(normalizeArgv(argv)));
+    const adapters = extractAdapterArgs(
+      normalizeSpeculativeArgv(normalizeArgv(argv).map((a) => MMPROJ_SPELLINGS[a] ?? a)),
+    );
     const args = parse(adapters.argv);
+    media = mediaFlags(adapters.argv);
     o = args.values;
     if (o.help) {
       process.stdout.write(HELP);
@@ -140,6 +158,11 @@ export async function runCommand(argv: string[]): Promise<number> {
     flashAttn = flashAttnOption(o['flash-attn']);
     sampling = samplingFlags(o as Record<string, unknown>);
     extras = adapterModelOptions(o, adapters.lora);
+    for (const f of media) checkMediaFile(f);
+    if (media.length > 0 && o['no-mmproj'])
+      throw new UsageError('--image and --audio need a projector; --no-mmproj leaves none');
+    if (media.length > 0 && o.mmproj === undefined && o['hf-repo'] === undefined)
+      throw new UsageError('--image and --audio need a multimodal projector (--mmproj FILE)');
   } catch (e) {
     return usageError('run', HELP, (e as Error).message);
   }
@@ -159,12 +182,18 @@ export async function runCommand(argv: string[]): Promise<number> {
       ...(flashAttn ? { flash_attn_type: flashAttn } : {}),
       ...extras,
     });
+    // the projector only when the prompt has media (-hf may bring one: it is not loaded for text)
+    const mmproj = media.length > 0 ? await projectorArg(o) : undefined;
+    if (media.length > 0 && mmproj === undefined)
+      throw new UsageError(`${o['hf-repo']} has no mmproj file: give one with --mmproj FILE`);
+    if (mmproj !== undefined) await ctx.initMultimodal({ path: mmproj });
     const loadMs = performance.now() - t0;
     const prompt = Buffer.from(processEscapes(Buffer.from(o.prompt, 'utf8'))).toString('utf8');
     const r = await ctx.completion(
       {
         ...sampling,
         prompt,
+        ...(media.length > 0 ? { media_paths: media.map((f) => f.path) } : {}),
         n_predict: nPredict,
         // as llama-cli: a prompt longer than the context is an error, not cut
         truncate_prompt: false,
@@ -232,6 +261,9 @@ function parse(argv: string[]) {
         prompt: { type: 'string', short: 'p' },
         'n-predict': { type: 'string', short: 'n' },
         'top-logits': { type: 'string' },
+        ...MMPROJ_OPTIONS,
+        image: { type: 'string', multiple: true },
+        audio: { type: 'string', multiple: true },
       } as const,
     ),
   });

@@ -5,6 +5,7 @@ import { POOLING_TYPES } from '../api/options.js';
 import { DownloadError, resolveModelArg } from '../download/index.js';
 import { type LogLevel, setLogCallback } from '../log.js';
 import { LlamaServer, type ServerOptions } from '../server/index.js';
+import { MMPROJ_OPTIONS, MMPROJ_SPELLINGS, projectorArg } from './multimodal.js';
 import {
   ADAPTER_HELP,
   adapterModelOptions,
@@ -84,6 +85,12 @@ header for load balancers (docs/replicas.md).
   -fa, --flash-attn V     on, off or auto (default auto: on): attention as one fused op
       --chat-template T   chat template override (Jinja text or a built-in name)
       --slot-save-path DIR  allow POST /slots/ID?action=save|restore|erase, files in DIR
+  -mm, --mmproj FILE      a multimodal projector: image_url / input_audio parts (Anthropic image,
+                          Responses input_image, multimodal_data) as data URLs or base64
+      --no-mmproj         no projector, not even the -hf repository's own (default: -hf takes
+                          the repository's mmproj file when it has one)
+      --allow-remote-media  fetch http(s) image URLs of requests (default: refused; 10 MB, 10 s
+                          each); file:// URLs are always refused
       --cache-dir DIR     download cache, and /api/pull's (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
       --log-level LEVEL   debug, info (default: access logs), warn, error
   -h, --help              show this help
@@ -182,6 +189,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       cacheDir: o['cache-dir'],
       useDefault: true,
     });
+    const mmproj = await projectorArg(o);
     server = await LlamaServer.listen({
       model,
       host: o.host ?? '127.0.0.1',
@@ -224,6 +232,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(extras.draft_p_min !== undefined ? { draftPMin: extras.draft_p_min as number } : {}),
       ...(o.reranking ? { reranking: true } : {}),
       ...(o['cache-dir'] !== undefined ? { cacheDir: o['cache-dir'] } : {}),
+      ...(mmproj !== undefined ? { mmproj } : {}),
+      ...(o['allow-remote-media'] ? { allowRemoteMedia: true } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);
     const s = server;
@@ -270,6 +280,7 @@ const SERVE_SPELLINGS: Record<string, string> = {
   '--rerank': '--reranking',
   '--predict': '--n-predict',
   '-kvu': '--kv-unified',
+  ...MMPROJ_SPELLINGS,
 };
 
 /** Flags whose value may be negative (-1: llama-server's "none" / "never"). */
@@ -365,6 +376,9 @@ function parse(argv: string[]) {
         'slot-save-path': { type: 'string' },
         'log-level': { type: 'string' },
         reranking: { type: 'boolean' },
+        ...MMPROJ_OPTIONS,
+        'mmproj-auto': { type: 'boolean' },
+        'allow-remote-media': { type: 'boolean' },
         ...SPECULATIVE_OPTIONS,
       } as const,
     ),

@@ -167,8 +167,25 @@ export function pickQuant(names: readonly string[], quant: string): string | und
   return matches.find((n) => !/-\d{5}-of-\d{5}\.gguf$/i.test(n)) ?? matches[0];
 }
 
-/** `-hf owner/name[:quant]`: the repository's GGUF file for the quantization (default Q4_K_M), by its file list. */
-export async function resolveHfRepo(spec: string, fetchImpl: typeof fetch = fetch): Promise<HfFile> {
+/**
+ * The multimodal projector among a repository's files, as -hf takes one with the model (llama-server
+ * gets it from the Hub's manifest): a .gguf whose name has "mmproj", the one for the model's
+ * quantization if there is one, else F16, BF16, Q8_0, F32, else the first by name.
+ */
+export function pickMmproj(names: readonly string[], quant: string): string | undefined {
+  const files = names.filter((n) => n.toLowerCase().endsWith('.gguf') && /mmproj/i.test(n)).sort();
+  for (const q of [quant, 'f16', 'bf16', 'q8_0', 'f32']) {
+    const hit = files.find((n) => n.toLowerCase().includes(q));
+    if (hit) return hit;
+  }
+  return files[0];
+}
+
+/** `-hf owner/name[:quant]`: the repository's GGUF file for the quantization (default Q4_K_M), by its file list, and its projector if it has one. */
+export async function resolveHfRepo(
+  spec: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<HfFile & { mmproj?: string }> {
   const { repo, quant } = splitHfSpec(spec);
   const url = `${hfEndpoint()}/api/models/${repo}`;
   let res: Response;
@@ -201,7 +218,9 @@ export async function resolveHfRepo(spec: string, fetchImpl: typeof fetch = fetc
   } catch {
     throw new DownloadError(`${repo}'s file list names '${pick}', which is not a file path inside a repository`);
   }
-  return { repo, file: pick, revision: 'main' };
+  const mmproj = pickMmproj(files, quant);
+  if (mmproj !== undefined) checkFile(mmproj);
+  return { repo, file: pick, revision: 'main', ...(mmproj !== undefined ? { mmproj } : {}) };
 }
 
 export interface Progress {
@@ -517,6 +536,36 @@ export async function resolveModelArg(a: ModelArg): Promise<string> {
   log.info(`no model given: using ${DEFAULT_MODEL.repo}/${DEFAULT_MODEL.file}`);
   const f = { ...DEFAULT_MODEL, revision: 'main' };
   return offline(pull(f, opts), `the default model ${f.repo}/${f.file} is not in the cache (${cachePath(f, dir)}) yet`);
+}
+
+/**
+ * The projector -hf brings with the model (llama-server's --mmproj-auto): the repository's mmproj
+ * file, downloaded once; undefined when the repository has none. Offline, one pulled before will do.
+ */
+export async function resolveMmprojArg(a: {
+  hfRepo: string;
+  cacheDir?: string | undefined;
+  onProgress?: (p: Progress) => void;
+}): Promise<string | undefined> {
+  const progress = a.onProgress ?? ttyProgress();
+  const dir = cacheDir(a.cacheDir);
+  let f: Awaited<ReturnType<typeof resolveHfRepo>>;
+  try {
+    f = await resolveHfRepo(a.hfRepo);
+  } catch (e) {
+    if (!(e instanceof HubUnreachableError)) throw e;
+    const { repo, quant } = splitHfSpec(a.hfRepo);
+    const home = join(dir, ...repo.split('/'));
+    const names = await fsp.readdir(home, { recursive: true }).catch(() => [] as string[]);
+    const pick = pickMmproj(
+      names.map((n) => n.split(sep).join('/')).filter((n) => !n.startsWith('@')),
+      quant,
+    );
+    return pick === undefined ? undefined : join(home, ...pick.split('/'));
+  }
+  if (f.mmproj === undefined) return undefined;
+  const file: HfFile = { repo: f.repo, file: f.mmproj, revision: f.revision };
+  return pull(file, { ...(a.cacheDir ? { cacheDir: a.cacheDir } : {}), ...(progress ? { onProgress: progress } : {}) });
 }
 
 /** An unreachable Hub, said with what is missing locally and how to run without it. */

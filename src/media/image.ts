@@ -1,7 +1,10 @@
 // decodeImage: bytes to the RGB8 pixels mtmd feeds its image encoders (stb_image, 3 channels).
 // The format is found from the leading bytes, as stb_image tries its decoders; every decoder checks
 // the declared size against the limits before decoding a pixel.
+import { decodeBmp } from './bmp.js';
 import { MediaError } from './errors.js';
+import { decodeGif } from './gif.js';
+import { decodeJpeg } from './jpeg.js';
 import { imageLimits } from './limits.js';
 import { decodePng, isPng } from './png.js';
 import type { DecodedImage, ImageDecodeOptions } from './types.js';
@@ -31,7 +34,14 @@ export async function decodeImage(bytes: Uint8Array, opts?: ImageDecodeOptions):
   switch (format) {
     case 'PNG':
       return decodePng(bytes, limits);
+    case 'JPEG':
+      return decodeJpeg(bytes, limits);
+    case 'GIF':
+      return decodeGif(bytes, limits);
+    case 'BMP':
+      return decodeBmp(bytes, limits);
     default:
-      throw new MediaError(format, 'not supported yet');
+      // stb_image has no WebP decoder: mtmd (built without its video support) refuses it too
+      throw new MediaError(format, 'WebP is not supported (mtmd does not read it either); convert it to PNG or JPEG');
   }
 }

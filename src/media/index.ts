@@ -1,4 +1,7 @@
 // Media decoding for multimodal prompts: images and audio to the samples mtmd's encoders take.
+
+export { type AudioFormat, audioFormat, decodeAudio, detectMediaKind } from './audio.js';
 export { MediaError, type MediaFormat } from './errors.js';
 export { decodeImage, type ImageFormat, imageFormat } from './image.js';
+export { logMelSpectrogram, type MelChunks, type MelOptions, melFilters } from './mel.js';
 export type { AudioDecodeOptions, DecodedAudio, DecodedImage, ImageDecodeOptions } from './types.js';

@@ -124,6 +124,12 @@ export interface Batch {
    * for Gemma 3's image embeddings).
    */
   causal?: boolean;
+  /**
+   * M-RoPE models: each token's place in an image grid (an image's embeddings; text
+   * tokens have none): its position components are (pos, pos + y, pos + x, 0), and tokens
+   * at one position attend in raster order.
+   */
+  grid?: { y: ArrayLike<number>; x: ArrayLike<number> };
 }
 
 /** Output rows kept allocated between decodes up to this size (a few rows of logits). */
@@ -172,6 +178,9 @@ export class Context {
   /** The embedding vectors of the batch being decoded (Batch.embd), and its causality. */
   private batchEmbd: Float32Array | null = null;
   private batchCausal = true;
+  private batchGrid: { y: Int32Array; x: Int32Array } | null = null;
+  /** The 2-D places of the ubatch being evaluated (UbatchSeqs.ext), for its masks. */
+  private ubExt: Int32Array | null = null;
   /** Named intermediates of the last decode, in graph order (with keepIntermediates). */
   readonly intermediates: Intermediate[] = [];
   /** LoRA adapters this context applies (setLoras), and their graph cache key. */
@@ -302,6 +311,7 @@ export class Context {
       }
     }
     this.batchEmbd = embd ?? null;
+    this.batchGrid = batch.grid ? { y: Int32Array.from(batch.grid.y), x: Int32Array.from(batch.grid.x) } : null;
     this.batchCausal = batch.causal ?? hp.causal;
     const seqIds = batch.seqIds ? Int32Array.from(batch.seqIds) : new Int32Array(n);
     for (const s of seqIds) {
@@ -442,7 +452,9 @@ export class Context {
     const wanted = Uint8Array.from(idx, (i) => batchWanted[i]);
     const m = tokens.length;
     const hp = this.model.hp;
-    const ub: UbatchSeqs = { pos, seq };
+    const grid = this.batchGrid;
+    this.ubExt = grid ? Int32Array.from(idx, (i) => ((grid.y[i] & 0x7fff) << 16) | (grid.x[i] & 0xffff)) : null;
+    const ub: UbatchSeqs = this.ubExt ? { pos, seq, ext: this.ubExt } : { pos, seq };
     // per cache: the cells written and the cells attended (a multiple of 256, masked beyond
     // the extent, so the graph's shape, and with it the graph, stays the same from one
     // token to the next); encoders: per mask group (full, sliding window), the ubatch
@@ -513,6 +525,15 @@ export class Context {
     }
     const { graph, result } = last;
     this.setInputs(last.inputs, tokens, pos, seq, cells, kvStart, outIdx.length > 0 ? outIdx : [m - 1]);
+    if (last.inputs.mrope) {
+      const all = new Int32Array(4 * m);
+      for (let i = 0; i < m; i++) {
+        all[i] = pos[i];
+        all[m + i] = pos[i] + (grid ? grid.y[idx[i]] : 0);
+        all[2 * m + i] = pos[i] + (grid ? grid.x[idx[i]] : 0);
+      }
+      tensorSet(last.inputs.mrope, all);
+    }
     if (last.inputs.embd && this.batchEmbd) {
       const w = hp.nEmbd;
       const rows = new Float32Array(m * w);
@@ -629,7 +650,14 @@ export class Context {
       if (!t) return;
       const nKV = t.ne[0];
       const mask = new Uint16Array(nKV * m);
-      if (this.memory) this.memory.caches[c].fillMask(mask, kvStart[c], nKV, { pos, seq }, causal);
+      if (this.memory)
+        this.memory.caches[c].fillMask(
+          mask,
+          kvStart[c],
+          nKV,
+          { pos, seq, ...(this.ubExt ? { ext: this.ubExt } : {}) },
+          causal,
+        );
       else {
         // within the ubatch; group 1 is the sliding-window layers'
         mask.fill(0xfc00); // f16 -inf

@@ -65,6 +65,8 @@ export interface GraphInputs {
   tokens?: Tensor;
   /** Input embedding vectors F32 [nEmbd, n] (UbatchShape.embd). */
   embd?: Tensor;
+  /** M-RoPE positions I32 [4n]: the t, h, w and e components, each n long. */
+  mrope?: Tensor;
   pos?: Tensor;
   /** KQ masks by cache (or by mask group without a memory). */
   masks?: Tensor[];
@@ -212,6 +214,41 @@ export class GraphBuilder {
   /** Positions, I32 [n]. */
   get inpPos(): Tensor {
     return this.input('pos', GGMLType.I32, [this.nTokens], 'inp_pos');
+  }
+
+  /**
+   * Multi-section RoPE (ggml_rope_multi, MROPE mode: Qwen2-VL) of layer il's x [hd, nHead, n]:
+   * pair i of the rotated dims takes its angle from the position component its sector
+   * (i mod Σsections) falls in (t, h, w, e). With one frequency schedule for all, this is
+   * one NEOX rotation per component used, each kept on its sectors (0/1 masks: exact).
+   */
+  ropeMulti(x: Tensor, cfg: RopeConfig, il: number): Tensor {
+    const sections = this.hp.ropeSections;
+    const n = this.nTokens;
+    const all = this.input('mrope', GGMLType.I32, [4 * n], 'inp_pos_mrope');
+    const o = ropeOptions(this.hp, cfg, il);
+    const hd = x.ne[0];
+    const half = o.nDims / 2;
+    const total = sections.reduce((a, b) => a + b, 0);
+    const component = (j: number): number => {
+      if (j >= o.nDims) return 0; // passed through alike by every rotation
+      const sector = (j < half ? j : j - half) % total;
+      let end = 0;
+      for (let k = 0; k < 4; k++) {
+        end += sections[k] ?? 0;
+        if (sector < end) return k;
+      }
+      return 3;
+    };
+    let out: Tensor | undefined;
+    for (let k = 0; k < 4; k++) {
+      const mask = Float32Array.from({ length: hd }, (_, j) => (component(j) === k ? 1 : 0));
+      if (!mask.some((v) => v !== 0)) continue;
+      const pos = view(all, [n], [], k * n * 4);
+      const part = ops.mul(ops.rope(x, pos, o), this.constant(`mrope_mask_${hd}_${o.nDims}_${k}`, mask));
+      out = out ? ops.add(out, part) : part;
+    }
+    return out!;
   }
 
   /**

@@ -17,6 +17,7 @@ import {
   tensorGetF32,
   tensorSet,
 } from '../backends/index.js';
+import { f32ToF16 } from '../ggml/fp16.js';
 import { buildGraph, levelNodes } from '../ggml/graph.js';
 import * as ops from '../ggml/ops.js';
 import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view } from '../ggml/tensor.js';
@@ -48,14 +49,15 @@ export class VisionEncoder {
     this.sched = new Scheduler(this.backends);
   }
 
-  /** Output rows for an image of this size (without running the encoder). */
-  tokensFor(width: number, height: number): number {
+  /** Output rows for an image of this size (without running the encoder), and their grid (x by y). */
+  tokensFor(width: number, height: number): { n: number; nx: number; ny: number } {
     const hp = this.mm.vision;
     const px = Math.floor(width / hp.patchSize);
     const py = Math.floor(height / hp.patchSize);
     const m = hp.nMerge;
-    if (this.mm.projector === 'gemma3') return (px / m) * (py / m);
-    return Math.ceil(px / m) * Math.ceil(py / m);
+    const nx = this.mm.projector === 'gemma3' ? Math.floor(px / m) : Math.ceil(px / m);
+    const ny = this.mm.projector === 'gemma3' ? Math.floor(py / m) : Math.ceil(py / m);
+    return { n: nx * ny, nx, ny };
   }
 
   async encode(img: PlanarImage): Promise<Embeddings> {
@@ -70,13 +72,25 @@ export class VisionEncoder {
     const nPatches = px * py;
     const K = 3 * p * p;
     const patches = newTensor(GGMLType.F32, [K, nPatches], 'inp_patches').setFlag(TensorFlag.INPUT);
-    const inputs: [Tensor, Float32Array][] = [[patches, im2col(img, p)]];
+    const inputs: [Tensor, Float32Array | Int32Array][] = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     const bPatch = mm.opt('v.patch_embd.bias');
     if (bPatch) x = ops.add(x, bPatch);
+    if (mm.projector === 'qwen2vl_merger') {
+      // a still image is both frames of the temporal patch: the two kernels' sum
+      x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
+      const m = hp.nMerge;
+      if (px % m !== 0 || py % m !== 0) {
+        throw new Error(`vision encoder: ${px}x${py} patches are not whole ${m}x${m} blocks`);
+      }
+      // patches regrouped by merge block (the merger takes each block's m² patches as one row)
+      x = reshape(ops.cont(permute(reshape(x, [E * m, px / m, m, py / m]), [0, 2, 1, 3])), [E, nPatches]);
+      x = this.vit(x, nPatches, this.rope2d(px, py, inputs));
+      return this.run(this.project(x, px, py), inputs);
+    }
     // learned positions: as stored (a square grid the image matches), or resized to the grid
     const posW = mm.get('v.position_embd.weight');
     if (mm.projector === 'lfm2') {
@@ -90,7 +104,10 @@ export class VisionEncoder {
       x = ops.add(x, posW);
     }
     x = this.vit(x, nPatches);
-    const out = this.project(x, px, py);
+    return this.run(this.project(x, px, py), inputs);
+  }
+
+  private async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
     this.sched.allocGraph(graph);
@@ -114,27 +131,139 @@ export class VisionEncoder {
   }
 
   private act(x: Tensor): Tensor {
+    if (this.mm.hasAudio) return geluErf(x);
     const op = this.mm.vision.ffnOp;
     if (op === 'silu') return ops.silu(x);
     if (op === 'gelu') return ops.gelu(x);
-    throw new Error(`vision encoder: activation ${op} is not implemented`);
+    // x·sigmoid(1.702·x)
+    return ops.mul(x, ops.sigmoid(ops.scale(x, 1.702)));
   }
 
-  /** build_vit: pre-norm layers, then the post-norm. x [E, n]. */
-  private vit(x: Tensor, n: number): Tensor {
+  /**
+   * Qwen2-VL's 2-D rotary embedding (ggml_rope_multi in VISION mode, sections d/4 each,
+   * base 10000): pair (i, i + d/2) turns by y·10000^(-4i/d) for i < d/4 and by
+   * x·10000^(-4(i - d/4)/d) above: two NEOX rotations at base 10000² (the second with
+   * frequency factors 1/10000), each kept on its half of the pairs. Positions per patch
+   * in merge-block order.
+   */
+  private rope2d(px: number, py: number, inputs: [Tensor, Float32Array | Int32Array][]): (t: Tensor) => Tensor {
+    const hp = this.mm.vision;
+    const d = hp.nEmbd / hp.nHead;
+    const m = hp.nMerge;
+    const n = px * py;
+    const ys = new Int32Array(n);
+    const xs = new Int32Array(n);
+    let at = 0;
+    for (let y = 0; y < py; y += m) {
+      for (let x = 0; x < px; x += m) {
+        for (let dy = 0; dy < m; dy++) {
+          for (let dx = 0; dx < m; dx++) {
+            ys[at] = y + dy;
+            xs[at] = x + dx;
+            at++;
+          }
+        }
+      }
+    }
+    const input = (type: number, ne: number, name: string) => newTensor(type, [ne], name).setFlag(TensorFlag.INPUT);
+    const posY = input(GGMLType.I32, n, 'inp_pos_y');
+    const posX = input(GGMLType.I32, n, 'inp_pos_x');
+    const factors = input(GGMLType.F32, d / 2, 'inp_rope_factors');
+    const maskY = input(GGMLType.F32, d, 'inp_rope_mask_y');
+    const maskX = input(GGMLType.F32, d, 'inp_rope_mask_x');
+    const base = 10000;
+    const isY = (j: number) => j % (d / 2) < d / 4;
+    inputs.push(
+      [posY, ys],
+      [posX, xs],
+      [factors, Float32Array.from({ length: d / 2 }, (_, i) => (i < d / 4 ? 1 : 1 / base))],
+      [maskY, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 1 : 0))],
+      [maskX, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 0 : 1))],
+    );
+    const o = { nDims: d, mode: ops.RopeMode.NEOX, freqBase: base * base };
+    return (t) =>
+      ops.add(ops.mul(ops.rope(t, posY, o), maskY), ops.mul(ops.rope(t, posX, { ...o, freqFactors: factors }), maskX));
+  }
+
+  /**
+   * A Whisper encoder (qwen2a) on one log-mel chunk [nMel][nFrames] (mel-major): two
+   * convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's conv_1d_ph
+   * computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf); learned
+   * positions; the layers; average pool 2; post-norm; the fc projector. [projectionDim, nFrames / 4].
+   */
+  async encodeAudio(mel: Float32Array, nFrames: number): Promise<Embeddings> {
+    const hp = this.mm.audio!;
+    const mm = this.mm;
+    const K = 3;
+    const inputs: [Tensor, Float32Array | Int32Array | Uint16Array][] = [];
+    // conv 1: its im2col (ic, k) per frame, cut here, in F16
+    const nMel = hp.nMel;
+    const cols = new Uint16Array(nMel * K * nFrames);
+    for (let t = 0; t < nFrames; t++) {
+      for (let ic = 0; ic < nMel; ic++) {
+        for (let k = 0; k < K; k++) {
+          const src = t + k - 1;
+          const v = src >= 0 && src < nFrames ? mel[ic * nFrames + src] : 0;
+          cols[t * nMel * K + ic * K + k] = f32ToF16(v);
+        }
+      }
+    }
+    const im1 = newTensor(GGMLType.F16, [nMel * K, nFrames], 'inp_mel_cols').setFlag(TensorFlag.INPUT);
+    inputs.push([im1, cols]);
+    const conv = (im: Tensor, w: Tensor, b: Tensor): Tensor => {
+      // [frames, out channels] + bias [1, out]
+      const y = ops.mulMat(im, reshape(w, [w.ne[0] * w.ne[1], w.ne[2]]));
+      return geluErf(ops.add(y, b));
+    };
+    const x1 = conv(im1, mm.get('a.conv1d.1.weight'), mm.get('a.conv1d.1.bias')); // [T, C]
+    const C = x1.ne[1];
+    const zero = newTensor(GGMLType.F32, [1, C], 'inp_zero_col').setFlag(TensorFlag.INPUT);
+    inputs.push([zero, new Float32Array(C)]);
+    const pad = ops.concat(ops.concat(zero, x1, 0), zero, 0); // [T + 2, C]
+    const T2 = Math.floor((nFrames - 1) / 2) + 1;
+    // conv 2 (stride 2): element (k, ic, t) of its im2col is pad[2t + k, ic]
+    const cols2 = ops.cont(view(pad, [K, C, T2], [pad.nb[1], 2 * pad.nb[0]], 0), [K * C, T2]);
+    const im2 = ops.cpy(cols2, newTensor(GGMLType.F16, [K * C, T2]));
+    const x2 = conv(im2, mm.get('a.conv1d.2.weight'), mm.get('a.conv1d.2.bias')); // [T2, E]
+    let x = ops.cont(transpose(x2)); // [E, T2]
+    const posW = mm.get('a.position_embd.weight');
+    if (posW.ne[1] < T2) throw new Error(`audio encoder: ${T2} frames but ${posW.ne[1]} learned positions`);
+    x = ops.add(x, view(posW, [posW.ne[0], T2], [posW.nb[1]], 0));
+    x = this.vit(x, T2, undefined, 'a', { ...hp, skipPostNorm: true });
+    // average pool 2 over frames, then the post-norm
+    const E = hp.nEmbd;
+    const half = Math.floor(T2 / 2);
+    const pick = (o: number) => ops.cont(view(x, [E, half], [2 * x.nb[1]], o * x.nb[1]));
+    x = ops.scale(ops.add(pick(0), pick(1)), 0.5);
+    x = this.layerNorm(x, mm.opt('a.post_ln.weight'), mm.opt('a.post_ln.bias'), hp.eps);
+    return this.run(this.linear(x, 'mm.a.fc'), inputs);
+  }
+
+  /** build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n]. */
+  private vit(
+    x: Tensor,
+    n: number,
+    rope?: (t: Tensor) => Tensor,
+    prefix = 'v',
+    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean },
+  ): Tensor {
     const { mm } = this;
-    const hp = mm.vision;
+    const hp = shape ?? mm.vision;
     const E = hp.nEmbd;
     const dHead = E / hp.nHead;
     const opt = (s: string) => mm.opt(s);
     let inpL = x;
-    const pre = opt('v.pre_ln.weight');
-    if (pre) inpL = this.layerNorm(inpL, pre, opt('v.pre_ln.bias'), hp.eps);
+    const pre = opt(`${prefix}.pre_ln.weight`);
+    if (pre) inpL = this.layerNorm(inpL, pre, opt(`${prefix}.pre_ln.bias`), hp.eps);
     for (let il = 0; il < hp.nLayer; il++) {
-      const L = `v.blk.${il}`;
+      const L = `${prefix}.blk.${il}`;
       let cur = this.layerNorm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`), hp.eps);
-      const q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
-      const k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
+      let q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
+      let k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
+      if (rope) {
+        q = rope(q);
+        k = rope(k);
+      }
       const v = reshape(this.linear(cur, `${L}.attn_v`), [dHead, hp.nHead, n]);
       const qp = permute(q, [0, 2, 1, 3]);
       const kp = permute(k, [0, 2, 1, 3]);
@@ -151,8 +280,8 @@ export class VisionEncoder {
       cur = this.linear(cur, `${L}.ffn_down`);
       inpL = ops.add(inpL, cur);
     }
-    const post = opt('v.post_ln.weight');
-    if (post) inpL = this.layerNorm(inpL, post, opt('v.post_ln.bias'), hp.eps);
+    const post = opt(`${prefix}.post_ln.weight`);
+    if (post && !shape?.skipPostNorm) inpL = this.layerNorm(inpL, post, opt(`${prefix}.post_ln.bias`), hp.eps);
     return inpL;
   }
 
@@ -175,6 +304,14 @@ export class VisionEncoder {
         if (b) cur = ops.add(cur, b);
         cur = ops.gelu(this.linear(cur, 'mm.1'));
         return this.linear(cur, 'mm.2');
+      }
+      case 'qwen2a':
+        throw new Error('vision encoder: qwen2a is an audio projector');
+      case 'qwen2vl_merger': {
+        // each merge block's patches as one row, through the MLP
+        const m2 = hp.nMerge * hp.nMerge;
+        const rows = reshape(x, [hp.nEmbd * m2, x.ne[1] / m2]);
+        return this.linear(ops.gelu(this.linear(rows, 'mm.0')), 'mm.2');
       }
     }
   }
@@ -297,4 +434,22 @@ function interpolateAntialias(src: Float32Array, E: number, w0: number, h0: numb
     }
   }
   return out;
+}
+
+/**
+ * GELU with the exact erf (ggml_gelu_erf): 0.5·(x + |x|·erf(|x|/√2)), erf by Abramowitz and
+ * Stegun 7.1.26 (|error| < 1.5e-7) from existing ops: e^-z² as 1/sigmoid(z²) - 1, |x| as
+ * relu(x) + relu(-x).
+ */
+export function geluErf(x: Tensor): Tensor {
+  const ax = ops.add(ops.relu(x), ops.relu(ops.scale(x, -1)));
+  const z = ops.scale(ax, Math.SQRT1_2);
+  const one = ops.scale(z, 0, 1);
+  const t = ops.div(one, ops.scale(z, 0.3275911, 1));
+  let poly = ops.scale(t, 1.061405429, -1.453152027);
+  for (const c of [1.421413741, -0.284496736, 0.254829592]) poly = ops.scale(ops.mul(poly, t), 1, c);
+  poly = ops.mul(poly, t);
+  const e = ops.scale(ops.div(one, ops.sigmoid(ops.sqr(z))), 1, -1);
+  const erf = ops.scale(ops.mul(poly, e), -1, 1);
+  return ops.scale(ops.add(x, ops.mul(ax, erf)), 0.5);
 }

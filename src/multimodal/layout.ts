@@ -5,6 +5,8 @@
 //   idefics3: per tile <fake_token_around_image><row_R_col_C> [tile], "\n" after each row
 //             but the last, then "\n\n"<fake_token_around_image><global-img> [overview]
 //             <fake_token_around_image>  (longest edge aligned to tiles of image_size, bicubic)
+//   qwen2vl:  <|vision_start|> [image] <|vision_end|>  (dynamic resolution, bilinear; the image
+//             takes max(grid_w, grid_h) positions, its rows at (t, t + y, t + x))
 //   lfm2:     <|image_start|> (<|img_row_R_col_C|> [tile] ...)? <|img_thumbnail|> [image]
 //             <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
 
@@ -34,6 +36,22 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
       return idefics3(mm, img, norm);
     case 'lfm2':
       return lfm2(mm, img, norm);
+    case 'qwen2a':
+      throw new Error(`the projector ${mm.path} takes audio, not images`);
+    case 'qwen2vl_merger': {
+      // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
+      // build 10257's, checked through it)
+      const size = smartSize(img.width, img.height, {
+        align: hp.patchSize * hp.nMerge,
+        minPixels: hp.minPixels,
+        maxPixels: hp.maxPixels,
+      });
+      return [
+        { kind: 'text', text: '<|vision_start|>' },
+        norm(resize(img, size.width, size.height, 'bilinear', 'ceil')),
+        { kind: 'text', text: '<|vision_end|>' },
+      ];
+    }
   }
 }
 

@@ -14,7 +14,9 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2'] as const;
+export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a'] as const;
+/** The audio projectors among them. */
+const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
 
 /** A multimodal projector file llama-ts cannot use; the message names the file and the problem. */
@@ -45,6 +47,18 @@ export interface VisionHParams {
   ffnOp: 'gelu' | 'silu' | 'gelu_quick';
 }
 
+/** The audio encoder's hyper-parameters (clip.audio.*): a Whisper encoder. */
+export interface AudioHParams {
+  nEmbd: number;
+  nFf: number;
+  nLayer: number;
+  nHead: number;
+  eps: number;
+  projectionDim: number;
+  /** Mel bands of the log-mel input (clip.audio.num_mel_bins). */
+  nMel: number;
+}
+
 /** Options of initMultimodal that change preprocessing (llama.node's image_min/max_tokens). */
 export interface MmprojOptions {
   imageMinTokens?: number;
@@ -57,7 +71,9 @@ export class Mmproj {
   private constructor(
     readonly path: string,
     readonly projector: ProjectorType,
-    readonly vision: VisionHParams,
+    /** The vision encoder's hyper-parameters (a vision projector), else undefined. */
+    private readonly visionHp: VisionHParams | undefined,
+    readonly audio: AudioHParams | undefined,
     private readonly tensors: ReadonlyMap<string, Tensor>,
     private readonly buffers: DeviceBuffer[],
     readonly device: Device,
@@ -74,17 +90,22 @@ export class Mmproj {
         );
       }
       const projector = projectorType(file);
-      const hasVision = file.getBool('clip.has_vision_encoder', false);
-      if (!hasVision)
-        throw new MmprojError(`${path}: projector '${projector}' has no vision encoder (clip.has_vision_encoder)`);
-      const vision = visionHParams(file, projector, opts);
+      const isAudio = AUDIO_PROJECTORS.includes(projector);
+      const flag = isAudio ? 'clip.has_audio_encoder' : 'clip.has_vision_encoder';
+      if (!file.getBool(flag, false)) {
+        throw new MmprojError(
+          `${path}: projector '${projector}' has no ${isAudio ? 'audio' : 'vision'} encoder (${flag})`,
+        );
+      }
+      const vision = isAudio ? undefined : visionHParams(file, projector, opts);
+      const audio = isAudio ? audioHParams(file) : undefined;
       const device = opts.device ?? defaultDevices().at(-1) ?? fallbackDevice();
       const tensors = new Map<string, Tensor>();
       for (const info of file.tensors) {
         file.assertSupportedType(info);
         tensors.set(info.name, newTensor(info.type, info.dims, info.name).setFlag(TensorFlag.WEIGHT));
       }
-      for (const name of requiredTensors(projector, vision)) {
+      for (const name of requiredTensors(projector, vision?.nLayer ?? audio!.nLayer)) {
         if (!tensors.has(name)) {
           throw new MmprojError(`${path}: missing tensor '${name}' (a ${projector} projector needs it)`);
         }
@@ -96,19 +117,30 @@ export class Mmproj {
         for (const b of buffers) b.free();
         throw e;
       }
-      log.info(`loaded ${path}: projector ${projector}, vision ${vision.nLayer} layers, ${tensors.size} tensors`);
-      return new Mmproj(path, projector, vision, tensors, buffers, device);
+      log.info(`loaded ${path}: projector ${projector}, ${tensors.size} tensors`);
+      return new Mmproj(path, projector, vision, audio, tensors, buffers, device);
     } finally {
       file.close();
     }
   }
 
   get hasVision(): boolean {
-    return true;
+    return this.visionHp !== undefined;
   }
 
   get hasAudio(): boolean {
-    return false;
+    return this.audio !== undefined;
+  }
+
+  /** The vision hyper-parameters (throws for an audio projector). */
+  get vision(): VisionHParams {
+    if (!this.visionHp) throw new MmprojError(`${this.path}: projector '${this.projector}' has no vision encoder`);
+    return this.visionHp;
+  }
+
+  /** Width of the embeddings it outputs (the text model's n_embd). */
+  get projectionDim(): number {
+    return (this.visionHp ?? this.audio)!.projectionDim;
   }
 
   /** A tensor the projector requires (checked at load). */
@@ -189,13 +221,46 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       hp.nMerge = scale ?? 1;
       limits(64, 256);
       break;
+    case 'qwen2vl_merger':
+      hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
+      limits(8, 4096);
+      break;
   }
   return hp;
 }
 
-function requiredTensors(projector: ProjectorType, hp: VisionHParams): string[] {
-  const names = ['v.patch_embd.weight', 'v.position_embd.weight'];
-  for (let il = 0; il < hp.nLayer; il++) {
+function audioHParams(file: GGUFFile): AudioHParams {
+  const k = (s: string) => `clip.audio.${s}`;
+  const need = (s: string): number => {
+    if (!file.has(k(s))) throw new MmprojError(`${file.path}: missing key '${k(s)}'`);
+    return file.getNumber(k(s));
+  };
+  return {
+    nEmbd: need('embedding_length'),
+    nFf: need('feed_forward_length'),
+    nLayer: need('block_count'),
+    nHead: need('attention.head_count'),
+    eps: file.getNumber(k('attention.layer_norm_epsilon'), 1e-5),
+    projectionDim: need('projection_dim'),
+    nMel: need('num_mel_bins'),
+  };
+}
+
+function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
+  if (projector === 'qwen2a') {
+    const names = ['a.conv1d.1.weight', 'a.conv1d.1.bias', 'a.conv1d.2.weight', 'a.conv1d.2.bias'];
+    names.push('a.position_embd.weight', 'mm.a.fc.weight', 'mm.a.fc.bias');
+    for (let il = 0; il < nLayer; il++) {
+      for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
+        names.push(`a.blk.${il}.${t}.weight`);
+      }
+    }
+    return names;
+  }
+  const names = ['v.patch_embd.weight'];
+  if (projector === 'qwen2vl_merger') names.push('v.patch_embd.weight.1');
+  else names.push('v.position_embd.weight');
+  for (let il = 0; il < nLayer; il++) {
     for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
       names.push(`v.blk.${il}.${t}.weight`);
     }
@@ -209,6 +274,9 @@ function requiredTensors(projector: ProjectorType, hp: VisionHParams): string[] 
       break;
     case 'lfm2':
       names.push('mm.1.weight', 'mm.2.weight');
+      break;
+    case 'qwen2vl_merger':
+      names.push('mm.0.weight', 'mm.2.weight');
       break;
   }
   return names;

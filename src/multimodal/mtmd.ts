@@ -5,6 +5,7 @@
 // Encoded images are kept by the hash of their pixels, so a second turn with the same
 // image reuses them.
 
+import { logMelSpectrogram } from '../media/index.js';
 import type { Context } from '../model/context.js';
 import type { Model } from '../model/model.js';
 import { platform } from '../platform/index.js';
@@ -25,10 +26,15 @@ export type Chunk =
       nTokens: number;
       /** Positions it takes in the text context. */
       nPos: number;
+      /** Rows per grid row (M-RoPE places row i at y = i / nx, x = i % nx). */
+      nx: number;
       /** The hash of the preprocessed pixels (a cache key; llama.node's bitmap id). */
       id: string;
       encode: () => Promise<Embeddings>;
     };
+
+/** A media item: 8-bit RGB pixels, or 16 kHz mono samples. */
+export type MediaInput = RgbImage | { samples: Float32Array };
 
 /** Where each chunk starts in the flattened prompt, as llama.node's tokenize reports it. */
 export interface ChunkLayout {
@@ -58,10 +64,10 @@ export class Multimodal {
   /** Loads a projector for `model`; its output width must be the model's embedding width. */
   static async load(path: string, model: Model, opts: MmprojOptions & { nThreads?: number } = {}): Promise<Multimodal> {
     const mm = await Mmproj.load(path, opts);
-    if (mm.vision.projectionDim !== model.hp.nEmbd) {
+    if (mm.projectionDim !== model.hp.nEmbd) {
       mm.free();
       throw new MmprojError(
-        `${path}: the projector outputs ${mm.vision.projectionDim}-wide embeddings (clip.vision.projection_dim), the model ${model.path} takes ${model.hp.nEmbd}`,
+        `${path}: the projector outputs ${mm.projectionDim}-wide embeddings (clip.${mm.hasAudio ? 'audio' : 'vision'}.projection_dim), the model ${model.path} takes ${model.hp.nEmbd}`,
       );
     }
     return new Multimodal(mm, model.vocab, opts.nThreads ?? 4);
@@ -77,7 +83,7 @@ export class Multimodal {
    * tokenized with special tokens parsed, the image layouts in between, BOS first when
    * the vocabulary adds it.
    */
-  tokenize(text: string, images: readonly RgbImage[]): Chunk[] {
+  tokenize(text: string, images: readonly MediaInput[]): Chunk[] {
     const pieces = text.split(MEDIA_MARKER);
     const nMarkers = pieces.length - 1;
     if (nMarkers > images.length) {
@@ -97,15 +103,27 @@ export class Multimodal {
       if (s) addTokens(this.vocab.encode(s, { addSpecial: false, parseSpecial: true }));
     };
     prompt.split(MEDIA_MARKER).forEach((piece, i) => {
-      if (i > 0) {
-        for (const part of imageLayout(this.mm, images[i - 1])) {
+      const media = i > 0 ? images[i - 1]! : undefined;
+      if (media && 'samples' in media) this.addAudio(media.samples, chunks, addText);
+      else if (media) {
+        if (!this.mm.hasVision) throw new Error(`the projector ${this.mm.path} takes audio, not images`);
+        for (const part of imageLayout(this.mm, media)) {
           if (part.kind === 'text') addText(part.text);
           else if (part.kind === 'token') addTokens([this.lookupToken(part.text)]);
           else {
             const img = part.image;
-            const n = this.encoder.tokensFor(img.width, img.height);
+            const g = this.encoder.tokensFor(img.width, img.height);
             const id = pixelHash(img.width, img.height, img.data);
-            chunks.push({ type: 'image', nTokens: n, nPos: n, id, encode: () => this.encodeCached(id, img) });
+            // M-RoPE: the grid's rows share the first position and span max(nx, ny)
+            const nPos = this.mrope ? Math.max(g.nx, g.ny) : g.n;
+            chunks.push({
+              type: 'image',
+              nTokens: g.n,
+              nPos,
+              nx: g.nx,
+              id,
+              encode: () => this.encodeCached(id, () => this.encoder.encode(img)),
+            });
           }
         }
       }
@@ -136,13 +154,42 @@ export class Multimodal {
     );
   }
 
-  private async encodeCached(id: string, img: { width: number; height: number; data: Float32Array }) {
+  /**
+   * An audio clip (16 kHz mono): its Whisper log-mel in 30 s chunks (src/media), each a
+   * chunk of nFrames / 4 embeddings, between <|audio_bos|> and <|audio_eos|> (qwen2a).
+   */
+  private addAudio(samples: Float32Array, chunks: Chunk[], addText: (s: string) => void): void {
+    const hp = this.mm.audio;
+    if (!hp) throw new Error(`the projector ${this.mm.path} takes images, not audio`);
+    const mel = logMelSpectrogram(samples, { nMel: hp.nMel });
+    addText('<|audio_bos|>');
+    for (const chunk of mel.chunks) {
+      const n = Math.floor(mel.nFrames / 4);
+      const id = pixelHash(mel.nFrames, hp.nMel, chunk);
+      chunks.push({
+        type: 'image',
+        nTokens: n,
+        nPos: n,
+        nx: n,
+        id,
+        encode: () => this.encodeCached(id, () => this.encoder.encodeAudio(chunk, mel.nFrames)),
+      });
+    }
+    addText('<|audio_eos|>');
+  }
+
+  private async encodeCached(id: string, compute: () => Promise<Embeddings>) {
     const hit = this.cache.get(id);
     if (hit) return hit;
-    const e = await this.encoder.encode(img);
+    const e = await compute();
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, e);
     return e;
+  }
+
+  /** Whether the text model places images in 2-D (M-RoPE: Qwen2-VL). */
+  get mrope(): boolean {
+    return this.mm.projector === 'qwen2vl_merger';
   }
 
   /** Whether image chunks are decoded with bidirectional attention (mtmd_decode_use_non_causal). */
@@ -194,9 +241,18 @@ export class Multimodal {
       await ctx.decode({
         tokens: [],
         embd: e.data.subarray(i * w, (i + n) * w),
-        pos: Array.from({ length: n }, (_, j) => pos + i + j),
+        // M-RoPE: every row at the image's first position, placed by its grid cell
+        pos: Array.from({ length: n }, (_, j) => (this.mrope ? pos : pos + i + j)),
         seqIds: new Array<number>(n).fill(seq),
         causal: this.nonCausal ? false : undefined,
+        ...(this.mrope
+          ? {
+              grid: {
+                y: Array.from({ length: n }, (_, j) => Math.floor((i + j) / ch.nx)),
+                x: Array.from({ length: n }, (_, j) => (i + j) % ch.nx),
+              },
+            }
+          : {}),
       });
     }
   }

@@ -7,9 +7,10 @@
 // content_block_start / _delta / _stop, message_delta, message_stop). Errors take
 // Anthropic's shape ({ type: 'error', error: { type, message } }).
 import type { LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
-import type { ChatDelta, ChatMessage, Tool } from '../chat/index.js';
+import type { ChatDelta, ChatMessage, ChatMessagePart, Tool } from '../chat/index.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, type RequestContext, sendJson } from './http.js';
+import { checkMessageModalities } from './media.js';
 import * as oa from './openai.js';
 import { SseWriter } from './sse.js';
 
@@ -77,6 +78,8 @@ export function chatMessages(b: Body): ChatMessage[] {
     }
     if (!Array.isArray(m.content)) throw bad(`'${at}.content' must be a string or an array of blocks`, `${at}.content`);
     let text = '';
+    // images, in order with the text around them (OpenAI parts, as llama-server converts them)
+    const parts: ChatMessagePart[] = [];
     let reasoning = '';
     const calls: NonNullable<ChatMessage['tool_calls']> = [];
     const results: ChatMessage[] = [];
@@ -87,6 +90,8 @@ export function chatMessages(b: Body): ChatMessage[] {
         case 'text':
           if (typeof blk.text !== 'string') throw bad(`'${bat}.text' must be a string`, `${bat}.text`);
           text += blk.text;
+          if (parts.at(-1)?.type === 'text') (parts.at(-1) as ChatMessagePart).text += blk.text;
+          else parts.push({ type: 'text', text: blk.text });
           break;
         case 'thinking':
           if (typeof blk.thinking === 'string') reasoning += blk.thinking;
@@ -94,7 +99,9 @@ export function chatMessages(b: Body): ChatMessage[] {
         case 'redacted_thinking':
           break;
         case 'image':
-          throw oa.mediaNotSupported('image');
+          if (m.role !== 'user') throw bad(`'${bat}': image blocks belong to user messages`, bat);
+          parts.push({ type: 'image_url', image_url: { url: imageSourceUrl(blk.source, `${bat}.source`) } });
+          break;
         case 'tool_use':
           if (m.role !== 'assistant') throw bad(`'${bat}': tool_use blocks belong to assistant messages`, bat);
           if (typeof blk.id !== 'string' || typeof blk.name !== 'string') {
@@ -122,7 +129,8 @@ export function chatMessages(b: Body): ChatMessage[] {
     }
     if (m.role === 'user') {
       out.push(...results);
-      if (text !== '' || results.length === 0) out.push({ role: 'user', content: text });
+      if (parts.some((p) => p.type === 'image_url')) out.push({ role: 'user', content: parts });
+      else if (text !== '' || results.length === 0) out.push({ role: 'user', content: text });
     } else {
       const msg: ChatMessage = { role: 'assistant', content: text === '' && calls.length > 0 ? null : text };
       if (calls.length > 0) msg.tool_calls = calls;
@@ -131,6 +139,18 @@ export function chatMessages(b: Body): ChatMessage[] {
     }
   }
   return out;
+}
+
+/** An image block's source as a URL: base64 data as a data URL, or the block's own URL. */
+function imageSourceUrl(src: unknown, at: string): string {
+  if (!isObject(src)) throw bad(`'${at}' must be an object`, at);
+  if (src.type === 'base64') {
+    if (typeof src.data !== 'string' || typeof src.media_type !== 'string')
+      throw bad(`'${at}': a base64 source needs media_type and data`, at);
+    return `data:${src.media_type};base64,${src.data}`;
+  }
+  if (src.type === 'url' && typeof src.url === 'string') return src.url;
+  throw bad(`'${at}.type' must be 'base64' or 'url'`, `${at}.type`);
 }
 
 function chatTools(v: unknown): Tool[] | undefined {
@@ -343,6 +363,7 @@ export async function countTokens(host: GenerationHost, c: RequestContext): Prom
 async function promptTokens(host: GenerationHost, body: Body): Promise<number> {
   const choice = body.tool_choice;
   const tools = choice === 'none' ? undefined : (body.tools as Tool[] | undefined);
+  checkMessageModalities(body.messages as unknown[], host.modalities);
   const f = await host.ctx.formatChat(body.messages as ChatMessage[], null, {
     jinja: true,
     ...(tools ? { tools, generic_tool_system: true } : {}),

@@ -11,6 +11,7 @@ import type {
   ModelInfo,
 } from '../api/index.js';
 import type { TemplateLimits } from '../chat/index.js';
+import type { MediaPolicy, Modalities } from './media.js';
 
 /** The chat template and special tokens (/props). */
 export interface ChatTemplateInfo {
@@ -42,6 +43,10 @@ export interface GenerationHost {
   readonly parallel: number;
   /** Bounds on rendering the chat template (untrusted work). */
   readonly templateLimits: Omit<TemplateLimits, 'shouldStop'> | undefined;
+  /** What the projector (--mmproj) takes: images, audio; neither without one. */
+  readonly modalities: Modalities;
+  /** How request media are read (remote URLs, size and time bounds). */
+  readonly mediaPolicy: MediaPolicy;
   /** Throws a 501 for an embedding model. */
   requireGenerator(): void;
   /**

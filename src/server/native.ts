@@ -21,6 +21,7 @@ import { assistantPrefill } from '../chat/index.js';
 import { OPTIONS, type OptionSpec } from '../generation/index.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, queryFlag, type RequestContext, sendJson } from './http.js';
+import { checkMessageModalities } from './media.js';
 import * as oa from './openai.js';
 import { SseWriter } from './sse.js';
 
@@ -41,10 +42,12 @@ export async function requestPrompts(
   p: unknown,
   field: string,
   max: number,
-): Promise<{ list: (string | number[])[]; many: boolean }> {
-  const one = async (x: unknown, at: string): Promise<string | number[]> => {
+  media = false,
+): Promise<{ list: Prompt[]; many: boolean }> {
+  const one = async (x: unknown, at: string): Promise<Prompt> => {
     if (typeof x === 'string') return x;
-    if (typeof x === 'object' && x !== null && !Array.isArray(x)) return objectPrompt(x as Body, at, field);
+    if (typeof x === 'object' && x !== null && !Array.isArray(x))
+      return objectPrompt(host, x as Body, at, field, media);
     if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t))) return x as number[];
     if (Array.isArray(x) && x.length > 0 && x.every((t) => Number.isInteger(t) || typeof t === 'string')) {
       // a mix: text pieces tokenized (special tokens parsed), the first with BOS
@@ -65,18 +68,24 @@ export async function requestPrompts(
   return { list: [await one(p, field)], many: false };
 }
 
+/** One prompt: text, token ids, or text with media (its `<__media__>` markers place them, in order). */
+export type Prompt = string | number[] | { text: string; media: string[] };
+
 /**
- * llama-server's JSON-object prompt: `{ prompt_string, multimodal_data }`. Media need a
- * multimodal projector, which this server does not load: with media it is a 400, as
- * llama-server's answer on a text-only model.
+ * llama-server's JSON-object prompt: `{ prompt_string, multimodal_data }` (base64 images or
+ * audio). Media need a projector (llama-server's words without one) and a generation request
+ * (`media`); they are checked when the request is submitted.
  */
-function objectPrompt(x: Body, at: string, field: string): string {
+function objectPrompt(host: GenerationHost, x: Body, at: string, field: string, allowMedia: boolean): Prompt {
   if (typeof x.prompt_string !== 'string') throw bad(`'${at}.prompt_string' must be a string`, field);
   const media = x.multimodal_data;
-  if (media !== undefined && media !== null && !(Array.isArray(media) && media.length === 0)) {
-    throw bad(`'${at}.multimodal_data': this model takes no images or audio (no multimodal projector)`, field);
-  }
-  return x.prompt_string;
+  if (media === undefined || media === null || (Array.isArray(media) && media.length === 0)) return x.prompt_string;
+  if (!host.modalities.vision && !host.modalities.audio)
+    throw bad('Multimodal data provided, but model does not support multimodal requests.', `${at}.multimodal_data`);
+  if (!allowMedia) throw bad(`'${at}.multimodal_data': media are taken in completions only`, `${at}.multimodal_data`);
+  if (!Array.isArray(media) || !media.every((m) => typeof m === 'string'))
+    throw bad(`'${at}.multimodal_data' must be an array of base64 strings`, `${at}.multimodal_data`);
+  return { text: x.prompt_string, media: media as string[] };
 }
 
 /** llama-server's generation_settings: every sampling and generation field by its llama-server name. */
@@ -213,18 +222,21 @@ async function run(
   host: GenerationHost,
   c: RequestContext,
   b: Body,
-  { list, many }: { list: (string | number[])[]; many: boolean },
+  { list, many }: { list: Prompt[]; many: boolean },
   extra: LlamaCompletionOptions = {},
 ): Promise<void> {
   const { options: base, withProbs } = nativeOptions(b);
   const res = c.res;
   // the prompt as evaluated (llama-server echoes its tokens as text, BOS included)
   const texts = await Promise.all(
-    list.map(async (p) =>
-      host.ctx.detokenize(
-        typeof p === 'string' ? (await host.ctx.tokenize(p, { add_special: true, parse_special: true })).tokens : p,
-      ),
-    ),
+    list.map(async (p) => {
+      const text = typeof p === 'string' ? p : Array.isArray(p) ? undefined : p.text;
+      return host.ctx.detokenize(
+        text !== undefined
+          ? (await host.ctx.tokenize(text, { add_special: true, parse_special: true })).tokens
+          : (p as number[]),
+      );
+    }),
   );
   const fields = responseFields(b);
   const stream = b.stream === true;
@@ -232,7 +244,10 @@ async function run(
   const counts = list.map(() => 0);
   const jobs = [];
   for (const [i, p] of list.entries()) {
-    const options: LlamaCompletionOptions = { ...base, ...extra, prompt: p };
+    const options: LlamaCompletionOptions =
+      typeof p === 'string' || Array.isArray(p)
+        ? { ...base, ...extra, prompt: p }
+        : ({ ...base, ...extra, prompt: p.text, media_paths: p.media } as LlamaCompletionOptions);
     const onToken =
       sse &&
       ((ev: LlamaCompletionToken) => {
@@ -294,7 +309,7 @@ async function run(
 export async function completion(host: GenerationHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   host.requireGenerator();
-  await run(host, c, b, await requestPrompts(host, b.prompt, 'prompt', 64));
+  await run(host, c, b, await requestPrompts(host, b.prompt, 'prompt', 64, true));
 }
 
 export async function infill(host: GenerationHost, c: RequestContext): Promise<void> {
@@ -321,6 +336,7 @@ export async function applyTemplate(host: GenerationHost, c: RequestContext): Pr
   const b = oa.asObject(c.body);
   if (!Array.isArray(b.messages)) throw bad("'messages' must be an array", 'messages');
   oa.checkChatMessages(b.messages);
+  checkMessageModalities(b.messages, host.modalities);
   // a last assistant message is a reply to continue, as in a chat request (llama-server's prefill)
   const prefill = assistantPrefill(b.messages as ChatMessage[]);
   const tools =
@@ -357,7 +373,7 @@ export function props(host: GenerationHost, c: RequestContext): void {
     total_slots: host.parallel,
     model_alias: host.modelId,
     model_path: host.modelPath,
-    modalities: { vision: false, audio: false },
+    modalities: host.modalities,
     endpoint_slots: host.slotsEndpoint,
     chat_template: t.chat_template,
     bos_token: t.bos_token,

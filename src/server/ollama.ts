@@ -17,7 +17,7 @@ import { promises as fsp, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { join, resolve, sep } from 'node:path';
 import type { LlamaCompletionOptions, LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
-import type { ChatMessage, Tool, ToolCall } from '../chat/index.js';
+import type { ChatMessage, ChatMessagePart, Tool, ToolCall } from '../chat/index.js';
 import {
   cachedQuant,
   DownloadError,
@@ -363,10 +363,13 @@ function logprobsOf(entries: readonly NonNullable<LlamaCompletionResult['logprob
   }));
 }
 
-function noImages(host: OllamaHost, images: unknown, at: string): void {
-  if (Array.isArray(images) && images.length > 0) {
-    throw bad(`${at}: ${host.modelId} is a text-only model: it does not take images`);
-  }
+/** A message's `images` (base64): refused unless the projector takes images; else as image_url parts. */
+function images(host: OllamaHost, images: unknown, at: string): ChatMessagePart[] {
+  if (images === undefined || images === null || (Array.isArray(images) && images.length === 0)) return [];
+  if (!host.modalities.vision) throw bad(`${at}: ${host.modelId} is a text-only model: it does not take images`);
+  if (!Array.isArray(images) || !images.every((x) => typeof x === 'string'))
+    throw bad(`${at}.images must be an array of base64 strings`);
+  return images.map((data) => ({ type: 'image_url', image_url: { url: `data:image/*;base64,${data}` } }));
 }
 
 function parseArgs(s: string): unknown {
@@ -394,8 +397,10 @@ function chatMessages(host: OllamaHost, raw: unknown): ChatMessage[] {
     if (m.content !== undefined && m.content !== null && typeof m.content !== 'string') {
       throw bad(`${at}.content must be a string`);
     }
-    noImages(host, m.images, at);
-    const out: ChatMessage = { role: m.role, content: (m.content as string | undefined) ?? '' };
+    const pics = images(host, m.images, at);
+    const text = (m.content as string | undefined) ?? '';
+    // the images first, then the text (Ollama's order in a message)
+    const out: ChatMessage = { role: m.role, content: pics.length > 0 ? [...pics, { type: 'text', text }] : text };
     if (typeof m.thinking === 'string' && m.thinking !== '') out.reasoning_content = m.thinking;
     if (typeof m.tool_name === 'string') out.name = m.tool_name;
     if (typeof m.tool_call_id === 'string') out.tool_call_id = m.tool_call_id;
@@ -604,7 +609,8 @@ async function generate(host: OllamaHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   requireServed(host, requestName(b));
   host.requireGenerator();
-  noImages(host, b.images, 'images');
+  if (images(host, b.images, 'images').length > 0)
+    throw bad('images: send images through /api/chat (messages[].images)');
   for (const k of ['prompt', 'system', 'template', 'suffix'] as const) {
     if (b[k] !== undefined && b[k] !== null && typeof b[k] !== 'string') throw bad(`${k} must be a string`);
   }

@@ -81,34 +81,11 @@ export function generationOptions(b: Body, nProbs: number): LlamaCompletionOptio
 }
 
 /**
- * An image or audio part, which needs a multimodal projector: none is ever loaded here, so
- * nothing is read, fetched or decoded. llama-server's words and status (a 500: its own test
- * suite expects it, test_compat_anthropic.py's test_anthropic_vision_format_accepted).
- */
-export function mediaNotSupported(kind: 'image' | 'audio'): ApiError {
-  return new ApiError(
-    500,
-    `${kind} input is not supported - hint: if this is unexpected, you may need to provide the mmproj`,
-    undefined,
-    'messages',
-  );
-}
-
-/**
- * What llama-server refuses in a conversation before applying its template: image or audio
- * parts (mediaNotSupported), and more than one assistant message at its end (one is a reply
- * to continue).
+ * What llama-server refuses in a conversation before applying its template: more than one
+ * assistant message at its end (one is a reply to continue). Its media are checked against
+ * the model's projector where the request is submitted (media.ts).
  */
 export function checkChatMessages(messages: readonly unknown[]): void {
-  for (const m of messages) {
-    const content = (m as { content?: unknown } | null)?.content;
-    if (!Array.isArray(content)) continue;
-    for (const p of content) {
-      const type = (p as { type?: unknown } | null)?.type;
-      if (type === 'image_url') throw mediaNotSupported('image');
-      if (type === 'input_audio') throw mediaNotSupported('audio');
-    }
-  }
   const role = (i: number) => (messages[i] as { role?: unknown } | null)?.role;
   if (messages.length >= 2 && role(messages.length - 1) === 'assistant' && role(messages.length - 2) === 'assistant') {
     throw new ApiError(400, 'Cannot have 2 or more assistant messages at the end of the list.', undefined, 'messages');

@@ -7,7 +7,7 @@
 // nothing is stored, so `previous_response_id` is a 400 that says to send the whole
 // conversation.
 import type { LlamaCompletionResult, LlamaCompletionToken } from '../api/index.js';
-import type { ChatDelta, ChatMessage, Tool } from '../chat/index.js';
+import type { ChatDelta, ChatMessage, ChatMessagePart, Tool } from '../chat/index.js';
 import { Cancelled, type GenerationHost } from './host.js';
 import { ApiError, type RequestContext, sendJson } from './http.js';
 import * as oa from './openai.js';
@@ -34,6 +34,24 @@ function partsText(content: unknown, param: string): string {
       throw bad(`'${param}[${i}]': content of type '${String(p.type)}' is not supported (text only)`, `${param}[${i}]`);
   }
   return out;
+}
+
+const hasImage = (c: unknown) => Array.isArray(c) && c.some((p) => isObject(p) && p.type === 'input_image');
+
+/** A user message's parts with images: input_image as OpenAI image_url parts, text as text parts. */
+function userParts(content: unknown[], param: string): ChatMessagePart[] {
+  return content.map((p, i) => {
+    const at = `${param}[${i}]`;
+    if (isObject(p) && p.type === 'input_image') {
+      if (typeof p.image_url !== 'string')
+        throw bad(
+          `'${at}.image_url' must be a URL (file_id references need stored files, and this server stores none)`,
+          `${at}.image_url`,
+        );
+      return { type: 'image_url', image_url: { url: p.image_url } };
+    }
+    return { type: 'text', text: partsText([p], param) };
+  });
 }
 
 /** `instructions` and `input` as chat messages. */
@@ -68,6 +86,10 @@ export function inputMessages(b: Body): ChatMessage[] {
         const role = item.role === 'developer' ? 'system' : item.role;
         if (role !== 'user' && role !== 'assistant' && role !== 'system') {
           throw bad(`'${at}.role' must be user, assistant, system or developer`, `${at}.role`);
+        }
+        if (role === 'user' && hasImage(item.content)) {
+          out.push({ role, content: userParts(item.content as unknown[], `${at}.content`) });
+          break;
         }
         const text = partsText(item.content, `${at}.content`);
         if (role === 'assistant') {

@@ -47,6 +47,7 @@ import * as anthropic from './anthropic.js';
 import { VERSION } from './build.js';
 import { Cancelled, type ChatTemplateInfo } from './host.js';
 import { ApiError, createHttpServer, queryFlag, type RequestContext, type Route, sendJson } from './http.js';
+import { DEFAULT_MEDIA_POLICY, type MediaPolicy, type Modalities, resolveRequestMedia } from './media.js';
 import { Metrics } from './metrics.js';
 import * as native from './native.js';
 import * as ollama from './ollama.js';
@@ -128,6 +129,14 @@ export interface ServerOptions {
   draftPMin?: number;
   /** Serve /v1/rerank (llama-server's --reranking); a model whose pooling_type is rank serves it anyway. */
   reranking?: boolean;
+  /** A multimodal projector (llama-server's --mmproj): images and audio in requests, as it takes them. */
+  mmproj?: string;
+  /** Fetch http(s) image URLs (off by default: a request may not make the server fetch), bounded by mediaMaxBytes and mediaTimeoutMs. */
+  allowRemoteMedia?: boolean;
+  /** Bytes one image or audio clip may have (default 10 MiB, llama-server's download limit). */
+  mediaMaxBytes?: number;
+  /** Milliseconds a media download may take (default 10000, llama-server's). */
+  mediaTimeoutMs?: number;
   /** Seconds shutdown() lets requests in flight finish before ending them (default 30). */
   shutdownTimeout?: number;
   /** A folder for slot saves (llama-server's --slot-save-path): enables POST /slots/:id?action=save|restore|erase, file names confined to it. */
@@ -244,6 +253,8 @@ export class LlamaServer implements ollama.OllamaHost {
   private ctxValue: LlamaContext | undefined;
   private info: ModelInfo | undefined;
   private generative = true;
+  /** What the projector takes (none loaded: neither). */
+  private modalitiesValue: Modalities = { vision: false, audio: false };
   private nCtxSlotValue = 0;
   /** Generation requests sent to the engine and not yet answered. */
   private inFlight = 0;
@@ -395,6 +406,10 @@ export class LlamaServer implements ollama.OllamaHost {
     try {
       // --reranking with a model that cannot rank fails here, not on the first request
       if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
+      if (opts.mmproj !== undefined) {
+        await ctx.initMultimodal({ path: opts.mmproj, use_gpu: true });
+        this.modalitiesValue = ctx.getMultimodalSupport();
+      }
       if (generative && this.stateValue === state) {
         await ctx.parallel.enable({
           n_parallel: parallel,
@@ -521,6 +536,19 @@ export class LlamaServer implements ollama.OllamaHost {
   /** The model generates (else it only embeds or ranks). */
   get generates(): boolean {
     return this.generative;
+  }
+
+  /** What the projector takes (--mmproj); neither without one. */
+  get modalities(): Modalities {
+    return this.modalitiesValue;
+  }
+
+  get mediaPolicy(): MediaPolicy {
+    return {
+      allowRemote: this.opts.allowRemoteMedia === true,
+      maxBytes: this.opts.mediaMaxBytes ?? DEFAULT_MEDIA_POLICY.maxBytes,
+      timeoutMs: this.opts.mediaTimeoutMs ?? DEFAULT_MEDIA_POLICY.timeoutMs,
+    };
   }
 
   get templateLimits(): Omit<TemplateLimits, 'shouldStop'> | undefined {
@@ -860,7 +888,10 @@ export class LlamaServer implements ollama.OllamaHost {
           type: 'model',
           description: '',
           tags: [''],
-          capabilities: [this.generative ? 'completion' : 'embedding'],
+          capabilities: [
+            this.generative ? 'completion' : 'embedding',
+            ...(this.modalitiesValue.vision || this.modalitiesValue.audio ? ['multimodal'] : []),
+          ],
           parameters: '',
           details: {
             parent_model: '',
@@ -969,6 +1000,12 @@ export class LlamaServer implements ollama.OllamaHost {
       this.metrics.rejected++;
       throw new ApiError(503, 'the server is busy: every slot is in use and the queue is full; retry later');
     }
+    // images and audio: refused without a projector for them, else fetched, checked and inlined
+    await resolveRequestMedia(
+      options as { messages?: unknown; media_paths?: string[] },
+      this.modalities,
+      this.mediaPolicy,
+    );
     // the server's defaults for what the request leaves out (options is the caller's: it reports them)
     const o = options as Record<string, unknown>;
     for (const [k, v] of Object.entries(this.requestDefaults)) if (o[k] === undefined) o[k] = v;
@@ -1236,7 +1273,8 @@ export class LlamaServer implements ollama.OllamaHost {
       }
       normalize = b.embd_normalize as number;
     }
-    const out = await this.embedRows(inputs, normalize, c.res, perToken);
+    // media were refused by requestPrompts (completions only): every input is text or token ids
+    const out = await this.embedRows(inputs as (string | number[])[], normalize, c.res, perToken);
     if (!out) return;
     if (!openai) {
       sendJson(

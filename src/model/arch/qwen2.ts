@@ -9,42 +9,54 @@ import { RopeMode } from '../../ggml/ops.js';
 import type { Architecture } from './arch.js';
 import { decoderTensors } from './llama.js';
 
-export const qwen2: Architecture = {
-  name: 'qwen2',
-  usesKVCache: true,
-  requiredKeys: ['attention.layer_norm_rms_epsilon'],
-  ropeMode: RopeMode.NEOX,
-  ropeWholeHead: true,
-  equalHeadSizes: true,
+export const qwen2: Architecture = qwen2Like('qwen2', false);
 
-  tensors(hp, t) {
-    decoderTensors(hp, t, { outputBias: true, qWidth: 'embd' });
-  },
+/**
+ * qwen2vl: Qwen2-VL's text model, qwen2 with multi-section RoPE (`rope.dimension_sections`):
+ * a text token's components are all its position (plain RoPE); an image's embeddings get
+ * (t, t + y, t + x) from the multimodal projector's grid.
+ */
+export const qwen2vl: Architecture = qwen2Like('qwen2vl', true);
 
-  build(b) {
-    const { hp, w } = b;
-    const rope = { mode: RopeMode.NEOX };
-    let x = b.inpEmbd(w.get('token_embd.weight'));
-    for (let il = 0; il < hp.nLayer; il++) {
-      const L = (name: string) => w.layer(il, name);
-      const inpSA = x;
-      let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
+function qwen2Like(name: string, mrope: boolean): Architecture {
+  return {
+    name,
+    usesKVCache: true,
+    requiredKeys: ['attention.layer_norm_rms_epsilon'],
+    ropeMode: RopeMode.NEOX,
+    ropeWholeHead: true,
+    equalHeadSizes: true,
 
-      const { q, k, v } = b.qkv(il, cur);
-      const qr = b.cb(b.rope(q, rope, il), 'Qcur', il);
-      const kr = b.cb(b.rope(k, rope, il), 'Kcur', il);
-      cur = b.attention(il, qr, kr, v, L('attn_output.weight'));
+    tensors(hp, t) {
+      decoderTensors(hp, t, { outputBias: true, qWidth: 'embd' });
+    },
 
-      let res = inpSA;
-      if (il === hp.nLayer - 1) {
-        cur = b.selectOutputs(cur);
-        res = b.selectOutputs(inpSA);
+    build(b) {
+      const { hp, w } = b;
+      const rope = { mode: RopeMode.NEOX };
+      let x = b.inpEmbd(w.get('token_embd.weight'));
+      for (let il = 0; il < hp.nLayer; il++) {
+        const L = (name: string) => w.layer(il, name);
+        const inpSA = x;
+        let cur = b.rmsNorm(x, L('attn_norm.weight'), 'attn_norm', il);
+
+        const { q, k, v } = b.qkv(il, cur);
+        const rot = (t: typeof q) => (mrope ? b.ropeMulti(t, rope, il) : b.rope(t, rope, il));
+        const qr = b.cb(rot(q), 'Qcur', il);
+        const kr = b.cb(rot(k), 'Kcur', il);
+        cur = b.attention(il, qr, kr, v, L('attn_output.weight'));
+
+        let res = inpSA;
+        if (il === hp.nLayer - 1) {
+          cur = b.selectOutputs(cur);
+          res = b.selectOutputs(inpSA);
+        }
+        const ffnInp = b.cb(ops.add(cur, res), 'ffn_inp', il);
+        cur = b.rmsNorm(ffnInp, L('ffn_norm.weight'), 'ffn_norm', il);
+        cur = b.ffnSwiglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
+        x = b.cb(ops.add(cur, ffnInp), 'l_out', il);
       }
-      const ffnInp = b.cb(ops.add(cur, res), 'ffn_inp', il);
-      cur = b.rmsNorm(ffnInp, L('ffn_norm.weight'), 'ffn_norm', il);
-      cur = b.ffnSwiglu(cur, L('ffn_gate.weight'), L('ffn_up.weight'), L('ffn_down.weight'), il);
-      x = b.cb(ops.add(cur, ffnInp), 'l_out', il);
-    }
-    return b.outputHead(x);
-  },
-};
+      return b.outputHead(x);
+    },
+  };
+}

@@ -15,7 +15,7 @@ import { lfm2, lfm2moe } from './lfm2.js';
 import { llama } from './llama.js';
 import { nemotronH, nemotronHMoe } from './nemotron-h.js';
 import { phi3 } from './phi3.js';
-import { qwen2 } from './qwen2.js';
+import { qwen2, qwen2vl } from './qwen2.js';
 import { qwen2moe } from './qwen2moe.js';
 import { qwen3 } from './qwen3.js';
 import { qwen3moe } from './qwen3moe.js';
@@ -46,6 +46,7 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     qwen3moe,
     deepseek2,
     gptOss,
+    qwen2vl,
   ].map((a) => [a.name, a] as const),
 );
 

@@ -91,6 +91,12 @@ export class KVCache implements AttentionMemory {
   readonly seqs: Uint32Array;
   /** Pending position deltas of shifted cells (applied to K before the next decode). */
   readonly shift: Int32Array;
+  /**
+   * Each cell's 2-D place within an M-RoPE image (y << 16 | x), -1 for none: it orders
+   * cells at one position while the image's ubatches are decoded (later tokens are at
+   * later positions and never compare it; snapshots and copies leave it out).
+   */
+  readonly ext: Int32Array;
   hasShift = false;
   /** Regions of cells, one per stream (see setStreams), and each region's size. */
   private streams = 1;
@@ -121,6 +127,7 @@ export class KVCache implements AttentionMemory {
     this.pos = new Int32Array(this.size).fill(-1);
     this.seqs = new Uint32Array(this.size);
     this.shift = new Int32Array(this.size);
+    this.ext = new Int32Array(this.size).fill(-1);
     const byBuft = new Map<BufferType, Tensor[]>();
     for (const il of this.layerIds) {
       const k = newTensor(CACHE_TYPES[o.typeK], [nEmbdK(hp, il), this.size], `cache_k_l${il}`);
@@ -339,6 +346,7 @@ export class KVCache implements AttentionMemory {
       this.pos[c] = ub.pos[i];
       this.seqs[c] = 1 << ub.seq[i];
       this.shift[c] = 0;
+      this.ext[c] = ub.ext ? ub.ext[i] : -1;
     });
     for (let s = 0; s < MAX_SEQ; s++) {
       if (rmMax[s] < 0) continue;
@@ -366,9 +374,17 @@ export class KVCache implements AttentionMemory {
     }
   }
 
-  private snapshot(): { pos: Int32Array; seqs: Uint32Array; shift: Int32Array; heads: number[]; hasShift: boolean } {
+  private snapshot(): {
+    pos: Int32Array;
+    seqs: Uint32Array;
+    shift: Int32Array;
+    ext: Int32Array;
+    heads: number[];
+    hasShift: boolean;
+  } {
     return {
       pos: this.pos.slice(),
+      ext: this.ext.slice(),
       seqs: this.seqs.slice(),
       shift: this.shift.slice(),
       heads: this.heads.slice(),
@@ -378,6 +394,7 @@ export class KVCache implements AttentionMemory {
 
   private restore(s: ReturnType<KVCache['snapshot']>): void {
     this.pos.set(s.pos);
+    this.ext.set(s.ext);
     this.seqs.set(s.seqs);
     this.shift.set(s.shift);
     this.heads = s.heads;
@@ -400,6 +417,8 @@ export class KVCache implements AttentionMemory {
         if ((this.seqs[start + j] & bit) === 0) continue;
         const p0 = this.pos[start + j];
         if (causal && p0 > p1) continue;
+        // an M-RoPE image's tokens share a position: raster order among them
+        if (causal && p0 === p1 && ub.ext && ub.ext[i] >= 0 && this.ext[start + j] > ub.ext[i]) continue;
         if (swa && maskedBySwa(this.swaType, this.nSwa, p0, p1)) continue;
         mask[row + j] = 0;
       }
@@ -568,9 +587,16 @@ export class KVCache implements AttentionMemory {
     let n = 0;
     for (let i = 0; i < this.size; i++) {
       const p = this.pos[i];
-      if (p >= lo && p < hi && this.seqs[i] & (1 << seq) && seen[p - lo] === 0) {
-        seen[p - lo] = 1;
-        n++;
+      if (p < 0 || !(this.seqs[i] & (1 << seq))) continue;
+      // an M-RoPE image's cells sit at its first position and stand for the positions it
+      // spans: up to max(y, x) further
+      const e = this.ext[i];
+      const end = e >= 0 ? p + Math.max(e >> 16, e & 0xffff) : p;
+      for (let q = Math.max(p, lo); q <= end && q < hi; q++) {
+        if (seen[q - lo] === 0) {
+          seen[q - lo] = 1;
+          n++;
+        }
       }
     }
     return n === hi - lo;

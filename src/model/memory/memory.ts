@@ -29,6 +29,11 @@ export const MAX_SEQ = 32;
 export interface UbatchSeqs {
   pos: Int32Array;
   seq: Int32Array;
+  /**
+   * M-RoPE images: each token's 2-D place (y << 16 | x), -1 for none. Tokens at one
+   * position (an image's) see each other in raster order (llama.cpp's is_2d_gt).
+   */
+  ext?: Int32Array;
 }
 
 /** Writes one piece of a saved state (called in order). */

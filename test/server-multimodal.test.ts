@@ -1,0 +1,140 @@
+// serve with a projector (--mmproj), end to end on the mtmd fixture pair gemma3 (../shared/fixtures/mtmd):
+// an image through llama-server's multimodal_data, OpenAI image_url parts, Anthropic image blocks and
+// Responses input_image parts gives llama.cpp's first-token probabilities (gemma3.ref.json, llama.node
+// 1.7.15), /props and /v1/models report vision; a broken image and audio (vision-only projector) are 400s.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { LlamaServer } from '../src/server/index.js';
+import { encodeWav, toneSamples } from './helpers/media-encode.js';
+import { missingShared, sharedPath } from './helpers/shared.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: bodies are read by shape
+type Json = any;
+
+const dir = sharedPath('fixtures/mtmd/gemma3.mmproj.gguf') ? sharedPath('fixtures/mtmd/') : undefined;
+
+async function post(url: string, body: unknown): Promise<{ status: number; json: Json }> {
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+const GREEDY_PROBS = { temperature: 1, top_k: 0, top_p: 1, min_p: 0 };
+
+describe('serve --mmproj (gemma3 fixture pair)', { skip: dir ? false : missingShared('fixtures/mtmd') }, () => {
+  let server: LlamaServer;
+  let ref: Json;
+  const png = (name: string) => readFileSync(`${dir}img/${name}`).toString('base64');
+  before(async () => {
+    ref = JSON.parse(readFileSync(`${dir}gemma3.ref.json`, 'utf8'));
+    server = await LlamaServer.start({
+      model: `${dir}gemma3.gguf`,
+      mmproj: `${dir}gemma3.mmproj.gguf`,
+      port: 0,
+      parallel: 1,
+      nCtx: 4096,
+    });
+  });
+  after(async () => {
+    await server?.close();
+  });
+  const firstId = (ids: number | number[]) => (Array.isArray(ids) ? ids : [ids]);
+
+  test('/props and /v1/models report vision', async () => {
+    const props: Json = await (await fetch(`${server.url}/props`)).json();
+    assert.deepEqual(props.modalities, { vision: true, audio: false });
+    const models: Json = await (await fetch(`${server.url}/v1/models`)).json();
+    assert.deepEqual(models.models[0].capabilities, ['completion', 'multimodal']);
+  });
+
+  test("multimodal_data on /completion: llama.cpp's prompt length and first-token probabilities", async () => {
+    const c = ref.cases.find((x: Json) => x.name === 'mid');
+    const r = await post(`${server.url}/completion`, {
+      prompt: { prompt_string: c.prompt, multimodal_data: [png(c.images[0])] },
+      n_predict: 1,
+      n_probs: 10,
+      ...GREEDY_PROBS,
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.tokens_evaluated, c.n_tokens);
+    const top = r.json.completion_probabilities[0].top_logprobs;
+    for (let k = 0; k < 3; k++) assert.ok(firstId(c.top10_ids[k]).includes(top[k].id), `rank ${k}`);
+    assert.ok(Math.abs(Math.exp(top[0].logprob) - c.top10[0][1]) < 0.01);
+  });
+
+  test("OpenAI image_url (data URL): the chat case's first-token probabilities", async () => {
+    const c = ref.cases.find((x: Json) => x.name === 'chat');
+    const messages = structuredClone(c.messages);
+    messages[0].content[1].image_url.url = `data:image/png;base64,${png(c.images[0])}`;
+    const r = await post(`${server.url}/v1/chat/completions`, {
+      messages,
+      max_tokens: 1,
+      logprobs: true,
+      top_logprobs: 3,
+      ...GREEDY_PROBS,
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const top = r.json.choices[0].logprobs.content[0].top_logprobs;
+    for (let k = 0; k < 3; k++) assert.ok(firstId(c.top10_ids[k]).includes(top[k].id), `rank ${k}`);
+    for (let k = 0; k < 3; k++) assert.ok(Math.abs(Math.exp(top[k].logprob) - c.top10[k][1]) < 0.01, `rank ${k}`);
+  });
+
+  test('Anthropic image blocks and Responses input_image parts are taken', async () => {
+    const ask = async (image: string) => {
+      const a = await post(`${server.url}/v1/messages`, {
+        model: 'm',
+        max_tokens: 4,
+        temperature: 0,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is in the picture ' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png(image) } },
+              { type: 'text', text: ' today?' },
+            ],
+          },
+        ],
+      });
+      assert.equal(a.status, 200, JSON.stringify(a.json));
+      assert.equal(a.json.content[0].type, 'text');
+    };
+    await ask('gray-40x40.png');
+    await ask('grad-64x48.png');
+    const r = await post(`${server.url}/v1/responses`, {
+      max_output_tokens: 2,
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Look: ' },
+            { type: 'input_image', image_url: `data:image/png;base64,${png('checker-37x53.png')}` },
+          ],
+        },
+      ],
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+  });
+
+  test('a truncated PNG, audio for a vision-only projector: 400s', async () => {
+    const broken = Buffer.from(readFileSync(`${dir}img/grad-64x48.png`).subarray(0, 100)).toString('base64');
+    const msg = (part: unknown) => [{ role: 'user', content: [{ type: 'text', text: 'x' }, part] }];
+    const r = await post(`${server.url}/v1/chat/completions`, {
+      messages: msg({ type: 'image_url', image_url: { url: `data:image/png;base64,${broken}` } }),
+      max_tokens: 1,
+    });
+    assert.equal(r.status, 400);
+    assert.match(r.json.error.message, /PNG: .*truncated/);
+    const wav = encodeWav({ sampleRate: 16000, channels: 1, bits: 16, samples: toneSamples(1600, 1, 16000) });
+    const a = await post(`${server.url}/v1/chat/completions`, {
+      messages: msg({ type: 'input_audio', input_audio: { format: 'wav', data: Buffer.from(wav).toString('base64') } }),
+      max_tokens: 1,
+    });
+    assert.equal(a.status, 400);
+    assert.match(a.json.error.message, /^audio input is not supported/);
+  });
+});
