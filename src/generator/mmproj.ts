@@ -17,6 +17,7 @@ export const MMPROJ_TYPES = [
   'ldpv2',
   'pixtral',
   'internvl',
+  'qwen2vl_merger',
   'qwen2.5vl_merger',
   'qwen3vl_merger',
   'gemma4v',
@@ -256,17 +257,23 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('mm.model.mlp.3.bias', [T], BIAS);
       break;
     }
+    case 'qwen2vl_merger':
     case 'qwen2.5vl_merger': {
-      // two temporal patch kernels, 2D M-RoPE, RMS norms, SiLU-gated feed-forward, window
-      // attention except every n_wa_pattern-th layer; 2x2 merger MLP
+      // two temporal patch kernels, 2D M-RoPE; Qwen2-VL: LayerNorm blocks with gelu_quick (no
+      // ffn key: mtmd's default); Qwen2.5-VL: RMS norms, SiLU-gated feed-forward, window
+      // attention except every n_wa_pattern-th layer; then the 2x2 merger MLP
+      const v25 = p === 'qwen2.5vl_merger';
       f32s('clip.vision.image_mean', CLIP_MEAN);
       f32s('clip.vision.image_std', CLIP_STD);
-      bool('clip.use_silu', true);
-      u32('clip.vision.n_wa_pattern', s.windowPattern ?? 2);
+      if (v25) {
+        bool('clip.use_silu', true);
+        u32('clip.vision.n_wa_pattern', s.windowPattern ?? 2);
+      }
       patchEmbd();
       add('v.patch_embd.weight.1', [patch, patch, 3, E], linear(patch * patch * 3));
-      planLayers(add, 'v', s, { norm: 'rms', kBias: true, gated: true });
+      planLayers(add, 'v', s, { norm: v25 ? 'rms' : 'layer', kBias: true, gated: v25 });
       add('v.post_ln.weight', [E], NORM);
+      if (!v25) add('v.post_ln.bias', [E], BIAS);
       const inW = E * 4;
       add('mm.0.weight', [inW, inW], linear(inW));
       add('mm.0.bias', [inW], BIAS);

@@ -91,9 +91,9 @@ function gemma4Text(vocabFrom: string): ModelSpec {
 
 const VISION = { nEmbd: 32, nLayer: 2, nHead: 4, nFf: 64, nEmbdText: 64 };
 
-const chat = (text: string, image: string, after = ' today?') => ({
+const chat = (path: GenCase['path'], text: string, image: string, after = ' today?'): GenCase => ({
   name: 'chat',
-  path: 'fixed' as const,
+  path,
   messages: [
     {
       role: 'user',
@@ -147,7 +147,7 @@ export function genPairs(vocabFrom: string): GenPair[] {
       name: 'gemma3',
       text: textSpec(vocabFrom, 'gemma3', 11),
       mmproj: { projector: 'gemma3', seed: 11, shape: { ...VISION, imageSize: 32, patchSize: 4, scaleFactor: 2 } },
-      cases: [mid('fixed'), two('fixed'), big('fixed'), chat('What is in the picture ', 'gray-40x40.png')],
+      cases: [mid('fixed'), two('fixed'), big('fixed'), chat('fixed', 'What is in the picture ', 'gray-40x40.png')],
     },
     {
       name: 'llava',
@@ -182,6 +182,12 @@ export function genPairs(vocabFrom: string): GenPair[] {
       text: textSpec(vocabFrom, 'qwen2', 15),
       mmproj: { projector: 'internvl', seed: 15, shape: { ...VISION, imageSize: 32, patchSize: 4, maxTiles: 6 } },
       cases: [mid('tiled'), pano('tiled'), big('tiled')],
+    },
+    {
+      name: 'qwen2vl',
+      text: textSpec(vocabFrom, 'qwen2vl', 22, { ropeSections: [2, 3, 3, 0] }),
+      mmproj: { projector: 'qwen2vl_merger', seed: 22, shape: { ...VISION, imageSize: 56, patchSize: 14 } },
+      cases: [mid('dynamic'), two('dynamic'), big('dynamic'), chat('dynamic', 'What is in the picture ', 'gray-40x40.png')],
     },
     {
       name: 'qwen25vl',

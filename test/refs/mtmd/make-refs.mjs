@@ -78,8 +78,8 @@ for (const pair of genPairs(vocabFrom)) {
       ),
     }));
     const call = JSON.stringify({ prompt: c.prompt, messages, media_paths });
-    const runOnce = () => {
-      const text = execFileSync(process.execPath, [join(here, 'oracle-case.mjs'), lnDir, model, mmproj, call], {
+    const runMode = (mode) => {
+      const text = execFileSync(process.execPath, [join(here, 'oracle-case.mjs'), lnDir, model, mmproj, call, mode], {
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'ignore'],
         maxBuffer: 1 << 26,
@@ -87,6 +87,7 @@ for (const pair of genPairs(vocabFrom)) {
       const line = text.split('\n').find((l) => l.startsWith('@@RESULT '));
       if (!line) throw new Error(`${pair.name}/${c.name}: no result from the oracle`);
       const res = JSON.parse(line.slice(9));
+      if (mode !== 'top10') return res;
       // the media chunks of the top-10 call: the last ones logged before it ended
       const logged = [
         ...text
@@ -98,6 +99,8 @@ for (const pair of genPairs(vocabFrom)) {
         .map((m) => ({ n_tokens: Number(m[1]), n_pos: Number(m[2]) }));
       return res;
     };
+    // one process per oracle call: the top-10 call, then the greedy one
+    const runOnce = () => ({ ...runMode('top10'), ...runMode('greedy') });
     process.stderr.write(`${pair.name}/${c.name} (${c.path})\n`);
     let r;
     try {

@@ -5,7 +5,7 @@
 //   node oracle-case.mjs LLAMA_NODE_DIR MODEL MMPROJ CASE_JSON
 import { createRequire } from 'node:module';
 
-const [dir, model, mmproj, caseJson] = process.argv.slice(2);
+const [dir, model, mmproj, caseJson, mode] = process.argv.slice(2);
 const require = createRequire(`${dir}/`);
 const ln = require('@fugood/llama.node');
 const c = JSON.parse(caseJson);
@@ -30,28 +30,29 @@ if (c.messages) {
   out.formatted_prompt = f.prompt;
   prompt = f.prompt;
 }
-const tk = await ctx.tokenize(prompt, { media_paths: c.media_paths });
-out.prompt_tokens = Array.from(tk.tokens);
-out.chunk_pos = tk.chunk_pos;
-out.chunk_pos_media = tk.chunk_pos_media;
-const r = await ctx.completion({
-  ...input,
-  n_predict: 1,
-  temperature: 1,
-  top_k: 0,
-  top_p: 1,
-  min_p: 0,
-  n_probs: 10,
-  seed: 1,
-});
-process.stdout.write('\n@@TOP10_DONE\n');
-out.tokens_evaluated = r.tokens_evaluated;
-out.n_tokens = r.tokens_evaluated - r.tokens_predicted;
-out.top10 = r.completion_probabilities[0].probs.map((p) => [p.tok_str, p.prob]);
-const g = await ctx.completion({ ...input, n_predict: 8, temperature: 0, n_probs: 1, ignore_eos: true, seed: 1 });
-out.greedy = (g.completion_probabilities ?? []).slice(0, g.tokens_predicted).map((p) => p.probs[0].tok_str);
-out.greedy_n_probs = g.completion_probabilities?.length;
-out.greedy_predicted = g.tokens_predicted;
-out.greedy_text = g.text;
+if (mode === 'top10') {
+  const tk = await ctx.tokenize(prompt, { media_paths: c.media_paths });
+  out.prompt_tokens = Array.from(tk.tokens);
+  out.chunk_pos = tk.chunk_pos;
+  out.chunk_pos_media = tk.chunk_pos_media;
+  const r = await ctx.completion({
+    ...input,
+    n_predict: 1,
+    temperature: 1,
+    top_k: 0,
+    top_p: 1,
+    min_p: 0,
+    n_probs: 10,
+    seed: 1,
+  });
+  process.stdout.write('\n@@TOP10_DONE\n');
+  out.tokens_evaluated = r.tokens_evaluated;
+  out.n_tokens = r.tokens_evaluated - r.tokens_predicted;
+  out.top10 = r.completion_probabilities[0].probs.map((p) => [p.tok_str, p.prob]);
+} else {
+  const g = await ctx.completion({ ...input, n_predict: 8, temperature: 0, n_probs: 1, ignore_eos: true, seed: 1 });
+  out.greedy = (g.completion_probabilities ?? []).map((p) => p.probs[0].tok_str);
+  out.greedy_text = g.text;
+}
 process.stdout.write(`\n@@RESULT ${JSON.stringify(out)}\n`);
 process.exit(0);
