@@ -187,7 +187,12 @@ export function genPairs(vocabFrom: string): GenPair[] {
       name: 'qwen2vl',
       text: textSpec(vocabFrom, 'qwen2vl', 22, { ropeSections: [2, 3, 3, 0] }),
       mmproj: { projector: 'qwen2vl_merger', seed: 22, shape: { ...VISION, imageSize: 56, patchSize: 14 } },
-      cases: [mid('dynamic'), two('dynamic'), big('dynamic'), chat('dynamic', 'What is in the picture ', 'gray-40x40.png')],
+      cases: [
+        mid('dynamic'),
+        two('dynamic'),
+        big('dynamic'),
+        chat('dynamic', 'What is in the picture ', 'gray-40x40.png'),
+      ],
     },
     {
       name: 'qwen25vl',
