@@ -449,7 +449,9 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
               ? { nMel: 128 }
               : t.startsWith('qwen')
                 ? { imageSize: 56, patchSize: 14 }
-                : { imageSize: 32, patchSize: 4 }),
+                : t === 'ldpv2'
+                  ? { imageSize: 48, patchSize: 2 }
+                  : { imageSize: 32, patchSize: 4 }),
           },
         },
       },
