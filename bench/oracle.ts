@@ -29,3 +29,21 @@ export function ensureOracle(): string {
   }
   return entry;
 }
+
+export const LLAMA_NODE_VERSION = '1.7.15';
+
+/** The folder @fugood/llama.node (llama.cpp with mtmd) is installed in, installing it first if needed. */
+export function ensureLlamaNode(): string {
+  const root = process.env.LLAMA_TS_ORACLES ?? join(homedir(), '.cache', 'llama-ts', 'oracles');
+  const dir = join(root, 'llama.node');
+  if (!existsSync(join(dir, 'node_modules', '@fugood', 'llama.node', 'package.json'))) {
+    mkdirSync(dir, { recursive: true });
+    process.stderr.write(`bench: installing @fugood/llama.node@${LLAMA_NODE_VERSION} into ${dir}\n`);
+    execFileSync(
+      'npm',
+      ['install', '--prefix', dir, `@fugood/llama.node@${LLAMA_NODE_VERSION}`, '--no-audit', '--no-fund'],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+  }
+  return dir;
+}

@@ -2,6 +2,7 @@
 // generated models, same thread count, alternating runs (not a test):
 //   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
 //                    [--long | --no-long] [--moe]
+//   npm run bench:vs -- --mmproj [--threads=2] [--reps=1] [--projectors=a,b]   (bench/vs-mmproj.ts)
 // For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's in Q4_0, Q8_0 and
 // Q4_K_M; Gemma-3-1B's and Phi-4-mini's in Q4_0 and Q4_K_M; with --moe the mixtures of
 // experts instead: qwen3-30b-a3b in Q4_0 and Q4_K_M and gpt-oss-20b with MXFP4 experts,
@@ -502,6 +503,13 @@ if (argv[0] === '--child') {
       process.exit(1);
     },
   );
+} else if (argv.includes('--mmproj')) {
+  import('./vs-mmproj.js')
+    .then((m) => m.mainMmproj(argv))
+    .catch((e) => {
+      process.stderr.write(`bench:vs --mmproj: ${(e as Error).stack ?? e}\n`);
+      process.exit(1);
+    });
 } else {
   main().catch((e) => {
     process.stderr.write(`bench:vs: ${(e as Error).stack ?? e}\n`);

@@ -16,9 +16,11 @@ import {
   presetSpec,
   progressPrinter,
 } from './index.js';
+import { generateMmproj, MMPROJ_PRESETS } from './mmproj.js';
 
 const HELP = `usage: gen-model --preset NAME --type FTYPE (-o OUT.gguf | --cache [DIR]) [options]
        gen-model --lora-for MODEL.gguf -o OUT.gguf [--targets T,T…] [--rank R] [--alpha A] [--lora-type T] [--seed N]
+       gen-model --mmproj PRESET -o OUT.mmproj.gguf [--seed N] [--type F32|F16]
 
 Writes a GGUF model of a preset's shape with seeded random weights, with the per-tensor
 types llama-quantize would choose for FTYPE.
@@ -44,6 +46,9 @@ A random LoRA adapter for MODEL.gguf (llama.cpp's adapter format):
   --rank R            default 8
   --alpha A           adapter.lora.alpha (default: the rank; 0: the scale applies as is)
   --lora-type T       F32 (default), F16, BF16, Q8_0
+A random multimodal projector (mmproj, general.architecture = clip) as llama.cpp's mtmd loads it:
+  --mmproj PRESET     ${Object.keys(MMPROJ_PRESETS).join(', ')}
+  --type F32|F16      the matrices' type (default: the preset's)
 `;
 
 export function main(argv: string[]): number {
@@ -71,6 +76,7 @@ export function main(argv: string[]): number {
       rank: { type: 'string' },
       alpha: { type: 'string' },
       'lora-type': { type: 'string' },
+      mmproj: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: false,
@@ -98,6 +104,22 @@ export function main(argv: string[]): number {
     const targets = (values.targets ?? 'attn_q,attn_v').split(',').filter((t) => t !== '');
     const r = generateLora(values['lora-for'], { targets, rank, alpha, type, seed }, values.output);
     process.stdout.write(`${r.path}: ${r.weights.length} adapted weights, rank ${rank}\n`);
+    return 0;
+  }
+  if (values.mmproj !== undefined) {
+    const preset = MMPROJ_PRESETS[values.mmproj];
+    if (!preset) return fail(`--mmproj must be one of ${Object.keys(MMPROJ_PRESETS).join(', ')}`);
+    if (!values.output) return fail('-o OUT.mmproj.gguf is required');
+    const seed = Number(values.seed ?? 1);
+    if (!Number.isSafeInteger(seed)) return fail(`--seed ${values.seed} is not an integer`);
+    const type = values.type?.toUpperCase() ?? preset.spec.fileType ?? 'F32';
+    if (type !== 'F32' && type !== 'F16') return fail('--type of a projector must be F32 or F16');
+    const t0 = performance.now();
+    const r = generateMmproj({ ...preset.spec, seed, fileType: type }, values.output);
+    process.stdout.write(
+      `${r.path}: ${preset.spec.projector} projector, ${(r.parameters / 1e6).toFixed(1)}M parameters, ` +
+        `${(r.fileSize / 1048576).toFixed(1)} MiB; ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
     return 0;
   }
   if (!values.preset || !PRESETS[values.preset])

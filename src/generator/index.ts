@@ -32,6 +32,17 @@ export { defaultCacheDir } from './cache-dir.js';
 export { tensorBytes } from './fill.js';
 export { planTensors } from './layout.js';
 export { ensureLora, generateLora, LORA_TARGETS, type LoraResult, type LoraSpec } from './lora.js';
+export {
+  generateMmproj,
+  isAudioProjector,
+  MMPROJ_PRESETS,
+  MMPROJ_TYPES,
+  type MmprojShape,
+  type MmprojSpec,
+  type MmprojType,
+  MTMD_DELIMITERS,
+  planMmproj,
+} from './mmproj.js';
 export { Rng } from './rng.js';
 export type {
   ExpertShape,
@@ -97,7 +108,7 @@ function defaultVocab(spec: ModelSpec): VocabSpec {
   return { kind, size: spec.shape.nVocab };
 }
 
-const QWEN_ARCHS: readonly string[] = ['qwen2', 'qwen3', 'qwen2moe', 'qwen3moe'];
+const QWEN_ARCHS: readonly string[] = ['qwen2', 'qwen2vl', 'qwen3', 'qwen3vl', 'qwen2moe', 'qwen3moe'];
 
 /** Writes the model `spec` describes to `path` (overwriting it). */
 export function generateModel(spec: ModelSpec, path: string, opts: GenerateOptions = {}): GenerateResult {

@@ -145,7 +145,7 @@ export function planQkv(
   nq: number,
   nkv: number,
 ): void {
-  const bias = arch === 'qwen2' || arch === 'qwen2moe' || arch === 'gpt-oss';
+  const bias = arch === 'qwen2' || arch === 'qwen2vl' || arch === 'qwen2moe' || arch === 'gpt-oss';
   for (const [p, rows] of [
     ['q', nq],
     ['k', nkv],

@@ -102,7 +102,7 @@ function planUsual(arch: GenArch, s: ResolvedShape, nVocab: number): PlannedTens
       add(`${b}attn_output.weight`, [s.nHead * m.headV, E], linear(s.nHead * m.headV));
     } else {
       planQkv(add, arch, b, E, qDim, kvDim);
-      if (arch === 'qwen3' || arch === 'qwen3moe') {
+      if (arch === 'qwen3' || arch === 'qwen3vl' || arch === 'qwen3moe') {
         add(`${b}attn_q_norm.weight`, [s.headDim], NORM);
         add(`${b}attn_k_norm.weight`, [s.headDim], NORM);
       }
@@ -197,6 +197,15 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
   kv.push(f32('rope.freq_base', s.ropeFreqBase));
   kv.push(u32('rope.dimension_count', s.ropeDim));
   kv.push(...yarnKeys(arch, s));
+  if (arch === 'qwen2vl' || arch === 'qwen3vl') {
+    const items = Int32Array.from(s.ropeSections);
+    if (arch === 'qwen3vl' && s.deepstackLayers > 0) kv.push(u32('n_deepstack_layers', s.deepstackLayers));
+    kv.push({
+      key: `${arch}.rope.dimension_sections`,
+      type: GGUFValueType.ARRAY,
+      value: { itemType: GGUFValueType.INT32, items },
+    });
+  }
   if (arch === 'deepseek2') {
     // the latent cache's row: [kv_lora_rank | rope dims] for keys, the latent for values
     const m = s.mla!;
@@ -212,6 +221,7 @@ export function hparamKeys(arch: GenArch, s: ResolvedShape): VocabKV[] {
     }
   } else if (
     arch === 'qwen3' ||
+    arch === 'qwen3vl' ||
     arch === 'qwen3moe' ||
     arch === 'gpt-oss' ||
     isGemma(arch) ||

@@ -4,7 +4,9 @@ import type { FileTypeName } from '../quantize/ftypes.js';
 export type GenArch =
   | 'llama'
   | 'qwen2'
+  | 'qwen2vl'
   | 'qwen3'
+  | 'qwen3vl'
   | 'bert'
   | 'gemma2'
   | 'gemma3'
@@ -249,8 +251,10 @@ export interface ModelShape {
   ssm?: SsmShape;
   /** lfm2: the short convolution's length (`shortconv.l_cache`, default 3). */
   shortConvL?: number;
-  /** qwen35: `rope.dimension_sections` (default [11, 11, 10, 0]). */
+  /** qwen35, qwen2vl, qwen3vl: `rope.dimension_sections` (M-RoPE; qwen35 default [11, 11, 10, 0]). */
   ropeSections?: number[];
+  /** qwen3vl: `n_deepstack_layers` (the input embeddings are n_embd wide times 1 + this). Default 0. */
+  deepstackLayers?: number;
   /** granitehybrid: `embedding_scale`, `residual_scale`, `logit_scale`, `attention.scale` (0: not written). */
   granite?: { embeddingScale: number; residualScale: number; logitScale: number; attentionScale: number };
 }
@@ -270,7 +274,11 @@ export type VocabSpec =
   | { kind: 'synthetic-spm' | 'synthetic-bpe' | 'synthetic-wpm'; size: number }
   /** A few tokens (<unk> <s> </s> and single letters, no byte fallback): for statistics over the whole vocabulary. */
   | { kind: 'toy-spm'; size: number }
-  | { kind: 'copy'; from: string };
+  /**
+   * Every tokenizer.* key of another file; `extra` tokens appended after its own (e.g. a
+   * multimodal projector's delimiters), `chatTemplate` replacing its tokenizer.chat_template.
+   */
+  | { kind: 'copy'; from: string; extra?: readonly { text: string; type: number }[]; chatTemplate?: string };
 
 export interface ModelSpec {
   arch: GenArch;
@@ -309,7 +317,11 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     nCtxTrain: s.nCtxTrain,
     headDim,
     ropeDim: s.ropeDim ?? headDim,
-    ropeFreqBase: s.ropeFreqBase ?? (arch === 'qwen2' || arch === 'qwen3' || MOE_ARCHS.includes(arch) ? 1e6 : 10000),
+    ropeFreqBase:
+      s.ropeFreqBase ??
+      (arch === 'qwen2' || arch === 'qwen2vl' || arch === 'qwen3' || arch === 'qwen3vl' || MOE_ARCHS.includes(arch)
+        ? 1e6
+        : 10000),
     normEps: s.normEps ?? (arch === 'bert' ? 1e-12 : isGemma(arch) ? 1e-6 : 1e-5),
     // Gemma 2 and EmbeddingGemma always reuse token_embd for the output (embeddings: none)
     tiedEmbeddings:
@@ -344,6 +356,7 @@ export function resolveShape(arch: GenArch, s: ModelShape): ResolvedShape {
     ssm: s.ssm ?? { dConv: 0, dInner: 0, dState: 0, nHead: 0, nGroup: 0 },
     shortConvL: s.shortConvL ?? 3,
     ropeSections: s.ropeSections ?? [11, 11, 10, 0],
+    deepstackLayers: s.deepstackLayers ?? 0,
     granite: s.granite ?? { embeddingScale: 0, residualScale: 0, logitScale: 0, attentionScale: 0 },
   };
   const pos = (v: number, what: string) => {

@@ -1,7 +1,7 @@
 // Vocabularies for generated models: synthetic ones (SentencePiece-style, byte-level BPE,
 // WordPiece) that llama.cpp's tokenizers accept, or every tokenizer.* key copied from
 // another GGUF file.
-import { type GGUFValue, GGUFValueType, openGGUF } from '../gguf/index.js';
+import { type GGUFArray, type GGUFNumericArray, type GGUFValue, GGUFValueType, openGGUF } from '../gguf/index.js';
 import type { VocabSpec } from './spec.js';
 
 /** llama.cpp's token types (llama_token_type / gguf TokenType). */
@@ -258,19 +258,65 @@ function syntheticWpm(size: number): BuiltVocab {
   };
 }
 
-/** Every tokenizer.* key of another GGUF file, in its order. */
-function copyVocab(path: string): BuiltVocab {
+/**
+ * Every tokenizer.* key of another GGUF file, in its order; `extra` tokens appended (to the
+ * tokens, scores and types arrays), `chatTemplate` in place of the file's.
+ */
+function copyVocab(spec: Extract<VocabSpec, { kind: 'copy' }>): BuiltVocab {
+  const path = spec.from;
   const f = openGGUF(path);
   try {
     const kv: VocabKV[] = [];
     for (const [key, e] of f.metadata) if (key.startsWith('tokenizer.')) kv.push({ key, type: e.type, value: e.value });
     const tokens = f.getStringArray('tokenizer.ggml.tokens', null);
     if (!tokens) throw new RangeError(`${path}: no tokenizer.ggml.tokens to copy`);
+    const extra = spec.extra ?? [];
+    if (extra.length > 0) {
+      const known = new Set(tokens);
+      for (const t of extra)
+        if (known.has(t.text))
+          throw new RangeError(`${path}: extra token ${JSON.stringify(t.text)} is already in the vocabulary`);
+      // the per-token arrays grow by one entry per extra token (scores 0)
+      const append = (key: string, more: (string | number)[]) => {
+        const e = kv.find((x) => x.key === key);
+        if (!e) return;
+        const a = e.value as GGUFArray;
+        const items = Array.from(a.items as ArrayLike<string | number>).concat(more);
+        e.value = {
+          itemType: a.itemType,
+          items: a.itemType === GGUFValueType.STRING ? (items as string[]) : typedLike(a.items, items as number[]),
+        };
+      };
+      append(
+        'tokenizer.ggml.tokens',
+        extra.map((t) => t.text),
+      );
+      append(
+        'tokenizer.ggml.scores',
+        extra.map(() => 0),
+      );
+      append(
+        'tokenizer.ggml.token_type',
+        extra.map((t) => t.type),
+      );
+    }
+    if (spec.chatTemplate !== undefined) {
+      const e = kv.find((x) => x.key === 'tokenizer.chat_template');
+      if (e) e.value = spec.chatTemplate;
+      else kv.push(str('tokenizer.chat_template', spec.chatTemplate));
+    }
+    const nVocab = tokens.length + extra.length;
     const typeCount = f.getInt('tokenizer.ggml.token_type_count', null);
-    return typeCount === null ? { kv, nVocab: tokens.length } : { kv, nVocab: tokens.length, nTypeVocab: typeCount };
+    return typeCount === null ? { kv, nVocab } : { kv, nVocab, nTypeVocab: typeCount };
   } finally {
     f.close();
   }
+}
+
+/** `items` in an array of the same kind as `like`. */
+function typedLike(like: GGUFArray['items'], items: number[]): GGUFNumericArray {
+  const Ctor = (like as unknown as { constructor: { from(a: number[]): GGUFNumericArray } }).constructor;
+  return Ctor.from(items);
 }
 
 /** The vocabulary of `spec`; `bpePre` names the BPE pre-tokenizer written for synthetic BPE. */
@@ -285,6 +331,6 @@ export function buildVocab(spec: VocabSpec, bpePre = 'gpt-2'): BuiltVocab {
     case 'toy-spm':
       return toySpm(spec.size);
     case 'copy':
-      return copyVocab(spec.from);
+      return copyVocab(spec);
   }
 }

@@ -1,0 +1,85 @@
+// The generator's multimodal projector files (src/generator/mmproj.ts): every preset writes a
+// clip GGUF with its projector type, the planned tensors (names, shapes, types) and the
+// same bytes on every run; bad shapes are refused naming the field. (Whether llama.cpp
+// loads and runs them is test/mtmd-generated.test.ts's part, against its references.)
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { generateMmproj, MMPROJ_PRESETS, MMPROJ_TYPES, planMmproj } from '../src/generator/index.js';
+import { GGMLType } from '../src/ggml/types.js';
+import { openGGUF } from '../src/gguf/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'llama-ts-mmproj-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
+
+test('every tiny preset: a clip file as planned, the same bytes twice', () => {
+  for (const t of MMPROJ_TYPES) {
+    const preset = MMPROJ_PRESETS[`tiny-${t}`]!;
+    const spec = { ...preset.spec, seed: 3 };
+    const a = join(dir, `${t}-a.gguf`);
+    const b = join(dir, `${t}-b.gguf`);
+    generateMmproj(spec, a);
+    generateMmproj(spec, b);
+    assert.equal(sha(a), sha(b), `${t}: not deterministic`);
+    const f = openGGUF(a);
+    try {
+      assert.equal(f.getString('general.architecture'), 'clip');
+      assert.equal(f.getString('clip.projector_type'), t);
+      const audio = t === 'ultravox' || t === 'voxtral';
+      assert.equal(f.get(audio ? 'clip.has_audio_encoder' : 'clip.has_vision_encoder')?.value, true, t);
+      const plan = planMmproj(spec);
+      assert.deepEqual(
+        f.tensors.map((x) => [x.name, x.dims.map(Number)]),
+        plan.tensors.map((x) => [x.name, x.dims]),
+        `${t}: tensors`,
+      );
+      // every F32 but ldpv2's depthwise kernel (F16: llama.cpp's CPU backend needs it)
+      for (const x of f.tensors) {
+        assert.equal(x.type, x.name === 'mm.model.peg.0.weight' ? GGMLType.F16 : GGMLType.F32, `${t}: ${x.name}`);
+      }
+      assert.ok(
+        f.tensors.some((x) => x.name.startsWith(audio ? 'a.blk.1.' : 'v.blk.1.')),
+        `${t}: no second layer`,
+      );
+    } finally {
+      f.close();
+    }
+  }
+});
+
+test('F16 projectors: matrices F16, norms, biases and position tables F32', () => {
+  const spec = { ...MMPROJ_PRESETS['tiny-gemma3']!.spec, seed: 1, fileType: 'F16' as const };
+  const p = join(dir, 'f16.gguf');
+  generateMmproj(spec, p);
+  const f = openGGUF(p);
+  try {
+    assert.equal(f.getU32('general.file_type'), 1);
+    const type = (n: string) => f.tensors.find((x) => x.name === n)?.type;
+    assert.equal(type('v.blk.0.attn_q.weight'), GGMLType.F16);
+    assert.equal(type('v.patch_embd.weight'), GGMLType.F16);
+    assert.equal(type('v.blk.0.ln1.weight'), GGMLType.F32);
+    assert.equal(type('v.blk.0.attn_q.bias'), GGMLType.F32);
+    assert.equal(type('v.position_embd.weight'), GGMLType.F32);
+  } finally {
+    f.close();
+  }
+});
+
+test('bad shapes are refused, naming the field', () => {
+  const base = MMPROJ_PRESETS['tiny-gemma3']!.spec;
+  const bad = (shape: object, re: RegExp) =>
+    assert.throws(() => planMmproj({ ...base, seed: 1, shape: { ...base.shape, ...shape } }), re);
+  bad({ nEmbd: 0 }, /nEmbd = 0/);
+  bad({ nFf: 32 }, /nFf must differ from nEmbd/);
+  bad({ nHead: 5 }, /not a multiple of nHead 5/);
+  bad({ imageSize: 30 }, /imageSize 30 is not a multiple of patchSize 4/);
+  assert.throws(
+    () => planMmproj({ ...MMPROJ_PRESETS['tiny-ldpv2']!.spec, seed: 1, shape: { ...base.shape, imageSize: 32 } }),
+    /ldpv2 needs a 24x24 patch grid/,
+  );
+  assert.throws(() => planMmproj({ ...base, projector: 'nope' as 'gemma3', seed: 1 }), /unknown projector type 'nope'/);
+});
