@@ -15,6 +15,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { refDelta, reference } from './llama-cpp-refs.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const shared = join(root, '../shared');
@@ -63,36 +64,6 @@ function loadedVariant(nlc, model) {
   return execFileSync(process.execPath, [file], { encoding: 'utf8' }).trim();
 }
 
-/** ref.mjs's answers for a model with one install. */
-function reference(nlc, model, prompts, out) {
-  execFileSync(process.execPath, [refTool, model, prompts, out, '--ctx', '256', '--no-second'], {
-    env: { ...process.env, NLC_DIR: nlc },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return JSON.parse(readFileSync(out, 'utf8')).cases;
-}
-
-/** Largest |Δ| of b's top-10 log-probabilities relative to a's top-1, over a's top-10 ids b also lists. */
-function refDelta(a, b) {
-  let worst = 0;
-  let missing = 0;
-  for (const [i, ca] of a.entries()) {
-    const cb = b[i];
-    if (JSON.stringify(ca.tokens) !== JSON.stringify(cb.tokens)) throw new Error(`tokens differ on '${ca.prompt}'`);
-    const lb = new Map(cb.top10.map(([id, lp]) => [id, lp]));
-    const [top1, lp1] = ca.top10[0];
-    if (!lb.has(top1)) {
-      missing += 10;
-      continue;
-    }
-    for (const [id, lp] of ca.top10) {
-      if (!lb.has(id)) missing++;
-      else worst = Math.max(worst, Math.abs(lb.get(id) - lb.get(top1) - (lp - lp1)));
-    }
-  }
-  return { worst, missing };
-}
-
 /** Largest |Δ| of llama-ts's top-10 logits relative to the reference's top-1 (the tests' figure). */
 async function oursDelta(model, cases) {
   let worst = 0;
@@ -131,7 +102,9 @@ const rows = [];
 setLogCallback(() => {});
 for (const f of files) {
   const base = f.name.replace(/\W+/g, '_');
-  const refs = installs.map((i) => reference(i.dir, f.path, f.prompts, join(tmp, `${base}.${i.name}.json`)));
+  const refs = installs.map((i) =>
+    reference(refTool, f.path, f.prompts, join(tmp, `${base}.${i.name}.json`), { NLC_DIR: i.dir }),
+  );
   const model = await Model.load(f.path);
   try {
     const row = { file: f.name, n: refs[0].length, metric: 'top-10 logit', builds: [], missing: [], ours: [] };
