@@ -664,7 +664,22 @@ test('the model picker against serve --models-dir', { skip: noBrowser || routerl
   mkdirSync(models);
   copyFileSync(tinyLlama(), join(models, 'llama.gguf'));
   copyFileSync(tinyQwen2(), join(models, 'qwen.gguf'));
-  const child = await startServe(['--models-dir', models, '--models-max', '2', '-c', '512', '-np', '1', '-t', '1']);
+  // an empty cache of its own: the router lists the download cache's models too (as
+  // llama-server's), and the machine's cache would add to the two options asserted
+  const child = await startServe([
+    '--models-dir',
+    models,
+    '--cache-dir',
+    join(dir, 'cache'),
+    '--models-max',
+    '2',
+    '-c',
+    '512',
+    '-np',
+    '1',
+    '-t',
+    '1',
+  ]);
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
