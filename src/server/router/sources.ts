@@ -15,7 +15,7 @@ export interface RouterModel {
   name: string;
   /** The GGUF file (the first shard of a split one). */
   path: string;
-  /** A multimodal projector beside it (listed; serve does not run projectors yet). */
+  /** A multimodal projector beside it: its process gets `--mmproj`. */
   mmproj?: string;
   source: ModelSource;
   /** serve options of its own from the preset ([*] then [name]), before the router's. */
@@ -53,7 +53,8 @@ const RESERVED = new Set([
 ]);
 
 const isGguf = (n: string) => n.toLowerCase().endsWith('.gguf');
-const isProjector = (n: string) => /^mmproj/i.test(basename(n));
+// llama-server's rule: "mmproj" anywhere in the file's name (mmproj-F16.gguf, gemma3.mmproj.gguf)
+const isProjector = (n: string) => /mmproj/i.test(basename(n));
 /** `NAME-00002-of-00003.gguf`: a shard after the first. */
 const isLaterShard = (n: string) => /-(\d{5})-of-\d{5}\.gguf$/i.test(n) && !/-00001-of-\d{5}\.gguf$/i.test(n);
 
