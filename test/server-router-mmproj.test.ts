@@ -4,10 +4,11 @@
 // through the router answers as `serve -m MODEL --mmproj MMPROJ` does directly. The mtmd
 // fixture pair gemma3 (../shared/fixtures/mtmd), linked into a temporary models folder.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { modelsFromDir } from '../src/server/router/sources.js';
 import { type ServeChild, startServe } from './helpers/serve-child.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 
@@ -109,4 +110,29 @@ describe('router mode: a folder model with an mmproj file', {
     const props: Json = await (await fetch(`${router!.url}/props?model=gemma3`)).json();
     assert.deepEqual(props.modalities, { vision: true, audio: false });
   });
+});
+
+test("a models folder's projectors, by llama-server's rule: mmproj anywhere in a subfolder file's name", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'llama-ts-router-mmproj-dir-'));
+  try {
+    for (const f of ['a/a.gguf', 'a/a.mmproj.gguf', 'b/mmproj-F16.gguf', 'b/b-Q8_0.gguf', 'c/c.gguf', 'top.gguf']) {
+      mkdirSync(join(dir, f, '..'), { recursive: true });
+      writeFileSync(join(dir, f), '');
+    }
+    // a top-level projector is no model of its own
+    writeFileSync(join(dir, 'top-mmproj.gguf'), '');
+    const models = modelsFromDir(dir).map((m) => [
+      m.name,
+      m.path.slice(dir.length + 1),
+      m.mmproj?.slice(dir.length + 1),
+    ]);
+    assert.deepEqual(models, [
+      ['a', 'a/a.gguf', 'a/a.mmproj.gguf'],
+      ['b', 'b/b-Q8_0.gguf', 'b/mmproj-F16.gguf'],
+      ['c', 'c/c.gguf', undefined],
+      ['top', 'top.gguf', undefined],
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -6,7 +6,7 @@
 // preset's [*], then its [name], then the router's command line.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { cachedModels } from '../../download/index.js';
+import { cachedModels, pickMmproj } from '../../download/index.js';
 
 export type ModelSource = 'cache' | 'dir' | 'preset';
 
@@ -97,8 +97,13 @@ export async function modelsFromCache(dir: string): Promise<RouterModel[]> {
   for (const m of all) {
     if (isProjector(m.path) || isLaterShard(m.path)) continue;
     const model = plainModel(m.spec, m.path, 'cache');
-    const proj = all.find((p) => isProjector(p.path) && p.spec.split(':')[0] === m.spec.split(':')[0]);
-    if (proj) model.mmproj = proj.path;
+    // the repository's projector as -hf picks it (its process runs it)
+    const [repo, quant = ''] = m.spec.split(':');
+    const proj = pickMmproj(
+      all.filter((p) => isProjector(p.path) && p.spec.split(':')[0] === repo).map((p) => p.path),
+      quant.toLowerCase(),
+    );
+    if (proj) model.mmproj = proj;
     out.push(model);
   }
   return out;
