@@ -1,7 +1,8 @@
 // serve with a projector (--mmproj), end to end on the mtmd fixture pair gemma3 (../shared/fixtures/mtmd):
 // an image through llama-server's multimodal_data, OpenAI image_url parts, Anthropic image blocks and
 // Responses input_image parts gives llama.cpp's first-token probabilities (gemma3.ref.json, llama.node
-// 1.7.15), /props and /v1/models report vision; a broken image and audio (vision-only projector) are 400s.
+// 1.7.15), /props and /v1/models report vision; Ollama's /api/generate images answer as /api/chat's and,
+// raw, as multimodal_data; a broken image is a 400, audio to a vision-only projector a 500 (as llama-server).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
@@ -120,7 +121,63 @@ describe('serve --mmproj (gemma3 fixture pair)', { skip: dir ? false : missingSh
     assert.equal(r.status, 200, JSON.stringify(r.json));
   });
 
-  test('a truncated PNG, audio for a vision-only projector: 400s', async () => {
+  test("Ollama's /api/generate images: as /api/chat's; raw, at the prompt's <__media__> marker as /completion's multimodal_data", async () => {
+    const img = png('gray-40x40.png');
+    const greedy = { temperature: 0, num_predict: 4 };
+    const gen = await post(`${server.url}/api/generate`, {
+      model: server.modelId,
+      prompt: 'What is in the picture?',
+      images: [img],
+      stream: false,
+      options: greedy,
+    });
+    assert.equal(gen.status, 200, JSON.stringify(gen.json));
+    const chat = await post(`${server.url}/api/chat`, {
+      model: server.modelId,
+      messages: [{ role: 'user', content: 'What is in the picture?', images: [img] }],
+      stream: false,
+      options: greedy,
+    });
+    assert.equal(chat.status, 200, JSON.stringify(chat.json));
+    assert.equal(gen.json.response, chat.json.message.content);
+    assert.equal(gen.json.prompt_eval_count, chat.json.prompt_eval_count);
+    // without the image: another prompt length (the image's 16 positions and its markers)
+    const plain = await post(`${server.url}/api/generate`, {
+      model: server.modelId,
+      prompt: 'What is in the picture?',
+      stream: false,
+      options: greedy,
+    });
+    assert.ok(gen.json.prompt_eval_count > plain.json.prompt_eval_count + 16);
+    const c = ref.cases.find((x: Json) => x.name === 'mid');
+    const raw = await post(`${server.url}/api/generate`, {
+      model: server.modelId,
+      prompt: c.prompt,
+      raw: true,
+      images: [png(c.images[0])],
+      stream: false,
+      options: greedy,
+    });
+    assert.equal(raw.status, 200, JSON.stringify(raw.json));
+    const native = await post(`${server.url}/completion`, {
+      prompt: { prompt_string: c.prompt, multimodal_data: [png(c.images[0])] },
+      n_predict: 4,
+      temperature: 0,
+    });
+    assert.equal(raw.json.response, native.json.content);
+    assert.equal(raw.json.prompt_eval_count, c.n_tokens);
+    const withContext = await post(`${server.url}/api/generate`, {
+      model: server.modelId,
+      prompt: 'x',
+      images: [img],
+      context: [2, 3],
+      stream: false,
+    });
+    assert.equal(withContext.status, 400);
+    assert.match(withContext.json.error, /images with context/);
+  });
+
+  test('a truncated PNG is a 400; audio for a vision-only projector a 500 (llama-server: its chat parser throws)', async () => {
     const broken = Buffer.from(readFileSync(`${dir}img/grad-64x48.png`).subarray(0, 100)).toString('base64');
     const msg = (part: unknown) => [{ role: 'user', content: [{ type: 'text', text: 'x' }, part] }];
     const r = await post(`${server.url}/v1/chat/completions`, {
@@ -134,7 +191,7 @@ describe('serve --mmproj (gemma3 fixture pair)', { skip: dir ? false : missingSh
       messages: msg({ type: 'input_audio', input_audio: { format: 'wav', data: Buffer.from(wav).toString('base64') } }),
       max_tokens: 1,
     });
-    assert.equal(a.status, 400);
+    assert.equal(a.status, 500);
     assert.match(a.json.error.message, /^audio input is not supported/);
   });
 });

@@ -388,7 +388,8 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
             {
               id: 'second-model',
               object: 'model',
-              capabilities: ['completion'],
+              // llama-ts's router: a model with a projector, from its header
+              capabilities: ['completion', 'multimodal', 'vision', 'audio'],
               status: { value: secondState },
             },
             // not for chat: left out of the picker
@@ -398,8 +399,17 @@ test('the chat page in chromium', { skip: noBrowser, timeout: 90_000 }, async (t
       if (url.pathname === '/props') {
         // the page never loads a model only to ask what it takes
         propsAutoload.add(url.searchParams.get('autoload'));
-        if (url.searchParams.get('model') === 'second-model')
+        if (url.searchParams.get('model') === 'second-model') {
+          // as the router answers autoload=false for a model not loaded: the page then
+          // offers what the list's capabilities say
+          if (secondState !== 'loaded')
+            return void req.respond({
+              status: 400,
+              contentType: 'application/json',
+              body: JSON.stringify({ error: { code: 400, message: "model 'second-model' is not loaded" } }),
+            });
           return void json({ modalities: { vision: true, audio: true } });
+        }
       }
       if (url.pathname === '/v1/chat/completions' && JSON.parse(req.postData() ?? '{}').model === 'second-model') {
         // as a router does: the model named is loaded for the request
@@ -664,7 +674,22 @@ test('the model picker against serve --models-dir', { skip: noBrowser || routerl
   mkdirSync(models);
   copyFileSync(tinyLlama(), join(models, 'llama.gguf'));
   copyFileSync(tinyQwen2(), join(models, 'qwen.gguf'));
-  const child = await startServe(['--models-dir', models, '--models-max', '2', '-c', '512', '-np', '1', '-t', '1']);
+  // an empty cache of its own: the router lists the download cache's models too (as
+  // llama-server's), and the machine's cache would add to the two options asserted
+  const child = await startServe([
+    '--models-dir',
+    models,
+    '--cache-dir',
+    join(dir, 'cache'),
+    '--models-max',
+    '2',
+    '-c',
+    '512',
+    '-np',
+    '1',
+    '-t',
+    '1',
+  ]);
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,

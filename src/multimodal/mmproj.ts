@@ -67,6 +67,24 @@ export interface MmprojOptions {
   device?: Device;
 }
 
+/**
+ * What a projector file takes (vision, audio), from its header alone, as Mmproj.load would
+ * judge it: a router lists a model's modalities without loading it.
+ */
+export function projectorModalities(path: string): { vision: boolean; audio: boolean } {
+  const file = openGGUF(path);
+  try {
+    if (file.getString('general.architecture', '') !== 'clip') return { vision: false, audio: false };
+    const isAudio = AUDIO_PROJECTORS.includes(projectorType(file));
+    return {
+      vision: !isAudio && file.getBool('clip.has_vision_encoder', false) === true,
+      audio: isAudio && file.getBool('clip.has_audio_encoder', false) === true,
+    };
+  } finally {
+    file.close();
+  }
+}
+
 export class Mmproj {
   private constructor(
     readonly path: string,

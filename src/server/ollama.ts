@@ -671,8 +671,7 @@ async function generate(host: OllamaHost, c: RequestContext): Promise<void> {
   const b = oa.asObject(c.body);
   requireServed(host, requestName(b));
   host.requireGenerator();
-  if (images(host, b.images, 'images').length > 0)
-    throw bad('images: send images through /api/chat (messages[].images)');
+  const pics = images(host, b.images, 'images');
   for (const k of ['prompt', 'system', 'template', 'suffix'] as const) {
     if (b[k] !== undefined && b[k] !== null && typeof b[k] !== 'string') throw bad(`${k} must be a string`);
   }
@@ -686,14 +685,19 @@ async function generate(host: OllamaHost, c: RequestContext): Promise<void> {
   if (!Array.isArray(context) || !context.every((t) => Number.isInteger(t) && t >= 0)) {
     throw bad('context must be an array of token ids');
   }
-  if (prompt === '' && context.length === 0) {
+  if (pics.length > 0 && context.length > 0) {
+    // the earlier turns come as token ids, which hold no media: a conversation with images is /api/chat's
+    throw bad('images with context: token ids cannot carry images; send the conversation through /api/chat');
+  }
+  if (prompt === '' && context.length === 0 && pics.length === 0) {
     sendJson(c.res, 200, nothingAnswer('/api/generate', b, b.model));
     return;
   }
   const raw = b.raw === true;
   const messages: ChatMessage[] = [];
   if (typeof b.system === 'string' && b.system !== '') messages.push({ role: 'system', content: b.system });
-  messages.push({ role: 'user', content: prompt });
+  // the images first, then the text, as a message of /api/chat
+  messages.push({ role: 'user', content: pics.length > 0 ? [...pics, { type: 'text', text: prompt }] : prompt });
   const body: Body = { ...samplingFields(b), return_tokens: true };
   // a prompt through the chat template (its reply read as thinking and text), or as is (raw)
   let chatDeltas = !raw;
@@ -711,9 +715,14 @@ async function generate(host: OllamaHost, c: RequestContext): Promise<void> {
     const { tokens } = await host.ctx.tokenize(text, { add_special: false, parse_special: true });
     body.prompt = [...(context as number[]), ...tokens];
     chatDeltas = false;
-  } else if (raw) body.prompt = prompt;
-  else body.messages = messages;
+  } else if (raw) {
+    body.prompt = prompt;
+  } else body.messages = messages;
   const options = oa.generationOptions(body, logprobCount(b));
+  // raw: as /completion's multimodal_data, at the prompt's <__media__> markers, else after it
+  if (raw && pics.length > 0) {
+    (options as { media_paths?: string[] }).media_paths = (b.images as string[]).map((x) => x.replace(/\s/g, ''));
+  }
   await run(
     host,
     c,

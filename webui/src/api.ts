@@ -7,6 +7,8 @@ export interface ModelInfo {
   id: string;
   /** A router's state for it ('loaded', 'unloaded', 'loading'…), when reported. */
   state?: string;
+  /** What it takes, when the list's capabilities say ('vision', 'audio': llama-ts's router, from the projector). */
+  modalities?: Modalities;
 }
 
 export interface Modalities {
@@ -55,10 +57,15 @@ export class ApiClient {
     return (j.data ?? [])
       .filter((m) => typeof m.id === 'string')
       .filter((m) => !Array.isArray(m.capabilities) || m.capabilities.includes('completion'))
-      .map((m) => ({
-        id: m.id as string,
-        ...(typeof m.status?.value === 'string' ? { state: m.status.value } : {}),
-      }));
+      .map((m) => {
+        const caps = Array.isArray(m.capabilities) ? m.capabilities : [];
+        const modalities = { vision: caps.includes('vision'), audio: caps.includes('audio') };
+        return {
+          id: m.id as string,
+          ...(typeof m.status?.value === 'string' ? { state: m.status.value } : {}),
+          ...(modalities.vision || modalities.audio ? { modalities } : {}),
+        };
+      });
   }
 
   /**

@@ -313,14 +313,17 @@ export function App({ store }: { store: Store }) {
     askedModels.current = true;
     return () => clearTimeout(timer);
   }, [settings.apiKey]);
+  // /props answers for a loaded model; a router's unloaded one (an error there) takes what
+  // its list entry says (the projector it will run), so attachments are offered before a reply
+  const listed = models.find((m) => m.id === model)?.modalities;
   const askModalities = (m: string | undefined) => {
     if (!m) return;
     api
       .modalities(m)
       .then(setModalities)
-      .catch(() => setModalities({ vision: false, audio: false }));
+      .catch(() => setModalities(listed ?? { vision: false, audio: false }));
   };
-  useEffect(() => askModalities(model), [model]);
+  useEffect(() => askModalities(model), [model, listed?.vision, listed?.audio]);
   useEffect(() => {
     document.title = current ? `${current.title} · llama-ts` : 'llama-ts chat';
   }, [current?.title]);

@@ -69,9 +69,16 @@ export class ModelInstance {
 
   /** serve's argv for this model: the preset's options, the router's, then what the router sets. */
   get args(): string[] {
+    const given = [...this.model.presetArgs, ...this.spec.baseArgs];
+    // its projector (the folder's mmproj*, the cache's, or the preset's), as llama-server's
+    // router passes it, unless the options name one or none themselves
+    const projector =
+      this.model.mmproj && !given.some((a) => /^(--mmproj|-mm|--no-mmproj|--no-mmproj-auto)(=|$)/.test(a))
+        ? ['--mmproj', this.model.mmproj]
+        : [];
     return [
-      ...this.model.presetArgs,
-      ...this.spec.baseArgs,
+      ...given,
+      ...projector,
       '--model',
       this.model.path,
       '--alias',

@@ -15,6 +15,7 @@ import { type IncomingMessage, request, type Server, type ServerResponse } from 
 import type { AddressInfo } from 'node:net';
 import { loadModel } from '../../api/index.js';
 import { logger } from '../../log.js';
+import { projectorModalities } from '../../multimodal/mmproj.js';
 import { VERSION } from '../build.js';
 import { ApiError, createHttpServer, type RequestContext, type Route, sendJson } from '../http.js';
 import * as ollama from '../ollama.js';
@@ -273,17 +274,31 @@ export class LlamaRouter {
     for (const f of w) f();
   }
 
-  /** A model's capabilities, from its header ([] when unreadable). */
-  private capabilities(path: string): string[] {
-    let caps = this.facts.get(path);
+  /**
+   * A model's capabilities, from its header ([] when unreadable); with a projector its
+   * process runs (--mmproj), 'multimodal' as the process's own /v1/models says, and
+   * 'vision' / 'audio' from the projector's header (the page offers attachments by them
+   * before the model is loaded).
+   */
+  private capabilities(m: RouterModel): string[] {
+    const key = `${m.path}\0${m.mmproj ?? ''}`;
+    let caps = this.facts.get(key);
     if (!caps) {
       try {
-        const f = modelFacts(path);
+        const f = modelFacts(m.path);
         caps = f.generative ? ['completion'] : f.ranks ? ['rerank'] : ['embedding'];
       } catch {
         caps = [];
       }
-      this.facts.set(path, caps);
+      if (m.mmproj && caps.includes('completion')) {
+        try {
+          const p = projectorModalities(m.mmproj);
+          if (p.vision || p.audio) caps.push('multimodal');
+          if (p.vision) caps.push('vision');
+          if (p.audio) caps.push('audio');
+        } catch {}
+      }
+      this.facts.set(key, caps);
     }
     return caps;
   }
@@ -303,7 +318,7 @@ export class LlamaRouter {
         in_cache: i.model.source === 'cache',
         path: i.model.path,
         ...(i.model.mmproj ? { mmproj: i.model.mmproj } : {}),
-        capabilities: this.capabilities(i.model.path),
+        capabilities: this.capabilities(i.model),
         status: {
           value: i.status,
           ...(i.active || i.failed ? { args: ['llama-ts', 'serve', ...i.args] } : {}),
@@ -686,7 +701,7 @@ export class LlamaRouter {
         modelPath: inst.model.path,
         modelInfo: ctx.getModelInfo(),
         chatTemplate,
-        generates: this.capabilities(inst.model.path).includes('completion'),
+        generates: this.capabilities(inst.model).includes('completion'),
       });
       sendJson(c.res, 200, body);
     } finally {

@@ -6,7 +6,7 @@
 // preset's [*], then its [name], then the router's command line.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { cachedModels } from '../../download/index.js';
+import { cachedModels, pickMmproj } from '../../download/index.js';
 
 export type ModelSource = 'cache' | 'dir' | 'preset';
 
@@ -15,7 +15,7 @@ export interface RouterModel {
   name: string;
   /** The GGUF file (the first shard of a split one). */
   path: string;
-  /** A multimodal projector beside it (listed; serve does not run projectors yet). */
+  /** A multimodal projector beside it: its process gets `--mmproj`. */
   mmproj?: string;
   source: ModelSource;
   /** serve options of its own from the preset ([*] then [name]), before the router's. */
@@ -53,7 +53,8 @@ const RESERVED = new Set([
 ]);
 
 const isGguf = (n: string) => n.toLowerCase().endsWith('.gguf');
-const isProjector = (n: string) => /^mmproj/i.test(basename(n));
+// llama-server's rule: "mmproj" anywhere in the file's name (mmproj-F16.gguf, gemma3.mmproj.gguf)
+const isProjector = (n: string) => /mmproj/i.test(basename(n));
 /** `NAME-00002-of-00003.gguf`: a shard after the first. */
 const isLaterShard = (n: string) => /-(\d{5})-of-\d{5}\.gguf$/i.test(n) && !/-00001-of-\d{5}\.gguf$/i.test(n);
 
@@ -96,8 +97,13 @@ export async function modelsFromCache(dir: string): Promise<RouterModel[]> {
   for (const m of all) {
     if (isProjector(m.path) || isLaterShard(m.path)) continue;
     const model = plainModel(m.spec, m.path, 'cache');
-    const proj = all.find((p) => isProjector(p.path) && p.spec.split(':')[0] === m.spec.split(':')[0]);
-    if (proj) model.mmproj = proj.path;
+    // the repository's projector as -hf picks it (its process runs it)
+    const [repo, quant = ''] = m.spec.split(':');
+    const proj = pickMmproj(
+      all.filter((p) => isProjector(p.path) && p.spec.split(':')[0] === repo).map((p) => p.path),
+      quant.toLowerCase(),
+    );
+    if (proj) model.mmproj = proj;
     out.push(model);
   }
   return out;
