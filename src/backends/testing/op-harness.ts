@@ -269,6 +269,84 @@ export function opCases(): OpCase[] {
     }
   }
 
+  // YaRN with every parameter away from its default (attn_factor, beta_fast/slow, a
+  // freq_scale that is no power of two, ext_factor below 1), on a permuted view of odd rows
+  for (const mode of [ops.RopeMode.NORMAL, ops.RopeMode.NEOX]) {
+    add(`ROPE mode ${mode} YaRN ext 0.75 attn 1.3 beta 24/2 scale 0.3 of a [40,5,7] view`, () => {
+      const a0 = newTensor(F32, [40, 7, 5]);
+      const pos = newTensor(I32, [7]);
+      const out = ops.rope(permute(a0, [0, 2, 1, 3]), pos, {
+        nDims: 32,
+        mode,
+        freqBase: 500000,
+        freqScale: 0.3,
+        extFactor: 0.75,
+        attnFactor: 1.3,
+        betaFast: 24,
+        betaSlow: 2,
+        nCtxOrig: 8192,
+      });
+      return { out, inputs: [a0, [pos, new Int32Array([0, 5, 9, 63, 1000, 4095, 20000])]] };
+    });
+  }
+  // the multi-section RoPE modes as the graphs build them from NEOX rotations: MROPE
+  // (graph.ts ropeMulti: one rotation per position component, positions a view into the
+  // [4n] input at offset k·n, each kept on its sectors by a 0/1 mask), the vision 2-D rope
+  // (encoder.ts rope2d: frequency factors 1/base on the x half) and IMROPE text (qwen35:
+  // +∞ divisors freeze the fourth section's pairs)
+  add('ROPE multi-section (MROPE sections [3,2,2,1]) of [16,3,5], positions a view at offset k·n', () => {
+    const [hd, n, sections] = [16, 5, [3, 2, 2, 1]];
+    const x = newTensor(F32, [hd, 3, n]);
+    const all = newTensor(I32, [4 * n]);
+    const half = hd / 2;
+    const component = (j: number) => {
+      let end = 0;
+      for (let k = 0; k < 4; k++) {
+        end += sections[k];
+        if ((j % half) % 8 < end) return k;
+      }
+      return 3;
+    };
+    const inputs: BuiltCase['inputs'] = [x, [all, new Int32Array(4 * n).map((_, i) => (i * 37) % 101)]];
+    let out: Tensor | undefined;
+    for (let k = 0; k < 4; k++) {
+      const mask = newTensor(F32, [hd]);
+      inputs.push([mask, Float32Array.from({ length: hd }, (_, j) => (component(j) === k ? 1 : 0))]);
+      const pos = view(all, [n], [], k * n * 4);
+      const part = ops.mul(ops.rope(x, pos, { nDims: hd, mode: ops.RopeMode.NEOX, freqBase: 1e6 }), mask);
+      out = out ? ops.add(out, part) : part;
+    }
+    return { out: out!, inputs };
+  });
+  add('ROPE multi-section (vision 2-D) of [16,2,6], factors 1/base on the x half', () => {
+    const [d, n, base] = [16, 6, 10000];
+    const x = newTensor(F32, [d, 2, n]);
+    const [py, px] = [newTensor(I32, [n]), newTensor(I32, [n])];
+    const [ff, my, mx] = [newTensor(F32, [d / 2]), newTensor(F32, [d]), newTensor(F32, [d])];
+    const isY = (j: number) => j % (d / 2) < d / 4;
+    const o = { nDims: d, mode: ops.RopeMode.NEOX, freqBase: base * base };
+    const out = ops.add(ops.mul(ops.rope(x, py, o), my), ops.mul(ops.rope(x, px, { ...o, freqFactors: ff }), mx));
+    return {
+      out,
+      inputs: [
+        x,
+        [py, new Int32Array([0, 0, 1, 1, 2, 2])],
+        [px, new Int32Array([0, 1, 0, 1, 0, 1])],
+        [ff, Float32Array.from({ length: d / 2 }, (_, i) => (i < d / 4 ? 1 : 1 / base))],
+        [my, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 1 : 0))],
+        [mx, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 0 : 1))],
+      ],
+    };
+  });
+  add('ROPE multi-section (IMROPE text, +inf divisors) of [24,3,4], 16 dims', () => {
+    const x = newTensor(F32, [24, 3, 4]);
+    const pos = newTensor(I32, [4]);
+    const ff = newTensor(F32, [8]);
+    const out = ops.rope(x, pos, { nDims: 16, mode: ops.RopeMode.NEOX, freqBase: 1e7, freqFactors: ff });
+    const f = Float32Array.from([1, 1, 1, Number.POSITIVE_INFINITY, 1, 1, Number.POSITIVE_INFINITY, 1]);
+    return { out, inputs: [x, [pos, new Int32Array([0, 3, 77, 2048])], [ff, f]] };
+  });
+
   for (const [mt, mne] of [
     [null, null],
     [F16, [13, 6, 1]],
