@@ -361,6 +361,15 @@ export function opCases(): OpCase[] {
     });
   }
 
+  // ALiBi: 6 heads (4 on m0's slopes, 2 on m1's), a broadcast F16 mask of odd width and
+  // a view of the scores
+  for (const maxBias of [8, 0.5]) {
+    add(`SOFT_MAX ALiBi max_bias ${maxBias} of a [21,5,6] view, mask F16 [21,7,1]`, () => {
+      const a0 = newTensor(F32, [21, 6, 5]);
+      const mask = newTensor(F16, [21, 7, 1]);
+      return { out: ops.softMax(permute(a0, [0, 2, 1, 3]), mask, 0.3, maxBias), inputs: [a0, mask] };
+    });
+  }
   for (const [from, to] of [
     [F32, F16],
     [F16, F32],
@@ -680,7 +689,7 @@ function moeCases(add: AddCase): void {
     const u = newTensor(F32, [37, 3, 2]);
     return { out: ops.swigluOai(ops.scale(g, 3), u, 1.702, 0.6), inputs: [g, u] };
   });
-  for (const dim of [0, 1, 2]) {
+  for (const dim of [0, 1, 2, 3]) {
     add(`CONCAT dim ${dim} of a permuted [4,3,2] view and [4,3,2]`, () => {
       const a0 = newTensor(F32, [3, 4, 2]);
       const a = permute(a0, [1, 0, 2, 3]);

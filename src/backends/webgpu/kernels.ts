@@ -11,6 +11,7 @@ import { RopeMode } from '../../ggml/ops.js';
 import { Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { yarnCorrDims } from '../reference/ops/rope.js';
+import { alibiBases } from '../reference/ops/softmax.js';
 import { PARAM_BYTES } from './context.js';
 
 const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 } =
@@ -388,11 +389,18 @@ function addId(t: Tensor): KernelCall {
 
 function softMax(t: Tensor): KernelCall {
   const mask = t.src[1] ?? null;
-  const val = mask ? 'ld0(ra, k) * sc + ld1(rm, k)' : 'ld0(ra, k) * sc';
+  const val = mask ? 'ld0(ra, k) * sc + slope * ld1(rm, k)' : 'ld0(ra, k) * sc';
+  // ALiBi: head i2's slope, m0^(i2+1) below nHeadLog2, m1^(2(i2-nHeadLog2)+1) above
+  const { m0, m1, nHeadLog2 } = alibiBases(t.ne[2], t.params.maxBias ?? 0);
   const body = `${ROW}
   let ra = rowat(0u, i1, i2, i3); let rd = rowat(3u, i1, i2, i3);
   ${mask ? 'let rm = rowat(1u, i1, i2 % ne(1u, 2u), i3 % ne(1u, 3u));' : ''}
   let sc = pf(${F}u);
+  var slope = 1.0;
+  if (pf(${F + 1}u) > 0.0) {
+    let h = f32(i2); let hl = f32(pu(${U}u));
+    slope = select(pow(pf(${F + 3}u), 2.0 * (h - hl) + 1.0), pow(pf(${F + 2}u), h + 1.0), i2 < pu(${U}u));
+  }
   var m = -3.0e38;
   for (var k = li; k < n; k += ${WG}u) { m = max(m, ${val}); }
   let mx = reduce_max(li, m);
@@ -400,7 +408,8 @@ function softMax(t: Tensor): KernelCall {
   for (var k = li; k < n; k += ${WG}u) { s += exp(${val} - mx); }
   let sum = reduce_sum(li, s);
   for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), exp(${val} - mx) / sum); }`;
-  return { body, roles: [t.src[0], mask, null, t], u: [], f: [t.params.scale], grid: 'groups', n: t.nrows };
+  const f = [t.params.scale, t.params.maxBias ?? 0, m0, m1];
+  return { body, roles: [t.src[0], mask, null, t], u: [nHeadLog2], f, grid: 'groups', n: t.nrows };
 }
 
 /**
@@ -453,6 +462,22 @@ function rope(t: Tensor): KernelCall {
     grid: 'threads',
     n: per * t.nrows,
   };
+}
+
+/** CONCAT along dim: one thread per dst element, read from a below a's extent there, b above. */
+function concat(t: Tensor): KernelCall {
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let dim = pu(${U}u);
+  let na = ne(0u, dim);
+  var v: f32;
+  if (i[dim] < na) { v = ld0(at(0u, i), 0u); } else {
+    var j = i; j[dim] = i[dim] - na;
+    v = ld1(at(1u, j), 0u);
+  }
+  st(at(3u, i), v);`;
+  return { body, roles: [t.src[0], t.src[1], null, t], u: [t.params.dim], f: [], grid: 'threads', n: t.nelements };
 }
 
 function getRows(t: Tensor): KernelCall {
@@ -795,13 +820,15 @@ export function kernelFor(t: Tensor): KernelCall | string {
     case Op.SOFT_MAX: {
       const mask = t.src[1];
       if (!isF32(a) || (mask && mask.type !== F32 && mask.type !== F16)) return 'SOFT_MAX types';
-      return (t.params.maxBias ?? 0) === 0 ? softMax(t) : 'SOFT_MAX with ALiBi';
+      return softMax(t);
     }
     case Op.ROPE: {
       const mode = t.params.mode;
       if (mode !== RopeMode.NORMAL && mode !== RopeMode.NEOX) return `ROPE mode ${mode}`;
       return isF32(a) && isF32(t) ? rope(t) : 'ROPE needs F32';
     }
+    case Op.CONCAT:
+      return isF32(a) && isF32(b) && isF32(t) ? concat(t) : 'CONCAT needs F32';
     case Op.GET_ROWS:
       return WEIGHTS.has(a.type) && b.type === I32 ? getRows(t) : `GET_ROWS of type ${a.type}`;
     case Op.CPY:
