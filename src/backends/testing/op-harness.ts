@@ -428,6 +428,35 @@ export function opCases(): OpCase[] {
     });
   }
 
+  // a q8_0 KV cache: rows quantized on write (two blocks of 32 a row, 3 tokens into a
+  // 10-cell cache), read back through CPY, and flash attention over Q8_0 K and V (GQA,
+  // a causal mask, soft-capping)
+  add('SET_ROWS F32 -> Q8_0 cache [64,10,2], I64 indices, broadcast over heads', () => {
+    const cache = newTensor(GGMLType.Q8_0, [64, 10, 2]);
+    const src = newTensor(F32, [64, 3, 2]);
+    const idx = newTensor(I64, [3, 1]);
+    const set = ops.setRows(cache, src, idx);
+    return {
+      out: ops.cpy(set, newTensor(F32, [64, 10, 2])),
+      inputs: [cache, src, [idx, new BigInt64Array([9n, 0n, 4n])]],
+    };
+  });
+  for (const softcap of [0, 20]) {
+    add(
+      `FLASH_ATTN_EXT K/V Q8_0 D 64, heads 6/2, 5 queries, 37 KV positions, softcap ${softcap}`,
+      () => {
+        const [D, nKV, nQ] = [64, 37, 5];
+        const q = newTensor(F32, [D, nQ, 6]);
+        const k = newTensor(GGMLType.Q8_0, [D, nKV, 2]);
+        const v = newTensor(GGMLType.Q8_0, [D, nKV, 2]);
+        const mask = newTensor(F16, [nKV, nQ]);
+        const out = ops.flashAttnExt(q, k, v, mask, 0.125, 0, softcap);
+        return { out, inputs: [q, k, v, [mask, causalMaskF16(nKV, nQ, 30)]] };
+      },
+      5e-4,
+    );
+  }
+
   for (const [kvt, nHead, nHeadKV, softcap, masked] of [
     [F16, 4, 2, 0, true],
     [F16, 2, 2, 0, false],
