@@ -258,7 +258,7 @@ async function greedyQ8Cache(m: Model): Promise<number[]> {
   }
 }
 
-test("webgpu: a q8_0 KV cache of layers on it lives in host memory (no quantizing writer there) and gives the CPU's tokens", {
+test("webgpu: a q8_0 KV cache of layers on it stays in its memory (quantized there by SET_ROWS, read there by FLASH_ATTN_EXT) and gives the CPU's tokens", {
   skip: skip || (QWEN3 ? false : missingShared('fixtures/rand-qwen3-Q8_0.gguf')),
 }, async () => {
   const lines: string[] = [];
@@ -266,17 +266,75 @@ test("webgpu: a q8_0 KV cache of layers on it lives in host memory (no quantizin
   const m = await Model.load(QWEN3!, { devices: [gpu(), cpuDevice] });
   const cpu = await Model.load(QWEN3!, { devices: [cpuDevice] });
   try {
-    const mm = gpu().opCounts.get('MUL_MAT') ?? 0;
+    const OPS = ['MUL_MAT', 'SET_ROWS', 'FLASH_ATTN_EXT'];
+    const before = OPS.map((op) => gpu().opCounts.get(op) ?? 0);
     const got = await greedyQ8Cache(m);
-    assert.ok(
-      lines.some((l) => /WebGPU0 cannot write a q8_0 KV cache/.test(l)),
-      lines.join('\n'),
-    );
-    assert.ok((gpu().opCounts.get('MUL_MAT') ?? 0) > mm, 'no matrix product ran on the GPU');
+    assert.ok(!lines.some((l) => /cannot write a q8_0 KV cache/.test(l)), lines.join('\n'));
+    for (const [i, op] of OPS.entries()) {
+      assert.ok((gpu().opCounts.get(op) ?? 0) > before[i], `no ${op} ran on the GPU`);
+    }
     assert.deepEqual(got, await greedyQ8Cache(cpu));
   } finally {
     m.free();
     cpu.free();
+    setLogCallback(null);
+  }
+});
+
+test('webgpu: decode steps reuse every pipeline and bind group, one command encoder a step', { skip }, async () => {
+  setLogCallback(() => {});
+  const path = join(dir, 'llama-steps.gguf');
+  generateModel(presetSpec('tiny-llama', 'F32'), path);
+  const m = await Model.load(path, { devices: [gpu(), cpuDevice] });
+  const c = new Context(m, { nCtx: 64 });
+  // count what the device creates from here on (its own methods, wrapped on this instance)
+  const device = gpu().ctx.device as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const counts = { pipelines: 0, bindGroups: 0, encoders: 0, passes: 0 };
+  const wrap = (name: string, count: keyof typeof counts, after?: (r: unknown) => void) => {
+    const f = device[name].bind(device);
+    device[name] = (...a: unknown[]) => {
+      counts[count]++;
+      const r = f(...a);
+      after?.(r);
+      return r;
+    };
+    return () => {
+      delete device[name];
+    };
+  };
+  const restore = [
+    wrap('createComputePipeline', 'pipelines'),
+    wrap('createBindGroup', 'bindGroups'),
+    wrap('createCommandEncoder', 'encoders', (r) => {
+      const enc = r as GPUCommandEncoder;
+      const begin = enc.beginComputePass.bind(enc);
+      enc.beginComputePass = (d?: GPUComputePassDescriptor) => {
+        counts.passes++;
+        return begin(d);
+      };
+    }),
+  ];
+  try {
+    await c.decode({ tokens: PROMPT.slice(0, 6) });
+    await c.decode({ tokens: [PROMPT[6]] }); // the first one-token graph may compile its shapes' pipelines
+    const steps: (typeof counts)[] = [];
+    for (const t of PROMPT.slice(7)) {
+      for (const k of Object.keys(counts) as (keyof typeof counts)[]) counts[k] = 0;
+      await c.decode({ tokens: [t] });
+      steps.push({ ...counts });
+    }
+    // fully offloaded: one graph split a step, its dispatches in one compute pass of one
+    // encoder (plus the encoder that copies the logits out)
+    for (const s of steps) assert.deepEqual(s, { pipelines: 0, bindGroups: 0, encoders: s.encoders, passes: 1 });
+    console.log(`per decode step: ${JSON.stringify(steps)}`);
+    assert.ok(
+      steps.every((s) => s.encoders <= 2),
+      JSON.stringify(steps),
+    );
+  } finally {
+    for (const r of restore) r();
+    c.free();
+    m.free();
     setLogCallback(null);
   }
 });

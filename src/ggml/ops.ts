@@ -145,7 +145,8 @@ export function rope(a: Tensor, pos: Tensor, o: RopeOptions): Tensor {
 
 /**
  * softmax(a * scale + mask) over each row (ggml_soft_max_ext). mask (F32 or F16)
- * [ne0, ≥ne1, ne2 / r2, ne3 / r3] is broadcast over a's dims 2-3; maxBias (ALiBi) must be 0.
+ * [ne0, ≥ne1, ne2 / r2, ne3 / r3] is broadcast over a's dims 2-3; maxBias > 0 (ALiBi) scales
+ * head i2's mask by its slope (not on the CPU device: runs on the reference or WebGPU).
  */
 export function softMax(a: Tensor, mask: Tensor | null = null, scale = 1, maxBias = 0): Tensor {
   const src = [a];

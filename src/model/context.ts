@@ -135,22 +135,30 @@ export interface Batch {
 }
 
 /**
- * Where a layer's KV cache lives: its device's memory when the device can write the cache
- * types there (SET_ROWS), else the host's (a q8_0 cache of a layer on the WebGPU device,
- * which has no quantizing writer): the host then writes the cache and the scheduler copies
- * what the attention on the layer's device reads.
+ * Where layer il's KV cache lives: its device's memory when the device can write the cache
+ * types there (SET_ROWS of rows as wide as the layer's K and V rows), else the host's (e.g.
+ * a q8_0 cache whose rows WebGPU's quantizing writer does not take): the host then writes
+ * the cache and the scheduler copies what the attention on the layer's device reads.
  */
-function cacheBufferType(model: Model, d: Device, typeK?: CacheType, typeV?: CacheType): BufferType {
+function cacheBufferType(model: Model, d: Device, il: number, typeK?: CacheType, typeV?: CacheType): BufferType {
   const host = model.devices[model.devices.length - 1];
   if (d === host) return d.bufferType();
-  for (const type of new Set([typeK ?? 'f16', typeV ?? 'f16'])) {
+  const hp = model.hp;
+  const kv = headCountKv(hp, il);
+  for (const [type, width] of [
+    [typeK ?? 'f16', headDimK(hp, il) * kv],
+    [typeV ?? 'f16', headDimV(hp, il) * kv],
+  ] as const) {
+    if (width === 0) continue;
     const probe = ops.setRows(
-      newTensor(CACHE_TYPES[type], [256, 2]),
-      newTensor(GGMLType.F32, [256, 1]),
+      newTensor(CACHE_TYPES[type], [width, 2]),
+      newTensor(GGMLType.F32, [width, 1]),
       newTensor(GGMLType.I64, [1]),
     );
     if (!d.supportsOp(probe)) {
-      log.info(`${d.name} cannot write a ${type} KV cache: its layers' caches are in ${host.name} memory`);
+      log.info(
+        `${d.name} cannot write a ${type} KV cache of rows of ${width}: layer ${il}'s cache is in ${host.name} memory`,
+      );
       return host.bufferType();
     }
   }
@@ -267,7 +275,7 @@ export class Context {
           nUbatch: this.nUbatch,
           typeK: params.typeK ?? 'f16',
           typeV: params.typeV ?? 'f16',
-          layerBufts: model.layerDevices.map((d) => cacheBufferType(model, d, params.typeK, params.typeV)),
+          layerBufts: model.layerDevices.map((d, il) => cacheBufferType(model, d, il, params.typeK, params.typeV)),
           swaFull: params.swaFull ?? false,
           checkpoints: params.checkpoints ?? 4,
           vFromK: model.arch.vFromK ?? false,

@@ -269,6 +269,84 @@ export function opCases(): OpCase[] {
     }
   }
 
+  // YaRN with every parameter away from its default (attn_factor, beta_fast/slow, a
+  // freq_scale that is no power of two, ext_factor below 1), on a permuted view of odd rows
+  for (const mode of [ops.RopeMode.NORMAL, ops.RopeMode.NEOX]) {
+    add(`ROPE mode ${mode} YaRN ext 0.75 attn 1.3 beta 24/2 scale 0.3 of a [40,5,7] view`, () => {
+      const a0 = newTensor(F32, [40, 7, 5]);
+      const pos = newTensor(I32, [7]);
+      const out = ops.rope(permute(a0, [0, 2, 1, 3]), pos, {
+        nDims: 32,
+        mode,
+        freqBase: 500000,
+        freqScale: 0.3,
+        extFactor: 0.75,
+        attnFactor: 1.3,
+        betaFast: 24,
+        betaSlow: 2,
+        nCtxOrig: 8192,
+      });
+      return { out, inputs: [a0, [pos, new Int32Array([0, 5, 9, 63, 1000, 4095, 20000])]] };
+    });
+  }
+  // the multi-section RoPE modes as the graphs build them from NEOX rotations: MROPE
+  // (graph.ts ropeMulti: one rotation per position component, positions a view into the
+  // [4n] input at offset k·n, each kept on its sectors by a 0/1 mask), the vision 2-D rope
+  // (encoder.ts rope2d: frequency factors 1/base on the x half) and IMROPE text (qwen35:
+  // +∞ divisors freeze the fourth section's pairs)
+  add('ROPE multi-section (MROPE sections [3,2,2,1]) of [16,3,5], positions a view at offset k·n', () => {
+    const [hd, n, sections] = [16, 5, [3, 2, 2, 1]];
+    const x = newTensor(F32, [hd, 3, n]);
+    const all = newTensor(I32, [4 * n]);
+    const half = hd / 2;
+    const component = (j: number) => {
+      let end = 0;
+      for (let k = 0; k < 4; k++) {
+        end += sections[k];
+        if ((j % half) % 8 < end) return k;
+      }
+      return 3;
+    };
+    const inputs: BuiltCase['inputs'] = [x, [all, new Int32Array(4 * n).map((_, i) => (i * 37) % 101)]];
+    let out: Tensor | undefined;
+    for (let k = 0; k < 4; k++) {
+      const mask = newTensor(F32, [hd]);
+      inputs.push([mask, Float32Array.from({ length: hd }, (_, j) => (component(j) === k ? 1 : 0))]);
+      const pos = view(all, [n], [], k * n * 4);
+      const part = ops.mul(ops.rope(x, pos, { nDims: hd, mode: ops.RopeMode.NEOX, freqBase: 1e6 }), mask);
+      out = out ? ops.add(out, part) : part;
+    }
+    return { out: out!, inputs };
+  });
+  add('ROPE multi-section (vision 2-D) of [16,2,6], factors 1/base on the x half', () => {
+    const [d, n, base] = [16, 6, 10000];
+    const x = newTensor(F32, [d, 2, n]);
+    const [py, px] = [newTensor(I32, [n]), newTensor(I32, [n])];
+    const [ff, my, mx] = [newTensor(F32, [d / 2]), newTensor(F32, [d]), newTensor(F32, [d])];
+    const isY = (j: number) => j % (d / 2) < d / 4;
+    const o = { nDims: d, mode: ops.RopeMode.NEOX, freqBase: base * base };
+    const out = ops.add(ops.mul(ops.rope(x, py, o), my), ops.mul(ops.rope(x, px, { ...o, freqFactors: ff }), mx));
+    return {
+      out,
+      inputs: [
+        x,
+        [py, new Int32Array([0, 0, 1, 1, 2, 2])],
+        [px, new Int32Array([0, 1, 0, 1, 0, 1])],
+        [ff, Float32Array.from({ length: d / 2 }, (_, i) => (i < d / 4 ? 1 : 1 / base))],
+        [my, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 1 : 0))],
+        [mx, Float32Array.from({ length: d }, (_, j) => (isY(j) ? 0 : 1))],
+      ],
+    };
+  });
+  add('ROPE multi-section (IMROPE text, +inf divisors) of [24,3,4], 16 dims', () => {
+    const x = newTensor(F32, [24, 3, 4]);
+    const pos = newTensor(I32, [4]);
+    const ff = newTensor(F32, [8]);
+    const out = ops.rope(x, pos, { nDims: 16, mode: ops.RopeMode.NEOX, freqBase: 1e7, freqFactors: ff });
+    const f = Float32Array.from([1, 1, 1, Number.POSITIVE_INFINITY, 1, 1, Number.POSITIVE_INFINITY, 1]);
+    return { out, inputs: [x, [pos, new Int32Array([0, 3, 77, 2048])], [ff, f]] };
+  });
+
   for (const [mt, mne] of [
     [null, null],
     [F16, [13, 6, 1]],
@@ -283,6 +361,15 @@ export function opCases(): OpCase[] {
     });
   }
 
+  // ALiBi: 6 heads (4 on m0's slopes, 2 on m1's), a broadcast F16 mask of odd width and
+  // a view of the scores
+  for (const maxBias of [8, 0.5]) {
+    add(`SOFT_MAX ALiBi max_bias ${maxBias} of a [21,5,6] view, mask F16 [21,7,1]`, () => {
+      const a0 = newTensor(F32, [21, 6, 5]);
+      const mask = newTensor(F16, [21, 7, 1]);
+      return { out: ops.softMax(permute(a0, [0, 2, 1, 3]), mask, 0.3, maxBias), inputs: [a0, mask] };
+    });
+  }
   for (const [from, to] of [
     [F32, F16],
     [F16, F32],
@@ -339,6 +426,35 @@ export function opCases(): OpCase[] {
       const set = ops.setRows(cache, src, idx);
       return { out: ops.cpy(set, newTensor(F32, [16, 10, 2])), inputs: [cache, src, [idx, data]] };
     });
+  }
+
+  // a q8_0 KV cache: rows quantized on write (two blocks of 32 a row, 3 tokens into a
+  // 10-cell cache), read back through CPY, and flash attention over Q8_0 K and V (GQA,
+  // a causal mask, soft-capping)
+  add('SET_ROWS F32 -> Q8_0 cache [64,10,2], I64 indices, broadcast over heads', () => {
+    const cache = newTensor(GGMLType.Q8_0, [64, 10, 2]);
+    const src = newTensor(F32, [64, 3, 2]);
+    const idx = newTensor(I64, [3, 1]);
+    const set = ops.setRows(cache, src, idx);
+    return {
+      out: ops.cpy(set, newTensor(F32, [64, 10, 2])),
+      inputs: [cache, src, [idx, new BigInt64Array([9n, 0n, 4n])]],
+    };
+  });
+  for (const softcap of [0, 20]) {
+    add(
+      `FLASH_ATTN_EXT K/V Q8_0 D 64, heads 6/2, 5 queries, 37 KV positions, softcap ${softcap}`,
+      () => {
+        const [D, nKV, nQ] = [64, 37, 5];
+        const q = newTensor(F32, [D, nQ, 6]);
+        const k = newTensor(GGMLType.Q8_0, [D, nKV, 2]);
+        const v = newTensor(GGMLType.Q8_0, [D, nKV, 2]);
+        const mask = newTensor(F16, [nKV, nQ]);
+        const out = ops.flashAttnExt(q, k, v, mask, 0.125, 0, softcap);
+        return { out, inputs: [q, k, v, [mask, causalMaskF16(nKV, nQ, 30)]] };
+      },
+      5e-4,
+    );
   }
 
   for (const [kvt, nHead, nHeadKV, softcap, masked] of [
@@ -602,7 +718,7 @@ function moeCases(add: AddCase): void {
     const u = newTensor(F32, [37, 3, 2]);
     return { out: ops.swigluOai(ops.scale(g, 3), u, 1.702, 0.6), inputs: [g, u] };
   });
-  for (const dim of [0, 1, 2]) {
+  for (const dim of [0, 1, 2, 3]) {
     add(`CONCAT dim ${dim} of a permuted [4,3,2] view and [4,3,2]`, () => {
       const a0 = newTensor(F32, [3, 4, 2]);
       const a = permute(a0, [1, 0, 2, 3]);

@@ -159,7 +159,7 @@ export class WebGpuBackend implements Backend {
         return k;
       });
       for (const t of call.roles) {
-        if (t && t.offset % 4 !== 0 && wordAligned(t.type))
+        if (t && t.offset % 4 !== 0 && (wordAligned(t.type) || (call.wordWrites && t === node)))
           throw new Error(`${this.name}: ${t} starts at byte ${t.offset}, not on a word`);
       }
       paramWords(call, params.subarray((i * PARAM_BYTES) / 4, ((i + 1) * PARAM_BYTES) / 4));

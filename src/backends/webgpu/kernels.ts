@@ -11,6 +11,7 @@ import { RopeMode } from '../../ggml/ops.js';
 import { Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { yarnCorrDims } from '../reference/ops/rope.js';
+import { alibiBases } from '../reference/ops/softmax.js';
 import { PARAM_BYTES } from './context.js';
 
 const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 } =
@@ -92,6 +93,8 @@ export interface KernelCall {
   n: number;
   /** Module-scope declarations the body needs (workgroup memory). */
   shared?: string;
+  /** dst is written in whole words of a byte-packed type: its start must be on a word. */
+  wordWrites?: boolean;
 }
 
 // ---- WGSL pieces ------------------------------------------------------------------------
@@ -262,6 +265,7 @@ export function shaderSource(call: KernelCall, binding: number[]): string {
   s += `
 fn st(a: u32, v: f32) { ${d}[a >> 2u] = bitcast<u32>(v); }
 fn st2(a: u32, v0: f32, v1: f32) { ${d}[a >> 2u] = pack2x16float(vec2<f32>(v0, v1)); }
+fn stw(w: u32, v: u32) { ${d}[w] = v; }
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -388,11 +392,18 @@ function addId(t: Tensor): KernelCall {
 
 function softMax(t: Tensor): KernelCall {
   const mask = t.src[1] ?? null;
-  const val = mask ? 'ld0(ra, k) * sc + ld1(rm, k)' : 'ld0(ra, k) * sc';
+  const val = mask ? 'ld0(ra, k) * sc + slope * ld1(rm, k)' : 'ld0(ra, k) * sc';
+  // ALiBi: head i2's slope, m0^(i2+1) below nHeadLog2, m1^(2(i2-nHeadLog2)+1) above
+  const { m0, m1, nHeadLog2 } = alibiBases(t.ne[2], t.params.maxBias ?? 0);
   const body = `${ROW}
   let ra = rowat(0u, i1, i2, i3); let rd = rowat(3u, i1, i2, i3);
   ${mask ? 'let rm = rowat(1u, i1, i2 % ne(1u, 2u), i3 % ne(1u, 3u));' : ''}
   let sc = pf(${F}u);
+  var slope = 1.0;
+  if (pf(${F + 1}u) > 0.0) {
+    let h = f32(i2); let hl = f32(pu(${U}u));
+    slope = select(pow(pf(${F + 3}u), 2.0 * (h - hl) + 1.0), pow(pf(${F + 2}u), h + 1.0), i2 < pu(${U}u));
+  }
   var m = -3.0e38;
   for (var k = li; k < n; k += ${WG}u) { m = max(m, ${val}); }
   let mx = reduce_max(li, m);
@@ -400,7 +411,8 @@ function softMax(t: Tensor): KernelCall {
   for (var k = li; k < n; k += ${WG}u) { s += exp(${val} - mx); }
   let sum = reduce_sum(li, s);
   for (var k = li; k < n; k += ${WG}u) { st(rd + k * nb(3u, 0u), exp(${val} - mx) / sum); }`;
-  return { body, roles: [t.src[0], mask, null, t], u: [], f: [t.params.scale], grid: 'groups', n: t.nrows };
+  const f = [t.params.scale, t.params.maxBias ?? 0, m0, m1];
+  return { body, roles: [t.src[0], mask, null, t], u: [nHeadLog2], f, grid: 'groups', n: t.nrows };
 }
 
 /**
@@ -455,6 +467,22 @@ function rope(t: Tensor): KernelCall {
   };
 }
 
+/** CONCAT along dim: one thread per dst element, read from a below a's extent there, b above. */
+function concat(t: Tensor): KernelCall {
+  const body = `
+  if (gi >= total()) { return; }
+  let i = unravel(3u, gi);
+  let dim = pu(${U}u);
+  let na = ne(0u, dim);
+  var v: f32;
+  if (i[dim] < na) { v = ld0(at(0u, i), 0u); } else {
+    var j = i; j[dim] = i[dim] - na;
+    v = ld1(at(1u, j), 0u);
+  }
+  st(at(3u, i), v);`;
+  return { body, roles: [t.src[0], t.src[1], null, t], u: [t.params.dim], f: [], grid: 'threads', n: t.nelements };
+}
+
 function getRows(t: Tensor): KernelCall {
   const body = `
   if (gi >= total()) { return; }
@@ -492,13 +520,50 @@ function copy(t: Tensor): KernelCall {
   };
 }
 
+/** The destination row of SET_ROWS for src row (i.y, i.z, i.w): rd, and the src row ra. */
+const SET_ROW = `
+  let r = w1(at(1u, vec4<u32>(i.y, i.z % ne(1u, 1u), i.w % ne(1u, 2u), 0u)) >> 2u);
+  let rd = base(3u) + r * nb(3u, 1u) + i.z * nb(3u, 2u) + i.w * nb(3u, 3u);
+  let ra = rowat(0u, i.y, i.z, i.w);`;
+
+/**
+ * SET_ROWS into a Q8_0 cache (a q8_0 KV cache): one thread per two 32-element blocks, 68
+ * bytes = 17 whole words (rows start on words), so no two threads share a word. Quantized
+ * as ggml's quantize_row_q8_0_ref: d = amax / 127, q = round(x / d) half away from zero.
+ */
+function setRowsQ8(t: Tensor): KernelCall {
+  const [b, idx] = t.src;
+  const body = `
+  if (gi >= total()) { return; }
+  let np = ne(0u, 0u) / 64u;
+  let i = unravel(0u, (gi / np) * ne(0u, 0u));${SET_ROW}
+  let pr = gi % np;
+  var w: array<u32, 17>;
+  for (var h = 0u; h < 2u; h++) {
+    let k0 = pr * 64u + h * 32u;
+    var amax = 0.0;
+    for (var j = 0u; j < 32u; j++) { amax = max(amax, abs(ld0(ra, k0 + j))); }
+    let d = amax / 127.0;
+    let id = select(0.0, 1.0 / d, d != 0.0);
+    let o = h * 34u;
+    w[o >> 2u] |= (pack2x16float(vec2<f32>(d, 0.0)) & 65535u) << ((o & 3u) * 8u);
+    for (var j = 0u; j < 32u; j++) {
+      let x = ld0(ra, k0 + j) * id;
+      let q = u32(i32(sign(x) * floor(abs(x) + 0.5))) & 255u;
+      let e = o + 2u + j;
+      w[e >> 2u] |= q << ((e & 3u) * 8u);
+    }
+  }
+  let wd = (rd + pr * 68u) >> 2u;
+  for (var k = 0u; k < 17u; k++) { stw(wd + k, w[k]); }`;
+  return { body, roles: [b, idx, null, t], u: [], f: [], grid: 'threads', n: b.nelements / 64, wordWrites: true };
+}
+
 /** SET_ROWS: row i1 of b goes to row idx[i1, i2 % .., i3 % ..] of dst (I64 indices: their low word). */
 function setRows(t: Tensor): KernelCall {
   const [b, idx] = t.src;
   const dst = (one: string) => `
-  let r = w1(at(1u, vec4<u32>(i.y, i.z % ne(1u, 1u), i.w % ne(1u, 2u), 0u)) >> 2u);
-  let rd = base(3u) + r * nb(3u, 1u) + i.z * nb(3u, 2u) + i.w * nb(3u, 3u);
-  let ra = rowat(0u, i.y, i.z, i.w);
+${SET_ROW}
   ${one}`;
   const body =
     t.type === F32
@@ -795,28 +860,35 @@ export function kernelFor(t: Tensor): KernelCall | string {
     case Op.SOFT_MAX: {
       const mask = t.src[1];
       if (!isF32(a) || (mask && mask.type !== F32 && mask.type !== F16)) return 'SOFT_MAX types';
-      return (t.params.maxBias ?? 0) === 0 ? softMax(t) : 'SOFT_MAX with ALiBi';
+      return softMax(t);
     }
     case Op.ROPE: {
       const mode = t.params.mode;
       if (mode !== RopeMode.NORMAL && mode !== RopeMode.NEOX) return `ROPE mode ${mode}`;
       return isF32(a) && isF32(t) ? rope(t) : 'ROPE needs F32';
     }
+    case Op.CONCAT:
+      return isF32(a) && isF32(b) && isF32(t) ? concat(t) : 'CONCAT needs F32';
     case Op.GET_ROWS:
       return WEIGHTS.has(a.type) && b.type === I32 ? getRows(t) : `GET_ROWS of type ${a.type}`;
     case Op.CPY:
     case Op.CONT:
-      if (a.type !== F32 && a.type !== F16) return `${t.op} from type ${a.type}`;
+      if (a.type !== F32 && a.type !== F16 && a.type !== Q8_0) return `${t.op} from type ${a.type}`;
       return t.type === F32 || f16Words(t) ? copy(t) : `${t.op} to type ${t.type} with this layout`;
     case Op.SET_ROWS:
       if (!isF32(a) || (b.type !== I32 && b.type !== I64)) return 'SET_ROWS types';
+      if (t.type === Q8_0) {
+        const words = a.ne[0] % 64 === 0 && t.nb[1] % 4 === 0 && t.nb[2] % 4 === 0 && t.nb[3] % 4 === 0;
+        return words ? setRowsQ8(t) : 'SET_ROWS to Q8_0 rows of an odd block count';
+      }
       return t.type === F32 || f16Words(t) ? setRows(t) : `SET_ROWS to type ${t.type} with this layout`;
     case Op.MUL_MAT:
       return WEIGHTS.has(a.type) && isF32(b) ? mulMat(t) : `MUL_MAT of type ${a.type}`;
     case Op.FLASH_ATTN_EXT: {
       const [q, k, v, mask, sinks] = t.src;
       if (sinks && !isF32(sinks)) return 'FLASH_ATTN_EXT sinks type';
-      if (!isF32(q) || (k.type !== F16 && k.type !== F32) || (v.type !== F16 && v.type !== F32)) {
+      const kv = (x: Tensor) => x.type === F16 || x.type === F32 || x.type === Q8_0;
+      if (!isF32(q) || !kv(k) || !kv(v)) {
         return 'FLASH_ATTN_EXT types';
       }
       if (mask && mask.type !== F16 && mask.type !== F32) return 'FLASH_ATTN_EXT mask type';

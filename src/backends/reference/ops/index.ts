@@ -107,7 +107,7 @@ export function referenceSupportsOp(t: Tensor): boolean {
     case Op.ROPE:
       return isFloat(a) && isFloat(t);
     case Op.SOFT_MAX:
-      return isFloat(a) && t.params.maxBias === 0;
+      return isFloat(a);
     case Op.CPY:
     case Op.CONT: {
       const srcOk = isPlain(a) || a.hasContiguousRows();
