@@ -24,6 +24,7 @@ import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view }
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import type { Mmproj } from './mmproj.js';
+import { llavaGraph } from './projectors/llava.js';
 
 /** Embedding rows an encoder produced for one image or tile. */
 export interface Embeddings {
@@ -75,6 +76,7 @@ export class VisionEncoder {
     const inputs: [Tensor, Float32Array | Int32Array][] = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
+    if (mm.projector === 'mlp') return this.run(llavaGraph(this, patches), inputs);
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     const bPatch = mm.opt('v.patch_embd.bias');
@@ -107,7 +109,8 @@ export class VisionEncoder {
     return this.run(this.project(x, px, py), inputs);
   }
 
-  private async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
+  /** Computes `out` with its host inputs set (for the graphs in ./projectors). */
+  async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
     this.sched.allocGraph(graph);
@@ -124,7 +127,7 @@ export class VisionEncoder {
     return cur;
   }
 
-  private linear(x: Tensor, name: string): Tensor {
+  linear(x: Tensor, name: string): Tensor {
     const y = ops.mulMat(this.mm.get(`${name}.weight`), x);
     const b = this.mm.opt(`${name}.bias`);
     return b ? ops.add(y, b) : y;
@@ -240,7 +243,7 @@ export class VisionEncoder {
   }
 
   /** build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n]. */
-  private vit(
+  vit(
     x: Tensor,
     n: number,
     rope?: (t: Tensor) => Tensor,
@@ -307,6 +310,8 @@ export class VisionEncoder {
       }
       case 'qwen2a':
         throw new Error('vision encoder: qwen2a is an audio projector');
+      case 'mlp':
+        throw new Error('vision encoder: mlp runs its own graph (projectors/llava.ts)');
       case 'qwen2vl_merger': {
         // each merge block's patches as one row, through the MLP
         const m2 = hp.nMerge * hp.nMerge;

@@ -12,6 +12,7 @@
 
 import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
+import { llavaLayout } from './projectors/llava.js';
 
 /** One piece of an image's prompt layout. */
 export type LayoutPart =
@@ -38,6 +39,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
       return lfm2(mm, img, norm);
     case 'qwen2a':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
+    case 'mlp':
+      return llavaLayout(mm, img).map(norm);
     case 'qwen2vl_merger': {
       // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
       // build 10257's, checked through it)

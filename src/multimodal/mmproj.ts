@@ -14,7 +14,7 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a'] as const;
+export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a', 'mlp'] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
@@ -45,6 +45,8 @@ export interface VisionHParams {
   maxPixels: number;
   /** 'gelu' (use_gelu), 'silu' (use_silu) or 'gelu_quick' (neither), as clip.cpp picks. */
   ffnOp: 'gelu' | 'silu' | 'gelu_quick';
+  /** mlp (LLaVA-1.6): the tiled resolutions, [width, height] pairs (clip.vision.image_grid_pinpoints); empty: none. */
+  gridPinpoints: [number, number][];
 }
 
 /** The audio encoder's hyper-parameters (clip.audio.*): a Whisper encoder. */
@@ -201,6 +203,7 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
     minPixels: -1,
     maxPixels: -1,
     ffnOp: useGelu ? 'gelu' : useSilu ? 'silu' : 'gelu_quick',
+    gridPinpoints: [],
   };
   const scale = file.getNumber(k('projector.scale_factor'), null);
   const patchArea = (merge: number) => (hp.patchSize * merge) ** 2;
@@ -225,6 +228,15 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
       break;
+    case 'mlp': {
+      const pins = file.getArrayOf(k('image_grid_pinpoints'), GGUFValueType.INT32, null);
+      const items = pins ? (Array.from(pins.items as ArrayLike<number>) as number[]) : [];
+      if (items.length % 2 !== 0) {
+        throw new MmprojError(`${file.path}: '${k('image_grid_pinpoints')}' has an odd count (${items.length})`);
+      }
+      for (let i = 0; i < items.length; i += 2) hp.gridPinpoints.push([items[i]!, items[i + 1]!]);
+      break;
+    }
   }
   return hp;
 }
@@ -277,6 +289,9 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'qwen2vl_merger':
       names.push('mm.0.weight', 'mm.2.weight');
+      break;
+    case 'mlp':
+      names.push('mm.0.weight', 'mm.0.bias');
       break;
   }
   return names;

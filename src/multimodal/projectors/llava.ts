@@ -1,0 +1,91 @@
+// LLaVA's projector (clip.projector_type 'mlp'; mtmd's clip_graph_llava and its preprocessors):
+//   LLaVA-1.5: the image fitted into image_size² (bicubic, centred, padded with the colour
+//              122,116,104), one chunk of n_patches embeddings, no delimiters.
+//   LLaVA-1.6: with clip.vision.image_grid_pinpoints, an image larger than a tile becomes the
+//              overview (stretched to image_size², bicubic) then the tiles of the pinpoint
+//              resolution that keeps most of it (fitted, padded black), each its own chunk.
+// The graph: patches, the class embedding appended after them, learned positions, pre-norm,
+// all layers but the last (mtmd's default feature layer), then rows 1..n (mtmd skips row 0
+// as if the class embedding came first: the last patch row is the class token's), then
+// mm.0 → GELU → mm.2.
+
+import * as ops from '../../ggml/ops.js';
+import { reshape, type Tensor, view } from '../../ggml/tensor.js';
+import { crop, type RgbImage, resize } from '../image.js';
+import type { Mmproj } from '../mmproj.js';
+
+/** What the graphs here need of the vision encoder (encoder.ts's VisionEncoder). */
+export interface EncoderParts {
+  readonly mm: Mmproj;
+  vit(
+    x: Tensor,
+    n: number,
+    rope?: (t: Tensor) => Tensor,
+    prefix?: string,
+    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number },
+  ): Tensor;
+  linear(x: Tensor, name: string): Tensor;
+}
+
+const LLAVA_PAD: readonly [number, number, number] = [122, 116, 104];
+
+/** The images (8-bit, in prompt order) one picture becomes. */
+export function llavaLayout(mm: Mmproj, img: RgbImage): RgbImage[] {
+  const hp = mm.vision;
+  const tile = hp.imageSize;
+  if (hp.gridPinpoints.length === 0) return [resize(img, tile, tile, 'bicubic', 'ceil', LLAVA_PAD)];
+  const overview = resize(img, tile, tile, 'bicubic', 'none');
+  if (img.width <= tile && img.height <= tile) return [overview];
+  const [rw, rh] = bestResolution(img.width, img.height, hp.gridPinpoints);
+  const refined = resize(img, rw, rh, 'bicubic', 'ceil');
+  const out = [overview];
+  for (let y = 0; y < rh; y += tile) {
+    for (let x = 0; x < rw; x += tile) out.push(crop(refined, x, y, Math.min(tile, rw - x), Math.min(tile, rh - y)));
+  }
+  return out;
+}
+
+/** LLaVA-1.6's select_best_resolution: the most of the image kept (fitted), then the least padding. */
+function bestResolution(w: number, h: number, candidates: [number, number][]): [number, number] {
+  let best = candidates[0]!;
+  let bestEffective = 0;
+  let bestWasted = Number.MAX_SAFE_INTEGER;
+  for (const c of candidates) {
+    const scale = Math.min(Math.fround(c[0] / w), Math.fround(c[1] / h));
+    const tw = Math.trunc(Math.fround(w * scale));
+    const th = Math.trunc(Math.fround(h * scale));
+    const effective = Math.min(tw * th, w * h);
+    const wasted = c[0] * c[1] - effective;
+    if (effective > bestEffective || (effective === bestEffective && wasted < bestWasted)) {
+      bestEffective = effective;
+      bestWasted = wasted;
+      best = c;
+    }
+  }
+  return best;
+}
+
+/** The graph for one image (tile): `patches` [3·p·p, n] is the patch-embedding input; [projectionDim, n]. */
+export function llavaGraph(enc: EncoderParts, patches: Tensor): Tensor {
+  const { mm } = enc;
+  const hp = mm.vision;
+  const E = hp.nEmbd;
+  const n = patches.ne[1];
+  const wPatch = mm.get('v.patch_embd.weight');
+  let x = ops.mulMat(reshape(wPatch, [patches.ne[0], E]), patches);
+  const bPatch = mm.opt('v.patch_embd.bias');
+  if (bPatch) x = ops.add(x, bPatch);
+  const cls = mm.opt('v.class_embd');
+  if (cls) x = ops.concat(x, reshape(cls, [E, 1]), 1);
+  const nPos = x.ne[1];
+  const posW = mm.get('v.position_embd.weight');
+  if (posW.ne[1] < nPos) throw new Error(`vision encoder: ${nPos} positions but ${posW.ne[1]} learned ones`);
+  x = ops.add(x, posW.ne[1] === nPos ? posW : view(posW, [E, nPos], [posW.nb[1]], 0));
+  x = enc.vit(x, nPos, undefined, 'v', { ...hp, nLayer: hp.nLayer - 1 });
+  // rows 1..n (see the header)
+  const off = cls ? 1 : 0;
+  x = ops.cont(view(x, [E, n], [x.nb[1]], off * x.nb[1]));
+  x = ops.gelu(enc.linear(x, 'mm.0'));
+  if (mm.opt('mm.2.weight')) x = enc.linear(x, 'mm.2');
+  return x;
+}
