@@ -2,8 +2,10 @@
 //   LLaVA-1.5: the image fitted into image_size² (bicubic, centred, padded with the colour
 //              122,116,104), one chunk of n_patches embeddings, no delimiters.
 //   LLaVA-1.6: with clip.vision.image_grid_pinpoints, an image larger than a tile becomes the
-//              overview (stretched to image_size², bicubic) then the tiles of the pinpoint
-//              resolution that keeps most of it (fitted, padded black), each its own chunk.
+//              tiles of the pinpoint resolution that keeps most of it (fitted, bicubic, padded
+//              black), then the overview (stretched to image_size², bilinear), each its own
+//              chunk. Order and resamplers as llama.cpp build 10257 (the oracle) does them:
+//              overview first or a bicubic overview move log-probs by 0.1-0.3.
 // The graph: patches, the class embedding appended after them, learned positions, pre-norm,
 // all layers but the last (mtmd's default feature layer), then rows 1..n (mtmd skips row 0
 // as if the class embedding came first: the last patch row is the class token's), then
@@ -34,14 +36,15 @@ export function llavaLayout(mm: Mmproj, img: RgbImage): RgbImage[] {
   const hp = mm.vision;
   const tile = hp.imageSize;
   if (hp.gridPinpoints.length === 0) return [resize(img, tile, tile, 'bicubic', 'ceil', LLAVA_PAD)];
-  const overview = resize(img, tile, tile, 'bicubic', 'none');
+  const overview = resize(img, tile, tile, 'bilinear', 'none');
   if (img.width <= tile && img.height <= tile) return [overview];
   const [rw, rh] = bestResolution(img.width, img.height, hp.gridPinpoints);
   const refined = resize(img, rw, rh, 'bicubic', 'ceil');
-  const out = [overview];
+  const out: RgbImage[] = [];
   for (let y = 0; y < rh; y += tile) {
     for (let x = 0; x < rw; x += tile) out.push(crop(refined, x, y, Math.min(tile, rw - x), Math.min(tile, rh - y)));
   }
+  out.push(overview);
   return out;
 }
 
