@@ -76,7 +76,7 @@ export class VisionEncoder {
     const inputs: [Tensor, Float32Array | Int32Array][] = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
-    if (mm.projector === 'mlp') return this.run(llavaGraph(this, patches), inputs);
+    if (mm.projector === 'mlp' || mm.projector === 'ldpv2') return this.run(llavaGraph(this, patches), inputs);
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     const bPatch = mm.opt('v.patch_embd.bias');
@@ -107,6 +107,11 @@ export class VisionEncoder {
     }
     x = this.vit(x, nPatches);
     return this.run(this.project(x, px, py), inputs);
+  }
+
+  /** Average pool m × m over a px × py grid of rows (for the graphs in ./projectors). */
+  avgPool(x: Tensor, px: number, py: number, m: number): Tensor {
+    return avgPool(x, px, py, m);
   }
 
   /** Computes `out` with its host inputs set (for the graphs in ./projectors). */
@@ -311,6 +316,7 @@ export class VisionEncoder {
       case 'qwen2a':
         throw new Error('vision encoder: qwen2a is an audio projector');
       case 'mlp':
+      case 'ldpv2':
         throw new Error('vision encoder: mlp runs its own graph (projectors/llava.ts)');
       case 'qwen2vl_merger': {
         // each merge block's patches as one row, through the MLP

@@ -40,6 +40,7 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'qwen2a':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
     case 'mlp':
+    case 'ldpv2':
       return llavaLayout(mm, img).map(norm);
     case 'qwen2vl_merger': {
       // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:

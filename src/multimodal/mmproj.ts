@@ -14,7 +14,7 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a', 'mlp'] as const;
+export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a', 'mlp', 'ldpv2'] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
@@ -228,7 +228,10 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
       break;
-    case 'mlp': {
+    case 'mlp':
+    case 'ldpv2': {
+      // ldpv2's 2×2 pool: a quarter of the patches come out
+      if (projector === 'ldpv2') hp.nMerge = 2;
       const pins = file.getArrayOf(k('image_grid_pinpoints'), GGUFValueType.INT32, null);
       const items = pins ? (Array.from(pins.items as ArrayLike<number>) as number[]) : [];
       if (items.length % 2 !== 0) {
@@ -292,6 +295,10 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'mlp':
       names.push('mm.0.weight', 'mm.0.bias');
+      break;
+    case 'ldpv2':
+      names.push('mm.model.mlp.0.weight', 'mm.model.mlp.0.bias', 'mm.model.mlp.2.weight', 'mm.model.mlp.2.bias');
+      names.push('mm.model.peg.0.weight', 'mm.model.peg.0.bias');
       break;
   }
   return names;

@@ -12,7 +12,8 @@
 // mm.0 → GELU → mm.2.
 
 import * as ops from '../../ggml/ops.js';
-import { reshape, type Tensor, view } from '../../ggml/tensor.js';
+import { newTensor, reshape, type Tensor, transpose, view } from '../../ggml/tensor.js';
+import { GGMLType } from '../../ggml/types.js';
 import { crop, type RgbImage, resize } from '../image.js';
 import type { Mmproj } from '../mmproj.js';
 
@@ -27,6 +28,8 @@ export interface EncoderParts {
     shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number },
   ): Tensor;
   linear(x: Tensor, name: string): Tensor;
+  /** Average pool m × m over a px × py grid of rows (ggml_pool_2d AVG). */
+  avgPool(x: Tensor, px: number, py: number, m: number): Tensor;
 }
 
 const LLAVA_PAD: readonly [number, number, number] = [122, 116, 104];
@@ -88,7 +91,49 @@ export function llavaGraph(enc: EncoderParts, patches: Tensor): Tensor {
   // rows 1..n (see the header)
   const off = cls ? 1 : 0;
   x = ops.cont(view(x, [E, n], [x.nb[1]], off * x.nb[1]));
+  if (mm.projector === 'ldpv2') return ldpv2Head(enc, x);
   x = ops.gelu(enc.linear(x, 'mm.0'));
   if (mm.opt('mm.2.weight')) x = enc.linear(x, 'mm.2');
   return x;
+}
+
+/** MobileVLM V2's fixed patch grid side (mtmd assumes it). */
+const LDPV2_GRID = 24;
+
+/**
+ * ldpv2 (MobileVLM V2): the MLP, a 2×2 average pool of the 24×24 grid, then a depthwise 3×3
+ * position conv (zero padded) + bias added to the pooled rows. ggml_conv_2d_dw rounds its
+ * input to F16 (im2col) and multiplies by the F16 kernel: done here per tap on shifted views.
+ */
+function ldpv2Head(enc: EncoderParts, x: Tensor): Tensor {
+  const { mm } = enc;
+  const g = LDPV2_GRID;
+  if (x.ne[1] !== g * g) throw new Error(`vision encoder: ldpv2 needs a ${g}x${g} patch grid, got ${x.ne[1]} patches`);
+  x = ops.gelu(enc.linear(x, 'mm.model.mlp.0'));
+  x = enc.linear(x, 'mm.model.mlp.2');
+  const T = x.ne[0];
+  const h = g / 2;
+  const pooled = enc.avgPool(x, g, g, 2); // [T, h·h]
+  // the conv input rounded to F16, zero padded to [T, h + 2, h + 2]
+  const r16 = ops.cpy(pooled, newTensor(GGMLType.F16, [T, h * h]));
+  const in32 = reshape(ops.cpy(r16, newTensor(GGMLType.F32, [T, h * h])), [T, h, h]);
+  const zeros = (n1: number, n2: number) =>
+    ops.scale(ops.cont(view(in32, [T, n1, n2], [in32.nb[1], in32.nb[2]], 0)), 0);
+  let pad = ops.concat(ops.concat(zeros(1, h), in32, 1), zeros(1, h), 1); // [T, h + 2, h]
+  pad = ops.concat(ops.concat(zeros(h + 2, 1), pad, 2), zeros(h + 2, 1), 2); // [T, h + 2, h + 2]
+  const wk = mm.get('mm.model.peg.0.weight'); // [3, 3, 1, T]
+  const w32 = ops.cpy(wk, newTensor(GGMLType.F32, [9, T]));
+  const taps = ops.cont(transpose(w32)); // [T, 9]: tap k's weights per channel at column k
+  let conv: Tensor | null = null;
+  for (let ky = 0; ky < 3; ky++) {
+    for (let kx = 0; kx < 3; kx++) {
+      const k = ky * 3 + kx;
+      const win = view(pad, [T, h, h], [pad.nb[1], pad.nb[2]], kx * pad.nb[1] + ky * pad.nb[2]);
+      const w = view(taps, [T], [], k * taps.nb[1]);
+      const term = ops.mul(ops.cont(win), w);
+      conv = conv ? ops.add(conv, term) : term;
+    }
+  }
+  const out = ops.add(ops.add(conv!, mm.get('mm.model.peg.0.bias')), reshape(pooled, [T, h, h]));
+  return reshape(out, [T, h * h]);
 }
