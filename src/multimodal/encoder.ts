@@ -25,6 +25,7 @@ import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import type { Mmproj } from './mmproj.js';
 import { llavaGraph } from './projectors/llava.js';
+import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
 
 /** Embedding rows an encoder produced for one image or tile. */
 export interface Embeddings {
@@ -56,6 +57,7 @@ export class VisionEncoder {
     const px = Math.floor(width / hp.patchSize);
     const py = Math.floor(height / hp.patchSize);
     const m = hp.nMerge;
+    if (this.mm.projector === 'pixtral') return pixtralTokens(this.mm, px, py);
     const nx = this.mm.projector === 'gemma3' ? Math.floor(px / m) : Math.ceil(px / m);
     const ny = this.mm.projector === 'gemma3' ? Math.floor(py / m) : Math.ceil(py / m);
     return { n: nx * ny, nx, ny };
@@ -77,6 +79,7 @@ export class VisionEncoder {
 
     const mm = this.mm;
     if (mm.projector === 'mlp' || mm.projector === 'ldpv2') return this.run(llavaGraph(this, patches), inputs);
+    if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     const bPatch = mm.opt('v.patch_embd.bias');
@@ -127,6 +130,13 @@ export class VisionEncoder {
 
   private layerNorm(x: Tensor, w: Tensor | undefined, b: Tensor | undefined, eps: number): Tensor {
     let cur = ops.norm(x, eps);
+    if (w) cur = ops.mul(cur, w);
+    if (b) cur = ops.add(cur, b);
+    return cur;
+  }
+
+  private rmsNorm(x: Tensor, w: Tensor | undefined, b: Tensor | undefined, eps: number): Tensor {
+    let cur = ops.rmsNorm(x, eps);
     if (w) cur = ops.mul(cur, w);
     if (b) cur = ops.add(cur, b);
     return cur;
@@ -253,7 +263,7 @@ export class VisionEncoder {
     n: number,
     rope?: (t: Tensor) => Tensor,
     prefix = 'v',
-    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean },
+    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean; rms?: boolean },
   ): Tensor {
     const { mm } = this;
     const hp = shape ?? mm.vision;
@@ -261,11 +271,13 @@ export class VisionEncoder {
     const dHead = E / hp.nHead;
     const opt = (s: string) => mm.opt(s);
     let inpL = x;
+    const norm = (t: Tensor, w: Tensor | undefined, b: Tensor | undefined) =>
+      shape?.rms ? this.rmsNorm(t, w, b, hp.eps) : this.layerNorm(t, w, b, hp.eps);
     const pre = opt(`${prefix}.pre_ln.weight`);
-    if (pre) inpL = this.layerNorm(inpL, pre, opt(`${prefix}.pre_ln.bias`), hp.eps);
+    if (pre) inpL = norm(inpL, pre, opt(`${prefix}.pre_ln.bias`));
     for (let il = 0; il < hp.nLayer; il++) {
       const L = `${prefix}.blk.${il}`;
-      let cur = this.layerNorm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`), hp.eps);
+      let cur = norm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`));
       let q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
       let k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
       if (rope) {
@@ -282,14 +294,15 @@ export class VisionEncoder {
       cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
       cur = ops.add(cur, inpL);
       inpL = cur;
-      cur = this.layerNorm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`), hp.eps);
-      cur = this.linear(cur, `${L}.ffn_up`);
-      cur = this.act(cur);
+      cur = norm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`));
+      // a gated feed-forward where the file has ffn_gate (clip.cpp's build_ffn): act(gate) · up
+      const up = this.linear(cur, `${L}.ffn_up`);
+      cur = opt(`${L}.ffn_gate.weight`) ? ops.mul(this.act(this.linear(cur, `${L}.ffn_gate`)), up) : this.act(up);
       cur = this.linear(cur, `${L}.ffn_down`);
       inpL = ops.add(inpL, cur);
     }
     const post = opt(`${prefix}.post_ln.weight`);
-    if (post && !shape?.skipPostNorm) inpL = this.layerNorm(inpL, post, opt(`${prefix}.post_ln.bias`), hp.eps);
+    if (post && !shape?.skipPostNorm) inpL = norm(inpL, post, opt(`${prefix}.post_ln.bias`));
     return inpL;
   }
 
@@ -317,7 +330,8 @@ export class VisionEncoder {
         throw new Error('vision encoder: qwen2a is an audio projector');
       case 'mlp':
       case 'ldpv2':
-        throw new Error('vision encoder: mlp runs its own graph (projectors/llava.ts)');
+      case 'pixtral':
+        throw new Error(`vision encoder: ${mm.projector} runs its own graph (./projectors)`);
       case 'qwen2vl_merger': {
         // each merge block's patches as one row, through the MLP
         const m2 = hp.nMerge * hp.nMerge;

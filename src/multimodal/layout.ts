@@ -13,6 +13,7 @@
 import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
 import { llavaLayout } from './projectors/llava.js';
+import { pixtralImage } from './projectors/pixtral.js';
 
 /** One piece of an image's prompt layout. */
 export type LayoutPart =
@@ -42,6 +43,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'mlp':
     case 'ldpv2':
       return llavaLayout(mm, img).map(norm);
+    case 'pixtral':
+      return [norm(pixtralImage(mm, img)), { kind: 'text', text: '[IMG_END]' }];
     case 'qwen2vl_merger': {
       // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
       // build 10257's, checked through it)

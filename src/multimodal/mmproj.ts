@@ -14,7 +14,16 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a', 'mlp', 'ldpv2'] as const;
+export const PROJECTORS = [
+  'gemma3',
+  'idefics3',
+  'lfm2',
+  'qwen2vl_merger',
+  'qwen2a',
+  'mlp',
+  'ldpv2',
+  'pixtral',
+] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
@@ -228,6 +237,10 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
       break;
+    case 'pixtral':
+      hp.nMerge = file.getNumber(k('spatial_merge_size'), 1);
+      limits(8, 1024);
+      break;
     case 'mlp':
     case 'ldpv2': {
       // ldpv2's 2×2 pool: a quarter of the patches come out
@@ -274,7 +287,7 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
   }
   const names = ['v.patch_embd.weight'];
   if (projector === 'qwen2vl_merger') names.push('v.patch_embd.weight.1');
-  else names.push('v.position_embd.weight');
+  else if (projector !== 'pixtral') names.push('v.position_embd.weight');
   for (let il = 0; il < nLayer; il++) {
     for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
       names.push(`v.blk.${il}.${t}.weight`);
@@ -295,6 +308,9 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'mlp':
       names.push('mm.0.weight', 'mm.0.bias');
+      break;
+    case 'pixtral':
+      names.push('mm.1.weight', 'mm.2.weight');
       break;
     case 'ldpv2':
       names.push('mm.model.mlp.0.weight', 'mm.model.mlp.0.bias', 'mm.model.mlp.2.weight', 'mm.model.mlp.2.bias');

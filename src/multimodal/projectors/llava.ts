@@ -25,7 +25,7 @@ export interface EncoderParts {
     n: number,
     rope?: (t: Tensor) => Tensor,
     prefix?: string,
-    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number },
+    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; rms?: boolean },
   ): Tensor;
   linear(x: Tensor, name: string): Tensor;
   /** Average pool m × m over a px × py grid of rows (ggml_pool_2d AVG). */
@@ -71,16 +71,20 @@ function bestResolution(w: number, h: number, candidates: [number, number][]): [
   return best;
 }
 
+/** The patch embedding (the stride-p convolution as a product over host-cut patches) + bias: [nEmbd, n]. */
+export function patchEmbed(mm: Mmproj, patches: Tensor): Tensor {
+  const x = ops.mulMat(reshape(mm.get('v.patch_embd.weight'), [patches.ne[0], mm.vision.nEmbd]), patches);
+  const b = mm.opt('v.patch_embd.bias');
+  return b ? ops.add(x, b) : x;
+}
+
 /** The graph for one image (tile): `patches` [3·p·p, n] is the patch-embedding input; [projectionDim, n]. */
 export function llavaGraph(enc: EncoderParts, patches: Tensor): Tensor {
   const { mm } = enc;
   const hp = mm.vision;
   const E = hp.nEmbd;
   const n = patches.ne[1];
-  const wPatch = mm.get('v.patch_embd.weight');
-  let x = ops.mulMat(reshape(wPatch, [patches.ne[0], E]), patches);
-  const bPatch = mm.opt('v.patch_embd.bias');
-  if (bPatch) x = ops.add(x, bPatch);
+  let x = patchEmbed(mm, patches);
   const cls = mm.opt('v.class_embd');
   if (cls) x = ops.concat(x, reshape(cls, [E, 1]), 1);
   const nPos = x.ne[1];
