@@ -24,6 +24,7 @@ import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view }
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import type { Mmproj } from './mmproj.js';
+import { internvlGraph } from './projectors/internvl.js';
 import { llavaGraph } from './projectors/llava.js';
 import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
 
@@ -79,6 +80,7 @@ export class VisionEncoder {
 
     const mm = this.mm;
     if (mm.projector === 'mlp' || mm.projector === 'ldpv2') return this.run(llavaGraph(this, patches), inputs);
+    if (mm.projector === 'internvl') return this.run(internvlGraph(this, patches, px, py), inputs);
     if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
@@ -115,6 +117,11 @@ export class VisionEncoder {
   /** Average pool m × m over a px × py grid of rows (for the graphs in ./projectors). */
   avgPool(x: Tensor, px: number, py: number, m: number): Tensor {
     return avgPool(x, px, py, m);
+  }
+
+  /** Pixel shuffle (build_patch_merge_permute) of a w × h grid of rows (for the graphs in ./projectors). */
+  patchMerge(x: Tensor, w: number, h: number, s: number): Tensor {
+    return patchMerge(x, w, h, s);
   }
 
   /** Computes `out` with its host inputs set (for the graphs in ./projectors). */
@@ -292,6 +299,8 @@ export class VisionEncoder {
       const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
       const fa = ops.flashAttnExt(qp, k16, v16, null, 1 / Math.sqrt(dHead));
       cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
+      const ls1 = opt(`${L}.ls1.weight`); // layer scales (InternViT)
+      if (ls1) cur = ops.mul(cur, ls1);
       cur = ops.add(cur, inpL);
       inpL = cur;
       cur = norm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`));
@@ -299,6 +308,8 @@ export class VisionEncoder {
       const up = this.linear(cur, `${L}.ffn_up`);
       cur = opt(`${L}.ffn_gate.weight`) ? ops.mul(this.act(this.linear(cur, `${L}.ffn_gate`)), up) : this.act(up);
       cur = this.linear(cur, `${L}.ffn_down`);
+      const ls2 = opt(`${L}.ls2.weight`);
+      if (ls2) cur = ops.mul(cur, ls2);
       inpL = ops.add(inpL, cur);
     }
     const post = opt(`${prefix}.post_ln.weight`);
@@ -331,6 +342,7 @@ export class VisionEncoder {
       case 'mlp':
       case 'ldpv2':
       case 'pixtral':
+      case 'internvl':
         throw new Error(`vision encoder: ${mm.projector} runs its own graph (./projectors)`);
       case 'qwen2vl_merger': {
         // each merge block's patches as one row, through the MLP

@@ -43,6 +43,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'mlp':
     case 'ldpv2':
       return llavaLayout(mm, img).map(norm);
+    case 'internvl':
+      return [{ kind: 'text', text: '<img>' }, ...llavaLayout(mm, img).map(norm), { kind: 'text', text: '</img>' }];
     case 'pixtral':
       return [norm(pixtralImage(mm, img)), { kind: 'text', text: '[IMG_END]' }];
     case 'qwen2vl_merger': {

@@ -23,6 +23,7 @@ export const PROJECTORS = [
   'mlp',
   'ldpv2',
   'pixtral',
+  'internvl',
 ] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
@@ -237,6 +238,21 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
       break;
+    case 'internvl': {
+      // tiles: every a × b grid of min..max tiles (clip.cpp's set_internvl_dhr_res_candidates)
+      hp.nMerge = scale ?? 1;
+      const min = file.getNumber(k('preproc_min_tiles'), 1);
+      const max = file.getNumber(k('preproc_max_tiles'), 12);
+      if (!(min >= 1 && min <= max && max <= 1024)) {
+        throw new MmprojError(`${file.path}: preproc_min_tiles ${min} / preproc_max_tiles ${max} out of range`);
+      }
+      for (let a = min; a <= max; a++) {
+        for (let b = Math.max(Math.ceil(min / a), min); b <= Math.min(Math.floor(max / a), max); b++) {
+          hp.gridPinpoints.push([a * hp.imageSize, b * hp.imageSize]);
+        }
+      }
+      break;
+    }
     case 'pixtral':
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 1);
       limits(8, 1024);
@@ -308,6 +324,9 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'mlp':
       names.push('mm.0.weight', 'mm.0.bias');
+      break;
+    case 'internvl':
+      names.push('v.class_embd', 'mm.model.mlp.0.weight', 'mm.model.mlp.1.weight', 'mm.model.mlp.3.weight');
       break;
     case 'pixtral':
       names.push('mm.1.weight', 'mm.2.weight');

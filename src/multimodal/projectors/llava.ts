@@ -30,6 +30,8 @@ export interface EncoderParts {
   linear(x: Tensor, name: string): Tensor;
   /** Average pool m × m over a px × py grid of rows (ggml_pool_2d AVG). */
   avgPool(x: Tensor, px: number, py: number, m: number): Tensor;
+  /** Pixel shuffle s × s of a w × h grid of rows: [E·s², (w/s)·(h/s)]. */
+  patchMerge(x: Tensor, w: number, h: number, s: number): Tensor;
 }
 
 const LLAVA_PAD: readonly [number, number, number] = [122, 116, 104];
@@ -39,9 +41,17 @@ export function llavaLayout(mm: Mmproj, img: RgbImage): RgbImage[] {
   const hp = mm.vision;
   const tile = hp.imageSize;
   if (hp.gridPinpoints.length === 0) return [resize(img, tile, tile, 'bicubic', 'ceil', LLAVA_PAD)];
+  return tiles(img, tile, hp.gridPinpoints);
+}
+
+/**
+ * mtmd's llava-uhd slicing with resolution candidates (LLaVA-1.6, InternVL): an image larger
+ * than a tile becomes the tiles of the candidate that keeps most of it, then the overview.
+ */
+export function tiles(img: RgbImage, tile: number, candidates: [number, number][]): RgbImage[] {
   const overview = resize(img, tile, tile, 'bilinear', 'none');
   if (img.width <= tile && img.height <= tile) return [overview];
-  const [rw, rh] = bestResolution(img.width, img.height, hp.gridPinpoints);
+  const [rw, rh] = bestResolution(img.width, img.height, candidates);
   const refined = resize(img, rw, rh, 'bicubic', 'ceil');
   const out: RgbImage[] = [];
   for (let y = 0; y < rh; y += tile) {
