@@ -9,6 +9,7 @@
 //             takes max(grid_w, grid_h) positions, its rows at (t, t + y, t + x))
 //   lfm2:     <|image_start|> (<|img_row_R_col_C|> [tile] ...)? <|img_thumbnail|> [image]
 //             <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
+//   mlp, ldpv2, pixtral, internvl: see ./projectors (llava.ts, pixtral.ts, internvl.ts)
 
 import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
