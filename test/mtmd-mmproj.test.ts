@@ -60,12 +60,12 @@ describe('mmproj files', { skip: DIR ? false : missingShared('fixtures/mtmd') },
   });
 
   test('an unknown projector type is refused by name', async () => {
-    const path = variant('pixtral', { set: ['clip.projector_type', 'pixtral'] });
+    const path = variant('cogvlm', { set: ['clip.projector_type', 'cogvlm'] });
     await assert.rejects(Mmproj.load(path), (e: Error) => {
       assert.ok(e instanceof MmprojError);
       assert.match(
         e.message,
-        /projector type 'pixtral' is not supported \(llama-ts runs gemma3, idefics3, lfm2, qwen2vl_merger, qwen2a\)/,
+        /projector type 'cogvlm' is not supported \(llama-ts runs gemma3, idefics3, lfm2, qwen2vl_merger, qwen2a, mlp, /,
       );
       return true;
     });

@@ -24,6 +24,9 @@ import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view }
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import type { Mmproj } from './mmproj.js';
+import { internvlGraph } from './projectors/internvl.js';
+import { llavaGraph } from './projectors/llava.js';
+import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
 
 /** Embedding rows an encoder produced for one image or tile. */
 export interface Embeddings {
@@ -55,6 +58,7 @@ export class VisionEncoder {
     const px = Math.floor(width / hp.patchSize);
     const py = Math.floor(height / hp.patchSize);
     const m = hp.nMerge;
+    if (this.mm.projector === 'pixtral') return pixtralTokens(this.mm, px, py);
     const nx = this.mm.projector === 'gemma3' ? Math.floor(px / m) : Math.ceil(px / m);
     const ny = this.mm.projector === 'gemma3' ? Math.floor(py / m) : Math.ceil(py / m);
     return { n: nx * ny, nx, ny };
@@ -75,6 +79,9 @@ export class VisionEncoder {
     const inputs: [Tensor, Float32Array | Int32Array][] = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
+    if (mm.projector === 'mlp' || mm.projector === 'ldpv2') return this.run(llavaGraph(this, patches), inputs);
+    if (mm.projector === 'internvl') return this.run(internvlGraph(this, patches, px, py), inputs);
+    if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     const bPatch = mm.opt('v.patch_embd.bias');
@@ -107,7 +114,18 @@ export class VisionEncoder {
     return this.run(this.project(x, px, py), inputs);
   }
 
-  private async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
+  /** Average pool m × m over a px × py grid of rows (for the graphs in ./projectors). */
+  avgPool(x: Tensor, px: number, py: number, m: number): Tensor {
+    return avgPool(x, px, py, m);
+  }
+
+  /** Pixel shuffle (build_patch_merge_permute) of a w × h grid of rows (for the graphs in ./projectors). */
+  patchMerge(x: Tensor, w: number, h: number, s: number): Tensor {
+    return patchMerge(x, w, h, s);
+  }
+
+  /** Computes `out` with its host inputs set (for the graphs in ./projectors). */
+  async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
     this.sched.allocGraph(graph);
@@ -124,7 +142,14 @@ export class VisionEncoder {
     return cur;
   }
 
-  private linear(x: Tensor, name: string): Tensor {
+  private rmsNorm(x: Tensor, w: Tensor | undefined, b: Tensor | undefined, eps: number): Tensor {
+    let cur = ops.rmsNorm(x, eps);
+    if (w) cur = ops.mul(cur, w);
+    if (b) cur = ops.add(cur, b);
+    return cur;
+  }
+
+  linear(x: Tensor, name: string): Tensor {
     const y = ops.mulMat(this.mm.get(`${name}.weight`), x);
     const b = this.mm.opt(`${name}.bias`);
     return b ? ops.add(y, b) : y;
@@ -240,12 +265,12 @@ export class VisionEncoder {
   }
 
   /** build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n]. */
-  private vit(
+  vit(
     x: Tensor,
     n: number,
     rope?: (t: Tensor) => Tensor,
     prefix = 'v',
-    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean },
+    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean; rms?: boolean },
   ): Tensor {
     const { mm } = this;
     const hp = shape ?? mm.vision;
@@ -253,11 +278,13 @@ export class VisionEncoder {
     const dHead = E / hp.nHead;
     const opt = (s: string) => mm.opt(s);
     let inpL = x;
+    const norm = (t: Tensor, w: Tensor | undefined, b: Tensor | undefined) =>
+      shape?.rms ? this.rmsNorm(t, w, b, hp.eps) : this.layerNorm(t, w, b, hp.eps);
     const pre = opt(`${prefix}.pre_ln.weight`);
-    if (pre) inpL = this.layerNorm(inpL, pre, opt(`${prefix}.pre_ln.bias`), hp.eps);
+    if (pre) inpL = norm(inpL, pre, opt(`${prefix}.pre_ln.bias`));
     for (let il = 0; il < hp.nLayer; il++) {
       const L = `${prefix}.blk.${il}`;
-      let cur = this.layerNorm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`), hp.eps);
+      let cur = norm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`));
       let q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
       let k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
       if (rope) {
@@ -272,16 +299,21 @@ export class VisionEncoder {
       const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
       const fa = ops.flashAttnExt(qp, k16, v16, null, 1 / Math.sqrt(dHead));
       cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
+      const ls1 = opt(`${L}.ls1.weight`); // layer scales (InternViT)
+      if (ls1) cur = ops.mul(cur, ls1);
       cur = ops.add(cur, inpL);
       inpL = cur;
-      cur = this.layerNorm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`), hp.eps);
-      cur = this.linear(cur, `${L}.ffn_up`);
-      cur = this.act(cur);
+      cur = norm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`));
+      // a gated feed-forward where the file has ffn_gate (clip.cpp's build_ffn): act(gate) · up
+      const up = this.linear(cur, `${L}.ffn_up`);
+      cur = opt(`${L}.ffn_gate.weight`) ? ops.mul(this.act(this.linear(cur, `${L}.ffn_gate`)), up) : this.act(up);
       cur = this.linear(cur, `${L}.ffn_down`);
+      const ls2 = opt(`${L}.ls2.weight`);
+      if (ls2) cur = ops.mul(cur, ls2);
       inpL = ops.add(inpL, cur);
     }
     const post = opt(`${prefix}.post_ln.weight`);
-    if (post && !shape?.skipPostNorm) inpL = this.layerNorm(inpL, post, opt(`${prefix}.post_ln.bias`), hp.eps);
+    if (post && !shape?.skipPostNorm) inpL = norm(inpL, post, opt(`${prefix}.post_ln.bias`));
     return inpL;
   }
 
@@ -307,6 +339,11 @@ export class VisionEncoder {
       }
       case 'qwen2a':
         throw new Error('vision encoder: qwen2a is an audio projector');
+      case 'mlp':
+      case 'ldpv2':
+      case 'pixtral':
+      case 'internvl':
+        throw new Error(`vision encoder: ${mm.projector} runs its own graph (./projectors)`);
       case 'qwen2vl_merger': {
         // each merge block's patches as one row, through the MLP
         const m2 = hp.nMerge * hp.nMerge;

@@ -9,9 +9,12 @@
 //             takes max(grid_w, grid_h) positions, its rows at (t, t + y, t + x))
 //   lfm2:     <|image_start|> (<|img_row_R_col_C|> [tile] ...)? <|img_thumbnail|> [image]
 //             <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
+//   mlp, ldpv2, pixtral, internvl: see ./projectors (llava.ts, pixtral.ts, internvl.ts)
 
 import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
+import { llavaLayout } from './projectors/llava.js';
+import { pixtralImage } from './projectors/pixtral.js';
 
 /** One piece of an image's prompt layout. */
 export type LayoutPart =
@@ -38,6 +41,13 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
       return lfm2(mm, img, norm);
     case 'qwen2a':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
+    case 'mlp':
+    case 'ldpv2':
+      return llavaLayout(mm, img).map(norm);
+    case 'internvl':
+      return [{ kind: 'text', text: '<img>' }, ...llavaLayout(mm, img).map(norm), { kind: 'text', text: '</img>' }];
+    case 'pixtral':
+      return [norm(pixtralImage(mm, img)), { kind: 'text', text: '[IMG_END]' }];
     case 'qwen2vl_merger': {
       // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
       // build 10257's, checked through it)

@@ -14,7 +14,17 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a'] as const;
+export const PROJECTORS = [
+  'gemma3',
+  'idefics3',
+  'lfm2',
+  'qwen2vl_merger',
+  'qwen2a',
+  'mlp',
+  'ldpv2',
+  'pixtral',
+  'internvl',
+] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
@@ -45,6 +55,8 @@ export interface VisionHParams {
   maxPixels: number;
   /** 'gelu' (use_gelu), 'silu' (use_silu) or 'gelu_quick' (neither), as clip.cpp picks. */
   ffnOp: 'gelu' | 'silu' | 'gelu_quick';
+  /** mlp (LLaVA-1.6): the tiled resolutions, [width, height] pairs (clip.vision.image_grid_pinpoints); empty: none. */
+  gridPinpoints: [number, number][];
 }
 
 /** The audio encoder's hyper-parameters (clip.audio.*): a Whisper encoder. */
@@ -219,6 +231,7 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
     minPixels: -1,
     maxPixels: -1,
     ffnOp: useGelu ? 'gelu' : useSilu ? 'silu' : 'gelu_quick',
+    gridPinpoints: [],
   };
   const scale = file.getNumber(k('projector.scale_factor'), null);
   const patchArea = (merge: number) => (hp.patchSize * merge) ** 2;
@@ -243,6 +256,37 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
       break;
+    case 'internvl': {
+      // tiles: every a × b grid of min..max tiles (clip.cpp's set_internvl_dhr_res_candidates)
+      hp.nMerge = scale ?? 1;
+      const min = file.getNumber(k('preproc_min_tiles'), 1);
+      const max = file.getNumber(k('preproc_max_tiles'), 12);
+      if (!(min >= 1 && min <= max && max <= 1024)) {
+        throw new MmprojError(`${file.path}: preproc_min_tiles ${min} / preproc_max_tiles ${max} out of range`);
+      }
+      for (let a = min; a <= max; a++) {
+        for (let b = Math.max(Math.ceil(min / a), min); b <= Math.min(Math.floor(max / a), max); b++) {
+          hp.gridPinpoints.push([a * hp.imageSize, b * hp.imageSize]);
+        }
+      }
+      break;
+    }
+    case 'pixtral':
+      hp.nMerge = file.getNumber(k('spatial_merge_size'), 1);
+      limits(8, 1024);
+      break;
+    case 'mlp':
+    case 'ldpv2': {
+      // ldpv2's 2×2 pool: a quarter of the patches come out
+      if (projector === 'ldpv2') hp.nMerge = 2;
+      const pins = file.getArrayOf(k('image_grid_pinpoints'), GGUFValueType.INT32, null);
+      const items = pins ? (Array.from(pins.items as ArrayLike<number>) as number[]) : [];
+      if (items.length % 2 !== 0) {
+        throw new MmprojError(`${file.path}: '${k('image_grid_pinpoints')}' has an odd count (${items.length})`);
+      }
+      for (let i = 0; i < items.length; i += 2) hp.gridPinpoints.push([items[i]!, items[i + 1]!]);
+      break;
+    }
   }
   return hp;
 }
@@ -277,7 +321,7 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
   }
   const names = ['v.patch_embd.weight'];
   if (projector === 'qwen2vl_merger') names.push('v.patch_embd.weight.1');
-  else names.push('v.position_embd.weight');
+  else if (projector !== 'pixtral') names.push('v.position_embd.weight');
   for (let il = 0; il < nLayer; il++) {
     for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
       names.push(`v.blk.${il}.${t}.weight`);
@@ -295,6 +339,19 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'qwen2vl_merger':
       names.push('mm.0.weight', 'mm.2.weight');
+      break;
+    case 'mlp':
+      names.push('mm.0.weight', 'mm.0.bias');
+      break;
+    case 'internvl':
+      names.push('v.class_embd', 'mm.model.mlp.0.weight', 'mm.model.mlp.1.weight', 'mm.model.mlp.3.weight');
+      break;
+    case 'pixtral':
+      names.push('mm.1.weight', 'mm.2.weight');
+      break;
+    case 'ldpv2':
+      names.push('mm.model.mlp.0.weight', 'mm.model.mlp.0.bias', 'mm.model.mlp.2.weight', 'mm.model.mlp.2.bias');
+      names.push('mm.model.peg.0.weight', 'mm.model.peg.0.bias');
       break;
   }
   return names;

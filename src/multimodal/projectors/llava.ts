@@ -1,0 +1,153 @@
+// LLaVA's projector (clip.projector_type 'mlp'; mtmd's clip_graph_llava and its preprocessors):
+//   LLaVA-1.5: the image fitted into image_size² (bicubic, centred, padded with the colour
+//              122,116,104), one chunk of n_patches embeddings, no delimiters.
+//   LLaVA-1.6: with clip.vision.image_grid_pinpoints, an image larger than a tile becomes the
+//              tiles of the pinpoint resolution that keeps most of it (fitted, bicubic, padded
+//              black), then the overview (stretched to image_size², bilinear), each its own
+//              chunk. Order and resamplers as llama.cpp build 10257 (the oracle) does them:
+//              overview first or a bicubic overview move log-probs by 0.1-0.3.
+// The graph: patches, the class embedding appended after them, learned positions, pre-norm,
+// all layers but the last (mtmd's default feature layer), then rows 1..n (mtmd skips row 0
+// as if the class embedding came first: the last patch row is the class token's), then
+// mm.0 → GELU → mm.2.
+
+import * as ops from '../../ggml/ops.js';
+import { newTensor, reshape, type Tensor, transpose, view } from '../../ggml/tensor.js';
+import { GGMLType } from '../../ggml/types.js';
+import { crop, type RgbImage, resize } from '../image.js';
+import type { Mmproj } from '../mmproj.js';
+
+/** What the graphs here need of the vision encoder (encoder.ts's VisionEncoder). */
+export interface EncoderParts {
+  readonly mm: Mmproj;
+  vit(
+    x: Tensor,
+    n: number,
+    rope?: (t: Tensor) => Tensor,
+    prefix?: string,
+    shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; rms?: boolean },
+  ): Tensor;
+  linear(x: Tensor, name: string): Tensor;
+  /** Average pool m × m over a px × py grid of rows (ggml_pool_2d AVG). */
+  avgPool(x: Tensor, px: number, py: number, m: number): Tensor;
+  /** Pixel shuffle s × s of a w × h grid of rows: [E·s², (w/s)·(h/s)]. */
+  patchMerge(x: Tensor, w: number, h: number, s: number): Tensor;
+}
+
+const LLAVA_PAD: readonly [number, number, number] = [122, 116, 104];
+
+/** The images (8-bit, in prompt order) one picture becomes. */
+export function llavaLayout(mm: Mmproj, img: RgbImage): RgbImage[] {
+  const hp = mm.vision;
+  const tile = hp.imageSize;
+  if (hp.gridPinpoints.length === 0) return [resize(img, tile, tile, 'bicubic', 'ceil', LLAVA_PAD)];
+  return tiles(img, tile, hp.gridPinpoints);
+}
+
+/**
+ * mtmd's llava-uhd slicing with resolution candidates (LLaVA-1.6, InternVL): an image larger
+ * than a tile becomes the tiles of the candidate that keeps most of it, then the overview.
+ */
+export function tiles(img: RgbImage, tile: number, candidates: [number, number][]): RgbImage[] {
+  const overview = resize(img, tile, tile, 'bilinear', 'none');
+  if (img.width <= tile && img.height <= tile) return [overview];
+  const [rw, rh] = bestResolution(img.width, img.height, candidates);
+  const refined = resize(img, rw, rh, 'bicubic', 'ceil');
+  const out: RgbImage[] = [];
+  for (let y = 0; y < rh; y += tile) {
+    for (let x = 0; x < rw; x += tile) out.push(crop(refined, x, y, Math.min(tile, rw - x), Math.min(tile, rh - y)));
+  }
+  out.push(overview);
+  return out;
+}
+
+/** LLaVA-1.6's select_best_resolution: the most of the image kept (fitted), then the least padding. */
+function bestResolution(w: number, h: number, candidates: [number, number][]): [number, number] {
+  let best = candidates[0]!;
+  let bestEffective = 0;
+  let bestWasted = Number.MAX_SAFE_INTEGER;
+  for (const c of candidates) {
+    const scale = Math.min(Math.fround(c[0] / w), Math.fround(c[1] / h));
+    const tw = Math.trunc(Math.fround(w * scale));
+    const th = Math.trunc(Math.fround(h * scale));
+    const effective = Math.min(tw * th, w * h);
+    const wasted = c[0] * c[1] - effective;
+    if (effective > bestEffective || (effective === bestEffective && wasted < bestWasted)) {
+      bestEffective = effective;
+      bestWasted = wasted;
+      best = c;
+    }
+  }
+  return best;
+}
+
+/** The patch embedding (the stride-p convolution as a product over host-cut patches) + bias: [nEmbd, n]. */
+export function patchEmbed(mm: Mmproj, patches: Tensor): Tensor {
+  const x = ops.mulMat(reshape(mm.get('v.patch_embd.weight'), [patches.ne[0], mm.vision.nEmbd]), patches);
+  const b = mm.opt('v.patch_embd.bias');
+  return b ? ops.add(x, b) : x;
+}
+
+/** The graph for one image (tile): `patches` [3·p·p, n] is the patch-embedding input; [projectionDim, n]. */
+export function llavaGraph(enc: EncoderParts, patches: Tensor): Tensor {
+  const { mm } = enc;
+  const hp = mm.vision;
+  const E = hp.nEmbd;
+  const n = patches.ne[1];
+  let x = patchEmbed(mm, patches);
+  const cls = mm.opt('v.class_embd');
+  if (cls) x = ops.concat(x, reshape(cls, [E, 1]), 1);
+  const nPos = x.ne[1];
+  const posW = mm.get('v.position_embd.weight');
+  if (posW.ne[1] < nPos) throw new Error(`vision encoder: ${nPos} positions but ${posW.ne[1]} learned ones`);
+  x = ops.add(x, posW.ne[1] === nPos ? posW : view(posW, [E, nPos], [posW.nb[1]], 0));
+  x = enc.vit(x, nPos, undefined, 'v', { ...hp, nLayer: hp.nLayer - 1 });
+  // rows 1..n (see the header)
+  const off = cls ? 1 : 0;
+  x = ops.cont(view(x, [E, n], [x.nb[1]], off * x.nb[1]));
+  if (mm.projector === 'ldpv2') return ldpv2Head(enc, x);
+  x = ops.gelu(enc.linear(x, 'mm.0'));
+  if (mm.opt('mm.2.weight')) x = enc.linear(x, 'mm.2');
+  return x;
+}
+
+/** MobileVLM V2's fixed patch grid side (mtmd assumes it). */
+const LDPV2_GRID = 24;
+
+/**
+ * ldpv2 (MobileVLM V2): the MLP, a 2×2 average pool of the 24×24 grid, then a depthwise 3×3
+ * position conv (zero padded) + bias added to the pooled rows. ggml_conv_2d_dw rounds its
+ * input to F16 (im2col) and multiplies by the F16 kernel: done here per tap on shifted views.
+ */
+function ldpv2Head(enc: EncoderParts, x: Tensor): Tensor {
+  const { mm } = enc;
+  const g = LDPV2_GRID;
+  if (x.ne[1] !== g * g) throw new Error(`vision encoder: ldpv2 needs a ${g}x${g} patch grid, got ${x.ne[1]} patches`);
+  x = ops.gelu(enc.linear(x, 'mm.model.mlp.0'));
+  x = enc.linear(x, 'mm.model.mlp.2');
+  const T = x.ne[0];
+  const h = g / 2;
+  const pooled = enc.avgPool(x, g, g, 2); // [T, h·h]
+  // the conv input rounded to F16, zero padded to [T, h + 2, h + 2]
+  const r16 = ops.cpy(pooled, newTensor(GGMLType.F16, [T, h * h]));
+  const in32 = reshape(ops.cpy(r16, newTensor(GGMLType.F32, [T, h * h])), [T, h, h]);
+  const zeros = (n1: number, n2: number) =>
+    ops.scale(ops.cont(view(in32, [T, n1, n2], [in32.nb[1], in32.nb[2]], 0)), 0);
+  let pad = ops.concat(ops.concat(zeros(1, h), in32, 1), zeros(1, h), 1); // [T, h + 2, h]
+  pad = ops.concat(ops.concat(zeros(h + 2, 1), pad, 2), zeros(h + 2, 1), 2); // [T, h + 2, h + 2]
+  const wk = mm.get('mm.model.peg.0.weight'); // [3, 3, 1, T]
+  const w32 = ops.cpy(wk, newTensor(GGMLType.F32, [9, T]));
+  const taps = ops.cont(transpose(w32)); // [T, 9]: tap k's weights per channel at column k
+  let conv: Tensor | null = null;
+  for (let ky = 0; ky < 3; ky++) {
+    for (let kx = 0; kx < 3; kx++) {
+      const k = ky * 3 + kx;
+      const win = view(pad, [T, h, h], [pad.nb[1], pad.nb[2]], kx * pad.nb[1] + ky * pad.nb[2]);
+      const w = view(taps, [T], [], k * taps.nb[1]);
+      const term = ops.mul(ops.cont(win), w);
+      conv = conv ? ops.add(conv, term) : term;
+    }
+  }
+  const out = ops.add(ops.add(conv!, mm.get('mm.model.peg.0.bias')), reshape(pooled, [T, h, h]));
+  return reshape(out, [T, h * h]);
+}
