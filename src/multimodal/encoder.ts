@@ -23,7 +23,11 @@ import * as ops from '../ggml/ops.js';
 import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view } from '../ggml/tensor.js';
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
-import type { Mmproj } from './mmproj.js';
+import { isQwenVL, type Mmproj } from './mmproj.js';
+import { windowLayout } from './projectors/qwen25vl.js';
+
+/** A graph's input tensors and the values they are set to. */
+type Inputs = [Tensor, Float32Array | Int32Array | Uint16Array][];
 
 /** Embedding rows an encoder produced for one image or tile. */
 export interface Embeddings {
@@ -72,14 +76,14 @@ export class VisionEncoder {
     const nPatches = px * py;
     const K = 3 * p * p;
     const patches = newTensor(GGMLType.F32, [K, nPatches], 'inp_patches').setFlag(TensorFlag.INPUT);
-    const inputs: [Tensor, Float32Array | Int32Array][] = [[patches, im2col(img, p)]];
+    const inputs: Inputs = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     const bPatch = mm.opt('v.patch_embd.bias');
     if (bPatch) x = ops.add(x, bPatch);
-    if (mm.projector === 'qwen2vl_merger') {
+    if (isQwenVL(mm.projector)) {
       // a still image is both frames of the temporal patch: the two kernels' sum
       x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
       const m = hp.nMerge;
@@ -88,8 +92,26 @@ export class VisionEncoder {
       }
       // patches regrouped by merge block (the merger takes each block's m² patches as one row)
       x = reshape(ops.cont(permute(reshape(x, [E * m, px / m, m, py / m]), [0, 2, 1, 3])), [E, nPatches]);
-      x = this.vit(x, nPatches, this.rope2d(px, py, inputs));
-      return this.run(this.project(x, px, py), inputs);
+      // Qwen2.5-VL: blocks regrouped window by window, windowed attention but on every
+      // windowPattern-th layer, the merged rows put back in raster order
+      const win = hp.windowPattern > 0 ? windowLayout(px / m, py / m, p, m) : null;
+      let maskFor: ((il: number) => Tensor | null) | undefined;
+      if (win) {
+        const nBlocks = nPatches / (m * m);
+        const inv = newTensor(GGMLType.I32, [nBlocks], 'inv_window_idx').setFlag(TensorFlag.INPUT);
+        const mask = newTensor(GGMLType.F16, [nPatches, nPatches], 'window_mask').setFlag(TensorFlag.INPUT);
+        inputs.push([inv, win.invIdx], [mask, win.mask]);
+        x = reshape(ops.getRows(reshape(x, [E * m * m, nBlocks]), inv), [E, nPatches]);
+        maskFor = (il) => ((il + 1) % hp.windowPattern === 0 ? null : mask);
+      }
+      x = this.vit(x, nPatches, this.rope2d(px, py, inputs, win?.idx), 'v', undefined, maskFor);
+      let out = this.project(x, px, py);
+      if (win) {
+        const idx = newTensor(GGMLType.I32, [win.idx.length], 'window_idx').setFlag(TensorFlag.INPUT);
+        inputs.push([idx, win.idx]);
+        out = ops.getRows(out, idx);
+      }
+      return this.run(out, inputs);
     }
     // learned positions: as stored (a square grid the image matches), or resized to the grid
     const posW = mm.get('v.position_embd.weight');
@@ -107,7 +129,7 @@ export class VisionEncoder {
     return this.run(this.project(x, px, py), inputs);
   }
 
-  private async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
+  private async run(out: Tensor, inputs: Inputs): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
     this.sched.allocGraph(graph);
@@ -118,7 +140,8 @@ export class VisionEncoder {
   }
 
   private layerNorm(x: Tensor, w: Tensor | undefined, b: Tensor | undefined, eps: number): Tensor {
-    let cur = ops.norm(x, eps);
+    // Qwen2.5-VL's blocks use RMS norms (clip.cpp's NORM_TYPE_RMS for it)
+    let cur = this.mm.projector === 'qwen2.5vl_merger' ? ops.rmsNorm(x, eps) : ops.norm(x, eps);
     if (w) cur = ops.mul(cur, w);
     if (b) cur = ops.add(cur, b);
     return cur;
@@ -144,9 +167,9 @@ export class VisionEncoder {
    * base 10000): pair (i, i + d/2) turns by y·10000^(-4i/d) for i < d/4 and by
    * x·10000^(-4(i - d/4)/d) above: two NEOX rotations at base 10000² (the second with
    * frequency factors 1/10000), each kept on its half of the pairs. Positions per patch
-   * in merge-block order.
+   * in merge-block order (or, given `blockOrder`, each block's m² patches at its place there).
    */
-  private rope2d(px: number, py: number, inputs: [Tensor, Float32Array | Int32Array][]): (t: Tensor) => Tensor {
+  private rope2d(px: number, py: number, inputs: Inputs, blockOrder?: Int32Array): (t: Tensor) => Tensor {
     const hp = this.mm.vision;
     const d = hp.nEmbd / hp.nHead;
     const m = hp.nMerge;
@@ -158,8 +181,9 @@ export class VisionEncoder {
       for (let x = 0; x < px; x += m) {
         for (let dy = 0; dy < m; dy++) {
           for (let dx = 0; dx < m; dx++) {
-            ys[at] = y + dy;
-            xs[at] = x + dx;
+            const to = blockOrder ? blockOrder[Math.floor(at / (m * m))]! * m * m + (at % (m * m)) : at;
+            ys[to] = y + dy;
+            xs[to] = x + dx;
             at++;
           }
         }
@@ -195,7 +219,7 @@ export class VisionEncoder {
     const hp = this.mm.audio!;
     const mm = this.mm;
     const K = 3;
-    const inputs: [Tensor, Float32Array | Int32Array | Uint16Array][] = [];
+    const inputs: Inputs = [];
     // conv 1: its im2col (ic, k) per frame, cut here, in F16
     const nMel = hp.nMel;
     const cols = new Uint16Array(nMel * K * nFrames);
@@ -239,13 +263,17 @@ export class VisionEncoder {
     return this.run(this.linear(x, 'mm.a.fc'), inputs);
   }
 
-  /** build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n]. */
+  /**
+   * build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n];
+   * `maskFor` gives a layer's attention mask (F16 [n, n]; none: full attention).
+   */
   private vit(
     x: Tensor,
     n: number,
     rope?: (t: Tensor) => Tensor,
     prefix = 'v',
     shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean },
+    maskFor?: (il: number) => Tensor | null,
   ): Tensor {
     const { mm } = this;
     const hp = shape ?? mm.vision;
@@ -270,13 +298,14 @@ export class VisionEncoder {
       const vp = permute(v, [0, 2, 1, 3]);
       const k16 = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
       const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
-      const fa = ops.flashAttnExt(qp, k16, v16, null, 1 / Math.sqrt(dHead));
+      const fa = ops.flashAttnExt(qp, k16, v16, maskFor?.(il) ?? null, 1 / Math.sqrt(dHead));
       cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
       cur = ops.add(cur, inpL);
       inpL = cur;
       cur = this.layerNorm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`), hp.eps);
-      cur = this.linear(cur, `${L}.ffn_up`);
-      cur = this.act(cur);
+      // a gated feed-forward (Qwen2.5-VL): act(gate(x)) · up(x)
+      const up = this.linear(cur, `${L}.ffn_up`);
+      cur = mm.opt(`${L}.ffn_gate.weight`) ? ops.mul(this.act(this.linear(cur, `${L}.ffn_gate`)), up) : this.act(up);
       cur = this.linear(cur, `${L}.ffn_down`);
       inpL = ops.add(inpL, cur);
     }
@@ -307,7 +336,8 @@ export class VisionEncoder {
       }
       case 'qwen2a':
         throw new Error('vision encoder: qwen2a is an audio projector');
-      case 'qwen2vl_merger': {
+      case 'qwen2vl_merger':
+      case 'qwen2.5vl_merger': {
         // each merge block's patches as one row, through the MLP
         const m2 = hp.nMerge * hp.nMerge;
         const rows = reshape(x, [hp.nEmbd * m2, x.ne[1] / m2]);

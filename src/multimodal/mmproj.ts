@@ -14,7 +14,7 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2a'] as const;
+export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2.5vl_merger', 'qwen2a'] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
@@ -45,6 +45,8 @@ export interface VisionHParams {
   maxPixels: number;
   /** 'gelu' (use_gelu), 'silu' (use_silu) or 'gelu_quick' (neither), as clip.cpp picks. */
   ffnOp: 'gelu' | 'silu' | 'gelu_quick';
+  /** qwen2.5vl_merger: every n-th layer attends fully, the others within windows (clip.vision.n_wa_pattern); 0: none. */
+  windowPattern: number;
 }
 
 /** The audio encoder's hyper-parameters (clip.audio.*): a Whisper encoder. */
@@ -201,6 +203,7 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
     minPixels: -1,
     maxPixels: -1,
     ffnOp: useGelu ? 'gelu' : useSilu ? 'silu' : 'gelu_quick',
+    windowPattern: 0,
   };
   const scale = file.getNumber(k('projector.scale_factor'), null);
   const patchArea = (merge: number) => (hp.patchSize * merge) ** 2;
@@ -222,8 +225,10 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       limits(64, 256);
       break;
     case 'qwen2vl_merger':
+    case 'qwen2.5vl_merger':
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
+      if (projector === 'qwen2.5vl_merger') hp.windowPattern = need('n_wa_pattern');
       break;
   }
   return hp;
@@ -258,7 +263,7 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
     return names;
   }
   const names = ['v.patch_embd.weight'];
-  if (projector === 'qwen2vl_merger') names.push('v.patch_embd.weight.1');
+  if (isQwenVL(projector)) names.push('v.patch_embd.weight.1');
   else names.push('v.position_embd.weight');
   for (let il = 0; il < nLayer; il++) {
     for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
@@ -276,8 +281,14 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       names.push('mm.1.weight', 'mm.2.weight');
       break;
     case 'qwen2vl_merger':
+    case 'qwen2.5vl_merger':
       names.push('mm.0.weight', 'mm.2.weight');
       break;
   }
   return names;
+}
+
+/** The Qwen-VL mergers: two temporal patch kernels, 2-D M-RoPE, the text model's M-RoPE positions. */
+export function isQwenVL(projector: ProjectorType): boolean {
+  return projector === 'qwen2vl_merger' || projector === 'qwen2.5vl_merger';
 }

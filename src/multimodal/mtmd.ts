@@ -13,7 +13,7 @@ import type { Vocab } from '../vocab/index.js';
 import { type Embeddings, VisionEncoder } from './encoder.js';
 import type { RgbImage } from './image.js';
 import { imageLayout } from './layout.js';
-import { Mmproj, MmprojError, type MmprojOptions } from './mmproj.js';
+import { isQwenVL, Mmproj, MmprojError, type MmprojOptions } from './mmproj.js';
 
 /** llama.cpp's default media marker (mtmd_default_marker). */
 export const MEDIA_MARKER = '<__media__>';
@@ -187,9 +187,9 @@ export class Multimodal {
     return e;
   }
 
-  /** Whether the text model places images in 2-D (M-RoPE: Qwen2-VL). */
+  /** Whether the text model places images in 2-D (M-RoPE: Qwen2-VL, Qwen2.5-VL). */
   get mrope(): boolean {
-    return this.mm.projector === 'qwen2vl_merger';
+    return isQwenVL(this.mm.projector);
   }
 
   /** Whether image chunks are decoded with bidirectional attention (mtmd_decode_use_non_causal). */
