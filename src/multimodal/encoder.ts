@@ -25,6 +25,7 @@ import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import { isQwenVL, type Mmproj } from './mmproj.js';
 import { windowLayout } from './projectors/qwen25vl.js';
+import { interpolateAlignCorners } from './projectors/qwen3vl.js';
 
 /** A graph's input tensors and the values they are set to. */
 type Inputs = [Tensor, Float32Array | Int32Array | Uint16Array][];
@@ -81,11 +82,17 @@ export class VisionEncoder {
     const mm = this.mm;
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
+    // Qwen-VL: a still image is both frames of the temporal patch: the two kernels' sum
+    if (isQwenVL(mm.projector)) x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
     const bPatch = mm.opt('v.patch_embd.bias');
     if (bPatch) x = ops.add(x, bPatch);
     if (isQwenVL(mm.projector)) {
-      // a still image is both frames of the temporal patch: the two kernels' sum
-      x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
+      if (mm.projector === 'qwen3vl_merger') {
+        // learned positions, resized to the grid (raster order, regrouped with the patches)
+        const pos = newTensor(GGMLType.F32, [E, nPatches], 'inp_pos_embd').setFlag(TensorFlag.INPUT);
+        inputs.push([pos, await this.resizedPositions(mm.get('v.position_embd.weight'), px, py)]);
+        x = ops.add(x, pos);
+      }
       const m = hp.nMerge;
       if (px % m !== 0 || py % m !== 0) {
         throw new Error(`vision encoder: ${px}x${py} patches are not whole ${m}x${m} blocks`);
@@ -104,8 +111,16 @@ export class VisionEncoder {
         x = reshape(ops.getRows(reshape(x, [E * m * m, nBlocks]), inv), [E, nPatches]);
         maskFor = (il) => ((il + 1) % hp.windowPattern === 0 ? null : mask);
       }
-      x = this.vit(x, nPatches, this.rope2d(px, py, inputs, win?.idx), 'v', undefined, maskFor);
+      // Qwen3-VL's deepstack: the outputs of some layers merged by their own MLPs, appended
+      // to each output row
+      const deep = new Set(mm.deepstackLayers);
+      const feats: Tensor[] = [];
+      const onLayer = (il: number, h: Tensor) => {
+        if (deep.has(il)) feats.push(this.deepstackMerge(h, il));
+      };
+      x = this.vit(x, nPatches, this.rope2d(px, py, inputs, win?.idx), 'v', undefined, { maskFor, onLayer });
       let out = this.project(x, px, py);
+      for (const f of feats) out = ops.concat(out, f, 0);
       if (win) {
         const idx = newTensor(GGMLType.I32, [win.idx.length], 'window_idx').setFlag(TensorFlag.INPUT);
         inputs.push([idx, win.idx]);
@@ -265,7 +280,8 @@ export class VisionEncoder {
 
   /**
    * build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n];
-   * `maskFor` gives a layer's attention mask (F16 [n, n]; none: full attention).
+   * `maskFor` gives a layer's attention mask (F16 [n, n]; none: full attention); `onLayer`
+   * sees each layer's output.
    */
   private vit(
     x: Tensor,
@@ -273,7 +289,7 @@ export class VisionEncoder {
     rope?: (t: Tensor) => Tensor,
     prefix = 'v',
     shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean },
-    maskFor?: (il: number) => Tensor | null,
+    hooks: { maskFor?: (il: number) => Tensor | null; onLayer?: (il: number, out: Tensor) => void } = {},
   ): Tensor {
     const { mm } = this;
     const hp = shape ?? mm.vision;
@@ -286,19 +302,25 @@ export class VisionEncoder {
     for (let il = 0; il < hp.nLayer; il++) {
       const L = `${prefix}.blk.${il}`;
       let cur = this.layerNorm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`), hp.eps);
-      let q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
-      let k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
+      // q, k, v: separate, or slices of one fused product (Qwen3-VL's attn_qkv)
+      const fused = opt(`${L}.attn_qkv.weight`) ? this.linear(cur, `${L}.attn_qkv`) : null;
+      const proj = (name: string, i: number) =>
+        fused
+          ? ops.cont(view(fused, [dHead, hp.nHead, n], [dHead * fused.nb[0], fused.nb[1]], i * E * fused.nb[0]))
+          : reshape(this.linear(cur, `${L}.${name}`), [dHead, hp.nHead, n]);
+      let q = proj('attn_q', 0);
+      let k = proj('attn_k', 1);
       if (rope) {
         q = rope(q);
         k = rope(k);
       }
-      const v = reshape(this.linear(cur, `${L}.attn_v`), [dHead, hp.nHead, n]);
+      const v = proj('attn_v', 2);
       const qp = permute(q, [0, 2, 1, 3]);
       const kp = permute(k, [0, 2, 1, 3]);
       const vp = permute(v, [0, 2, 1, 3]);
       const k16 = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
       const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
-      const fa = ops.flashAttnExt(qp, k16, v16, maskFor?.(il) ?? null, 1 / Math.sqrt(dHead));
+      const fa = ops.flashAttnExt(qp, k16, v16, hooks.maskFor?.(il) ?? null, 1 / Math.sqrt(dHead));
       cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
       cur = ops.add(cur, inpL);
       inpL = cur;
@@ -308,6 +330,7 @@ export class VisionEncoder {
       cur = mm.opt(`${L}.ffn_gate.weight`) ? ops.mul(this.act(this.linear(cur, `${L}.ffn_gate`)), up) : this.act(up);
       cur = this.linear(cur, `${L}.ffn_down`);
       inpL = ops.add(inpL, cur);
+      hooks.onLayer?.(il, inpL);
     }
     const post = opt(`${prefix}.post_ln.weight`);
     if (post && !shape?.skipPostNorm) inpL = this.layerNorm(inpL, post, opt(`${prefix}.post_ln.bias`), hp.eps);
@@ -337,13 +360,24 @@ export class VisionEncoder {
       case 'qwen2a':
         throw new Error('vision encoder: qwen2a is an audio projector');
       case 'qwen2vl_merger':
-      case 'qwen2.5vl_merger': {
+      case 'qwen2.5vl_merger':
+      case 'qwen3vl_merger': {
         // each merge block's patches as one row, through the MLP
         const m2 = hp.nMerge * hp.nMerge;
         const rows = reshape(x, [hp.nEmbd * m2, x.ne[1] / m2]);
         return this.linear(ops.gelu(this.linear(rows, 'mm.0')), 'mm.2');
       }
     }
+  }
+
+  /** Qwen3-VL's deepstack merger of layer il's output h [E, n]: LayerNorm, GELU MLP over 2x2 blocks. */
+  private deepstackMerge(h: Tensor, il: number): Tensor {
+    const hp = this.mm.vision;
+    const m2 = hp.nMerge * hp.nMerge;
+    const D = `v.deepstack.${il}`;
+    let cur = reshape(h, [hp.nEmbd * m2, h.ne[1] / m2]);
+    cur = this.layerNorm(cur, this.mm.get(`${D}.norm.weight`), this.mm.opt(`${D}.norm.bias`), hp.eps);
+    return this.linear(ops.gelu(this.linear(cur, `${D}.fc1`)), `${D}.fc2`);
   }
 
   /**
@@ -360,6 +394,7 @@ export class VisionEncoder {
     const side = Math.floor(Math.sqrt(posW.ne[1]));
     let out: Float32Array;
     if (side === px && side === py) out = table.slice(0, E * px * py);
+    else if (this.mm.projector === 'qwen3vl_merger') out = interpolateAlignCorners(table, E, side, side, px, py);
     else out = interpolateAntialias(table, E, side, side, px, py);
     this.posCache.set(key, out);
     return out;

@@ -39,7 +39,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'qwen2a':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
     case 'qwen2vl_merger':
-    case 'qwen2.5vl_merger': {
+    case 'qwen2.5vl_merger':
+    case 'qwen3vl_merger': {
       // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
       // build 10257's, checked through it)
       const size = smartSize(img.width, img.height, {

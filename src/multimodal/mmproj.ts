@@ -14,7 +14,15 @@ import { defaultDevices, readWeights } from '../model/model.js';
 const log = logger('mmproj');
 
 /** The projector types llama-ts runs (clip.projector_type). */
-export const PROJECTORS = ['gemma3', 'idefics3', 'lfm2', 'qwen2vl_merger', 'qwen2.5vl_merger', 'qwen2a'] as const;
+export const PROJECTORS = [
+  'gemma3',
+  'idefics3',
+  'lfm2',
+  'qwen2vl_merger',
+  'qwen2.5vl_merger',
+  'qwen3vl_merger',
+  'qwen2a',
+] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
@@ -145,6 +153,17 @@ export class Mmproj {
     return (this.visionHp ?? this.audio)!.projectionDim;
   }
 
+  /** Qwen3-VL: the vision layers with a deepstack merger (v.deepstack.N.*), ascending. */
+  get deepstackLayers(): number[] {
+    const n = this.visionHp?.nLayer ?? 0;
+    return Array.from({ length: n }, (_, il) => il).filter((il) => this.tensors.has(`v.deepstack.${il}.fc1.weight`));
+  }
+
+  /** Width of an output embedding row: projectionDim, once more per deepstack merger (clip_n_mmproj_embd). */
+  get outputWidth(): number {
+    return this.projectionDim * (1 + this.deepstackLayers.length);
+  }
+
   /** A tensor the projector requires (checked at load). */
   get(name: string): Tensor {
     const t = this.tensors.get(name);
@@ -226,6 +245,7 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       break;
     case 'qwen2vl_merger':
     case 'qwen2.5vl_merger':
+    case 'qwen3vl_merger':
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
       if (projector === 'qwen2.5vl_merger') hp.windowPattern = need('n_wa_pattern');
@@ -264,9 +284,11 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
   }
   const names = ['v.patch_embd.weight'];
   if (isQwenVL(projector)) names.push('v.patch_embd.weight.1');
-  else names.push('v.position_embd.weight');
+  if (!isQwenVL(projector) || projector === 'qwen3vl_merger') names.push('v.position_embd.weight');
+  // Qwen3-VL's blocks take q, k and v from one fused matrix
+  const attn = projector === 'qwen3vl_merger' ? ['attn_qkv'] : ['attn_q', 'attn_k', 'attn_v'];
   for (let il = 0; il < nLayer; il++) {
-    for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
+    for (const t of ['ln1', 'ln2', ...attn, 'attn_out', 'ffn_up', 'ffn_down']) {
       names.push(`v.blk.${il}.${t}.weight`);
     }
   }
@@ -282,6 +304,7 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'qwen2vl_merger':
     case 'qwen2.5vl_merger':
+    case 'qwen3vl_merger':
       names.push('mm.0.weight', 'mm.2.weight');
       break;
   }
@@ -290,5 +313,5 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
 
 /** The Qwen-VL mergers: two temporal patch kernels, 2-D M-RoPE, the text model's M-RoPE positions. */
 export function isQwenVL(projector: ProjectorType): boolean {
-  return projector === 'qwen2vl_merger' || projector === 'qwen2.5vl_merger';
+  return projector === 'qwen2vl_merger' || projector === 'qwen2.5vl_merger' || projector === 'qwen3vl_merger';
 }

@@ -7,6 +7,7 @@
 
 import { logMelSpectrogram } from '../media/index.js';
 import type { Context } from '../model/context.js';
+import { embdInputWidth } from '../model/hparams.js';
 import type { Model } from '../model/model.js';
 import { platform } from '../platform/index.js';
 import type { Vocab } from '../vocab/index.js';
@@ -64,10 +65,10 @@ export class Multimodal {
   /** Loads a projector for `model`; its output width must be the model's embedding width. */
   static async load(path: string, model: Model, opts: MmprojOptions & { nThreads?: number } = {}): Promise<Multimodal> {
     const mm = await Mmproj.load(path, opts);
-    if (mm.projectionDim !== model.hp.nEmbd) {
+    if (mm.outputWidth !== embdInputWidth(model.hp)) {
       mm.free();
       throw new MmprojError(
-        `${path}: the projector outputs ${mm.projectionDim}-wide embeddings (clip.${mm.hasAudio ? 'audio' : 'vision'}.projection_dim), the model ${model.path} takes ${model.hp.nEmbd}`,
+        `${path}: the projector outputs ${mm.outputWidth}-wide embeddings (clip.${mm.hasAudio ? 'audio' : 'vision'}.projection_dim ${mm.projectionDim}, ${mm.deepstackLayers.length} deepstack mergers), the model ${model.path} takes ${embdInputWidth(model.hp)} (n_embd ${model.hp.nEmbd}, n_deepstack_layers ${model.hp.nDeepstack})`,
       );
     }
     return new Multimodal(mm, model.vocab, opts.nThreads ?? 4);
