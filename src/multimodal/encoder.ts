@@ -225,10 +225,11 @@ export class VisionEncoder {
   }
 
   /**
-   * A Whisper encoder (qwen2a) on one log-mel chunk [nMel][nFrames] (mel-major): two
-   * convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's conv_1d_ph
-   * computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf); learned
-   * positions; the layers; average pool 2; post-norm; the fc projector. [projectionDim, nFrames / 4].
+   * A Whisper encoder (qwen2a, ultravox, voxtral) on one log-mel chunk [nMel][nFrames]
+   * (mel-major): two convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's
+   * conv_1d_ph computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf);
+   * learned positions; the layers; average pool 2 (not ultravox); post-norm; frames stacked
+   * (ultravox, voxtral); the projector. [projectionDim, audioTokensFor(nFrames)].
    */
   async encodeAudio(mel: Float32Array, nFrames: number): Promise<Embeddings> {
     const hp = this.mm.audio!;
@@ -268,14 +269,48 @@ export class VisionEncoder {
     const posW = mm.get('a.position_embd.weight');
     if (posW.ne[1] < T2) throw new Error(`audio encoder: ${T2} frames but ${posW.ne[1]} learned positions`);
     x = ops.add(x, view(posW, [posW.ne[0], T2], [posW.nb[1]], 0));
-    x = this.vit(x, T2, undefined, 'a', { ...hp, skipPostNorm: true });
-    // average pool 2 over frames, then the post-norm
+    // qwen2a, voxtral: average pool 2 over frames before the post-norm (build 10257's build_vit)
+    const pool = mm.projector !== 'ultravox';
+    x = this.vit(x, T2, undefined, 'a', { ...hp, skipPostNorm: pool });
     const E = hp.nEmbd;
-    const half = Math.floor(T2 / 2);
-    const pick = (o: number) => ops.cont(view(x, [E, half], [2 * x.nb[1]], o * x.nb[1]));
-    x = ops.scale(ops.add(pick(0), pick(1)), 0.5);
-    x = this.layerNorm(x, mm.opt('a.post_ln.weight'), mm.opt('a.post_ln.bias'), hp.eps);
-    return this.run(this.linear(x, 'mm.a.fc'), inputs);
+    let n = T2;
+    if (pool) {
+      n = Math.floor(T2 / 2);
+      const pick = (o: number) => ops.cont(view(x, [E, n], [2 * x.nb[1]], o * x.nb[1]));
+      x = ops.scale(ops.add(pick(0), pick(1)), 0.5);
+      x = this.layerNorm(x, mm.opt('a.post_ln.weight'), mm.opt('a.post_ln.bias'), hp.eps);
+    }
+    // ultravox, voxtral: stack frames into one row (build 10257 aborts where they do not divide)
+    const s = hp.stackFactor;
+    if (s > 1) {
+      if (n % s !== 0) throw new Error(`audio encoder: ${n} frames do not stack by ${s} (${mm.path})`);
+      x = reshape(x, [E * s, n / s]);
+    }
+    switch (mm.projector) {
+      case 'ultravox': {
+        // RMS pre-norm, linear, SwiGLU with the second half through silu, RMS mid-norm, linear
+        let cur = ops.mul(ops.rmsNorm(x, 1e-6), mm.get('mm.a.norm_pre.weight'));
+        cur = this.linear(cur, 'mm.a.mlp.1');
+        const H = cur.ne[0] / 2;
+        const half = (o: number) => ops.cont(view(cur, [H, cur.ne[1]], [cur.nb[1]], o * H * cur.nb[0]));
+        cur = ops.mul(ops.silu(half(1)), half(0));
+        cur = ops.mul(ops.rmsNorm(cur, 1e-6), mm.get('mm.a.norm_mid.weight'));
+        return this.run(this.linear(cur, 'mm.a.mlp.2'), inputs);
+      }
+      case 'voxtral':
+        return this.run(this.linear(geluErf(this.linear(x, 'mm.a.mlp.1')), 'mm.a.mlp.2'), inputs);
+      default:
+        return this.run(this.linear(x, 'mm.a.fc'), inputs);
+    }
+  }
+
+  /** Embeddings of one audio chunk of nFrames mel frames (clip_n_output_tokens). */
+  audioTokensFor(nFrames: number): number {
+    const hp = this.mm.audio!;
+    let n = Math.ceil(nFrames / hp.stackFactor);
+    n = Math.floor(n / 2); // the stride-2 convolution
+    if (this.mm.projector !== 'ultravox') n = Math.floor(n / 2); // the average pool
+    return n;
   }
 
   /**
@@ -358,7 +393,9 @@ export class VisionEncoder {
         return this.linear(cur, 'mm.2');
       }
       case 'qwen2a':
-        throw new Error('vision encoder: qwen2a is an audio projector');
+      case 'ultravox':
+      case 'voxtral':
+        throw new Error(`vision encoder: ${mm.projector} is an audio projector`);
       case 'qwen2vl_merger':
       case 'qwen2.5vl_merger':
       case 'qwen3vl_merger': {

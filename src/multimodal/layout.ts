@@ -37,6 +37,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'lfm2':
       return lfm2(mm, img, norm);
     case 'qwen2a':
+    case 'ultravox':
+    case 'voxtral':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
     case 'qwen2vl_merger':
     case 'qwen2.5vl_merger':

@@ -22,9 +22,11 @@ export const PROJECTORS = [
   'qwen2.5vl_merger',
   'qwen3vl_merger',
   'qwen2a',
+  'ultravox',
+  'voxtral',
 ] as const;
 /** The audio projectors among them. */
-const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
+const AUDIO_PROJECTORS: readonly string[] = ['qwen2a', 'ultravox', 'voxtral'];
 export type ProjectorType = (typeof PROJECTORS)[number];
 
 /** A multimodal projector file llama-ts cannot use; the message names the file and the problem. */
@@ -67,6 +69,8 @@ export interface AudioHParams {
   projectionDim: number;
   /** Mel bands of the log-mel input (clip.audio.num_mel_bins). */
   nMel: number;
+  /** Encoder frames stacked per projector input (clip.audio.projector.stack_factor: ultravox, voxtral; else 1). */
+  stackFactor: number;
 }
 
 /** Options of initMultimodal that change preprocessing (llama.node's image_min/max_tokens). */
@@ -108,7 +112,7 @@ export class Mmproj {
         );
       }
       const vision = isAudio ? undefined : visionHParams(file, projector, opts);
-      const audio = isAudio ? audioHParams(file) : undefined;
+      const audio = isAudio ? audioHParams(file, projector) : undefined;
       const device = opts.device ?? defaultDevices().at(-1) ?? fallbackDevice();
       const tensors = new Map<string, Tensor>();
       for (const info of file.tensors) {
@@ -254,7 +258,7 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
   return hp;
 }
 
-function audioHParams(file: GGUFFile): AudioHParams {
+function audioHParams(file: GGUFFile, projector: ProjectorType): AudioHParams {
   const k = (s: string) => `clip.audio.${s}`;
   const need = (s: string): number => {
     if (!file.has(k(s))) throw new MmprojError(`${file.path}: missing key '${k(s)}'`);
@@ -268,13 +272,17 @@ function audioHParams(file: GGUFFile): AudioHParams {
     eps: file.getNumber(k('attention.layer_norm_epsilon'), 1e-5),
     projectionDim: need('projection_dim'),
     nMel: need('num_mel_bins'),
+    stackFactor: projector === 'qwen2a' ? 1 : need('projector.stack_factor'),
   };
 }
 
 function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
-  if (projector === 'qwen2a') {
+  if (AUDIO_PROJECTORS.includes(projector)) {
     const names = ['a.conv1d.1.weight', 'a.conv1d.1.bias', 'a.conv1d.2.weight', 'a.conv1d.2.bias'];
-    names.push('a.position_embd.weight', 'mm.a.fc.weight', 'mm.a.fc.bias');
+    names.push('a.position_embd.weight');
+    if (projector === 'qwen2a') names.push('mm.a.fc.weight', 'mm.a.fc.bias');
+    else names.push('mm.a.mlp.1.weight', 'mm.a.mlp.2.weight');
+    if (projector === 'ultravox') names.push('mm.a.norm_pre.weight', 'mm.a.norm_mid.weight');
     for (let il = 0; il < nLayer; il++) {
       for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
         names.push(`a.blk.${il}.${t}.weight`);

@@ -47,6 +47,11 @@ export interface ChunkLayout {
 }
 
 const CACHE_LIMIT = 32;
+/** The text around an audio clip's embeddings, by projector (mtmd.cpp's aud_beg / aud_end). */
+const AUDIO_MARKERS: Partial<Record<string, [string, string?]>> = {
+  qwen2a: ['<|audio_bos|>', '<|audio_eos|>'],
+  voxtral: ['[BEGIN_AUDIO]'],
+};
 
 export class Multimodal {
   readonly encoder: VisionEncoder;
@@ -157,15 +162,17 @@ export class Multimodal {
 
   /**
    * An audio clip (16 kHz mono): its Whisper log-mel in 30 s chunks (src/media), each a
-   * chunk of nFrames / 4 embeddings, between <|audio_bos|> and <|audio_eos|> (qwen2a).
+   * chunk of embeddings (nFrames / 4: qwen2a), between <|audio_bos|> and <|audio_eos|>
+   * (qwen2a), after [BEGIN_AUDIO] (voxtral) or alone (ultravox), as mtmd marks them.
    */
   private addAudio(samples: Float32Array, chunks: Chunk[], addText: (s: string) => void): void {
     const hp = this.mm.audio;
     if (!hp) throw new Error(`the projector ${this.mm.path} takes images, not audio`);
     const mel = logMelSpectrogram(samples, { nMel: hp.nMel });
-    addText('<|audio_bos|>');
+    const [begin, end] = AUDIO_MARKERS[this.mm.projector] ?? [];
+    if (begin) addText(begin);
     for (const chunk of mel.chunks) {
-      const n = Math.floor(mel.nFrames / 4);
+      const n = this.encoder.audioTokensFor(mel.nFrames);
       const id = pixelHash(mel.nFrames, hp.nMel, chunk);
       chunks.push({
         type: 'image',
@@ -176,7 +183,7 @@ export class Multimodal {
         encode: () => this.encodeCached(id, () => this.encoder.encodeAudio(chunk, mel.nFrames)),
       });
     }
-    addText('<|audio_eos|>');
+    if (end) addText(end);
   }
 
   private async encodeCached(id: string, compute: () => Promise<Embeddings>) {
