@@ -24,8 +24,8 @@ import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view }
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import { isQwenVL, type Mmproj } from './mmproj.js';
-import { windowLayout } from './projectors/qwen25vl.js';
 import { interpolateAlignCorners } from './projectors/qwen3vl.js';
+import { windowLayout } from './projectors/qwen25vl.js';
 
 /** A graph's input tensors and the values they are set to. */
 type Inputs = [Tensor, Float32Array | Int32Array | Uint16Array][];
