@@ -55,6 +55,7 @@ function hparams(nLayer: number, swa: boolean[]): HParams {
     ssmDtRank: 0,
     ssmNGroup: 0,
     shortConvL: 0,
+    nDeepstack: 0,
     ropeSections: [],
     embeddingScale: 0,
     residualScale: 0,

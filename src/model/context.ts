@@ -24,7 +24,7 @@ import { logger } from '../log.js';
 import { platform } from '../platform/index.js';
 import { ContextError, KVCacheFullError } from './errors.js';
 import { GraphBuilder, type GraphInputs, ropeOptions } from './graph.js';
-import { headCountKv, headDimK, headDimV, maskedBySwa, type PoolingType, ropeDims } from './hparams.js';
+import { embdInputWidth, headCountKv, headDimK, headDimV, maskedBySwa, type PoolingType, ropeDims } from './hparams.js';
 import { type ActiveLora, loraKey } from './lora.js';
 import {
   type AttentionMemory,
@@ -330,10 +330,11 @@ export class Context {
   async decode(batch: Batch): Promise<void> {
     const hp = this.model.hp;
     const embd = batch.embd;
-    if (embd && embd.length % hp.nEmbd !== 0) {
-      throw new ContextError(`decode: ${embd.length} embedding values are not rows of n_embd (${hp.nEmbd})`);
+    const width = embdInputWidth(hp);
+    if (embd && embd.length % width !== 0) {
+      throw new ContextError(`decode: ${embd.length} embedding values are not rows of the input width (${width})`);
     }
-    const n = embd ? embd.length / hp.nEmbd : batch.tokens.length;
+    const n = embd ? embd.length / width : batch.tokens.length;
     if (n === 0) throw new ContextError('decode: empty batch');
     if (n > this.nBatch) throw new ContextError(`decode: ${n} tokens exceed n_batch (${this.nBatch})`);
     const tokens = embd ? new Int32Array(n) : Int32Array.from(batch.tokens);
@@ -568,7 +569,7 @@ export class Context {
       tensorSet(last.inputs.mrope, all);
     }
     if (last.inputs.embd && this.batchEmbd) {
-      const w = hp.nEmbd;
+      const w = embdInputWidth(hp);
       const rows = new Float32Array(m * w);
       for (let i = 0; i < m; i++) rows.set(this.batchEmbd.subarray(idx[i] * w, (idx[i] + 1) * w), i * w);
       tensorSet(last.inputs.embd, rows);

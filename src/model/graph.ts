@@ -15,6 +15,7 @@ import { GGMLType, rowSize } from '../ggml/types.js';
 import type { DiskRows } from './disk-rows.js';
 import type { ExpertGating } from './experts.js';
 import {
+  embdInputWidth,
   type HParams,
   headCount,
   headCountKv,
@@ -221,8 +222,10 @@ export class GraphBuilder {
    * pair i of the rotated dims takes its angle from the position component its sector
    * (i mod Σsections) falls in (t, h, w, e). With one frequency schedule for all, this is
    * one NEOX rotation per component used, each kept on its sectors (0/1 masks: exact).
+   * `interleaved` (IMROPE: Qwen3-VL): sector s takes h where s mod 3 = 1 and s < 3·sections[1],
+   * w where s mod 3 = 2 and s < 3·sections[2], t where s mod 3 = 0 and s < 3·sections[0], else e.
    */
-  ropeMulti(x: Tensor, cfg: RopeConfig, il: number): Tensor {
+  ropeMulti(x: Tensor, cfg: RopeConfig, il: number, interleaved = false): Tensor {
     const sections = this.hp.ropeSections;
     const n = this.nTokens;
     const all = this.input('mrope', GGMLType.I32, [4 * n], 'inp_pos_mrope');
@@ -233,6 +236,10 @@ export class GraphBuilder {
     const component = (j: number): number => {
       if (j >= o.nDims) return 0; // passed through alike by every rotation
       const sector = (j < half ? j : j - half) % total;
+      if (interleaved) {
+        const k = sector % 3;
+        return sector < 3 * (sections[k] ?? 0) ? k : 3;
+      }
       let end = 0;
       for (let k = 0; k < 4; k++) {
         end += sections[k] ?? 0;
@@ -245,7 +252,10 @@ export class GraphBuilder {
       const mask = Float32Array.from({ length: hd }, (_, j) => (component(j) === k ? 1 : 0));
       if (!mask.some((v) => v !== 0)) continue;
       const pos = view(all, [n], [], k * n * 4);
-      const part = ops.mul(ops.rope(x, pos, o), this.constant(`mrope_mask_${hd}_${o.nDims}_${k}`, mask));
+      const part = ops.mul(
+        ops.rope(x, pos, o),
+        this.constant(`mrope_mask_${hd}_${o.nDims}_${interleaved ? 'i' : ''}${k}`, mask),
+      );
       out = out ? ops.add(out, part) : part;
     }
     return out!;
@@ -279,8 +289,10 @@ export class GraphBuilder {
 
   /** Token embeddings of the ubatch (or the embedding vectors it was given): F32 [nEmbd, n]. */
   inpEmbd(tokEmbd: Tensor): Tensor {
-    if (this.ub.embd)
-      return this.cb(this.input('embd', GGMLType.F32, [this.hp.nEmbd, this.nTokens], 'inp_embd'), 'embd');
+    if (this.ub.embd) {
+      const all = this.input('embd', GGMLType.F32, [embdInputWidth(this.hp), this.nTokens], 'inp_embd');
+      return this.cb(this.hp.nDeepstack > 0 ? this.embdSlice(all, 0) : all, 'embd');
+    }
     let cur = this.tokenRows(tokEmbd);
     // token-embedding adapters: + s·B·A[:, token] (A is read by rows, B is not transposed)
     for (const l of this.loras) {
@@ -309,6 +321,22 @@ export class GraphBuilder {
       list.push(e);
     }
     return ops.getRows(e.t, this.input('rowIds', GGMLType.I32, [this.nTokens], 'inp_row_ids'));
+  }
+
+  /**
+   * Qwen3-VL's deepstack input for layer il's output (slice il + 1 of the embedding rows), or
+   * null: a token ubatch (llama.cpp pads token rows with zeros) or a layer without one.
+   */
+  deepstack(il: number): Tensor | null {
+    if (!this.ub.embd || il >= this.hp.nDeepstack) return null;
+    return this.embdSlice(
+      this.input('embd', GGMLType.F32, [embdInputWidth(this.hp), this.nTokens], 'inp_embd'),
+      il + 1,
+    );
+  }
+
+  private embdSlice(all: Tensor, k: number): Tensor {
+    return view(all, [this.hp.nEmbd, this.nTokens], [all.nb[1]], k * this.hp.nEmbd * all.nb[0]);
   }
 
   /**

@@ -99,6 +99,11 @@ export interface HParams {
   ropeAttnFactor: number;
   /** Width of Gemma 3n/4's per-layer token embeddings (0: none). */
   nEmbdPerLayer: number;
+  /**
+   * Qwen3-VL's deepstack (`n_deepstack_layers`, 0: none): an embedding input row is then
+   * nEmbd·(1 + nDeepstack) wide, its extra slices added to the outputs of the first layers.
+   */
+  nDeepstack: number;
 
   // ---- recurrent layers (Mamba-2, Gated DeltaNet, short convolutions) ----
   /** Whether layer il keeps a recurrent state instead of K/V (an architecture sets it; all false without). */
@@ -134,6 +139,11 @@ export function isRecurrent(hp: HParams, il: number): boolean {
 export function nEmbdR(hp: HParams): number {
   if (hp.shortConvL > 0) return hp.nEmbd * (hp.shortConvL - 1);
   return Math.max(0, hp.ssmDConv - 1) * (hp.ssmDInner + 2 * hp.ssmNGroup * hp.ssmDState);
+}
+
+/** Width of an embedding input row (llama.cpp's n_embd_inp): nEmbd, times 1 + the deepstack slices. */
+export function embdInputWidth(hp: HParams): number {
+  return hp.nEmbd * (1 + hp.nDeepstack);
 }
 
 /** Width of a sequence's scan / delta-rule state in each recurrent layer (llama.cpp's n_embd_s). */
@@ -418,6 +428,7 @@ export function readHParams(file: GGUFFile, arch: string): HParams {
     nLayerKv: nLayer - nLayerNextn,
     ropeAttnFactor: positive('rope.scaling.attn_factor', 1),
     nEmbdPerLayer: int('embedding_length_per_layer_input', 0, 0),
+    nDeepstack: int('n_deepstack_layers', 0, 0),
     recurrentLayers: new Array<boolean>(nLayer).fill(false),
     ssmDConv: int('ssm.conv_kernel', 0, 0),
     ssmDInner: int('ssm.inner_size', 0, 0),

@@ -23,10 +23,15 @@ import * as ops from '../ggml/ops.js';
 import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view } from '../ggml/tensor.js';
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
-import type { Mmproj } from './mmproj.js';
+import { isQwenVL, type Mmproj } from './mmproj.js';
 import { internvlGraph } from './projectors/internvl.js';
 import { llavaGraph } from './projectors/llava.js';
 import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
+import { interpolateAlignCorners } from './projectors/qwen3vl.js';
+import { windowLayout } from './projectors/qwen25vl.js';
+
+/** A graph's input tensors and the values they are set to. */
+type Inputs = [Tensor, Float32Array | Int32Array | Uint16Array][];
 
 /** Embedding rows an encoder produced for one image or tile. */
 export interface Embeddings {
@@ -76,7 +81,7 @@ export class VisionEncoder {
     const nPatches = px * py;
     const K = 3 * p * p;
     const patches = newTensor(GGMLType.F32, [K, nPatches], 'inp_patches').setFlag(TensorFlag.INPUT);
-    const inputs: [Tensor, Float32Array | Int32Array][] = [[patches, im2col(img, p)]];
+    const inputs: Inputs = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
     if (mm.projector === 'mlp' || mm.projector === 'ldpv2') return this.run(llavaGraph(this, patches), inputs);
@@ -84,19 +89,51 @@ export class VisionEncoder {
     if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
+    // Qwen-VL: a still image is both frames of the temporal patch: the two kernels' sum
+    if (isQwenVL(mm.projector)) x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
     const bPatch = mm.opt('v.patch_embd.bias');
     if (bPatch) x = ops.add(x, bPatch);
-    if (mm.projector === 'qwen2vl_merger') {
-      // a still image is both frames of the temporal patch: the two kernels' sum
-      x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
+    if (isQwenVL(mm.projector)) {
+      if (mm.projector === 'qwen3vl_merger') {
+        // learned positions, resized to the grid (raster order, regrouped with the patches)
+        const pos = newTensor(GGMLType.F32, [E, nPatches], 'inp_pos_embd').setFlag(TensorFlag.INPUT);
+        inputs.push([pos, await this.resizedPositions(mm.get('v.position_embd.weight'), px, py)]);
+        x = ops.add(x, pos);
+      }
       const m = hp.nMerge;
       if (px % m !== 0 || py % m !== 0) {
         throw new Error(`vision encoder: ${px}x${py} patches are not whole ${m}x${m} blocks`);
       }
       // patches regrouped by merge block (the merger takes each block's m² patches as one row)
       x = reshape(ops.cont(permute(reshape(x, [E * m, px / m, m, py / m]), [0, 2, 1, 3])), [E, nPatches]);
-      x = this.vit(x, nPatches, this.rope2d(px, py, inputs));
-      return this.run(this.project(x, px, py), inputs);
+      // Qwen2.5-VL: blocks regrouped window by window, windowed attention but on every
+      // windowPattern-th layer, the merged rows put back in raster order
+      const win = hp.windowPattern > 0 ? windowLayout(px / m, py / m, p, m) : null;
+      let maskFor: ((il: number) => Tensor | null) | undefined;
+      if (win) {
+        const nBlocks = nPatches / (m * m);
+        const inv = newTensor(GGMLType.I32, [nBlocks], 'inv_window_idx').setFlag(TensorFlag.INPUT);
+        const mask = newTensor(GGMLType.F16, [nPatches, nPatches], 'window_mask').setFlag(TensorFlag.INPUT);
+        inputs.push([inv, win.invIdx], [mask, win.mask]);
+        x = reshape(ops.getRows(reshape(x, [E * m * m, nBlocks]), inv), [E, nPatches]);
+        maskFor = (il) => ((il + 1) % hp.windowPattern === 0 ? null : mask);
+      }
+      // Qwen3-VL's deepstack: the outputs of some layers merged by their own MLPs, appended
+      // to each output row
+      const deep = new Set(mm.deepstackLayers);
+      const feats: Tensor[] = [];
+      const onLayer = (il: number, h: Tensor) => {
+        if (deep.has(il)) feats.push(this.deepstackMerge(h, il));
+      };
+      x = this.vit(x, nPatches, this.rope2d(px, py, inputs, win?.idx), 'v', undefined, { maskFor, onLayer });
+      let out = this.project(x, px, py);
+      for (const f of feats) out = ops.concat(out, f, 0);
+      if (win) {
+        const idx = newTensor(GGMLType.I32, [win.idx.length], 'window_idx').setFlag(TensorFlag.INPUT);
+        inputs.push([idx, win.idx]);
+        out = ops.getRows(out, idx);
+      }
+      return this.run(out, inputs);
     }
     // learned positions: as stored (a square grid the image matches), or resized to the grid
     const posW = mm.get('v.position_embd.weight');
@@ -125,7 +162,7 @@ export class VisionEncoder {
   }
 
   /** Computes `out` with its host inputs set (for the graphs in ./projectors). */
-  async run(out: Tensor, inputs: [Tensor, Float32Array | Int32Array | Uint16Array][]): Promise<Embeddings> {
+  async run(out: Tensor, inputs: Inputs): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
     this.sched.allocGraph(graph);
@@ -136,7 +173,8 @@ export class VisionEncoder {
   }
 
   private layerNorm(x: Tensor, w: Tensor | undefined, b: Tensor | undefined, eps: number): Tensor {
-    let cur = ops.norm(x, eps);
+    // Qwen2.5-VL's blocks use RMS norms (clip.cpp's NORM_TYPE_RMS for it)
+    let cur = this.mm.projector === 'qwen2.5vl_merger' ? ops.rmsNorm(x, eps) : ops.norm(x, eps);
     if (w) cur = ops.mul(cur, w);
     if (b) cur = ops.add(cur, b);
     return cur;
@@ -169,9 +207,9 @@ export class VisionEncoder {
    * base 10000): pair (i, i + d/2) turns by y·10000^(-4i/d) for i < d/4 and by
    * x·10000^(-4(i - d/4)/d) above: two NEOX rotations at base 10000² (the second with
    * frequency factors 1/10000), each kept on its half of the pairs. Positions per patch
-   * in merge-block order.
+   * in merge-block order (or, given `blockOrder`, each block's m² patches at its place there).
    */
-  private rope2d(px: number, py: number, inputs: [Tensor, Float32Array | Int32Array][]): (t: Tensor) => Tensor {
+  private rope2d(px: number, py: number, inputs: Inputs, blockOrder?: Int32Array): (t: Tensor) => Tensor {
     const hp = this.mm.vision;
     const d = hp.nEmbd / hp.nHead;
     const m = hp.nMerge;
@@ -183,8 +221,9 @@ export class VisionEncoder {
       for (let x = 0; x < px; x += m) {
         for (let dy = 0; dy < m; dy++) {
           for (let dx = 0; dx < m; dx++) {
-            ys[at] = y + dy;
-            xs[at] = x + dx;
+            const to = blockOrder ? blockOrder[Math.floor(at / (m * m))]! * m * m + (at % (m * m)) : at;
+            ys[to] = y + dy;
+            xs[to] = x + dx;
             at++;
           }
         }
@@ -211,16 +250,17 @@ export class VisionEncoder {
   }
 
   /**
-   * A Whisper encoder (qwen2a) on one log-mel chunk [nMel][nFrames] (mel-major): two
-   * convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's conv_1d_ph
-   * computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf); learned
-   * positions; the layers; average pool 2; post-norm; the fc projector. [projectionDim, nFrames / 4].
+   * A Whisper encoder (qwen2a, ultravox, voxtral) on one log-mel chunk [nMel][nFrames]
+   * (mel-major): two convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's
+   * conv_1d_ph computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf);
+   * learned positions; the layers; average pool 2 (not ultravox); post-norm; frames stacked
+   * (ultravox, voxtral); the projector. [projectionDim, audioTokensFor(nFrames)].
    */
   async encodeAudio(mel: Float32Array, nFrames: number): Promise<Embeddings> {
     const hp = this.mm.audio!;
     const mm = this.mm;
     const K = 3;
-    const inputs: [Tensor, Float32Array | Int32Array | Uint16Array][] = [];
+    const inputs: Inputs = [];
     // conv 1: its im2col (ic, k) per frame, cut here, in F16
     const nMel = hp.nMel;
     const cols = new Uint16Array(nMel * K * nFrames);
@@ -254,23 +294,62 @@ export class VisionEncoder {
     const posW = mm.get('a.position_embd.weight');
     if (posW.ne[1] < T2) throw new Error(`audio encoder: ${T2} frames but ${posW.ne[1]} learned positions`);
     x = ops.add(x, view(posW, [posW.ne[0], T2], [posW.nb[1]], 0));
-    x = this.vit(x, T2, undefined, 'a', { ...hp, skipPostNorm: true });
-    // average pool 2 over frames, then the post-norm
+    // qwen2a, voxtral: average pool 2 over frames before the post-norm (build 10257's build_vit)
+    const pool = mm.projector !== 'ultravox';
+    x = this.vit(x, T2, undefined, 'a', { ...hp, skipPostNorm: pool });
     const E = hp.nEmbd;
-    const half = Math.floor(T2 / 2);
-    const pick = (o: number) => ops.cont(view(x, [E, half], [2 * x.nb[1]], o * x.nb[1]));
-    x = ops.scale(ops.add(pick(0), pick(1)), 0.5);
-    x = this.layerNorm(x, mm.opt('a.post_ln.weight'), mm.opt('a.post_ln.bias'), hp.eps);
-    return this.run(this.linear(x, 'mm.a.fc'), inputs);
+    let n = T2;
+    if (pool) {
+      n = Math.floor(T2 / 2);
+      const pick = (o: number) => ops.cont(view(x, [E, n], [2 * x.nb[1]], o * x.nb[1]));
+      x = ops.scale(ops.add(pick(0), pick(1)), 0.5);
+      x = this.layerNorm(x, mm.opt('a.post_ln.weight'), mm.opt('a.post_ln.bias'), hp.eps);
+    }
+    // ultravox, voxtral: stack frames into one row (build 10257 aborts where they do not divide)
+    const s = hp.stackFactor;
+    if (s > 1) {
+      if (n % s !== 0) throw new Error(`audio encoder: ${n} frames do not stack by ${s} (${mm.path})`);
+      x = reshape(x, [E * s, n / s]);
+    }
+    switch (mm.projector) {
+      case 'ultravox': {
+        // RMS pre-norm, linear, SwiGLU with the second half through silu, RMS mid-norm, linear
+        let cur = ops.mul(ops.rmsNorm(x, 1e-6), mm.get('mm.a.norm_pre.weight'));
+        cur = this.linear(cur, 'mm.a.mlp.1');
+        const H = cur.ne[0] / 2;
+        const half = (o: number) => ops.cont(view(cur, [H, cur.ne[1]], [cur.nb[1]], o * H * cur.nb[0]));
+        cur = ops.mul(ops.silu(half(1)), half(0));
+        cur = ops.mul(ops.rmsNorm(cur, 1e-6), mm.get('mm.a.norm_mid.weight'));
+        return this.run(this.linear(cur, 'mm.a.mlp.2'), inputs);
+      }
+      case 'voxtral':
+        return this.run(this.linear(geluErf(this.linear(x, 'mm.a.mlp.1')), 'mm.a.mlp.2'), inputs);
+      default:
+        return this.run(this.linear(x, 'mm.a.fc'), inputs);
+    }
   }
 
-  /** build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n]. */
+  /** Embeddings of one audio chunk of nFrames mel frames (clip_n_output_tokens). */
+  audioTokensFor(nFrames: number): number {
+    const hp = this.mm.audio!;
+    let n = Math.ceil(nFrames / hp.stackFactor);
+    n = Math.floor(n / 2); // the stride-2 convolution
+    if (this.mm.projector !== 'ultravox') n = Math.floor(n / 2); // the average pool
+    return n;
+  }
+
+  /**
+   * build_vit: pre-norm layers, then the post-norm. x [E, n]; `rope` turns q and k [d, heads, n];
+   * `maskFor` gives a layer's attention mask (F16 [n, n]; none: full attention); `onLayer`
+   * sees each layer's output. Public for the graphs in ./projectors.
+   */
   vit(
     x: Tensor,
     n: number,
     rope?: (t: Tensor) => Tensor,
     prefix = 'v',
     shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean; rms?: boolean },
+    hooks: { maskFor?: (il: number) => Tensor | null; onLayer?: (il: number, out: Tensor) => void } = {},
   ): Tensor {
     const { mm } = this;
     const hp = shape ?? mm.vision;
@@ -285,19 +364,25 @@ export class VisionEncoder {
     for (let il = 0; il < hp.nLayer; il++) {
       const L = `${prefix}.blk.${il}`;
       let cur = norm(inpL, opt(`${L}.ln1.weight`), opt(`${L}.ln1.bias`));
-      let q = reshape(this.linear(cur, `${L}.attn_q`), [dHead, hp.nHead, n]);
-      let k = reshape(this.linear(cur, `${L}.attn_k`), [dHead, hp.nHead, n]);
+      // q, k, v: separate, or slices of one fused product (Qwen3-VL's attn_qkv)
+      const fused = opt(`${L}.attn_qkv.weight`) ? this.linear(cur, `${L}.attn_qkv`) : null;
+      const proj = (name: string, i: number) =>
+        fused
+          ? ops.cont(view(fused, [dHead, hp.nHead, n], [dHead * fused.nb[0], fused.nb[1]], i * E * fused.nb[0]))
+          : reshape(this.linear(cur, `${L}.${name}`), [dHead, hp.nHead, n]);
+      let q = proj('attn_q', 0);
+      let k = proj('attn_k', 1);
       if (rope) {
         q = rope(q);
         k = rope(k);
       }
-      const v = reshape(this.linear(cur, `${L}.attn_v`), [dHead, hp.nHead, n]);
+      const v = proj('attn_v', 2);
       const qp = permute(q, [0, 2, 1, 3]);
       const kp = permute(k, [0, 2, 1, 3]);
       const vp = permute(v, [0, 2, 1, 3]);
       const k16 = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
       const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
-      const fa = ops.flashAttnExt(qp, k16, v16, null, 1 / Math.sqrt(dHead));
+      const fa = ops.flashAttnExt(qp, k16, v16, hooks.maskFor?.(il) ?? null, 1 / Math.sqrt(dHead));
       cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
       const ls1 = opt(`${L}.ls1.weight`); // layer scales (InternViT)
       if (ls1) cur = ops.mul(cur, ls1);
@@ -311,6 +396,7 @@ export class VisionEncoder {
       const ls2 = opt(`${L}.ls2.weight`);
       if (ls2) cur = ops.mul(cur, ls2);
       inpL = ops.add(inpL, cur);
+      hooks.onLayer?.(il, inpL);
     }
     const post = opt(`${prefix}.post_ln.weight`);
     if (post && !shape?.skipPostNorm) inpL = norm(inpL, post, opt(`${prefix}.post_ln.bias`));
@@ -339,18 +425,33 @@ export class VisionEncoder {
       }
       case 'qwen2a':
         throw new Error('vision encoder: qwen2a is an audio projector');
+      case 'ultravox':
+      case 'voxtral':
+        throw new Error(`vision encoder: ${mm.projector} is an audio projector`);
       case 'mlp':
       case 'ldpv2':
       case 'pixtral':
       case 'internvl':
         throw new Error(`vision encoder: ${mm.projector} runs its own graph (./projectors)`);
-      case 'qwen2vl_merger': {
+      case 'qwen2vl_merger':
+      case 'qwen2.5vl_merger':
+      case 'qwen3vl_merger': {
         // each merge block's patches as one row, through the MLP
         const m2 = hp.nMerge * hp.nMerge;
         const rows = reshape(x, [hp.nEmbd * m2, x.ne[1] / m2]);
         return this.linear(ops.gelu(this.linear(rows, 'mm.0')), 'mm.2');
       }
     }
+  }
+
+  /** Qwen3-VL's deepstack merger of layer il's output h [E, n]: LayerNorm, GELU MLP over 2x2 blocks. */
+  private deepstackMerge(h: Tensor, il: number): Tensor {
+    const hp = this.mm.vision;
+    const m2 = hp.nMerge * hp.nMerge;
+    const D = `v.deepstack.${il}`;
+    let cur = reshape(h, [hp.nEmbd * m2, h.ne[1] / m2]);
+    cur = this.layerNorm(cur, this.mm.get(`${D}.norm.weight`), this.mm.opt(`${D}.norm.bias`), hp.eps);
+    return this.linear(ops.gelu(this.linear(cur, `${D}.fc1`)), `${D}.fc2`);
   }
 
   /**
@@ -367,6 +468,7 @@ export class VisionEncoder {
     const side = Math.floor(Math.sqrt(posW.ne[1]));
     let out: Float32Array;
     if (side === px && side === py) out = table.slice(0, E * px * py);
+    else if (this.mm.projector === 'qwen3vl_merger') out = interpolateAlignCorners(table, E, side, side, px, py);
     else out = interpolateAntialias(table, E, side, side, px, py);
     this.posCache.set(key, out);
     return out;

@@ -40,6 +40,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'lfm2':
       return lfm2(mm, img, norm);
     case 'qwen2a':
+    case 'ultravox':
+    case 'voxtral':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
     case 'mlp':
     case 'ldpv2':
@@ -48,7 +50,9 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
       return [{ kind: 'text', text: '<img>' }, ...llavaLayout(mm, img).map(norm), { kind: 'text', text: '</img>' }];
     case 'pixtral':
       return [norm(pixtralImage(mm, img)), { kind: 'text', text: '[IMG_END]' }];
-    case 'qwen2vl_merger': {
+    case 'qwen2vl_merger':
+    case 'qwen2.5vl_merger':
+    case 'qwen3vl_merger': {
       // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
       // build 10257's, checked through it)
       const size = smartSize(img.width, img.height, {

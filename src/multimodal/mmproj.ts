@@ -19,14 +19,18 @@ export const PROJECTORS = [
   'idefics3',
   'lfm2',
   'qwen2vl_merger',
+  'qwen2.5vl_merger',
+  'qwen3vl_merger',
   'qwen2a',
+  'ultravox',
+  'voxtral',
   'mlp',
   'ldpv2',
   'pixtral',
   'internvl',
 ] as const;
 /** The audio projectors among them. */
-const AUDIO_PROJECTORS: readonly string[] = ['qwen2a'];
+const AUDIO_PROJECTORS: readonly string[] = ['qwen2a', 'ultravox', 'voxtral'];
 export type ProjectorType = (typeof PROJECTORS)[number];
 
 /** A multimodal projector file llama-ts cannot use; the message names the file and the problem. */
@@ -57,6 +61,8 @@ export interface VisionHParams {
   ffnOp: 'gelu' | 'silu' | 'gelu_quick';
   /** mlp (LLaVA-1.6): the tiled resolutions, [width, height] pairs (clip.vision.image_grid_pinpoints); empty: none. */
   gridPinpoints: [number, number][];
+  /** qwen2.5vl_merger: every n-th layer attends fully, the others within windows (clip.vision.n_wa_pattern); 0: none. */
+  windowPattern: number;
 }
 
 /** The audio encoder's hyper-parameters (clip.audio.*): a Whisper encoder. */
@@ -69,6 +75,8 @@ export interface AudioHParams {
   projectionDim: number;
   /** Mel bands of the log-mel input (clip.audio.num_mel_bins). */
   nMel: number;
+  /** Encoder frames stacked per projector input (clip.audio.projector.stack_factor: ultravox, voxtral; else 1). */
+  stackFactor: number;
 }
 
 /** Options of initMultimodal that change preprocessing (llama.node's image_min/max_tokens). */
@@ -128,7 +136,7 @@ export class Mmproj {
         );
       }
       const vision = isAudio ? undefined : visionHParams(file, projector, opts);
-      const audio = isAudio ? audioHParams(file) : undefined;
+      const audio = isAudio ? audioHParams(file, projector) : undefined;
       const device = opts.device ?? defaultDevices().at(-1) ?? fallbackDevice();
       const tensors = new Map<string, Tensor>();
       for (const info of file.tensors) {
@@ -171,6 +179,17 @@ export class Mmproj {
   /** Width of the embeddings it outputs (the text model's n_embd). */
   get projectionDim(): number {
     return (this.visionHp ?? this.audio)!.projectionDim;
+  }
+
+  /** Qwen3-VL: the vision layers with a deepstack merger (v.deepstack.N.*), ascending. */
+  get deepstackLayers(): number[] {
+    const n = this.visionHp?.nLayer ?? 0;
+    return Array.from({ length: n }, (_, il) => il).filter((il) => this.tensors.has(`v.deepstack.${il}.fc1.weight`));
+  }
+
+  /** Width of an output embedding row: projectionDim, once more per deepstack merger (clip_n_mmproj_embd). */
+  get outputWidth(): number {
+    return this.projectionDim * (1 + this.deepstackLayers.length);
   }
 
   /** A tensor the projector requires (checked at load). */
@@ -232,6 +251,7 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
     maxPixels: -1,
     ffnOp: useGelu ? 'gelu' : useSilu ? 'silu' : 'gelu_quick',
     gridPinpoints: [],
+    windowPattern: 0,
   };
   const scale = file.getNumber(k('projector.scale_factor'), null);
   const patchArea = (merge: number) => (hp.patchSize * merge) ** 2;
@@ -253,8 +273,11 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       limits(64, 256);
       break;
     case 'qwen2vl_merger':
+    case 'qwen2.5vl_merger':
+    case 'qwen3vl_merger':
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 2);
       limits(8, 4096);
+      if (projector === 'qwen2.5vl_merger') hp.windowPattern = need('n_wa_pattern');
       break;
     case 'internvl': {
       // tiles: every a × b grid of min..max tiles (clip.cpp's set_internvl_dhr_res_candidates)
@@ -291,7 +314,7 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
   return hp;
 }
 
-function audioHParams(file: GGUFFile): AudioHParams {
+function audioHParams(file: GGUFFile, projector: ProjectorType): AudioHParams {
   const k = (s: string) => `clip.audio.${s}`;
   const need = (s: string): number => {
     if (!file.has(k(s))) throw new MmprojError(`${file.path}: missing key '${k(s)}'`);
@@ -305,13 +328,17 @@ function audioHParams(file: GGUFFile): AudioHParams {
     eps: file.getNumber(k('attention.layer_norm_epsilon'), 1e-5),
     projectionDim: need('projection_dim'),
     nMel: need('num_mel_bins'),
+    stackFactor: projector === 'qwen2a' ? 1 : need('projector.stack_factor'),
   };
 }
 
 function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
-  if (projector === 'qwen2a') {
+  if (AUDIO_PROJECTORS.includes(projector)) {
     const names = ['a.conv1d.1.weight', 'a.conv1d.1.bias', 'a.conv1d.2.weight', 'a.conv1d.2.bias'];
-    names.push('a.position_embd.weight', 'mm.a.fc.weight', 'mm.a.fc.bias');
+    names.push('a.position_embd.weight');
+    if (projector === 'qwen2a') names.push('mm.a.fc.weight', 'mm.a.fc.bias');
+    else names.push('mm.a.mlp.1.weight', 'mm.a.mlp.2.weight');
+    if (projector === 'ultravox') names.push('mm.a.norm_pre.weight', 'mm.a.norm_mid.weight');
     for (let il = 0; il < nLayer; il++) {
       for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
         names.push(`a.blk.${il}.${t}.weight`);
@@ -320,10 +347,14 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
     return names;
   }
   const names = ['v.patch_embd.weight'];
-  if (projector === 'qwen2vl_merger') names.push('v.patch_embd.weight.1');
-  else if (projector !== 'pixtral') names.push('v.position_embd.weight');
+  if (isQwenVL(projector)) names.push('v.patch_embd.weight.1');
+  if ((!isQwenVL(projector) && projector !== 'pixtral') || projector === 'qwen3vl_merger') {
+    names.push('v.position_embd.weight');
+  }
+  // Qwen3-VL's blocks take q, k and v from one fused matrix
+  const attn = projector === 'qwen3vl_merger' ? ['attn_qkv'] : ['attn_q', 'attn_k', 'attn_v'];
   for (let il = 0; il < nLayer; il++) {
-    for (const t of ['ln1', 'ln2', 'attn_q', 'attn_k', 'attn_v', 'attn_out', 'ffn_up', 'ffn_down']) {
+    for (const t of ['ln1', 'ln2', ...attn, 'attn_out', 'ffn_up', 'ffn_down']) {
       names.push(`v.blk.${il}.${t}.weight`);
     }
   }
@@ -338,6 +369,8 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       names.push('mm.1.weight', 'mm.2.weight');
       break;
     case 'qwen2vl_merger':
+    case 'qwen2.5vl_merger':
+    case 'qwen3vl_merger':
       names.push('mm.0.weight', 'mm.2.weight');
       break;
     case 'mlp':
@@ -355,4 +388,9 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
   }
   return names;
+}
+
+/** The Qwen-VL mergers: two temporal patch kernels, 2-D M-RoPE, the text model's M-RoPE positions. */
+export function isQwenVL(projector: ProjectorType): boolean {
+  return projector === 'qwen2vl_merger' || projector === 'qwen2.5vl_merger' || projector === 'qwen3vl_merger';
 }

@@ -7,13 +7,14 @@
 
 import { logMelSpectrogram } from '../media/index.js';
 import type { Context } from '../model/context.js';
+import { embdInputWidth } from '../model/hparams.js';
 import type { Model } from '../model/model.js';
 import { platform } from '../platform/index.js';
 import type { Vocab } from '../vocab/index.js';
 import { type Embeddings, VisionEncoder } from './encoder.js';
 import type { RgbImage } from './image.js';
 import { imageLayout } from './layout.js';
-import { Mmproj, MmprojError, type MmprojOptions } from './mmproj.js';
+import { isQwenVL, Mmproj, MmprojError, type MmprojOptions } from './mmproj.js';
 
 /** llama.cpp's default media marker (mtmd_default_marker). */
 export const MEDIA_MARKER = '<__media__>';
@@ -46,6 +47,11 @@ export interface ChunkLayout {
 }
 
 const CACHE_LIMIT = 32;
+/** The text around an audio clip's embeddings, by projector (mtmd.cpp's aud_beg / aud_end). */
+const AUDIO_MARKERS: Partial<Record<string, [string, string?]>> = {
+  qwen2a: ['<|audio_bos|>', '<|audio_eos|>'],
+  voxtral: ['[BEGIN_AUDIO]'],
+};
 
 export class Multimodal {
   readonly encoder: VisionEncoder;
@@ -64,10 +70,10 @@ export class Multimodal {
   /** Loads a projector for `model`; its output width must be the model's embedding width. */
   static async load(path: string, model: Model, opts: MmprojOptions & { nThreads?: number } = {}): Promise<Multimodal> {
     const mm = await Mmproj.load(path, opts);
-    if (mm.projectionDim !== model.hp.nEmbd) {
+    if (mm.outputWidth !== embdInputWidth(model.hp)) {
       mm.free();
       throw new MmprojError(
-        `${path}: the projector outputs ${mm.projectionDim}-wide embeddings (clip.${mm.hasAudio ? 'audio' : 'vision'}.projection_dim), the model ${model.path} takes ${model.hp.nEmbd}`,
+        `${path}: the projector outputs ${mm.outputWidth}-wide embeddings (clip.${mm.hasAudio ? 'audio' : 'vision'}.projection_dim ${mm.projectionDim}, ${mm.deepstackLayers.length} deepstack mergers), the model ${model.path} takes ${embdInputWidth(model.hp)} (n_embd ${model.hp.nEmbd}, n_deepstack_layers ${model.hp.nDeepstack})`,
       );
     }
     return new Multimodal(mm, model.vocab, opts.nThreads ?? 4);
@@ -156,15 +162,17 @@ export class Multimodal {
 
   /**
    * An audio clip (16 kHz mono): its Whisper log-mel in 30 s chunks (src/media), each a
-   * chunk of nFrames / 4 embeddings, between <|audio_bos|> and <|audio_eos|> (qwen2a).
+   * chunk of embeddings (nFrames / 4: qwen2a), between <|audio_bos|> and <|audio_eos|>
+   * (qwen2a), after [BEGIN_AUDIO] (voxtral) or alone (ultravox), as mtmd marks them.
    */
   private addAudio(samples: Float32Array, chunks: Chunk[], addText: (s: string) => void): void {
     const hp = this.mm.audio;
     if (!hp) throw new Error(`the projector ${this.mm.path} takes images, not audio`);
     const mel = logMelSpectrogram(samples, { nMel: hp.nMel });
-    addText('<|audio_bos|>');
+    const [begin, end] = AUDIO_MARKERS[this.mm.projector] ?? [];
+    if (begin) addText(begin);
     for (const chunk of mel.chunks) {
-      const n = Math.floor(mel.nFrames / 4);
+      const n = this.encoder.audioTokensFor(mel.nFrames);
       const id = pixelHash(mel.nFrames, hp.nMel, chunk);
       chunks.push({
         type: 'image',
@@ -175,7 +183,7 @@ export class Multimodal {
         encode: () => this.encodeCached(id, () => this.encoder.encodeAudio(chunk, mel.nFrames)),
       });
     }
-    addText('<|audio_eos|>');
+    if (end) addText(end);
   }
 
   private async encodeCached(id: string, compute: () => Promise<Embeddings>) {
@@ -187,9 +195,9 @@ export class Multimodal {
     return e;
   }
 
-  /** Whether the text model places images in 2-D (M-RoPE: Qwen2-VL). */
+  /** Whether the text model places images in 2-D (M-RoPE: Qwen2-VL, Qwen2.5-VL). */
   get mrope(): boolean {
-    return this.mm.projector === 'qwen2vl_merger';
+    return isQwenVL(this.mm.projector);
   }
 
   /** Whether image chunks are decoded with bidirectional attention (mtmd_decode_use_non_causal). */

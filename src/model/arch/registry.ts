@@ -17,7 +17,7 @@ import { nemotronH, nemotronHMoe } from './nemotron-h.js';
 import { phi3 } from './phi3.js';
 import { qwen2, qwen2vl } from './qwen2.js';
 import { qwen2moe } from './qwen2moe.js';
-import { qwen3 } from './qwen3.js';
+import { qwen3, qwen3vl } from './qwen3.js';
 import { qwen3moe } from './qwen3moe.js';
 import { qwen35 } from './qwen35.js';
 import { qwen35moe } from './qwen35moe.js';
@@ -28,6 +28,7 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     llama,
     qwen2,
     qwen3,
+    qwen3vl,
     bert,
     gemma2,
     gemma3,
