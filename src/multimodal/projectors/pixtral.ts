@@ -39,7 +39,7 @@ export function pixtralGraph(
   patches: Tensor,
   px: number,
   py: number,
-  inputs: [Tensor, Float32Array | Int32Array][],
+  inputs: [Tensor, Float32Array | Int32Array | Uint16Array][],
 ): Tensor {
   const { mm } = enc;
   const hp = mm.vision;
