@@ -28,7 +28,6 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     llama,
     qwen2,
     qwen3,
-    qwen3vl,
     bert,
     gemma2,
     gemma3,
@@ -48,6 +47,7 @@ const ARCHITECTURES: ReadonlyMap<string, Architecture> = new Map(
     deepseek2,
     gptOss,
     qwen2vl,
+    qwen3vl,
   ].map((a) => [a.name, a] as const),
 );
 
