@@ -103,7 +103,9 @@ describe('the WebGPU device in chromium (llama-ts/web)', { skip: skipAll, timeou
       return a ? `${a.info.vendor} ${a.info.architecture}${a.info.isFallbackAdapter ? ' (fallback)' : ''}` : null;
     });
     if (adapter)
-      await page.evaluate(async (entry) => void (window.web = await import(entry)), '/dist/src/web/index.js');
+      await page.evaluate(async (entry) => {
+        window.web = await import(entry);
+      }, '/dist/src/web/index.js');
   });
   after(async () => {
     await browser?.close();
