@@ -155,3 +155,20 @@ test('offloadOp: a higher-priority device takes an op whose weights are elsewher
   await full.eventSynchronize!(ev);
   full.eventFree!(ev);
 });
+
+test("offloadOp: only weights on the host (last) backend are offered; another device's stay where they are", () => {
+  const taker = reg.addDevice({ name: 'Taker', offload: (t) => t.op === Op.MUL_MAT });
+  const [bTaker, bMid, bHost] = [taker.initBackend(), partial.initBackend(), full.initBackend()];
+  const w = newTensor(F32, [2, 2], 'w');
+  allocTensors([w], partial.bufferType());
+  const mm = ops.mulMat(w, newTensor(F32, [2], 'x')).setName('mm');
+  const sched = new Scheduler([bTaker, bMid, bHost]);
+  sched.allocGraph(buildGraph(mm));
+  assert.equal(sched.tensorBackend(mm), bMid);
+  const w2 = newTensor(F32, [2, 2], 'w2');
+  allocTensors([w2], full.bufferType());
+  const mm2 = ops.mulMat(w2, newTensor(F32, [2], 'x2')).setName('mm2');
+  const sched2 = new Scheduler([bTaker, bMid, bHost]);
+  sched2.allocGraph(buildGraph(mm2));
+  assert.equal(sched2.tensorBackend(mm2), bTaker);
+});

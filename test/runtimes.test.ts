@@ -206,6 +206,42 @@ for (const { name, env, argv, test: testCmd, summary } of RUNTIMES) {
         if (got !== want) assert.fail(`${name} differs from node: ${firstDifference(want, got)}`);
       });
     }
+    if (name === 'deno')
+      test("deno's navigator.gpu: `llama-ts run --device webgpu -ngl 99` gives Node's WebGPU tokens, top-10 logits within 0.02", (t) => {
+        const stories = sharedPath('models/stories260K.gguf');
+        if (!stories) return t.skip(missingShared('models/stories260K.gguf'));
+        const listed = JSON.parse(exec(rt, CLI, ['devices', '--json'])) as { name: string; description: string }[];
+        const gpu = listed.find((d) => d.name === 'WebGPU0');
+        if (!gpu) return t.skip('deno finds no WebGPU adapter (for SwiftShader set VK_ICD_FILENAMES to its ICD)');
+        process.stdout.write(`# deno's WebGPU adapter: ${gpu.description}\n`);
+        const run = (r: Runtime, device: string) =>
+          JSON.parse(
+            exec(
+              r,
+              CLI,
+              ['run', '-m', stories, '-p', 'Once upon a time', '-n', '16', '--temp', '0', '-t', '2'].concat([
+                '--device',
+                device,
+                '-ngl',
+                '99',
+                '--json',
+                '--top-logits',
+                '10',
+              ]),
+            ),
+          ) as { generated_tokens: number[]; top_logits: [number, number][] };
+        const here = run(rt, 'webgpu');
+        // Node's WebGPU (Dawn) where the optional package finds an adapter, else its CPU
+        const nodeDevices = JSON.parse(exec(node('relaxed'), CLI, ['devices', '--json'])) as { name: string }[];
+        const want = run(node('relaxed'), nodeDevices.some((d) => d.name === 'WebGPU0') ? 'webgpu' : 'CPU');
+        assert.equal(here.generated_tokens.length, 16);
+        assert.deepEqual(here.generated_tokens, want.generated_tokens);
+        const top = (l: [number, number][]) => l.map(([id, v]) => [id, v - l[0]![1]] as const);
+        for (const [i, [id, v]] of top(want.top_logits).entries()) {
+          const got = top(here.top_logits).find(([j]) => j === id);
+          assert.ok(got && Math.abs(got[1] - v) <= 0.02, `top-10 candidate ${i} (token ${id}): ${got?.[1]} vs ${v}`);
+        }
+      });
     test(`${name} test: ${SUITE.length} files of the library's suite pass`, () => {
       const files = SUITE.map((f) => join(REPO_ROOT, 'dist', 'test', `${f}.test.js`));
       const [cmd, ...args] = testCmd(bin as string, files);

@@ -8,8 +8,8 @@
 //  1. a backend set by hand (setTensorBackend);
 //  2. a node whose result is a view of existing memory (CPY / SET_ROWS into a KV cache)
 //     runs where that memory is;
-//  3. a node reading weights runs where the weights are, unless a higher-priority
-//     backend supports the op and wants it (offloadOp);
+//  3. a node reading weights runs where the weights are, unless they are on the host
+//     (last) backend and a higher-priority backend supports the op and wants it (offloadOp);
 //  4. otherwise the backend of its first source that supports the op;
 //  5. otherwise the highest-priority backend that supports the op.
 // Graph inputs without memory go to the backend of their first consumer. Backends are
@@ -174,7 +174,9 @@ export class Scheduler {
       const isWeight = buf !== null && (buf.usage === 'weights' || s.hasFlag(TensorFlag.WEIGHT));
       if (!isWeight) continue;
       const w = this.locate(s)!;
-      for (let i = 0; i < w; i++) {
+      // as ggml_backend_sched: only weights on the host (the last backend) are offered to
+      // the others; one GPU's weights never move to another for an op
+      for (let i = 0; w === this.backends.length - 1 && i < w; i++) {
         if (this.supports(i, n) && this.backends[i].device.offloadOp(n)) return i;
       }
       if (this.supports(w, n)) return w;
