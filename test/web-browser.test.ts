@@ -14,12 +14,12 @@ import { serveWeb, type WebServer } from '../src/cli/web.js';
 import { ensureModel } from '../src/generator/index.js';
 import { type LlamaCompletionOptions, type LlamaCompletionResult, loadModel } from '../src/index.js';
 import { decodeAudio, decodeImage } from '../src/media/index.js';
-import { encodeWebp, sampleRgba } from './helpers/webp-encode.js';
 import { QWEN25 } from './chat-fixtures.js';
 import { WEATHER_TOOL } from './helpers/clients.js';
 import { tinyBert } from './helpers/models.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 import { splitModel } from './helpers/split.js';
+import { encodeWebp, sampleRgba } from './helpers/webp-encode.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STORIES = sharedPath('models/stories260K.gguf');
