@@ -98,7 +98,7 @@ interface Plan {
 export function planWebp(b: Uint8Array, limits: ImageLimits): Plan {
   if (b.length < 20) fail(`file of ${b.length} bytes is truncated (no chunk header)`);
   const riff = u32(b, 4);
-  if (riff < 12 || riff & 1) fail(`RIFF size ${riff} is invalid (corrupt)`);
+  if (riff < 12) fail(`RIFF size ${riff} is invalid (corrupt)`);
   if (8 + riff > b.length) fail(`RIFF declares ${8 + riff} bytes, the file has ${b.length} (truncated)`);
   const top = chunks(b, 12, 8 + riff, '');
   const first = top[0];
