@@ -52,7 +52,14 @@ describe('llama-ts web (the server)', () => {
     assert.match(audio, /import\('\/vendor\/flac\.js'\)/);
     assert.match(audio, /import\('\/vendor\/mpg123\.js'\)/);
     assert.doesNotMatch(audio, /'@wasm-audio-decoders\/flac'|'mpg123-decoder'/);
-    for (const v of ['flac.js', 'mpg123.js']) {
+    // libwebp likewise, and the .wasm its glue fetches beside itself, as WebAssembly
+    const webp = await (await fetch(`${s.url}/dist/src/media/webp.js`)).text();
+    assert.match(webp, /import\('\/vendor\/webp\.js'\)/);
+    assert.doesNotMatch(webp, /import\('@jsquash/);
+    const wasm = await fetch(`${s.url}/vendor/webp_dec.wasm`);
+    assert.equal(wasm.headers.get('content-type'), 'application/wasm');
+    assert.deepEqual([...new Uint8Array(await wasm.arrayBuffer()).subarray(0, 4)], [0, 0x61, 0x73, 0x6d]);
+    for (const v of ['flac.js', 'mpg123.js', 'webp.js']) {
       const r = await fetch(`${s.url}/vendor/${v}`);
       assert.equal(r.status, 200, v);
       // self-contained: no import a browser could not resolve

@@ -19,6 +19,7 @@ import {
   sampleRamp,
   toneSamples,
 } from './helpers/media-encode.js';
+import { animatedWebp, encodeWebp, riffChunk, sampleRgba, vp8x, webpFile } from './helpers/webp-encode.js';
 
 async function rejects(p: Promise<unknown>, format: string, re: RegExp): Promise<void> {
   const t0 = performance.now();
@@ -179,6 +180,64 @@ describe('hostile BMP', () => {
   });
 });
 
+describe('hostile WebP', async () => {
+  const src = sampleRgba(24, 16, true);
+  const lossless = await encodeWebp(src, true);
+  const lossy = await encodeWebp(sampleRgba(24, 16, false), false);
+  const le = (n: number, bytes: number) => Array.from({ length: bytes }, (_, i) => (n >>> (8 * i)) & 0xff);
+  const withRiffSize = (b: Uint8Array) => patched(b, 4, le(b.length - 8, 4));
+  test('good ones decode', async () => {
+    assert.equal((await decodeImage(lossless)).width, 24);
+    assert.equal((await decodeImage(lossy)).height, 16);
+  });
+  test('declared sizes over the limits are refused before decoding', async () => {
+    // VP8L: 14-bit sizes minus one at bytes 21..24, flags in the top bits
+    const bits = (16383 | (16383 << 14) | ((lossless[24] & 0xf0) << 24)) >>> 0;
+    await rejects(
+      decodeImage(patched(lossless, 21, le(bits, 4))),
+      'WebP',
+      /16384x16384 \(268435456 pixels\) is over the limit/,
+    );
+    // VP8: 14-bit width and height at bytes 26..29
+    await rejects(
+      decodeImage(patched(lossy, 26, [...le(16000, 2), ...le(16000, 2)])),
+      'WebP',
+      /16000x16000 .* over the limit/,
+    );
+    // VP8X: a 24-bit canvas
+    const big = webpFile(vp8x(0x10, 100000, 10), riffChunk('VP8L', lossless.subarray(20)));
+    await rejects(decodeImage(big), 'WebP', /100000x10 is over the limit of 16384 per side/);
+    await rejects(decodeImage(lossless, { maxSide: 20 }), 'WebP', /24x16 is over the limit of 20 per side/);
+  });
+  test('truncated: short of what RIFF or a chunk declares', async () => {
+    await rejects(
+      decodeImage(lossless.subarray(0, lossless.length - 10)),
+      'WebP',
+      /RIFF declares \d+ bytes, the file has \d+ \(truncated\)/,
+    );
+    await rejects(
+      decodeImage(withRiffSize(lossless.slice(0, lossless.length - 10))),
+      'WebP',
+      /chunk 'VP8L' declares \d+ bytes, only \d+ remain \(truncated\)/,
+    );
+    await rejects(decodeImage(withRiffSize(lossy.slice(0, 28))), 'WebP', /truncated/);
+  });
+  test('corrupt headers and data', async () => {
+    await rejects(decodeImage(patched(lossless, 20, [0x2e])), 'WebP', /VP8L signature is 0x2e, not 0x2f/);
+    await rejects(decodeImage(patched(lossy, 23, [0])), 'WebP', /VP8 start code is missing/);
+    await rejects(decodeImage(patched(lossless, 12, [0x41, 0x42, 0x43, 0x44])), 'WebP', /first chunk is 'ABCD'/);
+    const mismatch = webpFile(vp8x(0, 30, 16), riffChunk('VP8L', lossless.subarray(20)));
+    await rejects(decodeImage(mismatch), 'WebP', /VP8X canvas 30x16 and bitstream 24x16 differ/);
+    const garbage = lossless.slice();
+    garbage.fill(0xff, 25);
+    await rejects(decodeImage(garbage), 'WebP', /libwebp cannot decode it \(truncated or corrupt\)/);
+  });
+  test('an animation whose first frame lies outside the canvas', async () => {
+    const anim = animatedWebp(20, 16, [{ x: 0, y: 0, w: 24, h: 16, webp: lossless }]);
+    await rejects(decodeImage(anim), 'WebP', /first frame 24x16 at 0,0 lies outside the 20x16 canvas/);
+  });
+});
+
 describe('hostile WAV and others', () => {
   const wav = encodeWav({ sampleRate: 16000, channels: 1, bits: 16, samples: toneSamples(1600, 1, 16000) });
   test('a data chunk declaring more than the file has', async () => {
@@ -206,6 +265,6 @@ describe('hostile WAV and others', () => {
     junk.set([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, 0]);
     await rejects(decodeAudio(junk), 'MP3', /no audio frames|corrupt data/);
     await rejects(decodeImage(new TextEncoder().encode('hello, this is text')), 'media', /not an image/);
-    await rejects(decodeImage(new TextEncoder().encode('RIFF\0\0\0\0WEBPVP8 ')), 'WebP', /not supported/);
+    await rejects(decodeImage(new TextEncoder().encode('RIFF\0\0\0\0WEBPVP8 ')), 'WebP', /truncated/);
   });
 });

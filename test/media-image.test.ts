@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import { decodeImage, imageFormat } from '../src/media/index.js';
 import { encodePng, expectedRgb, type PngSpec, sampleRamp } from './helpers/media-encode.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
+import { animatedWebp, encodeWebp, libwebpRgba, rgbOf, sampleRgba } from './helpers/webp-encode.js';
 
 const STB = {
   'alpha-50x30.png': [50, 30, 'b443c01a0f952030'],
@@ -115,5 +116,78 @@ describe('decodeImage: PNG colour types, depths, interlace', () => {
     assert.equal(imageFormat(new TextEncoder().encode('BM')), 'BMP');
     assert.equal(imageFormat(new TextEncoder().encode('RIFF\0\0\0\0WEBP')), 'WebP');
     assert.equal(imageFormat(new TextEncoder().encode('RIFF\0\0\0\0WAVE')), undefined);
+  });
+});
+
+// WebP (beyond mtmd, whose stb_image has none): files made by libwebp's encoder at test time, held
+// to libwebp's own decoded pixels with alpha dropped (lossless: the source exactly).
+describe('decodeImage: WebP', () => {
+  const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex').slice(0, 16);
+  const psnr = (a: Uint8Array, b: Uint8Array) => {
+    let se = 0;
+    for (let i = 0; i < a.length; i++) se += (a[i] - b[i]) ** 2;
+    return 10 * Math.log10((255 * 255 * a.length) / se);
+  };
+
+  test('lossless (VP8L) is the source RGB exactly, alpha dropped', async () => {
+    for (const alpha of [false, true]) {
+      const src = sampleRgba(45, 31, alpha);
+      const file = await encodeWebp(src, true);
+      assert.equal(String.fromCharCode(...file.subarray(12, 16)), 'VP8L');
+      const img = await decodeImage(file);
+      assert.equal(img.width, 45);
+      assert.equal(img.height, 31);
+      assert.deepEqual(img.data, rgbOf(src));
+    }
+  });
+
+  test("lossy (VP8) is libwebp's pixels, close to the source", async () => {
+    const src = sampleRgba(64, 40, false);
+    const file = await encodeWebp(src, false, 90);
+    assert.equal(String.fromCharCode(...file.subarray(12, 16)), 'VP8 ');
+    const img = await decodeImage(file);
+    assert.equal(img.width, 64);
+    assert.equal(img.height, 40);
+    assert.deepEqual(img.data, rgbOf(await libwebpRgba(file)));
+    assert.equal(sha(img.data), '69baf84d6f7eaf35');
+    const db = psnr(img.data, rgbOf(src));
+    // a sanity bound: the pattern's 8-pixel checker is hard on VP8's 4:2:0 chroma (27 dB at quality 90)
+    assert.ok(db > 25, `PSNR ${db.toFixed(1)} dB`);
+  });
+
+  test("lossy with alpha (VP8X, ALPH) is libwebp's RGB, alpha dropped", async () => {
+    const src = sampleRgba(50, 30, true);
+    const file = await encodeWebp(src, false, 90);
+    assert.equal(String.fromCharCode(...file.subarray(12, 16)), 'VP8X');
+    const ref = await libwebpRgba(file);
+    assert.ok(
+      ref.data.some((v, i) => i % 4 === 3 && v === 0),
+      'the reference keeps transparent pixels',
+    );
+    const img = await decodeImage(file);
+    assert.equal(img.width, 50);
+    assert.equal(img.height, 30);
+    assert.deepEqual(img.data, rgbOf(ref));
+    assert.ok(psnr(img.data, rgbOf(src)) > 25);
+  });
+
+  test('animated (VP8X, ANMF): the first frame at its offset on a black canvas', async () => {
+    const f1 = sampleRgba(20, 12, true);
+    const f2 = sampleRgba(30, 20, false);
+    const lossy = await encodeWebp(f1, false, 90);
+    for (const first of [await encodeWebp(f1, true), lossy]) {
+      const file = animatedWebp(40, 30, [
+        { x: 6, y: 10, w: 20, h: 12, webp: first },
+        { x: 0, y: 0, w: 30, h: 20, webp: await encodeWebp(f2, true) },
+      ]);
+      const img = await decodeImage(file);
+      assert.equal(img.width, 40);
+      assert.equal(img.height, 30);
+      const want = new Uint8Array(40 * 30 * 3);
+      const frame = rgbOf(await libwebpRgba(first));
+      for (let y = 0; y < 12; y++) want.set(frame.subarray(y * 60, y * 60 + 60), ((10 + y) * 40 + 6) * 3);
+      assert.deepEqual(img.data, want);
+      if (first !== lossy) assert.deepEqual(frame, rgbOf(f1));
+    }
   });
 });

@@ -11,6 +11,7 @@ import { LlamaServer } from '../src/server/index.js';
 import { DEFAULT_MEDIA_POLICY, mediaUrlBytes, resolveRequestMedia } from '../src/server/media.js';
 import { encodePng, encodeWav, sampleRamp, toneSamples } from './helpers/media-encode.js';
 import { tinyLlama } from './helpers/models.js';
+import { encodeWebp, sampleRgba } from './helpers/webp-encode.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: bodies are read by shape
 type Json = any;
@@ -220,6 +221,11 @@ describe('reading media (a projector taking images and audio)', () => {
       resolveRequestMedia(bad(`data:image/png;base64,${text}`), both, policy),
       apiError(400, /not an image mtmd reads/),
     );
+    // WebP is read (libwebp in WebAssembly), so it passes as image/webp
+    const webp = Buffer.from(await encodeWebp(sampleRgba(8, 8, false), true)).toString('base64');
+    const w = bad(`data:image/png;base64,${webp}`);
+    await resolveRequestMedia(w, both, policy);
+    assert.equal((w.messages as Json[])[0].content[0].image_url.url, `data:image/webp;base64,${webp}`);
     await assert.rejects(
       resolveRequestMedia(bad(`data:audio/wav;base64,${Buffer.from(wav).toString('base64')}`), both, policy),
       apiError(400, /the data is audio, not an image/),

@@ -13,12 +13,13 @@ import type { Browser, Page } from 'puppeteer-core';
 import { serveWeb, type WebServer } from '../src/cli/web.js';
 import { ensureModel } from '../src/generator/index.js';
 import { type LlamaCompletionOptions, type LlamaCompletionResult, loadModel } from '../src/index.js';
-import { decodeAudio } from '../src/media/index.js';
+import { decodeAudio, decodeImage } from '../src/media/index.js';
 import { QWEN25 } from './chat-fixtures.js';
 import { WEATHER_TOOL } from './helpers/clients.js';
 import { tinyBert } from './helpers/models.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 import { splitModel } from './helpers/split.js';
+import { encodeWebp, sampleRgba } from './helpers/webp-encode.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STORIES = sharedPath('models/stories260K.gguf');
@@ -532,6 +533,32 @@ describe('llama-ts/web in chromium', { skip: noBrowser, timeout: 120_000 }, () =
     }
     await p.close();
     assert.deepEqual(vendor.filter((v) => v !== 'jinja.js').sort(), ['flac.js', 'mpg123.js']);
+    assert.deepEqual(errors, []);
+  });
+
+  test('WebP decodes in the page as on Node; libwebp (webp.js, webp_dec.wasm) loads only then, from /vendor/', async () => {
+    const p = await browser.newPage();
+    p.on('pageerror', (e) => errors.push(String(e)));
+    const vendor: string[] = [];
+    p.on('request', (r) => {
+      const m = /\/vendor\/([^/?]+)$/.exec(r.url());
+      if (m) vendor.push(m[1]!);
+    });
+    await p.goto(`${server.url}/blank.html`);
+    for (const lossless of [true, false]) {
+      const bytes = await encodeWebp(sampleRgba(21, 13, true), lossless);
+      const node = await decodeImage(bytes);
+      const web = await p.evaluate(async (b64) => {
+        const media = await import('/dist/src/media/index.js' as string);
+        const img = await media.decodeImage(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+        return { width: img.width, height: img.height, data: Array.from(img.data as Uint8Array) };
+      }, Buffer.from(bytes).toString('base64'));
+      assert.equal(web.width, 21);
+      assert.equal(web.height, 13);
+      assert.deepEqual(Uint8Array.from(web.data), node.data, lossless ? 'lossless' : 'lossy');
+    }
+    await p.close();
+    assert.deepEqual(vendor.filter((v) => v !== 'jinja.js').sort(), ['webp.js', 'webp_dec.wasm']);
     assert.deepEqual(errors, []);
   });
 

@@ -54,7 +54,7 @@ function notices(metafile, what) {
 }
 writeFileSync(join(out, 'LICENSES.txt'), notices(result.metafile, "The chat page's bundles (app.js, math.js)"));
 
-// The audio decoders as browser ES modules (dist/vendor/), which `llama-ts web` serves at
+// The audio decoders and libwebp's as browser ES modules (dist/vendor/), which `llama-ts web` serves at
 // /vendor/ for the media layer's imports on demand: their packages are ES modules, but import
 // a CommonJS one (@eshaz/web-worker) and bare names, which a browser cannot resolve.
 const vendorOut = join(root, 'dist', 'vendor');
@@ -71,7 +71,12 @@ const vendor = await build({
   entryPoints: {
     flac: '@wasm-audio-decoders/flac',
     mpg123: 'mpg123-decoder',
+    // libwebp's decoder: its glue fetches webp_dec.wasm beside itself, which /vendor/ serves too
+    webp: '@jsquash/webp/decode.js',
   },
   entryNames: '[name]',
 });
-writeFileSync(join(vendorOut, 'LICENSES.txt'), notices(vendor.metafile, 'The audio decoders (flac.js, mpg123.js)'));
+writeFileSync(
+  join(vendorOut, 'LICENSES.txt'),
+  notices(vendor.metafile, 'The audio and WebP decoders (flac.js, mpg123.js, webp.js)'),
+);

@@ -38,13 +38,20 @@ const TYPES: Record<string, string> = {
 /**
  * Browsers resolve no bare module names: the compiled modules' dependencies are served at
  * /vendor/: jinja's own ES module build (wherever the package manager put it), the audio
- * decoders as the browser bundles `npm run build` makes (dist/vendor/, see webui/build.mjs).
+ * decoders and libwebp's as the browser bundles `npm run build` makes (dist/vendor/, see
+ * webui/build.mjs), and libwebp's .wasm from its package.
  * The modules' static and dynamic imports of them are rewritten to those paths.
  */
 const VENDOR: Record<string, { file: string; from: string }> = {
   'jinja.js': { file: fileURLToPath(import.meta.resolve('@huggingface/jinja')), from: '@huggingface/jinja' },
   'flac.js': { file: join(ROOT, 'dist/vendor/flac.js'), from: '@wasm-audio-decoders/flac' },
   'mpg123.js': { file: join(ROOT, 'dist/vendor/mpg123.js'), from: 'mpg123-decoder' },
+  'webp.js': { file: join(ROOT, 'dist/vendor/webp.js'), from: '@jsquash/webp/decode.js' },
+  // fetched by webp.js beside itself (no module imports it by name)
+  'webp_dec.wasm': {
+    file: fileURLToPath(import.meta.resolve('@jsquash/webp/codec/dec/webp_dec.wasm')),
+    from: '@jsquash/webp/codec/dec/webp_dec.wasm',
+  },
 };
 const BARE: [RegExp, string][] = Object.entries(VENDOR).flatMap(([name, { from }]) => {
   const q = from.replace(/[/.]/g, '\\$&');
@@ -146,7 +153,7 @@ export function serveWeb(options: WebServerOptions = {}): Promise<WebServer> {
       const name = path.slice('/vendor/'.length);
       const v = Object.hasOwn(VENDOR, name) ? VENDOR[name] : undefined;
       if (!v || !existsSync(v.file)) return send(res, 404, 'not found');
-      return sendFile(req, res, v.file, TYPES['.js']!);
+      return sendFile(req, res, v.file, TYPES[extname(name)] ?? TYPES['.js']!);
     }
     if (path === '/favicon.ico') {
       res.writeHead(204);

@@ -8,6 +8,7 @@ import { decodeJpeg } from './jpeg.js';
 import { imageLimits } from './limits.js';
 import { decodePng, isPng } from './png.js';
 import type { DecodedImage, ImageDecodeOptions } from './types.js';
+import { decodeWebp } from './webp.js';
 
 export type ImageFormat = 'PNG' | 'JPEG' | 'GIF' | 'BMP' | 'WebP';
 
@@ -40,8 +41,8 @@ export async function decodeImage(bytes: Uint8Array, opts?: ImageDecodeOptions):
       return decodeGif(bytes, limits);
     case 'BMP':
       return decodeBmp(bytes, limits);
-    default:
-      // stb_image has no WebP decoder: mtmd (built without its video support) refuses it too
-      throw new MediaError(format, 'WebP is not supported (mtmd does not read it either); convert it to PNG or JPEG');
+    case 'WebP':
+      // beyond mtmd (stb_image has no WebP decoder): libwebp's pixels, alpha dropped like stb's
+      return decodeWebp(bytes, limits);
   }
 }

@@ -217,9 +217,7 @@ export function checkedMedia(
   if (kind === 'image' ? !modalities.vision : !modalities.audio) throw mediaNotSupported(kind, param);
   const format = kind === 'image' ? imageFormat(bytes) : audioFormat(bytes);
   if (format === undefined)
-    throw bad(`${param}: not an image mtmd reads (PNG, JPEG, GIF, BMP) by its first bytes`, param);
-  if (format === 'WebP')
-    throw bad(`${param}: WebP is not supported (mtmd does not read it either); send PNG or JPEG`, param);
+    throw bad(`${param}: not an image mtmd reads (PNG, JPEG, GIF, BMP, WebP) by its first bytes`, param);
   const mime = `${kind}/${format.toLowerCase()}`;
   return `data:${mime};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')}`;
 }
