@@ -24,8 +24,8 @@ import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view }
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import { isQwenVL, type Mmproj } from './mmproj.js';
-import { internvlGraph } from './projectors/internvl.js';
 import { gemma4vGraph } from './projectors/gemma4v.js';
+import { internvlGraph } from './projectors/internvl.js';
 import { llavaGraph } from './projectors/llava.js';
 import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
 import { interpolateAlignCorners } from './projectors/qwen3vl.js';

@@ -14,8 +14,8 @@
 
 import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
-import { llavaLayout } from './projectors/llava.js';
 import { gemma4vImage } from './projectors/gemma4v.js';
+import { llavaLayout } from './projectors/llava.js';
 import { pixtralImage } from './projectors/pixtral.js';
 
 /** One piece of an image's prompt layout. */
@@ -53,11 +53,7 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'pixtral':
       return [norm(pixtralImage(mm, img)), { kind: 'text', text: '[IMG_END]' }];
     case 'gemma4v':
-      return [
-        { kind: 'text', text: '<|image>' },
-        norm(gemma4vImage(mm, img)),
-        { kind: 'text', text: '<image|>' },
-      ];
+      return [{ kind: 'text', text: '<|image>' }, norm(gemma4vImage(mm, img)), { kind: 'text', text: '<image|>' }];
     case 'qwen2vl_merger':
     case 'qwen2.5vl_merger':
     case 'qwen3vl_merger': {
