@@ -24,6 +24,7 @@ import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view }
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import { isQwenVL, type Mmproj } from './mmproj.js';
+import { gemma4vGraph } from './projectors/gemma4v.js';
 import { internvlGraph } from './projectors/internvl.js';
 import { llavaGraph } from './projectors/llava.js';
 import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
@@ -32,6 +33,18 @@ import { windowLayout } from './projectors/qwen25vl.js';
 
 /** A graph's input tensors and the values they are set to. */
 type Inputs = [Tensor, Float32Array | Int32Array | Uint16Array][];
+
+/** Per-graph variations of the ViT layers. */
+export interface VitHooks {
+  /** The attention mask of layer il (windowed attention), or null. */
+  maskFor?: (il: number) => Tensor | null;
+  /** Called with each layer's output. */
+  onLayer?: (il: number, out: Tensor) => void;
+  /** Gemma 4: values RMS-normed (no weight) before attention. */
+  vNorm?: boolean;
+  /** The attention's K·Q scale; default 1/√d_head. */
+  kqScale?: number;
+}
 
 /** Embedding rows an encoder produced for one image or tile. */
 export interface Embeddings {
@@ -64,8 +77,9 @@ export class VisionEncoder {
     const py = Math.floor(height / hp.patchSize);
     const m = hp.nMerge;
     if (this.mm.projector === 'pixtral') return pixtralTokens(this.mm, px, py);
-    const nx = this.mm.projector === 'gemma3' ? Math.floor(px / m) : Math.ceil(px / m);
-    const ny = this.mm.projector === 'gemma3' ? Math.floor(py / m) : Math.ceil(py / m);
+    const pooled = this.mm.projector === 'gemma3' || this.mm.projector === 'gemma4v';
+    const nx = pooled ? Math.floor(px / m) : Math.ceil(px / m);
+    const ny = pooled ? Math.floor(py / m) : Math.ceil(py / m);
     return { n: nx * ny, nx, ny };
   }
 
@@ -87,6 +101,7 @@ export class VisionEncoder {
     if (mm.projector === 'mlp' || mm.projector === 'ldpv2') return this.run(llavaGraph(this, patches), inputs);
     if (mm.projector === 'internvl') return this.run(internvlGraph(this, patches, px, py), inputs);
     if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
+    if (mm.projector === 'gemma4v') return this.run(gemma4vGraph(this, patches, px, py, inputs), inputs);
     const wPatch = mm.get('v.patch_embd.weight');
     let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     // Qwen-VL: a still image is both frames of the temporal patch: the two kernels' sum
@@ -349,7 +364,7 @@ export class VisionEncoder {
     rope?: (t: Tensor) => Tensor,
     prefix = 'v',
     shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; skipPostNorm?: boolean; rms?: boolean },
-    hooks: { maskFor?: (il: number) => Tensor | null; onLayer?: (il: number, out: Tensor) => void } = {},
+    hooks: VitHooks = {},
   ): Tensor {
     const { mm } = this;
     const hp = shape ?? mm.vision;
@@ -370,22 +385,32 @@ export class VisionEncoder {
         fused
           ? ops.cont(view(fused, [dHead, hp.nHead, n], [dHead * fused.nb[0], fused.nb[1]], i * E * fused.nb[0]))
           : reshape(this.linear(cur, `${L}.${name}`), [dHead, hp.nHead, n]);
-      let q = proj('attn_q', 0);
-      let k = proj('attn_k', 1);
+      // q/k norms (Gemma 4): per head where the weight is d_head wide, else over the whole row
+      const qkNorm = (t: Tensor, name: string) => {
+        const w = opt(`${L}.${name}.weight`);
+        if (!w) return t;
+        if (w.ne[0] === dHead) return norm(t, w, undefined);
+        return reshape(norm(reshape(t, [E, n]), w, undefined), [dHead, hp.nHead, n]);
+      };
+      let q = qkNorm(proj('attn_q', 0), 'attn_q_norm');
+      let k = qkNorm(proj('attn_k', 1), 'attn_k_norm');
       if (rope) {
         q = rope(q);
         k = rope(k);
       }
-      const v = proj('attn_v', 2);
+      let v = proj('attn_v', 2);
+      if (hooks.vNorm) v = ops.rmsNorm(v, hp.eps);
       const qp = permute(q, [0, 2, 1, 3]);
       const kp = permute(k, [0, 2, 1, 3]);
       const vp = permute(v, [0, 2, 1, 3]);
       const k16 = ops.cpy(kp, newTensor(GGMLType.F16, [kp.ne[0], kp.ne[1], kp.ne[2]]));
       const v16 = ops.cpy(vp, newTensor(GGMLType.F16, [vp.ne[0], vp.ne[1], vp.ne[2]]));
-      const fa = ops.flashAttnExt(qp, k16, v16, hooks.maskFor?.(il) ?? null, 1 / Math.sqrt(dHead));
+      const fa = ops.flashAttnExt(qp, k16, v16, hooks.maskFor?.(il) ?? null, hooks.kqScale ?? 1 / Math.sqrt(dHead));
       cur = this.linear(reshape(fa, [E, n]), `${L}.attn_out`);
       const ls1 = opt(`${L}.ls1.weight`); // layer scales (InternViT)
       if (ls1) cur = ops.mul(cur, ls1);
+      const postAttn = opt(`${L}.attn_post_norm.weight`); // post-norms (Gemma 4)
+      if (postAttn) cur = norm(cur, postAttn, undefined);
       cur = ops.add(cur, inpL);
       inpL = cur;
       cur = norm(cur, opt(`${L}.ln2.weight`), opt(`${L}.ln2.bias`));
@@ -393,6 +418,8 @@ export class VisionEncoder {
       const up = this.linear(cur, `${L}.ffn_up`);
       cur = opt(`${L}.ffn_gate.weight`) ? ops.mul(this.act(this.linear(cur, `${L}.ffn_gate`)), up) : this.act(up);
       cur = this.linear(cur, `${L}.ffn_down`);
+      const postFfn = opt(`${L}.ffn_post_norm.weight`);
+      if (postFfn) cur = norm(cur, postFfn, undefined);
       const ls2 = opt(`${L}.ls2.weight`);
       if (ls2) cur = ops.mul(cur, ls2);
       inpL = ops.add(inpL, cur);
@@ -432,6 +459,7 @@ export class VisionEncoder {
       case 'ldpv2':
       case 'pixtral':
       case 'internvl':
+      case 'gemma4v':
         throw new Error(`vision encoder: ${mm.projector} runs its own graph (./projectors)`);
       case 'qwen2vl_merger':
       case 'qwen2.5vl_merger':

@@ -9,10 +9,12 @@
 //             takes max(grid_w, grid_h) positions, its rows at (t, t + y, t + x))
 //   lfm2:     <|image_start|> (<|img_row_R_col_C|> [tile] ...)? <|img_thumbnail|> [image]
 //             <|image_end|>  (dynamic resolution; 512-px tiles past the pixel limit)
-//   mlp, ldpv2, pixtral, internvl: see ./projectors (llava.ts, pixtral.ts, internvl.ts)
+//   mlp, ldpv2, pixtral, internvl, gemma4v: see ./projectors (llava.ts, pixtral.ts, internvl.ts,
+//             gemma4v.ts)
 
 import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
+import { gemma4vImage } from './projectors/gemma4v.js';
 import { llavaLayout } from './projectors/llava.js';
 import { pixtralImage } from './projectors/pixtral.js';
 
@@ -50,6 +52,8 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
       return [{ kind: 'text', text: '<img>' }, ...llavaLayout(mm, img).map(norm), { kind: 'text', text: '</img>' }];
     case 'pixtral':
       return [norm(pixtralImage(mm, img)), { kind: 'text', text: '[IMG_END]' }];
+    case 'gemma4v':
+      return [{ kind: 'text', text: '<|image>' }, norm(gemma4vImage(mm, img)), { kind: 'text', text: '<image|>' }];
     case 'qwen2vl_merger':
     case 'qwen2.5vl_merger':
     case 'qwen3vl_merger': {

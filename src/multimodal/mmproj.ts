@@ -28,6 +28,7 @@ export const PROJECTORS = [
   'ldpv2',
   'pixtral',
   'internvl',
+  'gemma4v',
 ] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a', 'ultravox', 'voxtral'];
@@ -297,6 +298,12 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
     case 'pixtral':
       hp.nMerge = file.getNumber(k('spatial_merge_size'), 1);
       limits(8, 1024);
+      break;
+    case 'gemma4v':
+      hp.nMerge = scale ?? 3; // the pooling kernel
+      // build 10257's limits: its answers for small images (48, 49 tokens) put the floor at 40
+      // (later llama.cpp: 70..1120); the ceiling is Gemma 4's 280 soft tokens (not checked)
+      limits(40, 280);
       break;
     case 'mlp':
     case 'ldpv2': {

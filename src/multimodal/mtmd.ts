@@ -202,6 +202,8 @@ export class Multimodal {
 
   /** Whether image chunks are decoded with bidirectional attention (mtmd_decode_use_non_causal). */
   get nonCausal(): boolean {
+    // Gemma 4: bidirectional too, but E2B/E4B (text n_embd 1536 or 2560) stay causal
+    if (this.mm.projector === 'gemma4v') return this.mm.outputWidth !== 1536 && this.mm.outputWidth !== 2560;
     return this.mm.projector === 'gemma3';
   }
 

@@ -129,13 +129,17 @@ export const gemma4: Architecture = {
     const { hp, w } = b;
     const n = b.nTokens;
     const E = hp.nEmbd;
-    let x = b.cb(ops.scale(b.inpEmbd(w.get('token_embd.weight')), Math.sqrt(E)), 'inp_scaled');
+    // embedding rows (images) are used as given, not scaled by √n_embd (llama.cpp)
+    const inp = b.inpEmbd(w.get('token_embd.weight'));
+    let x = b.embdInput ? inp : b.cb(ops.scale(inp, Math.sqrt(E)), 'inp_scaled');
 
     // per-layer inputs [nPL, n, nLayer]
     let perLayer: Tensor | undefined;
     const plTable = w.opt('per_layer_token_embd.weight');
     if (plTable) {
       const nPL = plTable.ne[0] / hp.nLayer;
+      // embedding rows read row 0 (the padding token's), as llama.cpp does: their ubatch
+      // token ids are all 0
       let sel = b.tokenRows(plTable);
       sel = b.cb(ops.scale(reshape(sel, [nPL, hp.nLayer, n]), Math.sqrt(nPL)), 'inp_per_layer_selected');
       let proj = ops.scale(b.mm(w.get('per_layer_model_proj.weight'), x), 1 / Math.sqrt(E));

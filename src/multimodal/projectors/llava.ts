@@ -26,6 +26,7 @@ export interface EncoderParts {
     rope?: (t: Tensor) => Tensor,
     prefix?: string,
     shape?: { nEmbd: number; nHead: number; nLayer: number; eps: number; rms?: boolean },
+    hooks?: { vNorm?: boolean; kqScale?: number },
   ): Tensor;
   linear(x: Tensor, name: string): Tensor;
   /** Average pool m × m over a px × py grid of rows (ggml_pool_2d AVG). */
