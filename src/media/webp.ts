@@ -4,6 +4,7 @@
 // from libwebp built to WebAssembly (@jsquash/webp), imported when the first WebP is decoded.
 // An animated WebP gives its first frame, placed on a black canvas of the declared size.
 import { Wasm } from '../backends/cpu/wasm-api.js';
+import { platform } from '../platform/index.js';
 import { MediaError } from './errors.js';
 import { checkDimensions, type ImageLimits } from './limits.js';
 import type { DecodedImage } from './types.js';
@@ -152,11 +153,11 @@ let codec: Promise<Decode> | undefined;
 function webpDecoder(): Promise<Decode> {
   codec ??= (async () => {
     const mod = await import('@jsquash/webp/decode.js');
-    // Node's fetch reads no file: URL, so its .wasm is compiled from the file; a browser fetches it
-    // beside the module (`llama-ts web` serves it at /vendor/)
-    if (typeof process !== 'undefined' && process.versions?.node) {
-      const { readFile } = await import('node:fs/promises');
-      const wasm = await readFile(new URL(import.meta.resolve('@jsquash/webp/codec/dec/webp_dec.wasm')));
+    // Node's fetch reads no file: URL, so outside a page its .wasm is read through the platform
+    // seam and compiled here; a browser fetches it beside the module (`llama-ts web` serves it at
+    // /vendor/)
+    if (platform.runtime() !== 'web') {
+      const wasm = platform.readAsset(new URL(import.meta.resolve('@jsquash/webp/codec/dec/webp_dec.wasm')));
       await mod.init(new Wasm.Module(wasm) as never);
     }
     return mod.default as unknown as Decode;
