@@ -221,6 +221,22 @@ export function crop(img: RgbImage, x: number, y: number, w: number, h: number):
   return { width: w, height: h, data: dst };
 }
 
+/**
+ * Dynamic resolution (qwen2vl/2.5vl/3vl mergers, pixtral, gemma4v): the image resized to whole
+ * patch × merge blocks within the pixel limits, bilinear as build 10257 (checked through it).
+ */
+export function fitToBlocks(
+  img: RgbImage,
+  hp: { patchSize: number; nMerge: number; minPixels: number; maxPixels: number },
+): RgbImage {
+  const size = smartSize(img.width, img.height, {
+    align: hp.patchSize * hp.nMerge,
+    minPixels: hp.minPixels,
+    maxPixels: hp.maxPixels,
+  });
+  return resize(img, size.width, size.height, 'bilinear', 'ceil');
+}
+
 /** mtmd's calc_size_preserved_ratio ("smart resize"): the size aligned to `align`, within the pixel limits. */
 export function smartSize(
   width: number,

@@ -12,11 +12,9 @@
 //   mlp, ldpv2, pixtral, internvl, gemma4v: see ./projectors (llava.ts, pixtral.ts, internvl.ts,
 //             gemma4v.ts)
 
-import { crop, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
+import { crop, fitToBlocks, normalize, type PlanarImage, type RgbImage, resize, smartSize } from './image.js';
 import type { Mmproj } from './mmproj.js';
-import { gemma4vImage } from './projectors/gemma4v.js';
 import { llavaLayout } from './projectors/llava.js';
-import { pixtralImage } from './projectors/pixtral.js';
 
 /** One piece of an image's prompt layout. */
 export type LayoutPart =
@@ -51,22 +49,15 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'internvl':
       return [{ kind: 'text', text: '<img>' }, ...llavaLayout(mm, img).map(norm), { kind: 'text', text: '</img>' }];
     case 'pixtral':
-      return [norm(pixtralImage(mm, img)), { kind: 'text', text: '[IMG_END]' }];
+      return [norm(fitToBlocks(img, hp)), { kind: 'text', text: '[IMG_END]' }];
     case 'gemma4v':
-      return [{ kind: 'text', text: '<|image>' }, norm(gemma4vImage(mm, img)), { kind: 'text', text: '<image|>' }];
+      return [{ kind: 'text', text: '<|image>' }, norm(fitToBlocks(img, hp)), { kind: 'text', text: '<image|>' }];
     case 'qwen2vl_merger':
     case 'qwen2.5vl_merger':
     case 'qwen3vl_merger': {
-      // dynamic resolution: whole 2x2 patch blocks within the pixel limits, fitted (bilinear:
-      // build 10257's, checked through it)
-      const size = smartSize(img.width, img.height, {
-        align: hp.patchSize * hp.nMerge,
-        minPixels: hp.minPixels,
-        maxPixels: hp.maxPixels,
-      });
       return [
         { kind: 'text', text: '<|vision_start|>' },
-        norm(resize(img, size.width, size.height, 'bilinear', 'ceil')),
+        norm(fitToBlocks(img, hp)),
         { kind: 'text', text: '<|vision_end|>' },
       ];
     }

@@ -9,23 +9,10 @@
 import * as ops from '../../ggml/ops.js';
 import { newTensor, reshape, type Tensor, TensorFlag, view } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
-import { type RgbImage, resize, smartSize } from '../image.js';
-import type { Mmproj } from '../mmproj.js';
 import { type EncoderParts, patchEmbed } from './llava.js';
 
 const ROPE_THETA = 100;
 const CLAMPS = ['input_max', 'input_min', 'output_max', 'output_min'];
-
-/** The image the encoder reads: whole pooling blocks of patches within the token limits. */
-export function gemma4vImage(mm: Mmproj, img: RgbImage): RgbImage {
-  const hp = mm.vision;
-  const size = smartSize(img.width, img.height, {
-    align: hp.patchSize * hp.nMerge,
-    minPixels: hp.minPixels,
-    maxPixels: hp.maxPixels,
-  });
-  return resize(img, size.width, size.height, 'bilinear', 'ceil');
-}
 
 export function gemma4vGraph(
   enc: EncoderParts,

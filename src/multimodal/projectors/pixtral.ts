@@ -9,22 +9,10 @@
 import * as ops from '../../ggml/ops.js';
 import { newTensor, type Tensor, TensorFlag, view } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
-import { type RgbImage, resize, smartSize } from '../image.js';
 import type { Mmproj } from '../mmproj.js';
 import { type EncoderParts, patchEmbed } from './llava.js';
 
 const ROPE_THETA = 10000;
-
-/** The image the encoder reads: whole patches (times the merge) within the pixel limits. */
-export function pixtralImage(mm: Mmproj, img: RgbImage): RgbImage {
-  const hp = mm.vision;
-  const size = smartSize(img.width, img.height, {
-    align: hp.patchSize * hp.nMerge,
-    minPixels: hp.minPixels,
-    maxPixels: hp.maxPixels,
-  });
-  return resize(img, size.width, size.height, 'bilinear', 'ceil');
-}
 
 /** Embeddings of a px × py patch grid: the merged grid's cells and a break after each row but the last. */
 export function pixtralTokens(mm: Mmproj, px: number, py: number): { n: number; nx: number; ny: number } {
