@@ -194,4 +194,42 @@ describe('serve --mmproj (gemma3 fixture pair)', { skip: dir ? false : missingSh
     assert.equal(a.status, 500);
     assert.match(a.json.error.message, /^audio input is not supported/);
   });
+
+  test('100 images in one request: each encoded and counted, the server answering meanwhile; over the context a 400 naming the sizes', async () => {
+    const names = ['grad-64x48.png', 'checker-37x53.png', 'gray-40x40.png', 'alpha-50x30.png', 'photo-640x480.png'];
+    const request = (n: number, pick = names) => ({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Compare these pictures:' },
+            ...Array.from({ length: n }, (_, k) => ({
+              type: 'image_url',
+              image_url: { url: `data:image/png;base64,${png(pick[k % pick.length]!)}` },
+            })),
+          ],
+        },
+      ],
+      max_tokens: 1,
+      temperature: 0,
+    });
+    const promptTokens = async (n: number) => {
+      const r = await post(`${server.url}/v1/chat/completions`, request(n));
+      assert.equal(r.status, 200, JSON.stringify(r.json).slice(0, 300));
+      return r.json.usage.prompt_tokens as number;
+    };
+    const one = await promptTokens(1);
+    const perImage = (await promptTokens(2)) - one;
+    assert.ok(perImage >= 16, `an image adds its embedding rows and wrappers, got ${perImage}`);
+    // the health endpoint answers while the 100 are decoded and encoded (that work is in the engine worker)
+    const pending = promptTokens(100);
+    const health = await fetch(`${server.url}/health`);
+    assert.equal(health.status, 200);
+    assert.equal(await pending, one + 99 * perImage);
+    // small pictures only: 250 copies of the 357 KB photo would pass the body limit (a 413) first
+    const tooMany = await post(`${server.url}/v1/chat/completions`, request(250, ['gray-40x40.png']));
+    assert.equal(tooMany.status, 400);
+    assert.equal(tooMany.json.error.type, 'exceed_context_size_error');
+    assert.equal(tooMany.json.error.n_prompt_tokens, one + 249 * perImage);
+  });
 });
