@@ -46,6 +46,8 @@ export interface MmprojShape {
   scaleFactor?: number;
   /** mlp: `clip.vision.image_grid_pinpoints` (LLaVA-1.6 tiles; absent: one padded square). */
   gridPinpoints?: number[];
+  /** pixtral: `clip.vision.spatial_merge_size` with Mistral Small 3.1's patch merger (mm.input_norm, mm.patch_merger). */
+  spatialMerge?: number;
   /** internvl: `clip.vision.preproc_max_tiles`. */
   maxTiles?: number;
   /** qwen2.5vl_merger: `clip.vision.n_wa_pattern` (every n-th layer attends fully, the others in windows). */
@@ -228,6 +230,14 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       patchEmbd();
       add('v.pre_ln.weight', [E], NORM);
       planLayers(add, 'v', s, { norm: 'rms', kBias: false, gated: true, noBias: true });
+      const sm = s.spatialMerge;
+      if (sm !== undefined) {
+        // Mistral Small 3.1: an RMS norm, then each sm x sm block of patches unfolded through a linear
+        if (!(Number.isSafeInteger(sm) && sm >= 2)) throw new RangeError(`mmproj shape: spatialMerge = ${sm}`);
+        u32('clip.vision.spatial_merge_size', sm);
+        add('mm.input_norm.weight', [E], NORM);
+        add('mm.patch_merger.weight', [E * sm * sm, E], linear(E * sm * sm));
+      }
       add('mm.1.weight', [E, T], linear(E));
       add('mm.1.bias', [T], BIAS);
       add('mm.2.weight', [T, T], linear(T));
@@ -401,6 +411,9 @@ function planLayers(
   }
 }
 
+/** The tiny presets' encoder: 2 layers, 32 wide, 4 heads, to 64. */
+const TINY = { nEmbd: 32, nLayer: 2, nHead: 4, nFf: 64, nEmbdText: 64 };
+
 /** Projector shapes by name: a tiny one per type (the test pairs' shapes) and real ones for benchmarks. */
 export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec: Omit<MmprojSpec, 'seed'> }>> = {
   'gemma3-siglip-400m': {
@@ -432,6 +445,13 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
       },
     },
   },
+  'tiny-pixtral-merger': {
+    description: "pixtral with Mistral Small 3.1's 2x2 patch merger at the test pairs' size",
+    spec: {
+      projector: 'pixtral',
+      shape: { ...TINY, imageSize: 64, patchSize: 4, spatialMerge: 2 },
+    },
+  },
   ...Object.fromEntries(
     MMPROJ_TYPES.map((t) => [
       `tiny-${t}`,
@@ -440,11 +460,7 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
         spec: {
           projector: t,
           shape: {
-            nEmbd: 32,
-            nLayer: 2,
-            nHead: 4,
-            nFf: 64,
-            nEmbdText: 64,
+            ...TINY,
             ...(isAudioProjector(t)
               ? { nMel: 128 }
               : t.startsWith('qwen')

@@ -178,6 +178,13 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('dynamic'), two('dynamic'), pano('dynamic')],
     },
     {
+      // Mistral Small 3.1's projector: pixtral with a 2x2 patch merger
+      name: 'pixtral-merger',
+      text: textSpec(vocabFrom, 'llama', 23),
+      mmproj: { projector: 'pixtral', seed: 23, shape: { ...VISION, imageSize: 64, patchSize: 4, spatialMerge: 2 } },
+      cases: [mid('dynamic'), two('dynamic')],
+    },
+    {
       name: 'internvl',
       text: textSpec(vocabFrom, 'qwen2', 15),
       mmproj: { projector: 'internvl', seed: 15, shape: { ...VISION, imageSize: 32, patchSize: 4, maxTiles: 6 } },
