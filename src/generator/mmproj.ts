@@ -48,6 +48,8 @@ export interface MmprojShape {
   gridPinpoints?: number[];
   /** pixtral: `clip.vision.spatial_merge_size` with Mistral Small 3.1's patch merger (mm.input_norm, mm.patch_merger). */
   spatialMerge?: number;
+  /** gemma4v: clippable linears, [input limit, output limit]: every layer linear and the projection get NAME.input_min/max = ∓/±input and NAME.output_min/max = ∓/±output scalars. */
+  clamp?: [number, number];
   /** internvl: `clip.vision.preproc_max_tiles`. */
   maxTiles?: number;
   /** qwen2.5vl_merger: `clip.vision.n_wa_pattern` (every n-th layer attends fully, the others in windows). */
@@ -344,6 +346,31 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('v.position_embd.weight', [E, grid, 2], EMBD);
       planLayers(add, 'v', s, { norm: 'rms', kBias: false, gated: true, noBias: true, qkNorm: true, postNorms: true });
       add('mm.input_projection.weight', [E, T], linear(E));
+      if (s.clamp) {
+        // Gemma4ClippableLinear: each linear's four scalars after its weight
+        const [inp, out] = s.clamp;
+        if (!(inp > 0 && out > 0)) throw new RangeError(`mmproj shape: clamp = [${s.clamp}]`);
+        const linears = tensors.filter((t) =>
+          /^(v\.blk\.\d+\.(attn_(q|k|v|out)|ffn_(gate|up|down))|mm\.input_projection)\.weight$/.test(t.name),
+        );
+        const at = (t: PlannedTensor) => tensors.indexOf(t) + 1;
+        for (const w of linears) {
+          const base = w.name.slice(0, -'.weight'.length);
+          const scalar = (key: string, v: number): PlannedTensor => ({
+            name: `${base}.${key}`,
+            dims: [1],
+            init: { mean: v, std: 0 },
+          });
+          tensors.splice(
+            at(w),
+            0,
+            scalar('input_max', inp),
+            scalar('input_min', -inp),
+            scalar('output_max', out),
+            scalar('output_min', -out),
+          );
+        }
+      }
       break;
     }
     default:
@@ -450,6 +477,13 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
     spec: {
       projector: 'pixtral',
       shape: { ...TINY, imageSize: 64, patchSize: 4, spatialMerge: 2 },
+    },
+  },
+  'tiny-gemma4v-clamp': {
+    description: "gemma4v with clippable linears (inputs clamped to ±2, outputs to ±1.5) at the test pairs' size",
+    spec: {
+      projector: 'gemma4v',
+      shape: { ...TINY, imageSize: 64, patchSize: 4, clamp: [2, 1.5] },
     },
   },
   ...Object.fromEntries(

@@ -228,6 +228,17 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('dynamic'), two('dynamic'), big('dynamic')],
     },
     {
+      // Gemma 4's clippable linears: every layer linear and the projection clamped (in ±2, out ±1.5)
+      name: 'gemma4v-clamp',
+      text: gemma4Text(vocabFrom),
+      mmproj: {
+        projector: 'gemma4v',
+        seed: 24,
+        shape: { ...VISION, imageSize: 64, patchSize: 4, posGrid: 64, clamp: [2, 1.5] },
+      },
+      cases: [mid('dynamic'), two('dynamic')],
+    },
+    {
       name: 'ultravox',
       text: textSpec(vocabFrom, 'llama', 17),
       // Build 10257 counts floor(3000 frames / 2 / stack) audio embeddings but its graph pads
