@@ -7,8 +7,8 @@
 import { type Device, type Buffer as DeviceBuffer, fallbackDevice } from '../backends/index.js';
 import { allocTensors } from '../ggml/alloc.js';
 import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
-import { type GGUFFile, GGUFValueType, openGGUF } from '../gguf/index.js';
 import { GGMLType } from '../ggml/types.js';
+import { type GGUFFile, GGUFValueType, openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { defaultDevices, readWeights } from '../model/model.js';
 
