@@ -67,8 +67,12 @@ export interface MmprojSpec {
   shape: MmprojShape;
   seed: number;
   name?: string;
-  /** F32 (default) or F16 for the 2D+ weights (norms, biases and embeddings rows stay F32, as the converters write). */
-  fileType?: 'F32' | 'F16';
+  /**
+   * F32 (default), F16 or Q4_0 for the 2D+ weights (norms, biases and embeddings rows stay
+   * F32, as the converters write; Q4_0 takes the matrices with rows of whole 32-blocks, the
+   * rest stay F32: for shapes that would be gigabytes otherwise).
+   */
+  fileType?: 'F32' | 'F16' | 'Q4_0';
 }
 
 const NORM: TensorInit = { mean: 1, std: 0.1 };
@@ -125,7 +129,7 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
 
   str('general.architecture', 'clip');
   str('general.name', spec.name ?? `generated-${p}-mmproj-${s.nEmbd}x${s.nLayer}`);
-  u32('general.file_type', spec.fileType === 'F16' ? 1 : 0);
+  u32('general.file_type', spec.fileType === 'F16' ? 1 : spec.fileType === 'Q4_0' ? 2 : 0);
   str('clip.projector_type', p);
   bool('clip.has_vision_encoder', !audio);
   bool('clip.has_audio_encoder', audio);
@@ -255,11 +259,21 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       const scale = s.scaleFactor ?? 2;
       u32('clip.vision.projector.scale_factor', scale);
       if (s.maxTiles !== undefined) u32('clip.vision.preproc_max_tiles', s.maxTiles);
+      // InternViT-6B (mtmd knows it by its shape): RMS norms, q/k norms over the whole row; its
+      // patch bias gets a common offset (mean 1), which RMS norms keep and LayerNorms remove,
+      // so that the two give apart outputs on random weights
+      const vit6b = E === 3200 && s.nLayer === 45;
       add('v.class_embd', [E], EMBD);
       patchEmbd();
-      add('v.patch_embd.bias', [E], BIAS);
+      add('v.patch_embd.bias', [E], vit6b ? { mean: 1, std: 0.1 } : BIAS);
       add('v.position_embd.weight', [E, nPatch + 1], EMBD);
-      planLayers(add, 'v', s, { norm: 'layer', kBias: true, gated: false, layerScale: true });
+      planLayers(add, 'v', s, {
+        norm: vit6b ? 'rms' : 'layer',
+        kBias: true,
+        gated: false,
+        layerScale: true,
+        ...(vit6b ? { qkNorm: 'row' as const } : {}),
+      });
       const inW = E * scale * scale;
       add('mm.model.mlp.0.weight', [inW], NORM);
       add('mm.model.mlp.0.bias', [inW], BIAS);
@@ -344,7 +358,14 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       patchEmbd();
       const grid = s.posGrid ?? 64;
       add('v.position_embd.weight', [E, grid, 2], EMBD);
-      planLayers(add, 'v', s, { norm: 'rms', kBias: false, gated: true, noBias: true, qkNorm: true, postNorms: true });
+      planLayers(add, 'v', s, {
+        norm: 'rms',
+        kBias: false,
+        gated: true,
+        noBias: true,
+        qkNorm: 'head',
+        postNorms: true,
+      });
       add('mm.input_projection.weight', [E, T], linear(E));
       if (s.clamp) {
         // Gemma4ClippableLinear: each linear's four scalars after its weight
@@ -389,8 +410,8 @@ interface LayerOpts {
   layerScale?: boolean;
   /** One attn_qkv (q, k, v rows in that order) instead of three (Qwen3-VL). */
   fusedQkv?: boolean;
-  /** Per-head RMS norms of q and k, and norms after attention and feed-forward (Gemma 4). */
-  qkNorm?: boolean;
+  /** Norms of q and k, per head (Gemma 4) or over the whole row (InternViT-6B); norms after attention and feed-forward (Gemma 4). */
+  qkNorm?: 'head' | 'row';
   postNorms?: boolean;
 }
 
@@ -419,8 +440,9 @@ function planLayers(
       if (!o.noBias && (x !== 'attn_k' || o.kBias)) add(`${b}${x}.bias`, [E], BIAS);
     }
     if (o.qkNorm) {
-      add(`${b}attn_q_norm.weight`, [E / s.nHead], NORM);
-      add(`${b}attn_k_norm.weight`, [E / s.nHead], NORM);
+      const w = o.qkNorm === 'head' ? E / s.nHead : E;
+      add(`${b}attn_q_norm.weight`, [w], NORM);
+      add(`${b}attn_k_norm.weight`, [w], NORM);
     }
     if (o.postNorms) add(`${b}attn_post_norm.weight`, [E], NORM);
     if (o.layerScale) add(`${b}ls1.weight`, [E], NORM);
@@ -477,6 +499,16 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
     spec: {
       projector: 'pixtral',
       shape: { ...TINY, imageSize: 64, patchSize: 4, spatialMerge: 2 },
+    },
+  },
+  'internvit-6b-q4': {
+    description:
+      "InternViT-6B's shape as mtmd recognises it (45 layers, 3200 wide, 25 heads; RMS norms, q/k norms) with a 64-row feed-forward, 40 px, patch 10, to 64, Q4_0 (1.05 GB)",
+    spec: {
+      projector: 'internvl',
+      fileType: 'Q4_0',
+      name: 'InternViT-6B-shaped internvl projector (random weights)',
+      shape: { nEmbd: 3200, nLayer: 45, nHead: 25, nFf: 64, nEmbdText: 64, imageSize: 40, patchSize: 10, maxTiles: 1 },
     },
   },
   'tiny-gemma4v-clamp': {
@@ -568,11 +600,13 @@ export function generateMmproj(spec: MmprojSpec, path: string): MmprojResult {
   // F16 for matrices and kernels (as the converters write them); 1D tensors and embedding rows stay F32
   // (ldpv2's depthwise conv kernel is F16 in every file: build 10257's CPU backend has no F32
   // im2col for it and aborts with "GGML_ASSERT(*cur_backend_id != -1)")
-  const typeOf = (t: PlannedTensor) =>
-    t.name === 'mm.model.peg.0.weight' ||
-    (spec.fileType === 'F16' && t.dims.length >= 2 && !t.name.includes('position_embd'))
-      ? GGMLType.F16
-      : GGMLType.F32;
+  const typeOf = (t: PlannedTensor) => {
+    if (t.name === 'mm.model.peg.0.weight') return GGMLType.F16;
+    if (t.dims.length < 2 || t.name.includes('position_embd')) return GGMLType.F32;
+    if (spec.fileType === 'F16') return GGMLType.F16;
+    if (spec.fileType === 'Q4_0' && t.dims[0]! % 32 === 0) return GGMLType.Q4_0;
+    return GGMLType.F32;
+  };
   const byName = new Map(plan.tensors.map((t) => [t.name, t]));
   for (const t of plan.tensors) w.addTensor(t.name, typeOf(t), t.dims);
   w.write(path, (e) => {

@@ -15,7 +15,7 @@ import {
   presetSpec,
   specHash,
 } from '../../src/generator/index.js';
-import { generateMmproj, type MmprojSpec } from '../../src/generator/mmproj.js';
+import { generateMmproj, MMPROJ_PRESETS, type MmprojSpec } from '../../src/generator/mmproj.js';
 import { encodePng } from './media-encode.js';
 
 /** What one case feeds the model (as the shared fixtures' cases.json). */
@@ -189,6 +189,18 @@ export function genPairs(vocabFrom: string): GenPair[] {
       text: textSpec(vocabFrom, 'qwen2', 15),
       mmproj: { projector: 'internvl', seed: 15, shape: { ...VISION, imageSize: 32, patchSize: 4, maxTiles: 6 } },
       cases: [mid('tiled'), pano('tiled'), big('tiled')],
+    },
+    {
+      // InternViT-6B's shape (mtmd switches to RMS norms for 3200 wide x 45 layers), Q4_0 (1 GB):
+      // 40-px tiles of 4x4 patches (4 rows each), at most one tile: a 40x40 image is one encode,
+      // 37x53 two (tile + overview)
+      name: 'internvit6b',
+      text: textSpec(vocabFrom, 'qwen2', 25),
+      mmproj: { ...MMPROJ_PRESETS['internvit-6b-q4']!.spec, seed: 25 },
+      cases: [
+        { name: 'fixed', path: 'fixed', prompt: 'Once upon a time <__media__> there was a', media: ['gray-40x40.png'] },
+        { name: 'odd', path: 'tiled', prompt: '<__media__>The little girl saw', media: ['checker-37x53.png'] },
+      ],
     },
     {
       name: 'qwen2vl',
