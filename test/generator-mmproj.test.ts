@@ -17,11 +17,14 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
 
 test('every tiny preset: a clip file as planned, the same bytes twice', () => {
-  for (const t of MMPROJ_TYPES) {
-    const preset = MMPROJ_PRESETS[`tiny-${t}`]!;
+  const tiny = Object.keys(MMPROJ_PRESETS).filter((k) => k.startsWith('tiny-'));
+  for (const t of MMPROJ_TYPES) assert.ok(tiny.includes(`tiny-${t}`), `no tiny-${t} preset`);
+  for (const name of tiny) {
+    const preset = MMPROJ_PRESETS[name]!;
+    const t = preset.spec.projector;
     const spec = { ...preset.spec, seed: 3 };
-    const a = join(dir, `${t}-a.gguf`);
-    const b = join(dir, `${t}-b.gguf`);
+    const a = join(dir, `${name}-a.gguf`);
+    const b = join(dir, `${name}-b.gguf`);
     generateMmproj(spec, a);
     generateMmproj(spec, b);
     assert.equal(sha(a), sha(b), `${t}: not deterministic`);
@@ -67,6 +70,30 @@ test('F16 projectors: matrices F16, norms, biases and position tables F32', () =
   } finally {
     f.close();
   }
+});
+
+test('Q4_0 projectors: matrices with whole 32-blocks Q4_0, the rest F32; InternViT-6B shapes plan RMS layers', () => {
+  const spec = { ...MMPROJ_PRESETS['tiny-internvl']!.spec, seed: 1, fileType: 'Q4_0' as const };
+  const p = join(dir, 'q4.gguf');
+  generateMmproj(spec, p);
+  const f = openGGUF(p);
+  try {
+    assert.equal(f.getU32('general.file_type'), 2);
+    const type = (n: string) => f.tensors.find((x) => x.name === n)?.type;
+    assert.equal(type('v.blk.0.attn_q.weight'), GGMLType.Q4_0);
+    assert.equal(type('mm.model.mlp.1.weight'), GGMLType.Q4_0);
+    assert.equal(type('v.patch_embd.weight'), GGMLType.F32); // rows of 4
+    assert.equal(type('v.blk.0.ln1.weight'), GGMLType.F32);
+    assert.equal(type('v.position_embd.weight'), GGMLType.F32);
+  } finally {
+    f.close();
+  }
+  // planned only (the file is 1 GB): no LayerNorm biases, q/k norms as wide as the row
+  const big = planMmproj({ ...MMPROJ_PRESETS['internvit-6b-q4']!.spec, seed: 1 }).tensors;
+  const dims = (n: string) => big.find((t) => t.name === n)?.dims;
+  assert.equal(dims('v.blk.44.ln1.bias'), undefined);
+  assert.deepEqual(dims('v.blk.44.attn_q_norm.weight'), [3200]);
+  assert.deepEqual(dims('v.blk.44.attn_q.weight'), [3200, 3200]);
 });
 
 test('bad shapes are refused, naming the field', () => {

@@ -20,7 +20,7 @@ import { generateMmproj, MMPROJ_PRESETS } from './mmproj.js';
 
 const HELP = `usage: gen-model --preset NAME --type FTYPE (-o OUT.gguf | --cache [DIR]) [options]
        gen-model --lora-for MODEL.gguf -o OUT.gguf [--targets T,T…] [--rank R] [--alpha A] [--lora-type T] [--seed N]
-       gen-model --mmproj PRESET -o OUT.mmproj.gguf [--seed N] [--type F32|F16]
+       gen-model --mmproj PRESET -o OUT.mmproj.gguf [--seed N] [--type F32|F16|Q4_0]
 
 Writes a GGUF model of a preset's shape with seeded random weights, with the per-tensor
 types llama-quantize would choose for FTYPE.
@@ -48,7 +48,7 @@ A random LoRA adapter for MODEL.gguf (llama.cpp's adapter format):
   --lora-type T       F32 (default), F16, BF16, Q8_0
 A random multimodal projector (mmproj, general.architecture = clip) as llama.cpp's mtmd loads it:
   --mmproj PRESET     ${Object.keys(MMPROJ_PRESETS).join(', ')}
-  --type F32|F16      the matrices' type (default: the preset's)
+  --type F32|F16|Q4_0 the matrices' type (default: the preset's; Q4_0: those with whole 32-blocks)
 `;
 
 export function main(argv: string[]): number {
@@ -113,7 +113,8 @@ export function main(argv: string[]): number {
     const seed = Number(values.seed ?? 1);
     if (!Number.isSafeInteger(seed)) return fail(`--seed ${values.seed} is not an integer`);
     const type = values.type?.toUpperCase() ?? preset.spec.fileType ?? 'F32';
-    if (type !== 'F32' && type !== 'F16') return fail('--type of a projector must be F32 or F16');
+    if (type !== 'F32' && type !== 'F16' && type !== 'Q4_0')
+      return fail('--type of a projector must be F32, F16 or Q4_0');
     const t0 = performance.now();
     const r = generateMmproj({ ...preset.spec, seed, fileType: type }, values.output);
     process.stdout.write(

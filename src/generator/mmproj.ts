@@ -46,6 +46,10 @@ export interface MmprojShape {
   scaleFactor?: number;
   /** mlp: `clip.vision.image_grid_pinpoints` (LLaVA-1.6 tiles; absent: one padded square). */
   gridPinpoints?: number[];
+  /** pixtral: `clip.vision.spatial_merge_size` with Mistral Small 3.1's patch merger (mm.input_norm, mm.patch_merger). */
+  spatialMerge?: number;
+  /** gemma4v: clippable linears, [input limit, output limit]: every layer linear and the projection get NAME.input_min/max = ∓/±input and NAME.output_min/max = ∓/±output scalars. */
+  clamp?: [number, number];
   /** internvl: `clip.vision.preproc_max_tiles`. */
   maxTiles?: number;
   /** qwen2.5vl_merger: `clip.vision.n_wa_pattern` (every n-th layer attends fully, the others in windows). */
@@ -63,8 +67,12 @@ export interface MmprojSpec {
   shape: MmprojShape;
   seed: number;
   name?: string;
-  /** F32 (default) or F16 for the 2D+ weights (norms, biases and embeddings rows stay F32, as the converters write). */
-  fileType?: 'F32' | 'F16';
+  /**
+   * F32 (default), F16 or Q4_0 for the 2D+ weights (norms, biases and embeddings rows stay
+   * F32, as the converters write; Q4_0 takes the matrices with rows of whole 32-blocks, the
+   * rest stay F32: for shapes that would be gigabytes otherwise).
+   */
+  fileType?: 'F32' | 'F16' | 'Q4_0';
 }
 
 const NORM: TensorInit = { mean: 1, std: 0.1 };
@@ -121,7 +129,7 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
 
   str('general.architecture', 'clip');
   str('general.name', spec.name ?? `generated-${p}-mmproj-${s.nEmbd}x${s.nLayer}`);
-  u32('general.file_type', spec.fileType === 'F16' ? 1 : 0);
+  u32('general.file_type', spec.fileType === 'F16' ? 1 : spec.fileType === 'Q4_0' ? 2 : 0);
   str('clip.projector_type', p);
   bool('clip.has_vision_encoder', !audio);
   bool('clip.has_audio_encoder', audio);
@@ -228,6 +236,14 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       patchEmbd();
       add('v.pre_ln.weight', [E], NORM);
       planLayers(add, 'v', s, { norm: 'rms', kBias: false, gated: true, noBias: true });
+      const sm = s.spatialMerge;
+      if (sm !== undefined) {
+        // Mistral Small 3.1: an RMS norm, then each sm x sm block of patches unfolded through a linear
+        if (!(Number.isSafeInteger(sm) && sm >= 2)) throw new RangeError(`mmproj shape: spatialMerge = ${sm}`);
+        u32('clip.vision.spatial_merge_size', sm);
+        add('mm.input_norm.weight', [E], NORM);
+        add('mm.patch_merger.weight', [E * sm * sm, E], linear(E * sm * sm));
+      }
       add('mm.1.weight', [E, T], linear(E));
       add('mm.1.bias', [T], BIAS);
       add('mm.2.weight', [T, T], linear(T));
@@ -243,11 +259,21 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       const scale = s.scaleFactor ?? 2;
       u32('clip.vision.projector.scale_factor', scale);
       if (s.maxTiles !== undefined) u32('clip.vision.preproc_max_tiles', s.maxTiles);
+      // InternViT-6B (mtmd knows it by its shape): RMS norms, q/k norms over the whole row; its
+      // patch bias gets a common offset (mean 1), which RMS norms keep and LayerNorms remove,
+      // so that the two give apart outputs on random weights
+      const vit6b = E === 3200 && s.nLayer === 45;
       add('v.class_embd', [E], EMBD);
       patchEmbd();
-      add('v.patch_embd.bias', [E], BIAS);
+      add('v.patch_embd.bias', [E], vit6b ? { mean: 1, std: 0.1 } : BIAS);
       add('v.position_embd.weight', [E, nPatch + 1], EMBD);
-      planLayers(add, 'v', s, { norm: 'layer', kBias: true, gated: false, layerScale: true });
+      planLayers(add, 'v', s, {
+        norm: vit6b ? 'rms' : 'layer',
+        kBias: true,
+        gated: false,
+        layerScale: true,
+        ...(vit6b ? { qkNorm: 'row' as const } : {}),
+      });
       const inW = E * scale * scale;
       add('mm.model.mlp.0.weight', [inW], NORM);
       add('mm.model.mlp.0.bias', [inW], BIAS);
@@ -332,8 +358,40 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       patchEmbd();
       const grid = s.posGrid ?? 64;
       add('v.position_embd.weight', [E, grid, 2], EMBD);
-      planLayers(add, 'v', s, { norm: 'rms', kBias: false, gated: true, noBias: true, qkNorm: true, postNorms: true });
+      planLayers(add, 'v', s, {
+        norm: 'rms',
+        kBias: false,
+        gated: true,
+        noBias: true,
+        qkNorm: 'head',
+        postNorms: true,
+      });
       add('mm.input_projection.weight', [E, T], linear(E));
+      if (s.clamp) {
+        // Gemma4ClippableLinear: each linear's four scalars after its weight
+        const [inp, out] = s.clamp;
+        if (!(inp > 0 && out > 0)) throw new RangeError(`mmproj shape: clamp = [${s.clamp}]`);
+        const linears = tensors.filter((t) =>
+          /^(v\.blk\.\d+\.(attn_(q|k|v|out)|ffn_(gate|up|down))|mm\.input_projection)\.weight$/.test(t.name),
+        );
+        const at = (t: PlannedTensor) => tensors.indexOf(t) + 1;
+        for (const w of linears) {
+          const base = w.name.slice(0, -'.weight'.length);
+          const scalar = (key: string, v: number): PlannedTensor => ({
+            name: `${base}.${key}`,
+            dims: [1],
+            init: { mean: v, std: 0 },
+          });
+          tensors.splice(
+            at(w),
+            0,
+            scalar('input_max', inp),
+            scalar('input_min', -inp),
+            scalar('output_max', out),
+            scalar('output_min', -out),
+          );
+        }
+      }
       break;
     }
     default:
@@ -352,8 +410,8 @@ interface LayerOpts {
   layerScale?: boolean;
   /** One attn_qkv (q, k, v rows in that order) instead of three (Qwen3-VL). */
   fusedQkv?: boolean;
-  /** Per-head RMS norms of q and k, and norms after attention and feed-forward (Gemma 4). */
-  qkNorm?: boolean;
+  /** Norms of q and k, per head (Gemma 4) or over the whole row (InternViT-6B); norms after attention and feed-forward (Gemma 4). */
+  qkNorm?: 'head' | 'row';
   postNorms?: boolean;
 }
 
@@ -382,8 +440,9 @@ function planLayers(
       if (!o.noBias && (x !== 'attn_k' || o.kBias)) add(`${b}${x}.bias`, [E], BIAS);
     }
     if (o.qkNorm) {
-      add(`${b}attn_q_norm.weight`, [E / s.nHead], NORM);
-      add(`${b}attn_k_norm.weight`, [E / s.nHead], NORM);
+      const w = o.qkNorm === 'head' ? E / s.nHead : E;
+      add(`${b}attn_q_norm.weight`, [w], NORM);
+      add(`${b}attn_k_norm.weight`, [w], NORM);
     }
     if (o.postNorms) add(`${b}attn_post_norm.weight`, [E], NORM);
     if (o.layerScale) add(`${b}ls1.weight`, [E], NORM);
@@ -400,6 +459,9 @@ function planLayers(
     if (o.layerScale) add(`${b}ls2.weight`, [E], NORM);
   }
 }
+
+/** The tiny presets' encoder: 2 layers, 32 wide, 4 heads, to 64. */
+const TINY = { nEmbd: 32, nLayer: 2, nHead: 4, nFf: 64, nEmbdText: 64 };
 
 /** Projector shapes by name: a tiny one per type (the test pairs' shapes) and real ones for benchmarks. */
 export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec: Omit<MmprojSpec, 'seed'> }>> = {
@@ -432,6 +494,30 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
       },
     },
   },
+  'tiny-pixtral-merger': {
+    description: "pixtral with Mistral Small 3.1's 2x2 patch merger at the test pairs' size",
+    spec: {
+      projector: 'pixtral',
+      shape: { ...TINY, imageSize: 64, patchSize: 4, spatialMerge: 2 },
+    },
+  },
+  'internvit-6b-q4': {
+    description:
+      "InternViT-6B's shape as mtmd recognises it (45 layers, 3200 wide, 25 heads; RMS norms, q/k norms) with a 64-row feed-forward, 40 px, patch 10, to 64, Q4_0 (1.05 GB)",
+    spec: {
+      projector: 'internvl',
+      fileType: 'Q4_0',
+      name: 'InternViT-6B-shaped internvl projector (random weights)',
+      shape: { nEmbd: 3200, nLayer: 45, nHead: 25, nFf: 64, nEmbdText: 64, imageSize: 40, patchSize: 10, maxTiles: 1 },
+    },
+  },
+  'tiny-gemma4v-clamp': {
+    description: "gemma4v with clippable linears (inputs clamped to ±2, outputs to ±1.5) at the test pairs' size",
+    spec: {
+      projector: 'gemma4v',
+      shape: { ...TINY, imageSize: 64, patchSize: 4, clamp: [2, 1.5] },
+    },
+  },
   ...Object.fromEntries(
     MMPROJ_TYPES.map((t) => [
       `tiny-${t}`,
@@ -440,11 +526,7 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
         spec: {
           projector: t,
           shape: {
-            nEmbd: 32,
-            nLayer: 2,
-            nHead: 4,
-            nFf: 64,
-            nEmbdText: 64,
+            ...TINY,
             ...(isAudioProjector(t)
               ? { nMel: 128 }
               : t.startsWith('qwen')
@@ -518,11 +600,13 @@ export function generateMmproj(spec: MmprojSpec, path: string): MmprojResult {
   // F16 for matrices and kernels (as the converters write them); 1D tensors and embedding rows stay F32
   // (ldpv2's depthwise conv kernel is F16 in every file: build 10257's CPU backend has no F32
   // im2col for it and aborts with "GGML_ASSERT(*cur_backend_id != -1)")
-  const typeOf = (t: PlannedTensor) =>
-    t.name === 'mm.model.peg.0.weight' ||
-    (spec.fileType === 'F16' && t.dims.length >= 2 && !t.name.includes('position_embd'))
-      ? GGMLType.F16
-      : GGMLType.F32;
+  const typeOf = (t: PlannedTensor) => {
+    if (t.name === 'mm.model.peg.0.weight') return GGMLType.F16;
+    if (t.dims.length < 2 || t.name.includes('position_embd')) return GGMLType.F32;
+    if (spec.fileType === 'F16') return GGMLType.F16;
+    if (spec.fileType === 'Q4_0' && t.dims[0]! % 32 === 0) return GGMLType.Q4_0;
+    return GGMLType.F32;
+  };
   const byName = new Map(plan.tensors.map((t) => [t.name, t]));
   for (const t of plan.tensors) w.addTensor(t.name, typeOf(t), t.dims);
   w.write(path, (e) => {

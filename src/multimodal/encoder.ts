@@ -202,8 +202,11 @@ export class VisionEncoder {
     return cur;
   }
 
+  /** x through `name`.weight (its input and output clamped where the file says: Gemma 4's clippable linears), + bias. */
   linear(x: Tensor, name: string): Tensor {
-    const y = ops.mulMat(this.mm.get(`${name}.weight`), x);
+    const c = this.mm.clampOf(`${name}.weight`);
+    let y = ops.mulMat(this.mm.get(`${name}.weight`), c ? ops.clamp(x, c.inMin, c.inMax) : x);
+    if (c) y = ops.clamp(y, c.outMin, c.outMax);
     const b = this.mm.opt(`${name}.bias`);
     return b ? ops.add(y, b) : y;
   }

@@ -7,6 +7,7 @@
 import { type Device, type Buffer as DeviceBuffer, fallbackDevice } from '../backends/index.js';
 import { allocTensors } from '../ggml/alloc.js';
 import { newTensor, type Tensor, TensorFlag } from '../ggml/tensor.js';
+import { GGMLType } from '../ggml/types.js';
 import { type GGUFFile, GGUFValueType, openGGUF } from '../gguf/index.js';
 import { logger } from '../log.js';
 import { defaultDevices, readWeights } from '../model/model.js';
@@ -80,6 +81,21 @@ export interface AudioHParams {
   stackFactor: number;
 }
 
+/**
+ * Gemma 4's clippable linears: the ranges a weight's input and output are clamped to, from
+ * the scalar tensors NAME.input_min / .input_max / .output_min / .output_max beside
+ * NAME.weight (±FLT_MAX where one is absent, as clip.cpp's defaults).
+ */
+export interface LinearClamp {
+  inMin: number;
+  inMax: number;
+  outMin: number;
+  outMax: number;
+}
+
+const FLT_MAX = 3.4028234663852886e38;
+const CLAMP_KEYS = ['input_min', 'input_max', 'output_min', 'output_max'] as const;
+
 /** Options of initMultimodal that change preprocessing (llama.node's image_min/max_tokens). */
 export interface MmprojOptions {
   imageMinTokens?: number;
@@ -116,6 +132,7 @@ export class Mmproj {
     private readonly tensors: ReadonlyMap<string, Tensor>,
     private readonly buffers: DeviceBuffer[],
     readonly device: Device,
+    private readonly clamps: ReadonlyMap<string, LinearClamp>,
   ) {}
 
   /** Opens and loads a projector file; throws MmprojError naming what is wrong. */
@@ -156,8 +173,10 @@ export class Mmproj {
         for (const b of buffers) b.free();
         throw e;
       }
+      // clip.cpp reads the clamp scalars of gemma4v files only
+      const clamps = projector === 'gemma4v' ? linearClamps(file) : new Map<string, LinearClamp>();
       log.info(`loaded ${path}: projector ${projector}, ${tensors.size} tensors`);
-      return new Mmproj(path, projector, vision, audio, tensors, buffers, device);
+      return new Mmproj(path, projector, vision, audio, tensors, buffers, device, clamps);
     } finally {
       file.close();
     }
@@ -204,10 +223,44 @@ export class Mmproj {
     return this.tensors.get(name);
   }
 
+  /** The clamps of the linear whose weight is `weightName` (gemma4v), if the file gives any. */
+  clampOf(weightName: string): LinearClamp | undefined {
+    return this.clamps.get(weightName);
+  }
+
   free(): void {
     for (const b of this.buffers) b.free();
     this.buffers.length = 0;
   }
+}
+
+/** Every weight's clamps where the file has at least one of its four scalars (F32, one element each). */
+function linearClamps(file: GGUFFile): Map<string, LinearClamp> {
+  const out = new Map<string, LinearClamp>();
+  for (const info of file.tensors) {
+    if (!info.name.endsWith('.weight')) continue;
+    const base = info.name.slice(0, -'.weight'.length);
+    const v: Partial<Record<(typeof CLAMP_KEYS)[number], number>> = {};
+    for (const key of CLAMP_KEYS) {
+      const t = file.tensor(`${base}.${key}`);
+      if (!t) continue;
+      if (t.type !== GGMLType.F32 || t.nElements !== 1) {
+        throw new MmprojError(
+          `${file.path}: tensor '${t.name}' must be one F32 value (type ${t.type}, ${t.nElements} elements)`,
+        );
+      }
+      const bytes = file.readTensorData(t);
+      v[key] = new DataView(bytes.buffer, bytes.byteOffset, 4).getFloat32(0, true);
+    }
+    if (Object.keys(v).length === 0) continue;
+    out.set(info.name, {
+      inMin: v.input_min ?? -FLT_MAX,
+      inMax: v.input_max ?? FLT_MAX,
+      outMin: v.output_min ?? -FLT_MAX,
+      outMax: v.output_max ?? FLT_MAX,
+    });
+  }
+  return out;
 }
 
 function projectorType(file: GGUFFile): ProjectorType {

@@ -15,7 +15,7 @@ import {
   presetSpec,
   specHash,
 } from '../../src/generator/index.js';
-import { generateMmproj, type MmprojSpec } from '../../src/generator/mmproj.js';
+import { generateMmproj, MMPROJ_PRESETS, type MmprojSpec } from '../../src/generator/mmproj.js';
 import { encodePng } from './media-encode.js';
 
 /** What one case feeds the model (as the shared fixtures' cases.json). */
@@ -178,10 +178,29 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('dynamic'), two('dynamic'), pano('dynamic')],
     },
     {
+      // Mistral Small 3.1's projector: pixtral with a 2x2 patch merger
+      name: 'pixtral-merger',
+      text: textSpec(vocabFrom, 'llama', 23),
+      mmproj: { projector: 'pixtral', seed: 23, shape: { ...VISION, imageSize: 64, patchSize: 4, spatialMerge: 2 } },
+      cases: [mid('dynamic'), two('dynamic')],
+    },
+    {
       name: 'internvl',
       text: textSpec(vocabFrom, 'qwen2', 15),
       mmproj: { projector: 'internvl', seed: 15, shape: { ...VISION, imageSize: 32, patchSize: 4, maxTiles: 6 } },
       cases: [mid('tiled'), pano('tiled'), big('tiled')],
+    },
+    {
+      // InternViT-6B's shape (mtmd switches to RMS norms for 3200 wide x 45 layers), Q4_0 (1 GB):
+      // 40-px tiles of 4x4 patches (4 rows each), at most one tile: a 40x40 image is one encode,
+      // 37x53 two (tile + overview)
+      name: 'internvit6b',
+      text: textSpec(vocabFrom, 'qwen2', 25),
+      mmproj: { ...MMPROJ_PRESETS['internvit-6b-q4']!.spec, seed: 25 },
+      cases: [
+        { name: 'fixed', path: 'fixed', prompt: 'Once upon a time <__media__> there was a', media: ['gray-40x40.png'] },
+        { name: 'odd', path: 'tiled', prompt: '<__media__>The little girl saw', media: ['checker-37x53.png'] },
+      ],
     },
     {
       name: 'qwen2vl',
@@ -219,6 +238,19 @@ export function genPairs(vocabFrom: string): GenPair[] {
       text: gemma4Text(vocabFrom),
       mmproj: { projector: 'gemma4v', seed: 20, shape: { ...VISION, imageSize: 64, patchSize: 4, posGrid: 64 } },
       cases: [mid('dynamic'), two('dynamic'), big('dynamic')],
+    },
+    {
+      // Gemma 4's clippable linears: every layer linear and the projection clamped (in ±2, out ±1.5);
+      // a llama text half, whose own agreement (~0.001) leaves the projector's visible (the tiny
+      // Gemma 4 text model alone is up to 0.01 off llama.node, 0.044 with these images)
+      name: 'gemma4v-clamp',
+      text: textSpec(vocabFrom, 'llama', 24),
+      mmproj: {
+        projector: 'gemma4v',
+        seed: 24,
+        shape: { ...VISION, imageSize: 64, patchSize: 4, posGrid: 64, clamp: [2, 1.5] },
+      },
+      cases: [mid('dynamic'), two('dynamic')],
     },
     {
       name: 'ultravox',

@@ -4,7 +4,9 @@
 // bias), learned x and y position tables added, ViT layers (RMS norms, per-head q/k norms, v
 // RMS-normed, post-attention and post-FFN norms, K·Q unscaled) with a 2-D NEOX RoPE (base 100:
 // the first half of each head turned by x, the second by y), average pool n_merge × n_merge,
-// ×√n_embd, optional (x − std_bias)·std_scale, RMS norm, mm.input_projection.
+// ×√n_embd, optional (x − std_bias)·std_scale, RMS norm, mm.input_projection. Every linear
+// (the layers' and the projection) is clippable: where the file has NAME.input_min/max or
+// .output_min/max scalars, its input and output are clamped (the encoder's `linear`).
 
 import * as ops from '../../ggml/ops.js';
 import { newTensor, reshape, type Tensor, TensorFlag, view } from '../../ggml/tensor.js';
@@ -12,7 +14,6 @@ import { GGMLType } from '../../ggml/types.js';
 import { type EncoderParts, patchEmbed } from './llava.js';
 
 const ROPE_THETA = 100;
-const CLAMPS = ['input_max', 'input_min', 'output_max', 'output_min'];
 
 export function gemma4vGraph(
   enc: EncoderParts,
@@ -26,11 +27,6 @@ export function gemma4vGraph(
   const E = hp.nEmbd;
   const n = px * py;
   const d = E / hp.nHead;
-  for (const c of CLAMPS) {
-    if (mm.opt(`mm.input_projection.${c}`)) {
-      throw new Error(`${mm.path}: clamped projections (mm.input_projection.${c}) are not supported`);
-    }
-  }
   // pixels 2·x − 1, on the patches (the convolution is linear and has no bias)
   const raw = inputs.find(([t]) => t === patches)?.[1];
   if (!(raw instanceof Float32Array)) throw new Error('gemma4v: the patches input is missing');
@@ -70,5 +66,5 @@ export function gemma4vGraph(
   // a − b as a + (−b): the same bits
   if (stdBias && stdScale) cur = ops.mul(ops.add(cur, ops.scale(stdBias, -1)), stdScale);
   cur = ops.rmsNorm(cur, hp.eps);
-  return ops.mulMat(mm.get('mm.input_projection.weight'), cur);
+  return enc.linear(cur, 'mm.input_projection');
 }
