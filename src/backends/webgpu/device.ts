@@ -10,6 +10,7 @@ import { logger } from '../../log.js';
 import { platform } from '../../platform/index.js';
 import { tensorGetInto, tensorSet } from '../api.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
+import { wgslLanguageFeatures } from './adapter.js';
 import { WebGpuBuffer, WebGpuBufferType, webGpuHostBufferType } from './buffer.js';
 import { GpuContext, PARAM_BYTES } from './context.js';
 import { kernelFor, paramWords, pipelineKey, shaderSource, wordAligned, workgroups } from './kernels.js';
@@ -250,7 +251,7 @@ export async function createWebGpuReg(adapter: GPUAdapter | null): Promise<WebGp
   if (!adapter) return null;
   const l = adapter.limits;
   const device = await adapter.requestDevice({
-    requiredFeatures: wantedFeatures(adapter),
+    requiredFeatures: wantedFeatures(adapter, await wgslLanguageFeatures()),
     ...(isSoftwareAdapter(adapter.info)
       ? {}
       : {
@@ -270,14 +271,18 @@ export async function createWebGpuReg(adapter: GPUAdapter | null): Promise<WebGp
 
 /**
  * The optional features the kernels use that the adapter has: `subgroups` (row
- * reductions and matrix-vector products in registers); LLAMA_TS_WEBGPU_NO_SUBGROUPS=1
- * leaves it out (the kernels then reduce through workgroup memory). `shader-f16` is not
+ * reductions and matrix-vector products in registers), where the compiler also has the
+ * `subgroup_id` extension (the kernels read subgroup_id and num_subgroups, which came to
+ * WGSL after subgroups did); LLAMA_TS_WEBGPU_NO_SUBGROUPS=1 leaves it out (the kernels
+ * then reduce through workgroup memory). `shader-f16` is not
  * asked for: F16 tensors are read from and written to their words by unpack2x16float /
  * pack2x16float, and the native form, bitcast<vec2<f16>>(u32), does not compile on
  * wgpu's naga (Deno 2.9), the one runtime here with an f16 adapter to test it on.
  */
-function wantedFeatures(adapter: GPUAdapter): GPUFeatureName[] {
-  return adapter.features.has('subgroups') && platform.env('LLAMA_TS_WEBGPU_NO_SUBGROUPS') !== '1'
-    ? ['subgroups' as GPUFeatureName]
-    : [];
+function wantedFeatures(adapter: GPUAdapter, wgsl: ReadonlySet<string>): GPUFeatureName[] {
+  const subgroups =
+    adapter.features.has('subgroups') &&
+    wgsl.has('subgroup_id') &&
+    platform.env('LLAMA_TS_WEBGPU_NO_SUBGROUPS') !== '1';
+  return subgroups ? ['subgroups' as GPUFeatureName] : [];
 }
