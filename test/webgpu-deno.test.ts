@@ -52,7 +52,7 @@ test('deno + lavapipe: the F16 and reduction op cases match the reference device
   );
   const results = out.results ?? [];
   for (const r of results) process.stdout.write(`# ${r.name} ${r.nmse}\n`);
-  assert.equal(results.length, 10, 'the cases the script picks');
+  assert.ok(results.length >= 10, `only ${results.length} cases ran`);
   assert.deepEqual(
     results.filter((r) => r.skipped !== null || r.nmse === null || !(r.nmse <= 1e-6)).map((r) => r.name),
     [],
