@@ -39,3 +39,9 @@ export async function acquireAdapter(): Promise<GPUAdapter | null> {
   if (!gpu) return null;
   return gpu.requestAdapter({ powerPreference: 'high-performance' });
 }
+
+/** The WGSL language extensions the runtime's compiler has (`subgroup_id`, …); empty without WebGPU. */
+export async function wgslLanguageFeatures(): Promise<ReadonlySet<string>> {
+  const gpu = await gpuEntry();
+  return (gpu as { wgslLanguageFeatures?: ReadonlySet<string> } | null)?.wgslLanguageFeatures ?? new Set();
+}

@@ -18,6 +18,15 @@ export interface WordPatch {
  */
 export const PARAM_BYTES = 512;
 
+/**
+ * The optional WebGPU features the kernels use, where the device was created with them:
+ * `subgroups` (reductions in registers). May be switched off at any time (tests run both
+ * paths on one adapter); pipelines are cached per setting.
+ */
+export interface GpuFeatures {
+  subgroups: boolean;
+}
+
 const PATCH_WGSL = /* wgsl */ `
 struct Q { n: vec4<u32>, p0: vec4<u32>, p1: vec4<u32> }
 @group(0) @binding(0) var<uniform> q: Q;
@@ -44,8 +53,24 @@ export class GpuContext {
   /** Pipelines compiled so far (tests check that they are reused). */
   compiled = 0;
 
+  /** What the device was created with. */
+  readonly available: Readonly<GpuFeatures>;
+  private used: GpuFeatures;
+
   constructor(readonly device: GPUDevice) {
     this.queue = device.queue;
+    this.available = { subgroups: device.features.has('subgroups') };
+    this.used = { ...this.available };
+  }
+
+  /** What the kernels use now: at most what the device was created with. */
+  get features(): Readonly<GpuFeatures> {
+    return this.used;
+  }
+
+  /** Switch features on or off for the dispatches that follow (never beyond `available`). */
+  setFeatures(want: Partial<GpuFeatures>): void {
+    this.used = { subgroups: (want.subgroups ?? this.used.subgroups) && this.available.subgroups };
   }
 
   private idOf(b: GPUBuffer): number {

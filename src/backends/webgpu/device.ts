@@ -7,8 +7,10 @@
 import type { Graph } from '../../ggml/graph.js';
 import { isViewOp, Op, type Tensor } from '../../ggml/tensor.js';
 import { logger } from '../../log.js';
+import { platform } from '../../platform/index.js';
 import { tensorGetInto, tensorSet } from '../api.js';
 import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemory, DeviceProps } from '../impl.js';
+import { wgslLanguageFeatures } from './adapter.js';
 import { WebGpuBuffer, WebGpuBufferType, webGpuHostBufferType } from './buffer.js';
 import { GpuContext, PARAM_BYTES } from './context.js';
 import { kernelFor, paramWords, pipelineKey, shaderSource, wordAligned, workgroups } from './kernels.js';
@@ -144,8 +146,9 @@ export class WebGpuBackend implements Backend {
     if (nodes.length === 0) return;
     const params = new Uint32Array((nodes.length * PARAM_BYTES) / 4);
     const steps: Step[] = [];
+    const feat = ctx.features;
     nodes.forEach((node, i) => {
-      const call = kernelFor(node);
+      const call = kernelFor(node, feat);
       if (typeof call === 'string') throw new Error(`${this.name}: unsupported op ${node.op} for ${node}: ${call}`);
       // one binding per distinct buffer, in role order
       const buffers: GPUBuffer[] = [];
@@ -163,7 +166,9 @@ export class WebGpuBackend implements Backend {
           throw new Error(`${this.name}: ${t} starts at byte ${t.offset}, not on a word`);
       }
       paramWords(call, params.subarray((i * PARAM_BYTES) / 4, ((i + 1) * PARAM_BYTES) / 4));
-      const pipeline = ctx.pipeline(pipelineKey(call, binding), buffers.length, () => shaderSource(call, binding));
+      const pipeline = ctx.pipeline(pipelineKey(call, binding, feat), buffers.length, () =>
+        shaderSource(call, binding, feat),
+      );
       steps.push({ pipeline, buffers, wg: workgroups(call) });
       dev.opCounts.set(node.op, (dev.opCounts.get(node.op) ?? 0) + 1);
     });
@@ -245,19 +250,39 @@ export class WebGpuReg implements BackendReg {
 export async function createWebGpuReg(adapter: GPUAdapter | null): Promise<WebGpuReg | null> {
   if (!adapter) return null;
   const l = adapter.limits;
-  const device = await adapter.requestDevice(
-    isSoftwareAdapter(adapter.info)
-      ? undefined
+  const device = await adapter.requestDevice({
+    requiredFeatures: wantedFeatures(adapter, await wgslLanguageFeatures()),
+    ...(isSoftwareAdapter(adapter.info)
+      ? {}
       : {
           requiredLimits: {
             maxBufferSize: l.maxBufferSize,
             maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
           },
-        },
-  );
+        }),
+  });
   const reg = new WebGpuReg();
   const dev = new WebGpuDevice(reg, 'WebGPU0', device, adapter.info);
   reg.devs.push(dev);
-  log.info(`${dev.name}: ${dev.description}${dev.software ? ' (software: never chosen by default)' : ''}`);
+  const uses = dev.ctx.features.subgroups ? 'subgroups' : 'no subgroups';
+  log.info(`${dev.name}: ${dev.description} (${uses})${dev.software ? ' (software: never chosen by default)' : ''}`);
   return reg;
+}
+
+/**
+ * The optional features the kernels use that the adapter has: `subgroups` (row
+ * reductions and matrix-vector products in registers), where the compiler also has the
+ * `subgroup_id` extension (the kernels read subgroup_id and num_subgroups, which came to
+ * WGSL after subgroups did); LLAMA_TS_WEBGPU_NO_SUBGROUPS=1 leaves it out (the kernels
+ * then reduce through workgroup memory). `shader-f16` is not
+ * asked for: F16 tensors are read from and written to their words by unpack2x16float /
+ * pack2x16float, and the native form, bitcast<vec2<f16>>(u32), does not compile on
+ * wgpu's naga (Deno 2.9), the one runtime here with an f16 adapter to test it on.
+ */
+function wantedFeatures(adapter: GPUAdapter, wgsl: ReadonlySet<string>): GPUFeatureName[] {
+  const subgroups =
+    adapter.features.has('subgroups') &&
+    wgsl.has('subgroup_id') &&
+    platform.env('LLAMA_TS_WEBGPU_NO_SUBGROUPS') !== '1';
+  return subgroups ? ['subgroups' as GPUFeatureName] : [];
 }

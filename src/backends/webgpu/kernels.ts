@@ -4,15 +4,17 @@
 // broadcasting need no copies. Storage buffers are bound whole as array<u32>, one binding
 // per distinct buffer (WebGPU forbids binding one buffer twice when it is written): the
 // generated header maps each tensor role to its binding, and each element type has a
-// loader (F16 unpacked by hand: SwiftShader has no shader-f16). Results are F32, or F16
-// written two elements (one word) per thread.
+// loader (F16 unpacked from its word: the device asks for no shader-f16, see device.ts).
+// Results are F32, or F16 written two elements (one word) per thread. Where the device
+// has `subgroups` (GpuFeatures), the row reductions and the matrix-vector products reduce
+// in registers; without, through workgroup memory; each path gives the same bits run after run.
 
 import { RopeMode } from '../../ggml/ops.js';
 import { Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { yarnCorrDims } from '../reference/ops/rope.js';
 import { alibiBases } from '../reference/ops/softmax.js';
-import { PARAM_BYTES } from './context.js';
+import { type GpuFeatures, PARAM_BYTES } from './context.js';
 
 const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 } =
   GGMLType;
@@ -99,7 +101,9 @@ export interface KernelCall {
 
 // ---- WGSL pieces ------------------------------------------------------------------------
 
-const COMMON = /* wgsl */ `
+/** Module-scope helpers every kernel gets: parameter access, addressing, row reductions. */
+function common(feat: GpuFeatures): string {
+  return /* wgsl */ `
 fn pu(i: u32) -> u32 { return p.v[i >> 2u][i & 3u]; }
 fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
 fn base(t: u32) -> u32 { return pu(t * 9u); }
@@ -114,23 +118,50 @@ fn unravel(t: u32, i: u32) -> vec4<u32> {
 }
 fn i8f(b: u32) -> f32 { return f32((bitcast<i32>(b) << 24u) >> 24u); }
 var<workgroup> red: array<f32, ${WG}>;
-fn reduce_sum(li: u32, v: f32) -> f32 {
+${feat.subgroups ? SUBGROUP_REDUCE : TREE_REDUCE}`;
+}
+
+/**
+ * Workgroup sums and maxima through shared memory: a halving tree, log2(WG) barriers.
+ * Every thread gets red[0], so all agree to the bit.
+ */
+const TREE_REDUCE = ['sum', 'max']
+  .map(
+    (k) => `
+fn reduce_${k}(li: u32, v: f32) -> f32 {
   red[li] = v;
   workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) { if (li < s) { red[li] += red[li + s]; } workgroupBarrier(); }
+  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) { if (li < s) { red[li] = ${k === 'sum' ? 'red[li] + red[li + s]' : 'max(red[li], red[li + s])'}; } workgroupBarrier(); }
   let r = red[0];
   workgroupBarrier();
   return r;
-}
-fn reduce_max(li: u32, v: f32) -> f32 {
-  red[li] = v;
+}`,
+  )
+  .join('');
+
+/**
+ * The same through subgroups: each subgroup reduces in registers, its first invocation
+ * leaves the result in red[subgroup id], and every thread folds those few partials in the
+ * same order (so all agree to the bit, run after run). Right for any subgroup size the
+ * adapter picks (num_subgroups is what this dispatch got); two barriers.
+ */
+const SUBGROUP_REDUCE = `
+var<private> sg_i: u32;
+var<private> sg_id: u32;
+var<private> sg_n: u32;${['sum', 'max']
+  .map(
+    (k) => `
+fn reduce_${k}(li: u32, v: f32) -> f32 {
+  let s = subgroup${k === 'sum' ? 'Add' : 'Max'}(v);
+  if (sg_i == 0u) { red[sg_id] = s; }
   workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) { if (li < s) { red[li] = max(red[li], red[li + s]); } workgroupBarrier(); }
-  let r = red[0];
+  var r = red[0];
+  for (var g = 1u; g < sg_n; g++) { r = ${k === 'sum' ? 'r + red[g]' : 'max(r, red[g])'}; }
   workgroupBarrier();
   return r;
-}
-`;
+}`,
+  )
+  .join('')}`;
 
 /** Element k of the row at byte `a`, for a tensor of `type` in role j (word reader wj). */
 function loader(j: number, type: number): string {
@@ -249,12 +280,13 @@ fn u16_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 2u) * 8u)) & 65535u
  * The shader for a call: parameters, one binding per distinct buffer, each role's readers
  * (`ld0..2`, `ld3` for dst) and the dst writers `st` (F32) and `st2` (two F16 in a word).
  */
-export function shaderSource(call: KernelCall, binding: number[]): string {
+export function shaderSource(call: KernelCall, binding: number[], feat: GpuFeatures): string {
   const nBindings = Math.max(...binding) + 1;
-  let s = `struct P { v: array<vec4<u32>, ${PARAM_BYTES / 16}> }\n@group(0) @binding(0) var<uniform> p: P;\n`;
+  let s = feat.subgroups ? 'enable subgroups;\n' : '';
+  s += `struct P { v: array<vec4<u32>, ${PARAM_BYTES / 16}> }\n@group(0) @binding(0) var<uniform> p: P;\n`;
   for (let b = 0; b < nBindings; b++)
     s += `@group(0) @binding(${b + 1}) var<storage, read_write> buf${b}: array<u32>;\n`;
-  s += COMMON;
+  s += common(feat);
   call.roles.forEach((t, j) => {
     if (!t) return;
     // role j reads through bj, an alias for its binding's array
@@ -268,9 +300,14 @@ fn st2(a: u32, v0: f32, v1: f32) { ${d}[a >> 2u] = pack2x16float(vec2<f32>(v0, v
 fn stw(w: u32, v: u32) { ${d}[w] = v; }
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) li: u32,
-        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+        @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>${
+          feat.subgroups
+            ? `,
+        @builtin(subgroup_invocation_id) sgi: u32, @builtin(subgroup_id) sgid: u32, @builtin(num_subgroups) nsg: u32`
+            : ''
+        }) {
   let gi = gid.x + gid.y * nwg.x * ${WG}u;
-  let wi = wid.x + wid.y * nwg.x;
+  let wi = wid.x + wid.y * nwg.x;${feat.subgroups ? '\n  sg_i = sgi; sg_id = sgid; sg_n = nsg;' : ''}
 ${call.body}
 }
 `;
@@ -624,13 +661,73 @@ function mulMat(t: Tensor): KernelCall {
   return { body, roles: [a, b, null, t], u: [], f: [], grid: 'groups', n: groups };
 }
 
+/** Subgroups a workgroup can have at most: WebGPU's smallest subgroup size is 4. */
+const MAX_SUBGROUPS = WG / 4;
+
+/**
+ * A matrix-vector product with subgroups (MUL_MAT of one column, MUL_MAT_ID): a workgroup
+ * per MM_ROWS rows of a; all WG threads stride over K together (neighbours read
+ * neighbouring weights), each b element read once for every row. Each row's partial sums
+ * are added by subgroupAdd, the subgroups' results left in workgroup memory and added by
+ * that row's thread in subgroup order: one barrier instead of a tree, the same bits every
+ * run. `setup` names M, rb (the row block), a2/a3 (a's batch), ok (a row to compute),
+ * xr (b's row) and out (dst's column).
+ */
+function matVecSubgroups(setup: string): string {
+  return `
+  if (wi >= total()) { return; }
+  let M = ne(3u, 0u); let nrb = (M + ${MM_ROWS - 1}u) / ${MM_ROWS}u; let rb = wi % nrb;
+  ${setup}
+  let K = ne(0u, 0u);
+  var ra: array<u32, ${MM_ROWS}>;
+  for (var r = 0u; r < ${MM_ROWS}u; r++) { ra[r] = rowat(0u, min(rb * ${MM_ROWS}u + r, M - 1u), a2, a3); }
+  var acc: array<f32, ${MM_ROWS}>;
+  if (ok) {
+    for (var k = li; k < K; k += ${WG}u) {
+      let x = ld1(xr, k);
+      for (var r = 0u; r < ${MM_ROWS}u; r++) { acc[r] += ld0(ra[r], k) * x; }
+    }
+  }
+  for (var r = 0u; r < ${MM_ROWS}u; r++) {
+    let s = subgroupAdd(acc[r]);
+    if (sg_i == 0u) { part[r * ${MAX_SUBGROUPS}u + sg_id] = s; }
+  }
+  workgroupBarrier();
+  let m = rb * ${MM_ROWS}u + li;
+  if (li < ${MM_ROWS}u && m < M && ok) {
+    var sum = part[li * ${MAX_SUBGROUPS}u];
+    for (var g = 1u; g < sg_n; g++) { sum += part[li * ${MAX_SUBGROUPS}u + g]; }
+    st(out + m * nb(3u, 0u), sum);
+  }`;
+}
+
+const MATVEC_SHARED = `var<workgroup> part: array<f32, ${MM_ROWS * MAX_SUBGROUPS}>;`;
+
+/** MUL_MAT of a single column of b (decoding) with subgroups: matVecSubgroups. */
+function mulMatVec(t: Tensor): KernelCall {
+  const [a, b] = t.src;
+  const body = matVecSubgroups(`let q = wi / nrb; let i2 = q % ne(3u, 2u); let i3 = q / ne(3u, 2u);
+  let a2 = i2 / (ne(1u, 2u) / ne(0u, 2u)); let a3 = i3 / (ne(1u, 3u) / ne(0u, 3u));
+  let ok = true; let xr = rowat(1u, 0u, i2, i3); let out = base(3u) + i2 * nb(3u, 2u) + i3 * nb(3u, 3u);`);
+  const groups = Math.ceil(t.ne[0] / MM_ROWS) * t.ne[2] * t.ne[3];
+  return { body, roles: [a, b, null, t], u: [], f: [], grid: 'groups', n: groups, shared: MATVEC_SHARED };
+}
+
 /**
  * MUL_MAT_ID: dst[:, i, t] = as[:, :, ids[i, t]] · b[:, i % nB, t]. A workgroup per
  * MM_ROWS rows of the chosen expert, slot i and token t; rows split over lanes as in MUL_MAT.
  */
-function mulMatId(t: Tensor): KernelCall {
+function mulMatId(t: Tensor, feat: GpuFeatures): KernelCall {
   const [as, b, ids] = t.src;
   const lanes = WG / MM_ROWS;
+  const groups = Math.ceil(t.ne[0] / MM_ROWS) * t.ne[1] * t.ne[2];
+  if (feat.subgroups) {
+    const body = matVecSubgroups(`let slot = (wi / nrb) % ne(3u, 1u); let tok = wi / (nrb * ne(3u, 1u));
+  let e = w2(at(2u, vec4<u32>(slot, tok, 0u, 0u)) >> 2u);
+  let ok = e < ne(0u, 2u); let a2 = min(e, ne(0u, 2u) - 1u); let a3 = 0u;
+  let xr = rowat(1u, slot % ne(1u, 1u), tok, 0u); let out = base(3u) + slot * nb(3u, 1u) + tok * nb(3u, 2u);`);
+    return { body, roles: [as, b, ids, t], u: [], f: [], grid: 'groups', n: groups, shared: MATVEC_SHARED };
+  }
   const body = `
   if (wi >= total()) { return; }
   let M = ne(3u, 0u); let nrb = (M + ${MM_ROWS - 1}u) / ${MM_ROWS}u;
@@ -648,7 +745,6 @@ function mulMatId(t: Tensor): KernelCall {
   workgroupBarrier();
   for (var s = ${lanes / 2}u; s > 0u; s >>= 1u) { if (lane < s) { red[li] += red[li + s]; } workgroupBarrier(); }
   if (lane == 0u && valid) { st(base(3u) + m * nb(3u, 0u) + slot * nb(3u, 1u) + tok * nb(3u, 2u), red[li]); }`;
-  const groups = Math.ceil(t.ne[0] / MM_ROWS) * t.ne[1] * t.ne[2];
   return { body, roles: [as, b, ids, t], u: [], f: [], grid: 'groups', n: groups };
 }
 
@@ -832,8 +928,11 @@ function f16Words(t: Tensor): boolean {
 
 const isF32 = (t: Tensor | undefined) => t !== undefined && t.type === F32;
 
-/** The call for a node, or a reason it does not run here. */
-export function kernelFor(t: Tensor): KernelCall | string {
+/** No optional feature: what supportsOp asks about (features change kernels, never support). */
+const NO_FEATURES: GpuFeatures = { subgroups: false };
+
+/** The call for a node with the kernels `feat` allows, or a reason it does not run here. */
+export function kernelFor(t: Tensor, feat: GpuFeatures = NO_FEATURES): KernelCall | string {
   const [a, b] = t.src;
   const un = UNARY[t.op];
   if (un) return isF32(a) && isF32(t) ? unary(t, un[1]) : `${t.op} on ${a?.type} -> ${t.type}`;
@@ -856,7 +955,9 @@ export function kernelFor(t: Tensor): KernelCall | string {
     case Op.ADD_ID:
       return isF32(a) && isF32(b) && isF32(t) && t.src[2].type === I32 ? addId(t) : 'ADD_ID types';
     case Op.MUL_MAT_ID:
-      return WEIGHTS.has(a.type) && isF32(b) && t.src[2].type === I32 ? mulMatId(t) : `MUL_MAT_ID of type ${a.type}`;
+      return WEIGHTS.has(a.type) && isF32(b) && t.src[2].type === I32
+        ? mulMatId(t, feat)
+        : `MUL_MAT_ID of type ${a.type}`;
     case Op.SOFT_MAX: {
       const mask = t.src[1];
       if (!isF32(a) || (mask && mask.type !== F32 && mask.type !== F16)) return 'SOFT_MAX types';
@@ -883,7 +984,8 @@ export function kernelFor(t: Tensor): KernelCall | string {
       }
       return t.type === F32 || f16Words(t) ? setRows(t) : `SET_ROWS to type ${t.type} with this layout`;
     case Op.MUL_MAT:
-      return WEIGHTS.has(a.type) && isF32(b) ? mulMat(t) : `MUL_MAT of type ${a.type}`;
+      if (!WEIGHTS.has(a.type) || !isF32(b)) return `MUL_MAT of type ${a.type}`;
+      return feat.subgroups && t.ne[1] === 1 ? mulMatVec(t) : mulMat(t);
     case Op.FLASH_ATTN_EXT: {
       const [q, k, v, mask, sinks] = t.src;
       if (sinks && !isF32(sinks)) return 'FLASH_ATTN_EXT sinks type';
@@ -901,9 +1003,9 @@ export function kernelFor(t: Tensor): KernelCall | string {
 }
 
 /** What decides a call's shader (shaderSource reads nothing else): a pipeline cache key. */
-export function pipelineKey(call: KernelCall, binding: number[]): string {
+export function pipelineKey(call: KernelCall, binding: number[], feat: GpuFeatures): string {
   const types = call.roles.map((t) => (t ? t.type : '-')).join(',');
-  return `${types}|${binding.join(',')}|${call.shared ?? ''}|${call.body}`;
+  return `${feat.subgroups ? 'sg' : ''}|${types}|${binding.join(',')}|${call.shared ?? ''}|${call.body}`;
 }
 
 /** The call's parameter block (PARAM_BYTES / 4 words). */
