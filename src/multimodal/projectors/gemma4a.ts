@@ -16,8 +16,9 @@
 // their input and output to the file's W.input_min/max and W.output_min/max scalars where it
 // has them (Gemma 4's clippable linears); the convolutions and attn_k_rel are not clamped.
 // The convolutions are matrix products over ggml's im2col layout: the first's cut on the host
-// from the mel, the second's from strided views of the zero-padded first output; both in the
-// kernel's type, as ggml_conv_2d does.
+// from the mel, the second's from strided views of the zero-padded first output; both F16, as
+// build 10257's ggml_conv_2d makes them whatever the kernel's type (so the kernel is rounded to
+// F16 too, as ggml's F16 dot product takes it).
 
 import { tensorGetF32 } from '../../backends/index.js';
 import { f32ToF16 } from '../../ggml/fp16.js';
@@ -168,9 +169,8 @@ export async function gemma4aGraph(mm: Mmproj, mel: Float32Array, nFrames: numbe
       }
     }
   }
-  const f16 = w0.type === GGMLType.F16;
-  const im0 = newTensor(f16 ? GGMLType.F16 : GGMLType.F32, [9, W1 * H1], 'inp_mel_cols').setFlag(TensorFlag.INPUT);
-  inputs.push([im0, f16 ? Uint16Array.from(cols, f32ToF16) : cols]);
+  const im0 = newTensor(GGMLType.F16, [9, W1 * H1], 'inp_mel_cols').setFlag(TensorFlag.INPUT);
+  inputs.push([im0, Uint16Array.from(cols, f32ToF16)]);
   const convPost = (y: Tensor, i: number): Tensor => {
     const b = mm.opt(`a.conv1d.${i}.bias`);
     if (b) y = ops.add(y, b);
@@ -192,8 +192,8 @@ export async function gemma4aGraph(mm: Mmproj, mel: Float32Array, nFrames: numbe
   const H2 = half(H1);
   const rowsOf = (kh: number) =>
     reshape(ops.cont(view(y, [3, C0, W2, H2], [y.nb[2], 2 * y.nb[0], 2 * y.nb[1]], kh * y.nb[1])), [3, 1, C0, W2 * H2]);
-  let im1 = reshape(ops.concat(ops.concat(rowsOf(0), rowsOf(1), 1), rowsOf(2), 1), [9 * C0, W2 * H2]);
-  if (w1.type === GGMLType.F16) im1 = ops.cpy(im1, newTensor(GGMLType.F16, [9 * C0, W2 * H2]));
+  const cols1 = reshape(ops.concat(ops.concat(rowsOf(0), rowsOf(1), 1), rowsOf(2), 1), [9 * C0, W2 * H2]);
+  const im1 = ops.cpy(cols1, newTensor(GGMLType.F16, [9 * C0, W2 * H2]));
   const C1 = w1.ne[3];
   y = convPost(reshape(ops.mulMat(im1, reshape(w1, [9 * C0, C1])), [W2, H2, C1]), 1);
   // (channel, mel) per frame, flattened
