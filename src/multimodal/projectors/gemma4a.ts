@@ -118,6 +118,11 @@ export async function gemma4aGraph(mm: Mmproj, mel: Float32Array, nFrames: numbe
   const H = hp.nHead;
   const D = E / H;
   const nMel = hp.nMel;
+  if (E % H !== 0) {
+    throw new Error(
+      `${mm.path}: clip.audio.embedding_length ${E} is not a multiple of clip.audio.attention.head_count ${H}`,
+    );
+  }
   const clamps = await clampBounds(mm);
   const zeroCache = new Map<string, Tensor>();
   const zeros = (ne: number[]): Tensor => {
@@ -197,6 +202,12 @@ export async function gemma4aGraph(mm: Mmproj, mel: Float32Array, nFrames: numbe
   const C1 = w1.ne[3];
   y = convPost(reshape(ops.mulMat(im1, reshape(w1, [9 * C0, C1])), [W2, H2, C1]), 1);
   // (channel, mel) per frame, flattened
+  const inProj = mm.get('a.input_projection.weight');
+  if (inProj.ne[0] !== C1 * W2 || inProj.ne[1] !== E) {
+    throw new Error(
+      `${mm.path}: a.input_projection.weight is [${inProj.ne[0]}, ${inProj.ne[1]}], needs [${C1 * W2}, ${E}] (${C1} channels × ${W2} mel bands after subsampling ${nMel})`,
+    );
+  }
   let cur = reshape(ops.cont(permute(y, [1, 2, 0, 3])), [C1 * W2, H2]);
   cur = mmw('a.input_projection', cur);
   const n = H2;
