@@ -270,7 +270,8 @@ export class VisionEncoder {
    * (mel-major): two convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's
    * conv_1d_ph computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf);
    * learned positions; the layers; average pool 2 (not ultravox); post-norm; frames stacked
-   * (ultravox, voxtral); the projector. [projectionDim, audioTokensFor(nFrames)].
+   * (ultravox, voxtral); the projector. [projectionDim, audioTokensFor(nFrames)]. gemma4a
+   * (Gemma 4's conformer) runs its own graph: ./projectors/gemma4a.ts.
    */
   async encodeAudio(mel: Float32Array, nFrames: number): Promise<Embeddings> {
     const hp = this.mm.audio!;
