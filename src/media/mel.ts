@@ -9,6 +9,9 @@
 // than 31 s is first zero-padded to 31 s, then 200 samples reflected in front and 30 s + 200 zeros
 // appended, so any clip under 31 s gives 2 chunks (6101 frames). Later llama.cpp pads short clips
 // only to n_fft/2 + 1 samples (one chunk): `minSamples` selects that.
+//
+// gemma4aMel is mtmd's gemma4a preprocessor on the same FFT and frame loop (see there): magnitude,
+// HTK filters, natural log, no normalisation, 30 s chunks of their own length.
 import { cosf, sinf } from './sincosf.js';
 
 const f = Math.fround;

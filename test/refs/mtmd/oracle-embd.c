@@ -3,10 +3,12 @@
 // the text model and projector loaded on the CPU, the clip (16 kHz mono f32 samples, as
 // mtmd-helper's decoder gives them) tokenized as "<__media__>", and each audio chunk encoded
 // (mtmd_encode_chunk). Writes per chunk: int32 n_tokens, int32 width, then the floats.
+// With IMG_W and IMG_H set, the input is an image instead: IMG_W x IMG_H RGB bytes (as
+// stb_image gives them), and its image chunks are written.
 // With DUMP_DIR set, every F32 graph node of the encoder is also written there (NNN.bin, and
 // its name, op and shape on stderr), through the context's eval callback.
 //   cc -I LLAMA_CPP/include -I LLAMA_CPP/ggml/include oracle-embd.c -o oracle-embd -ldl
-//   oracle-embd INDEX_NODE MODEL MMPROJ SAMPLES.f32 OUT.bin
+//   [IMG_W=W IMG_H=H] oracle-embd INDEX_NODE MODEL MMPROJ SAMPLES.f32|PIXELS.rgb OUT.bin
 // Build 10257's mtmd_context_params (from mtmd_context_params_default's bytes): use_gpu at
 // byte 0, print_timings at 1, n_threads (int) at 4, cb_eval at 40; mtmd_input_text has
 // text_len after text. The struct is passed through as opaque bytes.
@@ -82,6 +84,7 @@ int main(int argc, char ** argv) {
     SYM(mtmd_context_params_default, ctx_params (*)(void));
     SYM(mtmd_init_from_file, void * (*) (const char *, const struct llama_model *, ctx_params));
     SYM(mtmd_bitmap_init_from_audio, void * (*) (size_t, const float *));
+    SYM(mtmd_bitmap_init, void * (*) (uint32_t, uint32_t, const unsigned char *));
     SYM(mtmd_input_chunks_init, void * (*) (void));
     SYM(mtmd_tokenize, int32_t (*)(void *, void *, const input_text *, const void **, size_t));
     SYM(mtmd_input_chunks_size, size_t (*)(void *));
@@ -126,12 +129,15 @@ int main(int argc, char ** argv) {
     fseek(in, 0, SEEK_END);
     const long n_bytes = ftell(in);
     fseek(in, 0, SEEK_SET);
-    float * samples = malloc(n_bytes);
+    float * samples = malloc(n_bytes);  // or the pixels
     if (!samples || fread(samples, 1, n_bytes, in) != (size_t) n_bytes) {
         return 4;
     }
     fclose(in);
-    const void * bitmaps[1] = { mtmd_bitmap_init_from_audio(n_bytes / sizeof(float), samples) };
+    const char * img_w      = getenv("IMG_W");
+    const char * img_h      = getenv("IMG_H");
+    const void * bitmaps[1] = { img_w && img_h ? mtmd_bitmap_init(atoi(img_w), atoi(img_h), (const unsigned char *) samples) :
+                                                 mtmd_bitmap_init_from_audio(n_bytes / sizeof(float), samples) };
     void *       chunks     = mtmd_input_chunks_init();
     input_text   text       = { "<__media__>", strlen("<__media__>"), false, true };
     if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
@@ -142,7 +148,7 @@ int main(int argc, char ** argv) {
     FILE *        out   = fopen(argv[5], "wb");
     for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
         const void * chunk = mtmd_input_chunks_get(chunks, i);
-        if (mtmd_input_chunk_get_type(chunk) != 2) {  // MTMD_INPUT_CHUNK_TYPE_AUDIO
+        if (mtmd_input_chunk_get_type(chunk) == 0) {  // MTMD_INPUT_CHUNK_TYPE_TEXT
             continue;
         }
         const int32_t n = (int32_t) mtmd_input_chunk_get_n_tokens(chunk);
