@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { generateMmproj, MMPROJ_PRESETS, MMPROJ_TYPES, planMmproj } from '../src/generator/index.js';
+import { generateMmproj, isAudioProjector, MMPROJ_PRESETS, MMPROJ_TYPES, planMmproj } from '../src/generator/index.js';
 import { GGMLType } from '../src/ggml/types.js';
 import { openGGUF } from '../src/gguf/index.js';
 
@@ -32,7 +32,7 @@ test('every tiny preset: a clip file as planned, the same bytes twice', () => {
     try {
       assert.equal(f.getString('general.architecture'), 'clip');
       assert.equal(f.getString('clip.projector_type'), t);
-      const audio = t === 'ultravox' || t === 'voxtral';
+      const audio = isAudioProjector(t);
       assert.equal(f.get(audio ? 'clip.has_audio_encoder' : 'clip.has_vision_encoder')?.value, true, t);
       const plan = planMmproj(spec);
       assert.deepEqual(

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { decodeAudio, detectMediaKind, logMelSpectrogram, melFilters } from '../src/media/index.js';
+import { decodeAudio, detectMediaKind, gemma4aMel, logMelSpectrogram, melFilters } from '../src/media/index.js';
 import { cosf, sinf } from '../src/media/sincosf.js';
 import { encodeWav, toneSamples, type WavSpec } from './helpers/media-encode.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
@@ -153,4 +153,35 @@ describe('logMelSpectrogram: mtmd-audio.cpp whisper preprocessing', () => {
       assert.equal(sha(join(logMelSpectrogram(a.samples, { nMel: 128, minSamples: 201 }).chunks)), melHash);
     });
   }
+});
+
+describe('gemma4aMel: mtmd-audio.cpp gemma4a preprocessing', () => {
+  // [samples, mel bands] -> frames per 30 s chunk and the SHA-256 prefix of mtmd's chunks, one
+  // after the other (mtmd_audio_preprocessor_gemma4a of llama.cpp 80fb11ac, built with g++ -O2)
+  const CASES: [number, number, number[], string][] = [
+    [24000, 128, [149], '323b3dd21c463813'],
+    [16000 * 31, 128, [2999, 99], 'e382eaddbac66073'],
+    [200, 128, [1], 'ee5fb558554d59cd'],
+    [480160, 64, [2999, 1], 'f524372f27738e17'],
+  ];
+  for (const [n, nMel, frames, hash] of CASES) {
+    test(`${n} samples, ${nMel} bands: ${frames.join(' + ')} frames, mtmd's values`, () => {
+      const m = gemma4aMel(toneSamples(n, 1, 16000), nMel);
+      assert.deepEqual(
+        m.chunks.map((c) => c.nFrames),
+        frames,
+      );
+      const all = new Float32Array(m.chunks.reduce((k, c) => k + c.data.length, 0));
+      let at = 0;
+      for (const c of m.chunks) {
+        all.set(c.data, at);
+        at += c.data.length;
+      }
+      assert.equal(sha(all), hash);
+    });
+  }
+
+  test('a chunk too short for a frame is refused (mtmd fails on it too)', () => {
+    assert.throws(() => gemma4aMel(new Float32Array(480001), 16), /1-sample audio chunk is too short/);
+  });
 });

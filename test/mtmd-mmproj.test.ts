@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { generateMmproj, MMPROJ_PRESETS } from '../src/generator/index.js';
 import { GGUFValueType, GGUFWriter, openGGUF } from '../src/gguf/index.js';
 import { type LlamaContext, loadModel } from '../src/index.js';
 import { Model } from '../src/model/index.js';
@@ -172,5 +173,54 @@ describe('mtmd image preprocessing', () => {
       Math.fround(Math.fround(Math.fround(51 / 255) - 0.5) / 0.5),
       Math.fround(Math.fround(Math.fround(102 / 255) - 0.5) / 0.5),
     ]);
+  });
+});
+
+describe('gemma4a projector files', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'llama-ts-gemma4a-'));
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+  const full = join(tmp, 'tiny.gguf');
+  generateMmproj({ ...MMPROJ_PRESETS['tiny-gemma4a']!.spec, seed: 5 }, full);
+
+  /** The tiny gemma4a projector without one tensor. */
+  function without(tensor: string): string {
+    const src = openGGUF(full);
+    try {
+      const w = new GGUFWriter({ alignment: src.alignment });
+      for (const [key, kv] of src.metadata) w.set(key, kv.type, kv.value);
+      for (const t of src.tensors) {
+        if (t.name !== tensor) w.addTensor(t.name, t.type, [...t.dims], src.readTensorData(t.name));
+      }
+      const path = join(tmp, `no-${tensor}.gguf`);
+      w.write(path);
+      return path;
+    } finally {
+      src.close();
+    }
+  }
+
+  test('loads as an audio projector: eps 1e-6 whatever the file says, no stacking', async () => {
+    const mm = await Mmproj.load(full);
+    try {
+      assert.equal(mm.projector, 'gemma4a');
+      assert.equal(mm.hasAudio, true);
+      assert.equal(mm.audio!.eps, 1e-6);
+      assert.equal(mm.audio!.stackFactor, 1);
+      assert.equal(mm.outputWidth, 64); // mm.a.input_projection's rows
+    } finally {
+      mm.free();
+    }
+  });
+
+  test("a required tensor missing is named; clip.cpp's optional ones may be", async () => {
+    for (const t of ['a.conv1d.1.weight', 'a.blk.1.conv_pw1.weight', 'a.blk.0.ffn_up_1.weight']) {
+      await assert.rejects(
+        Mmproj.load(without(t)),
+        new RegExp(`missing tensor '${t.replaceAll('.', '\\.')}' \\(a gemma4a projector needs it\\)`),
+      );
+    }
+    for (const t of ['a.conv1d.0.bias', 'a.blk.0.per_dim_scale.weight', 'a.blk.1.ln2.weight']) {
+      (await Mmproj.load(without(t))).free();
+    }
   });
 });

@@ -23,12 +23,13 @@ export const MMPROJ_TYPES = [
   'gemma4v',
   'ultravox',
   'voxtral',
+  'gemma4a',
 ] as const;
 export type MmprojType = (typeof MMPROJ_TYPES)[number];
 
 /** Audio projectors (the rest are vision ones). */
 export function isAudioProjector(t: MmprojType): boolean {
-  return t === 'ultravox' || t === 'voxtral';
+  return t === 'ultravox' || t === 'voxtral' || t === 'gemma4a';
 }
 
 export interface MmprojShape {
@@ -60,6 +61,11 @@ export interface MmprojShape {
   /** Audio: mel bins (`clip.audio.num_mel_bins`) and frames stacked per projector input (`projector.stack_factor`). */
   nMel?: number;
   stackFactor?: number;
+  /** gemma4a: the subsampling convolutions' channels and the encoder output's width (a.pre_encode.out; absent: none). */
+  convChannels?: [number, number];
+  outProj?: number;
+  /** gemma4a: write clamp bounds (Gemma 4's clippable linears) for some weights. */
+  clamped?: boolean;
 }
 
 export interface MmprojSpec {
@@ -143,6 +149,10 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
 
   const E = s.nEmbd;
   const T = s.nEmbdText;
+  if (p === 'gemma4a') {
+    planGemma4a(add, u32, s);
+    return { kv, tensors };
+  }
   if (audio) {
     const nMel = s.nMel ?? 128;
     const stack = s.stackFactor ?? (p === 'ultravox' ? 8 : 4);
@@ -400,6 +410,80 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
   return { kv, tensors };
 }
 
+/**
+ * Gemma 4's audio conformer (clip.cpp's gemma4a tensors, with every optional one): two 3x3
+ * stride-2 subsampling convolutions with bias and channel norm, the input projection; per
+ * layer two half-step FFNs with pre and post norms, attention with its pre/post norms,
+ * per-dimension q/k scales and the relative-position projection, the light convolution
+ * (pw1 to 2·E for the GLU, depthwise width 5 F32 [5, E] as ggml_ssm_conv takes it, pw2), ln2,
+ * with `clamped`, bounds for attn_q's input and ffn_up's output;
+ * the output projection, soft-embedding norm and projection to the text width.
+ */
+function planGemma4a(
+  add: (name: string, dims: number[], init: TensorInit) => void,
+  u32: (key: string, value: number) => void,
+  s: MmprojShape,
+): void {
+  const E = s.nEmbd;
+  const F = s.nFf;
+  const D = E / s.nHead;
+  const nMel = s.nMel ?? 128;
+  const [c0, c1] = s.convChannels ?? [8, 8];
+  u32('clip.audio.num_mel_bins', nMel);
+  const half = (n: number) => Math.floor((n - 1) / 2) + 1;
+  for (const [i, ic, oc] of [
+    [0, 1, c0],
+    [1, c0, c1],
+  ] as const) {
+    add(`a.conv1d.${i}.weight`, [3, 3, ic, oc], linear(9 * ic));
+    add(`a.conv1d.${i}.bias`, [1, 1, oc], BIAS);
+    add(`a.conv1d.${i}.norm.weight`, [oc], NORM);
+  }
+  const flat = c1 * half(half(nMel));
+  add('a.input_projection.weight', [flat, E], linear(flat));
+  add('a.input_projection.bias', [E], BIAS);
+  for (let l = 0; l < s.nLayer; l++) {
+    const b = `a.blk.${l}.`;
+    const ffn = (x: string) => {
+      add(`${b}ffn_norm${x}.weight`, [E], NORM);
+      add(`${b}ffn_up${x}.weight`, [E, F], linear(E));
+      add(`${b}ffn_down${x}.weight`, [F, E], linear(F));
+      add(`${b}ffn_post_norm${x}.weight`, [E], NORM);
+    };
+    ffn('');
+    add(`${b}attn_pre_norm.weight`, [E], NORM);
+    for (const x of ['attn_q', 'attn_k', 'attn_v', 'attn_out', 'attn_k_rel']) add(`${b}${x}.weight`, [E, E], linear(E));
+    add(`${b}attn_out.bias`, [E], BIAS);
+    if (s.clamped) {
+      // clippable linears' bounds (scalars): q's input and the FFN up-projection's output,
+      // tight enough to clip
+      add(`${b}attn_q.input_min`, [1], { mean: -1.5, std: 0 });
+      add(`${b}attn_q.input_max`, [1], { mean: 1.5, std: 0 });
+      add(`${b}ffn_up.output_min`, [1], { mean: -1, std: 0 });
+      add(`${b}ffn_up.output_max`, [1], { mean: 1, std: 0 });
+    }
+    add(`${b}per_dim_scale.weight`, [D], NORM);
+    add(`${b}per_dim_k_scale.weight`, [D], NORM);
+    add(`${b}attn_post_norm.weight`, [E], NORM);
+    add(`${b}conv_norm.weight`, [E], NORM);
+    add(`${b}conv_pw1.weight`, [E, 2 * E], linear(E));
+    add(`${b}conv_dw.weight`, [5, E], linear(5));
+    add(`${b}conv_dw.bias`, [E], BIAS);
+    add(`${b}norm_conv.weight`, [E], NORM);
+    add(`${b}conv_pw2.weight`, [E, E], linear(E));
+    ffn('_1');
+    add(`${b}ln2.weight`, [E], NORM);
+  }
+  let out = E;
+  if (s.outProj !== undefined) {
+    out = s.outProj;
+    add('a.pre_encode.out.weight', [E, out], linear(E));
+    add('a.pre_encode.out.bias', [out], BIAS);
+  }
+  add('mm.a.soft_emb_norm.weight', [out], NORM);
+  add('mm.a.input_projection.weight', [out, s.nEmbdText], linear(out));
+}
+
 interface LayerOpts {
   norm: 'layer' | 'rms';
   kBias: boolean;
@@ -603,6 +687,10 @@ export function generateMmproj(spec: MmprojSpec, path: string): MmprojResult {
   const typeOf = (t: PlannedTensor) => {
     if (t.name === 'mm.model.peg.0.weight') return GGMLType.F16;
     if (t.dims.length < 2 || t.name.includes('position_embd')) return GGMLType.F32;
+    // gemma4a's depthwise kernel and 3-D conv biases stay F32: ggml_ssm_conv takes no other kernel
+    if (spec.projector === 'gemma4a' && (t.name.endsWith('conv_dw.weight') || t.name.endsWith('.bias'))) {
+      return GGMLType.F32;
+    }
     if (spec.fileType === 'F16') return GGMLType.F16;
     if (spec.fileType === 'Q4_0' && t.dims[0]! % 32 === 0) return GGMLType.Q4_0;
     return GGMLType.F32;

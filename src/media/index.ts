@@ -3,5 +3,5 @@
 export { type AudioFormat, audioFormat, decodeAudio, detectMediaKind } from './audio.js';
 export { MediaError, type MediaFormat } from './errors.js';
 export { decodeImage, type ImageFormat, imageFormat } from './image.js';
-export { logMelSpectrogram, type MelChunks, type MelOptions, melFilters } from './mel.js';
+export { gemma4aMel, logMelSpectrogram, type MelChunks, type MelFrames, type MelOptions, melFilters } from './mel.js';
 export type { AudioDecodeOptions, DecodedAudio, DecodedImage, ImageDecodeOptions } from './types.js';

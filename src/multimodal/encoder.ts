@@ -24,6 +24,7 @@ import { newTensor, permute, reshape, type Tensor, TensorFlag, transpose, view }
 import { GGMLType } from '../ggml/types.js';
 import type { PlanarImage } from './image.js';
 import { isQwenVL, type Mmproj } from './mmproj.js';
+import { gemma4aGraph, gemma4aTokens } from './projectors/gemma4a.js';
 import { gemma4vGraph } from './projectors/gemma4v.js';
 import { internvlGraph } from './projectors/internvl.js';
 import { llavaGraph } from './projectors/llava.js';
@@ -272,13 +273,15 @@ export class VisionEncoder {
    * (mel-major): two convolutions of width 3 (stride 1, then 2; zero padded), each as ggml's
    * conv_1d_ph computes it (F16 im2col: both operands rounded to F16), + bias, GELU (erf);
    * learned positions; the layers; average pool 2 (not ultravox); post-norm; frames stacked
-   * (ultravox, voxtral); the projector. [projectionDim, audioTokensFor(nFrames)].
+   * (ultravox, voxtral); the projector. [projectionDim, audioTokensFor(nFrames)]. gemma4a
+   * (Gemma 4's conformer) runs its own graph: ./projectors/gemma4a.ts.
    */
   async encodeAudio(mel: Float32Array, nFrames: number): Promise<Embeddings> {
     const hp = this.mm.audio!;
     const mm = this.mm;
     const K = 3;
     const inputs: Inputs = [];
+    if (mm.projector === 'gemma4a') return this.run(await gemma4aGraph(mm, mel, nFrames, inputs), inputs);
     // conv 1: its im2col (ic, k) per frame, cut here, in F16
     const nMel = hp.nMel;
     const cols = new Uint16Array(nMel * K * nFrames);
@@ -350,6 +353,7 @@ export class VisionEncoder {
   /** Embeddings of one audio chunk of nFrames mel frames (clip_n_output_tokens). */
   audioTokensFor(nFrames: number): number {
     const hp = this.mm.audio!;
+    if (this.mm.projector === 'gemma4a') return gemma4aTokens(nFrames);
     let n = Math.ceil(nFrames / hp.stackFactor);
     n = Math.floor(n / 2); // the stride-2 convolution
     if (this.mm.projector !== 'ultravox') n = Math.floor(n / 2); // the average pool
@@ -457,6 +461,7 @@ export class VisionEncoder {
         throw new Error('vision encoder: qwen2a is an audio projector');
       case 'ultravox':
       case 'voxtral':
+      case 'gemma4a':
         throw new Error(`vision encoder: ${mm.projector} is an audio projector`);
       case 'mlp':
       case 'ldpv2':

@@ -42,6 +42,7 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'qwen2a':
     case 'ultravox':
     case 'voxtral':
+    case 'gemma4a':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
     case 'mlp':
     case 'ldpv2':

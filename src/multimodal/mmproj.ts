@@ -25,6 +25,7 @@ export const PROJECTORS = [
   'qwen2a',
   'ultravox',
   'voxtral',
+  'gemma4a',
   'mlp',
   'ldpv2',
   'pixtral',
@@ -32,7 +33,7 @@ export const PROJECTORS = [
   'gemma4v',
 ] as const;
 /** The audio projectors among them. */
-const AUDIO_PROJECTORS: readonly string[] = ['qwen2a', 'ultravox', 'voxtral'];
+const AUDIO_PROJECTORS: readonly string[] = ['qwen2a', 'ultravox', 'voxtral', 'gemma4a'];
 export type ProjectorType = (typeof PROJECTORS)[number];
 
 /** A multimodal projector file llama-ts cannot use; the message names the file and the problem. */
@@ -67,7 +68,7 @@ export interface VisionHParams {
   windowPattern: number;
 }
 
-/** The audio encoder's hyper-parameters (clip.audio.*): a Whisper encoder. */
+/** The audio encoder's hyper-parameters (clip.audio.*): a Whisper encoder, or Gemma 4's conformer (gemma4a). */
 export interface AudioHParams {
   nEmbd: number;
   nFf: number;
@@ -209,6 +210,8 @@ export class Mmproj {
 
   /** Width of an output embedding row: projectionDim, once more per deepstack merger (clip_n_mmproj_embd). */
   get outputWidth(): number {
+    // gemma4a: its projection's rows (clip_n_mmproj_embd reads them there)
+    if (this.projector === 'gemma4a') return this.get('mm.a.input_projection.weight').ne[1];
     return this.projectionDim * (1 + this.deepstackLayers.length);
   }
 
@@ -217,6 +220,11 @@ export class Mmproj {
     const t = this.tensors.get(name);
     if (!t) throw new MmprojError(`${this.path}: missing tensor '${name}'`);
     return t;
+  }
+
+  /** Every tensor name in the file. */
+  get tensorNames(): string[] {
+    return [...this.tensors.keys()];
   }
 
   opt(name: string): Tensor | undefined {
@@ -385,14 +393,28 @@ function audioHParams(file: GGUFFile, projector: ProjectorType): AudioHParams {
     nFf: need('feed_forward_length'),
     nLayer: need('block_count'),
     nHead: need('attention.head_count'),
-    eps: file.getNumber(k('attention.layer_norm_epsilon'), 1e-5),
+    // gemma4a: 1e-6 whatever the file says (clip.cpp: its converter wrote a wrong value)
+    eps: projector === 'gemma4a' ? 1e-6 : file.getNumber(k('attention.layer_norm_epsilon'), 1e-5),
     projectionDim: need('projection_dim'),
     nMel: need('num_mel_bins'),
-    stackFactor: projector === 'qwen2a' ? 1 : need('projector.stack_factor'),
+    stackFactor: projector === 'qwen2a' || projector === 'gemma4a' ? 1 : need('projector.stack_factor'),
   };
 }
 
 function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
+  if (projector === 'gemma4a') {
+    // clip.cpp's required ones, and mm.a.input_projection (optional there, but the output
+    // width is read from it)
+    const names = ['a.conv1d.0.weight', 'a.conv1d.1.weight', 'a.input_projection.weight'];
+    names.push('mm.a.input_projection.weight');
+    for (let il = 0; il < nLayer; il++) {
+      for (const t of ['attn_out', 'ffn_up', 'ffn_down', 'ffn_norm', 'conv_pw1', 'conv_dw', 'conv_pw2']) {
+        names.push(`a.blk.${il}.${t}.weight`);
+      }
+      for (const t of ['ffn_norm_1', 'ffn_up_1', 'ffn_down_1']) names.push(`a.blk.${il}.${t}.weight`);
+    }
+    return names;
+  }
   if (AUDIO_PROJECTORS.includes(projector)) {
     const names = ['a.conv1d.1.weight', 'a.conv1d.1.bias', 'a.conv1d.2.weight', 'a.conv1d.2.bias'];
     names.push('a.position_embd.weight');

@@ -5,7 +5,7 @@
 // Encoded images are kept by the hash of their pixels, so a second turn with the same
 // image reuses them.
 
-import { logMelSpectrogram } from '../media/index.js';
+import { gemma4aMel, logMelSpectrogram } from '../media/index.js';
 import type { Context } from '../model/context.js';
 import { embdInputWidth } from '../model/hparams.js';
 import type { Model } from '../model/model.js';
@@ -51,6 +51,7 @@ const CACHE_LIMIT = 32;
 const AUDIO_MARKERS: Partial<Record<string, [string, string?]>> = {
   qwen2a: ['<|audio_bos|>', '<|audio_eos|>'],
   voxtral: ['[BEGIN_AUDIO]'],
+  gemma4a: ['<|audio>', '<audio|>'],
 };
 
 export class Multimodal {
@@ -161,26 +162,33 @@ export class Multimodal {
   }
 
   /**
-   * An audio clip (16 kHz mono): its Whisper log-mel in 30 s chunks (src/media), each a
-   * chunk of embeddings (nFrames / 4: qwen2a), between <|audio_bos|> and <|audio_eos|>
-   * (qwen2a), after [BEGIN_AUDIO] (voxtral) or alone (ultravox), as mtmd marks them.
+   * An audio clip (16 kHz mono): its log-mel in 30 s chunks (src/media: Whisper's for qwen2a,
+   * ultravox, voxtral, 3000 frames each; Gemma 4's for gemma4a, as many frames as the chunk
+   * has), each a chunk of embeddings, between the projector's markers as mtmd puts them:
+   * <|audio_bos|>…<|audio_eos|> (qwen2a), [BEGIN_AUDIO]… (voxtral), <|audio>…<audio|>
+   * (gemma4a), none (ultravox).
    */
   private addAudio(samples: Float32Array, chunks: Chunk[], addText: (s: string) => void): void {
     const hp = this.mm.audio;
     if (!hp) throw new Error(`the projector ${this.mm.path} takes images, not audio`);
-    const mel = logMelSpectrogram(samples, { nMel: hp.nMel });
+    let mel: { data: Float32Array; nFrames: number }[];
+    if (this.mm.projector === 'gemma4a') mel = gemma4aMel(samples, hp.nMel).chunks;
+    else {
+      const m = logMelSpectrogram(samples, { nMel: hp.nMel });
+      mel = m.chunks.map((data) => ({ data, nFrames: m.nFrames }));
+    }
     const [begin, end] = AUDIO_MARKERS[this.mm.projector] ?? [];
     if (begin) addText(begin);
-    for (const chunk of mel.chunks) {
-      const n = this.encoder.audioTokensFor(mel.nFrames);
-      const id = pixelHash(mel.nFrames, hp.nMel, chunk);
+    for (const { data, nFrames } of mel) {
+      const n = this.encoder.audioTokensFor(nFrames);
+      const id = pixelHash(nFrames, hp.nMel, data);
       chunks.push({
         type: 'image',
         nTokens: n,
         nPos: n,
         nx: n,
         id,
-        encode: () => this.encodeCached(id, () => this.encoder.encodeAudio(chunk, mel.nFrames)),
+        encode: () => this.encodeCached(id, () => this.encoder.encodeAudio(data, nFrames)),
       });
     }
     if (end) addText(end);

@@ -16,6 +16,7 @@ import {
   specHash,
 } from '../../src/generator/index.js';
 import { generateMmproj, MMPROJ_PRESETS, type MmprojSpec } from '../../src/generator/mmproj.js';
+import { TokenType } from '../../src/generator/vocab.js';
 import { encodePng } from './media-encode.js';
 
 /** What one case feeds the model (as the shared fixtures' cases.json). */
@@ -80,14 +81,20 @@ function textSpec(vocabFrom: string, arch: ModelSpec['arch'], seed: number, extr
   } satisfies ModelSpec;
 }
 
-/** Gemma 4 (E2B-like: per-layer embeddings, shared KV, layer output scales) at the generator's tiny size. */
-function gemma4Text(vocabFrom: string): ModelSpec {
+/**
+ * Gemma 4 (E2B-like: per-layer embeddings, shared KV, layer output scales) at the generator's
+ * tiny size; `extra`: tokens beyond MTMD_DELIMITERS (appended, so the other pairs' files stay as they are).
+ */
+function gemma4Text(vocabFrom: string, extra: readonly { text: string; type: number }[] = []): ModelSpec {
   const spec = presetSpec('tiny-gemma4', 'F32', { seed: 20 });
   return {
     ...spec,
-    vocab: { kind: 'copy', from: vocabFrom, extra: MTMD_DELIMITERS, chatTemplate: GEMMA_TEMPLATE },
+    vocab: { kind: 'copy', from: vocabFrom, extra: [...MTMD_DELIMITERS, ...extra], chatTemplate: GEMMA_TEMPLATE },
   };
 }
+
+/** Gemma 4's audio delimiters (mtmd.cpp's aud_beg / aud_end for gemma4a). */
+const GEMMA4_AUDIO = ['<|audio>', '<audio|>'].map((text) => ({ text, type: TokenType.CONTROL }));
 
 const VISION = { nEmbd: 32, nLayer: 2, nHead: 4, nFf: 64, nEmbdText: 64 };
 
@@ -253,6 +260,14 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('dynamic'), two('dynamic')],
     },
     {
+      name: 'gemma4a',
+      text: gemma4Text(vocabFrom, GEMMA4_AUDIO),
+      // a.pre_encode.out to 48 wide before the projection, clamp bounds on some weights; the
+      // long clip spans two 30 s chunks
+      mmproj: { projector: 'gemma4a', seed: 23, shape: { ...VISION, nMel: 128, outProj: 48, clamped: true } },
+      cases: [...audio(), { name: 'long', path: 'audio', prompt: 'Hear <__media__> the end', media: ['hum-31s.wav'] }],
+    },
+    {
       name: 'ultravox',
       text: textSpec(vocabFrom, 'llama', 17),
       // Build 10257 counts floor(3000 frames / 2 / stack) audio embeddings but its graph pads
@@ -330,6 +345,12 @@ const AUDIO: Record<string, { seconds: number; sample: (t: number, i: number) =>
       0.25 * (Math.sin(2 * Math.PI * 261.6 * t) + Math.sin(2 * Math.PI * 329.6 * t) + Math.sin(2 * Math.PI * 392 * t)),
   },
   'noise-0.5s.wav': { seconds: 0.5, sample: (_t, i) => (hash(i, 7) - 128) / 400 },
+  // past one 30 s chunk (gemma4a cuts clips there)
+  'hum-31s.wav': {
+    seconds: 31,
+    sample: (t, i) =>
+      0.3 * Math.sin(2 * Math.PI * 150 * t) * (0.6 + 0.4 * Math.sin(2 * Math.PI * 0.7 * t)) + (hash(i, 3) - 128) / 2000,
+  },
 };
 
 /** 16 kHz mono 16-bit PCM. */
