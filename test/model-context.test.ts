@@ -188,9 +188,11 @@ for (const name of ['llama', 'qwen2', 'qwen3']) {
   test(`${name}: seqAdd shifts positions and re-rotates the cached keys`, async () => {
     const m = await model(name);
     // attention depends on relative positions only: P at 0..9 then 77 at 10 equals
-    // P shifted to 7..16 then 77 at 17 (up to rounding), if the keys were re-rotated
-    const fresh = await allLogits(m, [...PROMPT, 77], { typeK: 'f32', typeV: 'f32' });
-    await withContext(m, { nCtx: 64, typeK: 'f32', typeV: 'f32' }, async (c) => {
+    // P shifted to 7..16 then 77 at 17 (up to rounding), if the keys were re-rotated; F32
+    // caches without flash attention (which would read them cast to F16, as llama.cpp does)
+    const f32: ContextParams = { typeK: 'f32', typeV: 'f32', flashAttn: false };
+    const fresh = await allLogits(m, [...PROMPT, 77], f32);
+    await withContext(m, { nCtx: 64, ...f32 }, async (c) => {
       await c.decode({ tokens: PROMPT });
       c.seqAdd(0, 0, -1, 7);
       assert.equal(c.seqPosMin(0), 7);

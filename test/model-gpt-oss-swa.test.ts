@@ -1,5 +1,7 @@
 // gpt-oss on the sliding-window memory (generated tiny-gpt-oss: window 8 on even layers,
-// attention sinks, YaRN), F32 weights and caches:
+// attention sinks, YaRN), F32 weights and caches (read by flash attention, which the sinks
+// need, cast to F16 as llama.cpp does: another order of the same cells can move the one-row
+// kernel's f16 V sum by an f16 unit, ~1.5e-3 in the logits here, hence 5e-3):
 // - the sliding layer gets llama.cpp's iSWA ring (pad256(W + n_ubatch) = 256 cells at a
 //   1,024 context), swa_full a full-size one;
 // - at a 600-token context, greedy decoding runs the full layer's attention as the split-KV
@@ -106,8 +108,8 @@ test('tiny-gpt-oss at 600 tokens: ring and swa_full caches, 1 and 3 threads, the
   process.stdout.write(
     `# logits spread ${spread.toFixed(3)}; ring vs swa_full max |Δlogit| ${dFull.toExponential(2)}; vs exact reference ${dExact.toExponential(2)}\n`,
   );
-  assert.ok(dFull < 1e-3, `ring vs swa_full: ${dFull}`);
-  assert.ok(dExact < 1e-3, `vs the exact reference: ${dExact}`);
+  assert.ok(dFull < 5e-3, `ring vs swa_full: ${dFull}`);
+  assert.ok(dExact < 5e-3, `vs the exact reference: ${dExact}`);
 });
 
 test("tiny-gpt-oss: a context shift re-rotates keys with YaRN's RoPE", async () => {
@@ -126,7 +128,7 @@ test("tiny-gpt-oss: a context shift re-rotates keys with YaRN's RoPE", async () 
     assert.deepEqual(b.ids, a.ids);
     const d = maxDiff(a.logits, b.logits);
     process.stdout.write(`# shifted vs in place, max |Δlogit| ${d.toExponential(2)}\n`);
-    assert.ok(d < 1e-3, `logits differ by ${d}`);
+    assert.ok(d < 5e-3, `logits differ by ${d}`);
   } finally {
     at.free();
     moved.free();

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { generateModel, type ModelShape, presetSpec } from '../src/generator/index.js';
 import { GGUFWriter, openGGUF } from '../src/gguf/index.js';
-import { Model, ModelError } from '../src/model/index.js';
+import { Context, Model, ModelError } from '../src/model/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'llama-ts-loader-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -132,6 +132,27 @@ for (const [preset, keys] of REQUIRED_KEYS) {
     }
   });
 }
+
+test('tiny-gemma4 without final_logit_softcapping: soft-capped at 30, as llama.cpp (its hparams default)', async () => {
+  const path = join(dir, 'tiny-gemma4-softcap.gguf');
+  generateModel(presetSpec('tiny-gemma4', 'F32'), path);
+  const logits = async (file: string) => {
+    const m = await Model.load(file);
+    const ctx = new Context(m, { nCtx: 32 });
+    try {
+      await ctx.decode({ tokens: [1, 300, 301, 302] });
+      return { cap: m.hp.finalSoftcap, logits: ctx.getLogits(-1) };
+    } finally {
+      ctx.free();
+      m.free();
+    }
+  };
+  const withKey = await logits(path);
+  const keyless = await logits(withoutKey(path, 'gemma4.final_logit_softcapping'));
+  assert.equal(withKey.cap, 30);
+  assert.equal(keyless.cap, 30);
+  assert.deepEqual(keyless.logits, withKey.logits);
+});
 
 test('bert without a token type count, EmbeddingGemma dense layers without their widths: refused as by llama.cpp', async () => {
   const bert = join(dir, 'tiny-bert-types.gguf');

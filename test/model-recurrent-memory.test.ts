@@ -1,9 +1,10 @@
 // The recurrent memory's promises, on the hybrid fixtures of ../shared/fixtures/archs/:
 // - prompt processing in ubatches of 512, 64 and 7 tokens gives the logits of one decode
-//   per token (max |Δ| ≤ 1e-4 on F32 files, with an F32 KV cache: with an F16 cache the
-//   attention kernels themselves differ by row count (tiled with f32 V sums for many query
-//   rows, one row at a time with V summed in f16 for few, as ggml-cpu does), which alone
-//   moves logits by ~0.01; the recurrent blocks add nothing measurable);
+//   per token (max |Δ| ≤ 1e-4 on F32 files, with an F32 KV cache and without flash
+//   attention: flash attention reads K/V as F16 (an F32 cache cast, as llama.cpp does), and
+//   its kernels differ by row count (tiled with f32 V sums for many query rows, one row at
+//   a time with V summed in f16 for few, as ggml-cpu does), which alone moves logits by
+//   ~0.01; the recurrent blocks add nothing measurable);
 // - a forked sequence (seqCp), a prefix restored from a checkpoint and a session saved
 //   mid-generation each continue with exactly the tokens an uninterrupted run produces;
 // - what a state cannot do is refused before anything changes: dropping a tail without a
@@ -93,7 +94,7 @@ async function promptLogits(
   params: ContextParams,
   step: number,
 ): Promise<Float32Array[]> {
-  const ctx = new Context(model, { nCtx: 1024, nBatch: 512, typeK: 'f32', typeV: 'f32', ...params });
+  const ctx = new Context(model, { nCtx: 1024, nBatch: 512, typeK: 'f32', typeV: 'f32', flashAttn: false, ...params });
   try {
     const rows: Float32Array[] = [];
     for (let i = 0; i < tokens.length; i += step) {

@@ -314,6 +314,8 @@ function gemmaKeys(
   }
   if (arch === 'gemma2') kv.push(f32('attn_logit_softcapping', s.attnSoftcap || 50));
   if (arch === 'gemma2' || s.finalSoftcap > 0) kv.push(f32('final_logit_softcapping', s.finalSoftcap || 30));
+  // without the key llama.cpp caps Gemma 4 at 30: no cap is an explicit 0
+  else if (arch === 'gemma4') kv.push(f32('final_logit_softcapping', 0));
   if (arch === 'gemma-embedding') {
     kv.push({ key: `${arch}.attention.causal`, type: GGUFValueType.BOOL, value: false });
     kv.push(u32('pooling_type', s.poolingType));

@@ -401,7 +401,8 @@ export class GraphBuilder {
    * view with a row stride). With a memory, k and v are first written to the layer's cache
    * rows for this ubatch and attention reads cells [kvStart, kvStart + nKV) of its cache; a layer that
    * shares another's K/V passes k = v = null and reads that cache. Without a memory
-   * (encoders) it reads this ubatch's k and v, cast to F16 as llama.cpp does. Scores are
+   * (encoders) it reads this ubatch's k and v. Flash attention reads F32 K/V (those, or an F32
+   * cache) cast to F16, as llama.cpp does. Scores are
    * q·k·kqScale (default 1/√hdK), soft-capped when the model says so; sliding-window
    * layers use the sliding-window mask. A layer of a latent cache (KVCache's vFromK,
    * DeepSeek's MLA) passes v = null: V is the leading hdV elements of the K rows just
@@ -455,15 +456,16 @@ export class GraphBuilder {
       if (!k || !v) throw new Error(`graph: layer ${il} needs K and V without a cache`);
       kAll = permute(k, [0, 2, 1, 3]);
       vAll = permute(v, [0, 2, 1, 3]);
-      // flash attention takes F16 K/V; the unfused path multiplies the F32 ones
-      if (this.ub.flashAttn !== false) {
-        kAll = ops.cpy(kAll, newTensor(GGMLType.F16, [kAll.ne[0], kAll.ne[1], kAll.ne[2]]));
-        vAll = ops.cpy(vAll, newTensor(GGMLType.F16, [vAll.ne[0], vAll.ne[1], vAll.ne[2]]));
-      }
       mask = this.inpMask(isSwa(hp, il) ? 1 : 0);
     }
     const qp = permute(q, [0, 2, 1, 3]);
     if (this.ub.flashAttn === false) return this.attentionUnfused(il, qp, kAll, vAll, mask, wo, bo, kqScale, o);
+    // flash attention takes F32 K/V (an F32 cache, or this ubatch's without one) cast to
+    // F16, as llama.cpp's build_attn_mha does; the unfused path multiplies the F32 ones
+    const toF16 = (t: Tensor) =>
+      t.type === GGMLType.F32 ? ops.cpy(t, newTensor(GGMLType.F16, [t.ne[0], t.ne[1], t.ne[2]])) : t;
+    kAll = toF16(kAll);
+    vAll = toF16(vAll);
     let fa = ops.flashAttnExt(qp, kAll, vAll, mask, kqScale, 0, hp.attnSoftcap);
     if (o.sinks) fa = ops.flashAttnExtAddSinks(fa, o.sinks);
     this.cb(fa, '__fattn__', il);

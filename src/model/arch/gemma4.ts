@@ -75,7 +75,8 @@ export const gemma4: Architecture = {
       nSwa: file.getNumber(key('attention.sliding_window')),
       swaLayers,
       ropeFreqBaseSwa: file.getNumber(key('rope.freq_base_swa'), hp.ropeFreqBaseSwa),
-      finalSoftcap: file.getNumber(key('final_logit_softcapping'), 0),
+      // absent: llama.cpp's hparams default, 30 (its gemma4 loader, unlike gemma3's, keeps it)
+      finalSoftcap: file.getNumber(key('final_logit_softcapping'), 30),
       nLayerKv,
     };
   },

@@ -2,10 +2,12 @@
 // several contexts or completions per process; fixtures/mtmd/README.md): loads the text
 // model and projector, then for one case prints JSON with the tokenized prompt, the media
 // chunks llama.node logs, the first token's top-10 (full softmax) and an 8-token greedy run.
-//   node oracle-case.mjs LLAMA_NODE_DIR MODEL MMPROJ CASE_JSON
+// MMPROJ `-`: a text model alone (test/refs/gemma4-text/make-refs.mjs); SETTINGS_JSON: loadModel
+// settings over the defaults below (cache types, flash attention).
+//   node oracle-case.mjs LLAMA_NODE_DIR MODEL MMPROJ CASE_JSON top10|greedy [SETTINGS_JSON]
 import { createRequire } from 'node:module';
 
-const [dir, model, mmproj, caseJson, mode] = process.argv.slice(2);
+const [dir, model, mmproj, caseJson, mode, settingsJson] = process.argv.slice(2);
 const require = createRequire(`${dir}/`);
 const ln = require('@fugood/llama.node');
 const c = JSON.parse(caseJson);
@@ -19,9 +21,12 @@ const settings = {
   n_gpu_layers: 0,
   use_mmap: false,
   ctx_shift: false,
+  ...(settingsJson ? JSON.parse(settingsJson) : {}),
 };
 const ctx = await ln.loadModel({ model, ...settings });
-if (!(await ctx.initMultimodal({ path: mmproj, use_gpu: false }))) throw new Error(`initMultimodal(${mmproj}) failed`);
+if (mmproj !== '-' && !(await ctx.initMultimodal({ path: mmproj, use_gpu: false }))) {
+  throw new Error(`initMultimodal(${mmproj}) failed`);
+}
 const input = c.prompt !== undefined ? { prompt: c.prompt, media_paths: c.media_paths } : { messages: c.messages };
 const out = {};
 let prompt = c.prompt;
