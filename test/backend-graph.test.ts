@@ -7,7 +7,7 @@ import { computeOn } from '../src/backends/testing/compute.js';
 import { GraphAllocator, planGraph } from '../src/ggml/alloc.js';
 import { buildGraph } from '../src/ggml/graph.js';
 import * as ops from '../src/ggml/ops.js';
-import { newTensor, Op, permute, reshape, transpose, view } from '../src/ggml/tensor.js';
+import { newTensor, Op, permute, reshape, TensorFlag, transpose, view } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
 
 const { F32 } = GGMLType;
@@ -96,4 +96,25 @@ test('allocator keeps memory alive for views and outputs, and results stay right
     r.graph.nodes.find((t) => t.op === Op.TRANSPOSE),
     yt,
   );
+});
+
+test("allocator: a cast's destination (cpy into a new tensor) lives only as long as its copy's readers", async () => {
+  // a chain of layers, each casting its input to F16 and back (as the encoders cast K and V
+  // for flash attention): the compute buffer must not grow with the number of layers
+  const n = 1024;
+  const layers = (count: number) => {
+    const x = newTensor(F32, [n], 'x').setFlag(TensorFlag.INPUT);
+    let cur = x;
+    for (let i = 0; i < count; i++) {
+      const h = ops.cpy(ops.scale(cur, 0.5), newTensor(GGMLType.F16, [n]));
+      cur = ops.add(ops.cpy(h, newTensor(F32, [n])), cur);
+    }
+    return { x, out: cur };
+  };
+  const size = (count: number) => planGraph(buildGraph(layers(count).out), [referenceDevice.bufferType()]).sizes[0]!;
+  assert.equal(size(16), size(2));
+  // and the values survive the reuse: each layer adds half of its input (exact in F16 here)
+  const { x, out } = layers(6);
+  const r = await computeOn(referenceDevice, [out], [[x, new Float32Array(n).fill(1)]]);
+  assert.deepEqual(Array.from(new Set(r.values[0])), [1.5 ** 6]);
 });

@@ -140,7 +140,10 @@ export interface AllocPlan {
  * views excepted: they use their source's memory). `bufferOf(t)` picks which of the
  * buffer types a tensor goes in (default: the first). Leafs (graph inputs) and tensors
  * flagged OUTPUT keep their memory for the whole graph; other nodes are freed after
- * their last consumer.
+ * their last consumer. A leaf that is only ever a copy's destination (`cpy(x, newTensor(…))`,
+ * a cast) holds nothing before the copy: it is placed at its first use and freed after its
+ * last, as a node (as ggml-alloc places non-input leafs), so a cast per layer does not keep
+ * one buffer per layer alive.
  */
 export function planGraph(
   graph: Graph,
@@ -171,14 +174,22 @@ export function planGraph(
     persistent.add(t); // never released twice
   };
 
+  // leafs written only by copies (never read as a source of anything else)
+  const scratch = new Set(graph.leafs.filter((l) => needs(l) && !l.hasFlag(TensorFlag.INPUT)));
+  for (const n of graph.nodes) {
+    n.src.forEach((s, i) => {
+      if (scratch.has(s) && !(n.op === Op.CPY && i === 1)) scratch.delete(s);
+    });
+  }
   for (const leaf of graph.leafs) {
-    if (needs(leaf)) {
+    if (needs(leaf) && !scratch.has(leaf)) {
       allocate(leaf);
       persistent.add(leaf);
     }
   }
 
   for (const n of graph.nodes) {
+    for (const s of n.src) if (scratch.has(s) && needs(s)) allocate(s);
     if (needs(n)) {
       let done = false;
       if (INPLACE.has(n.op)) {
