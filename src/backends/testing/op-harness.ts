@@ -9,7 +9,7 @@ import { canQuantize, quantize } from '../../ggml/quants/index.js';
 import { newTensor, permute, reshape, type Tensor, transpose, view } from '../../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../../ggml/types.js';
 import type { Device } from '../impl.js';
-import { computeOn } from './compute.js';
+import { type ComputeOptions, computeOn } from './compute.js';
 
 /** Σ(a − b)² / Σ b² (0 when both are all zeros). */
 export function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -823,30 +823,32 @@ function unsupported(dev: Device, out: Tensor): string | undefined {
   return undefined;
 }
 
-async function runCase(dev: Device, c: OpCase): Promise<Float32Array | string> {
+async function runCase(dev: Device, c: OpCase, opts: ComputeOptions): Promise<Float32Array | string> {
   const { out, inputs } = c.build();
   const why = unsupported(dev, out);
   if (why) return why;
   const data = inputs.map((x, i): [Tensor, ArrayBufferView] => (Array.isArray(x) ? x : [x, randomData(x, 1000 + i)]));
-  const r = await computeOn(dev, [out], data);
+  const r = await computeOn(dev, [out], data, opts);
   return r.values[0];
 }
 
 /**
  * Run every case (or those whose name matches `filter`) on `device` and on `reference`;
  * a case passes when NMSE ≤ its limit. Cases either device cannot run are skipped.
+ * `opts.ownBuffers` puts each input in a buffer of its own (computeOn).
  */
 export async function compareDevices(
   device: Device,
   reference: Device,
   filter?: RegExp,
   cases: OpCase[] = opCases(),
+  opts: ComputeOptions = {},
 ): Promise<CaseResult[]> {
   const results: CaseResult[] = [];
   for (const c of cases) {
     if (filter && !filter.test(c.name)) continue;
-    const a = await runCase(device, c);
-    const b = await runCase(reference, c);
+    const a = await runCase(device, c, opts);
+    const b = await runCase(reference, c, opts);
     if (typeof a === 'string' || typeof b === 'string') {
       results.push({ name: c.name, ok: true, skipped: typeof a === 'string' ? a : (b as string) });
       continue;
