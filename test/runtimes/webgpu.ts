@@ -31,9 +31,9 @@ import { checkRefCase, type RefCase, sameBits } from '../helpers/arch-refs.js';
 
 const { F16, F32, I32 } = GGMLType;
 
-/** The harness cases that read or write F16, and the reductions (lavapipe compiles slowly: ~0.2 s a shader). */
+/** The harness cases that read or write F16, the reductions and ARGSORT (lavapipe compiles slowly: ~0.2 s a shader). */
 const CASES =
-  /^(GET_ROWS\(F16\)|MUL_MAT\(F16|MUL_MAT_ID\(F16\)|MUL_MAT\(Q4_0 x F32\) K=64 M=5|CPY F(16|32) -> F(16|32)|SET_ROWS F32 -> F16|FLASH_ATTN_EXT (K\/V F16|split: .*F16|D 64, heads 14\/2, 1 queries)|SOFT_MAX .*mask F16|RMS_NORM \[33)/;
+  /^(GET_ROWS\(F16\)|MUL_MAT\(F16|MUL_MAT_ID\(F16\)|MUL_MAT\(Q4_0 x F32\) K=64 M=5|CPY F(16|32) -> F(16|32)|SET_ROWS F32 -> F16|FLASH_ATTN_EXT (K\/V F16|split: .*F16|D 64, heads 14\/2, 1 queries)|SOFT_MAX .*mask F16|RMS_NORM \[33|ARGSORT )/;
 
 /** Odd sizes and views beyond the harness's: long odd rows, many columns, F16 to F16 of a permuted view. */
 function moreCases(): OpCase[] {

@@ -971,6 +971,132 @@ function flashAttn(t: Tensor): KernelCall {
   };
 }
 
+/**
+ * ARGSORT: a thread per row runs libstdc++'s std::sort (ggml-cpu's) step for step, as the
+ * reference device's stdSort does, on the row's indices in dst: median-of-three quicksort
+ * down to 16-element runs, heapsort past 2·floor(log2 n) levels, then insertion sort, so
+ * equal values (a router's tied experts) come out in ggml-cpu's order. Recursion becomes a
+ * stack of ranges (they are disjoint: any order gives the same result; the stack's depths
+ * fall strictly, so it holds at most 2·31 + 1). The loops std leaves unguarded (a valid
+ * order guarantees a sentinel) stop at their range's ends, never outside the row.
+ */
+function argsortKernel(t: Tensor): KernelCall {
+  const shared = `
+var<private> sr: u32;
+var<private> dw: i32;
+var<private> desc: bool;
+fn less(a: u32, b: u32) -> bool {
+  let x = ld0(sr, a); let y = ld0(sr, b);
+  return select((x < y), (x > y), desc);
+}
+fn ix(i: i32) -> u32 { return w3(u32(dw + i)); }
+fn setix(i: i32, v: u32) { stw(u32(dw + i), v); }
+fn swapix(i: i32, j: i32) { let v = ix(i); setix(i, ix(j)); setix(j, v); }
+fn push_heap(first: i32, hole0: i32, top: i32, value: u32) {
+  var hole = hole0;
+  var parent = (hole - 1) / 2;
+  while (hole > top && less(ix(first + parent), value)) {
+    setix(first + hole, ix(first + parent));
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  setix(first + hole, value);
+}
+fn adjust_heap(first: i32, hole0: i32, len: i32, value: u32) {
+  var hole = hole0; var child = hole0;
+  while (child < (len - 1) / 2) {
+    child = 2 * (child + 1);
+    if (less(ix(first + child), ix(first + child - 1))) { child--; }
+    setix(first + hole, ix(first + child));
+    hole = child;
+  }
+  if ((len & 1) == 0 && child == (len - 2) / 2) {
+    child = 2 * (child + 1);
+    setix(first + hole, ix(first + child - 1));
+    hole = child - 1;
+  }
+  push_heap(first, hole, hole0, value);
+}
+fn heap_sort(first: i32, last: i32) {
+  let len = last - first;
+  if (len >= 2) {
+    var parent = (len - 2) / 2;
+    loop {
+      adjust_heap(first, parent, len, ix(first + parent));
+      if (parent == 0) { break; }
+      parent--;
+    }
+  }
+  var end = last;
+  while (end - first > 1) {
+    end--;
+    let value = ix(end);
+    setix(end, ix(first));
+    adjust_heap(first, 0, end - first, value);
+  }
+}
+fn median_to_first(r: i32, a: i32, b: i32, c: i32) {
+  if (less(ix(a), ix(b))) {
+    if (less(ix(b), ix(c))) { swapix(r, b); } else if (less(ix(a), ix(c))) { swapix(r, c); } else { swapix(r, a); }
+  } else if (less(ix(a), ix(c))) { swapix(r, a); } else if (less(ix(b), ix(c))) { swapix(r, c); } else { swapix(r, b); }
+}
+fn split_at(first0: i32, last0: i32, pivot: i32) -> i32 {
+  var first = first0; var last = last0;
+  loop {
+    while (first < last0 && less(ix(first), ix(pivot))) { first++; }
+    last--;
+    while (last > pivot && less(ix(pivot), ix(last))) { last--; }
+    if (!(first < last)) { break; }
+    swapix(first, last);
+    first++;
+  }
+  return first;
+}
+fn linear_insert(lo: i32, i: i32) {
+  let value = ix(i);
+  var j = i - 1;
+  while (j >= lo && less(value, ix(j))) { setix(j + 1, ix(j)); j--; }
+  setix(j + 1, value);
+}
+fn insertion_sort(first: i32, last: i32) {
+  for (var i = first + 1; i < last; i++) {
+    if (less(ix(i), ix(first))) {
+      let value = ix(i);
+      for (var k = i; k > first; k--) { setix(k, ix(k - 1)); }
+      setix(first, value);
+    } else { linear_insert(first, i); }
+  }
+}`;
+  const body = `
+  if (gi >= total()) { return; }
+  let i1 = gi % ne(3u, 1u); let i2 = (gi / ne(3u, 1u)) % ne(3u, 2u); let i3 = gi / (ne(3u, 1u) * ne(3u, 2u));
+  sr = rowat(0u, i1, i2, i3); dw = i32(rowat(3u, i1, i2, i3) >> 2u); desc = pu(${U}u) == 1u;
+  let n = i32(ne(3u, 0u));
+  for (var j = 0; j < n; j++) { setix(j, u32(j)); }
+  if (n < 2) { return; }
+  var stk: array<vec3<i32>, 64>;
+  stk[0] = vec3<i32>(0, n, 2 * i32(firstLeadingBit(u32(n))));
+  var sp = 1;
+  while (sp > 0) {
+    sp--;
+    let e = stk[sp]; var first = e.x; var last = e.y; var depth = e.z;
+    while (last - first > 16) {
+      if (depth == 0) { heap_sort(first, last); break; }
+      depth--;
+      let mid = first + (last - first) / 2;
+      median_to_first(first, first + 1, mid, last - 1);
+      let cut = split_at(first + 1, last, first);
+      stk[sp] = vec3<i32>(cut, last, depth); sp++;
+      last = cut;
+    }
+  }
+  if (n > 16) {
+    insertion_sort(0, 16);
+    for (var i = 16; i < n; i++) { linear_insert(0, i); }
+  } else { insertion_sort(0, n); }`;
+  return { body, roles: [t.src[0], null, null, t], u: [t.params.order], f: [], grid: 'threads', n: t.nrows, shared };
+}
+
 // ---- support and dispatch -------------------------------------------------------------
 
 /** An F16 destination written a word at a time: even rows of 2-byte elements, word-aligned rows. */
@@ -1026,6 +1152,8 @@ export function kernelFor(t: Tensor, feat: GpuFeatures = NO_FEATURES): KernelCal
       return isF32(a) && isF32(b) && isF32(t) ? concat(t) : 'CONCAT needs F32';
     case Op.GET_ROWS:
       return WEIGHTS.has(a.type) && b.type === I32 ? getRows(t) : `GET_ROWS of type ${a.type}`;
+    case Op.ARGSORT:
+      return isF32(a) && t.type === I32 && t.nb[0] === 4 ? argsortKernel(t) : 'ARGSORT types';
     case Op.CPY:
     case Op.CONT:
       if (a.type !== F32 && a.type !== F16 && a.type !== Q8_0) return `${t.op} from type ${a.type}`;
