@@ -86,9 +86,9 @@ const out: Record<string, unknown> = { adapter: dev?.description ?? null, featur
 const keys = new Set<string>();
 if (dev) {
   const pipeline = dev.ctx.pipeline.bind(dev.ctx);
-  dev.ctx.pipeline = (key, kinds, source) => {
+  dev.ctx.pipeline = (key, kinds, source, label) => {
     keys.add(key);
-    return pipeline(key, kinds, source);
+    return pipeline(key, kinds, source, label);
   };
 }
 const used = (tag: string) => [...keys].filter((k) => k.split('|')[3].split(',').includes(tag)).length;

@@ -58,6 +58,7 @@ export class GpuContext {
   private patch: { pipeline: GPUComputePipeline; uniform: GPUBuffer } | null = null;
   private readonly patchGroups = new Map<GPUBuffer, GPUBindGroup>();
   private readonly staging: GPUBuffer[] = [];
+  private readonly checks: Promise<string | null>[] = [];
   /** Pipelines compiled so far (tests check that they are reused). */
   compiled = 0;
 
@@ -117,20 +118,38 @@ export class GpuContext {
 
   /**
    * The compute pipeline for `key` (what determines the shader: its body, role types and
-   * bindings), compiled once from `source()` binding storage buffers of `kinds`.
+   * bindings), compiled once from `source()` binding storage buffers of `kinds`; `label`
+   * (the node) names it in a compile error, which compileErrors throws.
    */
-  pipeline(key: string, kinds: BindingKinds, source: () => string): GPUComputePipeline {
+  pipeline(key: string, kinds: BindingKinds, source: () => string, label = ''): GPUComputePipeline {
     let p = this.pipelines.get(key);
     if (!p) {
+      // a shader one compiler rejects would otherwise run as nothing (dst left as it was)
+      this.device.pushErrorScope('validation');
       const module = this.device.createShaderModule({ code: source() });
       p = this.device.createComputePipeline({
         layout: this.layout(kinds).pipeline,
         compute: { module, entryPoint: 'main' },
       });
-      this.pipelines.set(key, p);
+      const pipeline = p;
+      this.checks.push(
+        this.device.popErrorScope().then((e) => {
+          if (!e) return null;
+          this.pipelines.delete(key);
+          return `${label}: ${e.message.split('\n').find((l) => l.trim()) ?? e.message}`;
+        }),
+      );
+      this.pipelines.set(key, pipeline);
       this.compiled++;
     }
     return p;
+  }
+
+  /** Throws the first compile error of the pipelines made since the last call (awaited once each). */
+  async compileErrors(): Promise<void> {
+    if (this.checks.length === 0) return;
+    const errors = (await Promise.all(this.checks.splice(0))).filter((e) => e !== null);
+    if (errors.length > 0) throw new Error(`webgpu: a kernel did not compile: ${errors[0]}`);
   }
 
   /** The uniform buffer holding `slots` dispatches' parameters (grown as needed). */

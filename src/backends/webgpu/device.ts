@@ -180,10 +180,16 @@ export class WebGpuBackend implements Backend {
           throw new Error(`${this.name}: ${t} starts at byte ${t.offset}, not on a word`);
       });
       paramWords(call, params.subarray((i * PARAM_BYTES) / 4, ((i + 1) * PARAM_BYTES) / 4));
-      const pipeline = ctx.pipeline(pipelineKey(call, plan, feat), kinds, () => shaderSource(call, plan, feat));
+      const pipeline = ctx.pipeline(
+        pipelineKey(call, plan, feat),
+        kinds,
+        () => shaderSource(call, plan, feat),
+        `${node.op} ${node}`,
+      );
       steps.push({ pipeline, buffers: plan.slots.map((b) => distinct[b.buffer]), kinds, wg: workgroups(call) });
       dev.opCounts.set(node.op, (dev.opCounts.get(node.op) ?? 0) + 1);
     });
+    await ctx.compileErrors();
     const paramBuf = ctx.paramBuffer(nodes.length);
     ctx.queue.writeBuffer(paramBuf, 0, params);
     if (dev.profile) {
