@@ -131,7 +131,6 @@ export class GpuContext {
         layout: this.layout(kinds).pipeline,
         compute: { module, entryPoint: 'main' },
       });
-      const pipeline = p;
       this.checks.push(
         this.device.popErrorScope().then((e) => {
           if (!e) return null;
@@ -139,7 +138,7 @@ export class GpuContext {
           return `${label}: ${e.message.split('\n').find((l) => l.trim()) ?? e.message}`;
         }),
       );
-      this.pipelines.set(key, pipeline);
+      this.pipelines.set(key, p);
       this.compiled++;
     }
     return p;
