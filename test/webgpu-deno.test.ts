@@ -5,8 +5,8 @@
 // reference device on each F16 path: `f16` (shader-f16, inputs in buffers of their own as
 // a model's weights and KV cache: F16 bound as array<f16>, read and written natively),
 // `f16-shared` (inputs beside dst: unpacked from words) and `u32` (shader-f16 off). Models
-// fully offloaded on the f16 path (rand-llama-F16: F16 weights and KV cache; rand-llama-Q4_0:
-// an F16 KV cache) meet the CPU fidelity tolerance against llama.cpp's answers, stay close
+// fully offloaded on the f16 path (rand-llama-F16: F16 weights and KV cache; rand-llama-Q4_0
+// and qwen3moe-F32, whose expert routing sorts on the GPU: an F16 KV cache) meet the CPU fidelity tolerance against llama.cpp's answers, stay close
 // to the CPU device's logits and give the same bits twice and as on the u32 path
 // (test/runtimes/webgpu.ts runs them under Deno). Skips without a Deno executable (LLAMA_TS_DENO, as
 // test/runtimes.test.ts) or lavapipe's ICD (Debian's mesa-vulkan-drivers).
@@ -39,6 +39,7 @@ interface Out {
     sameBits: boolean;
     sameAsU32: boolean | null;
     mulMats: number;
+    argsorts: number;
     f16r: number;
     f16w: number;
     f16: boolean;
@@ -97,6 +98,8 @@ test('deno + lavapipe: F16 cases match the reference device on the f16, f16-shar
 for (const [rel, tol] of [
   ['fixtures/rand-llama-F16', 0.02],
   ['fixtures/rand-llama-Q4_0', 0.1],
+  // a mixture of experts: its routing (ARGSORT) on the GPU too
+  ['fixtures/archs/qwen3moe-F32', 0.02],
 ] as const) {
   test(`deno + lavapipe: ${rel} offloaded on the f16 path meets llama.cpp within ${tol}, the same bits twice`, {
     skip,
@@ -111,6 +114,7 @@ for (const [rel, tol] of [
         `max|Δ logit| vs the CPU device ${m.vsCpu.toExponential(2)}, ${m.f16r} shaders read and ${m.f16w} wrote array<f16>\n`,
     );
     assert.ok(m.maxDelta <= tol && m.mulMats > 0);
+    if (rel.includes('moe')) assert.ok(m.argsorts > 0, 'the routing ran on the CPU');
     assert.ok(m.vsCpu <= tol, `logits ${m.vsCpu} off the CPU device's`);
     assert.ok(m.sameBits, 'a second run gave other bits');
     // the KV cache (and rand-llama-F16's weights) are F16: written and read as such, to the

@@ -159,6 +159,7 @@ if (dev && mode === 'ops') {
       sameBits: sameBits(a.steps, b.steps),
       sameAsU32,
       mulMats: dev.opCounts.get('MUL_MAT') ?? 0,
+      argsorts: dev.opCounts.get('ARGSORT') ?? 0,
       f16r,
       f16w,
       f16: dev.ctx.features.f16,
