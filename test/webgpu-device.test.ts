@@ -338,3 +338,13 @@ test('webgpu: decode steps reuse every pipeline and bind group, one command enco
     setLogCallback(null);
   }
 });
+
+test('webgpu: a kernel the WGSL compiler rejects is an error naming its node, not a dispatch that does nothing', {
+  skip,
+}, async () => {
+  const ctx = (dev as Exclude<typeof dev, string>).ctx;
+  const bad = '@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }';
+  ctx.pipeline('test: a rejected kernel', 'w', () => bad, 'TEST #0');
+  await assert.rejects(ctx.compileErrors(), /did not compile: TEST #0: /);
+  await ctx.compileErrors(); // reported once; the next graph compiles it afresh
+});

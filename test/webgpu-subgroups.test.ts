@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { referenceDevice } from '../src/backends/reference/index.js';
 import { computeOn } from '../src/backends/testing/compute.js';
 import { compareDevices, type OpCase, opCases, randomData } from '../src/backends/testing/op-harness.js';
-import { kernelFor, shaderSource } from '../src/backends/webgpu/kernels.js';
+import { bindPlan, kernelFor, shaderSource } from '../src/backends/webgpu/kernels.js';
 import * as ops from '../src/ggml/ops.js';
 import { newTensor, type Tensor } from '../src/ggml/tensor.js';
 import { GGMLType } from '../src/ggml/types.js';
@@ -72,10 +72,14 @@ test('webgpu: subgroups are used where the adapter has them (and LLAMA_TS_WEBGPU
   assert.equal(c.features.subgroups, c.available.subgroups);
   // the kernels follow the switch: a decode product's shader reduces by subgroupAdd or by a tree
   const a = newTensor(F32, [64, 8]);
-  const mv = kernelFor(ops.mulMat(a, newTensor(F32, [64, 1])), { subgroups: true });
-  assert.ok(typeof mv !== 'string' && shaderSource(mv, [0, 1, 0, 2], { subgroups: true }).includes('subgroupAdd'));
-  const tree = kernelFor(ops.mulMat(a, newTensor(F32, [64, 1])), { subgroups: false });
-  assert.ok(typeof tree !== 'string' && !shaderSource(tree, [0, 1, 0, 2], { subgroups: false }).includes('subgroup'));
+  const sg = { subgroups: true, f16: false };
+  const noSg = { subgroups: false, f16: false };
+  const mv = kernelFor(ops.mulMat(a, newTensor(F32, [64, 1])), sg);
+  assert.ok(typeof mv !== 'string' && shaderSource(mv, bindPlan(mv, [0, 1, 0, 2], sg), sg).includes('subgroupAdd'));
+  const tree = kernelFor(ops.mulMat(a, newTensor(F32, [64, 1])), noSg);
+  assert.ok(
+    typeof tree !== 'string' && !shaderSource(tree, bindPlan(tree, [0, 1, 0, 2], noSg), noSg).includes('subgroup'),
+  );
   c.setFeatures({ subgroups: true });
   assert.equal(c.features.subgroups, c.available.subgroups, 'never more than the device was created with');
 });

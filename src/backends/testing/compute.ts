@@ -19,12 +19,28 @@ export interface ComputeResult {
   values: Float32Array[];
 }
 
+export interface ComputeOptions {
+  /**
+   * Each input leaf in a buffer of its own (as a model's weights and KV cache lie apart from
+   * the compute buffer), freed once the outputs are read; else all in the graph's buffer.
+   */
+  ownBuffers?: boolean;
+}
+
 /**
  * Compute `outputs` on `device`. Leafs listed in `inputs` get their data; unlisted leafs
  * must already be allocated (weights) or are zero-filled.
  */
-export async function computeOn(device: Device, outputs: Tensor[], inputs: Inputs): Promise<ComputeResult> {
+export async function computeOn(
+  device: Device,
+  outputs: Tensor[],
+  inputs: Inputs,
+  opts: ComputeOptions = {},
+): Promise<ComputeResult> {
   const graph = buildGraph(...outputs);
+  const own = opts.ownBuffers
+    ? inputs.filter(([t]) => !t.buffer && !t.viewSrc).flatMap(([t]) => allocTensors([t], device.bufferType()))
+    : [];
   const allocator = new GraphAllocator([device.bufferType()]);
   allocator.allocGraph(graph);
   allocator.buffers[0]?.clear(0);
@@ -35,6 +51,7 @@ export async function computeOn(device: Device, outputs: Tensor[], inputs: Input
   const values = [];
   for (const o of outputs) values.push(await readF32(o));
   backend.free();
+  for (const b of own) b.free();
   return { graph, allocator, values };
 }
 

@@ -9,7 +9,8 @@ import { canQuantize, quantize } from '../../ggml/quants/index.js';
 import { newTensor, permute, reshape, type Tensor, transpose, view } from '../../ggml/tensor.js';
 import { GGMLType, rowSize, traitsOf } from '../../ggml/types.js';
 import type { Device } from '../impl.js';
-import { computeOn } from './compute.js';
+import { stdSort } from '../reference/ops/sort.js';
+import { type ComputeOptions, computeOn } from './compute.js';
 
 /** Σ(a − b)² / Σ b² (0 when both are all zeros). */
 export function nmse(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -119,6 +120,28 @@ export interface OpCase {
   build(): BuiltCase;
   /** Largest acceptable NMSE (default 1e-7, as test-backend-ops). */
   maxNmse?: number;
+}
+
+/**
+ * A row that makes std::sort's median-of-three quicksort recurse past its depth limit
+ * (McIlroy's adversary: values fixed lazily, as the comparisons of stdSort ask for them).
+ */
+function medianOfThreeKiller(n: number): Int32Array {
+  const gas = n;
+  const val = new Int32Array(n).fill(gas);
+  let solid = 0;
+  let candidate = 0;
+  const cmp = (x: number, y: number) => {
+    if (val[x] === gas && val[y] === gas) val[x === candidate ? x : y] = solid++;
+    if (val[x] === gas) candidate = x;
+    else if (val[y] === gas) candidate = y;
+    return val[x] - val[y];
+  };
+  stdSort(
+    Int32Array.from({ length: n }, (_, i) => i),
+    (a, b) => cmp(a, b) < 0,
+  );
+  return val;
 }
 
 function causalMaskF16(nKV: number, nQ: number, past: number): Uint16Array {
@@ -677,17 +700,40 @@ function moeCases(add: AddCase): void {
     const r = rng(seed);
     return new Float32Array(n).map(() => Math.floor(r() * levels) / levels);
   };
+  // (1 and 17: no sort, just past the 16-element runs; odd lengths; one value only)
   for (const [n, rows, levels] of [
     [8, 5, 3],
     [128, 3, 9],
     [60, 2, 1000],
+    [1, 3, 1],
+    [17, 4, 2],
+    [33, 3, 4],
+    [255, 2, 5],
+    [100, 1, 1],
   ]) {
     for (const order of [ops.SortOrder.DESC, ops.SortOrder.ASC]) {
-      add(`ARGSORT ${order === ops.SortOrder.DESC ? 'desc' : 'asc'} [${n},${rows}], ${levels} levels`, () => {
-        const a = newTensor(F32, [n, rows]);
-        return { out: ops.argsort(a, order), inputs: [[a, grid(n * rows, levels, n + order)]] };
-      });
+      // (indices: exactly, NMSE 0)
+      add(
+        `ARGSORT ${order === ops.SortOrder.DESC ? 'desc' : 'asc'} [${n},${rows}], ${levels} levels`,
+        () => {
+          const a = newTensor(F32, [n, rows]);
+          return { out: ops.argsort(a, order), inputs: [[a, grid(n * rows, levels, n + order)]] };
+        },
+        0,
+      );
     }
+  }
+  // a row that drives std::sort's quicksort to its depth limit (then heapsort), values in tied pairs
+  for (const order of [ops.SortOrder.DESC, ops.SortOrder.ASC]) {
+    add(
+      `ARGSORT ${order === ops.SortOrder.DESC ? 'desc' : 'asc'} [64,1] past the quicksort depth (heapsort), ties`,
+      () => {
+        const a = newTensor(F32, [64, 1]);
+        const v = medianOfThreeKiller(64).map((x) => Math.floor(x / 2) * (order === ops.SortOrder.DESC ? -1 : 1));
+        return { out: ops.argsort(a, order), inputs: [[a, Float32Array.from(v)]] };
+      },
+      0,
+    );
   }
   add('ARGSORT top 2 of [8,6], then GET_ROWS of [1,8,6] by them (router selection)', () => {
     const probs = newTensor(F32, [8, 6]);
@@ -823,30 +869,32 @@ function unsupported(dev: Device, out: Tensor): string | undefined {
   return undefined;
 }
 
-async function runCase(dev: Device, c: OpCase): Promise<Float32Array | string> {
+async function runCase(dev: Device, c: OpCase, opts: ComputeOptions): Promise<Float32Array | string> {
   const { out, inputs } = c.build();
   const why = unsupported(dev, out);
   if (why) return why;
   const data = inputs.map((x, i): [Tensor, ArrayBufferView] => (Array.isArray(x) ? x : [x, randomData(x, 1000 + i)]));
-  const r = await computeOn(dev, [out], data);
+  const r = await computeOn(dev, [out], data, opts);
   return r.values[0];
 }
 
 /**
  * Run every case (or those whose name matches `filter`) on `device` and on `reference`;
  * a case passes when NMSE ≤ its limit. Cases either device cannot run are skipped.
+ * `opts.ownBuffers` puts each input in a buffer of its own (computeOn).
  */
 export async function compareDevices(
   device: Device,
   reference: Device,
   filter?: RegExp,
   cases: OpCase[] = opCases(),
+  opts: ComputeOptions = {},
 ): Promise<CaseResult[]> {
   const results: CaseResult[] = [];
   for (const c of cases) {
     if (filter && !filter.test(c.name)) continue;
-    const a = await runCase(device, c);
-    const b = await runCase(reference, c);
+    const a = await runCase(device, c, opts);
+    const b = await runCase(reference, c, opts);
     if (typeof a === 'string' || typeof b === 'string') {
       results.push({ name: c.name, ok: true, skipped: typeof a === 'string' ? a : (b as string) });
       continue;

@@ -20,12 +20,21 @@ export const PARAM_BYTES = 512;
 
 /**
  * The optional WebGPU features the kernels use, where the device was created with them:
- * `subgroups` (reductions in registers). May be switched off at any time (tests run both
- * paths on one adapter); pipelines are cached per setting.
+ * `subgroups` (reductions in registers), `f16` (`shader-f16`: F16 tensors bound as
+ * array<f16> and read and written natively). Each may be switched off at any time (tests
+ * run every path on one adapter); pipelines are cached per setting.
  */
 export interface GpuFeatures {
   subgroups: boolean;
+  f16: boolean;
 }
+
+/**
+ * How a dispatch's storage bindings are declared, one letter each: `w` written
+ * (read_write, at most one: dst's buffer), `r` read-only. A buffer only read may be bound
+ * more than once (as array<u32> and as array<f16>); WebGPU forbids aliasing a written one.
+ */
+export type BindingKinds = string;
 
 const PATCH_WGSL = /* wgsl */ `
 struct Q { n: vec4<u32>, p0: vec4<u32>, p1: vec4<u32> }
@@ -39,8 +48,7 @@ fn merge(p: vec4<u32>) { buf[p.x] = (buf[p.x] & ~p.y) | (p.z & p.y); }
 
 export class GpuContext {
   readonly queue: GPUQueue;
-  private readonly layouts: GPUBindGroupLayout[] = [];
-  private readonly pipelineLayouts: GPUPipelineLayout[] = [];
+  private readonly layouts = new Map<BindingKinds, { group: GPUBindGroupLayout; pipeline: GPUPipelineLayout }>();
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private readonly bindGroups = new Map<string, GPUBindGroup>();
   private readonly ids = new WeakMap<GPUBuffer, number>();
@@ -50,6 +58,7 @@ export class GpuContext {
   private patch: { pipeline: GPUComputePipeline; uniform: GPUBuffer } | null = null;
   private readonly patchGroups = new Map<GPUBuffer, GPUBindGroup>();
   private readonly staging: GPUBuffer[] = [];
+  private readonly checks: Promise<string | null>[] = [];
   /** Pipelines compiled so far (tests check that they are reused). */
   compiled = 0;
 
@@ -59,7 +68,7 @@ export class GpuContext {
 
   constructor(readonly device: GPUDevice) {
     this.queue = device.queue;
-    this.available = { subgroups: device.features.has('subgroups') };
+    this.available = { subgroups: device.features.has('subgroups'), f16: device.features.has('shader-f16') };
     this.used = { ...this.available };
   }
 
@@ -70,7 +79,10 @@ export class GpuContext {
 
   /** Switch features on or off for the dispatches that follow (never beyond `available`). */
   setFeatures(want: Partial<GpuFeatures>): void {
-    this.used = { subgroups: (want.subgroups ?? this.used.subgroups) && this.available.subgroups };
+    this.used = {
+      subgroups: (want.subgroups ?? this.used.subgroups) && this.available.subgroups,
+      f16: (want.f16 ?? this.used.f16) && this.available.f16,
+    };
   }
 
   private idOf(b: GPUBuffer): number {
@@ -82,9 +94,10 @@ export class GpuContext {
     return id;
   }
 
-  /** Layout 0: the parameters (uniform, dynamic offset); 1..n: storage buffers. */
-  private layout(n: number): { group: GPUBindGroupLayout; pipeline: GPUPipelineLayout } {
-    if (!this.layouts[n]) {
+  /** Layout 0: the parameters (uniform, dynamic offset); 1..n: storage buffers of `kinds`. */
+  private layout(kinds: BindingKinds): { group: GPUBindGroupLayout; pipeline: GPUPipelineLayout } {
+    let l = this.layouts.get(kinds);
+    if (!l) {
       const entries: GPUBindGroupLayoutEntry[] = [
         {
           binding: 0,
@@ -92,30 +105,50 @@ export class GpuContext {
           buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: PARAM_BYTES },
         },
       ];
-      for (let i = 1; i <= n; i++)
-        entries.push({ binding: i, visibility: SHADER_STAGE_COMPUTE, buffer: { type: 'storage' } });
-      this.layouts[n] = this.device.createBindGroupLayout({ entries });
-      this.pipelineLayouts[n] = this.device.createPipelineLayout({ bindGroupLayouts: [this.layouts[n]] });
+      for (const [i, k] of [...kinds].entries()) {
+        const type = k === 'w' ? 'storage' : 'read-only-storage';
+        entries.push({ binding: i + 1, visibility: SHADER_STAGE_COMPUTE, buffer: { type } });
+      }
+      const group = this.device.createBindGroupLayout({ entries });
+      l = { group, pipeline: this.device.createPipelineLayout({ bindGroupLayouts: [group] }) };
+      this.layouts.set(kinds, l);
     }
-    return { group: this.layouts[n], pipeline: this.pipelineLayouts[n] };
+    return l;
   }
 
   /**
    * The compute pipeline for `key` (what determines the shader: its body, role types and
-   * bindings), compiled once from `source()` binding `n` storage buffers.
+   * bindings), compiled once from `source()` binding storage buffers of `kinds`; `label`
+   * (the node) names it in a compile error, which compileErrors throws.
    */
-  pipeline(key: string, n: number, source: () => string): GPUComputePipeline {
+  pipeline(key: string, kinds: BindingKinds, source: () => string, label = ''): GPUComputePipeline {
     let p = this.pipelines.get(key);
     if (!p) {
+      // a shader one compiler rejects would otherwise run as nothing (dst left as it was)
+      this.device.pushErrorScope('validation');
       const module = this.device.createShaderModule({ code: source() });
       p = this.device.createComputePipeline({
-        layout: this.layout(n).pipeline,
+        layout: this.layout(kinds).pipeline,
         compute: { module, entryPoint: 'main' },
       });
+      this.checks.push(
+        this.device.popErrorScope().then((e) => {
+          if (!e) return null;
+          this.pipelines.delete(key);
+          return `${label}: ${e.message.split('\n').find((l) => l.trim()) ?? e.message}`;
+        }),
+      );
       this.pipelines.set(key, p);
       this.compiled++;
     }
     return p;
+  }
+
+  /** Throws the first compile error of the pipelines made since the last call (awaited once each). */
+  async compileErrors(): Promise<void> {
+    if (this.checks.length === 0) return;
+    const errors = (await Promise.all(this.checks.splice(0))).filter((e) => e !== null);
+    if (errors.length > 0) throw new Error(`webgpu: a kernel did not compile: ${errors[0]}`);
   }
 
   /** The uniform buffer holding `slots` dispatches' parameters (grown as needed). */
@@ -133,15 +166,15 @@ export class GpuContext {
     return this.params;
   }
 
-  /** The bind group of the parameter buffer and `buffers` (in binding order), cached. */
-  bindGroup(buffers: GPUBuffer[]): GPUBindGroup {
+  /** The bind group of the parameter buffer and `buffers` (in binding order, of `kinds`), cached. */
+  bindGroup(buffers: GPUBuffer[], kinds: BindingKinds): GPUBindGroup {
     const params = this.params!;
-    const key = buffers.map((b) => this.idOf(b)).join(',');
+    const key = `${kinds}|${buffers.map((b) => this.idOf(b)).join(',')}`;
     let g = this.bindGroups.get(key);
     if (!g) {
       const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: params, size: PARAM_BYTES } }];
       for (const [i, b] of buffers.entries()) entries.push({ binding: i + 1, resource: { buffer: b } });
-      g = this.device.createBindGroup({ layout: this.layout(buffers.length).group, entries });
+      g = this.device.createBindGroup({ layout: this.layout(kinds).group, entries });
       this.bindGroups.set(key, g);
     }
     return g;
@@ -167,7 +200,8 @@ export class GpuContext {
   forgetBuffer(b: GPUBuffer): void {
     const id = this.ids.get(b);
     if (id !== undefined) {
-      for (const k of [...this.bindGroups.keys()]) if (k.split(',').includes(String(id))) this.bindGroups.delete(k);
+      for (const k of [...this.bindGroups.keys()])
+        if (k.split('|')[1].split(',').includes(String(id))) this.bindGroups.delete(k);
     }
     this.patchGroups.delete(b);
   }

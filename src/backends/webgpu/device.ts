@@ -13,7 +13,16 @@ import type { Backend, BackendEvent, BackendReg, BufferType, Device, DeviceMemor
 import { wgslLanguageFeatures } from './adapter.js';
 import { WebGpuBuffer, WebGpuBufferType, webGpuHostBufferType } from './buffer.js';
 import { GpuContext, PARAM_BYTES } from './context.js';
-import { kernelFor, paramWords, pipelineKey, shaderSource, wordAligned, workgroups } from './kernels.js';
+import {
+  bindingKinds,
+  bindPlan,
+  kernelFor,
+  paramWords,
+  pipelineKey,
+  shaderSource,
+  wordAligned,
+  workgroups,
+} from './kernels.js';
 
 const log = logger('backend:webgpu');
 
@@ -26,10 +35,11 @@ export function isSoftwareAdapter(info: GPUAdapterInfo): boolean {
   );
 }
 
-/** One dispatch of a graph: its pipeline, the buffers it binds, its workgroups. */
+/** One dispatch of a graph: its pipeline, the buffers it binds (of `kinds`), its workgroups. */
 interface Step {
   pipeline: GPUComputePipeline;
   buffers: GPUBuffer[];
+  kinds: string;
   wg: [number, number];
 }
 
@@ -150,28 +160,36 @@ export class WebGpuBackend implements Backend {
     nodes.forEach((node, i) => {
       const call = kernelFor(node, feat);
       if (typeof call === 'string') throw new Error(`${this.name}: unsupported op ${node.op} for ${node}: ${call}`);
-      // one binding per distinct buffer, in role order
-      const buffers: GPUBuffer[] = [];
-      const binding = call.roles.map((t) => {
+      // the distinct buffers, in role order; bindPlan binds each once or once per element type
+      const distinct: GPUBuffer[] = [];
+      const buffer = call.roles.map((t) => {
         if (!t) return 0;
         const b = t.buffer;
         if (!(b instanceof WebGpuBuffer) || b.bufferType.ctx !== ctx)
           throw new Error(`${this.name}: ${node.op} reads ${t} outside this device's memory`);
-        let k = buffers.indexOf(b.gpu);
-        if (k < 0) k = buffers.push(b.gpu) - 1;
+        let k = distinct.indexOf(b.gpu);
+        if (k < 0) k = distinct.push(b.gpu) - 1;
         return k;
       });
-      for (const t of call.roles) {
-        if (t && t.offset % 4 !== 0 && (wordAligned(t.type) || (call.wordWrites && t === node)))
+      const plan = bindPlan(call, buffer, feat);
+      const kinds = bindingKinds(plan);
+      // (an F16 tensor bound as array<f16> is read and written by element: any even byte will do)
+      call.roles.forEach((t, j) => {
+        const words = t && (wordAligned(t.type) || (call.wordWrites && t === node));
+        if (words && t.offset % (plan.slots[plan.slot[j]].view === 'f16' ? 2 : 4) !== 0)
           throw new Error(`${this.name}: ${t} starts at byte ${t.offset}, not on a word`);
-      }
+      });
       paramWords(call, params.subarray((i * PARAM_BYTES) / 4, ((i + 1) * PARAM_BYTES) / 4));
-      const pipeline = ctx.pipeline(pipelineKey(call, binding, feat), buffers.length, () =>
-        shaderSource(call, binding, feat),
+      const pipeline = ctx.pipeline(
+        pipelineKey(call, plan, feat),
+        kinds,
+        () => shaderSource(call, plan, feat),
+        `${node.op} ${node}`,
       );
-      steps.push({ pipeline, buffers, wg: workgroups(call) });
+      steps.push({ pipeline, buffers: plan.slots.map((b) => distinct[b.buffer]), kinds, wg: workgroups(call) });
       dev.opCounts.set(node.op, (dev.opCounts.get(node.op) ?? 0) + 1);
     });
+    await ctx.compileErrors();
     const paramBuf = ctx.paramBuffer(nodes.length);
     ctx.queue.writeBuffer(paramBuf, 0, params);
     if (dev.profile) {
@@ -182,7 +200,7 @@ export class WebGpuBackend implements Backend {
     const pass = enc.beginComputePass();
     steps.forEach((s, i) => {
       pass.setPipeline(s.pipeline);
-      pass.setBindGroup(0, ctx.bindGroup(s.buffers), [i * PARAM_BYTES]);
+      pass.setBindGroup(0, ctx.bindGroup(s.buffers, s.kinds), [i * PARAM_BYTES]);
       pass.dispatchWorkgroups(s.wg[0], s.wg[1]);
     });
     pass.end();
@@ -198,7 +216,7 @@ export class WebGpuBackend implements Backend {
       const enc = ctx.device.createCommandEncoder();
       const pass = enc.beginComputePass();
       pass.setPipeline(s.pipeline);
-      pass.setBindGroup(0, ctx.bindGroup(s.buffers), [i * PARAM_BYTES]);
+      pass.setBindGroup(0, ctx.bindGroup(s.buffers, s.kinds), [i * PARAM_BYTES]);
       pass.dispatchWorkgroups(s.wg[0], s.wg[1]);
       pass.end();
       ctx.queue.submit([enc.finish()]);
@@ -264,7 +282,8 @@ export async function createWebGpuReg(adapter: GPUAdapter | null): Promise<WebGp
   const reg = new WebGpuReg();
   const dev = new WebGpuDevice(reg, 'WebGPU0', device, adapter.info);
   reg.devs.push(dev);
-  const uses = dev.ctx.features.subgroups ? 'subgroups' : 'no subgroups';
+  const f = dev.ctx.features;
+  const uses = `${f.subgroups ? 'subgroups' : 'no subgroups'}, ${f.f16 ? 'shader-f16' : 'no shader-f16'}`;
   log.info(`${dev.name}: ${dev.description} (${uses})${dev.software ? ' (software: never chosen by default)' : ''}`);
   return reg;
 }
@@ -274,15 +293,18 @@ export async function createWebGpuReg(adapter: GPUAdapter | null): Promise<WebGp
  * reductions and matrix-vector products in registers), where the compiler also has the
  * `subgroup_id` extension (the kernels read subgroup_id and num_subgroups, which came to
  * WGSL after subgroups did); LLAMA_TS_WEBGPU_NO_SUBGROUPS=1 leaves it out (the kernels
- * then reduce through workgroup memory). `shader-f16` is not
- * asked for: F16 tensors are read from and written to their words by unpack2x16float /
- * pack2x16float, and the native form, bitcast<vec2<f16>>(u32), does not compile on
- * wgpu's naga (Deno 2.9), the one runtime here with an f16 adapter to test it on.
+ * then reduce through workgroup memory). `shader-f16`: F16 tensors bound as array<f16>
+ * (read and written as f16 elements; the arithmetic stays f32);
+ * LLAMA_TS_WEBGPU_NO_F16=1 leaves it out (F16 then unpacked from and packed into words).
  */
 function wantedFeatures(adapter: GPUAdapter, wgsl: ReadonlySet<string>): GPUFeatureName[] {
-  const subgroups =
+  const want: GPUFeatureName[] = [];
+  if (
     adapter.features.has('subgroups') &&
     wgsl.has('subgroup_id') &&
-    platform.env('LLAMA_TS_WEBGPU_NO_SUBGROUPS') !== '1';
-  return subgroups ? ['subgroups' as GPUFeatureName] : [];
+    platform.env('LLAMA_TS_WEBGPU_NO_SUBGROUPS') !== '1'
+  )
+    want.push('subgroups' as GPUFeatureName);
+  if (adapter.features.has('shader-f16') && platform.env('LLAMA_TS_WEBGPU_NO_F16') !== '1') want.push('shader-f16');
+  return want;
 }

@@ -1,20 +1,22 @@
 // The WGSL kernels and how each ggml node maps to one dispatch. Every kernel reads its
 // tensors through byte addresses from a uniform block (offset, ne[4], nb[4] for each of
 // src0, src1, src2 and dst, then the op's parameters), so views, permutations and
-// broadcasting need no copies. Storage buffers are bound whole as array<u32>, one binding
-// per distinct buffer (WebGPU forbids binding one buffer twice when it is written): the
-// generated header maps each tensor role to its binding, and each element type has a
-// loader (F16 unpacked from its word: the device asks for no shader-f16, see device.ts).
-// Results are F32, or F16 written two elements (one word) per thread. Where the device
-// has `subgroups` (GpuFeatures), the row reductions and the matrix-vector products reduce
-// in registers; without, through workgroup memory; each path gives the same bits run after run.
+// broadcasting need no copies. Storage buffers are bound whole (bindPlan): dst's buffer
+// once, read_write (WebGPU forbids aliasing a written binding), every other buffer
+// read-only as array<u32>, and, where the device has `shader-f16` (GpuFeatures.f16), also
+// as array<f16> for its F16 tensors, which are then read as f16 elements; without it (or
+// for an F16 tensor in dst's buffer beside other types) F16 is unpacked from its word.
+// Results are F32, or F16 written two elements per thread (a word by pack2x16float, or two
+// f16 stores where dst's binding is array<f16>). Where the device has `subgroups`, the row
+// reductions and the matrix-vector products reduce in registers; without, through
+// workgroup memory; each path gives the same bits run after run.
 
 import { RopeMode } from '../../ggml/ops.js';
 import { Op, type Tensor } from '../../ggml/tensor.js';
 import { GGMLType } from '../../ggml/types.js';
 import { yarnCorrDims } from '../reference/ops/rope.js';
 import { alibiBases } from '../reference/ops/softmax.js';
-import { type GpuFeatures, PARAM_BYTES } from './context.js';
+import { type BindingKinds, type GpuFeatures, PARAM_BYTES } from './context.js';
 
 const { F32, F16, BF16, I32, I64, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 } =
   GGMLType;
@@ -163,8 +165,16 @@ fn reduce_${k}(li: u32, v: f32) -> f32 {
   )
   .join('')}`;
 
-/** Element k of the row at byte `a`, for a tensor of `type` in role j (word reader wj). */
-function loader(j: number, type: number): string {
+/**
+ * Element k of the row at byte `a`, for a tensor of `type` in role j, read through bj: an
+ * array<u32> (word reader wj), or for F16 where bound so (`view` f16) an array<f16>.
+ */
+function loader(j: number, type: number, view: View): string {
+  if (view === 'f16') {
+    return `
+fn f16_${j}(a: u32) -> f32 { return f32(b${j}[a >> 1u]); }
+fn ld${j}(a: u32, k: u32) -> f32 { return f16_${j}(a + k * nb(${j}u, 0u)); }`;
+  }
   const rd = `
 fn w${j}(i: u32) -> u32 { return b${j}[i]; }
 fn f32_${j}(a: u32) -> f32 { return bitcast<f32>(w${j}(a >> 2u)); }
@@ -276,28 +286,72 @@ fn u16_${j}(a: u32) -> u32 { return (w${j}(a >> 2u) >> ((a & 2u) * 8u)) & 65535u
   return `${rd}${extra}\nfn ld${j}(a: u32, k: u32) -> f32 { ${ld} }`;
 }
 
+/** The element type a storage binding is declared with. */
+export type View = 'u32' | 'f16';
+
+/** A dispatch's storage bindings and which one each role reads through. */
+export interface BindPlan {
+  /** Role j's binding (0-based, after the parameter block; 0 for an unused role). */
+  slot: number[];
+  /** Each binding: its buffer (an index into the dispatch's distinct buffers), element type, and whether written. */
+  slots: { buffer: number; view: View; write: boolean }[];
+}
+
 /**
- * The shader for a call: parameters, one binding per distinct buffer, each role's readers
- * (`ld0..2`, `ld3` for dst) and the dst writers `st` (F32) and `st2` (two F16 in a word).
+ * The bindings for a call whose role j lies in distinct buffer `buffer[j]`. dst's buffer
+ * is bound once, read_write: as array<f16> only where every role in it is F16 and the
+ * device reads F16 natively (`feat.f16`), else array<u32>. Every other buffer is bound
+ * read-only, once per element type its roles are read through.
  */
-export function shaderSource(call: KernelCall, binding: number[], feat: GpuFeatures): string {
-  const nBindings = Math.max(...binding) + 1;
+export function bindPlan(call: KernelCall, buffer: number[], feat: GpuFeatures): BindPlan {
+  const written = buffer[3];
+  const want = call.roles.map((t): View => (t && feat.f16 && t.type === F16 ? 'f16' : 'u32'));
+  const mixed = call.roles.some((t, j) => t && buffer[j] === written && want[j] !== 'f16');
+  const slots: BindPlan['slots'] = [];
+  const slot = call.roles.map((t, j) => {
+    if (!t) return 0;
+    const write = buffer[j] === written;
+    const view = write && mixed ? 'u32' : want[j];
+    let k = slots.findIndex((b) => b.buffer === buffer[j] && b.view === view);
+    if (k < 0) k = slots.push({ buffer: buffer[j], view, write }) - 1;
+    return k;
+  });
+  return { slot, slots };
+}
+
+/** The plan's binding kinds for the pipeline layout (`w` written, `r` read-only). */
+export function bindingKinds(plan: BindPlan): BindingKinds {
+  return plan.slots.map((b) => (b.write ? 'w' : 'r')).join('');
+}
+
+/**
+ * The shader for a call: parameters, its bindings (bindPlan), each role's readers
+ * (`ld0..2`, `ld3` for dst, …) and the dst writers: `st` (F32), `st2` (two F16) and `stw`
+ * (a word) where dst is bound as array<u32>, `st2` alone where as array<f16>.
+ */
+export function shaderSource(call: KernelCall, plan: BindPlan, feat: GpuFeatures): string {
   let s = feat.subgroups ? 'enable subgroups;\n' : '';
+  if (plan.slots.some((b) => b.view === 'f16')) s += 'enable f16;\n';
   s += `struct P { v: array<vec4<u32>, ${PARAM_BYTES / 16}> }\n@group(0) @binding(0) var<uniform> p: P;\n`;
-  for (let b = 0; b < nBindings; b++)
-    s += `@group(0) @binding(${b + 1}) var<storage, read_write> buf${b}: array<u32>;\n`;
+  for (const [b, { view, write }] of plan.slots.entries())
+    s += `@group(0) @binding(${b + 1}) var<storage, ${write ? 'read_write' : 'read'}> buf${b}: array<${view}>;\n`;
   s += common(feat);
   call.roles.forEach((t, j) => {
     if (!t) return;
     // role j reads through bj, an alias for its binding's array
-    s += loader(j, t.type).replaceAll(`b${j}[`, `buf${binding[j]}[`);
+    s += loader(j, t.type, plan.slots[plan.slot[j]].view).replaceAll(`b${j}[`, `buf${plan.slot[j]}[`);
   });
-  const d = `buf${binding[3]}`;
+  const d = `buf${plan.slot[3]}`;
   s += call.shared ?? '';
-  s += `
+  s +=
+    plan.slots[plan.slot[3]].view === 'f16'
+      ? `
+fn st2(a: u32, v0: f32, v1: f32) { ${d}[a >> 1u] = f16(v0); ${d}[(a >> 1u) + 1u] = f16(v1); }`
+      : `
 fn st(a: u32, v: f32) { ${d}[a >> 2u] = bitcast<u32>(v); }
 fn st2(a: u32, v0: f32, v1: f32) { ${d}[a >> 2u] = pack2x16float(vec2<f32>(v0, v1)); }
-fn stw(w: u32, v: u32) { ${d}[w] = v; }
+fn stw(w: u32, v: u32) { ${d}[w] = v; }`;
+  s += `
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>${
@@ -917,6 +971,132 @@ function flashAttn(t: Tensor): KernelCall {
   };
 }
 
+/**
+ * ARGSORT: a thread per row runs libstdc++'s std::sort (ggml-cpu's) step for step, as the
+ * reference device's stdSort does, on the row's indices in dst: median-of-three quicksort
+ * down to 16-element runs, heapsort past 2·floor(log2 n) levels, then insertion sort, so
+ * equal values (a router's tied experts) come out in ggml-cpu's order. Recursion becomes a
+ * stack of ranges (they are disjoint: any order gives the same result; the stack's depths
+ * fall strictly, so it holds at most 2·31 + 1). The loops std leaves unguarded (a valid
+ * order guarantees a sentinel) stop at their range's ends, never outside the row.
+ */
+function argsortKernel(t: Tensor): KernelCall {
+  const shared = `
+var<private> sr: u32;
+var<private> dw: i32;
+var<private> desc: bool;
+fn less(a: u32, b: u32) -> bool {
+  let x = ld0(sr, a); let y = ld0(sr, b);
+  return select((x < y), (x > y), desc);
+}
+fn ix(i: i32) -> u32 { return w3(u32(dw + i)); }
+fn setix(i: i32, v: u32) { stw(u32(dw + i), v); }
+fn swapix(i: i32, j: i32) { let v = ix(i); setix(i, ix(j)); setix(j, v); }
+fn push_heap(first: i32, hole0: i32, top: i32, value: u32) {
+  var hole = hole0;
+  var parent = (hole - 1) / 2;
+  while (hole > top && less(ix(first + parent), value)) {
+    setix(first + hole, ix(first + parent));
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  setix(first + hole, value);
+}
+fn adjust_heap(first: i32, hole0: i32, len: i32, value: u32) {
+  var hole = hole0; var child = hole0;
+  while (child < (len - 1) / 2) {
+    child = 2 * (child + 1);
+    if (less(ix(first + child), ix(first + child - 1))) { child--; }
+    setix(first + hole, ix(first + child));
+    hole = child;
+  }
+  if ((len & 1) == 0 && child == (len - 2) / 2) {
+    child = 2 * (child + 1);
+    setix(first + hole, ix(first + child - 1));
+    hole = child - 1;
+  }
+  push_heap(first, hole, hole0, value);
+}
+fn heap_sort(first: i32, last: i32) {
+  let len = last - first;
+  if (len >= 2) {
+    var parent = (len - 2) / 2;
+    loop {
+      adjust_heap(first, parent, len, ix(first + parent));
+      if (parent == 0) { break; }
+      parent--;
+    }
+  }
+  var end = last;
+  while (end - first > 1) {
+    end--;
+    let value = ix(end);
+    setix(end, ix(first));
+    adjust_heap(first, 0, end - first, value);
+  }
+}
+fn median_to_first(r: i32, a: i32, b: i32, c: i32) {
+  if (less(ix(a), ix(b))) {
+    if (less(ix(b), ix(c))) { swapix(r, b); } else if (less(ix(a), ix(c))) { swapix(r, c); } else { swapix(r, a); }
+  } else if (less(ix(a), ix(c))) { swapix(r, a); } else if (less(ix(b), ix(c))) { swapix(r, c); } else { swapix(r, b); }
+}
+fn split_at(first0: i32, last0: i32, pivot: i32) -> i32 {
+  var first = first0; var last = last0;
+  loop {
+    while (first < last0 && less(ix(first), ix(pivot))) { first++; }
+    last--;
+    while (last > pivot && less(ix(pivot), ix(last))) { last--; }
+    if (!(first < last)) { break; }
+    swapix(first, last);
+    first++;
+  }
+  return first;
+}
+fn linear_insert(lo: i32, i: i32) {
+  let value = ix(i);
+  var j = i - 1;
+  while (j >= lo && less(value, ix(j))) { setix(j + 1, ix(j)); j--; }
+  setix(j + 1, value);
+}
+fn insertion_sort(first: i32, last: i32) {
+  for (var i = first + 1; i < last; i++) {
+    if (less(ix(i), ix(first))) {
+      let value = ix(i);
+      for (var k = i; k > first; k--) { setix(k, ix(k - 1)); }
+      setix(first, value);
+    } else { linear_insert(first, i); }
+  }
+}`;
+  const body = `
+  if (gi >= total()) { return; }
+  let i1 = gi % ne(3u, 1u); let i2 = (gi / ne(3u, 1u)) % ne(3u, 2u); let i3 = gi / (ne(3u, 1u) * ne(3u, 2u));
+  sr = rowat(0u, i1, i2, i3); dw = i32(rowat(3u, i1, i2, i3) >> 2u); desc = pu(${U}u) == 1u;
+  let n = i32(ne(3u, 0u));
+  for (var j = 0; j < n; j++) { setix(j, u32(j)); }
+  if (n < 2) { return; }
+  var stk: array<vec3<i32>, 64>;
+  stk[0] = vec3<i32>(0, n, 2 * i32(firstLeadingBit(u32(n))));
+  var sp = 1;
+  while (sp > 0) {
+    sp--;
+    let e = stk[sp]; var first = e.x; var last = e.y; var depth = e.z;
+    while (last - first > 16) {
+      if (depth == 0) { heap_sort(first, last); break; }
+      depth--;
+      let mid = first + (last - first) / 2;
+      median_to_first(first, first + 1, mid, last - 1);
+      let cut = split_at(first + 1, last, first);
+      stk[sp] = vec3<i32>(cut, last, depth); sp++;
+      last = cut;
+    }
+  }
+  if (n > 16) {
+    insertion_sort(0, 16);
+    for (var i = 16; i < n; i++) { linear_insert(0, i); }
+  } else { insertion_sort(0, n); }`;
+  return { body, roles: [t.src[0], null, null, t], u: [t.params.order], f: [], grid: 'threads', n: t.nrows, shared };
+}
+
 // ---- support and dispatch -------------------------------------------------------------
 
 /** An F16 destination written a word at a time: even rows of 2-byte elements, word-aligned rows. */
@@ -929,7 +1109,7 @@ function f16Words(t: Tensor): boolean {
 const isF32 = (t: Tensor | undefined) => t !== undefined && t.type === F32;
 
 /** No optional feature: what supportsOp asks about (features change kernels, never support). */
-const NO_FEATURES: GpuFeatures = { subgroups: false };
+const NO_FEATURES: GpuFeatures = { subgroups: false, f16: false };
 
 /** The call for a node with the kernels `feat` allows, or a reason it does not run here. */
 export function kernelFor(t: Tensor, feat: GpuFeatures = NO_FEATURES): KernelCall | string {
@@ -972,6 +1152,8 @@ export function kernelFor(t: Tensor, feat: GpuFeatures = NO_FEATURES): KernelCal
       return isF32(a) && isF32(b) && isF32(t) ? concat(t) : 'CONCAT needs F32';
     case Op.GET_ROWS:
       return WEIGHTS.has(a.type) && b.type === I32 ? getRows(t) : `GET_ROWS of type ${a.type}`;
+    case Op.ARGSORT:
+      return isF32(a) && t.type === I32 && t.nb[0] === 4 ? argsortKernel(t) : 'ARGSORT types';
     case Op.CPY:
     case Op.CONT:
       if (a.type !== F32 && a.type !== F16 && a.type !== Q8_0) return `${t.op} from type ${a.type}`;
@@ -1003,9 +1185,10 @@ export function kernelFor(t: Tensor, feat: GpuFeatures = NO_FEATURES): KernelCal
 }
 
 /** What decides a call's shader (shaderSource reads nothing else): a pipeline cache key. */
-export function pipelineKey(call: KernelCall, binding: number[], feat: GpuFeatures): string {
+export function pipelineKey(call: KernelCall, plan: BindPlan, feat: GpuFeatures): string {
   const types = call.roles.map((t) => (t ? t.type : '-')).join(',');
-  return `${feat.subgroups ? 'sg' : ''}|${types}|${binding.join(',')}|${call.shared ?? ''}|${call.body}`;
+  const slots = plan.slots.map((b) => `${b.view}${b.write ? 'w' : 'r'}`).join(',');
+  return `${feat.subgroups ? 'sg' : ''}|${types}|${plan.slot.join(',')}|${slots}|${call.shared ?? ''}|${call.body}`;
 }
 
 /** The call's parameter block (PARAM_BYTES / 4 words). */
