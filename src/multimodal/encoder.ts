@@ -27,7 +27,7 @@ import { isQwenVL, type Mmproj } from './mmproj.js';
 import { gemma4aGraph, gemma4aTokens } from './projectors/gemma4a.js';
 import { gemma4vGraph } from './projectors/gemma4v.js';
 import { internvlGraph } from './projectors/internvl.js';
-import { llavaGraph } from './projectors/llava.js';
+import { llavaGraph, patchEmbed } from './projectors/llava.js';
 import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
 import { interpolateAlignCorners } from './projectors/qwen3vl.js';
 import { windowLayout } from './projectors/qwen25vl.js';
@@ -103,12 +103,9 @@ export class VisionEncoder {
     if (mm.projector === 'internvl') return this.run(internvlGraph(this, patches, px, py), inputs);
     if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
     if (mm.projector === 'gemma4v') return this.run(gemma4vGraph(this, patches, px, py, inputs), inputs);
-    const wPatch = mm.get('v.patch_embd.weight');
-    let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     // Qwen-VL: a still image is both frames of the temporal patch: the two kernels' sum
-    if (isQwenVL(mm.projector)) x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
-    const bPatch = mm.opt('v.patch_embd.bias');
-    if (bPatch) x = ops.add(x, bPatch);
+    const kernels = ['v.patch_embd.weight', ...(isQwenVL(mm.projector) ? ['v.patch_embd.weight.1'] : [])];
+    let x = patchEmbed(mm, patches, kernels);
     if (isQwenVL(mm.projector)) {
       if (mm.projector === 'qwen3vl_merger') {
         // learned positions, resized to the grid (raster order, regrouped with the patches)
