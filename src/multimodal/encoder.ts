@@ -214,8 +214,7 @@ export class VisionEncoder {
     const op = this.mm.vision.ffnOp;
     if (op === 'silu') return ops.silu(x);
     if (op === 'gelu') return ops.gelu(x);
-    // x·sigmoid(1.702·x)
-    return ops.mul(x, ops.sigmoid(ops.scale(x, 1.702)));
+    return geluQuick(x);
   }
 
   /**
@@ -606,6 +605,21 @@ function interpolateAntialias(src: Float32Array, E: number, w0: number, h0: numb
     }
   }
   return out;
+}
+
+/** t rounded to F16 and back (F32). */
+function roundF16(t: Tensor): Tensor {
+  return ops.cpy(ops.cpy(t, newTensor(GGMLType.F16, t.ne)), newTensor(GGMLType.F32, t.ne));
+}
+
+/**
+ * GELU quick, x·sigmoid(1.702·x), as ggml-cpu computes it for F32 (GGML_GELU_QUICK_FP16): a
+ * lookup in a table of F16 results over F16 inputs, i.e. the input and the result rounded to
+ * F16 (the F32 formula is 3e-4 rms off it).
+ */
+function geluQuick(x: Tensor): Tensor {
+  const h = roundF16(x);
+  return roundF16(ops.mul(h, ops.sigmoid(ops.scale(h, 1.702))));
 }
 
 /**
