@@ -55,7 +55,22 @@ export interface Embeddings {
   width: number;
 }
 
+/** One computed node of an encoder graph (VisionEncoder.onNodes). */
+export interface NodeValues {
+  name: string;
+  op: string;
+  ne: number[];
+  data: Float32Array;
+}
+
 export class VisionEncoder {
+  /**
+   * Debugging: when set, every F32 node of each graph is kept (its memory not reused) and
+   * handed over in graph order after the run, to compare with llama.cpp's node dumps
+   * (test/refs/mtmd/compare-nodes.mjs).
+   */
+  onNodes?: (nodes: NodeValues[]) => void;
+
   private readonly backends: Backend[];
   private readonly sched: Scheduler;
   /** Position embeddings resized to a patch grid (lfm2), by "w x h". */
@@ -178,9 +193,16 @@ export class VisionEncoder {
   async run(out: Tensor, inputs: Inputs): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
+    const kept = this.onNodes ? graph.nodes.filter((t) => !t.viewSrc && t.type === GGMLType.F32) : [];
+    for (const t of kept) t.setFlag(TensorFlag.OUTPUT);
     this.sched.allocGraph(graph);
     for (const [t, d] of inputs) tensorSet(t, d);
     await this.sched.graphCompute(graph);
+    if (this.onNodes) {
+      const nodes: NodeValues[] = [];
+      for (const t of kept) nodes.push({ name: t.name, op: t.op, ne: [...t.ne], data: await tensorGetF32(t) });
+      this.onNodes(nodes);
+    }
     const data = await tensorGetF32(out);
     return { data, nTokens: out.ne[1], width: out.ne[0] };
   }
