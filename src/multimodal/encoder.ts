@@ -27,7 +27,7 @@ import { isQwenVL, type Mmproj } from './mmproj.js';
 import { gemma4aGraph, gemma4aTokens } from './projectors/gemma4a.js';
 import { gemma4vGraph } from './projectors/gemma4v.js';
 import { internvlGraph } from './projectors/internvl.js';
-import { llavaGraph } from './projectors/llava.js';
+import { llavaGraph, patchEmbed } from './projectors/llava.js';
 import { pixtralGraph, pixtralTokens } from './projectors/pixtral.js';
 import { interpolateAlignCorners } from './projectors/qwen3vl.js';
 import { windowLayout } from './projectors/qwen25vl.js';
@@ -55,7 +55,22 @@ export interface Embeddings {
   width: number;
 }
 
+/** One computed node of an encoder graph (VisionEncoder.onNodes). */
+export interface NodeValues {
+  name: string;
+  op: string;
+  ne: number[];
+  data: Float32Array;
+}
+
 export class VisionEncoder {
+  /**
+   * Debugging: when set, every F32 node of each graph is kept (its memory not reused) and
+   * handed over in graph order after the run, to compare with llama.cpp's node dumps
+   * (test/refs/mtmd/compare-nodes.mjs).
+   */
+  onNodes?: (nodes: NodeValues[]) => void;
+
   private readonly backends: Backend[];
   private readonly sched: Scheduler;
   /** Position embeddings resized to a patch grid (lfm2), by "w x h". */
@@ -103,12 +118,9 @@ export class VisionEncoder {
     if (mm.projector === 'internvl') return this.run(internvlGraph(this, patches, px, py), inputs);
     if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
     if (mm.projector === 'gemma4v') return this.run(gemma4vGraph(this, patches, px, py, inputs), inputs);
-    const wPatch = mm.get('v.patch_embd.weight');
-    let x = ops.mulMat(reshape(wPatch, [K, E]), patches);
     // Qwen-VL: a still image is both frames of the temporal patch: the two kernels' sum
-    if (isQwenVL(mm.projector)) x = ops.add(x, ops.mulMat(reshape(mm.get('v.patch_embd.weight.1'), [K, E]), patches));
-    const bPatch = mm.opt('v.patch_embd.bias');
-    if (bPatch) x = ops.add(x, bPatch);
+    const kernels = ['v.patch_embd.weight', ...(isQwenVL(mm.projector) ? ['v.patch_embd.weight.1'] : [])];
+    let x = patchEmbed(mm, patches, kernels);
     if (isQwenVL(mm.projector)) {
       if (mm.projector === 'qwen3vl_merger') {
         // learned positions, resized to the grid (raster order, regrouped with the patches)
@@ -181,9 +193,16 @@ export class VisionEncoder {
   async run(out: Tensor, inputs: Inputs): Promise<Embeddings> {
     const graph = buildGraph(out);
     levelNodes(graph);
+    const kept = this.onNodes ? graph.nodes.filter((t) => !t.viewSrc && t.type === GGMLType.F32) : [];
+    for (const t of kept) t.setFlag(TensorFlag.OUTPUT);
     this.sched.allocGraph(graph);
     for (const [t, d] of inputs) tensorSet(t, d);
     await this.sched.graphCompute(graph);
+    if (this.onNodes) {
+      const nodes: NodeValues[] = [];
+      for (const t of kept) nodes.push({ name: t.name, op: t.op, ne: [...t.ne], data: await tensorGetF32(t) });
+      this.onNodes(nodes);
+    }
     const data = await tensorGetF32(out);
     return { data, nTokens: out.ne[1], width: out.ne[0] };
   }
@@ -217,8 +236,7 @@ export class VisionEncoder {
     const op = this.mm.vision.ffnOp;
     if (op === 'silu') return ops.silu(x);
     if (op === 'gelu') return ops.gelu(x);
-    // x·sigmoid(1.702·x)
-    return ops.mul(x, ops.sigmoid(ops.scale(x, 1.702)));
+    return geluQuick(x);
   }
 
   /**
@@ -609,6 +627,21 @@ function interpolateAntialias(src: Float32Array, E: number, w0: number, h0: numb
     }
   }
   return out;
+}
+
+/** t rounded to F16 and back (F32). */
+function roundF16(t: Tensor): Tensor {
+  return ops.cpy(ops.cpy(t, newTensor(GGMLType.F16, t.ne)), newTensor(GGMLType.F32, t.ne));
+}
+
+/**
+ * GELU quick, x·sigmoid(1.702·x), as ggml-cpu computes it for F32 (GGML_GELU_QUICK_FP16): a
+ * lookup in a table of F16 results over F16 inputs, i.e. the input and the result rounded to
+ * F16 (the F32 formula is 3e-4 rms off it).
+ */
+function geluQuick(x: Tensor): Tensor {
+  const h = roundF16(x);
+  return roundF16(ops.mul(h, ops.sigmoid(ops.scale(h, 1.702))));
 }
 
 /**

@@ -316,7 +316,13 @@ function plan(n: Tensor): Plan {
     case Op.FLASH_ATTN_EXT: {
       const [q, k, v] = n.src;
       p.params = [n.params.scale, n.params.logitSoftcap ?? 0];
-      p.qRound = roundingFor(k.type, q.ne[0]);
+      // the query row in K's vec_dot_type (F16 for an F16 cache) where ggml-cpu's one-chunk
+      // kernel runs (row by row, and each key chunk of the split case); its tiled kernel
+      // (build 10257's simd_gemm over f32 K tiles) keeps the query in f32
+      p.qRound =
+        flashAttnTiled(q, k.type, v.type) && !flashAttnSplit(q, k.type, v.type, k.ne[1])
+          ? ROUND_NONE
+          : roundingFor(k.type, q.ne[0]);
       // one token against many keys: key chunks in parallel, then merged
       if (flashAttnSplit(q, k.type, v.type, k.ne[1])) {
         const chunks = Math.ceil(k.ne[1] / FA_SPLIT_KEYS);

@@ -82,11 +82,23 @@ function bestResolution(w: number, h: number, candidates: [number, number][]): [
   return best;
 }
 
-/** The patch embedding (the stride-p convolution as a product over host-cut patches) + bias: [nEmbd, n]. */
-export function patchEmbed(mm: Mmproj, patches: Tensor): Tensor {
-  const x = ops.mulMat(reshape(mm.get('v.patch_embd.weight'), [patches.ne[0], mm.vision.nEmbd]), patches);
+/**
+ * The patch embedding: the stride-p convolution as ggml_conv_2d computes it, a product over
+ * the patches cut on the host (its im2col), which build 10257 builds in F16 whatever the
+ * kernel's type: the patches rounded to F16, and the kernel with them (the F16 product's
+ * other operand), F32 sums. Several kernels (Qwen-VL's two temporal halves) are summed;
+ * + bias. [nEmbd, n].
+ */
+export function patchEmbed(mm: Mmproj, patches: Tensor, kernels: readonly string[] = ['v.patch_embd.weight']): Tensor {
+  const [K, n] = [patches.ne[0], patches.ne[1]];
+  const cols = ops.cpy(patches, newTensor(GGMLType.F16, [K, n]));
+  let x: Tensor | null = null;
+  for (const name of kernels) {
+    const y = ops.cont(transpose(ops.mulMat(cols, reshape(mm.get(name), [K, mm.vision.nEmbd]))));
+    x = x ? ops.add(x, y) : y;
+  }
   const b = mm.opt('v.patch_embd.bias');
-  return b ? ops.add(x, b) : x;
+  return b ? ops.add(x!, b) : x!;
 }
 
 /** The graph for one image (tile): `patches` [3·p·p, n] is the patch-embedding input; [projectionDim, n]. */

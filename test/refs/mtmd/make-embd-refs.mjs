@@ -1,10 +1,10 @@
 // Regenerates test/refs/mtmd/<pair>.embd.json: the embedding rows llama.cpp's mtmd computes
-// for the audio clips of a generated pair's cases, taken from the oracle binary itself
-// (oracle-embd.c, built here with the system C compiler against llama.node's headers, loads
-// @fugood/llama.node 1.7.15's index.node). The clips are decoded by src/media (bit-identical to
-// mtmd-helper's miniaudio decoder) and handed over as samples. Rows 0, 1, the middle one and
-// the last two of every chunk are kept, as base64 float32. Run from the repository root after
-// `npm run build`:
+// for the media (images or audio clips) of a generated pair's cases, taken from the oracle
+// binary itself (oracle-embd.c, built here with the system C compiler against llama.node's
+// headers, loads @fugood/llama.node 1.7.15's index.node). The media are decoded by src/media
+// (bit-identical to stb_image and mtmd-helper's miniaudio decoder) and handed over as RGB
+// bytes or samples. Rows 0, 1, the middle one and the last two of every chunk are kept, as
+// base64 float32. Run from the repository root after `npm run build`:
 //   node test/refs/mtmd/make-embd-refs.mjs --only PAIR[,PAIR] [--cache DIR]
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ const opt = (name) => {
   return at >= 0 ? argv.splice(at, 2)[1] : undefined;
 };
 const only = opt('--only')?.split(',');
-if (!only) throw new Error('--only PAIR[,PAIR] is required (the audio pairs to write references for)');
+if (!only) throw new Error('--only PAIR[,PAIR] is required (the pairs to write references for)');
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 const here = join(root, 'test/refs/mtmd');
 const cache = opt('--cache') ?? join(homedir(), '.cache/llama-ts/mtmd-gen');
@@ -27,7 +27,7 @@ const pkg = join(lnDir, 'node_modules/@fugood/llama.node');
 const lnVersion = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')).version;
 const addon = join(lnDir, 'node_modules/@fugood/node-llama-linux-x64/index.node');
 const { genPairs, ensurePair, writeMedia } = await import(join(root, 'dist/test/helpers/mtmd-gen-pairs.js'));
-const { decodeAudio } = await import(join(root, 'dist/src/media/index.js'));
+const { decodeAudio, decodeImage } = await import(join(root, 'dist/src/media/index.js'));
 
 const tool = join(tmpdir(), `oracle-embd-${process.pid}`);
 const inc = (d) => ['-I', join(pkg, 'src/llama.cpp', d)];
@@ -39,13 +39,21 @@ for (const pair of genPairs(join(root, '../shared/models/stories260K.gguf'))) {
   if (!only.includes(pair.name)) continue;
   const { model, mmproj } = ensurePair(pair, join(cache, 'models'));
   const media = [...new Set(pair.cases.flatMap((c) => c.media))];
-  const clips = [];
+  const items = [];
   for (const name of media) {
-    const { samples } = await decodeAudio(readFileSync(join(mediaDir, name)));
+    const bytes = readFileSync(join(mediaDir, name));
     const raw = join(tmpdir(), `oracle-embd-${process.pid}.f32`);
     const out = `${raw}.out`;
-    writeFileSync(raw, new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength));
-    execFileSync(tool, [addon, model, mmproj, raw, out], { stdio: ['ignore', 'ignore', 'ignore'] });
+    const env = { ...process.env };
+    if (name.endsWith('.wav')) {
+      const { samples } = await decodeAudio(bytes);
+      writeFileSync(raw, new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength));
+    } else {
+      const img = await decodeImage(bytes);
+      writeFileSync(raw, img.data);
+      Object.assign(env, { IMG_W: String(img.width), IMG_H: String(img.height) });
+    }
+    execFileSync(tool, [addon, model, mmproj, raw, out], { env, stdio: ['ignore', 'ignore', 'ignore'] });
     const buf = readFileSync(out);
     const chunks = [];
     for (let off = 0; off < buf.length; ) {
@@ -60,15 +68,15 @@ for (const pair of genPairs(join(root, '../shared/models/stories260K.gguf'))) {
       off += n * width * 4;
     }
     process.stderr.write(`${pair.name}: ${name}: ${chunks.map((c) => c.n_tokens).join(' + ')} rows\n`);
-    clips.push({ media: name, chunks });
+    items.push({ media: name, chunks });
   }
   const ref = {
     projector: pair.mmproj.projector,
     oracle: `@fugood/llama.node@${lnVersion} index.node (llama.cpp build 10257), mtmd_encode_chunk on the CPU, 1 thread`,
     notes: [
-      'Each audio chunk of each clip (the clip alone at one <__media__> marker): its row count, width and rows 0, 1, n/2, n-2, n-1 as base64 little-endian float32.',
+      'Each image or audio chunk of each media file (alone at one <__media__> marker): its row count, width and rows 0, 1, n/2, n-2, n-1 as base64 little-endian float32.',
     ],
-    clips,
+    media: items,
   };
   writeFileSync(join(here, `${pair.name}.embd.json`), `${JSON.stringify(ref, null, 1)}\n`);
 }

@@ -5,7 +5,8 @@
 //
 // Default arithmetic: double precision throughout. With ggml-cpu numerics, ggml-cpu's two
 // paths (the choice: flashAttnTiled in ../../ggml-cpu.ts), each as the cpu device computes
-// it; both first convert the query row to K's vec_dot_type (F16 for an F16 cache):
+// it; the one-chunk kernel (and the split case's chunks) first converts the query row to K's
+// vec_dot_type (F16 for an F16 cache), the tiled kernel keeps it in f32:
 // - fewer than 64 query rows (decoding, short ubatches): ggml-cpu's one-chunk kernel
 //   (assembly/attention-row.ts): keys in order, hidden ones skipped, an online softmax
 //   updated per key, and with an F16 V the weighted V sum kept in f16 (every update
@@ -133,12 +134,13 @@ function ggmlFlashAttnExt(dst: Tensor): void {
   const rk3 = q.ne[3] / k.ne[3];
   const rv2 = q.ne[2] / v.ne[2];
   const rv3 = q.ne[3] / v.ne[3];
-  const qType = canRoundFor(k.type, D) ? vecDotType(k.type) : GGMLType.F32;
   const qrow = new Float32Array(D);
   const acc = new Float32Array(Dv);
   const s = new Float32Array(FA_BLOCK);
   const split = flashAttnSplit(q, k.type, v.type, nKV);
   const tiled = split || flashAttnTiled(q, k.type, v.type);
+  // the query in K's vec_dot_type but in the tiled kernel (f32 there)
+  const qType = canRoundFor(k.type, D) && (split || !tiled) ? vecDotType(k.type) : GGMLType.F32;
   const chunk = split ? FA_SPLIT_KEYS : nKV;
   const fin = new Float32Array(Dv);
   // the one-chunk kernel keeps an F16 V's sum in f16
