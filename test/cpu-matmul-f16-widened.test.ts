@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { EXTRA_WORD, encodeGraph } from '../src/backends/cpu/encode.js';
 import { CpuReg } from '../src/backends/cpu/index.js';
-import { STEP_WORDS, KERNELS } from '../src/backends/cpu/protocol.js';
+import { KERNELS, STEP_WORDS } from '../src/backends/cpu/protocol.js';
 import type { Device } from '../src/backends/impl.js';
 import { referenceDevice } from '../src/backends/reference/index.js';
 import { weightProduct } from '../src/backends/testing/compute.js';
@@ -48,11 +48,16 @@ for (const K of [12, 1156]) {
       const M = 22;
       const wdata = weights(K, M);
       const data = randomData(newTensor(GGMLType.F32, [K, N]), 42) as Float32Array;
-      const product = (dev: Device, j0: number, n: number) => weightProduct(dev, GGMLType.F16, K, M, wdata, data, j0, n);
+      const product = (dev: Device, j0: number, n: number) =>
+        weightProduct(dev, GGMLType.F16, K, M, wdata, data, j0, n);
       const got = await product(at(1), 0, N);
       for (const nth of [2, 3]) assert.deepEqual(await product(at(nth), 0, N), got, `K=${K} N=${N}: ${nth} threads`);
       for (const j of [0, 5, N - 2, N - 1]) {
-        assert.deepEqual(await product(at(2), j, 1), got.subarray(j * M, (j + 1) * M), `K=${K} N=${N} column ${j} alone`);
+        assert.deepEqual(
+          await product(at(2), j, 1),
+          got.subarray(j * M, (j + 1) * M),
+          `K=${K} N=${N} column ${j} alone`,
+        );
       }
       // columns 4..8 as a batch of 5 (widened), against the same columns in the big batch
       assert.deepEqual(await product(at(3), 4, 5), got.subarray(4 * M, 9 * M), `K=${K} N=${N} columns 4..8`);
