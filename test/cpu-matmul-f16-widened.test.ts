@@ -40,10 +40,10 @@ function weights(K: number, M: number): Uint16Array {
 }
 
 // K = 12: one 8-wide step and a 4-wide one; 1156: long rows, K mod 8 = 4. M = 22: five
-// groups of four and two rows left over. N = 131: a chunk of 128 widened columns and one of 3
-// (below the widening threshold, so the F16 tiles); N = 9: one chunk, odd.
+// groups of four and two rows left over. N = 129 and 130: a chunk of 128 widened columns,
+// then one of 1 or 2 (below the widening threshold: the F16 tiles); N = 9: one chunk, odd.
 for (const K of [12, 1156]) {
-  for (const N of [9, 131]) {
+  for (const N of [9, 129, 130]) {
     test(`cpu matmul F16 widened groups: K=${K}, M=22, N=${N}, columns alone and 1-3 threads`, async () => {
       const M = 22;
       const wdata = weights(K, M);
