@@ -180,7 +180,7 @@ async function bandwidth(nth: number): Promise<number> {
 
 const IQ = ['IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ3_XXS', 'IQ3_S', 'IQ1_S', 'IQ1_M', 'TQ1_0', 'TQ2_0'] as const;
 const MATVEC_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', 'MXFP4', ...IQ] as const;
-const MATMUL_TYPES = ['F32', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', 'MXFP4', ...IQ] as const;
+const MATMUL_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q4_K', 'Q6_K', 'MXFP4', ...IQ] as const;
 const TARGETS: Record<string, number> = {
   Q4_0: 0.65,
   Q8_0: 0.75,
@@ -237,7 +237,7 @@ for (const name of process.argv.includes('--no-matmul') || onlyFew ? [] : MATMUL
   const gflops = (2 * M * N * K) / s / 1e9;
   result.matmul.push({ type: name, m: N, n: M, k: K, threads: mmThreads, gflops });
   say(
-    `${name.padEnd(6)} ${gflops.toFixed(1).padStart(7)} GFLOP/s  (${(s * 1000).toFixed(0)} ms)${name === 'F32' ? '' : '   orientation >= 170'}`,
+    `${name.padEnd(6)} ${gflops.toFixed(1).padStart(7)} GFLOP/s  (${(s * 1000).toFixed(0)} ms)${name === 'F32' || name === 'F16' ? '' : '   orientation >= 170'}`,
   );
 }
 

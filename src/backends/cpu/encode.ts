@@ -251,7 +251,8 @@ function plan(n: Tensor): Plan {
         p.kernels.push('k_mm_prep');
         p.shared = align(rows * stride);
       }
-      p.perThread = align(K * 4 + 64);
+      // F16 weights against several columns: room for a group of four rows widened to f32 (assembly/matmul.ts, mmGroup)
+      p.perThread = align((a.type === GGMLType.F16 && N > 1 ? 16 : 4) * K + 64);
       if (n.op === Op.MUL_MAT_ID) {
         // after the tiles' scratch: expert counts and starts, then an address pair per column
         p.mmScratch = p.perThread;
