@@ -12,7 +12,15 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { serveWeb, type WebServer } from '../src/cli/web.js';
 import { type LlamaCompletionOptions, loadModel } from '../src/index.js';
-import { decodeAudio, decodeImage, detectMediaKind } from '../src/media/index.js';
+import {
+  audioFormat,
+  decodeAudio,
+  decodeImage,
+  detectMediaKind,
+  nativeAudioFormat,
+  nativeImageFormat,
+} from '../src/media/index.js';
+import { checkedMedia } from '../src/server/media.js';
 import { encodeAvifLossless, libavifRgba } from './helpers/avif-encode.js';
 import { encodeWav } from './helpers/media-encode.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
@@ -54,6 +62,63 @@ function oggDeclaring(seconds: number): Uint8Array {
   head[9] = 1;
   return Buffer.concat([page(0, head), page(seconds * 48000, new Uint8Array([0xfc]))]);
 }
+
+/** `head` (text, \x escapes for bytes) padded to 32 bytes. */
+const magic = (head: string) => Uint8Array.from(head.padEnd(32, '\0'), (c) => c.charCodeAt(0));
+
+describe('media only a browser decodes, on Node', () => {
+  test('their first bytes say which format, and image or audio; Node refuses them naming it', async () => {
+    const images = {
+      AVIF: magic('\0\0\0\x1cftypavif\0\0\0\0avifmif1miaf'),
+      // a HEIF brand with AVIF among the compatible ones
+      'AVIF ': magic('\0\0\0\x18ftypmif1\0\0\0\0mif1avif'),
+      HEIC: magic('\0\0\0\x18ftypheic\0\0\0\0mif1heic'),
+      JXL: magic('\xff\x0a\xfa\x7f'),
+      'JXL ': magic('\0\0\0\x0cJXL \r\n\x87\n'),
+      ICO: magic('\0\0\x01\0\x01\0\x10\x10'),
+    };
+    for (const [name, b] of Object.entries(images)) {
+      const format = name.trim();
+      assert.equal(nativeImageFormat(b), format, name);
+      assert.equal(detectMediaKind(b), 'image', name);
+      await assert.rejects(
+        decodeImage(b),
+        new RegExp(`^MediaError: ${format}: not an image mtmd reads .*; ${format} is decoded only in a browser`),
+      );
+    }
+    const audio = {
+      Ogg: magic('OggS\0\x02'),
+      WebM: magic('\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01'),
+      MP4: magic('\0\0\0\x1cftypM4A \0\0\0\0M4A isommp42'),
+      'MP4 ': magic('\0\0\0\x18ftypmp42\0\0\0\0mp42isom'),
+      // ADTS: the sync word mtmd takes for MP3, with the layer bits MP3 never has
+      AAC: magic('\xff\xf1\x50\x80\x02\x1f\xfc'),
+    };
+    for (const [name, b] of Object.entries(audio)) {
+      const format = name.trim();
+      assert.equal(nativeAudioFormat(b), format, name);
+      assert.equal(detectMediaKind(b), 'audio', name);
+      await assert.rejects(
+        decodeAudio(b),
+        new RegExp(
+          `^MediaError: ${format}: not audio mtmd reads \\(WAV, MP3, FLAC\\); ${format} is decoded only in a browser`,
+        ),
+      );
+    }
+    assert.equal(audioFormat(audio.AAC), 'MP3', "mtmd's own check");
+    assert.equal(nativeAudioFormat(magic('\xff\xfb\x90\x64')), undefined, 'MPEG-1 layer III is MP3');
+    assert.equal(nativeImageFormat(magic('\0\0\0\x1cftypM4A \0\0\0\0')), undefined);
+    // the server names the format, and says audio where it is audio
+    assert.throws(
+      () => checkedMedia(audio.Ogg, 'audio', { vision: true, audio: true }, 'messages[0].content[0]'),
+      /messages\[0\]\.content\[0\]: not audio mtmd reads \(WAV, MP3, FLAC\); Ogg is decoded only in a browser/,
+    );
+    assert.throws(
+      () => checkedMedia(images.AVIF, 'image', { vision: true, audio: true }, 'image_url'),
+      /image_url: not an image mtmd reads \(PNG, JPEG, GIF, BMP, WebP\); AVIF is decoded only in a browser/,
+    );
+  });
+});
 
 /** Sums of a completion to compare: its text, tokens and top-10 probabilities. */
 function pick(r: Web) {
