@@ -1,6 +1,6 @@
 // Media only a browser decodes, in Debian's chromium (puppeteer-core) against `llama-ts web`'s
 // server: AVIF (made here by libavif's lossless encoder) decodes in the page and in a worker to
-// libavif's own pixels; WebM and MP4 audio recorded in the page by MediaRecorder decode to what
+// libavif's own pixels, an ICO to its PNG's; WebM and MP4 audio recorded in the page by MediaRecorder decode to what
 // the page's OfflineAudioContext gives; SVG is refused, and sizes and durations a file declares
 // are checked before it is decoded. Node refuses the same bytes, naming the format. With the
 // mtmd fixtures: gemma3 reads an AVIF in the page as Node reads a lossless WebP of the same
@@ -22,7 +22,7 @@ import {
 } from '../src/media/index.js';
 import { checkedMedia } from '../src/server/media.js';
 import { encodeAvifLossless, libavifRgba } from './helpers/avif-encode.js';
-import { encodeWav } from './helpers/media-encode.js';
+import { encodePng, encodeWav } from './helpers/media-encode.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 import { encodeWebp, rgbOf, sampleRgba } from './helpers/webp-encode.js';
 
@@ -119,6 +119,21 @@ describe('media only a browser decodes, on Node', () => {
     );
   });
 });
+
+/** An ICO holding one PNG image (as Windows Vista's icons hold their large sizes). */
+function icoOfPng(png: Uint8Array, width: number, height: number): Uint8Array {
+  const head = new Uint8Array(22);
+  const v = new DataView(head.buffer);
+  v.setUint16(2, 1, true);
+  v.setUint16(4, 1, true);
+  head[6] = width;
+  head[7] = height;
+  v.setUint16(10, 1, true);
+  v.setUint16(12, 32, true);
+  v.setUint32(14, png.length, true);
+  v.setUint32(18, 22, true);
+  return Buffer.concat([head, png]);
+}
 
 /** Sums of a completion to compare: its text, tokens and top-10 probabilities. */
 function pick(r: Web) {
@@ -232,7 +247,7 @@ describe('media only a browser decodes, in chromium', { skip: noBrowser, timeout
     await server?.close();
   });
 
-  test('AVIF decodes in the page and in a worker to libavif’s pixels; limits checked before decoding; SVG refused; Node refuses AVIF', async () => {
+  test('AVIF decodes in the page and in a worker to libavif’s pixels (translucent within 1, transparent black), ICO to its PNG’s; limits checked before decoding; SVG refused; Node refuses them', async () => {
     const want = rgbOf(await libavifRgba(avif));
     assert.deepEqual(want, rgbOf(img), 'lossless AVIF: libavif gives back the pixels encoded');
     assert.equal(detectMediaKind(avif), 'image');
@@ -240,13 +255,28 @@ describe('media only a browser decodes, in chromium', { skip: noBrowser, timeout
       decodeImage(avif),
       /^MediaError: AVIF: not an image mtmd reads \(PNG, JPEG, GIF, BMP, WebP\); AVIF is decoded only in a browser/,
     );
+    // with an alpha plane: RGB through the canvas's premultiplied pixels, so within 1 where
+    // translucent and black where transparent (stb_image would keep the stored colour there)
+    const alphaRgba = sampleRgba(23, 17, true);
+    const alphaAvif = await encodeAvifLossless(alphaRgba);
+    assert.deepEqual((await libavifRgba(alphaAvif)).data, alphaRgba.data);
+    const ico = icoOfPng(
+      encodePng({ width: 23, height: 17, colorType: 2, depth: 8, samples: Array.from(rgbOf(img)) }),
+      23,
+      17,
+    );
+    assert.equal(detectMediaKind(ico), 'image');
+    await assert.rejects(
+      decodeImage(ico),
+      /^MediaError: ICO: not an image mtmd reads .*; ICO is decoded only in a browser/,
+    );
     // the AV1 data cut short (the header boxes kept): what the file declares is checked before any decoding
     const broken = avif.slice(0, avif.length - 40);
     const svg = new TextEncoder().encode(
       '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>',
     );
     const web = await page.evaluate(
-      async (media, avif64, broken64, svg64) => {
+      async (media, avif64, broken64, svg64, alpha64, ico64) => {
         const bytes = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
         const m = await import(media);
         const shown = (p: Promise<Web>) =>
@@ -279,12 +309,17 @@ describe('media only a browser decodes, in chromium', { skip: noBrowser, timeout
           pixelLimit: await shown(m.decodeImage(bytes(avif64), { maxPixels: 390 })),
           broken: await shown(m.decodeImage(bytes(broken64))),
           svg: await shown(m.decodeImage(bytes(svg64))),
+          alpha: Array.from((await m.decodeImage(bytes(alpha64))).data as Uint8Array),
+          ico: Array.from((await m.decodeImage(bytes(ico64))).data as Uint8Array),
+          icoLimit: await shown(m.decodeImage(bytes(ico64), { maxSide: 8 })),
         };
       },
       MEDIA,
       b64(avif),
       b64(broken),
       b64(svg),
+      b64(alphaAvif),
+      b64(ico),
     );
     for (const [where, got] of [
       ['page', web.here],
@@ -298,6 +333,17 @@ describe('media only a browser decodes, in chromium', { skip: noBrowser, timeout
     assert.match(web.pixelLimit, /AVIF: image size 23x17 \(391 pixels\) is over the limit of 390 pixels/);
     assert.match(web.broken, /AVIF: the browser cannot decode it/);
     assert.match(web.svg, /SVG: a vector image is not read/);
+    assert.deepEqual(Uint8Array.from(web.ico), rgbOf(img), "ICO: its PNG's pixels");
+    assert.match(web.icoLimit, /ICO: image size 23x17 is over the limit of 8 per side/);
+    for (let p = 0; p < 23 * 17; p++) {
+      const a = alphaRgba.data[p * 4 + 3]!;
+      for (let c = 0; c < 3; c++) {
+        const got = web.alpha[p * 3 + c]!;
+        const src = alphaRgba.data[p * 4 + c]!;
+        if (a === 0) assert.equal(got, 0, `pixel ${p}: transparent reads black`);
+        else assert.ok(Math.abs(got - src) <= 1, `pixel ${p}, channel ${c}: ${got} vs ${src} (alpha ${a})`);
+      }
+    }
     await assert.rejects(decodeImage(svg), /SVG: a vector image is not read/);
     assert.deepEqual(errors, []);
   });
