@@ -159,7 +159,56 @@ function declaredSizes(format: NativeImageFormat, b: Uint8Array): [number, numbe
   return out;
 }
 
-/** The seconds an audio file declares (Ogg's last granule position, MP4's movie header), or undefined. */
+/** An EBML variable-length integer at `at`: [value (-1: all ones, an unknown size), its length], or undefined. */
+function vint(b: Uint8Array, at: number, keepMarker = false): [number, number] | undefined {
+  const first = b[at];
+  if (first === undefined || first === 0) return undefined;
+  const len = Math.clz32(first) - 23;
+  if (at + len > b.length) return undefined;
+  const mask = 0xff >> len;
+  let v = keepMarker ? first : first & mask;
+  let ones = (first & mask) === mask;
+  for (let k = 1; k < len; k++) {
+    v = v * 256 + b[at + k];
+    ones &&= b[at + k] === 0xff;
+  }
+  return [ones && !keepMarker ? -1 : v, len];
+}
+
+/** WebM's Segment > Info > Duration (in TimecodeScale units, 1 ms unless it says), where the muxer wrote one. */
+function webmSeconds(b: Uint8Array): number | undefined {
+  let at = 0;
+  let end = b.length;
+  let scale = 1e6;
+  // EBML header, then into the Segment, then into Info; stop at the first Cluster
+  for (let steps = 0; at < end && steps < 4096; steps++) {
+    const id = vint(b, at, true);
+    const size = id && vint(b, at + id[1]);
+    if (!id || !size) return undefined;
+    const body = at + id[1] + size[1];
+    const bodyEnd = size[0] < 0 ? end : Math.min(end, body + size[0]);
+    if (id[0] === 0x18538067 || id[0] === 0x1549a966) {
+      at = body; // a container: walk its children
+      end = bodyEnd;
+      continue;
+    }
+    if (id[0] === 0x1f43b675) return undefined;
+    if (id[0] === 0x2ad7b1 && size[0] > 0 && size[0] <= 8) {
+      scale = 0;
+      for (let k = 0; k < size[0]; k++) scale = scale * 256 + b[body + k];
+    }
+    if (id[0] === 0x4489 && (size[0] === 4 || size[0] === 8) && body + size[0] <= b.length) {
+      const v = new DataView(b.buffer, b.byteOffset + body, size[0]);
+      const units = size[0] === 4 ? v.getFloat32(0) : v.getFloat64(0);
+      // TimecodeScale comes before Duration in every muxer seen; a later one is not looked for
+      return (units * scale) / 1e9;
+    }
+    at = bodyEnd;
+  }
+  return undefined;
+}
+
+/** The seconds an audio file declares (Ogg's last granule position, MP4's movie header, WebM's Info), or undefined. */
 function declaredSeconds(format: NativeAudioFormat, b: Uint8Array): number | undefined {
   if (format === 'Ogg') {
     // the first packet names the codec: Opus counts granules at 48 kHz, Vorbis at its own rate
@@ -190,6 +239,7 @@ function declaredSeconds(format: NativeAudioFormat, b: Uint8Array): number | und
     const duration = v1 ? u32(b, mvhd[0] + 24) * 2 ** 32 + u32(b, mvhd[0] + 28) : u32(b, mvhd[0] + 16);
     return scale ? duration / scale : undefined;
   }
+  if (format === 'WebM') return webmSeconds(b);
   return undefined;
 }
 
