@@ -20,6 +20,7 @@ import {
   nativeAudioFormat,
   nativeImageFormat,
 } from '../src/media/index.js';
+import { declaredSeconds, declaredSizes } from '../src/media/native.js';
 import { checkedMedia } from '../src/server/media.js';
 import { encodeAvifLossless, libavifRgba } from './helpers/avif-encode.js';
 import { encodePng, encodeWav } from './helpers/media-encode.js';
@@ -149,6 +150,38 @@ function webmDeclaring(seconds: number): Uint8Array {
     info,
   ]);
 }
+
+describe('the headers read before a browser decodes', () => {
+  test('sizes and durations as declared; every truncation and random bytes read in bounds, never throwing', async () => {
+    const avif = await encodeAvifLossless(sampleRgba(23, 17, false));
+    assert.deepEqual(declaredSizes('AVIF', avif), [[23, 17]]);
+    assert.equal(declaredSeconds('Ogg', oggDeclaring(700)), 700);
+    assert.equal(declaredSeconds('WebM', webmDeclaring(12.5)), 12.5);
+    const files: [Parameters<typeof declaredSizes>[0] | Parameters<typeof declaredSeconds>[0], Uint8Array][] = [
+      ['AVIF', avif],
+      ['Ogg', oggDeclaring(700)],
+      ['WebM', webmDeclaring(700)],
+    ];
+    let seed = 5;
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed >>> 24;
+    };
+    for (const [format, b] of files)
+      for (let n = 0; n <= b.length; n++) {
+        const cut = b.slice(0, n);
+        const garbled = b.map((x, i) => (i >= n ? rand() : x));
+        for (const x of [cut, garbled])
+          if (format === 'AVIF') declaredSizes(format, x);
+          else declaredSeconds(format as 'Ogg' | 'WebM', x);
+      }
+    for (let k = 0; k < 200; k++) {
+      const x = Uint8Array.from({ length: 64 }, rand);
+      for (const f of ['AVIF', 'HEIC', 'ICO'] as const) declaredSizes(f, x);
+      for (const f of ['Ogg', 'WebM', 'MP4', 'AAC'] as const) declaredSeconds(f, x);
+    }
+  });
+});
 
 /** Sums of a completion to compare: its text, tokens and top-10 probabilities. */
 function pick(r: Web) {

@@ -143,7 +143,7 @@ function child(b: Uint8Array, start: number, end: number, type: string): [number
 }
 
 /** The sizes an image file declares (HEIF's ispe properties, ICO's directory), before any decoding. */
-function declaredSizes(format: NativeImageFormat, b: Uint8Array): [number, number][] {
+export function declaredSizes(format: NativeImageFormat, b: Uint8Array): [number, number][] {
   const out: [number, number][] = [];
   if (format === 'AVIF' || format === 'HEIC') {
     const meta = child(b, 0, b.length, 'meta');
@@ -209,7 +209,7 @@ function webmSeconds(b: Uint8Array): number | undefined {
 }
 
 /** The seconds an audio file declares (Ogg's last granule position, MP4's movie header, WebM's Info), or undefined. */
-function declaredSeconds(format: NativeAudioFormat, b: Uint8Array): number | undefined {
+export function declaredSeconds(format: NativeAudioFormat, b: Uint8Array): number | undefined {
   if (format === 'Ogg') {
     // the first packet names the codec: Opus counts granules at 48 kHz, Vorbis at its own rate
     const packet = 27 + b[26];
