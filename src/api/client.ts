@@ -89,10 +89,8 @@ export class EngineClient {
     const w = this.worker;
     const decode = platform.decodeAudioNative;
     const answer = (m: Extract<Request, { op: 'decoded' }>) =>
-      w?.postMessage(
-        m,
-        m.value?.channels.map((c) => c.buffer),
-      );
+      // (each channel's buffer moved once, should a decoder share one between channels)
+      w?.postMessage(m, m.value ? [...new Set(m.value.channels.map((c) => c.buffer))] : undefined);
     if (!decode) {
       answer({ op: 'decoded', id: r.decode, error: 'this thread has no audio decoder (OfflineAudioContext)' });
       return;
