@@ -68,6 +68,10 @@ export class EngineClient {
       this.statusListeners.get(r.status)?.(r.value);
       return;
     }
+    if ('decode' in r) {
+      this.decodeAudio(r);
+      return;
+    }
     const p = this.pending.get(r.id);
     if (!p) return;
     if ('event' in r) {
@@ -78,6 +82,23 @@ export class EngineClient {
     if (this.pending.size === 0) this.worker?.unref();
     if (r.ok) p.resolve(r.value);
     else p.reject(deserializeError(r.error));
+  }
+
+  /** Decodes audio for the worker with this thread's decoder (a page's OfflineAudioContext) and answers it. */
+  private decodeAudio(r: Extract<Reply, { decode: number }>): void {
+    const w = this.worker;
+    const decode = platform.decodeAudioNative;
+    const answer = (m: Extract<Request, { op: 'decoded' }>) =>
+      // (each channel's buffer moved once, should a decoder share one between channels)
+      w?.postMessage(m, m.value ? [...new Set(m.value.channels.map((c) => c.buffer))] : undefined);
+    if (!decode) {
+      answer({ op: 'decoded', id: r.decode, error: 'this thread has no audio decoder (OfflineAudioContext)' });
+      return;
+    }
+    decode(r.bytes, r.mime, r.sampleRate).then(
+      (value) => answer({ op: 'decoded', id: r.decode, value }),
+      (e) => answer({ op: 'decoded', id: r.decode, error: (e as Error)?.message ?? String(e) }),
+    );
   }
 
   /** Posts a request; `promise` settles with the worker's reply. */

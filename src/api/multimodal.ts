@@ -4,7 +4,7 @@
 // reaches them. Runs in the engine worker, as the model does.
 
 import type { PromptMedia } from '../generation/index.js';
-import { decodeAudio, decodeImage } from '../media/index.js';
+import { decodeAudio, decodeImage, detectMediaKind } from '../media/index.js';
 import { IMAGE_DEFAULTS } from '../media/types.js';
 import type { Context, Model } from '../model/index.js';
 import { type Chunk, chunkLayout, type MediaInput, Multimodal } from '../multimodal/mtmd.js';
@@ -110,7 +110,7 @@ export class EngineMultimodal implements PromptMedia {
     const out: MediaInput[] = [];
     for (const ref of refs) {
       const bytes = await readMedia(ref);
-      const audio = isAudio(bytes);
+      const audio = detectMediaKind(bytes) === 'audio';
       if (audio !== this.support.audio) {
         throw new LlamaError(
           'ERR_OPTION',
@@ -182,16 +182,4 @@ export class EngineMultimodal implements PromptMedia {
 
 function describe(ref: string): string {
   return ref.startsWith('data:') ? 'a data: URL' : ref.length > 80 ? `${ref.slice(0, 80)}…` : ref;
-}
-
-/** RIFF/WAVE, MP3 (ID3 or a frame sync), FLAC, Ogg. */
-function isAudio(b: Uint8Array): boolean {
-  const s = String.fromCharCode(...b.subarray(0, 12));
-  return (
-    (s.startsWith('RIFF') && s.slice(8, 12) === 'WAVE') ||
-    s.startsWith('ID3') ||
-    s.startsWith('fLaC') ||
-    s.startsWith('OggS') ||
-    (b[0] === 0xff && (b[1]! & 0xe0) === 0xe0)
-  );
 }

@@ -5,10 +5,13 @@
 // worker (the id of the completion to stop), polled before every token step. Parallel
 // requests stop by message ('cancel'), read between steps, and report their prompt
 // ('prompt' event: its length and prefix key) once it is rendered and tokenized. In parallel mode the worker
-// also sends each context's status (slots, queue, counters) as it changes.
+// also sends each context's status (slots, queue, counters) as it changes. On the web, audio
+// only the browser decodes goes from the worker to the page and back ('decode', 'decoded'):
+// OfflineAudioContext exists in pages only.
 
 import type { BatcherStatus } from '../generation/index.js';
 import type { LogLevel } from '../log.js';
+import type { NativeAudio } from '../platform/types.js';
 import type { ParallelConfig } from './engine.js';
 import type { SerializedError } from './errors.js';
 import type { MultimodalOptions } from './multimodal.js';
@@ -45,11 +48,15 @@ export type Request =
   | { op: 'applyLora'; id: number; ctx: number; adapters: unknown }
   | { op: 'rerank'; id: number; ctx: number; query: string; documents: string[]; params: RerankParams }
   | { op: 'release'; id: number; ctx: number }
-  | { op: 'modelInfo'; id: number; path: string; skip: string[] };
+  | { op: 'modelInfo'; id: number; path: string; skip: string[] }
+  /** The page's answer to a 'decode' (id: the worker's). */
+  | { op: 'decoded'; id: number; value?: NativeAudio; error?: string };
 
 export type Reply =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: SerializedError }
   | { id: number; event: 'progress' | 'token' | 'prompt'; value: unknown }
   | { log: [LogLevel, string, string] }
-  | { status: number; value: BatcherStatus };
+  | { status: number; value: BatcherStatus }
+  /** Audio for the page to decode with the browser's decoder (platform.decodeAudioNative). */
+  | { decode: number; bytes: Uint8Array; mime: string; sampleRate: number };

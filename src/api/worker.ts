@@ -2,7 +2,8 @@
 // Engine (models and contexts); the CPU device's kernel pool is spawned from here, so the
 // main thread only posts requests and receives tokens and results.
 import { setLogCallback } from '../log.js';
-import { platform } from '../platform/index.js';
+import { relayNativeAudio } from '../media/index.js';
+import { type NativeAudio, platform } from '../platform/index.js';
 import { Engine, type EngineContext, readModelInfo, type VocabOnlyContext } from './engine.js';
 import { LlamaError, serializeError } from './errors.js';
 import type { Reply, Request } from './protocol.js';
@@ -12,6 +13,19 @@ if (!port) throw new Error('llama-ts: src/api/worker.js runs as a worker thread'
 
 const post = (r: Reply) => port.postMessage(r);
 setLogCallback((level, message, source) => post({ log: [level, message, source] }));
+
+// A browser decodes audio in pages only (no OfflineAudioContext in workers): ask the page.
+const decoding = new Map<number, { resolve: (a: NativeAudio) => void; reject: (e: Error) => void }>();
+let nextDecode = 0;
+if (platform.name === 'web' && !platform.decodeAudioNative)
+  relayNativeAudio(
+    (bytes, mime, sampleRate) =>
+      new Promise((resolve, reject) => {
+        const id = ++nextDecode;
+        decoding.set(id, { resolve, reject });
+        post({ decode: id, bytes, mime, sampleRate });
+      }),
+  );
 
 const engine = new Engine();
 const contexts = new Map<number, { ec: EngineContext | VocabOnlyContext; stop: Int32Array }>();
@@ -141,6 +155,13 @@ async function handle(m: Request): Promise<unknown> {
 
 port.onMessage((message) => {
   const m = message as Request;
+  if (m.op === 'decoded') {
+    const d = decoding.get(m.id);
+    decoding.delete(m.id);
+    if (m.value) d?.resolve(m.value);
+    else d?.reject(new Error(m.error ?? 'no answer'));
+    return;
+  }
   handle(m).then(
     (value) => post({ id: m.id, ok: true, value }),
     (e) => post({ id: m.id, ok: false, error: serializeError(e) }),

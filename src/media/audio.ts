@@ -1,9 +1,11 @@
 // decodeAudio: bytes to the mono 16 kHz f32 samples mtmd's audio encoders take (mtmd-helper's
 // miniaudio decoder: f32, 1 channel, the model's rate), and detectMediaKind, mtmd's check of
-// whether a buffer is audio (else it is taken for an image).
+// whether a buffer is audio (else it is taken for an image), extended to the audio formats a
+// browser decodes (Ogg, WebM, MP4/M4A, AAC: decoded there by its own decoder, native.ts).
 
 import { decodeFlac, decodeMp3 } from './compressed.js';
 import { MediaError } from './errors.js';
+import { decodeNativeAudio, nativeAudioFormat, unreadMessage } from './native.js';
 import { mixPlanarToMono, mixToMono, resampleLinear } from './resample.js';
 import { AUDIO_DEFAULTS, type AudioDecodeOptions, type DecodedAudio } from './types.js';
 import { decodeWav, isWav } from './wav.js';
@@ -19,15 +21,18 @@ export function audioFormat(b: Uint8Array): AudioFormat | undefined {
   return undefined;
 }
 
-/** 'audio' when mtmd would decode `b` as audio, else 'image' (what mtmd then hands stb_image). */
+/** 'audio' when mtmd would decode `b` as audio, or a browser would (Ogg, WebM, MP4, AAC), else 'image'. */
 export function detectMediaKind(b: Uint8Array): 'image' | 'audio' {
-  return audioFormat(b) ? 'audio' : 'image';
+  return audioFormat(b) || nativeAudioFormat(b) ? 'audio' : 'image';
 }
 
 export async function decodeAudio(bytes: Uint8Array, opts?: AudioDecodeOptions): Promise<DecodedAudio> {
   const o = { ...AUDIO_DEFAULTS, ...opts };
+  // AAC's ADTS sync word passes mtmd's MP3 check: it is taken for what it is first
+  const native = nativeAudioFormat(bytes);
+  if (native) return decodeNativeAudio(native, bytes, o);
   const format = audioFormat(bytes);
-  if (!format) throw new MediaError('media', 'not audio mtmd reads (WAV, MP3, FLAC) by its first bytes');
+  if (!format) throw new MediaError('media', unreadMessage('audio', bytes));
   if (bytes.length > o.maxBytes)
     throw new MediaError(format, `file of ${bytes.length} bytes is over the limit of ${o.maxBytes}`);
   let mono: Float32Array;

@@ -1,11 +1,13 @@
 // decodeImage: bytes to the RGB8 pixels mtmd feeds its image encoders (stb_image, 3 channels).
 // The format is found from the leading bytes, as stb_image tries its decoders; every decoder checks
-// the declared size against the limits before decoding a pixel.
+// the declared size against the limits before decoding a pixel. Formats mtmd does not read but a
+// browser does (AVIF, ...) go to the browser's decoder where there is one (native.ts).
 import { decodeBmp } from './bmp.js';
 import { MediaError } from './errors.js';
 import { decodeGif } from './gif.js';
 import { decodeJpeg } from './jpeg.js';
 import { imageLimits } from './limits.js';
+import { ascii, decodeNativeImage, IMAGES_READ, isSvg, nativeImageFormat, unreadMessage } from './native.js';
 import { decodePng, isPng } from './png.js';
 import type { DecodedImage, ImageDecodeOptions } from './types.js';
 import { decodeWebp } from './webp.js';
@@ -22,14 +24,15 @@ export function imageFormat(b: Uint8Array): ImageFormat | undefined {
   return undefined;
 }
 
-export function ascii(b: Uint8Array, at: number, n: number): string {
-  return String.fromCharCode(...b.subarray(at, at + n));
-}
-
 export async function decodeImage(bytes: Uint8Array, opts?: ImageDecodeOptions): Promise<DecodedImage> {
   const limits = imageLimits(opts);
   const format = imageFormat(bytes);
-  if (!format) throw new MediaError('media', 'not an image mtmd reads (PNG, JPEG, GIF, BMP, WebP) by its first bytes');
+  if (!format) {
+    const native = nativeImageFormat(bytes);
+    if (native) return decodeNativeImage(native, bytes, limits);
+    if (isSvg(bytes)) throw new MediaError('SVG', `a vector image is not read: rasterize it (${IMAGES_READ}) first`);
+    throw new MediaError('media', unreadMessage('image', bytes));
+  }
   if (bytes.length > limits.maxBytes)
     throw new MediaError(format, `file of ${bytes.length} bytes is over the limit of ${limits.maxBytes}`);
   switch (format) {

@@ -299,4 +299,7 @@ export const nodePlatform: Platform = {
         else reject(new Error(`compressed data is corrupt (${err.message})`));
       });
     }),
+  // no decoders of its own: the formats only a browser decodes are refused (src/media/native.ts)
+  decodeImageNative: undefined,
+  decodeAudioNative: undefined,
 };

@@ -72,6 +72,19 @@ export interface PlatformTimer {
   cancel(): void;
 }
 
+/** An image as a runtime's own decoder gives it: RGBA8, row-major. */
+export interface NativeImage {
+  width: number;
+  height: number;
+  rgba: Uint8Array | Uint8ClampedArray;
+}
+
+/** Audio as a runtime's own decoder gives it: planar float channels at `sampleRate`. */
+export interface NativeAudio {
+  sampleRate: number;
+  channels: Float32Array[];
+}
+
 export interface Platform {
   /** 'node' (Node, Deno, Bun) or 'web'. */
   readonly name: 'node' | 'web';
@@ -137,4 +150,21 @@ export interface Platform {
    * truncated or corrupt stream, with a message saying which.
    */
   inflate(data: Uint8Array, maxBytes: number): Promise<Uint8Array>;
+  /**
+   * The runtime's own image decoder (the web's createImageBitmap, unpremultiplied and without
+   * colour conversion, read back through an OffscreenCanvas), for the formats the media layer
+   * does not decode itself; undefined where there is none (Node). `checkSize` runs on the
+   * decoded size before any canvas is allocated (it throws to refuse).
+   */
+  readonly decodeImageNative:
+    | ((bytes: Uint8Array, mime: string, checkSize: (width: number, height: number) => void) => Promise<NativeImage>)
+    | undefined;
+  /**
+   * The runtime's own audio decoder (the web's OfflineAudioContext.decodeAudioData, which also
+   * resamples to `sampleRate`); undefined where there is none (Node, and a web worker:
+   * Chromium has no OfflineAudioContext there, so the engine worker asks its page).
+   */
+  readonly decodeAudioNative:
+    | ((bytes: Uint8Array, mime: string, sampleRate: number) => Promise<NativeAudio>)
+    | undefined;
 }

@@ -8,6 +8,8 @@
 import { jsSha256 } from './sha256.js';
 import type {
   FileIdentity,
+  NativeAudio,
+  NativeImage,
   Platform,
   PlatformFile,
   PlatformPort,
@@ -49,6 +51,7 @@ interface WebGlobals {
   importScripts?: unknown;
 }
 const g = globalThis as unknown as WebGlobals;
+const webMedia = globalThis as unknown as WebMediaGlobals;
 
 /** The port object behind a wrapped port (to transfer it). */
 const raw = new WeakMap<PlatformPort, WebPort>();
@@ -260,7 +263,83 @@ export const webPlatform: Platform = {
     return out;
   },
   inflate: webInflate,
+  decodeImageNative:
+    typeof webMedia.createImageBitmap === 'function' && webMedia.OffscreenCanvas ? webImage : undefined,
+  decodeAudioNative: webMedia.OfflineAudioContext ? webAudio : undefined,
 };
+
+// The browser's own media decoders, declared narrowly (no DOM library).
+interface WebBitmap {
+  readonly width: number;
+  readonly height: number;
+  close(): void;
+}
+interface WebMediaGlobals {
+  createImageBitmap?(
+    blob: unknown,
+    options: { premultiplyAlpha: 'none'; colorSpaceConversion: 'none'; imageOrientation: 'from-image' },
+  ): Promise<WebBitmap>;
+  OffscreenCanvas?: new (
+    w: number,
+    h: number,
+  ) => {
+    getContext(
+      type: '2d',
+      options: { willReadFrequently: boolean },
+    ): {
+      drawImage(b: WebBitmap, x: number, y: number): void;
+      getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
+    } | null;
+  };
+  OfflineAudioContext?: new (
+    channels: number,
+    length: number,
+    sampleRate: number,
+  ) => {
+    decodeAudioData(b: ArrayBuffer): Promise<{
+      sampleRate: number;
+      numberOfChannels: number;
+      getChannelData(c: number): Float32Array;
+    }>;
+  };
+}
+
+/**
+ * createImageBitmap without premultiplication or colour conversion (the file's own values),
+ * drawn on a canvas to read its RGBA. The canvas stores premultiplied pixels, so a fully
+ * transparent pixel reads back black and a translucent one within rounding of its colour.
+ */
+async function webImage(
+  bytes: Uint8Array,
+  mime: string,
+  checkSize: (w: number, h: number) => void,
+): Promise<NativeImage> {
+  const blob = new Blob([bytes as unknown as ArrayBuffer], { type: mime });
+  const bitmap = await webMedia.createImageBitmap!(blob, {
+    premultiplyAlpha: 'none',
+    colorSpaceConversion: 'none',
+    imageOrientation: 'from-image',
+  });
+  try {
+    const { width, height } = bitmap;
+    checkSize(width, height);
+    const ctx = new webMedia.OffscreenCanvas!(width, height).getContext('2d', { willReadFrequently: true });
+    if (!ctx) throw new Error('no 2D canvas to read the pixels back');
+    ctx.drawImage(bitmap, 0, 0);
+    return { width, height, rgba: ctx.getImageData(0, 0, width, height).data };
+  } finally {
+    bitmap.close();
+  }
+}
+
+/** decodeAudioData in a one-frame OfflineAudioContext at `sampleRate` (it resamples the decoded audio to it). */
+async function webAudio(bytes: Uint8Array, _mime: string, sampleRate: number): Promise<NativeAudio> {
+  const ctx = new webMedia.OfflineAudioContext!(1, 1, sampleRate);
+  const buffer = await ctx.decodeAudioData(bytes.slice().buffer);
+  const channels: Float32Array[] = [];
+  for (let c = 0; c < buffer.numberOfChannels; c++) channels.push(buffer.getChannelData(c));
+  return { sampleRate: buffer.sampleRate, channels };
+}
 
 /** Inflates through DecompressionStream ('deflate' is the zlib format), reading chunk by chunk to stop at the limit. */
 async function webInflate(data: Uint8Array, maxBytes: number): Promise<Uint8Array> {

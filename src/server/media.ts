@@ -4,7 +4,7 @@
 // (file:// never; http(s) only when the server allows remote media, bounded in bytes and time),
 // told image from audio by their first bytes, and handed to the library as a data URL, so the
 // engine never touches the network or disk; it decodes them in its worker (a bad file: a 400).
-import { audioFormat, detectMediaKind, imageFormat } from '../media/index.js';
+import { audioFormat, detectMediaKind, imageFormat, unreadMessage } from '../media/index.js';
 import { ApiError } from './http.js';
 
 /** What the model takes, from its projector (none: both false). */
@@ -216,8 +216,7 @@ export function checkedMedia(
     );
   if (kind === 'image' ? !modalities.vision : !modalities.audio) throw mediaNotSupported(kind, param);
   const format = kind === 'image' ? imageFormat(bytes) : audioFormat(bytes);
-  if (format === undefined)
-    throw bad(`${param}: not an image mtmd reads (PNG, JPEG, GIF, BMP, WebP) by its first bytes`, param);
+  if (format === undefined) throw bad(`${param}: ${unreadMessage(kind, bytes)}`, param);
   const mime = `${kind}/${format.toLowerCase()}`;
   return `data:${mime};base64,${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')}`;
 }
