@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { encodeGraph } from '../src/backends/cpu/encode.js';
+import { EXTRA_WORD, encodeGraph } from '../src/backends/cpu/encode.js';
 import { CpuReg } from '../src/backends/cpu/index.js';
 import { F_NO_BARRIER, F_SINGLE, KERNELS, STEP_WORDS } from '../src/backends/cpu/protocol.js';
 import { tensorSet } from '../src/backends/index.js';
@@ -74,8 +74,9 @@ test('steps that share a phase on different workers have disjoint scratch', () =
     for (let i = 0; i < nsteps; i++) {
       const [, kernel, rec, flags] = steps.subarray(i * STEP_WORDS, i * STEP_WORDS + 4) as unknown as number[];
       const name = KERNELS[kernel!]!;
-      const ex = (rec! >>> 2) + 112; // the record's extras: scratch address, then stride (assembly/desc.ts)
+      const ex = (rec! >>> 2) + EXTRA_WORD; // the record's extras: scratch address, then stride (assembly/desc.ts)
       const [slot, stride] = name.startsWith('k_mm') ? [mem[ex + 3]!, mem[ex + 4]!] : [mem[ex]!, mem[ex + 1]!];
+      assert.ok(stride > 0, `${name}: no scratch read from its record (the extras moved?)`);
       const workers = flags! & F_SINGLE ? [flags! >>> 8] : [0, 1];
       // a single step's record holds its worker's slot; a split step's workers add ith * stride
       for (const w of workers) {
