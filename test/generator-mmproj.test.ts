@@ -40,9 +40,11 @@ test('every tiny preset: a clip file as planned, the same bytes twice', () => {
         plan.tensors.map((x) => [x.name, x.dims]),
         `${t}: tensors`,
       );
-      // every F32 but ldpv2's depthwise kernel (F16: llama.cpp's CPU backend needs it)
+      // every F32 but ldp's and ldpv2's depthwise kernels (F16: llama.cpp's CPU backend needs it)
+      const dw = (n: string) =>
+        n === 'mm.model.peg.0.weight' || /^mm\.model\.mb_block\.[12]\.block\.0\.0\.weight$/.test(n);
       for (const x of f.tensors) {
-        assert.equal(x.type, x.name === 'mm.model.peg.0.weight' ? GGMLType.F16 : GGMLType.F32, `${t}: ${x.name}`);
+        assert.equal(x.type, dw(x.name) ? GGMLType.F16 : GGMLType.F32, `${t}: ${x.name}`);
       }
       assert.ok(
         f.tensors.some((x) => x.name.startsWith(audio ? 'a.blk.1.' : 'v.blk.1.')),

@@ -14,6 +14,7 @@ import { TokenType, type VocabKV } from './vocab.js';
 export const MMPROJ_TYPES = [
   'gemma3',
   'mlp',
+  'ldp',
   'ldpv2',
   'pixtral',
   'internvl',
@@ -206,13 +207,14 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('mm.input_projection.weight', [T, E], linear(E));
       break;
     }
+    case 'ldp':
     case 'ldpv2':
     case 'mlp': {
       // LLaVA: CLIP ViT with a class embedding and a pre-norm, two-layer GELU MLP; MobileVLM
-      // V2 (ldpv2): the MLP, a 2x2 average pool and a depthwise 3x3 position conv (mtmd
-      // assumes a 24x24 patch grid)
-      if (p === 'ldpv2' && img / patch !== 24)
-        throw new RangeError(`mmproj shape: ldpv2 needs a 24x24 patch grid (imageSize = 24 x patchSize)`);
+      // V2 (ldpv2): the MLP, a 2x2 average pool and a depthwise 3x3 position conv; MobileVLM
+      // (ldp): the MLP and two depthwise-conv blocks (mtmd assumes a 24x24 patch grid for both)
+      if (p !== 'mlp' && img / patch !== 24)
+        throw new RangeError(`mmproj shape: ${p} needs a 24x24 patch grid (imageSize = 24 x patchSize)`);
       f32s('clip.vision.image_mean', CLIP_MEAN);
       f32s('clip.vision.image_std', CLIP_STD);
       bool('clip.use_gelu', true);
@@ -226,11 +228,28 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('v.pre_ln.weight', [E], NORM);
       add('v.pre_ln.bias', [E], BIAS);
       planLayers(add, 'v', s, { norm: 'layer', kBias: true, gated: false });
-      const mm = p === 'ldpv2' ? 'mm.model.mlp.' : 'mm.';
-      add(`${mm}0.weight`, [E, T], linear(E));
-      add(`${mm}0.bias`, [T], BIAS);
-      add(`${mm}2.weight`, [T, T], linear(T));
-      add(`${mm}2.bias`, [T], BIAS);
+      const mm = p === 'mlp' ? 'mm.' : 'mm.model.mlp.';
+      const [m0, m1] = p === 'ldp' ? [1, 3] : [0, 2];
+      add(`${mm}${m0}.weight`, [E, T], linear(E));
+      add(`${mm}${m0}.bias`, [T], BIAS);
+      add(`${mm}${m1}.weight`, [T, T], linear(T));
+      add(`${mm}${m1}.bias`, [T], BIAS);
+      if (p === 'ldp') {
+        // two blocks: depthwise conv, LayerNorm, squeeze-excitation (fc1 to T/4, fc2), pointwise linear, LayerNorm
+        for (const b of [1, 2]) {
+          const q = `mm.model.mb_block.${b}.block.`;
+          add(`${q}0.0.weight`, [3, 3, 1, T], linear(9));
+          add(`${q}0.1.weight`, [T], NORM);
+          add(`${q}0.1.bias`, [T], BIAS);
+          add(`${q}1.fc1.weight`, [T, T / 4], linear(T));
+          add(`${q}1.fc1.bias`, [T / 4], BIAS);
+          add(`${q}1.fc2.weight`, [T / 4, T], linear(T / 4));
+          add(`${q}1.fc2.bias`, [T], BIAS);
+          add(`${q}2.0.weight`, [T, T], linear(T));
+          add(`${q}2.1.weight`, [T], NORM);
+          add(`${q}2.1.bias`, [T], BIAS);
+        }
+      }
       if (p === 'ldpv2') {
         add('mm.model.peg.0.weight', [3, 3, 1, T], linear(9));
         add('mm.model.peg.0.bias', [T], BIAS);
@@ -615,7 +634,7 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
               ? { nMel: 128 }
               : t.startsWith('qwen')
                 ? { imageSize: 56, patchSize: 14 }
-                : t === 'ldpv2'
+                : t === 'ldpv2' || t === 'ldp'
                   ? { imageSize: 48, patchSize: 2 }
                   : { imageSize: 32, patchSize: 4 }),
           },
@@ -682,10 +701,12 @@ export function generateMmproj(spec: MmprojSpec, path: string): MmprojResult {
   const w = new GGUFWriter();
   for (const kv of plan.kv) w.set(kv.key, kv.type, kv.value);
   // F16 for matrices and kernels (as the converters write them); 1D tensors and embedding rows stay F32
-  // (ldpv2's depthwise conv kernel is F16 in every file: build 10257's CPU backend has no F32
+  // (ldp's and ldpv2's depthwise conv kernels are F16 in every file: build 10257's CPU backend has no F32
   // im2col for it and aborts with "GGML_ASSERT(*cur_backend_id != -1)")
   const typeOf = (t: PlannedTensor) => {
-    if (t.name === 'mm.model.peg.0.weight') return GGMLType.F16;
+    if (t.name === 'mm.model.peg.0.weight' || /^mm\.model\.mb_block\.\d\.block\.0\.0\.weight$/.test(t.name)) {
+      return GGMLType.F16;
+    }
     if (t.dims.length < 2 || t.name.includes('position_embd')) return GGMLType.F32;
     // gemma4a's depthwise kernel and 3-D conv biases stay F32: ggml_ssm_conv takes no other kernel
     if (spec.projector === 'gemma4a' && (t.name.endsWith('conv_dw.weight') || t.name.endsWith('.bias'))) {

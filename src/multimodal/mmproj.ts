@@ -27,6 +27,7 @@ export const PROJECTORS = [
   'voxtral',
   'gemma4a',
   'mlp',
+  'ldp',
   'ldpv2',
   'pixtral',
   'internvl',
@@ -367,9 +368,10 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       limits(40, 280);
       break;
     case 'mlp':
+    case 'ldp':
     case 'ldpv2': {
-      // ldpv2's 2×2 pool: a quarter of the patches come out
-      if (projector === 'ldpv2') hp.nMerge = 2;
+      // ldp's stride-2 conv, ldpv2's 2×2 pool: a quarter of the patches come out
+      if (projector !== 'mlp') hp.nMerge = 2;
       const pins = file.getArrayOf(k('image_grid_pinpoints'), GGUFValueType.INT32, null);
       const items = pins ? (Array.from(pins.items as ArrayLike<number>) as number[]) : [];
       if (items.length % 2 !== 0) {
@@ -463,6 +465,15 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'pixtral':
       names.push('mm.1.weight', 'mm.2.weight');
+      break;
+    case 'ldp':
+      names.push('mm.model.mlp.1.weight', 'mm.model.mlp.1.bias', 'mm.model.mlp.3.weight', 'mm.model.mlp.3.bias');
+      for (const b of [1, 2]) {
+        for (const t of ['0.0.weight', '0.1.weight', '0.1.bias', '1.fc1.weight', '1.fc2.weight', '2.0.weight']) {
+          names.push(`mm.model.mb_block.${b}.block.${t}`);
+        }
+        names.push(`mm.model.mb_block.${b}.block.2.1.weight`, `mm.model.mb_block.${b}.block.2.1.bias`);
+      }
       break;
     case 'ldpv2':
       names.push('mm.model.mlp.0.weight', 'mm.model.mlp.0.bias', 'mm.model.mlp.2.weight', 'mm.model.mlp.2.bias');

@@ -179,6 +179,13 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: [mid('fixed'), two('fixed')],
     },
     {
+      // MobileVLM v1
+      name: 'ldp',
+      text: textSpec(vocabFrom, 'llama', 24),
+      mmproj: { projector: 'ldp', seed: 24, shape: { ...VISION, imageSize: 48, patchSize: 2 } },
+      cases: [mid('fixed'), two('fixed')],
+    },
+    {
       name: 'pixtral',
       text: textSpec(vocabFrom, 'llama', 14),
       mmproj: { projector: 'pixtral', seed: 14, shape: { ...VISION, imageSize: 64, patchSize: 4 } },
