@@ -18,6 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type LlamaContext, loadModel } from '../src/api/index.js';
 import { defaultCacheDir } from '../src/generator/index.js';
+import { isAudioProjector } from '../src/generator/mmproj.js';
 import { ensurePair, genPairs, writeMedia } from './helpers/mtmd-gen-pairs.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 
@@ -88,6 +89,9 @@ for (const name of refNames) {
       const nCtx = pair.text.arch === 'gemma4' ? 2048 : 4096;
       ctx = await loadModel({ model: files.model, n_ctx: nCtx, n_batch: 2048, n_ubatch: 512, n_threads: 1 });
       assert.equal(await ctx.initMultimodal({ path: files.mmproj, use_gpu: false }), true);
+      // a file with a vision and an audio encoder takes both (mtmd_support_vision / _audio)
+      const audio = isAudioProjector(pair.mmproj.projector);
+      assert.deepEqual(await ctx.getMultimodalSupport(), { vision: !audio, audio: audio || !!pair.mmproj.audio });
     });
     after(async () => {
       await ctx?.release();

@@ -22,6 +22,7 @@ export const MMPROJ_TYPES = [
   'qwen2.5vl_merger',
   'qwen3vl_merger',
   'gemma4v',
+  'qwen2a',
   'ultravox',
   'voxtral',
   'gemma4a',
@@ -30,7 +31,7 @@ export type MmprojType = (typeof MMPROJ_TYPES)[number];
 
 /** Audio projectors (the rest are vision ones). */
 export function isAudioProjector(t: MmprojType): boolean {
-  return t === 'ultravox' || t === 'voxtral' || t === 'gemma4a';
+  return t === 'qwen2a' || t === 'ultravox' || t === 'voxtral' || t === 'gemma4a';
 }
 
 export interface MmprojShape {
@@ -75,6 +76,13 @@ export interface MmprojSpec {
   seed: number;
   name?: string;
   /**
+   * A second, audio encoder in the same file (Gemma 4's, Qwen2.5-Omni's): the projector types
+   * then go in clip.vision.projector_type and clip.audio.projector_type (or, with `omni`, as
+   * Qwen2.5-Omni's converter writes them, one clip.projector_type = 'qwen2.5o' for a
+   * qwen2.5vl_merger + qwen2a pair).
+   */
+  audio?: { projector: MmprojType; shape: MmprojShape; omni?: boolean };
+  /**
    * F32 (default), F16 or Q4_0 for the 2D+ weights (norms, biases and embeddings rows stay
    * F32, as the converters write; Q4_0 takes the matrices with rows of whole 32-blocks, the
    * rest stay F32: for shapes that would be gigabytes otherwise).
@@ -100,6 +108,37 @@ export interface MmprojPlan {
 
 /** The keys and tensors of the projector `spec` describes (throws naming a bad shape value). */
 export function planMmproj(spec: MmprojSpec): MmprojPlan {
+  if (!spec.audio) return planOne(spec);
+  const { projector: ap, shape, omni } = spec.audio;
+  if (isAudioProjector(spec.projector) || !isAudioProjector(ap)) {
+    throw new RangeError(
+      `a dual projector file takes a vision projector and an audio one (got ${spec.projector}, ${ap})`,
+    );
+  }
+  if (omni && (spec.projector !== 'qwen2.5vl_merger' || ap !== 'qwen2a')) {
+    throw new RangeError(`qwen2.5o files pair qwen2.5vl_merger with qwen2a (got ${spec.projector}, ${ap})`);
+  }
+  const v = planOne({ ...spec, audio: undefined });
+  const a = planOne({ ...spec, projector: ap, shape, audio: undefined });
+  // the vision plan's keys with the projector types per encoder, then the audio encoder's own
+  const kv: VocabKV[] = [];
+  const str = (key: string, value: string) => kv.push({ key, type: GGUFValueType.STRING, value });
+  for (const e of v.kv) {
+    if (e.key === 'clip.projector_type') {
+      if (omni) str('clip.projector_type', 'qwen2.5o');
+      else {
+        str('clip.vision.projector_type', spec.projector);
+        str('clip.audio.projector_type', ap);
+      }
+    } else if (e.key === 'clip.has_audio_encoder') kv.push({ ...e, value: true });
+    else kv.push(e);
+  }
+  const have = new Set(kv.map((e) => e.key));
+  for (const e of a.kv) if (!have.has(e.key) && e.key !== 'clip.projector_type') kv.push(e);
+  return { kv, tensors: [...v.tensors, ...a.tensors] };
+}
+
+function planOne(spec: MmprojSpec): MmprojPlan {
   const s = spec.shape;
   const p = spec.projector;
   if (!(MMPROJ_TYPES as readonly string[]).includes(p)) {
@@ -158,7 +197,7 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
     const nMel = s.nMel ?? 128;
     const stack = s.stackFactor ?? (p === 'ultravox' ? 8 : 4);
     u32('clip.audio.num_mel_bins', nMel);
-    u32('clip.audio.projector.stack_factor', stack);
+    if (p !== 'qwen2a') u32('clip.audio.projector.stack_factor', stack);
     // Whisper's encoder: two convolutions, learned positions, pre-norm layers without a k bias
     add('a.conv1d.1.weight', [3, nMel, E], linear(3 * nMel));
     add('a.conv1d.1.bias', [1, E], BIAS);
@@ -169,7 +208,11 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
     add('a.post_ln.weight', [E], NORM);
     add('a.post_ln.bias', [E], BIAS);
     const inW = E * stack;
-    if (p === 'ultravox') {
+    if (p === 'qwen2a') {
+      // Qwen2-Audio: frames average-pooled by 2 in the encoder, one linear
+      add('mm.a.fc.weight', [E, T], linear(E));
+      add('mm.a.fc.bias', [T], BIAS);
+    } else if (p === 'ultravox') {
       // rms-norm, linear to 2·n (halves swiglu'd), rms-norm, linear
       const hid = T * 2;
       add('mm.a.norm_pre.weight', [inW], NORM);
@@ -709,7 +752,8 @@ export function generateMmproj(spec: MmprojSpec, path: string): MmprojResult {
     }
     if (t.dims.length < 2 || t.name.includes('position_embd')) return GGMLType.F32;
     // gemma4a's depthwise kernel and 3-D conv biases stay F32: ggml_ssm_conv takes no other kernel
-    if (spec.projector === 'gemma4a' && (t.name.endsWith('conv_dw.weight') || t.name.endsWith('.bias'))) {
+    const gemma4a = spec.projector === 'gemma4a' || (spec.audio?.projector === 'gemma4a' && t.name.startsWith('a.'));
+    if (gemma4a && (t.name.endsWith('conv_dw.weight') || t.name.endsWith('.bias'))) {
       return GGMLType.F32;
     }
     if (spec.fileType === 'F16') return GGMLType.F16;
