@@ -297,6 +297,27 @@ export function genPairs(vocabFrom: string): GenPair[] {
       ],
     },
     {
+      // Qwen2.5-Omni's file: clip.projector_type 'qwen2.5o' (qwen2.5vl_merger for images, qwen2a
+      // for audio) with an M-RoPE text half: image rows in 2-D, audio rows one position each
+      name: 'qwen25omni',
+      text: textSpec(vocabFrom, 'qwen2vl', 27, { ropeSections: [2, 3, 3, 0] }),
+      mmproj: {
+        projector: 'qwen2.5vl_merger',
+        seed: 27,
+        shape: { ...VISION, imageSize: 56, patchSize: 14, windowPattern: 2 },
+        audio: { projector: 'qwen2a', shape: { ...VISION, nMel: 128 }, omni: true },
+      },
+      cases: [
+        { name: 'mixed', path: 'mixed', prompt: 'Look <__media__> and hear <__media__> the end', media: mixed },
+        {
+          name: 'audio-first',
+          path: 'mixed',
+          prompt: 'Hear <__media__> then see <__media__> so',
+          media: ['noise-0.5s.wav', 'gray-40x40.png'],
+        },
+      ],
+    },
+    {
       name: 'ultravox',
       text: textSpec(vocabFrom, 'llama', 17),
       // Build 10257 counts floor(3000 frames / 2 / stack) audio embeddings but its graph pads
