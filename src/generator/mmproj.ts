@@ -647,6 +647,23 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
       shape: { ...TINY, imageSize: 64, patchSize: 4, spatialMerge: 2 },
     },
   },
+  'tiny-gemma4-omni': {
+    description: "Gemma 4's vision and audio encoders in one file (gemma4v + gemma4a) at the test pairs' size",
+    spec: {
+      projector: 'gemma4v',
+      shape: { ...TINY, imageSize: 64, patchSize: 4 },
+      audio: { projector: 'gemma4a', shape: { ...TINY, nMel: 128 } },
+    },
+  },
+  'tiny-qwen2.5o': {
+    description:
+      "Qwen2.5-Omni's file (clip.projector_type qwen2.5o: qwen2.5vl_merger + qwen2a) at the test pairs' size",
+    spec: {
+      projector: 'qwen2.5vl_merger',
+      shape: { ...TINY, imageSize: 56, patchSize: 14, windowPattern: 2 },
+      audio: { projector: 'qwen2a', shape: { ...TINY, nMel: 128 }, omni: true },
+    },
+  },
   'internvit-6b-q4': {
     description:
       "InternViT-6B's shape as mtmd recognises it (45 layers, 3200 wide, 25 heads; RMS norms, q/k norms) with a 64-row feed-forward, 40 px, patch 10, to 64, Q4_0 (1.05 GB)",
