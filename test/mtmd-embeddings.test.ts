@@ -33,6 +33,8 @@ const CACHE = join(defaultCacheDir(), 'mtmd-gen');
 const BOUNDS: Record<string, { maxAbs: number; rmsRel: number }> = {
   gemma3: { maxAbs: 8e-5, rmsRel: 2e-5 },
   gemma4a: { maxAbs: 5e-4, rmsRel: 5e-5 },
+  'gemma4-omni': { maxAbs: 3e-4, rmsRel: 5e-5 },
+  qwen25omni: { maxAbs: 1e-3, rmsRel: 3e-4 },
   gemma4v: { maxAbs: 1.5e-4, rmsRel: 3e-5 },
   'gemma4v-clamp': { maxAbs: 2e-4, rmsRel: 4e-5 },
   internvl: { maxAbs: 1e-3, rmsRel: 4e-4 },
