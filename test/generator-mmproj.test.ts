@@ -31,23 +31,36 @@ test('every tiny preset: a clip file as planned, the same bytes twice', () => {
     const f = openGGUF(a);
     try {
       assert.equal(f.getString('general.architecture'), 'clip');
-      assert.equal(f.getString('clip.projector_type'), t);
+      // a second (audio) encoder: the types per encoder, or Qwen2.5-Omni's one 'qwen2.5o'
+      const dual = preset.spec.audio;
+      const types = dual?.omni
+        ? { 'clip.projector_type': 'qwen2.5o' }
+        : dual
+          ? { 'clip.vision.projector_type': t, 'clip.audio.projector_type': dual.projector }
+          : { 'clip.projector_type': t };
+      for (const [key, value] of Object.entries(types)) assert.equal(f.getString(key), value, `${name}: ${key}`);
       const audio = isAudioProjector(t);
-      assert.equal(f.get(audio ? 'clip.has_audio_encoder' : 'clip.has_vision_encoder')?.value, true, t);
+      assert.equal(f.get('clip.has_vision_encoder')?.value, !audio, name);
+      assert.equal(f.get('clip.has_audio_encoder')?.value, audio || !!dual, name);
       const plan = planMmproj(spec);
       assert.deepEqual(
         f.tensors.map((x) => [x.name, x.dims.map(Number)]),
         plan.tensors.map((x) => [x.name, x.dims]),
         `${t}: tensors`,
       );
-      // every F32 but ldpv2's depthwise kernel (F16: llama.cpp's CPU backend needs it)
+      // every F32 but ldp's and ldpv2's depthwise kernels (F16: llama.cpp's CPU backend needs it)
+      const dw = (n: string) =>
+        n === 'mm.model.peg.0.weight' || /^mm\.model\.mb_block\.[12]\.block\.0\.0\.weight$/.test(n);
       for (const x of f.tensors) {
-        assert.equal(x.type, x.name === 'mm.model.peg.0.weight' ? GGMLType.F16 : GGMLType.F32, `${t}: ${x.name}`);
+        assert.equal(x.type, dw(x.name) ? GGMLType.F16 : GGMLType.F32, `${t}: ${x.name}`);
       }
-      assert.ok(
-        f.tensors.some((x) => x.name.startsWith(audio ? 'a.blk.1.' : 'v.blk.1.')),
-        `${t}: no second layer`,
-      );
+      const prefixes = [...(audio ? [] : ['v.blk.1.']), ...(audio || dual ? ['a.blk.1.'] : [])];
+      for (const prefix of prefixes) {
+        assert.ok(
+          f.tensors.some((x) => x.name.startsWith(prefix)),
+          `${name}: no second layer (${prefix})`,
+        );
+      }
     } finally {
       f.close();
     }

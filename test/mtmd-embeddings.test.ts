@@ -33,9 +33,12 @@ const CACHE = join(defaultCacheDir(), 'mtmd-gen');
 const BOUNDS: Record<string, { maxAbs: number; rmsRel: number }> = {
   gemma3: { maxAbs: 8e-5, rmsRel: 2e-5 },
   gemma4a: { maxAbs: 5e-4, rmsRel: 5e-5 },
+  'gemma4-omni': { maxAbs: 3e-4, rmsRel: 5e-5 },
+  qwen25omni: { maxAbs: 1e-3, rmsRel: 3e-4 },
   gemma4v: { maxAbs: 1.5e-4, rmsRel: 3e-5 },
   'gemma4v-clamp': { maxAbs: 2e-4, rmsRel: 4e-5 },
   internvl: { maxAbs: 1e-3, rmsRel: 4e-4 },
+  ldp: { maxAbs: 1.2e-3, rmsRel: 2e-4 },
   ldpv2: { maxAbs: 8e-4, rmsRel: 8e-5 },
   llava: { maxAbs: 6e-4, rmsRel: 1.4e-4 },
   llava16: { maxAbs: 7e-4, rmsRel: 1.4e-4 },

@@ -14,7 +14,7 @@ import { GGUFValueType, GGUFWriter, openGGUF } from '../src/gguf/index.js';
 import { type LlamaContext, loadModel } from '../src/index.js';
 import { Model } from '../src/model/index.js';
 import { normalize, resize } from '../src/multimodal/image.js';
-import { Mmproj, MmprojError, PROJECTORS } from '../src/multimodal/mmproj.js';
+import { Mmproj, MmprojError, PROJECTORS, projectorModalities } from '../src/multimodal/mmproj.js';
 import { Multimodal } from '../src/multimodal/mtmd.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 
@@ -221,6 +221,71 @@ describe('gemma4a projector files', () => {
     }
     for (const t of ['a.conv1d.0.bias', 'a.blk.0.per_dim_scale.weight', 'a.blk.1.ln2.weight']) {
       (await Mmproj.load(without(t))).free();
+    }
+  });
+});
+
+describe('mmproj files with a vision and an audio encoder', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mmproj-dual-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const shape = { nEmbd: 32, nLayer: 2, nHead: 4, nFf: 64, nEmbdText: 64 };
+  const write = (name: string, spec: Parameters<typeof generateMmproj>[0]) => {
+    const path = join(dir, `${name}.gguf`);
+    generateMmproj(spec, path);
+    return path;
+  };
+
+  test('clip.vision/audio.projector_type (Gemma 4) and qwen2.5o (Qwen2.5-Omni) give both parts', async () => {
+    const gemma = write('gemma4', {
+      projector: 'gemma4v',
+      seed: 1,
+      shape: { ...shape, imageSize: 64, patchSize: 4, posGrid: 64 },
+      audio: { projector: 'gemma4a', shape: { ...shape, nMel: 128 } },
+    });
+    const omni = write('omni', {
+      projector: 'qwen2.5vl_merger',
+      seed: 1,
+      shape: { ...shape, imageSize: 56, patchSize: 14, windowPattern: 2 },
+      audio: { projector: 'qwen2a', shape: { ...shape, nMel: 128 }, omni: true },
+    });
+    for (const [path, v, a] of [
+      [gemma, 'gemma4v', 'gemma4a'],
+      [omni, 'qwen2.5vl_merger', 'qwen2a'],
+    ] as const) {
+      assert.deepEqual(projectorModalities(path), { vision: true, audio: true }, path);
+      const parts = await Mmproj.loadParts(path);
+      try {
+        assert.equal(parts.vision?.projector, v);
+        assert.equal(parts.audio?.projector, a);
+        assert.equal(parts.vision.hasAudio, false);
+        assert.equal(parts.audio.hasVision, false);
+        assert.equal(parts.audio.outputWidth, 64);
+      } finally {
+        parts.vision?.free();
+        parts.audio?.free();
+      }
+    }
+  });
+
+  test('a per-modality key naming the other kind of projector is refused by name', async () => {
+    const path = write('swapped', {
+      projector: 'gemma4v',
+      seed: 1,
+      shape: { ...shape, imageSize: 64, patchSize: 4, posGrid: 64 },
+      audio: { projector: 'gemma4a', shape: { ...shape, nMel: 128 } },
+    });
+    const f = openGGUF(path);
+    const w = new GGUFWriter();
+    try {
+      for (const [key, kv] of f.metadata) {
+        w.set(key, kv.type, key === 'clip.audio.projector_type' ? 'gemma4v' : kv.value);
+      }
+      for (const t of f.tensors) w.addTensor(t.name, t.type, [...t.dims], f.readTensorData(t.name));
+      const bad = join(dir, 'bad.gguf');
+      w.write(bad);
+      await assert.rejects(Mmproj.loadParts(bad), /'clip\.audio\.projector_type' is 'gemma4v', not an audio projector/);
+    } finally {
+      f.close();
     }
   });
 });

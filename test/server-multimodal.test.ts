@@ -3,11 +3,16 @@
 // Responses input_image parts gives llama.cpp's first-token probabilities (gemma3.ref.json, llama.node
 // 1.7.15), /props and /v1/models report vision; Ollama's /api/generate images answer as /api/chat's and,
 // raw, as multimodal_data; a broken image is a 400, audio to a vision-only projector a 500 (as llama-server).
+// A projector file with a vision and an audio encoder (generated pair gemma4-omni): /props reports both,
+// and an image and a clip in one multimodal_data prompt give llama.cpp's layout and first token.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { defaultCacheDir } from '../src/generator/index.js';
 import { LlamaServer } from '../src/server/index.js';
 import { encodeWav, toneSamples } from './helpers/media-encode.js';
+import { ensurePair, genPairs, writeMedia } from './helpers/mtmd-gen-pairs.js';
 import { missingShared, sharedPath } from './helpers/shared.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: bodies are read by shape
@@ -231,5 +236,45 @@ describe('serve --mmproj (gemma3 fixture pair)', { skip: dir ? false : missingSh
     assert.equal(tooMany.status, 400);
     assert.equal(tooMany.json.error.type, 'exceed_context_size_error');
     assert.equal(tooMany.json.error.n_prompt_tokens, one + 249 * perImage);
+  });
+});
+
+const VOCAB = sharedPath('models/stories260K.gguf');
+
+describe('serve --mmproj with a vision and an audio encoder (generated pair gemma4-omni)', {
+  skip: VOCAB ? false : missingShared('models/stories260K.gguf'),
+}, () => {
+  let server: LlamaServer;
+  let ref: Json;
+  let media: string;
+  before(async () => {
+    const pair = genPairs(VOCAB!).find((p) => p.name === 'gemma4-omni')!;
+    const cache = join(defaultCacheDir(), 'mtmd-gen');
+    const files = ensurePair(pair, join(cache, 'models'));
+    media = join(cache, 'media');
+    writeMedia(media);
+    ref = JSON.parse(readFileSync(new URL('../../test/refs/mtmd/gemma4-omni.ref.json', import.meta.url), 'utf8'));
+    server = await LlamaServer.start({ model: files.model, mmproj: files.mmproj, port: 0, parallel: 1, nCtx: 2048 });
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  test('/props reports vision and audio; an image and a clip in one prompt as llama.cpp lays them out', async () => {
+    const props: Json = await (await fetch(`${server.url}/props`)).json();
+    assert.deepEqual(props.modalities, { vision: true, audio: true });
+    const c = ref.cases.find((x: Json) => x.name === 'mixed');
+    const data = c.images.map((f: string) => readFileSync(join(media, f)).toString('base64'));
+    const r = await post(`${server.url}/completion`, {
+      prompt: { prompt_string: c.prompt, multimodal_data: data },
+      n_predict: 1,
+      n_probs: 10,
+      ...GREEDY_PROBS,
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.tokens_evaluated, c.n_tokens);
+    const top = r.json.completion_probabilities[0].top_logprobs;
+    assert.ok([c.top10_ids[0]].flat().includes(top[0].id), `top-1 ${top[0].id}, llama.cpp ${c.top10_ids[0]}`);
+    assert.ok(Math.abs(Math.exp(top[0].logprob) - c.top10[0][1]) < 0.01);
   });
 });

@@ -105,13 +105,14 @@ export class EngineMultimodal implements PromptMedia {
     return this.mtmd.support;
   }
 
-  /** Decodes the media references (images; audio needs an audio projector). */
+  /** Decodes the media references (images need a vision encoder, audio an audio one). */
   async decode(refs: readonly string[]): Promise<MediaInput[]> {
     const out: MediaInput[] = [];
     for (const ref of refs) {
       const bytes = await readMedia(ref);
       const audio = detectMediaKind(bytes) === 'audio';
-      if (audio !== this.support.audio) {
+      // a file with both encoders takes either
+      if (!(audio ? this.support.audio : this.support.vision)) {
         throw new LlamaError(
           'ERR_OPTION',
           `media: ${describe(ref)} is ${audio ? 'audio' : 'not audio'}; the projector ${this.mtmd.mm.path} takes ${this.support.audio ? 'audio' : 'images'}`,

@@ -14,6 +14,7 @@ import { TokenType, type VocabKV } from './vocab.js';
 export const MMPROJ_TYPES = [
   'gemma3',
   'mlp',
+  'ldp',
   'ldpv2',
   'pixtral',
   'internvl',
@@ -21,6 +22,7 @@ export const MMPROJ_TYPES = [
   'qwen2.5vl_merger',
   'qwen3vl_merger',
   'gemma4v',
+  'qwen2a',
   'ultravox',
   'voxtral',
   'gemma4a',
@@ -29,7 +31,7 @@ export type MmprojType = (typeof MMPROJ_TYPES)[number];
 
 /** Audio projectors (the rest are vision ones). */
 export function isAudioProjector(t: MmprojType): boolean {
-  return t === 'ultravox' || t === 'voxtral' || t === 'gemma4a';
+  return t === 'qwen2a' || t === 'ultravox' || t === 'voxtral' || t === 'gemma4a';
 }
 
 export interface MmprojShape {
@@ -74,6 +76,13 @@ export interface MmprojSpec {
   seed: number;
   name?: string;
   /**
+   * A second, audio encoder in the same file (Gemma 4's, Qwen2.5-Omni's): the projector types
+   * then go in clip.vision.projector_type and clip.audio.projector_type (or, with `omni`, as
+   * Qwen2.5-Omni's converter writes them, one clip.projector_type = 'qwen2.5o' for a
+   * qwen2.5vl_merger + qwen2a pair).
+   */
+  audio?: { projector: MmprojType; shape: MmprojShape; omni?: boolean };
+  /**
    * F32 (default), F16 or Q4_0 for the 2D+ weights (norms, biases and embeddings rows stay
    * F32, as the converters write; Q4_0 takes the matrices with rows of whole 32-blocks, the
    * rest stay F32: for shapes that would be gigabytes otherwise).
@@ -99,6 +108,37 @@ export interface MmprojPlan {
 
 /** The keys and tensors of the projector `spec` describes (throws naming a bad shape value). */
 export function planMmproj(spec: MmprojSpec): MmprojPlan {
+  if (!spec.audio) return planOne(spec);
+  const { projector: ap, shape, omni } = spec.audio;
+  if (isAudioProjector(spec.projector) || !isAudioProjector(ap)) {
+    throw new RangeError(
+      `a dual projector file takes a vision projector and an audio one (got ${spec.projector}, ${ap})`,
+    );
+  }
+  if (omni && (spec.projector !== 'qwen2.5vl_merger' || ap !== 'qwen2a')) {
+    throw new RangeError(`qwen2.5o files pair qwen2.5vl_merger with qwen2a (got ${spec.projector}, ${ap})`);
+  }
+  const v = planOne({ ...spec, audio: undefined });
+  const a = planOne({ ...spec, projector: ap, shape, audio: undefined });
+  // the vision plan's keys with the projector types per encoder, then the audio encoder's own
+  const kv: VocabKV[] = [];
+  const str = (key: string, value: string) => kv.push({ key, type: GGUFValueType.STRING, value });
+  for (const e of v.kv) {
+    if (e.key === 'clip.projector_type') {
+      if (omni) str('clip.projector_type', 'qwen2.5o');
+      else {
+        str('clip.vision.projector_type', spec.projector);
+        str('clip.audio.projector_type', ap);
+      }
+    } else if (e.key === 'clip.has_audio_encoder') kv.push({ ...e, value: true });
+    else kv.push(e);
+  }
+  const have = new Set(kv.map((e) => e.key));
+  for (const e of a.kv) if (!have.has(e.key) && e.key !== 'clip.projector_type') kv.push(e);
+  return { kv, tensors: [...v.tensors, ...a.tensors] };
+}
+
+function planOne(spec: MmprojSpec): MmprojPlan {
   const s = spec.shape;
   const p = spec.projector;
   if (!(MMPROJ_TYPES as readonly string[]).includes(p)) {
@@ -157,7 +197,7 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
     const nMel = s.nMel ?? 128;
     const stack = s.stackFactor ?? (p === 'ultravox' ? 8 : 4);
     u32('clip.audio.num_mel_bins', nMel);
-    u32('clip.audio.projector.stack_factor', stack);
+    if (p !== 'qwen2a') u32('clip.audio.projector.stack_factor', stack);
     // Whisper's encoder: two convolutions, learned positions, pre-norm layers without a k bias
     add('a.conv1d.1.weight', [3, nMel, E], linear(3 * nMel));
     add('a.conv1d.1.bias', [1, E], BIAS);
@@ -168,7 +208,11 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
     add('a.post_ln.weight', [E], NORM);
     add('a.post_ln.bias', [E], BIAS);
     const inW = E * stack;
-    if (p === 'ultravox') {
+    if (p === 'qwen2a') {
+      // Qwen2-Audio: frames average-pooled by 2 in the encoder, one linear
+      add('mm.a.fc.weight', [E, T], linear(E));
+      add('mm.a.fc.bias', [T], BIAS);
+    } else if (p === 'ultravox') {
       // rms-norm, linear to 2·n (halves swiglu'd), rms-norm, linear
       const hid = T * 2;
       add('mm.a.norm_pre.weight', [inW], NORM);
@@ -206,13 +250,14 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('mm.input_projection.weight', [T, E], linear(E));
       break;
     }
+    case 'ldp':
     case 'ldpv2':
     case 'mlp': {
       // LLaVA: CLIP ViT with a class embedding and a pre-norm, two-layer GELU MLP; MobileVLM
-      // V2 (ldpv2): the MLP, a 2x2 average pool and a depthwise 3x3 position conv (mtmd
-      // assumes a 24x24 patch grid)
-      if (p === 'ldpv2' && img / patch !== 24)
-        throw new RangeError(`mmproj shape: ldpv2 needs a 24x24 patch grid (imageSize = 24 x patchSize)`);
+      // V2 (ldpv2): the MLP, a 2x2 average pool and a depthwise 3x3 position conv; MobileVLM
+      // (ldp): the MLP and two depthwise-conv blocks (mtmd assumes a 24x24 patch grid for both)
+      if (p !== 'mlp' && img / patch !== 24)
+        throw new RangeError(`mmproj shape: ${p} needs a 24x24 patch grid (imageSize = 24 x patchSize)`);
       f32s('clip.vision.image_mean', CLIP_MEAN);
       f32s('clip.vision.image_std', CLIP_STD);
       bool('clip.use_gelu', true);
@@ -226,11 +271,28 @@ export function planMmproj(spec: MmprojSpec): MmprojPlan {
       add('v.pre_ln.weight', [E], NORM);
       add('v.pre_ln.bias', [E], BIAS);
       planLayers(add, 'v', s, { norm: 'layer', kBias: true, gated: false });
-      const mm = p === 'ldpv2' ? 'mm.model.mlp.' : 'mm.';
-      add(`${mm}0.weight`, [E, T], linear(E));
-      add(`${mm}0.bias`, [T], BIAS);
-      add(`${mm}2.weight`, [T, T], linear(T));
-      add(`${mm}2.bias`, [T], BIAS);
+      const mm = p === 'mlp' ? 'mm.' : 'mm.model.mlp.';
+      const [m0, m1] = p === 'ldp' ? [1, 3] : [0, 2];
+      add(`${mm}${m0}.weight`, [E, T], linear(E));
+      add(`${mm}${m0}.bias`, [T], BIAS);
+      add(`${mm}${m1}.weight`, [T, T], linear(T));
+      add(`${mm}${m1}.bias`, [T], BIAS);
+      if (p === 'ldp') {
+        // two blocks: depthwise conv, LayerNorm, squeeze-excitation (fc1 to T/4, fc2), pointwise linear, LayerNorm
+        for (const b of [1, 2]) {
+          const q = `mm.model.mb_block.${b}.block.`;
+          add(`${q}0.0.weight`, [3, 3, 1, T], linear(9));
+          add(`${q}0.1.weight`, [T], NORM);
+          add(`${q}0.1.bias`, [T], BIAS);
+          add(`${q}1.fc1.weight`, [T, T / 4], linear(T));
+          add(`${q}1.fc1.bias`, [T / 4], BIAS);
+          add(`${q}1.fc2.weight`, [T / 4, T], linear(T / 4));
+          add(`${q}1.fc2.bias`, [T], BIAS);
+          add(`${q}2.0.weight`, [T, T], linear(T));
+          add(`${q}2.1.weight`, [T], NORM);
+          add(`${q}2.1.bias`, [T], BIAS);
+        }
+      }
       if (p === 'ldpv2') {
         add('mm.model.peg.0.weight', [3, 3, 1, T], linear(9));
         add('mm.model.peg.0.bias', [T], BIAS);
@@ -585,6 +647,23 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
       shape: { ...TINY, imageSize: 64, patchSize: 4, spatialMerge: 2 },
     },
   },
+  'tiny-gemma4-omni': {
+    description: "Gemma 4's vision and audio encoders in one file (gemma4v + gemma4a) at the test pairs' size",
+    spec: {
+      projector: 'gemma4v',
+      shape: { ...TINY, imageSize: 64, patchSize: 4 },
+      audio: { projector: 'gemma4a', shape: { ...TINY, nMel: 128 } },
+    },
+  },
+  'tiny-qwen2.5o': {
+    description:
+      "Qwen2.5-Omni's file (clip.projector_type qwen2.5o: qwen2.5vl_merger + qwen2a) at the test pairs' size",
+    spec: {
+      projector: 'qwen2.5vl_merger',
+      shape: { ...TINY, imageSize: 56, patchSize: 14, windowPattern: 2 },
+      audio: { projector: 'qwen2a', shape: { ...TINY, nMel: 128 }, omni: true },
+    },
+  },
   'internvit-6b-q4': {
     description:
       "InternViT-6B's shape as mtmd recognises it (45 layers, 3200 wide, 25 heads; RMS norms, q/k norms) with a 64-row feed-forward, 40 px, patch 10, to 64, Q4_0 (1.05 GB)",
@@ -615,7 +694,7 @@ export const MMPROJ_PRESETS: Readonly<Record<string, { description: string; spec
               ? { nMel: 128 }
               : t.startsWith('qwen')
                 ? { imageSize: 56, patchSize: 14 }
-                : t === 'ldpv2'
+                : t === 'ldpv2' || t === 'ldp'
                   ? { imageSize: 48, patchSize: 2 }
                   : { imageSize: 32, patchSize: 4 }),
           },
@@ -682,13 +761,16 @@ export function generateMmproj(spec: MmprojSpec, path: string): MmprojResult {
   const w = new GGUFWriter();
   for (const kv of plan.kv) w.set(kv.key, kv.type, kv.value);
   // F16 for matrices and kernels (as the converters write them); 1D tensors and embedding rows stay F32
-  // (ldpv2's depthwise conv kernel is F16 in every file: build 10257's CPU backend has no F32
+  // (ldp's and ldpv2's depthwise conv kernels are F16 in every file: build 10257's CPU backend has no F32
   // im2col for it and aborts with "GGML_ASSERT(*cur_backend_id != -1)")
   const typeOf = (t: PlannedTensor) => {
-    if (t.name === 'mm.model.peg.0.weight') return GGMLType.F16;
+    if (t.name === 'mm.model.peg.0.weight' || /^mm\.model\.mb_block\.\d\.block\.0\.0\.weight$/.test(t.name)) {
+      return GGMLType.F16;
+    }
     if (t.dims.length < 2 || t.name.includes('position_embd')) return GGMLType.F32;
     // gemma4a's depthwise kernel and 3-D conv biases stay F32: ggml_ssm_conv takes no other kernel
-    if (spec.projector === 'gemma4a' && (t.name.endsWith('conv_dw.weight') || t.name.endsWith('.bias'))) {
+    const gemma4a = spec.projector === 'gemma4a' || (spec.audio?.projector === 'gemma4a' && t.name.startsWith('a.'));
+    if (gemma4a && (t.name.endsWith('conv_dw.weight') || t.name.endsWith('.bias'))) {
       return GGMLType.F32;
     }
     if (spec.fileType === 'F16') return GGMLType.F16;

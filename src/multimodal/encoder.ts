@@ -114,7 +114,8 @@ export class VisionEncoder {
     const inputs: Inputs = [[patches, im2col(img, p)]];
 
     const mm = this.mm;
-    if (mm.projector === 'mlp' || mm.projector === 'ldpv2') return this.run(llavaGraph(this, patches), inputs);
+    if (mm.projector === 'mlp' || mm.projector === 'ldp' || mm.projector === 'ldpv2')
+      return this.run(llavaGraph(this, patches), inputs);
     if (mm.projector === 'internvl') return this.run(internvlGraph(this, patches, px, py), inputs);
     if (mm.projector === 'pixtral') return this.run(pixtralGraph(this, patches, px, py, inputs), inputs);
     if (mm.projector === 'gemma4v') return this.run(gemma4vGraph(this, patches, px, py, inputs), inputs);
@@ -482,6 +483,7 @@ export class VisionEncoder {
       case 'gemma4a':
         throw new Error(`vision encoder: ${mm.projector} is an audio projector`);
       case 'mlp':
+      case 'ldp':
       case 'ldpv2':
       case 'pixtral':
       case 'internvl':

@@ -45,6 +45,7 @@ export function imageLayout(mm: Mmproj, img: RgbImage): LayoutPart[] {
     case 'gemma4a':
       throw new Error(`the projector ${mm.path} takes audio, not images`);
     case 'mlp':
+    case 'ldp':
     case 'ldpv2':
       return llavaLayout(mm, img).map(norm);
     case 'internvl':

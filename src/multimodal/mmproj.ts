@@ -3,6 +3,8 @@
 // and its weights (`v.*` vision encoder, `a.*` audio encoder, `mm.*` projector), loaded
 // into host buffers. Every projector type this module runs is listed in PROJECTORS; any
 // other is refused by name, and a missing key or tensor is named.
+// One file may hold a vision and an audio encoder (Qwen2.5-Omni, Gemma 4): as clip.cpp's
+// clip_init, each becomes a part of its own (an Mmproj), the weights loaded once and shared.
 
 import { type Device, type Buffer as DeviceBuffer, fallbackDevice } from '../backends/index.js';
 import { allocTensors } from '../ggml/alloc.js';
@@ -27,6 +29,7 @@ export const PROJECTORS = [
   'voxtral',
   'gemma4a',
   'mlp',
+  'ldp',
   'ldpv2',
   'pixtral',
   'internvl',
@@ -34,6 +37,8 @@ export const PROJECTORS = [
 ] as const;
 /** The audio projectors among them. */
 const AUDIO_PROJECTORS: readonly string[] = ['qwen2a', 'ultravox', 'voxtral', 'gemma4a'];
+/** clip.projector_type of Qwen2.5-Omni's files: qwen2.5vl_merger for images, qwen2a for audio (clip.cpp). */
+const QWEN25O = 'qwen2.5o';
 export type ProjectorType = (typeof PROJECTORS)[number];
 
 /** A multimodal projector file llama-ts cannot use; the message names the file and the problem. */
@@ -113,14 +118,23 @@ export function projectorModalities(path: string): { vision: boolean; audio: boo
   const file = openGGUF(path);
   try {
     if (file.getString('general.architecture', '') !== 'clip') return { vision: false, audio: false };
-    const isAudio = AUDIO_PROJECTORS.includes(projectorType(file));
-    return {
-      vision: !isAudio && file.getBool('clip.has_vision_encoder', false) === true,
-      audio: isAudio && file.getBool('clip.has_audio_encoder', false) === true,
-    };
+    const types = encoderTypes(file);
+    return { vision: types.vision !== undefined, audio: types.audio !== undefined };
   } finally {
     file.close();
   }
+}
+
+/** A projector file's encoders: one, or a vision and an audio one. */
+export interface MmprojParts {
+  vision?: Mmproj;
+  audio?: Mmproj;
+}
+
+/** The weights' buffers, shared by the parts of one file: freed with the last part. */
+interface SharedBuffers {
+  buffers: DeviceBuffer[];
+  users: number;
 }
 
 export class Mmproj {
@@ -131,13 +145,23 @@ export class Mmproj {
     private readonly visionHp: VisionHParams | undefined,
     readonly audio: AudioHParams | undefined,
     private readonly tensors: ReadonlyMap<string, Tensor>,
-    private readonly buffers: DeviceBuffer[],
+    private readonly shared: SharedBuffers,
     readonly device: Device,
     private readonly clamps: ReadonlyMap<string, LinearClamp>,
   ) {}
 
-  /** Opens and loads a projector file; throws MmprojError naming what is wrong. */
+  /**
+   * Opens and loads a projector file's encoder; throws MmprojError naming what is wrong. A
+   * file with a vision and an audio encoder gives its vision one (loadParts gives both).
+   */
   static async load(path: string, opts: MmprojOptions = {}): Promise<Mmproj> {
+    const { vision, audio } = await Mmproj.loadParts(path, opts);
+    if (vision && audio) audio.free();
+    return (vision ?? audio)!;
+  }
+
+  /** Opens and loads every encoder of a projector file (clip_init's ctx_v and ctx_a). */
+  static async loadParts(path: string, opts: MmprojOptions = {}): Promise<MmprojParts> {
     const file = openGGUF(path);
     try {
       const arch = file.getString('general.architecture', '');
@@ -146,27 +170,24 @@ export class Mmproj {
           `${path}: general.architecture is '${arch}', not 'clip': not a multimodal projector file`,
         );
       }
-      const projector = projectorType(file);
-      const isAudio = AUDIO_PROJECTORS.includes(projector);
-      const flag = isAudio ? 'clip.has_audio_encoder' : 'clip.has_vision_encoder';
-      if (!file.getBool(flag, false)) {
-        throw new MmprojError(
-          `${path}: projector '${projector}' has no ${isAudio ? 'audio' : 'vision'} encoder (${flag})`,
-        );
-      }
-      const vision = isAudio ? undefined : visionHParams(file, projector, opts);
-      const audio = isAudio ? audioHParams(file, projector) : undefined;
+      const types = encoderTypes(file);
+      const vision = types.vision && visionHParams(file, types.vision, opts);
+      const audio = types.audio && audioHParams(file, types.audio);
       const device = opts.device ?? defaultDevices().at(-1) ?? fallbackDevice();
       const tensors = new Map<string, Tensor>();
       for (const info of file.tensors) {
         file.assertSupportedType(info);
         tensors.set(info.name, newTensor(info.type, info.dims, info.name).setFlag(TensorFlag.WEIGHT));
       }
-      for (const name of requiredTensors(projector, vision?.nLayer ?? audio!.nLayer)) {
-        if (!tensors.has(name)) {
-          throw new MmprojError(`${path}: missing tensor '${name}' (a ${projector} projector needs it)`);
+      const need = (projector: ProjectorType, nLayer: number) => {
+        for (const name of requiredTensors(projector, nLayer)) {
+          if (!tensors.has(name)) {
+            throw new MmprojError(`${path}: missing tensor '${name}' (a ${projector} projector needs it)`);
+          }
         }
-      }
+      };
+      if (types.vision) need(types.vision, vision!.nLayer);
+      if (types.audio) need(types.audio, audio!.nLayer);
       const buffers = allocTensors([...tensors.values()], device.bufferType(), 'weights');
       try {
         await readWeights(file, [...tensors.values()], {});
@@ -174,10 +195,20 @@ export class Mmproj {
         for (const b of buffers) b.free();
         throw e;
       }
-      // clip.cpp reads the clamp scalars of gemma4v files only
-      const clamps = projector === 'gemma4v' ? linearClamps(file) : new Map<string, LinearClamp>();
-      log.info(`loaded ${path}: projector ${projector}, ${tensors.size} tensors`);
-      return new Mmproj(path, projector, vision, audio, tensors, buffers, device, clamps);
+      const shared: SharedBuffers = { buffers, users: 0 };
+      const part = (projector: ProjectorType, v: VisionHParams | undefined, a: AudioHParams | undefined) => {
+        shared.users++;
+        // clip.cpp reads the clamp scalars for gemma4v only
+        const clamps = projector === 'gemma4v' ? linearClamps(file) : new Map<string, LinearClamp>();
+        return new Mmproj(path, projector, v, a, tensors, shared, device, clamps);
+      };
+      const parts: MmprojParts = {};
+      if (types.vision) parts.vision = part(types.vision, vision, undefined);
+      if (types.audio) parts.audio = part(types.audio, undefined, audio);
+      log.info(
+        `loaded ${path}: projector ${[types.vision, types.audio].filter(Boolean).join(' + ')}, ${tensors.size} tensors`,
+      );
+      return parts;
     } finally {
       file.close();
     }
@@ -237,9 +268,14 @@ export class Mmproj {
   }
 
   free(): void {
-    for (const b of this.buffers) b.free();
-    this.buffers.length = 0;
+    if (this.freed) return;
+    this.freed = true;
+    if (--this.shared.users > 0) return;
+    for (const b of this.shared.buffers) b.free();
+    this.shared.buffers.length = 0;
   }
+
+  private freed = false;
 }
 
 /** Every weight's clamps where the file has at least one of its four scalars (F32, one element each). */
@@ -271,12 +307,55 @@ function linearClamps(file: GGUFFile): Map<string, LinearClamp> {
   return out;
 }
 
-function projectorType(file: GGUFFile): ProjectorType {
-  const name = file.getString('clip.projector_type', null);
-  if (name === null) throw new MmprojError(`${file.path}: missing key 'clip.projector_type'`);
+/**
+ * The projector type of each encoder, as clip.cpp's load_hparams picks it: clip.projector_type
+ * for every encoder of the file when present ('qwen2.5o': qwen2.5vl_merger for images, qwen2a
+ * for audio; any other names one encoder, vision or audio by its type), else
+ * clip.vision.projector_type and clip.audio.projector_type, each where clip.has_vision_encoder /
+ * clip.has_audio_encoder says that encoder is there.
+ */
+function encoderTypes(file: GGUFFile): { vision?: ProjectorType; audio?: ProjectorType } {
+  const main = file.getString('clip.projector_type', null);
+  const hasV = file.getBool('clip.has_vision_encoder', false) === true;
+  const hasA = file.getBool('clip.has_audio_encoder', false) === true;
+  if (main !== null && main !== QWEN25O) {
+    const projector = checkType(file, 'clip.projector_type', main);
+    const isAudio = AUDIO_PROJECTORS.includes(projector);
+    const flag = isAudio ? 'clip.has_audio_encoder' : 'clip.has_vision_encoder';
+    if (!(isAudio ? hasA : hasV)) {
+      throw new MmprojError(
+        `${file.path}: projector '${projector}' has no ${isAudio ? 'audio' : 'vision'} encoder (${flag})`,
+      );
+    }
+    return isAudio ? { audio: projector } : { vision: projector };
+  }
+  const vKey = 'clip.vision.projector_type';
+  const aKey = 'clip.audio.projector_type';
+  if (main === null && !file.has(vKey) && !file.has(aKey)) {
+    throw new MmprojError(`${file.path}: missing key 'clip.projector_type' (nor '${vKey}' / '${aKey}')`);
+  }
+  const pick = (has: boolean, key: string, omni: ProjectorType, audio: boolean): ProjectorType | undefined => {
+    if (!has) return undefined;
+    if (main === QWEN25O) return omni;
+    const name = file.getString(key, null);
+    if (name === null) throw new MmprojError(`${file.path}: missing key '${key}'`);
+    const projector = checkType(file, key, name);
+    if (AUDIO_PROJECTORS.includes(projector) !== audio) {
+      throw new MmprojError(`${file.path}: '${key}' is '${name}', not ${audio ? 'an audio' : 'a vision'} projector`);
+    }
+    return projector;
+  };
+  const out = { vision: pick(hasV, vKey, 'qwen2.5vl_merger', false), audio: pick(hasA, aKey, 'qwen2a', true) };
+  if (!out.vision && !out.audio) {
+    throw new MmprojError(`${file.path}: no encoder (clip.has_vision_encoder and clip.has_audio_encoder are not set)`);
+  }
+  return out;
+}
+
+function checkType(file: GGUFFile, key: string, name: string): ProjectorType {
   if (!(PROJECTORS as readonly string[]).includes(name)) {
     throw new MmprojError(
-      `${file.path}: projector type '${name}' is not supported (llama-ts runs ${PROJECTORS.join(', ')})`,
+      `${file.path}: projector type '${name}' is not supported (llama-ts runs ${PROJECTORS.join(', ')}, ${QWEN25O}; from '${key}')`,
     );
   }
   return name as ProjectorType;
@@ -367,9 +446,10 @@ function visionHParams(file: GGUFFile, projector: ProjectorType, opts: MmprojOpt
       limits(40, 280);
       break;
     case 'mlp':
+    case 'ldp':
     case 'ldpv2': {
-      // ldpv2's 2×2 pool: a quarter of the patches come out
-      if (projector === 'ldpv2') hp.nMerge = 2;
+      // ldp's stride-2 conv, ldpv2's 2×2 pool: a quarter of the patches come out
+      if (projector !== 'mlp') hp.nMerge = 2;
       const pins = file.getArrayOf(k('image_grid_pinpoints'), GGUFValueType.INT32, null);
       const items = pins ? (Array.from(pins.items as ArrayLike<number>) as number[]) : [];
       if (items.length % 2 !== 0) {
@@ -463,6 +543,15 @@ function requiredTensors(projector: ProjectorType, nLayer: number): string[] {
       break;
     case 'pixtral':
       names.push('mm.1.weight', 'mm.2.weight');
+      break;
+    case 'ldp':
+      names.push('mm.model.mlp.1.weight', 'mm.model.mlp.1.bias', 'mm.model.mlp.3.weight', 'mm.model.mlp.3.bias');
+      for (const b of [1, 2]) {
+        for (const t of ['0.0.weight', '0.1.weight', '0.1.bias', '1.fc1.weight', '1.fc2.weight', '2.0.weight']) {
+          names.push(`mm.model.mb_block.${b}.block.${t}`);
+        }
+        names.push(`mm.model.mb_block.${b}.block.2.1.weight`, `mm.model.mb_block.${b}.block.2.1.bias`);
+      }
       break;
     case 'ldpv2':
       names.push('mm.model.mlp.0.weight', 'mm.model.mlp.0.bias', 'mm.model.mlp.2.weight', 'mm.model.mlp.2.bias');

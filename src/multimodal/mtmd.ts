@@ -3,7 +3,8 @@
 // chunks are evaluated into a text context: text as token batches, an image as its
 // embedding rows (Batch.embd), non-causally where the model wants it (Gemma 3).
 // Encoded images are kept by the hash of their pixels, so a second turn with the same
-// image reuses them.
+// image reuses them. A projector file with a vision and an audio encoder (Qwen2.5-Omni,
+// Gemma 4) gives two parts; each medium goes to its own (mtmd's ctx_v / ctx_a).
 
 import { gemma4aMel, logMelSpectrogram } from '../media/index.js';
 import type { Context } from '../model/context.js';
@@ -14,7 +15,7 @@ import type { Vocab } from '../vocab/index.js';
 import { type Embeddings, VisionEncoder } from './encoder.js';
 import type { RgbImage } from './image.js';
 import { imageLayout } from './layout.js';
-import { isQwenVL, Mmproj, MmprojError, type MmprojOptions } from './mmproj.js';
+import { isQwenVL, Mmproj, MmprojError, type MmprojOptions, type MmprojParts } from './mmproj.js';
 
 /** llama.cpp's default media marker (mtmd_default_marker). */
 export const MEDIA_MARKER = '<__media__>';
@@ -29,6 +30,10 @@ export type Chunk =
       nPos: number;
       /** Rows per grid row (M-RoPE places row i at y = i / nx, x = i % nx). */
       nx: number;
+      /** Placed in 2-D (an image of a Qwen-VL encoder in an M-RoPE model); else rows at pos, pos + 1, … */
+      grid: boolean;
+      /** Decoded with bidirectional attention (mtmd_decode_use_non_causal). */
+      nonCausal: boolean;
       /** The hash of the preprocessed pixels (a cache key; llama.node's bitmap id). */
       id: string;
       encode: () => Promise<Embeddings>;
@@ -54,34 +59,56 @@ const AUDIO_MARKERS: Partial<Record<string, [string, string?]>> = {
   gemma4a: ['<|audio>', '<audio|>'],
 };
 
+/** One encoder of the projector file and its graphs. */
+interface Part {
+  mm: Mmproj;
+  encoder: VisionEncoder;
+}
+
 export class Multimodal {
-  readonly encoder: VisionEncoder;
+  private readonly vision: Part | undefined;
+  private readonly audio: Part | undefined;
   private readonly cache = new Map<string, Embeddings>();
   /** lookupToken's answers (a scan of the vocabulary each). */
   private readonly tokenIds = new Map<string, number>();
 
   private constructor(
-    readonly mm: Mmproj,
+    parts: MmprojParts,
     readonly vocab: Vocab,
     nThreads: number,
   ) {
-    this.encoder = new VisionEncoder(mm, nThreads);
+    const part = (mm: Mmproj | undefined) => mm && { mm, encoder: new VisionEncoder(mm, nThreads) };
+    this.vision = part(parts.vision);
+    this.audio = part(parts.audio);
   }
 
-  /** Loads a projector for `model`; its output width must be the model's embedding width. */
+  /** Loads a projector for `model`; each encoder's output width must be the model's embedding width. */
   static async load(path: string, model: Model, opts: MmprojOptions & { nThreads?: number } = {}): Promise<Multimodal> {
-    const mm = await Mmproj.load(path, opts);
-    if (mm.outputWidth !== embdInputWidth(model.hp)) {
-      mm.free();
+    const parts = await Mmproj.loadParts(path, opts);
+    const want = embdInputWidth(model.hp);
+    for (const mm of [parts.vision, parts.audio]) {
+      if (!mm || mm.outputWidth === want) continue;
+      parts.vision?.free();
+      parts.audio?.free();
       throw new MmprojError(
-        `${path}: the projector outputs ${mm.outputWidth}-wide embeddings (clip.${mm.hasAudio ? 'audio' : 'vision'}.projection_dim ${mm.projectionDim}, ${mm.deepstackLayers.length} deepstack mergers), the model ${model.path} takes ${embdInputWidth(model.hp)} (n_embd ${model.hp.nEmbd}, n_deepstack_layers ${model.hp.nDeepstack})`,
+        `${path}: the ${mm.projector} projector outputs ${mm.outputWidth}-wide embeddings (clip.${mm.hasAudio ? 'audio' : 'vision'}.projection_dim ${mm.projectionDim}, ${mm.deepstackLayers.length} deepstack mergers), the model ${model.path} takes ${want} (n_embd ${model.hp.nEmbd}, n_deepstack_layers ${model.hp.nDeepstack})`,
       );
     }
-    return new Multimodal(mm, model.vocab, opts.nThreads ?? 4);
+    return new Multimodal(parts, model.vocab, opts.nThreads ?? 4);
+  }
+
+  /** The file's vision encoder, else its audio one. */
+  get mm(): Mmproj {
+    return (this.vision ?? this.audio)!.mm;
+  }
+
+  /** The vision encoder's graphs, else the audio one's. */
+  get encoder(): VisionEncoder {
+    return (this.vision ?? this.audio)!.encoder;
   }
 
   get support(): { vision: boolean; audio: boolean } {
-    return { vision: this.mm.hasVision, audio: this.mm.hasAudio };
+    return { vision: this.vision !== undefined, audio: this.audio !== undefined };
   }
 
   /**
@@ -113,23 +140,27 @@ export class Multimodal {
       const media = i > 0 ? images[i - 1]! : undefined;
       if (media && 'samples' in media) this.addAudio(media.samples, chunks, addText);
       else if (media) {
-        if (!this.mm.hasVision) throw new Error(`the projector ${this.mm.path} takes audio, not images`);
-        for (const part of imageLayout(this.mm, media)) {
+        if (!this.vision) throw new Error(`the projector ${this.mm.path} takes audio, not images`);
+        const { mm, encoder } = this.vision;
+        // M-RoPE: the grid's rows share the first position and span max(nx, ny)
+        const grid = isQwenVL(mm.projector);
+        const nonCausal = this.nonCausal;
+        for (const part of imageLayout(mm, media)) {
           if (part.kind === 'text') addText(part.text);
           else if (part.kind === 'token') addTokens([this.lookupToken(part.text)]);
           else {
             const img = part.image;
-            const g = this.encoder.tokensFor(img.width, img.height);
+            const g = encoder.tokensFor(img.width, img.height);
             const id = pixelHash(img.width, img.height, img.data);
-            // M-RoPE: the grid's rows share the first position and span max(nx, ny)
-            const nPos = this.mrope ? Math.max(g.nx, g.ny) : g.n;
             chunks.push({
               type: 'image',
               nTokens: g.n,
-              nPos,
+              nPos: grid ? Math.max(g.nx, g.ny) : g.n,
               nx: g.nx,
+              grid,
+              nonCausal,
               id,
-              encode: () => this.encodeCached(id, () => this.encoder.encode(img)),
+              encode: () => this.encodeCached(id, () => encoder.encode(img)),
             });
           }
         }
@@ -157,7 +188,7 @@ export class Multimodal {
       }
     }
     throw new Error(
-      `the model's vocabulary has no token ${JSON.stringify(text)}, which ${this.mm.projector} images need`,
+      `the model's vocabulary has no token ${JSON.stringify(text)}, which ${this.vision?.mm.projector} images need`,
     );
   }
 
@@ -169,26 +200,30 @@ export class Multimodal {
    * (gemma4a), none (ultravox).
    */
   private addAudio(samples: Float32Array, chunks: Chunk[], addText: (s: string) => void): void {
-    const hp = this.mm.audio;
-    if (!hp) throw new Error(`the projector ${this.mm.path} takes images, not audio`);
+    if (!this.audio) throw new Error(`the projector ${this.mm.path} takes images, not audio`);
+    const { mm, encoder } = this.audio;
+    const hp = mm.audio!;
     let mel: { data: Float32Array; nFrames: number }[];
-    if (this.mm.projector === 'gemma4a') mel = gemma4aMel(samples, hp.nMel).chunks;
+    if (mm.projector === 'gemma4a') mel = gemma4aMel(samples, hp.nMel).chunks;
     else {
       const m = logMelSpectrogram(samples, { nMel: hp.nMel });
       mel = m.chunks.map((data) => ({ data, nFrames: m.nFrames }));
     }
-    const [begin, end] = AUDIO_MARKERS[this.mm.projector] ?? [];
+    const [begin, end] = AUDIO_MARKERS[mm.projector] ?? [];
     if (begin) addText(begin);
     for (const { data, nFrames } of mel) {
-      const n = this.encoder.audioTokensFor(nFrames);
+      const n = encoder.audioTokensFor(nFrames);
       const id = pixelHash(nFrames, hp.nMel, data);
+      // in an M-RoPE model too, one position per row (mtmd's set_position_mrope_1d)
       chunks.push({
         type: 'image',
         nTokens: n,
         nPos: n,
         nx: n,
+        grid: false,
+        nonCausal: false,
         id,
-        encode: () => this.encodeCached(id, () => this.encoder.encodeAudio(data, nFrames)),
+        encode: () => this.encodeCached(id, () => encoder.encodeAudio(data, nFrames)),
       });
     }
     if (end) addText(end);
@@ -203,16 +238,12 @@ export class Multimodal {
     return e;
   }
 
-  /** Whether the text model places images in 2-D (M-RoPE: Qwen2-VL, Qwen2.5-VL). */
-  get mrope(): boolean {
-    return isQwenVL(this.mm.projector);
-  }
-
   /** Whether image chunks are decoded with bidirectional attention (mtmd_decode_use_non_causal). */
-  get nonCausal(): boolean {
+  private get nonCausal(): boolean {
+    const mm = this.vision?.mm;
     // Gemma 4: bidirectional too, but E2B/E4B (text n_embd 1536 or 2560) stay causal
-    if (this.mm.projector === 'gemma4v') return this.mm.outputWidth !== 1536 && this.mm.outputWidth !== 2560;
-    return this.mm.projector === 'gemma3';
+    if (mm?.projector === 'gemma4v') return mm.outputWidth !== 1536 && mm.outputWidth !== 2560;
+    return mm?.projector === 'gemma3';
   }
 
   /**
@@ -260,10 +291,10 @@ export class Multimodal {
         tokens: [],
         embd: e.data.subarray(i * w, (i + n) * w),
         // M-RoPE: every row at the image's first position, placed by its grid cell
-        pos: Array.from({ length: n }, (_, j) => (this.mrope ? pos : pos + i + j)),
+        pos: Array.from({ length: n }, (_, j) => (ch.grid ? pos : pos + i + j)),
         seqIds: new Array<number>(n).fill(seq),
-        causal: this.nonCausal ? false : undefined,
-        ...(this.mrope
+        causal: ch.nonCausal ? false : undefined,
+        ...(ch.grid
           ? {
               grid: {
                 y: Array.from({ length: n }, (_, j) => Math.floor((i + j) / ch.nx)),
@@ -276,8 +307,10 @@ export class Multimodal {
   }
 
   free(): void {
-    this.encoder.free();
-    this.mm.free();
+    for (const part of [this.vision, this.audio]) {
+      part?.encoder.free();
+      part?.mm.free();
+    }
     this.cache.clear();
   }
 }

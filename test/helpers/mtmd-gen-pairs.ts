@@ -23,7 +23,7 @@ import { encodePng } from './media-encode.js';
 export interface GenCase {
   name: string;
   /** Which preprocessing path of the projector the case exercises. */
-  path: 'fixed' | 'dynamic' | 'tiled' | 'audio';
+  path: 'fixed' | 'dynamic' | 'tiled' | 'audio' | 'mixed';
   prompt?: string;
   messages?: { role: string; content: Record<string, unknown>[] }[];
   /** Media file names (written by writeMedia), in marker order. */
@@ -140,6 +140,7 @@ export function genPairs(vocabFrom: string): GenPair[] {
     prompt: 'The wide picture <__media__> shows a',
     media: ['pano-240x80.png'],
   });
+  const mixed = ['grad-64x48.png', 'chord-0.8s.wav'];
   const audio = (): GenCase[] => [
     { name: 'mid', path: 'audio', prompt: 'Listen <__media__> and she said', media: ['sweep-1.5s.wav'] },
     {
@@ -176,6 +177,13 @@ export function genPairs(vocabFrom: string): GenPair[] {
       name: 'ldpv2',
       text: textSpec(vocabFrom, 'llama', 21),
       mmproj: { projector: 'ldpv2', seed: 21, shape: { ...VISION, imageSize: 48, patchSize: 2 } },
+      cases: [mid('fixed'), two('fixed')],
+    },
+    {
+      // MobileVLM v1
+      name: 'ldp',
+      text: textSpec(vocabFrom, 'llama', 24),
+      mmproj: { projector: 'ldp', seed: 24, shape: { ...VISION, imageSize: 48, patchSize: 2 } },
       cases: [mid('fixed'), two('fixed')],
     },
     {
@@ -266,6 +274,48 @@ export function genPairs(vocabFrom: string): GenPair[] {
       // long clip spans two 30 s chunks
       mmproj: { projector: 'gemma4a', seed: 23, shape: { ...VISION, nMel: 128, outProj: 48, clamped: true } },
       cases: [...audio(), { name: 'long', path: 'audio', prompt: 'Hear <__media__> the end', media: ['hum-31s.wav'] }],
+    },
+    {
+      // one file with Gemma 4's vision and audio encoders (clip.vision.projector_type,
+      // clip.audio.projector_type): images and audio in one prompt, each to its own encoder
+      name: 'gemma4-omni',
+      text: gemma4Text(vocabFrom, GEMMA4_AUDIO),
+      mmproj: {
+        projector: 'gemma4v',
+        seed: 26,
+        shape: { ...VISION, imageSize: 64, patchSize: 4, posGrid: 64 },
+        audio: { projector: 'gemma4a', shape: { ...VISION, nMel: 128, outProj: 48 } },
+      },
+      cases: [
+        { name: 'mixed', path: 'mixed', prompt: 'Look <__media__> and hear <__media__> the end', media: mixed },
+        {
+          name: 'audio-first',
+          path: 'mixed',
+          prompt: 'Hear <__media__> then see <__media__> so',
+          media: ['noise-0.5s.wav', 'gray-40x40.png'],
+        },
+      ],
+    },
+    {
+      // Qwen2.5-Omni's file: clip.projector_type 'qwen2.5o' (qwen2.5vl_merger for images, qwen2a
+      // for audio) with an M-RoPE text half: image rows in 2-D, audio rows one position each
+      name: 'qwen25omni',
+      text: textSpec(vocabFrom, 'qwen2vl', 27, { ropeSections: [2, 3, 3, 0] }),
+      mmproj: {
+        projector: 'qwen2.5vl_merger',
+        seed: 27,
+        shape: { ...VISION, imageSize: 56, patchSize: 14, windowPattern: 2 },
+        audio: { projector: 'qwen2a', shape: { ...VISION, nMel: 128 }, omni: true },
+      },
+      cases: [
+        { name: 'mixed', path: 'mixed', prompt: 'Look <__media__> and hear <__media__> the end', media: mixed },
+        {
+          name: 'audio-first',
+          path: 'mixed',
+          prompt: 'Hear <__media__> then see <__media__> so',
+          media: ['noise-0.5s.wav', 'gray-40x40.png'],
+        },
+      ],
     },
     {
       name: 'ultravox',

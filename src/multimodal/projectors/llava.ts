@@ -119,48 +119,99 @@ export function llavaGraph(enc: EncoderParts, patches: Tensor): Tensor {
   const off = cls ? 1 : 0;
   x = ops.cont(view(x, [E, n], [x.nb[1]], off * x.nb[1]));
   if (mm.projector === 'ldpv2') return ldpv2Head(enc, x);
+  if (mm.projector === 'ldp') return ldpHead(enc, x);
   x = ops.gelu(enc.linear(x, 'mm.0'));
   if (mm.opt('mm.2.weight')) x = enc.linear(x, 'mm.2');
   return x;
 }
 
-/** MobileVLM V2's fixed patch grid side (mtmd assumes it). */
-const LDPV2_GRID = 24;
+/** MobileVLM's fixed patch grid side (mtmd assumes it for ldp and ldpv2). */
+const MOBILEVLM_GRID = 24;
+
+function mobileVlmGrid(x: Tensor, projector: string): number {
+  const g = MOBILEVLM_GRID;
+  if (x.ne[1] !== g * g)
+    throw new Error(`vision encoder: ${projector} needs a ${g}x${g} patch grid, got ${x.ne[1]} patches`);
+  return g;
+}
 
 /**
  * ldpv2 (MobileVLM V2): the MLP, a 2×2 average pool of the 24×24 grid, then a depthwise 3×3
- * position conv (zero padded) + bias added to the pooled rows. ggml_conv_2d_dw rounds its
- * input to F16 (im2col) and multiplies by the F16 kernel: done here per tap on shifted views.
+ * position conv (zero padded) + bias added to the pooled rows.
  */
 function ldpv2Head(enc: EncoderParts, x: Tensor): Tensor {
   const { mm } = enc;
-  const g = LDPV2_GRID;
-  if (x.ne[1] !== g * g) throw new Error(`vision encoder: ldpv2 needs a ${g}x${g} patch grid, got ${x.ne[1]} patches`);
+  const g = mobileVlmGrid(x, 'ldpv2');
   x = ops.gelu(enc.linear(x, 'mm.model.mlp.0'));
   x = enc.linear(x, 'mm.model.mlp.2');
-  const T = x.ne[0];
   const h = g / 2;
   const pooled = enc.avgPool(x, g, g, 2); // [T, h·h]
-  // the conv input rounded to F16, zero padded to [T, h + 2, h + 2]
-  const r16 = ops.cpy(pooled, newTensor(GGMLType.F16, [T, h * h]));
-  const in32 = reshape(ops.cpy(r16, newTensor(GGMLType.F32, [T, h * h])), [T, h, h]);
+  const conv = depthwise3x3(pooled, h, h, mm.get('mm.model.peg.0.weight'), 1);
+  return ops.add(ops.add(conv, mm.get('mm.model.peg.0.bias')), pooled);
+}
+
+/**
+ * ldp (MobileVLM v1): the MLP (mm.model.mlp.1, .3), then two MobileNetV3-style blocks
+ * (mm.model.mb_block.{1,2}.block.N): a depthwise 3×3 conv (stride 1, then 2: 24×24 → 12×12),
+ * LayerNorm, hardswish, squeeze-excitation (global mean → fc1 → ReLU → fc2 → hardsigmoid,
+ * scaling the channels), a pointwise linear and LayerNorm; the first block adds its input back.
+ */
+function ldpHead(enc: EncoderParts, x: Tensor): Tensor {
+  const g = mobileVlmGrid(x, 'ldp');
+  x = ops.gelu(enc.linear(x, 'mm.model.mlp.1'));
+  x = enc.linear(x, 'mm.model.mlp.3');
+  const b1 = mobileBlock(enc, x, g, 1, 1);
+  return mobileBlock(enc, ops.add(x, b1), g, 2, 2);
+}
+
+function mobileBlock(enc: EncoderParts, x: Tensor, g: number, block: number, stride: number): Tensor {
+  const { mm } = enc;
+  const eps = mm.vision.eps;
+  const p = `mm.model.mb_block.${block}.block`;
+  const layerNorm = (t: Tensor, name: string) =>
+    ops.add(ops.mul(ops.norm(t, eps), mm.get(`${name}.weight`)), mm.get(`${name}.bias`));
+  let cur = depthwise3x3(x, g, g, mm.get(`${p}.0.0.weight`), stride);
+  cur = layerNorm(cur, `${p}.0.1`);
+  // ggml_hardswish: x · min(1, max(0, (x + 3) / 6)); ggml_hardsigmoid: the factor alone
+  const hardSigmoid = (t: Tensor) => ops.clamp(ops.scale(ops.scale(t, 1, 3), 1 / 6), 0, 1);
+  const hw = ops.mul(cur, hardSigmoid(cur));
+  // the global average pool over the grid: one mean per channel
+  const n = hw.ne[1];
+  let se = ops.scale(ops.sumRows(ops.cont(transpose(hw))), 1 / n); // [1, T]
+  se = reshape(se, [se.ne[1], 1]);
+  se = ops.relu(enc.linear(se, `${p}.1.fc1`));
+  se = hardSigmoid(enc.linear(se, `${p}.1.fc2`));
+  cur = enc.linear(ops.mul(hw, se), `${p}.2.0`);
+  return layerNorm(cur, `${p}.2.1`);
+}
+
+/**
+ * A depthwise 3×3 conv (zero padding 1, no bias) of a w × h grid of rows [T, w·h], as
+ * ggml_conv_2d_dw computes it: its im2col rounds the input to F16, then each tap's product
+ * with the kernel [3, 3, 1, T]; done here per tap on shifted (strided) views. [T, ow·oh].
+ */
+function depthwise3x3(x: Tensor, w: number, h: number, kernel: Tensor, stride: number): Tensor {
+  const T = x.ne[0];
+  const ow = Math.floor((w - 1) / stride) + 1;
+  const oh = Math.floor((h - 1) / stride) + 1;
+  // the input rounded to F16, zero padded to [T, w + 2, h + 2]
+  const r16 = ops.cpy(x, newTensor(GGMLType.F16, [T, w * h]));
+  const in32 = reshape(ops.cpy(r16, newTensor(GGMLType.F32, [T, w * h])), [T, w, h]);
   const zeros = (n1: number, n2: number) =>
     ops.scale(ops.cont(view(in32, [T, n1, n2], [in32.nb[1], in32.nb[2]], 0)), 0);
-  let pad = ops.concat(ops.concat(zeros(1, h), in32, 1), zeros(1, h), 1); // [T, h + 2, h]
-  pad = ops.concat(ops.concat(zeros(h + 2, 1), pad, 2), zeros(h + 2, 1), 2); // [T, h + 2, h + 2]
-  const wk = mm.get('mm.model.peg.0.weight'); // [3, 3, 1, T]
-  const w32 = ops.cpy(wk, newTensor(GGMLType.F32, [9, T]));
+  let pad = ops.concat(ops.concat(zeros(1, h), in32, 1), zeros(1, h), 1); // [T, w + 2, h]
+  pad = ops.concat(ops.concat(zeros(w + 2, 1), pad, 2), zeros(w + 2, 1), 2); // [T, w + 2, h + 2]
+  const w32 = ops.cpy(kernel, newTensor(GGMLType.F32, [9, T]));
   const taps = ops.cont(transpose(w32)); // [T, 9]: tap k's weights per channel at column k
   let conv: Tensor | null = null;
   for (let ky = 0; ky < 3; ky++) {
     for (let kx = 0; kx < 3; kx++) {
       const k = ky * 3 + kx;
-      const win = view(pad, [T, h, h], [pad.nb[1], pad.nb[2]], kx * pad.nb[1] + ky * pad.nb[2]);
-      const w = view(taps, [T], [], k * taps.nb[1]);
-      const term = ops.mul(ops.cont(win), w);
+      const nb = [stride * pad.nb[1], stride * pad.nb[2]];
+      const win = view(pad, [T, ow, oh], nb, kx * pad.nb[1] + ky * pad.nb[2]);
+      const term = ops.mul(ops.cont(win), view(taps, [T], [], k * taps.nb[1]));
       conv = conv ? ops.add(conv, term) : term;
     }
   }
-  const out = ops.add(ops.add(conv!, mm.get('mm.model.peg.0.bias')), reshape(pooled, [T, h, h]));
-  return reshape(out, [T, h * h]);
+  return reshape(conv!, [T, ow * oh]);
 }
