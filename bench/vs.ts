@@ -3,6 +3,12 @@
 //   npm run bench:vs [-- --json] [--threads=2] [--reps=3] [--presets=a,b] [--types=Q4_0,Q8_0]
 //                    [--long | --no-long] [--moe]
 //   npm run bench:vs -- --mmproj [--threads=2] [--reps=1] [--projectors=a,b]   (bench/vs-mmproj.ts)
+//   npm run bench:vs -- --device webgpu [--presets=…] [--types=…]
+// With --device webgpu every layer and the output go to the WebGPU device (n_gpu_layers 999)
+// and node-llama-cpp runs its Vulkan build (@node-llama-cpp/linux-x64-vulkan, gpuLayers
+// 'max') on the same machine; the default plan is then the issue's GPU rows (the 630M
+// Qwen2.5-0.5B, TinyLlama-1.1B and Gemma-3-1B shapes in Q4_0 and Q4_K_M), the devices each
+// engine used are printed, and the CPU read-bandwidth bound is left out.
 // For each model (the 630M Qwen2.5-0.5B shape and TinyLlama-1.1B's in Q4_0, Q8_0 and
 // Q4_K_M; Gemma-3-1B's and Phi-4-mini's in Q4_0 and Q4_K_M; with --moe the mixtures of
 // experts instead: qwen3-30b-a3b in Q4_0 and Q4_K_M and gpt-oss-20b with MXFP4 experts,
@@ -52,6 +58,8 @@ interface ChildResult {
   rss_mb: number;
   file_mb: number;
   kv_mb: number;
+  /** The offload device the run used (--device). */
+  device_name?: string;
 }
 
 const argv = process.argv.slice(2);
@@ -103,12 +111,23 @@ interface ChildArgs {
   threads: number;
   nVocab: number;
   bos: number;
+  /** An offload device for every layer (--device webgpu): node-llama-cpp then runs its Vulkan build. */
+  device?: string;
 }
 
-async function childLlamaTs({ path, threads, nVocab, bos }: ChildArgs): Promise<ChildResult> {
+async function childLlamaTs({ path, threads, nVocab, bos, device }: ChildArgs): Promise<ChildResult> {
   const { Model, Context } = await import('../src/model/index.js');
+  let placement = {};
+  let device_name: string | undefined;
+  if (device) {
+    const { devicesReady, namedDevices } = await import('../src/backends/index.js');
+    await devicesReady([device]);
+    const devices = namedDevices([device]);
+    placement = { devices, nGpuLayers: 999 };
+    device_name = `${devices[0]!.name}: ${devices[0]!.description}`;
+  }
   const t0 = performance.now();
-  const model = await Model.load(path);
+  const model = await Model.load(path, placement);
   const ctx = new Context(model, { nCtx: PP, nBatch: PP, nUbatch: PP, nThreads: threads });
   const load_ms = performance.now() - t0;
   // warm-up: tier up the JIT, start the workers, touch the weights
@@ -126,7 +145,7 @@ async function childLlamaTs({ path, threads, nVocab, bos }: ChildArgs): Promise<
   const kv_mb = (ctx.memory?.bytes ?? 0) / 2 ** 20;
   const file_mb = model.fileSize / 2 ** 20;
   ctx.free();
-  return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb, kv_mb };
+  return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb, kv_mb, device_name };
 }
 
 async function childLlamaTsLong({ path, threads, nVocab, bos }: ChildArgs): Promise<LongResult> {
@@ -232,12 +251,16 @@ async function childNodeLlamaCppLong({ path, threads, nVocab, bos }: ChildArgs):
   return { kv32k_mb, tg_empty, tg_4096 };
 }
 
-async function childNodeLlamaCpp({ path, threads, nVocab, bos }: ChildArgs): Promise<ChildResult> {
+async function childNodeLlamaCpp({ path, threads, nVocab, bos, device }: ChildArgs): Promise<ChildResult> {
   // biome-ignore lint/suspicious/noExplicitAny: the oracle is loaded from outside the repository, untyped
   const nlc: any = await import(pathToFileURL(ensureOracle()).href);
-  const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+  const llama = await nlc.getLlama({ gpu: device ? 'vulkan' : false, build: 'never', logLevel: 'error' });
+  const gpus: string[] = device ? await llama.getGpuDeviceNames() : [];
+  // a Vulkan build without a usable device runs on the CPU: not a GPU figure
+  if (device && gpus.length === 0) throw new Error("node-llama-cpp's Vulkan build found no usable GPU");
+  const device_name = device ? `Vulkan: ${gpus.join(', ')}` : undefined;
   const t0 = performance.now();
-  const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+  const model = await llama.loadModel({ modelPath: path, gpuLayers: device ? 'max' : 0 });
   const context = await model.createContext({
     contextSize: PP,
     batchSize: PP,
@@ -259,7 +282,7 @@ async function childNodeLlamaCpp({ path, threads, nVocab, bos }: ChildArgs): Pro
   const tg = (TG * 1000) / (performance.now() - t1);
   await context.dispose();
   await model.dispose();
-  return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb: 0, kv_mb: 0 };
+  return { pp, tg, load_ms, rss_mb: process.resourceUsage().maxRSS / 1024, file_mb: 0, kv_mb: 0, device_name };
 }
 
 // ---- parent ----
@@ -352,23 +375,32 @@ async function main(): Promise<void> {
   const json = argv.includes('--json');
   const threads = Number(opt('threads', '2'));
   const reps = Number(opt('reps', '3'));
-  const plan: Array<[string, string[]]> = argv.includes('--moe')
+  const di = argv.indexOf('--device');
+  const device = (di >= 0 ? argv[di + 1] : opt('device', '')) || undefined;
+  const plan: Array<[string, string[]]> = device
     ? [
-        ['qwen3-30b-a3b@12', ['Q4_0', 'Q4_K_M']],
-        ['gpt-oss-20b@12', ['MXFP4_MOE']],
-      ]
-    : [
-        ['qwen2.5-0.5b-630m', ['Q4_0', 'Q8_0', 'Q4_K_M']],
-        ['tinyllama-1.1b', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+        ['qwen2.5-0.5b-630m', ['Q4_0', 'Q4_K_M']],
+        ['tinyllama-1.1b', ['Q4_0', 'Q4_K_M']],
         ['gemma-3-1b', ['Q4_0', 'Q4_K_M']],
-        ['phi-4-mini', ['Q4_0', 'Q4_K_M']],
-        ['qwen3.5-0.8b', ['Q4_0', 'Q4_K_M']],
-        ['lfm2-1.2b', ['Q4_0', 'Q4_K_M']],
-      ];
+      ]
+    : argv.includes('--moe')
+      ? [
+          ['qwen3-30b-a3b@12', ['Q4_0', 'Q4_K_M']],
+          ['gpt-oss-20b@12', ['MXFP4_MOE']],
+        ]
+      : [
+          ['qwen2.5-0.5b-630m', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+          ['tinyllama-1.1b', ['Q4_0', 'Q8_0', 'Q4_K_M']],
+          ['gemma-3-1b', ['Q4_0', 'Q4_K_M']],
+          ['phi-4-mini', ['Q4_0', 'Q4_K_M']],
+          ['qwen3.5-0.8b', ['Q4_0', 'Q4_K_M']],
+          ['lfm2-1.2b', ['Q4_0', 'Q4_K_M']],
+        ];
   const presets = opt('presets', plan.map((p) => p[0]).join(',')).split(',');
   const typesOpt = argv.some((a) => a.startsWith('--types=')) ? opt('types', '').split(',') : undefined;
   const typesOf = (preset: string) => typesOpt ?? plan.find((p) => p[0] === preset)?.[1] ?? ['Q4_0', 'Q8_0', 'Q4_K_M'];
   const long =
+    !device &&
     !argv.includes('--no-long') &&
     (argv.includes('--long') || (presets.includes('gemma-3-1b') && typesOf('gemma-3-1b').includes('Q4_0')));
   const say = (s: string) => {
@@ -405,7 +437,7 @@ async function main(): Promise<void> {
       const path = ensureModel(name, type, undefined, layers ? { shape: { nLayer: Number(layers) } } : {});
       const facts = await modelFacts(path);
       const bound = (bw * 1e9) / facts.bytes;
-      const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos };
+      const args: ChildArgs = { path, threads, nVocab: facts.nVocab, bos: facts.bos, device };
       const got: Record<string, ChildResult[]> = { 'llama.ts': [], 'node-llama-cpp': [] };
       for (let r = 0; r < reps; r++) {
         const order = r % 2 === 0 ? ['llama.ts', 'node-llama-cpp'] : ['node-llama-cpp', 'llama.ts'];
@@ -429,14 +461,17 @@ async function main(): Promise<void> {
       };
       const ours = med('llama.ts');
       const theirs = med('node-llama-cpp');
-      rows.push(ours, theirs, { model: preset, type, engine: 'bound', tg128: bound });
+      if (device) {
+        for (const e of ['llama.ts', 'node-llama-cpp']) say(`${e} ran on ${got[e]![0]!.device_name ?? 'the CPU'}`);
+      }
+      rows.push(ours, theirs, { model: preset, type, engine: 'bound', tg128: device ? Number.NaN : bound });
       const fileKv = got['llama.ts'][0].file_mb + got['llama.ts'][0].kv_mb;
       table.push([
         preset,
         type,
         `${ours.pp512.toFixed(1)} / ${theirs.pp512.toFixed(1)} = ${(ours.pp512 / theirs.pp512).toFixed(2)}x`,
         `${ours.tg128.toFixed(1)} / ${theirs.tg128.toFixed(1)} = ${(ours.tg128 / theirs.tg128).toFixed(2)}x`,
-        bound.toFixed(1),
+        device ? 'n/a (GPU)' : bound.toFixed(1),
         `${ours.load_ms.toFixed(0)} / ${theirs.load_ms.toFixed(0)} = ${(ours.load_ms / theirs.load_ms).toFixed(2)}x`,
         `${ours.rss_mb.toFixed(0)} / ${theirs.rss_mb.toFixed(0)}; ${(ours.rss_mb / fileKv).toFixed(2)}x file+KV`,
       ]);
