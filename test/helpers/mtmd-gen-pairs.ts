@@ -5,8 +5,9 @@
 // images needed). Used by test/refs/mtmd/make-refs.mjs (llama.cpp's answers) and
 // test/mtmd-generated.test.ts (ours).
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   GENERATOR_VERSION,
   generateModel,
@@ -141,6 +142,16 @@ export function genPairs(vocabFrom: string): GenPair[] {
     media: ['pano-240x80.png'],
   });
   const mixed = ['grad-64x48.png', 'chord-0.8s.wav'];
+  // an image then a clip, and a clip then an image: each medium to its own encoder
+  const mixedCases: GenCase[] = [
+    { name: 'mixed', path: 'mixed', prompt: 'Look <__media__> and hear <__media__> the end', media: mixed },
+    {
+      name: 'audio-first',
+      path: 'mixed',
+      prompt: 'Hear <__media__> then see <__media__> so',
+      media: ['noise-0.5s.wav', 'gray-40x40.png'],
+    },
+  ];
   const audio = (): GenCase[] => [
     { name: 'mid', path: 'audio', prompt: 'Listen <__media__> and she said', media: ['sweep-1.5s.wav'] },
     {
@@ -286,15 +297,7 @@ export function genPairs(vocabFrom: string): GenPair[] {
         shape: { ...VISION, imageSize: 64, patchSize: 4, posGrid: 64 },
         audio: { projector: 'gemma4a', shape: { ...VISION, nMel: 128, outProj: 48 } },
       },
-      cases: [
-        { name: 'mixed', path: 'mixed', prompt: 'Look <__media__> and hear <__media__> the end', media: mixed },
-        {
-          name: 'audio-first',
-          path: 'mixed',
-          prompt: 'Hear <__media__> then see <__media__> so',
-          media: ['noise-0.5s.wav', 'gray-40x40.png'],
-        },
-      ],
+      cases: mixedCases,
     },
     {
       // Qwen2.5-Omni's file: clip.projector_type 'qwen2.5o' (qwen2.5vl_merger for images, qwen2a
@@ -307,15 +310,7 @@ export function genPairs(vocabFrom: string): GenPair[] {
         shape: { ...VISION, imageSize: 56, patchSize: 14, windowPattern: 2 },
         audio: { projector: 'qwen2a', shape: { ...VISION, nMel: 128 }, omni: true },
       },
-      cases: [
-        { name: 'mixed', path: 'mixed', prompt: 'Look <__media__> and hear <__media__> the end', media: mixed },
-        {
-          name: 'audio-first',
-          path: 'mixed',
-          prompt: 'Hear <__media__> then see <__media__> so',
-          media: ['noise-0.5s.wav', 'gray-40x40.png'],
-        },
-      ],
+      cases: mixedCases,
     },
     {
       name: 'ultravox',
@@ -333,6 +328,27 @@ export function genPairs(vocabFrom: string): GenPair[] {
       cases: audio(),
     },
   ];
+}
+
+/** test/refs/mtmd/models.json: per pair, the SHA-256 of the files its references were made from. */
+export const PAIR_MANIFEST: Record<string, { model: string; mmproj: string; projector: string; text_arch: string }> =
+  JSON.parse(readFileSync(fileURLToPath(new URL('../../../test/refs/mtmd/models.json', import.meta.url)), 'utf8'));
+
+/**
+ * ensurePair, then both files checked against PAIR_MANIFEST: references made from other
+ * bytes (a changed generator) would be compared in vain, so that is an error naming the file.
+ */
+export function ensureReferencePair(pair: GenPair, dir: string): { model: string; mmproj: string } {
+  const files = ensurePair(pair, dir);
+  const want = PAIR_MANIFEST[pair.name];
+  if (!want) throw new Error(`${pair.name}: no entry in test/refs/mtmd/models.json`);
+  for (const k of ['model', 'mmproj'] as const) {
+    const got = createHash('sha256').update(readFileSync(files[k])).digest('hex');
+    if (got !== want[k]) {
+      throw new Error(`${files[k]}: not the file the references were made with (sha256 ${got}, references ${want[k]})`);
+    }
+  }
+  return files;
 }
 
 /**
