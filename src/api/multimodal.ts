@@ -93,8 +93,12 @@ export class EngineMultimodal implements PromptMedia {
   ) {}
 
   static async load(model: Model, ctx: Context, o: MultimodalOptions): Promise<EngineMultimodal> {
+    // use_gpu (llama.node's default: true) puts the projector on the model's GPU, as clip.cpp
+    // takes the first GPU backend; ops that device lacks run on the host
+    const gpu = o.use_gpu === false ? undefined : model.devices.find((d) => d.type === 'gpu' || d.type === 'accel');
     const mtmd = await Multimodal.load(o.path, model, {
       nThreads: ctx.nThreads,
+      ...(gpu ? { device: gpu } : {}),
       ...(o.image_min_tokens !== undefined ? { imageMinTokens: o.image_min_tokens } : {}),
       ...(o.image_max_tokens !== undefined ? { imageMaxTokens: o.image_max_tokens } : {}),
     });

@@ -12,6 +12,7 @@
 import {
   type Backend,
   fallbackDevice,
+  hostDevice,
   initDeviceBackend,
   Scheduler,
   tensorGetF32,
@@ -81,7 +82,8 @@ export class VisionEncoder {
     readonly mm: Mmproj,
     nThreads: number,
   ) {
-    const devices = [mm.device, fallbackDevice()].filter((d, i, all) => all.indexOf(d) === i);
+    // the projector's device, then the host for what a GPU does not run, then the fallback
+    const devices = [mm.device, hostDevice(), fallbackDevice()].filter((d, i, all) => all.indexOf(d) === i);
     this.backends = devices.map((d) => initDeviceBackend(d, nThreads));
     this.sched = new Scheduler(this.backends);
   }
