@@ -8,7 +8,14 @@ import { loadModel } from '../api/index.js';
 import type { ChatMessage, ChatMessagePart } from '../api/types.js';
 import { resolveModelArg } from '../download/index.js';
 import { openGGUF } from '../gguf/index.js';
-import { checkMediaFile, MMPROJ_HELP, MMPROJ_OPTIONS, MMPROJ_SPELLINGS, projectorArg } from './multimodal.js';
+import {
+  checkMediaFile,
+  MMPROJ_HELP,
+  MMPROJ_OPTIONS,
+  MMPROJ_SPELLINGS,
+  mmprojOnGpu,
+  projectorArg,
+} from './multimodal.js';
 import {
   commandOptions,
   deviceModelOptions,
@@ -116,7 +123,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
       ...(o['chat-template'] !== undefined ? { chat_template: o['chat-template'] } : {}),
     });
     const mmproj = await projectorArg(o);
-    if (mmproj !== undefined) await ctx.initMultimodal({ path: mmproj });
+    if (mmproj !== undefined) await ctx.initMultimodal({ path: mmproj, use_gpu: mmprojOnGpu(o) });
   } catch (e) {
     process.stderr.write(`llama-ts chat: ${(e as Error).message}\n`);
     return 1;

@@ -10,11 +10,15 @@ import { UsageError } from './options.js';
 export const MMPROJ_OPTIONS = {
   mmproj: { type: 'string' },
   'no-mmproj': { type: 'boolean' },
+  'mmproj-offload': { type: 'boolean' },
+  'no-mmproj-offload': { type: 'boolean' },
 } as const;
 
 export const MMPROJ_HELP = `  -mm, --mmproj FILE      a multimodal projector (mmproj GGUF) for images and audio
       --no-mmproj         no projector, not even the -hf repository's own (default: -hf takes
-                          the repository's mmproj file when it has one)`;
+                          the repository's mmproj file when it has one)
+      --no-mmproj-offload  the projector on the CPU (default: on the model's GPU device, when it
+                          has one: --device webgpu)`;
 
 /** llama.cpp's spellings of the projector flags. */
 export const MMPROJ_SPELLINGS: Record<string, string> = { '-mm': '--mmproj', '--no-mmproj-auto': '--no-mmproj' };
@@ -33,6 +37,11 @@ export async function projectorArg(o: {
   if (o.mmproj !== undefined) return o.mmproj;
   if (o['hf-repo'] === undefined) return undefined;
   return resolveMmprojArg({ hfRepo: o['hf-repo'], cacheDir: o['cache-dir'] });
+}
+
+/** initMultimodal's use_gpu from --[no-]mmproj-offload (llama.cpp's flags; default on). */
+export function mmprojOnGpu(o: { 'no-mmproj-offload'?: boolean | undefined }): boolean {
+  return !o['no-mmproj-offload'];
 }
 
 export interface MediaFile {

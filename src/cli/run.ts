@@ -17,6 +17,7 @@ import {
   MMPROJ_OPTIONS,
   MMPROJ_SPELLINGS,
   mediaFlags,
+  mmprojOnGpu,
   projectorArg,
 } from './multimodal.js';
 import {
@@ -191,7 +192,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     const mmproj = media.length > 0 ? await projectorArg(o) : undefined;
     if (media.length > 0 && mmproj === undefined)
       throw new UsageError(`${o['hf-repo']} has no mmproj file: give one with --mmproj FILE`);
-    if (mmproj !== undefined) await ctx.initMultimodal({ path: mmproj });
+    if (mmproj !== undefined) await ctx.initMultimodal({ path: mmproj, use_gpu: mmprojOnGpu(o) });
     const loadMs = performance.now() - t0;
     const prompt = Buffer.from(processEscapes(Buffer.from(o.prompt, 'utf8'))).toString('utf8');
     const r = await ctx.completion(

@@ -16,7 +16,7 @@ import {
   type ServerOptions,
 } from '../server/index.js';
 import type { ChildMessage } from '../server/router/index.js';
-import { MMPROJ_OPTIONS, MMPROJ_SPELLINGS, projectorArg } from './multimodal.js';
+import { MMPROJ_OPTIONS, MMPROJ_SPELLINGS, mmprojOnGpu, projectorArg } from './multimodal.js';
 import {
   ADAPTER_HELP,
   adapterModelOptions,
@@ -103,6 +103,8 @@ ${SHARED_HELP['n-gpu-layers']}
                           Responses input_image, multimodal_data) as data URLs or base64
       --no-mmproj         no projector, not even the -hf repository's own (default: -hf takes
                           the repository's mmproj file when it has one)
+      --no-mmproj-offload  the projector on the CPU (default: on the model's GPU device, when it
+                          has one: --device webgpu)
       --allow-remote-media  fetch http(s) image URLs of requests (default: refused; 10 MB, 10 s
                           each); file:// URLs are always refused
       --cache-dir DIR     download cache, and /api/pull's (default ~/.cache/llama-ts; env LLAMA_TS_CACHE)
@@ -282,7 +284,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(extras.draft_p_min !== undefined ? { draftPMin: extras.draft_p_min as number } : {}),
       ...(o.reranking ? { reranking: true } : {}),
       ...(o['cache-dir'] !== undefined ? { cacheDir: o['cache-dir'] } : {}),
-      ...(mmproj !== undefined ? { mmproj } : {}),
+      ...(mmproj !== undefined ? { mmproj, mmprojOffload: mmprojOnGpu(o) } : {}),
       ...(o['allow-remote-media'] ? { allowRemoteMedia: true } : {}),
     });
     process.stderr.write(`llama-ts serve: listening on ${server.url} (loading the model)\n`);

@@ -133,6 +133,8 @@ export interface ServerOptions {
   reranking?: boolean;
   /** A multimodal projector (llama-server's --mmproj): images and audio in requests, as it takes them. */
   mmproj?: string;
+  /** The projector on the model's GPU device (llama-server's --mmproj-offload, default true). */
+  mmprojOffload?: boolean;
   /** Fetch http(s) image URLs (off by default: a request may not make the server fetch), bounded by mediaMaxBytes and mediaTimeoutMs. */
   allowRemoteMedia?: boolean;
   /** Bytes one image or audio clip may have (default 10 MiB, llama-server's download limit). */
@@ -410,7 +412,7 @@ export class LlamaServer implements ollama.OllamaHost {
       // --reranking with a model that cannot rank fails here, not on the first request
       if (opts.reranking && !ranks) await ctx.rerank('a', ['b']);
       if (opts.mmproj !== undefined) {
-        await ctx.initMultimodal({ path: opts.mmproj, use_gpu: true });
+        await ctx.initMultimodal({ path: opts.mmproj, use_gpu: opts.mmprojOffload ?? true });
         this.modalitiesValue = ctx.getMultimodalSupport();
       }
       if (generative && this.stateValue === state) {
