@@ -206,6 +206,19 @@ export function opCases(): OpCase[] {
       });
     }
   }
+  // F16 activations (the vision encoders' patches, rounded to F16 as ggml_conv_2d's im2col)
+  for (const wt of [F16, F32]) {
+    for (const [M, N] of [
+      [5, 1],
+      [3, 7],
+    ]) {
+      add(`MUL_MAT(${tname(wt)} x F16) K=37 M=${M} N=${N}`, () => {
+        const a = newTensor(wt, [37, M]);
+        const b = newTensor(F16, [37, N]);
+        return { out: ops.mulMat(a, b), inputs: [a, b] };
+      });
+    }
+  }
   add('MUL_MAT(F32) transposed b', () => {
     const a = newTensor(F32, [9, 4]);
     const c = newTensor(F32, [6, 9]);

@@ -1166,7 +1166,8 @@ export function kernelFor(t: Tensor, feat: GpuFeatures = NO_FEATURES): KernelCal
       }
       return t.type === F32 || f16Words(t) ? setRows(t) : `SET_ROWS to type ${t.type} with this layout`;
     case Op.MUL_MAT:
-      if (!WEIGHTS.has(a.type) || !isF32(b)) return `MUL_MAT of type ${a.type}`;
+      // b F32, or F16 (the vision encoders' patches, rounded to F16 as ggml_conv_2d's im2col)
+      if (!WEIGHTS.has(a.type) || !(isF32(b) || b.type === F16)) return `MUL_MAT of type ${a.type} x ${b.type}`;
       return feat.subgroups && t.ne[1] === 1 ? mulMatVec(t) : mulMat(t);
     case Op.FLASH_ATTN_EXT: {
       const [q, k, v, mask, sinks] = t.src;
